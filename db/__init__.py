@@ -1,0 +1,1 @@
+"""Postgres: tables, migrations and the SQL of the hot paths."""

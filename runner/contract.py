@@ -1,0 +1,205 @@
+"""The extraction contract: what the map step (`emit_chunk_summary`) and the reduce step
+(`emit_digest`) return. These Pydantic models are the single source of truth; the tool JSON
+schemas sent to an LLM are generated from them (`tool_schema`), and every extractor's output is
+parsed into them before validation.
+
+Message ids are strings everywhere: Discord snowflakes overflow JavaScript numbers.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any, Self
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+CONTRACT_VERSION = "1.0"
+
+
+class StrictModel(BaseModel):
+    """Unknown fields are an error: a model that invents fields gets a re-ask, not silence."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class SignalLevel(str, Enum):
+    HIGH = "high"
+    MEDIUM = "medium"
+    LOW = "low"
+    EMPTY = "empty"
+
+
+class SignalQuality(StrictModel):
+    level: SignalLevel
+    reason: str = Field(max_length=300, description="Why the window has this much signal.")
+
+
+class ContentPointer(StrictModel):
+    """Verbatim material: `normalized_text[char_start:char_end]` of one message.
+
+    Offsets are 0-based, end-exclusive, in Unicode code points of the message's normalized text.
+    `quote` repeats the text so a pointer whose offsets are off can be re-anchored or rejected.
+    """
+
+    message_id: str = Field(min_length=1, max_length=128)
+    char_start: int = Field(ge=0)
+    char_end: int = Field(ge=1)
+    quote: str | None = Field(default=None, max_length=20_000)
+
+
+class Topic(StrictModel):
+    title: str = Field(min_length=1, max_length=120)
+    summary: str = Field(default="", max_length=500)
+    message_ids: list[str] = Field(default_factory=list, max_length=30)
+
+
+class Decision(StrictModel):
+    text: str = Field(min_length=1, max_length=500)
+    message_ids: list[str] = Field(min_length=1, max_length=20)
+
+
+class ActionItem(StrictModel):
+    text: str = Field(min_length=1, max_length=500)
+    owner: str | None = Field(default=None, max_length=120)
+    message_ids: list[str] = Field(min_length=1, max_length=20)
+
+
+class OpenQuestion(StrictModel):
+    text: str = Field(min_length=1, max_length=500)
+    asked_by: str | None = Field(default=None, max_length=120)
+    message_ids: list[str] = Field(min_length=1, max_length=20)
+
+
+class Link(StrictModel):
+    url: str = Field(min_length=1, max_length=2048)
+    description: str = Field(default="", max_length=300)
+    message_ids: list[str] = Field(min_length=1, max_length=10)
+
+
+class ArtifactKind(str, Enum):
+    CODE = "code"
+    CONFIG = "config"
+    COMMAND = "command"
+    FILE = "file"
+    LOG = "log"
+    OTHER = "other"
+
+
+class Artifact(StrictModel):
+    kind: ArtifactKind
+    title: str = Field(min_length=1, max_length=200)
+    language: str | None = Field(default=None, max_length=40)
+    pointer: ContentPointer
+
+
+class KnowledgeKind(str, Enum):
+    PROMPT = "prompt"
+    CONFIG = "config"
+    CODE = "code"
+    COMMAND = "command"
+    RECOMMENDATION = "recommendation"
+    TROUBLESHOOTING = "troubleshooting"
+    HOWTO = "howto"
+    FACT = "fact"
+    REFERENCE = "reference"
+
+
+# Kinds whose truth depends on which model, tool or release they apply to: stored without a
+# `context_version` they are flagged, so a reader knows the advice may be stale.
+VERSION_SENSITIVE_KINDS = frozenset(
+    {KnowledgeKind.PROMPT, KnowledgeKind.CONFIG, KnowledgeKind.COMMAND, KnowledgeKind.CODE}
+)
+
+
+class KnowledgeItem(StrictModel):
+    """Either verbatim (`content_pointer`) or synthesized (`content` + `message_ids`), never both."""
+
+    key: str = Field(
+        min_length=1, max_length=40, description="Short id unique in this output, e.g. K1."
+    )
+    kind: KnowledgeKind
+    title: str = Field(min_length=1, max_length=200)
+    content_pointer: ContentPointer | None = None
+    content: str | None = Field(default=None, max_length=2000)
+    message_ids: list[str] = Field(default_factory=list, max_length=20)
+    context_version: str | None = Field(default=None, max_length=120)
+    entity_refs: list[str] = Field(default_factory=list, max_length=10)
+    supersedes_id: str | None = Field(default=None, max_length=40)
+    conflicts_with_id: str | None = Field(default=None, max_length=40)
+
+    @model_validator(mode="after")
+    def _pointer_xor_content(self) -> Self:
+        if (self.content_pointer is None) == (self.content is None):
+            raise ValueError("a knowledge item has exactly one of content_pointer or content")
+        if self.content is not None and not self.message_ids:
+            raise ValueError("synthesized content must cite the message_ids it is based on")
+        return self
+
+
+class ChunkSummary(StrictModel):
+    """Map output for one chunk (`emit_chunk_summary`)."""
+
+    chunk_summary: str = Field(max_length=1200)
+    signal_quality: SignalQuality
+    topics: list[Topic] = Field(default_factory=list, max_length=6)
+    decisions: list[Decision] = Field(default_factory=list, max_length=5)
+    action_items: list[ActionItem] = Field(default_factory=list, max_length=8)
+    open_questions: list[OpenQuestion] = Field(default_factory=list, max_length=6)
+    links: list[Link] = Field(default_factory=list, max_length=15)
+    artifacts: list[Artifact] = Field(default_factory=list, max_length=10)
+    knowledge_items: list[KnowledgeItem] = Field(default_factory=list, max_length=15)
+    notable_message_ids: list[str] = Field(default_factory=list, max_length=10)
+
+
+class Coverage(StrictModel):
+    messages_total: int = Field(ge=0)
+    messages_covered: int = Field(ge=0)
+    first_message_id: str | None = None
+    last_message_id: str | None = None
+    notes: str = Field(default="", max_length=1000, description="What was not covered and why.")
+
+
+class Digest(StrictModel):
+    """Reduce output for one window (`emit_digest`): merged, de-duplicated items."""
+
+    title: str = Field(min_length=1, max_length=120)
+    overview: str = Field(max_length=2400, description="Markdown.")
+    highlights: list[str] = Field(default_factory=list, max_length=5)
+    coverage: Coverage
+    search_keywords: list[str] = Field(default_factory=list, max_length=10)
+    signal_quality: SignalQuality
+    topics: list[Topic] = Field(default_factory=list, max_length=12)
+    decisions: list[Decision] = Field(default_factory=list, max_length=25)
+    action_items: list[ActionItem] = Field(default_factory=list, max_length=40)
+    open_questions: list[OpenQuestion] = Field(default_factory=list, max_length=30)
+    links: list[Link] = Field(default_factory=list, max_length=60)
+    artifacts: list[Artifact] = Field(default_factory=list, max_length=40)
+    knowledge_items: list[KnowledgeItem] = Field(default_factory=list, max_length=60)
+    notable_message_ids: list[str] = Field(default_factory=list, max_length=20)
+
+
+CHUNK_SUMMARY_TOOL = "emit_chunk_summary"
+DIGEST_TOOL = "emit_digest"
+
+TOOL_MODELS: dict[str, type[StrictModel]] = {
+    CHUNK_SUMMARY_TOOL: ChunkSummary,
+    DIGEST_TOOL: Digest,
+}
+
+_TOOL_DESCRIPTIONS = {
+    CHUNK_SUMMARY_TOOL: "Report what one chunk of chat messages contains, citing message ids.",
+    DIGEST_TOOL: "Merge chunk summaries into the digest of the whole window, citing message ids.",
+}
+
+
+def tool_schema(name: str) -> dict[str, Any]:
+    """The OpenAI `tools` entry for `name`, generated from its Pydantic model."""
+    model = TOOL_MODELS[name]
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": _TOOL_DESCRIPTIONS[name],
+            "parameters": model.model_json_schema(),
+        },
+    }

@@ -1,0 +1,1 @@
+"""Extractors turn chunks into ChunkSummary and summaries into a Digest: offline or LLM."""

@@ -1,0 +1,82 @@
+"""What the pipeline needs from an extractor, and the usage figures it reports."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from runner.chunking import Chunk
+from runner.contract import ChunkSummary, Digest
+from runner.window import Window, WindowMessage
+
+
+@dataclass(frozen=True)
+class KnownItem:
+    """An item found in an earlier chunk, shown to later chunks so they link instead of repeat."""
+
+    key: str
+    kind: str
+    title: str
+
+
+@dataclass
+class ExtractionUsage:
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    content_tokens: int = 0
+
+    def add(self, other: ExtractionUsage) -> None:
+        self.llm_calls += other.llm_calls
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.cached_tokens += other.cached_tokens
+        self.content_tokens += other.content_tokens
+
+
+@dataclass
+class PipelineWarning:
+    """A degradation or estimate worth telling the user about (seed 002's warning codes)."""
+
+    code: str
+    message: str
+
+    def as_json(self) -> dict[str, str]:
+        return {"code": self.code, "message": self.message}
+
+
+class ChunkFailed(Exception):
+    """The extractor gave up on one chunk; the job continues and ends PARTIAL."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class Extractor(Protocol):
+    name: str
+    usage: ExtractionUsage
+    warnings: list[PipelineWarning]
+
+    def fingerprint(self) -> str:
+        """Everything that changes its output for the same chunk (version, model, prompt, config);
+        part of the chunk cache key."""
+        ...
+
+    async def extract_chunk(self, chunk: Chunk, known_items: list[KnownItem]) -> ChunkSummary: ...
+
+    async def synthesize_digest(
+        self,
+        summaries: list[ChunkSummary],
+        window: Window,
+        top_messages: list[WindowMessage],
+    ) -> Digest: ...
+
+
+@dataclass
+class ExtractorState:
+    """Mutable figures an extractor implementation can embed."""
+
+    usage: ExtractionUsage = field(default_factory=ExtractionUsage)
+    warnings: list[PipelineWarning] = field(default_factory=list)

@@ -1,0 +1,1 @@
+"""Chat export parsers: files in, ParsedMessage records out."""

@@ -1,0 +1,71 @@
+"""Does a synthesized claim say what its cited messages say? Word overlap and script checks.
+
+Overlap rule (documented in docs/architecture.md): text is NFKC-normalized and case-folded, split
+into Unicode word tokens (`\\w+`, so Cyrillic, CJK and accented words count), tokens of one
+character and English stopwords are dropped, and n = 1 (unigrams): the share is the fraction of
+the claim's distinct tokens that occur in the cited messages. Unigrams rather than longer n-grams
+because a correct paraphrase rarely keeps word order, while an invented claim rarely keeps the
+words.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import Counter
+
+_WORD = re.compile(r"\w+")
+
+STOPWORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before being
+    below between both but by can could did do does doing down during each few for from further had
+    has have having he her here hers herself him himself his how i if in into is it its itself just
+    me more most my myself no nor not now of off on once only or other our ours ourselves out over
+    own same she should so some such than that the their theirs them themselves then there these
+    they this those through to too under until up very was we were what when where which while who
+    whom why will with would you your yours yourself yourselves also get got one use used using via
+    s t ll re ve d m""".split()
+)
+
+
+def content_tokens(text: str) -> list[str]:
+    """The claim-comparison tokens of `text`, in order."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return [
+        token for token in _WORD.findall(folded) if len(token) > 1 and token not in STOPWORDS
+    ]
+
+
+def support_share(claim: str, sources: list[str]) -> float | None:
+    """Fraction of the claim's distinct content tokens found in `sources`; None when the claim
+    has no content token to check."""
+    claim_tokens = set(content_tokens(claim))
+    if not claim_tokens:
+        return None
+    source_tokens: set[str] = set()
+    for source in sources:
+        source_tokens.update(content_tokens(source))
+    return len(claim_tokens & source_tokens) / len(claim_tokens)
+
+
+def _script_of(char: str) -> str | None:
+    if not char.isalpha():
+        return None
+    try:
+        name = unicodedata.name(char)
+    except ValueError:
+        return None
+    first = name.split(" ", 1)[0]
+    if first in {"CJK", "HIRAGANA", "KATAKANA"}:
+        return "CJK"
+    return first
+
+
+def dominant_script(text: str) -> str | None:
+    """The writing system of most letters in `text` (LATIN, CYRILLIC, CJK, ...), or None."""
+    counts = Counter(script for script in map(_script_of, text) if script)
+    if not counts:
+        return None
+    script, count = counts.most_common(1)[0]
+    # Too few letters to say anything about a language.
+    return script if count >= 3 else None

@@ -1,0 +1,1 @@
+"""The process edges: Starlette app, CLI, settings, auth, lifespan."""

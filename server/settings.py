@@ -1,0 +1,93 @@
+"""Configuration from the environment: one typed place, documented in docs/configuration.md.
+
+Every setting is read from an environment variable of the same name (case-insensitive). Secrets
+(`DIGEST_LLM_API_KEY`, `DIGESTD_API_TOKENS`) are `SecretStr`, so a repr or a log line of the
+settings never shows them.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def default_home() -> Path:
+    """Where the embedded database and local state live when DIGESTD_HOME is not set."""
+    xdg = os.environ.get("XDG_DATA_HOME")
+    base = Path(xdg) if xdg else Path.home() / ".local" / "share"
+    return base / "digestd"
+
+
+class Settings(BaseSettings):
+    """All of digestd's settings. Field names are the environment variable names."""
+
+    model_config = SettingsConfigDict(case_sensitive=False, extra="ignore")
+
+    database_url: str | None = Field(
+        default=None, description="PostgreSQL URL; when unset an embedded server is started."
+    )
+    digestd_home: Path = Field(
+        default_factory=default_home, description="Directory of the embedded database and state."
+    )
+    digestd_api_tokens: SecretStr | None = Field(
+        default=None, description="`role:token,...` with roles reader and writer; unset = open."
+    )
+    digestd_db_pool_size: int = Field(default=10, ge=1, le=200)
+
+    # Worker and jobs.
+    digestd_lease_seconds: float = Field(default=30.0, gt=0, description="Job lease length.")
+    digestd_heartbeat_seconds: float = Field(
+        default=10.0, gt=0, description="How often a worker renews its lease."
+    )
+    digestd_poll_seconds: float = Field(
+        default=5.0, gt=0, description="Fallback polling interval when no NOTIFY arrives."
+    )
+    digestd_max_attempts: int = Field(default=3, ge=1, le=20)
+    digestd_retry_base_seconds: float = Field(default=5.0, ge=0)
+    digestd_retry_max_seconds: float = Field(default=300.0, ge=0)
+
+    # Chunking and extraction.
+    digestd_chunk_tokens: int = Field(
+        default=3000, ge=200, description="Token budget of one map chunk (cl100k_base)."
+    )
+    digest_extractor: Literal["offline", "llm"] | None = Field(
+        default=None, description="Force an extractor; default: llm when a base URL is set."
+    )
+    digest_llm_base_url: str | None = None
+    digest_llm_api_key: SecretStr | None = None
+    digest_map_model: str = "gpt-4o-mini"
+    digest_reduce_model: str = "gpt-4o-mini"
+    digest_llm_extra_headers: str | None = Field(
+        default=None, description="JSON object of extra HTTP headers sent with every LLM call."
+    )
+    digest_llm_timeout_seconds: float = Field(default=120.0, gt=0)
+    digest_llm_concurrency: int = Field(default=4, ge=1, le=64)
+    digest_llm_max_retries: int = Field(default=4, ge=0, le=10)
+
+    # Validation.
+    digestd_min_claim_overlap: float = Field(
+        default=0.5, ge=0, le=1, description="Share of a claim's words found in cited messages."
+    )
+
+    # Ingest limits.
+    digestd_max_message_chars: int = Field(
+        default=200_000, ge=1000, description="Longer messages are truncated with a warning."
+    )
+
+    @property
+    def extractor_name(self) -> Literal["offline", "llm"]:
+        """The extractor jobs use: forced by DIGEST_EXTRACTOR, else llm iff a base URL is set."""
+        if self.digest_extractor:
+            return self.digest_extractor
+        return "llm" if self.digest_llm_base_url else "offline"
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings, read once from the environment."""
+    return Settings()
