@@ -106,6 +106,9 @@ async def run_pipeline(
     async def map_one(chunk: Chunk) -> None:
         nonlocal from_cache, done
         async with semaphore:
+            # Yield to the event loop between chunks: CPU-bound extraction must not starve the
+            # job's heartbeat, or its lease would expire and another worker would take it.
+            await asyncio.sleep(0)
             check_cancelled()
             key = chunk_cache_key(extractor, chunk)
             summary = await hooks.load_chunk(key) if hooks.load_chunk else None

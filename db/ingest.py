@@ -1,0 +1,159 @@
+"""Bulk message ingest: COPY a batch into a temporary staging table, then one upsert into
+`messages` keyed on (channel, external id). Re-importing the same export changes nothing; an
+edited message updates its row. Memory holds one batch at a time, whatever the input size.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+import asyncpg
+
+from db.queries import QUERIES
+
+BATCH_SIZE = 5000
+
+_STAGING_DDL = """
+CREATE TEMP TABLE IF NOT EXISTS message_staging (
+    seq bigint, channel_id bigint, external_id text, author text, ts timestamptz,
+    reply_to text, raw_text text, normalized_text text, attachments text
+) ON COMMIT DELETE ROWS
+"""
+
+_STAGING_COLUMNS = (
+    "seq", "channel_id", "external_id", "author", "ts",
+    "reply_to", "raw_text", "normalized_text", "attachments",
+)  # fmt: skip
+
+# Last occurrence of an id in a batch wins; unchanged rows are not rewritten (no dead tuples, and
+# the counts tell a re-import apart from new data).
+_MERGE = """
+INSERT INTO messages AS m (channel_id, external_id, author, ts, reply_to, raw_text,
+                           normalized_text, attachments)
+SELECT DISTINCT ON (channel_id, external_id)
+       channel_id, external_id, author, ts, reply_to, raw_text, normalized_text,
+       attachments::jsonb
+FROM message_staging
+ORDER BY channel_id, external_id, seq DESC
+ON CONFLICT ON CONSTRAINT messages_channel_external DO UPDATE
+SET author = EXCLUDED.author, ts = EXCLUDED.ts, reply_to = EXCLUDED.reply_to,
+    raw_text = EXCLUDED.raw_text, normalized_text = EXCLUDED.normalized_text,
+    attachments = EXCLUDED.attachments
+WHERE (m.author, m.ts, m.reply_to, m.raw_text, m.attachments)
+      IS DISTINCT FROM (EXCLUDED.author, EXCLUDED.ts, EXCLUDED.reply_to, EXCLUDED.raw_text,
+                        EXCLUDED.attachments)
+RETURNING (xmax = 0) AS inserted
+"""
+
+
+class IncomingMessage(Protocol):
+    """What ingest needs of a parsed message (runner.importers.records.ParsedMessage fits)."""
+
+    external_id: str
+    author: str
+    ts: datetime
+    text: str
+    reply_to: str | None
+    attachments: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class ChannelKey:
+    server: str | None
+    channel: str
+    channel_external_id: str | None = None
+    server_external_id: str | None = None
+
+
+@dataclass
+class IngestCounts:
+    received: int = 0
+    inserted: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    channel_ids: dict[str, int] = field(default_factory=dict)
+
+
+async def resolve_channel(connection: asyncpg.Connection, key: ChannelKey) -> asyncpg.Record:
+    """Find or create the channel (and its server) named by `key`."""
+    server_id = None
+    if key.server:
+        server_id = await connection.fetchval(
+            QUERIES["upsert_server"], key.server, key.server_external_id
+        )
+    return await connection.fetchrow(
+        QUERIES["upsert_channel"], server_id, key.channel, key.channel_external_id
+    )
+
+
+class MessageIngestor:
+    """Accumulates normalized messages per channel and flushes them in COPY batches.
+
+    `normalize` is passed in (runner.normalize.normalize_text) so this module stays SQL only."""
+
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        normalize: Any,
+        *,
+        batch_size: int = BATCH_SIZE,
+    ) -> None:
+        self._pool = pool
+        self._normalize = normalize
+        self._batch_size = batch_size
+        self._rows: list[tuple[Any, ...]] = []
+        self._channel_ids: dict[ChannelKey, int] = {}
+        self.counts = IngestCounts()
+
+    async def channel_id(self, key: ChannelKey) -> int:
+        if key not in self._channel_ids:
+            async with self._pool.acquire() as connection:
+                row = await resolve_channel(connection, key)
+            self._channel_ids[key] = row["id"]
+            self.counts.channel_ids[key.channel] = row["id"]
+        return self._channel_ids[key]
+
+    async def add(self, key: ChannelKey, message: IncomingMessage) -> None:
+        channel_id = await self.channel_id(key)
+        self._rows.append(
+            (
+                len(self._rows),
+                channel_id,
+                message.external_id,
+                message.author,
+                message.ts,
+                message.reply_to,
+                message.text,
+                self._normalize(message.text),
+                json.dumps(message.attachments or [], ensure_ascii=False),
+            )
+        )
+        self.counts.received += 1
+        if len(self._rows) >= self._batch_size:
+            await self.flush()
+
+    async def add_many(self, key: ChannelKey, messages: Iterable[IncomingMessage]) -> None:
+        for message in messages:
+            await self.add(key, message)
+
+    async def flush(self) -> int:
+        """Write the pending batch; returns how many rows it held."""
+        rows, self._rows = self._rows, []
+        if not rows:
+            return 0
+        async with self._pool.acquire() as connection, connection.transaction():
+            await connection.execute(_STAGING_DDL)
+            await connection.copy_records_to_table(
+                "message_staging", records=rows, columns=_STAGING_COLUMNS
+            )
+            results: Sequence[asyncpg.Record] = await connection.fetch(_MERGE)
+        inserted = sum(1 for row in results if row["inserted"])
+        self.counts.inserted += inserted
+        self.counts.updated += len(results) - inserted
+        distinct = len({(row[1], row[2]) for row in rows})
+        self.counts.unchanged += distinct - len(results)
+        return len(rows)

@@ -1,0 +1,179 @@
+"""Keyset pagination: every list is ordered by (sort column, id) and paged with an opaque cursor
+holding the last row's key, so page 10,000 costs what page 1 does and rows inserted while a
+client pages are never shown twice nor make it skip a row that existed when it started.
+
+Each list's SQL and its allowed filters are declared here, in one place; filters are fixed
+fragments with bind parameters, never text from the request.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import asyncpg
+
+MAX_PAGE_SIZE = 100
+
+
+class InvalidCursor(ValueError):
+    """A cursor that this server did not produce (or from another list)."""
+
+
+@dataclass(frozen=True)
+class KeysetCursor:
+    list_name: str
+    sort_value: datetime
+    row_id: int
+
+    def encode(self) -> str:
+        payload = json.dumps([self.list_name, self.sort_value.isoformat(), self.row_id])
+        return base64.urlsafe_b64encode(payload.encode()).decode().rstrip("=")
+
+    @classmethod
+    def decode(cls, token: str, list_name: str) -> KeysetCursor:
+        try:
+            padded = token + "=" * (-len(token) % 4)
+            name, sort_value, row_id = json.loads(base64.urlsafe_b64decode(padded))
+            cursor = cls(str(name), datetime.fromisoformat(sort_value), int(row_id))
+        except (ValueError, TypeError, binascii.Error, json.JSONDecodeError):
+            raise InvalidCursor("the cursor is not one this API produced") from None
+        if cursor.list_name != list_name:
+            raise InvalidCursor(f"the cursor belongs to {cursor.list_name}, not {list_name}")
+        return cursor
+
+
+@dataclass(frozen=True)
+class ListSpec:
+    name: str
+    select: str  # SELECT ... FROM ... (no WHERE)
+    sort_column: str
+    id_column: str
+    descending: bool
+    filters: dict[str, str]  # filter name → SQL fragment with a single `{}` for its parameter
+
+
+DIGESTS = ListSpec(
+    name="digests",
+    select="SELECT d.* FROM digests d JOIN channels c ON c.id = d.channel_id",
+    sort_column="d.created_at",
+    id_column="d.id",
+    descending=True,
+    filters={
+        "server_id": "c.server_id = {}",
+        "channel_id": "d.channel_id = {}",
+        "since": "d.created_at >= {}",
+        "until": "d.created_at < {}",
+        "signal_quality": "d.signal_quality = {}",
+    },
+)
+
+JOBS = ListSpec(
+    name="digestJobs",
+    select="SELECT j.* FROM digest_jobs j",
+    sort_column="j.created_at",
+    id_column="j.id",
+    descending=True,
+    filters={"channel_id": "j.channel_id = {}", "status": "j.status = {}"},
+)
+
+KNOWLEDGE_ITEMS = ListSpec(
+    name="knowledgeItems",
+    select=(
+        "SELECT k.*, m.external_id AS message_external_id FROM knowledge_items k "
+        "LEFT JOIN messages m ON m.id = k.message_id"
+    ),
+    sort_column="k.created_at",
+    id_column="k.id",
+    descending=True,
+    filters={
+        "channel_id": "k.channel_id = {}",
+        "digest_id": "k.digest_id = {}",
+        "kind": "k.kind = {}",
+        "query": "k.search @@ websearch_to_tsquery('simple', {})",
+    },
+)
+
+MESSAGES = ListSpec(
+    name="messages",
+    select="SELECT m.* FROM messages m",
+    sort_column="m.ts",
+    id_column="m.id",
+    descending=False,
+    filters={"channel_id": "m.channel_id = {}", "since": "m.ts >= {}", "until": "m.ts < {}"},
+)
+
+CHANNELS = ListSpec(
+    name="channels",
+    select=(
+        "SELECT c.*, s.name AS server_name FROM channels c "
+        "LEFT JOIN servers s ON s.id = c.server_id"
+    ),
+    sort_column="c.created_at",
+    id_column="c.id",
+    descending=True,
+    filters={"server_id": "c.server_id = {}"},
+)
+
+
+@dataclass(frozen=True)
+class Page:
+    rows: list[asyncpg.Record]
+    has_next_page: bool
+    spec: ListSpec
+
+    def cursor_of(self, row: asyncpg.Record) -> str:
+        sort_field = self.spec.sort_column.split(".", 1)[1]
+        id_field = self.spec.id_column.split(".", 1)[1]
+        return KeysetCursor(self.spec.name, row[sort_field], row[id_field]).encode()
+
+
+def build_page_query(
+    spec: ListSpec, filters: dict[str, Any], after: KeysetCursor | None, limit: int
+) -> tuple[str, list[Any]]:
+    """The SQL and parameters of one page; `limit` rows plus one to learn if more follow."""
+    clauses: list[str] = []
+    params: list[Any] = []
+    for name, value in filters.items():
+        if value is None:
+            continue
+        params.append(value)
+        clauses.append(spec.filters[name].format(f"${len(params)}"))
+    if after is not None:
+        params.extend([after.sort_value, after.row_id])
+        operator = "<" if spec.descending else ">"
+        clauses.append(
+            f"({spec.sort_column}, {spec.id_column}) {operator} (${len(params) - 1}, ${len(params)})"
+        )
+    direction = "DESC" if spec.descending else "ASC"
+    where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+    params.append(limit + 1)
+    sql = (
+        f"{spec.select}{where} ORDER BY {spec.sort_column} {direction}, "
+        f"{spec.id_column} {direction} LIMIT ${len(params)}"
+    )
+    return sql, params
+
+
+async def fetch_page(
+    connection: asyncpg.Connection,
+    spec: ListSpec,
+    filters: dict[str, Any],
+    *,
+    first: int,
+    after: str | None,
+) -> Page:
+    """One page of `spec`. Raises ValueError for a bad `first` and InvalidCursor for `after`."""
+    if not 1 <= first <= MAX_PAGE_SIZE:
+        raise ValueError(f"first must be between 1 and {MAX_PAGE_SIZE}, got {first}")
+    unknown = set(filters) - set(spec.filters)
+    if unknown:
+        raise ValueError(f"unknown filters for {spec.name}: {sorted(unknown)}")
+    cursor = KeysetCursor.decode(after, spec.name) if after else None
+    sql, params = build_page_query(spec, filters, cursor, first)
+    rows = await connection.fetch(sql, *params)
+    return Page(rows=rows[:first], has_next_page=len(rows) > first, spec=spec)

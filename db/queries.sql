@@ -1,0 +1,288 @@
+-- The SQL of digestd's fixed queries, each under a `-- name: <name>` header with a one-line
+-- description, loaded by db/queries.py. Keyset list queries with optional filters are composed
+-- in db/pages.py; bulk ingest lives in db/ingest.py.
+
+-- name: upsert_server
+-- Find or create a server (guild, workspace) by name; returns its id.
+INSERT INTO servers (name, external_id) VALUES ($1, $2)
+ON CONFLICT (name) DO UPDATE SET external_id = coalesce(servers.external_id, EXCLUDED.external_id)
+RETURNING id;
+
+-- name: upsert_channel
+-- Find or create a channel by (server, name); returns the channel row.
+INSERT INTO channels (server_id, name, external_id) VALUES ($1, $2, $3)
+ON CONFLICT ON CONSTRAINT channels_server_name
+DO UPDATE SET external_id = coalesce(channels.external_id, EXCLUDED.external_id)
+RETURNING *;
+
+-- name: channel_by_id
+-- One channel with its server name.
+SELECT c.*, s.name AS server_name
+FROM channels c LEFT JOIN servers s ON s.id = c.server_id
+WHERE c.id = $1;
+
+-- name: channels_by_ids
+-- Channels with their server names, for the DataLoader.
+SELECT c.*, s.name AS server_name
+FROM channels c LEFT JOIN servers s ON s.id = c.server_id
+WHERE c.id = ANY($1::bigint[]);
+
+-- name: channel_by_name
+-- A channel by its name (and server name when given); used by the CLI.
+SELECT c.*, s.name AS server_name
+FROM channels c LEFT JOIN servers s ON s.id = c.server_id
+WHERE c.name = $1 AND ($2::text IS NULL OR s.name = $2)
+ORDER BY c.id
+LIMIT 2;
+
+-- name: channel_message_counts
+-- How many messages each channel holds, for the DataLoader.
+SELECT channel_id, count(*) AS message_count
+FROM messages WHERE channel_id = ANY($1::bigint[])
+GROUP BY channel_id;
+
+-- name: messages_by_ids
+-- Messages by internal id, for pointer resolution in the API.
+SELECT * FROM messages WHERE id = ANY($1::bigint[]);
+
+-- name: messages_by_external_ids
+-- Messages of one channel by external id.
+SELECT * FROM messages WHERE channel_id = $1 AND external_id = ANY($2::text[]);
+
+-- name: window_messages
+-- The digest window: a channel's messages after the last digested one, oldest first.
+SELECT m.id, m.external_id, m.author, m.ts, m.reply_to, m.normalized_text
+FROM messages m
+WHERE m.channel_id = $1
+  AND ($2::timestamptz IS NULL OR (m.ts, m.id) > ($2::timestamptz, $3::bigint))
+ORDER BY m.ts, m.id
+LIMIT $4;
+
+-- name: message_position
+-- The (ts, id) key of one message, for the window start.
+SELECT ts, id FROM messages WHERE id = $1;
+
+-- name: insert_channel_job
+-- Queue a channel digest unless one is queued or running (the partial unique index decides).
+INSERT INTO digest_jobs (kind, channel_id, options, max_attempts)
+VALUES ('channel', $1, $2, $3)
+ON CONFLICT (channel_id) WHERE status IN ('queued', 'running') AND kind = 'channel'
+DO NOTHING
+RETURNING *;
+
+-- name: active_channel_job
+-- The queued or running digest job of a channel, if any.
+SELECT * FROM digest_jobs
+WHERE channel_id = $1 AND kind = 'channel' AND status IN ('queued', 'running');
+
+-- name: notify_jobs
+-- Wake workers waiting on LISTEN digestd_jobs.
+SELECT pg_notify('digestd_jobs', $1::text);
+
+-- name: claim_next_job
+-- Claim the oldest runnable job: queued and due, or running with an expired lease (its worker
+-- died). SKIP LOCKED lets any number of workers claim concurrently without waiting or sharing.
+UPDATE digest_jobs j
+SET status = 'running',
+    worker_id = $1,
+    attempts = j.attempts + 1,
+    lease_expires_at = now() + make_interval(secs => $2),
+    started_at = coalesce(j.started_at, now()),
+    updated_at = now()
+FROM (
+    SELECT id FROM digest_jobs
+    WHERE (status = 'queued' AND run_after <= now())
+       OR (status = 'running' AND lease_expires_at < now())
+    ORDER BY run_after, id
+    FOR UPDATE SKIP LOCKED
+    LIMIT 1
+) next_job
+WHERE j.id = next_job.id
+RETURNING j.*;
+
+-- name: heartbeat_job
+-- Renew the lease of a job this worker holds; returns cancel_requested, or no row if lost.
+UPDATE digest_jobs
+SET lease_expires_at = now() + make_interval(secs => $3), updated_at = now()
+WHERE id = $1 AND worker_id = $2 AND status = 'running'
+RETURNING cancel_requested;
+
+-- name: update_job_progress
+-- Record the phase and chunk progress of a job this worker holds.
+UPDATE digest_jobs
+SET phase = $3, chunks_done = $4, chunks_total = $5, updated_at = now()
+WHERE id = $1 AND worker_id = $2 AND status = 'running';
+
+-- name: finish_job
+-- End a job this worker holds: succeeded, partial or cancelled, with its stats.
+UPDATE digest_jobs
+SET status = $3, phase = CASE WHEN $3 = 'cancelled' THEN phase ELSE 'store' END,
+    digest_id = $4, result_message = $5, stats = $6, warnings = $7, error = $8,
+    lease_expires_at = NULL, finished_at = now(), updated_at = now()
+WHERE id = $1 AND worker_id = $2 AND status = 'running'
+RETURNING *;
+
+-- name: fail_job
+-- A failed attempt: back to queued after a backoff while attempts remain, else failed.
+UPDATE digest_jobs
+SET status = CASE WHEN attempts < max_attempts AND NOT cancel_requested THEN 'queued'
+                  WHEN cancel_requested THEN 'cancelled'
+                  ELSE 'failed' END,
+    run_after = now() + make_interval(secs => $4),
+    error = $3, stats = $5, worker_id = NULL, lease_expires_at = NULL,
+    finished_at = CASE WHEN attempts < max_attempts AND NOT cancel_requested THEN NULL
+                       ELSE now() END,
+    updated_at = now()
+WHERE id = $1 AND worker_id = $2 AND status = 'running'
+RETURNING *;
+
+-- name: cancel_job
+-- Cancel a job: a queued one at once, a running one at its next check (cancel_requested).
+UPDATE digest_jobs
+SET cancel_requested = status IN ('queued', 'running'),
+    status = CASE WHEN status = 'queued' THEN 'cancelled' ELSE status END,
+    finished_at = CASE WHEN status = 'queued' THEN now() ELSE finished_at END,
+    updated_at = now()
+WHERE id = $1
+RETURNING *;
+
+-- name: job_by_id
+-- One job.
+SELECT * FROM digest_jobs WHERE id = $1;
+
+-- name: jobs_by_ids
+-- Jobs by id, for the DataLoader.
+SELECT * FROM digest_jobs WHERE id = ANY($1::bigint[]);
+
+-- name: mark_channel_digested
+-- Move the channel's window mark; part of the digest's store transaction.
+UPDATE channels SET last_digested_message_id = $2 WHERE id = $1;
+
+-- name: insert_digest
+-- Store a validated digest; returns its id and created_at.
+INSERT INTO digests (
+    channel_id, job_id, title, overview, highlights, coverage, search_keywords,
+    signal_quality, signal_reason, first_message_id, last_message_id, window_start, window_end,
+    message_count, notable_message_ids, extractor, flags, rejections)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+RETURNING id, created_at;
+
+-- name: digest_by_id
+-- One digest.
+SELECT * FROM digests WHERE id = $1;
+
+-- name: digests_by_ids
+-- Digests by id, for the DataLoader.
+SELECT * FROM digests WHERE id = ANY($1::bigint[]);
+
+-- name: digest_item_counts
+-- Item counts per digest, for the light DigestSummary.
+SELECT d.id AS digest_id,
+    (SELECT count(*) FROM topics t WHERE t.digest_id = d.id) AS topics,
+    (SELECT count(*) FROM decisions x WHERE x.digest_id = d.id) AS decisions,
+    (SELECT count(*) FROM action_items x WHERE x.digest_id = d.id) AS action_items,
+    (SELECT count(*) FROM open_questions x WHERE x.digest_id = d.id) AS open_questions,
+    (SELECT count(*) FROM links x WHERE x.digest_id = d.id) AS links,
+    (SELECT count(*) FROM artifacts x WHERE x.digest_id = d.id) AS artifacts,
+    (SELECT count(*) FROM knowledge_items x WHERE x.digest_id = d.id) AS knowledge_items
+FROM digests d WHERE d.id = ANY($1::bigint[]);
+
+-- name: topics_of_digests
+-- Topics of several digests, for the DataLoader.
+SELECT * FROM topics WHERE digest_id = ANY($1::bigint[]) ORDER BY digest_id, position;
+
+-- name: decisions_of_digests
+-- Decisions of several digests, for the DataLoader.
+SELECT * FROM decisions WHERE digest_id = ANY($1::bigint[]) ORDER BY digest_id, position;
+
+-- name: action_items_of_digests
+-- Action items of several digests, for the DataLoader.
+SELECT * FROM action_items WHERE digest_id = ANY($1::bigint[]) ORDER BY digest_id, position;
+
+-- name: open_questions_of_digests
+-- Open questions of several digests, for the DataLoader.
+SELECT * FROM open_questions WHERE digest_id = ANY($1::bigint[]) ORDER BY digest_id, position;
+
+-- name: links_of_digests
+-- Links of several digests, for the DataLoader.
+SELECT * FROM links WHERE digest_id = ANY($1::bigint[]) ORDER BY digest_id, position;
+
+-- name: artifacts_of_digests
+-- Artifacts of several digests, with the cited message's external id.
+SELECT a.*, m.external_id AS message_external_id
+FROM artifacts a JOIN messages m ON m.id = a.message_id
+WHERE a.digest_id = ANY($1::bigint[]) ORDER BY a.digest_id, a.position;
+
+-- name: knowledge_items_of_digests
+-- Knowledge items of several digests, with the pointed message's external id.
+SELECT k.*, m.external_id AS message_external_id
+FROM knowledge_items k LEFT JOIN messages m ON m.id = k.message_id
+WHERE k.digest_id = ANY($1::bigint[]) ORDER BY k.digest_id, k.position;
+
+-- name: load_chunk_result
+-- A cached map result by cache key, touching its last use.
+UPDATE chunk_results SET last_used_at = now() WHERE cache_key = $1 RETURNING summary;
+
+-- name: save_chunk_result
+-- Cache a validated map result.
+INSERT INTO chunk_results (cache_key, extractor, summary) VALUES ($1, $2, $3)
+ON CONFLICT (cache_key) DO UPDATE SET summary = EXCLUDED.summary, last_used_at = now();
+
+-- name: upsert_entity
+-- Count a mention of a canonical entity in a channel.
+INSERT INTO entities (channel_id, name, mention_count, last_digest_id) VALUES ($1, $2, $3, $4)
+ON CONFLICT ON CONSTRAINT entities_channel_name
+DO UPDATE SET mention_count = entities.mention_count + EXCLUDED.mention_count,
+              last_digest_id = EXCLUDED.last_digest_id;
+
+-- name: database_ready
+-- Readiness: the database answers and is migrated.
+SELECT max(version) AS version FROM schema_migrations;
+
+-- name: insert_topic
+-- One topic of a digest.
+INSERT INTO topics (digest_id, position, title, summary, message_ids) VALUES ($1, $2, $3, $4, $5);
+
+-- name: insert_decision
+-- One decision of a digest.
+INSERT INTO decisions (digest_id, position, text, message_ids, flags) VALUES ($1, $2, $3, $4, $5);
+
+-- name: insert_action_item
+-- One action item of a digest.
+INSERT INTO action_items (digest_id, position, text, owner, message_ids, flags)
+VALUES ($1, $2, $3, $4, $5, $6);
+
+-- name: insert_open_question
+-- One open question of a digest.
+INSERT INTO open_questions (digest_id, position, text, asked_by, message_ids, flags)
+VALUES ($1, $2, $3, $4, $5, $6);
+
+-- name: insert_link
+-- One link of a digest.
+INSERT INTO links (digest_id, position, url, description, message_ids) VALUES ($1, $2, $3, $4, $5);
+
+-- name: insert_artifact
+-- One artifact of a digest, pointing into a message.
+INSERT INTO artifacts (digest_id, position, kind, title, language, message_id, char_start,
+                       char_end, match_kind)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9);
+
+-- name: insert_knowledge_item
+-- One knowledge item of a digest; returns its id so links between items can be resolved.
+INSERT INTO knowledge_items (digest_id, channel_id, position, item_key, kind, title, content,
+                             message_id, char_start, char_end, match_kind, quote, message_ids,
+                             context_version, entity_refs, flags)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+RETURNING id;
+
+-- name: link_knowledge_item
+-- Resolve a knowledge item's supersedes / conflicts-with links once all items have ids.
+UPDATE knowledge_items SET supersedes_id = $2, conflicts_with_id = $3 WHERE id = $1;
+
+-- name: lock_channel
+-- Serialize the window mark of one channel during a digest's store transaction.
+SELECT last_digested_message_id FROM channels WHERE id = $1 FOR UPDATE;
+
+-- name: latest_digest_of_channel
+-- The newest digest of a channel.
+SELECT * FROM digests WHERE channel_id = $1 ORDER BY created_at DESC, id DESC LIMIT 1;

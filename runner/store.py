@@ -1,0 +1,175 @@
+"""Store a validated digest: the digest, its items, the channel's new window mark and the job's
+end commit in one transaction, so a crash leaves either all of it or none of it.
+
+Only `ValidationResult` output reaches this module, so every pointer written here resolved
+verbatim and every cited id exists in the window.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import asyncpg
+
+from db.jobs import finish_job
+from db.queries import QUERIES
+from runner.contract import Digest
+from runner.pointers import MatchKind
+from runner.validate import ValidationResult
+
+
+@dataclass(frozen=True)
+class StoredWindow:
+    """The window's message keys: external id → internal id, and its bounds."""
+
+    internal_ids: dict[str, int]
+    first_message_id: int | None
+    last_message_id: int | None
+    window_start: datetime | None
+    window_end: datetime | None
+    message_count: int
+
+
+class LostLease(Exception):
+    """Another worker holds the job now; this worker's result must not be stored."""
+
+
+def _match_name(match: MatchKind | None) -> str:
+    return match.value if match else MatchKind.OFFSETS.value
+
+
+def _flag_json(flags: list[str]) -> list[dict[str, str]]:
+    return [{"code": flag.split(":", 1)[0], "message": flag} for flag in flags]
+
+
+async def _store_items(
+    connection: asyncpg.Connection,
+    digest_id: int,
+    channel_id: int,
+    validation: ValidationResult[Digest],
+    window: StoredWindow,
+) -> None:
+    digest = validation.output
+    flags = validation.item_flags
+    matches = validation.pointer_matches
+    await connection.executemany(
+        QUERIES["insert_topic"],
+        [(digest_id, i, t.title, t.summary, t.message_ids) for i, t in enumerate(digest.topics)],
+    )
+    await connection.executemany(
+        QUERIES["insert_decision"],
+        [
+            (digest_id, i, d.text, d.message_ids, _flag_json(flags["decisions"][i]))
+            for i, d in enumerate(digest.decisions)
+        ],
+    )
+    await connection.executemany(
+        QUERIES["insert_action_item"],
+        [
+            (digest_id, i, a.text, a.owner, a.message_ids, _flag_json(flags["action_items"][i]))
+            for i, a in enumerate(digest.action_items)
+        ],
+    )
+    await connection.executemany(
+        QUERIES["insert_open_question"],
+        [
+            (digest_id, i, q.text, q.asked_by, q.message_ids, _flag_json(flags["open_questions"][i]))
+            for i, q in enumerate(digest.open_questions)
+        ],
+    )
+    await connection.executemany(
+        QUERIES["insert_link"],
+        [
+            (digest_id, i, link.url, link.description, link.message_ids)
+            for i, link in enumerate(digest.links)
+        ],
+    )
+    await connection.executemany(
+        QUERIES["insert_artifact"],
+        [
+            (
+                digest_id, i, a.kind.value, a.title, a.language,
+                window.internal_ids[a.pointer.message_id], a.pointer.char_start,
+                a.pointer.char_end, _match_name(matches["artifacts"][i]),
+            )  # fmt: skip
+            for i, a in enumerate(digest.artifacts)
+        ],
+    )
+    ids_by_key: dict[str, int] = {}
+    for i, item in enumerate(digest.knowledge_items):
+        pointer = item.content_pointer
+        match = matches["knowledge_items"][i]
+        item_id = await connection.fetchval(
+            QUERIES["insert_knowledge_item"],
+            digest_id, channel_id, i, item.key, item.kind.value, item.title, item.content,
+            window.internal_ids[pointer.message_id] if pointer else None,
+            pointer.char_start if pointer else None,
+            pointer.char_end if pointer else None,
+            _match_name(match) if pointer else None,
+            pointer.quote if pointer else None,
+            item.message_ids, item.context_version, item.entity_refs,
+            _flag_json(flags["knowledge_items"][i]),
+        )  # fmt: skip
+        ids_by_key.setdefault(item.key, item_id)
+    for item in digest.knowledge_items:
+        supersedes = ids_by_key.get(item.supersedes_id or "")
+        conflicts = ids_by_key.get(item.conflicts_with_id or "")
+        if supersedes or conflicts:
+            await connection.execute(
+                QUERIES["link_knowledge_item"], ids_by_key[item.key], supersedes, conflicts
+            )
+    mentions: dict[str, int] = {}
+    for item in digest.knowledge_items:
+        for entity in item.entity_refs:
+            name = entity.strip()
+            if name:
+                mentions[name] = mentions.get(name, 0) + 1
+    await connection.executemany(
+        QUERIES["upsert_entity"],
+        [(channel_id, name, count, digest_id) for name, count in sorted(mentions.items())],
+    )
+
+
+async def store_digest(
+    connection: asyncpg.Connection,
+    *,
+    job_id: int,
+    worker_id: str,
+    channel_id: int,
+    extractor: str,
+    validation: ValidationResult[Digest],
+    window: StoredWindow,
+    digest_flags: list[dict[str, Any]],
+    rejections: list[dict[str, Any]],
+    status: str,
+    stats: dict[str, Any],
+    warnings: list[dict[str, Any]],
+) -> int:
+    """Write everything in one transaction; returns the digest id. Raises LostLease."""
+    digest = validation.output
+    async with connection.transaction():
+        await connection.execute(QUERIES["lock_channel"], channel_id)
+        row = await connection.fetchrow(
+            QUERIES["insert_digest"],
+            channel_id, job_id, digest.title, digest.overview, digest.highlights,
+            digest.coverage.model_dump(), digest.search_keywords,
+            digest.signal_quality.level.value, digest.signal_quality.reason,
+            window.first_message_id, window.last_message_id, window.window_start,
+            window.window_end, window.message_count, digest.notable_message_ids, extractor,
+            digest_flags, rejections,
+        )  # fmt: skip
+        digest_id: int = row["id"]
+        await _store_items(connection, digest_id, channel_id, validation, window)
+        if window.last_message_id is not None:
+            await connection.execute(
+                QUERIES["mark_channel_digested"], channel_id, window.last_message_id
+            )
+        finished = await finish_job(
+            connection, job_id, worker_id, status=status, digest_id=digest_id,
+            message=None, stats=stats, warnings=warnings,
+        )  # fmt: skip
+        if finished is None:
+            raise LostLease(f"job {job_id} is no longer held by {worker_id}")
+    return digest_id

@@ -1,0 +1,301 @@
+"""The worker loop: claim a job, hold its lease with heartbeats, run the pipeline, store.
+
+Workers wake on LISTEN digestd_jobs and fall back to polling, so a lost notification only costs
+latency. A worker that dies simply stops renewing its lease; another worker reclaims the job and,
+thanks to the chunk-result cache, does not pay again for the chunks already finished.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import asyncpg
+
+from db import jobs as job_queries
+from db.engine import connect
+from db.queries import QUERIES
+from runner.contract import ChunkSummary
+from runner.extractors.base import Extractor
+from runner.pipeline import Cancelled, PipelineHooks, PipelineResult, run_pipeline
+from runner.store import LostLease, StoredWindow, store_digest
+from runner.window import Window, WindowMessage
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    lease_seconds: float = 30.0
+    heartbeat_seconds: float = 10.0
+    poll_seconds: float = 5.0
+    chunk_tokens: int = 3000
+    min_overlap: float = 0.5
+    map_concurrency: int = 1
+    retry_base_seconds: float = 5.0
+    retry_max_seconds: float = 300.0
+    max_window_messages: int = 100_000
+    worker_id: str = field(
+        default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+    )
+
+
+class _JobControl:
+    """Heartbeat state of the job in hand: cancel requested, or lease lost."""
+
+    def __init__(self) -> None:
+        self.cancel_requested = False
+        self.lease_lost = False
+
+    def should_stop(self) -> bool:
+        return self.cancel_requested or self.lease_lost
+
+
+class Worker:
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        database_url: str,
+        config: WorkerConfig,
+        extractor_factory: Callable[[], Extractor],
+    ) -> None:
+        self._pool = pool
+        self._database_url = database_url
+        self._config = config
+        self._extractor_factory = extractor_factory
+        self._wake = asyncio.Event()
+        self.worker_id = config.worker_id
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Process jobs until `stop` is set."""
+        listener = await self._listen()
+        try:
+            while not stop.is_set():
+                try:
+                    processed = await self.run_once()
+                except (OSError, asyncpg.PostgresConnectionError) as error:
+                    logger.warning("worker %s: database unavailable: %s", self.worker_id, error)
+                    processed = False
+                if processed:
+                    continue
+                self._wake.clear()
+                waiters = [asyncio.ensure_future(self._wake.wait()), asyncio.ensure_future(stop.wait())]
+                await asyncio.wait(
+                    waiters, timeout=self._config.poll_seconds, return_when=asyncio.FIRST_COMPLETED
+                )
+                for waiter in waiters:
+                    waiter.cancel()
+        finally:
+            if listener is not None:
+                with contextlib.suppress(Exception):
+                    await listener.close()
+
+    async def _listen(self) -> asyncpg.Connection | None:
+        try:
+            connection = await connect(self._database_url)
+            await connection.add_listener(job_queries.JOBS_CHANNEL, lambda *_: self._wake.set())
+            return connection
+        except (OSError, asyncpg.PostgresError) as error:
+            logger.warning("LISTEN unavailable (%s); polling every %ss", error, self._config.poll_seconds)
+            return None
+
+    async def run_once(self) -> bool:
+        """Claim and process one job; False when there was none."""
+        async with self._pool.acquire() as connection:
+            job = await job_queries.claim_next_job(
+                connection, self.worker_id, self._config.lease_seconds
+            )
+        if job is None:
+            return False
+        logger.info("worker %s claimed job %s (attempt %s)", self.worker_id, job["id"], job["attempts"])
+        await self._process(job)
+        return True
+
+    async def _heartbeat(self, job_id: int, control: _JobControl) -> None:
+        while True:
+            await asyncio.sleep(self._config.heartbeat_seconds)
+            async with self._pool.acquire() as connection:
+                state = await job_queries.heartbeat(
+                    connection, job_id, self.worker_id, self._config.lease_seconds
+                )
+            if state is None:
+                control.lease_lost = True
+                return
+            control.cancel_requested = state
+
+    async def _process(self, job: asyncpg.Record) -> None:
+        control = _JobControl()
+        control.cancel_requested = bool(job["cancel_requested"])
+        heartbeat = asyncio.create_task(self._heartbeat(job["id"], control))
+        started = time.perf_counter()
+        stats: dict[str, Any] = {}
+        try:
+            await self._digest_channel(job, control, stats)
+        except LostLease:
+            logger.warning("job %s: lease lost; another worker has it", job["id"])
+        except Cancelled:
+            if control.lease_lost:
+                logger.warning("job %s: lease lost; another worker has it", job["id"])
+            else:
+                await self._finish_without_digest(job, "cancelled", "cancelled by request", stats)
+        except Exception as error:  # noqa: BLE001 - any failure is recorded on the job
+            logger.exception("job %s failed", job["id"])
+            delay = job_queries.retry_delay(
+                job["attempts"], self._config.retry_base_seconds, self._config.retry_max_seconds
+            )
+            stats["duration_seconds"] = round(time.perf_counter() - started, 3)
+            async with self._pool.acquire() as connection:
+                await job_queries.fail_job(
+                    connection, job["id"], self.worker_id,
+                    f"{type(error).__name__}: {error}", delay, stats,
+                )  # fmt: skip
+        finally:
+            heartbeat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await heartbeat
+
+    async def _finish_without_digest(
+        self, job: asyncpg.Record, status: str, message: str, stats: dict[str, Any]
+    ) -> None:
+        async with self._pool.acquire() as connection:
+            await job_queries.finish_job(
+                connection, job["id"], self.worker_id, status=status, digest_id=None,
+                message=message, stats=stats, warnings=[],
+            )  # fmt: skip
+
+    async def _load_window(self, channel: asyncpg.Record) -> tuple[Window, StoredWindow]:
+        async with self._pool.acquire() as connection:
+            after_ts, after_id = None, None
+            if channel["last_digested_message_id"] is not None:
+                position = await connection.fetchrow(
+                    QUERIES["message_position"], channel["last_digested_message_id"]
+                )
+                if position is not None:
+                    after_ts, after_id = position["ts"], position["id"]
+            rows = await connection.fetch(
+                QUERIES["window_messages"], channel["id"], after_ts, after_id,
+                self._config.max_window_messages,
+            )  # fmt: skip
+        messages = tuple(
+            WindowMessage(
+                message_id=row["external_id"], author=row["author"], ts=row["ts"],
+                normalized_text=row["normalized_text"], reply_to=row["reply_to"],
+            )  # fmt: skip
+            for row in rows
+        )
+        stored = StoredWindow(
+            internal_ids={row["external_id"]: row["id"] for row in rows},
+            first_message_id=rows[0]["id"] if rows else None,
+            last_message_id=rows[-1]["id"] if rows else None,
+            window_start=rows[0]["ts"] if rows else None,
+            window_end=rows[-1]["ts"] if rows else None,
+            message_count=len(rows),
+        )
+        return Window(channel_name=channel["name"], messages=messages), stored
+
+    def _hooks(self, job_id: int, extractor: Extractor, control: _JobControl) -> PipelineHooks:
+        async def load_chunk(key: str) -> ChunkSummary | None:
+            async with self._pool.acquire() as connection:
+                row = await connection.fetchrow(QUERIES["load_chunk_result"], key)
+            return None if row is None else ChunkSummary.model_validate(row["summary"])
+
+        async def save_chunk(key: str, summary: ChunkSummary) -> None:
+            async with self._pool.acquire() as connection:
+                await connection.execute(
+                    QUERIES["save_chunk_result"], key, extractor.name, summary.model_dump(mode="json")
+                )
+
+        async def on_progress(phase: str, done: int, total: int) -> None:
+            async with self._pool.acquire() as connection:
+                await job_queries.update_progress(
+                    connection, job_id, self.worker_id, phase, done, total
+                )
+
+        return PipelineHooks(
+            load_chunk=load_chunk,
+            save_chunk=save_chunk,
+            on_progress=on_progress,
+            is_cancelled=control.should_stop,
+        )
+
+    async def _digest_channel(
+        self, job: asyncpg.Record, control: _JobControl, stats: dict[str, Any]
+    ) -> None:
+        async with self._pool.acquire() as connection:
+            channel = await connection.fetchrow(QUERIES["channel_by_id"], job["channel_id"])
+        if channel is None:
+            raise ValueError(f"channel {job['channel_id']} no longer exists")
+        window, stored = await self._load_window(channel)
+        stats["messages"] = stored.message_count
+        if not window.messages:
+            await self._finish_without_digest(job, "succeeded", "no new messages", stats)
+            return
+        if control.should_stop():
+            raise Cancelled()
+        extractor = self._extractor_factory()
+        result = await run_pipeline(
+            window, extractor,
+            chunk_tokens=int((job["options"] or {}).get("chunk_tokens", self._config.chunk_tokens)),
+            min_overlap=self._config.min_overlap,
+            concurrency=self._config.map_concurrency,
+            hooks=self._hooks(job["id"], extractor, control),
+        )  # fmt: skip
+        stats.update(job_stats(result, extractor, stored.message_count))
+        status = "partial" if result.failed_chunks else "succeeded"
+        digest_flags = [
+            {"code": flag.split(":", 1)[0], "message": flag}
+            for flag in result.validation.output_flags
+        ] + [
+            {"code": "chunk_failed", "message": f"chunk {f['chunk']}: {f['reason']}"}
+            for f in result.failed_chunks
+        ]
+        rejections = [
+            {**r.as_json(), "stage": "map"} for r in result.map_rejections
+        ] + [{**r.as_json(), "stage": "reduce"} for r in result.validation.rejections]
+        async with self._pool.acquire() as connection:
+            await job_queries.update_progress(
+                connection, job["id"], self.worker_id, "store", result.chunk_count, result.chunk_count
+            )
+            await store_digest(
+                connection, job_id=job["id"], worker_id=self.worker_id,
+                channel_id=channel["id"], extractor=extractor.name,
+                validation=result.validation, window=stored, digest_flags=digest_flags,
+                rejections=rejections, status=status, stats=stats,
+                warnings=[w.as_json() for w in result.warnings],
+            )  # fmt: skip
+
+
+def job_stats(result: PipelineResult, extractor: Extractor, messages: int) -> dict[str, Any]:
+    """The figures a job shows: sizes, cache use, LLM usage and the token ratio."""
+    usage = extractor.usage
+    content_tokens = usage.content_tokens or result.content_tokens
+    flagged = sum(
+        1 for flags in result.validation.item_flags.values() for item in flags if item
+    )
+    return {
+        "messages": messages,
+        "chunks": result.chunk_count,
+        "chunks_from_cache": result.chunks_from_cache,
+        "chunks_failed": len(result.failed_chunks),
+        "extractor": extractor.name,
+        "llm_calls": usage.llm_calls,
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "cached_tokens": usage.cached_tokens,
+        "content_tokens": content_tokens,
+        "prompt_to_content_ratio": round(usage.prompt_tokens / content_tokens, 3)
+        if content_tokens and usage.prompt_tokens
+        else None,
+        "items_rejected": len(result.map_rejections) + len(result.validation.rejections),
+        "items_flagged": flagged,
+        "tokens_estimated": result.tokens_estimated,
+        "duration_seconds": round(result.duration_seconds, 3),
+    }

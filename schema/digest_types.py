@@ -1,0 +1,311 @@
+"""GraphQL types of digests and their items, built from stored rows.
+
+A pointer's `resolvedText` is sliced from the stored message at read time, so what a client sees
+is always `normalizedText[charStart:charEnd]` of the message it names.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import asyncpg
+import strawberry
+from strawberry.scalars import JSON
+from strawberry.types import Info
+
+from schema.context import Context
+from schema.types import Channel, DigestJob, Flag
+
+
+def _id(value: int | None) -> strawberry.ID | None:
+    return strawberry.ID(str(value)) if value is not None else None
+
+
+@strawberry.type
+class Pointer:
+    message_id: str = strawberry.field(description="External id of the message pointed into.")
+    char_start: int
+    char_end: int
+    match_kind: str = strawberry.field(description="offsets, exact, normalized or fuzzy.")
+    message_row: strawberry.Private[int]
+
+    @strawberry.field(description="normalizedText[charStart:charEnd] of the message.")
+    async def resolved_text(self, info: Info[Context, None]) -> str | None:
+        row = await info.context.loaders.message.load(self.message_row)
+        return row["normalized_text"][self.char_start : self.char_end] if row else None
+
+
+def _pointer(row: asyncpg.Record) -> Pointer | None:
+    if row["message_id"] is None:
+        return None
+    return Pointer(
+        message_id=row["message_external_id"],
+        char_start=row["char_start"],
+        char_end=row["char_end"],
+        match_kind=row["match_kind"],
+        message_row=row["message_id"],
+    )
+
+
+@strawberry.type
+class Topic:
+    title: str
+    summary: str
+    message_ids: list[str]
+
+
+@strawberry.type
+class Decision:
+    text: str
+    message_ids: list[str]
+    flags: list[Flag]
+
+
+@strawberry.type
+class ActionItem:
+    text: str
+    owner: str | None
+    message_ids: list[str]
+    flags: list[Flag]
+
+
+@strawberry.type
+class OpenQuestion:
+    text: str
+    asked_by: str | None
+    message_ids: list[str]
+    flags: list[Flag]
+
+
+@strawberry.type
+class Link:
+    url: str
+    description: str
+    message_ids: list[str]
+
+
+@strawberry.type
+class Artifact:
+    kind: str
+    title: str
+    language: str | None
+    pointer: Pointer
+
+
+@strawberry.type
+class KnowledgeItem:
+    id: strawberry.ID
+    digest_id: strawberry.ID
+    channel_id: strawberry.ID
+    key: str
+    kind: str
+    title: str
+    verbatim: bool = strawberry.field(description="True: a pointer; false: synthesized content.")
+    content: str | None = strawberry.field(description="Synthesized content (null if verbatim).")
+    pointer: Pointer | None
+    message_ids: list[str]
+    context_version: str | None
+    entity_refs: list[str]
+    supersedes_id: strawberry.ID | None
+    conflicts_with_id: strawberry.ID | None
+    flags: list[Flag]
+    created_at: datetime
+
+    @classmethod
+    def from_row(cls, row: asyncpg.Record) -> KnowledgeItem:
+        return cls(
+            id=strawberry.ID(str(row["id"])),
+            digest_id=strawberry.ID(str(row["digest_id"])),
+            channel_id=strawberry.ID(str(row["channel_id"])),
+            key=row["item_key"],
+            kind=row["kind"],
+            title=row["title"],
+            verbatim=row["message_id"] is not None,
+            content=row["content"],
+            pointer=_pointer(row),
+            message_ids=list(row["message_ids"]),
+            context_version=row["context_version"],
+            entity_refs=list(row["entity_refs"]),
+            supersedes_id=_id(row["supersedes_id"]),
+            conflicts_with_id=_id(row["conflicts_with_id"]),
+            flags=Flag.many(row["flags"]),
+            created_at=row["created_at"],
+        )
+
+    @strawberry.field(description="The verbatim text, or the synthesized content.")
+    async def text(self, info: Info[Context, None]) -> str | None:
+        if self.pointer is None:
+            return self.content
+        return await self.pointer.resolved_text(info)
+
+
+@strawberry.type
+class ItemCounts:
+    topics: int
+    decisions: int
+    action_items: int
+    open_questions: int
+    links: int
+    artifacts: int
+    knowledge_items: int
+
+
+@strawberry.type
+class Rejection:
+    """An item validation dropped, and why. Nothing listed here is stored as an item."""
+
+    stage: str
+    field: str
+    label: str
+    reason: str
+
+
+@strawberry.type
+class SignalQuality:
+    level: str
+    reason: str
+
+
+@strawberry.interface
+class DigestBase:
+    id: strawberry.ID
+    channel_id: strawberry.ID
+    title: str
+    signal_quality: SignalQuality
+    message_count: int
+    window_start: datetime | None
+    window_end: datetime | None
+    created_at: datetime
+
+    @strawberry.field
+    async def channel(self, info: Info[Context, None]) -> Channel | None:
+        row = await info.context.loaders.channel.load(int(self.channel_id))
+        return Channel.from_row(row) if row else None
+
+    @strawberry.field
+    async def item_counts(self, info: Info[Context, None]) -> ItemCounts:
+        row = await info.context.loaders.item_counts.load(int(self.id))
+        names = ItemCounts.__annotations__
+        return ItemCounts(**{name: int(row[name]) if row else 0 for name in names})
+
+
+def _base_fields(row: asyncpg.Record) -> dict[str, Any]:
+    return {
+        "id": strawberry.ID(str(row["id"])),
+        "channel_id": strawberry.ID(str(row["channel_id"])),
+        "title": row["title"],
+        "signal_quality": SignalQuality(level=row["signal_quality"], reason=row["signal_reason"]),
+        "message_count": row["message_count"],
+        "window_start": row["window_start"],
+        "window_end": row["window_end"],
+        "created_at": row["created_at"],
+    }
+
+
+@strawberry.type(description="The light form of a digest, for lists.")
+class DigestSummary(DigestBase):
+    excerpt: str
+
+    @classmethod
+    def from_row(cls, row: asyncpg.Record) -> DigestSummary:
+        overview: str = row["overview"]
+        excerpt = overview if len(overview) <= 280 else overview[:279].rsplit(" ", 1)[0] + "…"
+        return cls(excerpt=excerpt, **_base_fields(row))
+
+
+@strawberry.type(description="A digest with every item.")
+class Digest(DigestBase):
+    overview: str
+    highlights: list[str]
+    coverage: JSON
+    search_keywords: list[str]
+    notable_message_ids: list[str]
+    extractor: str
+    flags: list[Flag]
+    rejections: list[Rejection]
+    job_id: strawberry.ID | None
+
+    @classmethod
+    def from_row(cls, row: asyncpg.Record) -> Digest:
+        return cls(
+            overview=row["overview"],
+            highlights=list(row["highlights"]),
+            coverage=row["coverage"],
+            search_keywords=list(row["search_keywords"]),
+            notable_message_ids=list(row["notable_message_ids"]),
+            extractor=row["extractor"],
+            flags=Flag.many(row["flags"]),
+            rejections=[
+                Rejection(
+                    stage=str(r.get("stage", "")), field=str(r.get("field", "")),
+                    label=str(r.get("label", "")), reason=str(r.get("reason", "")),
+                )  # fmt: skip
+                for r in row["rejections"]
+            ],
+            job_id=_id(row["job_id"]),
+            **_base_fields(row),
+        )
+
+    @strawberry.field
+    async def job(self, info: Info[Context, None]) -> DigestJob | None:
+        if self.job_id is None:
+            return None
+        row = await info.context.loaders.job.load(int(self.job_id))
+        return DigestJob.from_row(row) if row else None
+
+    @strawberry.field
+    async def topics(self, info: Info[Context, None]) -> list[Topic]:
+        rows = await info.context.loaders.topics.load(int(self.id))
+        return [Topic(title=r["title"], summary=r["summary"], message_ids=list(r["message_ids"])) for r in rows]
+
+    @strawberry.field
+    async def decisions(self, info: Info[Context, None]) -> list[Decision]:
+        rows = await info.context.loaders.decisions.load(int(self.id))
+        return [
+            Decision(text=r["text"], message_ids=list(r["message_ids"]), flags=Flag.many(r["flags"]))
+            for r in rows
+        ]
+
+    @strawberry.field
+    async def action_items(self, info: Info[Context, None]) -> list[ActionItem]:
+        rows = await info.context.loaders.action_items.load(int(self.id))
+        return [
+            ActionItem(
+                text=r["text"], owner=r["owner"], message_ids=list(r["message_ids"]),
+                flags=Flag.many(r["flags"]),
+            )  # fmt: skip
+            for r in rows
+        ]
+
+    @strawberry.field
+    async def open_questions(self, info: Info[Context, None]) -> list[OpenQuestion]:
+        rows = await info.context.loaders.open_questions.load(int(self.id))
+        return [
+            OpenQuestion(
+                text=r["text"], asked_by=r["asked_by"], message_ids=list(r["message_ids"]),
+                flags=Flag.many(r["flags"]),
+            )  # fmt: skip
+            for r in rows
+        ]
+
+    @strawberry.field
+    async def links(self, info: Info[Context, None]) -> list[Link]:
+        rows = await info.context.loaders.links.load(int(self.id))
+        return [
+            Link(url=r["url"], description=r["description"], message_ids=list(r["message_ids"]))
+            for r in rows
+        ]
+
+    @strawberry.field
+    async def artifacts(self, info: Info[Context, None]) -> list[Artifact]:
+        rows = await info.context.loaders.artifacts.load(int(self.id))
+        return [
+            Artifact(kind=r["kind"], title=r["title"], language=r["language"], pointer=_pointer(r))  # type: ignore[arg-type]
+            for r in rows
+        ]
+
+    @strawberry.field
+    async def knowledge_items(self, info: Info[Context, None]) -> list[KnowledgeItem]:
+        rows = await info.context.loaders.knowledge_items.load(int(self.id))
+        return [KnowledgeItem.from_row(r) for r in rows]

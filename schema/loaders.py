@@ -1,0 +1,83 @@
+"""DataLoaders, created per request in the context getter: each batches the keys one GraphQL
+request asks for into a single query, so a page of 100 digests costs a handful of queries."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import asyncpg
+from strawberry.dataloader import DataLoader
+
+from db.queries import QUERIES
+
+BatchLoad = Callable[[list[int]], Awaitable[Sequence[Any]]]
+
+
+def _by_id(pool: asyncpg.Pool, query: str, key: str = "id") -> BatchLoad:
+    async def load(ids: list[int]) -> list[asyncpg.Record | None]:
+        async with pool.acquire() as connection:
+            rows = await connection.fetch(QUERIES[query], ids)
+        found = {row[key]: row for row in rows}
+        return [found.get(i) for i in ids]
+
+    return load
+
+
+def _grouped(pool: asyncpg.Pool, query: str, key: str = "digest_id") -> BatchLoad:
+    async def load(ids: list[int]) -> list[list[asyncpg.Record]]:
+        async with pool.acquire() as connection:
+            rows = await connection.fetch(QUERIES[query], ids)
+        groups: dict[int, list[asyncpg.Record]] = defaultdict(list)
+        for row in rows:
+            groups[row[key]].append(row)
+        return [groups.get(i, []) for i in ids]
+
+    return load
+
+
+def _message_counts(pool: asyncpg.Pool) -> BatchLoad:
+    async def load(ids: list[int]) -> list[int]:
+        async with pool.acquire() as connection:
+            rows = await connection.fetch(QUERIES["channel_message_counts"], ids)
+        counts = {row["channel_id"]: row["message_count"] for row in rows}
+        return [counts.get(i, 0) for i in ids]
+
+    return load
+
+
+@dataclass
+class Loaders:
+    channel: DataLoader[int, asyncpg.Record | None]
+    message: DataLoader[int, asyncpg.Record | None]
+    digest: DataLoader[int, asyncpg.Record | None]
+    job: DataLoader[int, asyncpg.Record | None]
+    message_count: DataLoader[int, int]
+    item_counts: DataLoader[int, asyncpg.Record | None]
+    topics: DataLoader[int, list[asyncpg.Record]]
+    decisions: DataLoader[int, list[asyncpg.Record]]
+    action_items: DataLoader[int, list[asyncpg.Record]]
+    open_questions: DataLoader[int, list[asyncpg.Record]]
+    links: DataLoader[int, list[asyncpg.Record]]
+    artifacts: DataLoader[int, list[asyncpg.Record]]
+    knowledge_items: DataLoader[int, list[asyncpg.Record]]
+
+
+def create_loaders(pool: asyncpg.Pool) -> Loaders:
+    return Loaders(
+        channel=DataLoader(_by_id(pool, "channels_by_ids")),
+        message=DataLoader(_by_id(pool, "messages_by_ids")),
+        digest=DataLoader(_by_id(pool, "digests_by_ids")),
+        job=DataLoader(_by_id(pool, "jobs_by_ids")),
+        message_count=DataLoader(_message_counts(pool)),
+        item_counts=DataLoader(_by_id(pool, "digest_item_counts", key="digest_id")),
+        topics=DataLoader(_grouped(pool, "topics_of_digests")),
+        decisions=DataLoader(_grouped(pool, "decisions_of_digests")),
+        action_items=DataLoader(_grouped(pool, "action_items_of_digests")),
+        open_questions=DataLoader(_grouped(pool, "open_questions_of_digests")),
+        links=DataLoader(_grouped(pool, "links_of_digests")),
+        artifacts=DataLoader(_grouped(pool, "artifacts_of_digests")),
+        knowledge_items=DataLoader(_grouped(pool, "knowledge_items_of_digests")),
+    )

@@ -1,0 +1,162 @@
+"""Mutations: ingest messages, trigger a digest, cancel a job. Writers only.
+
+Expected failures (an unknown channel, a bad input) come back as typed results in the union, so
+a client handles them without parsing error strings; GraphQL errors are left for bugs, limits and
+permissions.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+import strawberry
+from strawberry.scalars import JSON
+from strawberry.types import Info
+
+from db import jobs as job_queries
+from db.ingest import ChannelKey, MessageIngestor
+from runner.importers.records import RecordError as ParseError
+from runner.importers.records import message_from_fields
+from runner.normalize import normalize_text
+from schema.context import Context
+from schema.permissions import IsWriter
+from schema.queries import parse_id
+from schema.types import Channel, DigestJob, InvalidInputError, NotFoundError, RecordError
+
+
+@strawberry.input
+class ChannelInput:
+    name: str
+    server: str | None = None
+    external_id: str | None = None
+
+
+@strawberry.input
+class MessageInput:
+    id: str = strawberry.field(description="The external message id (a string).")
+    author: str
+    ts: datetime
+    text: str
+    reply_to: str | None = None
+    attachments: JSON | None = None
+
+
+@strawberry.input
+class DigestOptions:
+    chunk_tokens: int | None = strawberry.field(
+        default=None, description="Token budget of one map chunk (200 to 32000)."
+    )
+
+
+@strawberry.type
+class IngestResult:
+    channel: Channel
+    accepted: int
+    rejected: int
+    inserted: int
+    updated: int
+    unchanged: int
+    errors: list[RecordError] = strawberry.field(description="The first 20 rejected records.")
+
+
+IngestMessagesResult = Annotated[
+    IngestResult | InvalidInputError, strawberry.union("IngestMessagesResult")
+]
+TriggerDigestResult = Annotated[
+    DigestJob | NotFoundError | InvalidInputError, strawberry.union("TriggerDigestResult")
+]
+CancelJobResult = Annotated[DigestJob | NotFoundError, strawberry.union("CancelJobResult")]
+
+MAX_ERRORS_SHOWN = 20
+
+
+@strawberry.type
+class Mutation:
+    @strawberry.mutation(
+        permission_classes=[IsWriter],
+        description="Store messages of one channel (upsert on channel + message id).",
+    )
+    async def ingest_messages(
+        self, info: Info[Context, None], channel: ChannelInput, messages: list[MessageInput]
+    ) -> IngestMessagesResult:
+        config = info.context.config
+        if len(messages) > config.max_ingest_batch:
+            return InvalidInputError(
+                message=f"too many messages in one call: {len(messages)} "
+                f"(at most {config.max_ingest_batch}; send several calls)"
+            )
+        name = channel.name.strip()
+        if not name or len(name) > 200:
+            return InvalidInputError(message="channel.name must be 1 to 200 characters")
+        ingestor = MessageIngestor(info.context.pool, normalize_text)
+        key = ChannelKey(server=channel.server, channel=name, channel_external_id=channel.external_id)
+        errors: list[ParseError] = []
+        rejected = 0
+        for index, message in enumerate(messages):
+            parsed = message_from_fields(
+                location=f"messages[{index}]",
+                external_id=message.id,
+                author=message.author,
+                ts=message.ts,
+                text=message.text,
+                reply_to=message.reply_to,
+                attachments=message.attachments,
+                max_message_chars=config.max_message_chars,
+            )
+            if isinstance(parsed, ParseError):
+                rejected += 1
+                if len(errors) < MAX_ERRORS_SHOWN:
+                    errors.append(parsed)
+                continue
+            await ingestor.add(key, parsed)
+        await ingestor.flush()
+        channel_id = await ingestor.channel_id(key)
+        row = await info.context.loaders.channel.load(channel_id)
+        counts = ingestor.counts
+        return IngestResult(
+            channel=Channel.from_row(row),
+            accepted=counts.received,
+            rejected=rejected,
+            inserted=counts.inserted,
+            updated=counts.updated,
+            unchanged=counts.unchanged,
+            errors=[RecordError(location=e.location, reason=e.reason) for e in errors],
+        )
+
+    @strawberry.mutation(
+        permission_classes=[IsWriter],
+        description="Queue a digest of the channel's new messages and return the job at once. "
+        "If one is already queued or running, that job is returned instead.",
+    )
+    async def trigger_digest(
+        self,
+        info: Info[Context, None],
+        channel_id: strawberry.ID,
+        options: DigestOptions | None = None,
+    ) -> TriggerDigestResult:
+        channel_key = parse_id(channel_id, "channel")
+        stored_options: dict[str, int] = {}
+        if options and options.chunk_tokens is not None:
+            if not 200 <= options.chunk_tokens <= 32000:
+                return InvalidInputError(message="options.chunkTokens must be 200 to 32000")
+            stored_options["chunk_tokens"] = options.chunk_tokens
+        if await info.context.loaders.channel.load(channel_key) is None:
+            return NotFoundError(message=f"no channel with id {channel_key}")
+        async with info.context.pool.acquire() as connection:
+            job, _created = await job_queries.trigger_channel_digest(
+                connection, channel_key, stored_options, max_attempts=info.context.config.max_attempts
+            )
+        return DigestJob.from_row(job)
+
+    @strawberry.mutation(
+        permission_classes=[IsWriter],
+        description="Cancel a job: a queued one at once, a running one at its next checkpoint.",
+    )
+    async def cancel_job(self, info: Info[Context, None], id: strawberry.ID) -> CancelJobResult:
+        job_id = parse_id(id, "job")
+        async with info.context.pool.acquire() as connection:
+            row = await job_queries.cancel_job(connection, job_id)
+        if row is None:
+            return NotFoundError(message=f"no job with id {job_id}")
+        return DigestJob.from_row(row)

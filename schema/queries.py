@@ -1,0 +1,189 @@
+"""Query resolvers: thin, each a keyset page or a DataLoader lookup."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import Enum
+from typing import Any
+
+import strawberry
+from graphql import GraphQLError
+from strawberry.types import Info
+
+from db import pages
+from db.pages import InvalidCursor, ListSpec
+from schema.connections import Connection
+from schema.context import Context
+from schema.digest_types import Digest, DigestSummary, KnowledgeItem
+from schema.types import Channel, DigestJob, JobStatus, Message
+
+PAGE_SIZE_HELP = f"Page size, 1 to {pages.MAX_PAGE_SIZE}."
+
+
+def parse_id(value: strawberry.ID | str, what: str) -> int:
+    """Internal ids are positive integers; anything else is a clear client error."""
+    try:
+        parsed = int(str(value))
+    except ValueError:
+        raise GraphQLError(f"invalid {what} id {str(value)[:40]!r}: ids are numeric strings") from None
+    if parsed <= 0 or parsed >= 2**63:
+        raise GraphQLError(f"invalid {what} id {parsed}: out of range")
+    return parsed
+
+
+@strawberry.enum
+class SignalLevel(Enum):
+    HIGH = "high"
+    MEDIUM = "medium"
+    LOW = "low"
+    EMPTY = "empty"
+
+
+@strawberry.input
+class MessageFilter:
+    channel_id: strawberry.ID
+    since: datetime | None = None
+    until: datetime | None = None
+
+
+@strawberry.input
+class DigestFilter:
+    server_id: strawberry.ID | None = None
+    channel_id: strawberry.ID | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    signal_quality: SignalLevel | None = None
+
+
+@strawberry.input
+class KnowledgeItemFilter:
+    channel_id: strawberry.ID | None = None
+    digest_id: strawberry.ID | None = None
+    kind: str | None = None
+    query: str | None = strawberry.field(
+        default=None, description="Full-text search (websearch syntax) over title and text."
+    )
+
+
+@strawberry.input
+class DigestJobFilter:
+    channel_id: strawberry.ID | None = None
+    status: JobStatus | None = None
+
+
+async def _page(
+    info: Info[Context, None], spec: ListSpec, filters: dict[str, Any], first: int, after: str | None
+) -> pages.Page:
+    try:
+        async with info.context.pool.acquire() as connection:
+            return await pages.fetch_page(connection, spec, filters, first=first, after=after)
+    except InvalidCursor as error:
+        raise GraphQLError(f"invalid cursor: {error}") from None
+    except ValueError as error:
+        raise GraphQLError(str(error)) from None
+
+
+def _optional_id(value: strawberry.ID | None, what: str) -> int | None:
+    return parse_id(value, what) if value is not None else None
+
+
+@strawberry.type
+class Query:
+    @strawberry.field(description="Channels, newest first.")
+    async def channels(
+        self,
+        info: Info[Context, None],
+        server_id: strawberry.ID | None = None,
+        first: int = strawberry.argument(default=20, description=PAGE_SIZE_HELP),
+        after: str | None = None,
+    ) -> Connection[Channel]:
+        filters = {"server_id": _optional_id(server_id, "server")}
+        page = await _page(info, pages.CHANNELS, filters, first, after)
+        return Connection.from_page(page, Channel.from_row)
+
+    @strawberry.field
+    async def channel(self, info: Info[Context, None], id: strawberry.ID) -> Channel | None:
+        row = await info.context.loaders.channel.load(parse_id(id, "channel"))
+        return Channel.from_row(row) if row else None
+
+    @strawberry.field(description="A channel's messages, oldest first.")
+    async def messages(
+        self,
+        info: Info[Context, None],
+        filter: MessageFilter,
+        first: int = strawberry.argument(default=50, description=PAGE_SIZE_HELP),
+        after: str | None = None,
+    ) -> Connection[Message]:
+        filters = {
+            "channel_id": parse_id(filter.channel_id, "channel"),
+            "since": filter.since,
+            "until": filter.until,
+        }
+        page = await _page(info, pages.MESSAGES, filters, first, after)
+        return Connection.from_page(page, Message.from_row)
+
+    @strawberry.field(description="Digests, newest first, in their light form.")
+    async def digests(
+        self,
+        info: Info[Context, None],
+        filter: DigestFilter | None = None,
+        first: int = strawberry.argument(default=20, description=PAGE_SIZE_HELP),
+        after: str | None = None,
+    ) -> Connection[DigestSummary]:
+        filter = filter or DigestFilter()
+        filters = {
+            "server_id": _optional_id(filter.server_id, "server"),
+            "channel_id": _optional_id(filter.channel_id, "channel"),
+            "since": filter.since,
+            "until": filter.until,
+            "signal_quality": filter.signal_quality.value if filter.signal_quality else None,
+        }
+        page = await _page(info, pages.DIGESTS, filters, first, after)
+        return Connection.from_page(page, DigestSummary.from_row)
+
+    @strawberry.field(description="One digest with every item.")
+    async def digest(self, info: Info[Context, None], id: strawberry.ID) -> Digest | None:
+        row = await info.context.loaders.digest.load(parse_id(id, "digest"))
+        return Digest.from_row(row) if row else None
+
+    @strawberry.field(description="Knowledge items, newest first.")
+    async def knowledge_items(
+        self,
+        info: Info[Context, None],
+        filter: KnowledgeItemFilter | None = None,
+        first: int = strawberry.argument(default=20, description=PAGE_SIZE_HELP),
+        after: str | None = None,
+    ) -> Connection[KnowledgeItem]:
+        filter = filter or KnowledgeItemFilter()
+        query = filter.query.strip() if filter.query else None
+        if query and len(query) > 500:
+            raise GraphQLError("query is too long: at most 500 characters")
+        filters = {
+            "channel_id": _optional_id(filter.channel_id, "channel"),
+            "digest_id": _optional_id(filter.digest_id, "digest"),
+            "kind": filter.kind,
+            "query": query or None,
+        }
+        page = await _page(info, pages.KNOWLEDGE_ITEMS, filters, first, after)
+        return Connection.from_page(page, KnowledgeItem.from_row)
+
+    @strawberry.field(description="Digest jobs, newest first.")
+    async def digest_jobs(
+        self,
+        info: Info[Context, None],
+        filter: DigestJobFilter | None = None,
+        first: int = strawberry.argument(default=20, description=PAGE_SIZE_HELP),
+        after: str | None = None,
+    ) -> Connection[DigestJob]:
+        filter = filter or DigestJobFilter()
+        filters = {
+            "channel_id": _optional_id(filter.channel_id, "channel"),
+            "status": filter.status.value if filter.status else None,
+        }
+        page = await _page(info, pages.JOBS, filters, first, after)
+        return Connection.from_page(page, DigestJob.from_row)
+
+    @strawberry.field(description="One job, for polling.")
+    async def job(self, info: Info[Context, None], id: strawberry.ID) -> DigestJob | None:
+        row = await info.context.loaders.job.load(parse_id(id, "job"))
+        return DigestJob.from_row(row) if row else None

@@ -1,0 +1,150 @@
+"""The Starlette application: GraphQL (with GraphiQL) at /graphql, /healthz and /readyz.
+
+The lifespan opens the database pool, applies migrations, and unless told otherwise runs
+in-process workers, so `digestd serve` alone is a working service.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import asyncpg
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from strawberry.asgi import GraphQL
+
+from db.queries import QUERIES
+from schema import build_schema
+from schema.context import ApiConfig, Context, Role
+from server.auth import TokenAuthMiddleware, parse_tokens
+from server.runtime import Runtime
+from server.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+MAX_REQUEST_BYTES = 32 * 1024 * 1024
+
+
+class DigestGraphQL(GraphQL[Context, None]):
+    def __init__(self, api_config: ApiConfig) -> None:
+        super().__init__(build_schema(), graphql_ide="graphiql")
+        self.api_config = api_config
+
+    async def get_context(self, request: Request, response: Any) -> Context:  # type: ignore[override]
+        role = request.scope.get("state", {}).get("role", Role.READER)
+        return Context(pool=request.app.state.pool, role=role, config=self.api_config)
+
+
+class BodySizeLimitMiddleware:
+    """Refuses request bodies over a size, declared or streamed, with a 413."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int = MAX_REQUEST_BYTES) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope["headers"]).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+            await self._too_large(send)
+            return
+        received = 0
+
+        async def limited_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            received += len(message.get("body", b""))
+            if received > self.max_bytes:
+                raise _BodyTooLarge()
+            return message
+
+        try:
+            await self.app(scope, limited_receive, send)
+        except _BodyTooLarge:
+            await self._too_large(send)
+
+    async def _too_large(self, send: Send) -> None:
+        response = JSONResponse(
+            {"errors": [{"message": f"request body over {self.max_bytes} bytes"}]}, status_code=413
+        )
+        await response({"type": "http"}, _no_receive, send)
+
+
+class _BodyTooLarge(Exception):
+    pass
+
+
+async def _no_receive() -> Message:
+    return {"type": "http.disconnect"}
+
+
+@dataclass
+class AppOptions:
+    run_workers: int = 1
+
+
+def create_app(settings: Settings, options: AppOptions | None = None) -> Starlette:
+    """The ASGI app. Workers run in-process when `options.run_workers > 0`."""
+    options = options or AppOptions()
+    runtime = Runtime(settings)
+    tokens = parse_tokens(
+        settings.digestd_api_tokens.get_secret_value() if settings.digestd_api_tokens else None
+    )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await runtime.open()
+        app.state.pool = runtime.pool
+        stop = asyncio.Event()
+        tasks = [
+            asyncio.create_task(runtime.new_worker().run(stop)) for _ in range(options.run_workers)
+        ]
+        try:
+            yield
+        finally:
+            stop.set()
+            for task in tasks:
+                with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
+                    await asyncio.wait_for(task, timeout=10)
+            await runtime.close()
+
+    async def healthz(request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    async def readyz(request: Request) -> Response:
+        pool: asyncpg.Pool | None = getattr(request.app.state, "pool", None)
+        if pool is None:
+            return JSONResponse({"status": "starting"}, status_code=503)
+        try:
+            async with pool.acquire(timeout=2) as connection:
+                version = await connection.fetchval(QUERIES["database_ready"])
+        except (OSError, asyncpg.PostgresError, asyncio.TimeoutError) as error:
+            return JSONResponse(
+                {"status": "unavailable", "reason": type(error).__name__}, status_code=503
+            )
+        return JSONResponse({"status": "ready", "schema_version": version})
+
+    graphql = DigestGraphQL(runtime.api_config())
+    return Starlette(
+        routes=[
+            Route("/graphql", graphql, methods=["GET", "POST"]),
+            Route("/healthz", healthz),
+            Route("/readyz", readyz),
+        ],
+        middleware=[
+            Middleware(BodySizeLimitMiddleware),
+            Middleware(TokenAuthMiddleware, tokens=tokens),
+        ],
+        lifespan=lifespan,
+    )

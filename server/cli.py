@@ -1,0 +1,283 @@
+"""The `digestd` command: serve, worker, migrate, import, digest, demo."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import ipaddress
+import logging
+import signal
+import sys
+import time
+from importlib import resources
+from pathlib import Path
+
+from db import jobs as job_queries
+from db.queries import QUERIES
+from server.render import render_digest
+from server.runtime import ConfigurationError, Runtime
+from server.settings import Settings, get_settings
+
+logger = logging.getLogger("digestd")
+
+DEMO_CHANNEL = "team-platform"
+TERMINAL_STATUSES = {"succeeded", "partial", "failed", "cancelled"}
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
+    import uvicorn
+
+    from server.app import AppOptions, create_app
+
+    if not settings.digestd_api_tokens and not _is_loopback(args.host):
+        logger.warning(
+            "listening on %s with no DIGESTD_API_TOKENS: anyone who can reach it can read and "
+            "write. Set DIGESTD_API_TOKENS=reader:...,writer:...",
+            args.host,
+        )
+    workers = 0 if args.no_runner else args.workers
+    app = create_app(settings, AppOptions(run_workers=workers))
+    print(f"digestd: GraphiQL at http://{args.host}:{args.port}/graphql", file=sys.stderr)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    return 0
+
+
+async def _with_runtime(settings: Settings, body) -> int:  # type: ignore[no-untyped-def]
+    runtime = Runtime(settings)
+    await runtime.open()
+    try:
+        return await body(runtime)
+    finally:
+        await runtime.close()
+
+
+def cmd_migrate(args: argparse.Namespace, settings: Settings) -> int:
+    async def body(runtime: Runtime) -> int:
+        print("database is migrated")
+        return 0
+
+    return asyncio.run(_with_runtime(settings, body))
+
+
+def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
+    async def body(runtime: Runtime) -> int:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError):
+                loop.add_signal_handler(signum, stop.set)
+        workers = [runtime.new_worker() for _ in range(args.concurrency)]
+        print(f"digestd worker: {args.concurrency} loop(s), extractor {settings.extractor_name}",
+              file=sys.stderr)  # fmt: skip
+        await asyncio.gather(*(worker.run(stop) for worker in workers))
+        return 0
+
+    return asyncio.run(_with_runtime(settings, body))
+
+
+async def _import(runtime: Runtime, path: Path, channel: str | None, server: str | None) -> int:
+    from tqdm import tqdm
+
+    from runner.ingest import import_path
+
+    started = time.perf_counter()
+    with tqdm(unit=" msg", disable=not sys.stderr.isatty(), desc=path.name) as bar:
+        report = await import_path(
+            runtime.pool, path, channel=channel, server=server,
+            max_message_chars=runtime.settings.digestd_max_message_chars, on_record=bar.update,
+        )  # fmt: skip
+    elapsed = time.perf_counter() - started
+    rate = report.accepted / elapsed if elapsed > 0 else 0.0
+    print(
+        f"imported {path} ({report.format}): {report.accepted} accepted, {report.rejected} "
+        f"rejected, {report.repaired} repaired; {report.inserted} new, {report.updated} updated, "
+        f"{report.unchanged} unchanged; {elapsed:.2f}s ({rate:,.0f} msg/s)"
+    )
+    for name, channel_id in sorted(report.channels.items()):
+        print(f"  channel {name!r}: id {channel_id}")
+    for error in report.errors:
+        print(f"  rejected {error.location}: {error.reason}")
+    for repair in report.repairs[:5]:
+        print(f"  repaired {repair}")
+    return 0
+
+
+def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
+    path = Path(args.path)
+    if not path.exists():
+        print(f"digestd import: {path} does not exist", file=sys.stderr)
+        return 2
+
+    async def body(runtime: Runtime) -> int:
+        try:
+            return await _import(runtime, path, args.channel, args.server)
+        except ValueError as error:
+            print(f"digestd import: {path}: {error}", file=sys.stderr)
+            return 2
+
+    return asyncio.run(_with_runtime(settings, body))
+
+
+async def _find_channel(runtime: Runtime, name: str, server: str | None) -> int | None:
+    async with runtime.pool.acquire() as connection:
+        if name.isdigit():
+            row = await connection.fetchrow(QUERIES["channel_by_id"], int(name))
+            if row is not None:
+                return int(row["id"])
+        rows = await connection.fetch(QUERIES["channel_by_name"], name, server)
+    if len(rows) > 1:
+        raise ValueError(f"several channels are named {name!r}; pass --server or the channel id")
+    return int(rows[0]["id"]) if rows else None
+
+
+async def _digest(runtime: Runtime, channel_id: int, *, wait: bool, run_worker: bool) -> int:
+    async with runtime.pool.acquire() as connection:
+        job, created = await job_queries.trigger_channel_digest(
+            connection, channel_id, {}, max_attempts=runtime.settings.digestd_max_attempts
+        )
+    print(f"job {job['id']} {'queued' if created else 'already ' + job['status']}", file=sys.stderr)
+    if not wait:
+        return 0
+    worker = runtime.new_worker() if run_worker else None
+    last_line = ""
+    while True:
+        if worker is not None:
+            await worker.run_once()
+        async with runtime.pool.acquire() as connection:
+            job = await job_queries.job_by_id(connection, job["id"])
+        assert job is not None
+        line = f"job {job['id']}: {job['status']} {job['phase'] or ''} {job['chunks_done']}/{job['chunks_total']}"
+        if line != last_line:
+            print(line, file=sys.stderr)
+            last_line = line
+        if job["status"] in TERMINAL_STATUSES:
+            break
+        await asyncio.sleep(0.5)
+    return await _print_outcome(runtime, job)
+
+
+async def _print_outcome(runtime: Runtime, job) -> int:  # type: ignore[no-untyped-def]
+    stats = job["stats"] or {}
+    if job["status"] in ("failed", "cancelled"):
+        print(f"job {job['id']} {job['status']}: {job['error'] or job['result_message'] or ''}")
+        return 1
+    if job["digest_id"] is None:
+        print(f"job {job['id']} {job['status']}: {job['result_message'] or 'no digest'}")
+        async with runtime.pool.acquire() as connection:
+            latest = await connection.fetchrow(QUERIES["latest_digest_of_channel"], job["channel_id"])
+            if latest is not None:
+                print(f"the channel's latest digest ({latest['id']}):\n")
+                print(await render_digest(connection, latest["id"]))
+        return 0
+    async with runtime.pool.acquire() as connection:
+        print(await render_digest(connection, job["digest_id"]))
+    print(
+        f"\njob {job['id']} {job['status']}: {stats.get('messages')} messages, "
+        f"{stats.get('chunks')} chunks ({stats.get('chunks_from_cache')} cached), "
+        f"{stats.get('llm_calls')} LLM calls, {stats.get('items_rejected')} items rejected, "
+        f"{stats.get('duration_seconds')}s"
+    )
+    return 0
+
+
+def cmd_digest(args: argparse.Namespace, settings: Settings) -> int:
+    async def body(runtime: Runtime) -> int:
+        try:
+            channel_id = await _find_channel(runtime, args.channel, args.server)
+        except ValueError as error:
+            print(f"digestd digest: {error}", file=sys.stderr)
+            return 2
+        if channel_id is None:
+            print(f"digestd digest: no channel {args.channel!r}", file=sys.stderr)
+            return 2
+        return await _digest(runtime, channel_id, wait=args.wait, run_worker=not args.no_worker)
+
+    return asyncio.run(_with_runtime(settings, body))
+
+
+def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
+    sample = resources.files("runner").joinpath("samples/sample_channel.jsonl")
+
+    async def body(runtime: Runtime) -> int:
+        with resources.as_file(sample) as path:
+            await _import(runtime, path, None, "digestd-demo")
+        channel_id = await _find_channel(runtime, DEMO_CHANNEL, "digestd-demo")
+        assert channel_id is not None
+        code = await _digest(runtime, channel_id, wait=True, run_worker=True)
+        print(
+            "\nNext: run `digestd serve` and open http://127.0.0.1:8000/graphql to explore it, "
+            f"e.g. {{ digests(filter: {{channelId: \"{channel_id}\"}}) "
+            "{ nodes { id title excerpt } } }"
+        )
+        return code
+
+    return asyncio.run(_with_runtime(settings, body))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="digestd", description=__doc__)
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser("serve", help="GraphQL API (and in-process workers)")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--no-runner", action="store_true", help="run no in-process worker")
+    serve.add_argument("--workers", type=int, default=1, help="in-process worker loops")
+    serve.set_defaults(handler=cmd_serve)
+
+    worker = commands.add_parser("worker", help="process digest jobs")
+    worker.add_argument("--concurrency", type=int, default=1, help="job loops in this process")
+    worker.set_defaults(handler=cmd_worker)
+
+    commands.add_parser("migrate", help="apply database migrations").set_defaults(handler=cmd_migrate)
+
+    importer = commands.add_parser("import", help="import a chat export (file or Slack folder)")
+    importer.add_argument("path")
+    importer.add_argument("--channel", help="channel name (default: from the export or file name)")
+    importer.add_argument("--server", help="server / guild / workspace name")
+    importer.set_defaults(handler=cmd_import)
+
+    digest = commands.add_parser("digest", help="trigger a digest of a channel")
+    digest.add_argument("channel", help="channel name or id")
+    digest.add_argument("--server", help="server name, when channel names repeat")
+    digest.add_argument("--wait", action="store_true", help="wait, show progress, print it")
+    digest.add_argument(
+        "--no-worker", action="store_true", help="only wait; let running workers do the job"
+    )
+    digest.set_defaults(handler=cmd_digest)
+
+    commands.add_parser("demo", help="import the sample channel and digest it").set_defaults(
+        handler=cmd_demo
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        settings = get_settings()
+        return int(args.handler(args, settings))
+    except ConfigurationError as error:
+        print(f"digestd: configuration error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

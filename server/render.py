@@ -1,0 +1,91 @@
+"""Plain-text rendering of a stored digest for the terminal (`digestd digest`, `digestd demo`)."""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Any
+
+import asyncpg
+
+from db.queries import QUERIES
+
+EXCERPT_CHARS = 160
+
+
+def _cites(ids: list[str]) -> str:
+    shown = ", ".join(ids[:4]) + (" …" if len(ids) > 4 else "")
+    return f"  [msg {shown}]" if ids else ""
+
+
+def _excerpt(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= EXCERPT_CHARS else flat[: EXCERPT_CHARS - 1] + "…"
+
+
+def _flags(flags: list[dict[str, Any]]) -> str:
+    return f"  (flags: {', '.join(f['code'] for f in flags)})" if flags else ""
+
+
+async def render_digest(connection: asyncpg.Connection, digest_id: int) -> str:
+    digest = await connection.fetchrow(QUERIES["digest_by_id"], digest_id)
+    if digest is None:
+        return f"no digest {digest_id}"
+    ids = [digest_id]
+    sections: dict[str, list[asyncpg.Record]] = {}
+    for name in ("topics", "decisions", "action_items", "open_questions", "links", "artifacts",
+                 "knowledge_items"):  # fmt: skip
+        sections[name] = list(await connection.fetch(QUERIES[f"{name}_of_digests"], ids))
+    pointed = [r["message_id"] for r in sections["artifacts"] + sections["knowledge_items"] if r["message_id"]]
+    messages = {r["id"]: r for r in await connection.fetch(QUERIES["messages_by_ids"], pointed)}
+
+    def pointer_text(row: asyncpg.Record) -> str:
+        message = messages[row["message_id"]]
+        return message["normalized_text"][row["char_start"] : row["char_end"]]
+
+    lines = [
+        f"# {digest['title']}",
+        f"digest {digest['id']} · {digest['message_count']} messages · signal "
+        f"{digest['signal_quality']} ({digest['signal_reason']}) · extractor {digest['extractor']}",
+        "",
+        digest["overview"],
+    ]
+    if digest["highlights"]:
+        lines += ["", "## Highlights"] + [f"- {h}" for h in digest["highlights"]]
+
+    def section(title: str, rows: list[str]) -> None:
+        if rows:
+            lines.extend(["", f"## {title}", *rows])
+
+    section("Topics", [f"- {r['title']}{_cites(list(r['message_ids']))}" for r in sections["topics"]])
+    section("Decisions", [f"- {r['text']}{_cites(list(r['message_ids']))}{_flags(r['flags'])}" for r in sections["decisions"]])
+    section(
+        "Action items",
+        [
+            f"- {r['text']}" + (f" — owner: {r['owner']}" if r["owner"] else "")
+            + _cites(list(r["message_ids"])) + _flags(r["flags"])
+            for r in sections["action_items"]
+        ],
+    )
+    section("Open questions", [f"- {r['text']}{_cites(list(r['message_ids']))}" for r in sections["open_questions"]])
+    section("Links", [f"- {r['url']} — {r['description']}" for r in sections["links"]])
+    section(
+        "Artifacts",
+        [
+            f"- [{r['kind']}] {r['title']} (msg {r['message_external_id']} "
+            f"{r['char_start']}:{r['char_end']}): {_excerpt(pointer_text(r))}"
+            for r in sections["artifacts"]
+        ],
+    )
+    knowledge = []
+    for r in sections["knowledge_items"]:
+        body = _excerpt(pointer_text(r)) if r["message_id"] else _excerpt(r["content"] or "")
+        where = (
+            f" (msg {r['message_external_id']} {r['char_start']}:{r['char_end']})"
+            if r["message_id"] else _cites(list(r["message_ids"]))
+        )  # fmt: skip
+        version = f" [{r['context_version']}]" if r["context_version"] else ""
+        knowledge.append(f"- {r['kind']}: {r['title']}{version}{where}{_flags(r['flags'])}\n    {body}")
+    section("Knowledge", knowledge)
+    if digest["rejections"]:
+        lines += ["", f"({len(digest['rejections'])} extracted items failed validation and were dropped)"]
+    return "\n".join(textwrap.dedent(line) for line in lines)

@@ -1,0 +1,124 @@
+"""Turns settings into running parts: the database (embedded or DATABASE_URL, migrated), the
+pool, the extractor factory and workers. Shared by the app, the CLI and the tests."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import asyncpg
+
+from db.engine import connect, create_pool, redact_url, resolve_database_url
+from db.migrate import migrate
+from runner.extractors.base import Extractor
+from runner.worker import Worker, WorkerConfig
+from schema.context import ApiConfig
+from server.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+
+class ConfigurationError(ValueError):
+    """A setting is invalid; the message names it (never its secret value)."""
+
+
+def extractor_factory(settings: Settings) -> Callable[[], Extractor]:
+    """A factory of fresh extractors (fresh usage figures per job). Shared state that must
+    outlive a job, such as the LLM circuit breaker, is created once here."""
+    if settings.extractor_name == "offline":
+        from runner.extractors.offline import OfflineExtractor
+
+        return OfflineExtractor
+    return _llm_factory(settings)
+
+
+def _llm_factory(settings: Settings) -> Callable[[], Extractor]:
+    from runner.extractors.llm import LLMExtractor
+    from runner.llm.config import LLMConfig
+
+    if not settings.digest_llm_base_url:
+        raise ConfigurationError("DIGEST_EXTRACTOR=llm needs DIGEST_LLM_BASE_URL")
+    headers: dict[str, str] = {}
+    if settings.digest_llm_extra_headers:
+        try:
+            parsed: Any = json.loads(settings.digest_llm_extra_headers)
+        except json.JSONDecodeError as error:
+            raise ConfigurationError(f"DIGEST_LLM_EXTRA_HEADERS is not JSON: {error.msg}") from None
+        if not isinstance(parsed, dict):
+            raise ConfigurationError("DIGEST_LLM_EXTRA_HEADERS must be a JSON object")
+        headers = {str(k): str(v) for k, v in parsed.items()}
+    config = LLMConfig(
+        base_url=settings.digest_llm_base_url,
+        api_key=settings.digest_llm_api_key.get_secret_value() if settings.digest_llm_api_key else "",
+        map_model=settings.digest_map_model,
+        reduce_model=settings.digest_reduce_model,
+        extra_headers=headers,
+        timeout_seconds=settings.digest_llm_timeout_seconds,
+        concurrency=settings.digest_llm_concurrency,
+        max_retries=settings.digest_llm_max_retries,
+    )
+    shared = LLMExtractor.shared_state(config)
+    return lambda: LLMExtractor(config, shared=shared)
+
+
+class Runtime:
+    """The database and worker parts of one process."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.database_url: str | None = None
+        self._pool: asyncpg.Pool | None = None
+        self._extractor_factory: Callable[[], Extractor] | None = None
+
+    @property
+    def pool(self) -> asyncpg.Pool:
+        if self._pool is None:
+            raise RuntimeError("Runtime.open() has not run")
+        return self._pool
+
+    async def open(self, *, apply_migrations: bool = True) -> None:
+        self.database_url = resolve_database_url(
+            self.settings.database_url, self.settings.digestd_home
+        )
+        logger.info("database: %s", redact_url(self.database_url))
+        if apply_migrations:
+            connection = await connect(self.database_url)
+            try:
+                applied = await migrate(connection)
+            finally:
+                await connection.close()
+            for name in applied:
+                logger.info("migration applied: %s", name)
+        self._pool = await create_pool(self.database_url, max_size=self.settings.digestd_db_pool_size)
+
+    async def close(self) -> None:
+        if self._pool is not None:
+            await self._pool.close()
+            self._pool = None
+
+    def api_config(self) -> ApiConfig:
+        return ApiConfig(
+            max_attempts=self.settings.digestd_max_attempts,
+            max_message_chars=self.settings.digestd_max_message_chars,
+        )
+
+    def worker_config(self) -> WorkerConfig:
+        s = self.settings
+        return WorkerConfig(
+            lease_seconds=s.digestd_lease_seconds,
+            heartbeat_seconds=s.digestd_heartbeat_seconds,
+            poll_seconds=s.digestd_poll_seconds,
+            chunk_tokens=s.digestd_chunk_tokens,
+            min_overlap=s.digestd_min_claim_overlap,
+            map_concurrency=s.digest_llm_concurrency if s.extractor_name == "llm" else 1,
+            retry_base_seconds=s.digestd_retry_base_seconds,
+            retry_max_seconds=s.digestd_retry_max_seconds,
+        )
+
+    def new_worker(self) -> Worker:
+        if self._extractor_factory is None:
+            self._extractor_factory = extractor_factory(self.settings)
+        assert self.database_url is not None
+        return Worker(self.pool, self.database_url, self.worker_config(), self._extractor_factory)
