@@ -1,0 +1,46 @@
+"""Chunking: whole messages, a token budget, big messages split with their offsets."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from runner.chunking import chunk_messages
+from runner.tokens import count_tokens
+from runner.window import WindowMessage
+
+T0 = datetime(2024, 1, 1, tzinfo=UTC)
+
+
+def msg(i: int, text: str) -> WindowMessage:
+    return WindowMessage(str(i), f"user{i % 3}", T0 + timedelta(seconds=i), text)
+
+
+def test_messages_pack_under_budget_and_stay_whole() -> None:
+    window = [msg(i, f"message number {i} about <tags> & ampersands") for i in range(300)]
+    chunks = chunk_messages(window, 500)
+    assert len(chunks) > 1
+    assert all(chunk.token_count <= 500 for chunk in chunks)
+    ids = [part.message.message_id for chunk in chunks for part in chunk.parts]
+    assert ids == [m.message_id for m in window]
+    assert all(part.part_count == 1 for chunk in chunks for part in chunk.parts)
+    assert '<message id="0" author="user0" ts="2024-01-01T00:00:00+00:00">' in chunks[0].xml
+    assert "&lt;tags&gt; &amp; ampersands</message>" in chunks[0].xml
+
+
+def test_big_message_split_into_parts_that_cover_it_exactly() -> None:
+    big = msg(1, "\n".join(f"line {i}: " + "word " * 20 for i in range(400)))
+    chunks = chunk_messages([msg(0, "before"), big, msg(2, "after")], 800)
+    parts = [p for c in chunks for p in c.parts if p.message.message_id == "1"]
+    assert len(parts) > 1
+    assert "".join(p.text for p in parts) == big.normalized_text
+    assert [p.start for p in parts[1:]] == [p.end for p in parts[:-1]]
+    assert all(count_tokens(p.serialize()).tokens <= 800 for p in parts)
+    assert f'part="2/{len(parts)}" offset="{parts[1].start}"' in parts[1].serialize()
+
+
+def test_deterministic() -> None:
+    window = [msg(i, f"text {i} " * (i % 7 + 1)) for i in range(100)]
+    first = chunk_messages(window, 300)
+    second = chunk_messages(window, 300)
+    assert [c.content_hash for c in first] == [c.content_hash for c in second]
+    assert chunk_messages([], 300) == []
