@@ -14,7 +14,7 @@ import asyncpg
 
 from db.ingest import ChannelKey, MessageIngestor
 from runner.importers.detect import detect_format, iter_records
-from runner.importers.records import ParsedMessage, RecordError
+from runner.importers.records import ParsedMessage, ParseStats, RecordError
 from runner.normalize import normalize_text
 
 MAX_ERRORS_KEPT = 20
@@ -31,6 +31,8 @@ class ImportReport:
     updated: int = 0
     unchanged: int = 0
     channels: dict[str, int] = field(default_factory=dict)
+    # Lines skipped on purpose (system lines, joins, separators), by reason: not messages.
+    skipped: dict[str, int] = field(default_factory=dict)
     errors: list[RecordError] = field(default_factory=list)
     repairs: list[str] = field(default_factory=list)
 
@@ -55,7 +57,11 @@ async def import_path(
     report = ImportReport(path=str(path), format=export_format)
     ingestor = MessageIngestor(pool, normalize_text)
     fallback = channel or default_channel_name(path)
-    for record in iter_records(path, max_message_chars=max_message_chars):
+    stats = ParseStats()
+    records = iter_records(
+        path, max_message_chars=max_message_chars, export_format=export_format, stats=stats
+    )
+    for record in records:
         if isinstance(record, RecordError):
             report.rejected += 1
             if len(report.errors) < MAX_ERRORS_KEPT:
@@ -79,4 +85,5 @@ async def import_path(
     counts = ingestor.counts
     report.inserted, report.updated, report.unchanged = counts.inserted, counts.updated, counts.unchanged
     report.channels = dict(counts.channel_ids)
+    report.skipped = dict(stats.skipped)
     return report

@@ -103,6 +103,12 @@ async def _import(runtime: Runtime, path: Path, channel: str | None, server: str
         f"rejected, {report.repaired} repaired; {report.inserted} new, {report.updated} updated, "
         f"{report.unchanged} unchanged; {elapsed:.2f}s ({rate:,.0f} msg/s)"
     )
+    repeated = report.accepted - (report.inserted + report.updated + report.unchanged)
+    if repeated > 0:
+        print(f"  {repeated} records repeated a message id seen earlier in the file: kept once")
+    if report.skipped:
+        skipped = ", ".join(f"{count} {reason}" for reason, count in sorted(report.skipped.items()))
+        print(f"  skipped on purpose: {skipped}")
     for name, channel_id in sorted(report.channels.items()):
         print(f"  channel {name!r}: id {channel_id}")
     for error in report.errors:

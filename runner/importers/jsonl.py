@@ -1,0 +1,68 @@
+"""JSON Lines: one object a line, the project's own interchange format.
+
+Fields: `id` (string or integer, required), `author` (required), `ts` (ISO-8601, or Unix seconds
+as a number; a zone-less time is UTC), `text` (required; null counts as empty), and optionally
+`channel`, `channel_id`, `server`, `reply_to`, `attachments` (a list of objects).
+Blank lines are skipped; a malformed line is rejected with its line number and parsing goes on.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+from runner.importers.dates import describe, parse_iso_timestamp
+from runner.importers.records import (
+    ParseOptions,
+    ParseStats,
+    Record,
+    RecordError,
+    message_from_fields,
+)
+from runner.importers.textio import OverlongLine, iter_lines
+
+_decode = json.JSONDecoder().decode
+
+
+def parse_jsonl_line(line: str, location: str, options: ParseOptions) -> Record:
+    """One JSONL line to a record."""
+    try:
+        item = _decode(line)
+    except json.JSONDecodeError as error:
+        return RecordError(location, f"malformed JSON: {error.msg} at column {error.colno}")
+    if not isinstance(item, dict):
+        return RecordError(location, f"expected a JSON object, got {type(item).__name__}")
+    if "text" not in item:
+        return RecordError(location, "missing text")
+    if item.get("ts") is None:
+        return RecordError(location, "missing timestamp (ts)")
+    try:
+        ts = parse_iso_timestamp(item["ts"])
+    except (ValueError, TypeError, OverflowError, OSError):
+        return RecordError(location, f"unparseable timestamp {describe(item['ts'])}")
+    channel, server = item.get("channel"), item.get("server")
+    return message_from_fields(
+        location=location,
+        external_id=item.get("id"),
+        author=item.get("author"),
+        ts=ts,
+        text=item["text"],
+        reply_to=item.get("reply_to"),
+        attachments=item.get("attachments"),
+        channel=channel if isinstance(channel, str) else None,
+        server=server if isinstance(server, str) else None,
+        channel_external_id=item.get("channel_id"),
+        max_message_chars=options.max_message_chars,
+    )
+
+
+def parse_jsonl(path: Path, options: ParseOptions, stats: ParseStats) -> Iterator[Record]:
+    for number, line in iter_lines(path, options.max_line_chars):
+        location = f"line {number}"
+        if isinstance(line, OverlongLine):
+            yield RecordError(location, line.reason)
+        elif not line.strip():
+            stats.skip("blank line")
+        else:
+            yield parse_jsonl_line(line, location, options)
