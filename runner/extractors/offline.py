@@ -1,0 +1,59 @@
+"""The deterministic offline extractor: the same ChunkSummary and Digest an LLM would emit,
+produced by rules, with no network. It is what runs when no LLM endpoint is configured and what
+`digestd demo` shows, so it aims to be a useful digest, not a placeholder.
+
+The work is split by concept:
+- offline_text: a part cut into code blocks, inline code, URLs and prose sentences (spans);
+- offline_patterns: decision / action / question / tip phrasing on sentences;
+- offline_threads: addressing, agreement, and the "was this question answered" rule;
+- offline_artifacts, offline_versions, offline_knowledge: snippets, versions, knowledge items;
+- offline_topics, offline_overview: key phrases, message centrality, the extractive overview;
+- offline_chunk (map) and offline_digest + offline_merge (reduce).
+
+`known_items` is ignored on purpose: with concurrent chunks it depends on completion order, and
+the chunk cache key does not include it, so using it would make the output nondeterministic.
+The reduce step de-duplicates across chunks instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from runner.chunking import Chunk
+from runner.contract import CONTRACT_VERSION, ChunkSummary, Digest
+from runner.extractors.base import ChunkFailed, ExtractionUsage, KnownItem, PipelineWarning
+from runner.extractors.offline_chunk import summarize_chunk
+from runner.extractors.offline_digest import build_digest
+from runner.window import Window, WindowMessage
+
+# Bump whenever a rule changes what is extracted: it is part of the chunk cache key.
+OFFLINE_VERSION = "1"
+
+
+class OfflineExtractor:
+    """Rule-based map and reduce (see the module docstring). No LLM calls and no I/O, so
+    `usage` stays at zero and `warnings` empty."""
+
+    name = "offline"
+
+    def __init__(self) -> None:
+        self.usage = ExtractionUsage()
+        self.warnings: list[PipelineWarning] = []
+
+    def fingerprint(self) -> str:
+        return f"offline/{OFFLINE_VERSION}/contract-{CONTRACT_VERSION}"
+
+    async def extract_chunk(self, chunk: Chunk, known_items: list[KnownItem]) -> ChunkSummary:
+        try:
+            return summarize_chunk(chunk)
+        except Exception as error:  # noqa: BLE001 - a rule bug on odd input costs one chunk
+            # The job goes on and ends PARTIAL; the reason names the error, never the content.
+            raise ChunkFailed(f"offline rules failed: {type(error).__name__}") from error
+
+    async def synthesize_digest(
+        self,
+        summaries: list[ChunkSummary],
+        window: Window,
+        top_messages: Sequence[WindowMessage],
+    ) -> Digest:
+        return build_digest(summaries, window, top_messages)

@@ -1,0 +1,367 @@
+"""The map step without a model: one chunk → a ChunkSummary, by rules.
+
+Every claim is a cleaned-up quote of its sentence and every pointer a span found in the text,
+so the output passes the validator's support and pointer checks by construction. Within a chunk
+a question counts as answered only by a later message of the same chunk; the digest step looks
+again across the whole window (see offline_threads for the rule).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+from runner.chunking import Chunk
+from runner.contract import (
+    ActionItem,
+    Artifact,
+    ChunkSummary,
+    ContentPointer,
+    Decision,
+    KnowledgeItem,
+    Link,
+    OpenQuestion,
+    SignalLevel,
+    SignalQuality,
+)
+from runner.extractors import offline_patterns as patterns
+from runner.extractors.offline_artifacts import Snippet, find_snippets, snippet_title
+from runner.extractors.offline_knowledge import (
+    answer_item,
+    link_description,
+    snippet_knowledge,
+    tip_item,
+)
+from runner.extractors.offline_merge import count_phrase, signal_quality
+from runner.extractors.offline_overview import central_messages, excerpt
+from runner.extractors.offline_text import (
+    PartView,
+    content_words,
+    squash,
+    truncate_words,
+    view_message,
+    view_part,
+)
+from runner.extractors.offline_threads import (
+    Participants,
+    find_answer,
+    is_agreement,
+    is_social,
+    is_strong_agreement,
+)
+from runner.extractors.offline_topics import topics_for
+from runner.window import WindowMessage
+
+_PROPOSAL_HORIZON = 6
+# Hosts whose links are reactions, not references.
+_NOISE_HOSTS = ("giphy.com", "tenor.com", "media.giphy", "gfycat.com")
+
+
+Item = TypeVar("Item", Decision, ActionItem, OpenQuestion, KnowledgeItem, Artifact)
+
+
+@dataclass
+class _Ranked(Generic[Item]):
+    """A found item with what ranks it: strength first, then its position in the chunk."""
+
+    item: Item
+    strength: int
+    position: int
+
+
+@dataclass
+class _Found:
+    decisions: list[_Ranked[Decision]] = field(default_factory=list)
+    actions: list[_Ranked[ActionItem]] = field(default_factory=list)
+    questions: list[_Ranked[OpenQuestion]] = field(default_factory=list)
+    links: dict[str, Link] = field(default_factory=dict)
+    snippets: list[tuple[Snippet, PartView, int]] = field(default_factory=list)
+    knowledge: list[_Ranked[KnowledgeItem]] = field(default_factory=list)
+
+
+def _top(ranked: list[_Ranked[Item]], limit: int) -> list[Item]:
+    """The `limit` strongest, returned in text order."""
+    best = sorted(ranked, key=lambda r: (-r.strength, r.position))[:limit]
+    return [r.item for r in sorted(best, key=lambda r: r.position)]
+
+
+def _dedupe(ranked: list[_Ranked[Item]], text_of: Callable[[Item], str]) -> list[_Ranked[Item]]:
+    """One entry per claim (same content words), the strongest."""
+    kept: dict[str, _Ranked[Item]] = {}
+    for entry in ranked:
+        key = " ".join(content_words(text_of(entry.item)))
+        if key not in kept or entry.strength > kept[key].strength:
+            kept[key] = entry
+    return list(kept.values())
+
+
+class _ChunkReader:
+    def __init__(self, chunk: Chunk) -> None:
+        self.views = [view_part(part) for part in chunk.parts]
+        seen: dict[str, WindowMessage] = {}
+        for part in chunk.parts:
+            seen.setdefault(part.message.message_id, part.message)
+        self.messages: list[WindowMessage] = list(seen.values())
+        self.index = {m.message_id: i for i, m in enumerate(self.messages)}
+        self.participants = Participants.of(self.messages)
+        self.found = _Found()
+
+    def read(self) -> None:
+        for position, view in enumerate(self.views):
+            self._decisions(view, position)
+            self._actions(view, position)
+            self._question(view, position)
+            self._links(view)
+            self._snippets(view, position)
+            self._tips(view, position)
+
+    def _decisions(self, view: PartView, position: int) -> None:
+        mid = view.message_id
+        for sentence in view.sentences:
+            claim = patterns.decision(sentence.text, self.participants)
+            ids = [mid]
+            if claim is None:
+                claim = patterns.proposal(sentence.text, self.participants)
+                if claim is None or is_social(sentence.text):
+                    continue
+                agreeing = self._agreements(view.message)
+                if not agreeing:
+                    continue
+                ids += agreeing
+            target = view.message.reply_to
+            if target in self.index and target not in ids:
+                ids.append(target)
+            decision = Decision(text=claim.text, message_ids=ids[:20])
+            self.found.decisions.append(_Ranked(decision, claim.strength, position))
+
+    def _agreements(self, message: WindowMessage) -> list[str]:
+        """Later messages of the chunk by others that agree with `message`."""
+        start = self.index[message.message_id] + 1
+        agreeing: list[str] = []
+        for offset, later in enumerate(self.messages[start : start + _PROPOSAL_HORIZON]):
+            if later.author == message.author or not is_agreement(later.normalized_text):
+                continue
+            text = later.normalized_text
+            replies = later.reply_to == message.message_id
+            addressed = self.participants.addressee(text) == message.author
+            # An unaddressed "+1" agrees with the proposal only right after it.
+            free = later.reply_to is None and self.participants.addressee(text) is None
+            if replies or addressed or (free and offset < 2 and is_strong_agreement(text)):
+                agreeing.append(later.message_id)
+        return agreeing
+
+    def _actions(self, view: PartView, position: int) -> None:
+        mid = view.message_id
+        for sentence in view.sentences:
+            claim = patterns.action(sentence.text, view.author, self.participants)
+            if claim is None:
+                continue
+            item = ActionItem(text=claim.text, owner=_owner(claim.owner), message_ids=[mid])
+            self.found.actions.append(_Ranked(item, claim.strength, position))
+        if patterns.commitment_only(view.prose):
+            self._taken_request(view, position)
+
+    def _taken_request(self, view: PartView, position: int) -> None:
+        """ "On it" / "I'll take it": the task is the request it answers."""
+        message = view.message
+        request: WindowMessage | None = None
+        if message.reply_to in self.index:
+            request = self.messages[self.index[message.reply_to]]
+        else:
+            for earlier in reversed(self.messages[: self.index[message.message_id]][-3:]):
+                if earlier.author != message.author:
+                    request = earlier
+                    break
+        if request is None:
+            return
+        for ranked in self.found.actions:
+            action = ranked.item
+            if request.message_id in action.message_ids:
+                if len(action.message_ids) < 20:
+                    action.message_ids.append(message.message_id)
+                action.owner = action.owner or _owner(message.author)
+                return
+        sentences = [s.text for s in view_message(request).sentences]
+        asking = [s for s in sentences if s.endswith("?")] or [
+            s for s in sentences if "need" in s.casefold()
+        ]
+        if not asking:
+            return
+        claim = patterns.clean_claim(patterns.strip_request(asking[0]))
+        if len(content_words(claim)) < 2:
+            return
+        item = ActionItem(
+            text=claim,
+            owner=_owner(message.author),
+            message_ids=[request.message_id, message.message_id],
+        )
+        self.found.actions.append(_Ranked(item, 2, position))
+
+    def _question(self, view: PartView, position: int) -> None:
+        """The strongest question of a part; answered in the chunk → Q&A knowledge."""
+        best: tuple[int, str] | None = None
+        for i, sentence in enumerate(view.sentences):
+            if patterns.action(sentence.text, view.author, self.participants):
+                continue
+            claim = patterns.question(sentence.text, self.participants)
+            if claim is None:
+                continue
+            text = claim.text
+            previous = view.sentences[i - 1].text if i > 0 else ""
+            if len(content_words(text)) < 6 and len(content_words(previous)) >= 3:
+                text = patterns.clean_claim(previous + " " + sentence.text)
+            if best is None or claim.strength > best[0]:
+                best = (claim.strength, text)
+        if best is None:
+            return
+        strength, text = best
+        messages = self.messages
+        answer = find_answer(
+            messages, self.index[view.message_id], self.participants, view.message.normalized_text
+        )
+        if answer is None:
+            item = OpenQuestion(
+                text=text, asked_by=_owner(view.author), message_ids=[view.message_id]
+            )
+            self.found.questions.append(_Ranked(item, strength, position))
+            return
+        knowledge = answer_item(view.message, text, answer, self.participants)
+        if knowledge is not None:
+            self.found.knowledge.append(_Ranked(knowledge, 2, position))
+
+    def _links(self, view: PartView) -> None:
+        for url in view.urls:
+            if any(host in url.text.casefold() for host in _NOISE_HOSTS):
+                continue
+            key = url.text.rstrip("/")
+            known = self.found.links.get(key)
+            if known is not None:
+                if view.message_id not in known.message_ids and len(known.message_ids) < 10:
+                    known.message_ids.append(view.message_id)
+                continue
+            self.found.links[key] = Link(
+                url=url.text[:2048],
+                description=link_description(view, url, self.participants),
+                message_ids=[view.message_id],
+            )
+
+    def _snippets(self, view: PartView, position: int) -> None:
+        for snippet in find_snippets(view):
+            self.found.snippets.append((snippet, view, position))
+            if snippet.reusable:
+                previous = self._previous_by_author(view.message)
+                item = snippet_knowledge(snippet, view, previous)
+                self.found.knowledge.append(_Ranked(item, 3, position))
+
+    def _previous_by_author(self, message: WindowMessage) -> str:
+        for earlier in reversed(self.messages[: self.index[message.message_id]][-4:]):
+            if earlier.author == message.author:
+                return earlier.normalized_text
+        return ""
+
+    def _tips(self, view: PartView, position: int) -> None:
+        for sentence in view.sentences:
+            item = tip_item(sentence.text, view, self.participants)
+            if item is not None:
+                strength = 3 if patterns.TIP_MARKER.match(squash(sentence.text)) else 1
+                self.found.knowledge.append(_Ranked(item, strength, position))
+
+
+def _owner(name: str | None) -> str | None:
+    return name[:120] if name else None
+
+
+def _artifacts(snippets: list[tuple[Snippet, PartView, int]]) -> list[Artifact]:
+    ranked = [
+        _Ranked(
+            Artifact(
+                kind=snippet.kind,
+                title=snippet_title(snippet, view),
+                language=snippet.language[:40] if snippet.language else None,
+                pointer=ContentPointer(
+                    message_id=view.message_id,
+                    char_start=snippet.span.start,
+                    char_end=snippet.span.end,
+                    quote=snippet.span.text,
+                ),
+            ),
+            2 if snippet.reusable else 1,
+            position,
+        )
+        for snippet, view, position in snippets
+    ]
+    return _top(ranked, 10)
+
+
+def coverage_line(messages: Sequence[WindowMessage]) -> str:
+    """The first sentence of every offline chunk summary; the digest step parses it back."""
+    first = json.dumps(messages[0].message_id, ensure_ascii=False)
+    last = json.dumps(messages[-1].message_id, ensure_ascii=False)
+    return f"Covers {len(messages)} messages from {first} to {last}."
+
+
+def summarize_chunk(chunk: Chunk) -> ChunkSummary:
+    """The offline map step (see the module docstring)."""
+    reader = _ChunkReader(chunk)
+    if not reader.messages:
+        return ChunkSummary(
+            chunk_summary="",
+            signal_quality=SignalQuality(level=SignalLevel.EMPTY, reason="empty chunk"),
+        )
+    reader.read()
+    found = reader.found
+    decisions = _top(_dedupe(found.decisions, lambda d: d.text), 5)
+    actions = _top(_dedupe(found.actions, lambda a: a.text), 8)
+    questions = _top(_dedupe(found.questions, lambda q: q.text), 6)
+    knowledge = _top(found.knowledge, 15)
+    keyed = [k.model_copy(update={"key": f"K{i}"}) for i, k in enumerate(knowledge, start=1)]
+    artifacts = _artifacts(found.snippets)
+    links = list(found.links.values())[:15]
+    counts = {
+        "decisions": len(decisions),
+        "action items": len(actions),
+        "open questions": len(questions),
+        "links": len(links),
+        "artifacts": len(artifacts),
+        "knowledge items": len(keyed),
+    }
+    substantive = [
+        v for v in reader.views if len(content_words(v.prose)) >= 4 and not is_social(v.prose)
+    ]
+    names = frozenset(reader.participants.by_key)
+    topics = topics_for(reader.views, 6, names) if len(substantive) >= 3 else []
+    signal = signal_quality(counts, bool(topics), high=12, medium=5)
+    id_lists = [
+        *(d.message_ids for d in decisions),
+        *(a.message_ids for a in actions),
+        *(k.message_ids for k in keyed),
+        *(q.message_ids for q in questions),
+    ]
+    cited = [ids[0] for ids in id_lists if ids]
+    central = central_messages(reader.views, set(cited), 4)
+    notable_set = set(cited[:10]) | {c.view.message_id for c in central}
+    notable = [m.message_id for m in reader.messages if m.message_id in notable_set][:10]
+    if signal.level == SignalLevel.EMPTY:
+        notable = []  # nothing in this chunk is worth pointing a reader to
+    text = coverage_line(reader.messages)
+    authors = list(dict.fromkeys(m.author for m in reader.messages))
+    text += f" Participants: {', '.join(authors[:8])}{' and others' if len(authors) > 8 else ''}."
+    if any(counts.values()):
+        text += f" Found {count_phrase(counts)}."
+    points = [excerpt(c.view, reader.participants, 200) for c in central[:3]]
+    if points:
+        text += " Key points: " + " | ".join(points)
+    return ChunkSummary(
+        chunk_summary=truncate_words(text, 1200),
+        signal_quality=signal,
+        topics=topics,
+        decisions=decisions,
+        action_items=actions,
+        open_questions=questions,
+        links=links,
+        artifacts=artifacts,
+        knowledge_items=keyed,
+        notable_message_ids=notable,
+    )

@@ -1,0 +1,374 @@
+"""The reduce step without a model: chunk summaries + the window → one Digest.
+
+Items are merged across chunks (same claim text, URL, pointer span or quote → one item with the
+union of citations), open questions are checked again against the whole window (an answer in a
+later chunk closes them and becomes a Q&A knowledge item), lists are ranked and cut to the
+contract's limits, and the overview is extractive: the most central messages of the window.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+from runner.contract import (
+    ActionItem,
+    Artifact,
+    ArtifactKind,
+    ChunkSummary,
+    Coverage,
+    Decision,
+    Digest,
+    KnowledgeItem,
+    Link,
+    OpenQuestion,
+    SignalLevel,
+    SignalQuality,
+)
+from runner.extractors.offline_knowledge import answer_item
+from runner.extractors.offline_merge import (
+    count_phrase,
+    link_knowledge,
+    rank_and_cut,
+    signal_quality,
+    union_ids,
+)
+from runner.extractors.offline_overview import central_messages, render_overview
+from runner.extractors.offline_patterns import ACTION_MARKER, DECISION_MARKER
+from runner.extractors.offline_text import content_words, squash, truncate_words, view_message
+from runner.extractors.offline_threads import Participants, find_answer
+from runner.extractors.offline_topics import topics_for
+from runner.window import Window, WindowMessage
+
+Item = TypeVar("Item", Decision, ActionItem, OpenQuestion, Link, Artifact, KnowledgeItem)
+_COVERS = re.compile(r'^Covers (\d+) messages from ("(?:[^"\\]|\\.)*") to ("(?:[^"\\]|\\.)*")\.')
+
+
+class _Merger:
+    """The window and its chunk summaries, merged one item list at a time."""
+
+    def __init__(self, summaries: Sequence[ChunkSummary], window: Window) -> None:
+        self.summaries = summaries
+        self.window = window
+        self.messages = list(window.messages)
+        self.order = {m.message_id: i for i, m in enumerate(self.messages)}
+        self.by_id = {m.message_id: m for m in self.messages}
+        self.participants = Participants.of(self.messages)
+        self.omitted: dict[str, int] = {}
+
+    def position(self, message_ids: Sequence[str]) -> int:
+        return min((self.order.get(m, len(self.order)) for m in message_ids), default=0)
+
+    def cut(
+        self, name: str, items: list[Item], limit: int, strength: Callable[[Item], int]
+    ) -> list[Item]:
+        """`items` cut to `limit` (strongest first, earliest among equals), in window order;
+        what was cut is counted for the coverage notes."""
+        kept = rank_and_cut(items, limit, strength, lambda i: self.position(_ids(i)))
+        if len(items) > len(kept):
+            self.omitted[name] = len(items) - len(kept)
+        return kept
+
+    def decisions(self) -> list[Decision]:
+        merged: dict[str, Decision] = {}
+        for summary in self.summaries:
+            for item in summary.decisions:
+                key = _key(item.text)
+                if key in merged:
+                    merged[key].message_ids[:] = union_ids(
+                        merged[key].message_ids, item.message_ids, 20
+                    )
+                else:
+                    merged[key] = item.model_copy(deep=True)
+
+        def strength(item: Decision) -> int:
+            source = self.by_id.get(item.message_ids[0])
+            marked = source is not None and DECISION_MARKER.search(source.normalized_text)
+            return 3 if marked else 1 + min(len(item.message_ids), 3)
+
+        return self.cut("decisions", list(merged.values()), 25, strength)
+
+    def actions(self) -> list[ActionItem]:
+        merged: dict[str, ActionItem] = {}
+        for summary in self.summaries:
+            for item in summary.action_items:
+                key = _key(item.text)
+                if key in merged:
+                    known = merged[key]
+                    known.message_ids[:] = union_ids(known.message_ids, item.message_ids, 20)
+                    known.owner = known.owner or item.owner
+                else:
+                    merged[key] = item.model_copy(deep=True)
+
+        def strength(item: ActionItem) -> int:
+            source = self.by_id.get(item.message_ids[0])
+            marked = source is not None and ACTION_MARKER.search(source.normalized_text)
+            return (2 if marked else 0) + (1 if item.owner else 0)
+
+        return self.cut("action items", list(merged.values()), 40, strength)
+
+    def questions(self, knowledge: list[KnowledgeItem]) -> list[OpenQuestion]:
+        """Candidates still unanswered in the whole window; answered ones become Q&A items."""
+        open_items: dict[str, OpenQuestion] = {}
+        seen_texts: set[str] = set()
+        answered_ids = {k.message_ids[0] for k in knowledge if k.content and k.message_ids}
+        known_content = {_key(k.content) for k in knowledge if k.content}
+        for summary in self.summaries:
+            for item in summary.open_questions:
+                asked = item.message_ids[0]
+                text_key = _key(item.text)
+                if asked in answered_ids or asked not in self.order or text_key in seen_texts:
+                    continue
+                seen_texts.add(text_key)
+                question = self.by_id[asked]
+                answer = find_answer(
+                    self.messages, self.order[asked], self.participants, question.normalized_text
+                )
+                if answer is None:
+                    open_items[asked] = item
+                    continue
+                qa = answer_item(self.by_id[asked], item.text, answer, self.participants)
+                if qa is not None and _key(qa.content or "") not in known_content:
+                    knowledge.append(qa)
+                    known_content.add(_key(qa.content or ""))
+                    answered_ids.add(asked)
+        items = list(open_items.values())
+        return self.cut("open questions", items, 30, lambda q: len(set(content_words(q.text))))
+
+    def links(self) -> list[Link]:
+        merged: dict[str, Link] = {}
+        for summary in self.summaries:
+            for item in summary.links:
+                key = item.url.rstrip("/")
+                if key in merged:
+                    known = merged[key]
+                    known.message_ids[:] = union_ids(known.message_ids, item.message_ids, 10)
+                    if known.description.startswith("Shared by"):
+                        known.description = item.description
+                else:
+                    merged[key] = item.model_copy(deep=True)
+        return self.cut("links", list(merged.values()), 60, lambda link: len(link.message_ids))
+
+    def artifacts(self) -> list[Artifact]:
+        merged: dict[str, Artifact] = {}
+        spans: set[tuple[str, int, int]] = set()
+        for summary in self.summaries:
+            for item in summary.artifacts:
+                pointer = item.pointer
+                span = (pointer.message_id, pointer.char_start, pointer.char_end)
+                key = squash(pointer.quote or "")
+                if span in spans or key in merged:
+                    continue
+                spans.add(span)
+                merged[key] = item
+        reusable = (ArtifactKind.CODE, ArtifactKind.CONFIG, ArtifactKind.COMMAND)
+        return self.cut("artifacts", list(merged.values()), 40, lambda a: int(a.kind in reusable))
+
+    def knowledge(self) -> list[KnowledgeItem]:
+        merged: dict[str, KnowledgeItem] = {}
+        for summary in self.summaries:
+            for item in summary.knowledge_items:
+                if item.content_pointer is not None:
+                    key = "v:" + squash(item.content_pointer.quote or "")
+                else:  # the same advice or Q&A posted twice is one item
+                    key = "s:" + _key(item.content or "")
+                merged.setdefault(key, item)
+        return list(merged.values())
+
+    def coverage_ids(self) -> tuple[list[str], bool]:
+        """Window ids inside the chunks that produced a summary, and whether that was parsed
+        (False: no summary said what it covered, so the figure is the window)."""
+        covered: set[int] = set()
+        parsed = False
+        for summary in self.summaries:
+            match = _COVERS.match(summary.chunk_summary)
+            if not match:
+                continue
+            first, last = json.loads(match.group(2)), json.loads(match.group(3))
+            if first in self.order and last in self.order:
+                parsed = True
+                covered.update(range(self.order[first], self.order[last] + 1))
+        if not parsed:
+            return [m.message_id for m in self.messages], False
+        return [self.messages[i].message_id for i in sorted(covered)], True
+
+
+def _ids(item: Decision | ActionItem | OpenQuestion | Link | Artifact | KnowledgeItem) -> list[str]:
+    if isinstance(item, Artifact):
+        return [item.pointer.message_id]
+    return item.message_ids
+
+
+def _key(text: str) -> str:
+    return " ".join(content_words(text)) or squash(text).casefold()
+
+
+def _knowledge_strength(item: KnowledgeItem) -> int:
+    if item.content_pointer is not None:
+        return 4 if item.context_version else 3
+    return {"recommendation": 3, "troubleshooting": 2, "howto": 2}.get(item.kind.value, 1)
+
+
+def _date_range(messages: Sequence[WindowMessage]) -> str:
+    first = messages[0].ts.date().isoformat()
+    last = messages[-1].ts.date().isoformat()
+    return first if first == last else f"{first} to {last}"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _title(channel: str, topics: list, decisions: list[Decision], total: int) -> str:  # type: ignore[type-arg]
+    # The channel's own name says nothing in its title ("ubuntu: ubuntu, ...").
+    topics = [t for t in topics if t.title.casefold() != channel.casefold()]
+    if topics:
+        names = [t.title for t in topics[:3]]
+        subject = ", ".join(names[:-1]) + f" and {names[-1]}" if len(names) > 1 else names[0]
+        return truncate_words(f"{channel}: {subject}", 120)
+    if decisions:
+        return truncate_words(f"{channel}: {decisions[0].text}", 120)
+    return truncate_words(f"{channel}: {_plural(total, 'message')}", 120)
+
+
+def _highlights(
+    decisions: list[Decision],
+    actions: list[ActionItem],
+    questions: list[OpenQuestion],
+    knowledge: list[KnowledgeItem],
+) -> list[str]:
+    owned = sorted(actions, key=lambda a: a.owner is None)
+    lines: list[str | None] = [
+        f"Decision: {decisions[0].text}" if decisions else None,
+        (
+            f"Action for {owned[0].owner}: {owned[0].text}"
+            if owned[0].owner
+            else f"Action: {owned[0].text}"
+        )
+        if owned
+        else None,
+        f"Decision: {decisions[1].text}" if len(decisions) > 1 else None,
+        (
+            f"Action for {owned[1].owner}: {owned[1].text}"
+            if owned[1].owner
+            else f"Action: {owned[1].text}"
+        )
+        if len(owned) > 1
+        else None,
+        f"Open question ({questions[0].asked_by}): {questions[0].text}" if questions else None,
+    ]
+    verbatim = [k for k in knowledge if k.content_pointer is not None]
+    if verbatim:
+        lines.append(f"Snippet ({verbatim[0].kind.value}): {verbatim[0].title}")
+    return [truncate_words(line, 240) for line in lines if line][:5]
+
+
+def _keywords(topics: list, knowledge: list[KnowledgeItem], artifacts: list[Artifact]) -> list[str]:  # type: ignore[type-arg]
+    words: dict[str, None] = {}
+    for topic in topics[:7]:
+        words.setdefault(squash(topic.title).casefold()[:60], None)
+    for item in knowledge:
+        for ref in item.entity_refs:
+            words.setdefault(ref.casefold()[:60], None)
+    for artifact in artifacts:
+        if artifact.language and artifact.language != "shell":
+            words.setdefault(artifact.language.casefold(), None)
+    return list(words)[:10]
+
+
+def _empty_digest(window: Window) -> Digest:
+    return Digest(
+        title=truncate_words(f"{window.channel_name or 'channel'}: no messages", 120),
+        overview="No messages in this window.",
+        coverage=Coverage(
+            messages_total=0, messages_covered=0, notes="The window has no messages."
+        ),
+        signal_quality=SignalQuality(level=SignalLevel.EMPTY, reason="the window has no messages"),
+    )
+
+
+def build_digest(
+    summaries: Sequence[ChunkSummary], window: Window, top_messages: Sequence[WindowMessage]
+) -> Digest:
+    """The offline reduce step (see the module docstring)."""
+    if not window.messages:
+        return _empty_digest(window)
+    merger = _Merger(summaries, window)
+    channel = window.channel_name or "channel"
+    decisions = merger.decisions()
+    actions = merger.actions()
+    pool = merger.knowledge()
+    questions = merger.questions(pool)
+    knowledge = link_knowledge(merger.cut("knowledge items", pool, 60, _knowledge_strength))
+    links = merger.links()
+    artifacts = merger.artifacts()
+    views = [view_message(m) for m in merger.messages]
+    # Topics are ranked over the whole window: a phrase every chunk mentions once is a topic
+    # of the window even if no chunk saw it twice.
+    topics = topics_for(views, 12, frozenset(merger.participants.by_key))
+    counts = {
+        "decisions": len(decisions),
+        "action items": len(actions),
+        "open questions": len(questions),
+        "links": len(links),
+        "artifacts": len(artifacts),
+        "knowledge items": len(knowledge),
+    }
+    signal = signal_quality(counts, bool(topics), high=15, medium=6, min_kinds=3)
+    messages = merger.messages
+    cited: list[str] = [m.message_id for m in top_messages]
+    for ids in [*(d.message_ids for d in decisions), *(a.message_ids for a in actions)]:
+        cited.extend(ids[:1])
+    cited.extend(k.message_ids[0] for k in knowledge if k.message_ids)
+    central = central_messages(views, set(cited), 8)
+    authors = list(dict.fromkeys(m.author for m in messages))
+    header = [
+        f"**{channel}** · {_date_range(messages)} · {_plural(len(messages), 'message')} from "
+        f"{_plural(len(authors), 'participant')}",
+        ("Main topics: " + ", ".join(t.title for t in topics[:5]) + ".") if topics else "",
+        count_phrase(counts, " · ", bold=True),
+    ]
+    if signal.level == SignalLevel.EMPTY:
+        # Quoting small talk as "key messages" would dress noise up as content.
+        header.append(f"Nothing to report: {signal.reason}.")
+        central = []
+    overview = render_overview(header, central, merger.participants, merger.order)
+    covered, parsed = merger.coverage_ids()
+    notes: list[str] = []
+    if not parsed:
+        notes.append("Coverage assumed: no chunk summary said which messages it covered.")
+    covered_set = set(covered)
+    missing = [m.message_id for m in messages if m.message_id not in covered_set]
+    if missing:
+        notes.append(
+            f"{_plural(len(missing), 'message')} not covered (their chunks failed or were "
+            f"skipped), starting at {missing[0][:60]}."
+        )
+    if merger.omitted:
+        notes.append("Cut to the digest limits: " + count_phrase(merger.omitted) + ".")
+    notes.append("Rule-based offline extraction; small talk is left out of the item lists.")
+    notable = list(dict.fromkeys([c.view.message_id for c in central] + cited))[:20]
+    return Digest(
+        title=_title(channel, topics, decisions, len(messages)),
+        overview=overview,
+        highlights=_highlights(decisions, actions, questions, knowledge),
+        coverage=Coverage(
+            messages_total=len(messages),
+            messages_covered=len(covered),
+            first_message_id=messages[0].message_id,
+            last_message_id=messages[-1].message_id,
+            notes=truncate_words(" ".join(notes), 1000),
+        ),
+        search_keywords=_keywords(topics, knowledge, artifacts),
+        signal_quality=signal,
+        topics=topics if signal.level != SignalLevel.EMPTY else [],
+        decisions=decisions,
+        action_items=actions,
+        open_questions=questions,
+        links=links,
+        artifacts=artifacts,
+        knowledge_items=knowledge,
+        notable_message_ids=sorted(notable, key=lambda m: merger.order.get(m, 0)),
+    )

@@ -1,0 +1,197 @@
+"""Which messages carry a window: TF-IDF similarity between messages and a weighted PageRank
+over it (TextRank), then an extractive overview made of the most central messages.
+
+Centrality alone favours long rambling messages and repeats, so the score is PageRank times a
+length prior, the personalization favours messages the map step called notable, and selection
+is greedy with a redundancy cut (no two picks more similar than `_REDUNDANT`). Windows with
+more than `_MAX_NODES` candidate messages are ranked on an evenly spaced sample (plus every
+notable message). All sorting breaks ties on window position: same window, same overview.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from runner.extractors.offline_artifacts import command_like
+from runner.extractors.offline_text import PartView, content_words, truncate_words
+from runner.extractors.offline_threads import Participants, is_social, strip_address
+
+_DAMPING = 0.85
+_ITERATIONS = 30
+_MIN_SIMILARITY = 0.05
+_REDUNDANT = 0.5
+# Postings longer than this are terms nearly every message has: they add cost, not signal.
+_MAX_POSTINGS = 400
+_NEIGHBOURS = 20
+_MAX_NODES = 1500
+
+
+@dataclass(frozen=True)
+class Central:
+    view: PartView
+    score: float
+
+
+def _vectors(views: Sequence[PartView]) -> list[dict[str, float]]:
+    tokens = [Counter(content_words(view.prose)) for view in views]
+    df: Counter[str] = Counter()
+    for counts in tokens:
+        df.update(counts.keys())
+    n = max(1, len(views))
+    common = max(5, int(n * 0.5))
+    vectors: list[dict[str, float]] = []
+    for counts in tokens:
+        vector = {
+            term: (1.0 + math.log(tf)) * math.log((n + 1) / df[term])
+            for term, tf in sorted(counts.items())
+            if df[term] <= common
+        }
+        norm = math.sqrt(sum(w * w for w in vector.values())) or 1.0
+        vectors.append({term: w / norm for term, w in vector.items()})
+    return vectors
+
+
+def _similarities(vectors: list[dict[str, float]]) -> dict[int, dict[int, float]]:
+    postings: dict[str, list[tuple[int, float]]] = defaultdict(list)
+    for index, vector in enumerate(vectors):
+        for term, weight in vector.items():
+            postings[term].append((index, weight))
+    pairs: dict[tuple[int, int], float] = defaultdict(float)
+    for term in sorted(postings):
+        posting = postings[term]
+        if len(posting) < 2 or len(posting) > _MAX_POSTINGS:
+            continue
+        for a in range(len(posting)):
+            i, wi = posting[a]
+            for b in range(a + 1, len(posting)):
+                j, wj = posting[b]
+                pairs[(i, j)] += wi * wj
+    neighbours: dict[int, list[tuple[float, int]]] = defaultdict(list)
+    for (i, j), weight in sorted(pairs.items()):
+        if weight >= _MIN_SIMILARITY:
+            neighbours[i].append((weight, j))
+            neighbours[j].append((weight, i))
+    # Each message keeps its `_NEIGHBOURS` most similar ones: the graph stays sparse (linear in
+    # the window) and big windows rank in seconds.
+    graph: dict[int, dict[int, float]] = defaultdict(dict)
+    for i in sorted(neighbours):
+        for weight, j in sorted(neighbours[i], key=lambda e: (-e[0], e[1]))[:_NEIGHBOURS]:
+            graph[i][j] = weight
+            graph[j][i] = weight
+    return graph
+
+
+def _pagerank(graph: dict[int, dict[int, float]], prior: list[float]) -> list[float]:
+    n = len(prior)
+    total = sum(prior) or 1.0
+    personal = [p / total for p in prior]
+    rank = personal[:]
+    # Edges in a fixed order, so float sums (and the ranking) never depend on dict history.
+    edges = [sorted(graph[i].items()) if i in graph else [] for i in range(n)]
+    out_weight = [sum(w for _, w in node) for node in edges]
+    for _ in range(_ITERATIONS):
+        spread = [0.0] * n
+        dangling = 0.0
+        for i in range(n):
+            if not edges[i]:
+                dangling += rank[i]
+                continue
+            share = rank[i] / out_weight[i]
+            for j, weight in edges[i]:
+                spread[j] += share * weight
+        rank = [
+            (1 - _DAMPING) * personal[i] + _DAMPING * (spread[i] + dangling * personal[i])
+            for i in range(n)
+        ]
+    return rank
+
+
+def _length_prior(words: int) -> float:
+    if words < 3:
+        return 0.0
+    if words <= 40:
+        return 0.5 + words / 40
+    return max(0.6, 1.5 - (words - 40) / 200)
+
+
+def _sample(views: Sequence[PartView], notable_ids: set[str]) -> list[PartView]:
+    """At most `_MAX_NODES` messages with something to say: all notable ones, then evenly
+    spaced others, so a huge window ranks in seconds and every stretch of it is represented."""
+    candidates = [v for v in views if len(content_words(v.prose)) >= 3]
+    if len(candidates) <= _MAX_NODES:
+        return candidates
+    keep = {i for i, v in enumerate(candidates) if v.message_id in notable_ids}
+    keep = set(sorted(keep)[:_MAX_NODES])
+    others = [i for i in range(len(candidates)) if i not in keep]
+    room = _MAX_NODES - len(keep)
+    if room > 0:
+        step = len(others) / room
+        keep.update(others[int(k * step)] for k in range(room))
+    return [candidates[i] for i in sorted(keep)]
+
+
+def central_messages(views: Sequence[PartView], notable_ids: set[str], limit: int) -> list[Central]:
+    """The `limit` most central, mutually non-redundant messages, most central first."""
+    views = _sample(views, notable_ids) if limit > 0 else []
+    if not views:
+        return []
+    vectors = _vectors(views)
+    prior = [
+        _length_prior(len(content_words(view.prose)))
+        * (2.0 if view.message_id in notable_ids else 1.0)
+        * (0.2 if is_social(view.prose) else 1.0)
+        for view in views
+    ]
+    rank = _pagerank(_similarities(vectors), prior)
+    scored = sorted(
+        ((rank[i] * prior[i], i) for i in range(len(views))),
+        key=lambda item: (-item[0], item[1]),
+    )
+    chosen: list[int] = []
+    for _, index in scored:
+        if any(_cosine(vectors[index], vectors[c]) >= _REDUNDANT for c in chosen):
+            continue
+        chosen.append(index)
+        if len(chosen) == limit:
+            break
+    return [Central(views[i], rank[i] * prior[i]) for i in chosen]
+
+
+def _cosine(a: dict[str, float], b: dict[str, float]) -> float:
+    if len(a) > len(b):
+        a, b = b, a
+    return sum(weight * b.get(term, 0.0) for term, weight in a.items())
+
+
+def excerpt(view: PartView, participants: Participants, limit: int = 240) -> str:
+    """The opening prose of a message, without its addressee, at most `limit` characters."""
+    prose = [s.text for s in view.sentences if not command_like(s.text)]
+    text = " ".join(prose[:3]) or view.message.normalized_text
+    return truncate_words(strip_address(text, participants), limit)
+
+
+def render_overview(
+    header: list[str],
+    central: Sequence[Central],
+    participants: Participants,
+    order: dict[str, int],
+    limit: int = 2400,
+) -> str:
+    """Markdown: the header lines, then the central messages in window order, each as
+    "- **author**: excerpt"; the most central ones that fit in `limit` characters."""
+    text = "\n\n".join(line for line in header if line)
+    room = limit - len(text) - len("\n\n**Key messages**\n")
+    bullets: list[tuple[int, str]] = []
+    used = 0
+    for item in central:  # most central first, so what does not fit is the least central
+        bullet = f"- **{item.view.author}**: {excerpt(item.view, participants)}"
+        if used + len(bullet) + 1 > room:
+            continue
+        bullets.append((order.get(item.view.message_id, 0), bullet))
+        used += len(bullet) + 1
+    if bullets:
+        text += "\n\n**Key messages**\n" + "\n".join(b for _, b in sorted(bullets))
+    return text[:limit]

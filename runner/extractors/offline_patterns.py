@@ -1,0 +1,299 @@
+"""Sentence patterns: is this sentence a decision, a proposal, an action item, a question worth
+keeping, or a reusable tip? Each classifier returns the claim text (a cleaned-up quote of the
+sentence, so it passes the support check) and a strength used for ranking, or None.
+
+The patterns come from how teams write in chat and meetings: meeting-bot markers (`#agreed`,
+`[action]`, `TODO`), decision verbs ("we decided", "let's go with", "settled on"), commitments
+("I'll ...", "@ana can you ..."), and questions that end in "?" or open with an interrogative.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from runner.extractors.offline_text import (
+    capitalize_first,
+    content_words,
+    squash,
+    truncate_words,
+    without_urls,
+)
+from runner.extractors.offline_threads import Participants, is_social, strip_address
+
+CLAIM_LIMIT = 500
+
+DECISION_MARKER = re.compile(
+    r"(?i)(?:\[(?:agreed|agreement|decision|decided)\]|#(?:agreed|agreement|decision|decided)\b"
+    r"|^\W{0,3}(?:agreed|decision|decided)\s*:)\s*"
+)
+ACTION_MARKER = re.compile(
+    r"(?:(?i:\[(?:action|action item|todo|ai)\])|(?i:#action)\b|^\W{0,3}(?i:action(?: item)?)\s*:"
+    r"|^\W{0,3}AI:|\bTODO\b(?:\((?P<todo_owner>[^)]{1,40})\))?:?|^\s*-\s*\[ \])\s*"
+)
+INFO_MARKER = re.compile(r"(?i)(?:\[(?:info|fyi|note)\]|#info\b|^\W{0,3}(?:fyi|note|psa)\s*:)\s*")
+TIP_MARKER = re.compile(
+    r"(?i)^\W{0,3}(?:tip|pro ?tip|hint|heads up|gotcha|lesson learned|til|reminder)\s*[:\-—]\s*"
+)
+_DECISION_STRONG = re.compile(
+    r"(?i)\b(?:(?:we|we've|we have|team|everyone|all)\s+(?:\w+\s+)?(?:decided|agreed|settled)"
+    r"|decided to|(?:the|our|final) decision (?:is|was)|^(?:the )?consensus (?:is|was)|settled on"
+    r"|agreed (?:to|on|that|upon)|(?:let's|let us|we'll|we will|we're|we are|we're going to)"
+    r"\s+(?:just\s+)?go(?:ing)? with|going forward|from now on|the plan is"
+    r"|(?:we're|we are|we will|we'll)\s+(?:now\s+)?(?:switch|switching|move|moving|migrate|"
+    r"migrating|stick|sticking|keep|keeping|ship|shipping|adopt|adopting|drop|dropping|"
+    r"freeze|freezing|postpone|postponing|standardi[sz]e|pin|pinning|roll back|rolling back)\b"
+    r"|(?:is|are) approved|signed off)"
+)
+_PROPOSAL = re.compile(
+    r"(?i)^(?:(?:ok(?:ay)?|so|alright|right|then|and|yeah|yes)[,!.]?\s+)*(?:let's|let us|"
+    r"we should|i propose|i suggest|proposal\s*:|suggestion\s*:|how about we)\b"
+)
+_NEGATED_DECISION = re.compile(
+    r"(?i)\b(?:haven't|have not|hasn't|has not|didn't|did not|not yet|yet to|still need to|"
+    r"can't|cannot|couldn't|not)\s+(?:\w+\s+)?(?:decided|decide|agreed|agree|settled|settle)"
+)
+_HEDGE = re.compile(r"(?i)\b(?:maybe|perhaps|might|probably|possibly|not sure|i guess|unless)\b")
+_SELF_COMMIT = re.compile(
+    r"(?i)(?:^|[,;.!]\s*|\b(?:and|so|ok|okay|sure|yes|yep)[,!]?\s+)"
+    r"(?P<lead>i'll|i will|i'm going to|i am going to|i'm gonna|i can take|i'm on it|i am on it"
+    r"|let me)\s+(?P<rest>.+)"
+)
+_SELF_COMMIT_START = re.compile(
+    r"(?i)^(?P<lead>i'll|i will|i'm going to|i am going to|i'm gonna|i can take|let me)\s+"
+    r"(?P<rest>.+)"
+)
+_NOT_A_COMMITMENT = re.compile(
+    r"(?i)^(?:be\b(?!\s+(?:doing|working|handling|taking|writing|updating|fixing))|see\b|think\b"
+    r"|know\b|guess\b|never\b|just\b|probably\b|admit\b|say\b|tell you\b|bet\b|assume\b|have to"
+    r" wait|wait\b|leave it\b|pass\b|miss\b|let you know\b|explain\b|ask\b|try\b(?! to)"
+    r"|need\b|want\b|be back\b)"
+)
+_COMMIT_ONLY = re.compile(
+    r"(?i)^\W*(?:on it|will do|i'll take (?:it|this|that)|i can take (?:it|this|that)|"
+    r"i'll do (?:it|this|that)|i'll handle (?:it|this|that)|mine|i got (?:it|this)|i'm on it|"
+    r"sure,? i'll do it|i can do (?:it|that))\W*$"
+)
+_REQUEST = re.compile(
+    r"(?i)^(?:(?:hey|hi|ok|so)[,!]?\s+)?(?:(?:can|could|would) you(?: please)?|please)\s+"
+    r"(?P<rest>.+)"
+)
+_WORK_VERB = re.compile(
+    r"(?i)^(?:please\s+)?(?:add|check|review|update|fix|look|take|write|open|file|send|ping|merge"
+    r"|deploy|rotate|run|rerun|re-run|bump|upgrade|document|draft|schedule|set|create|prepare"
+    r"|share|post|test|investigate|handle|own|pick|follow|reach|ask|book|clean|remove|revert"
+    r"|restart|migrate|benchmark|confirm|verify|sync|coordinate|make|do|finish|start|write up"
+    r"|move|rename|publish|release|tag|backport|monitor|measure|profile|patch|pair|sign|approve"
+    r"|announce|notify|invite|reply|respond|summari[sz]e|collect|gather|compile|label|triage"
+    r"|close|reopen|install|configure|enable|disable|double-check|dig|figure|get)\b"
+)
+_ASSIGNMENT = re.compile(
+    r"^@?(?P<name>[\w.\-]{2,40})\s+(?:will|to|is going to|is gonna|can|should)\s+(?P<rest>.+)",
+    re.IGNORECASE,
+)
+_ASSIGNED_TO = re.compile(r"(?i)\b(?:assigned to|assignee:|owner:)\s*@?(?P<name>[\w.\-]{2,40})")
+# Openings that ask even without a "?" (IRC users rarely type one). "When ..." and "Which ..."
+# open relative clauses as often as questions, so they need the "?".
+_INTERROGATIVE = re.compile(
+    r"(?i)^(?:how (?:do|does|can|could|to|would|should|is|are|did)|what (?:is|are|does|do|should"
+    r"|would|can|could)|why (?:is|are|does|do|would|can|can't|doesn't)|where (?:is|are|can|do|does)"
+    r"|is there|are there|does anyone|does anybody|anyone know|anybody know|any idea|any ideas"
+    r"|is it possible|has anyone|has anybody|did anyone|can (?:i|we|someone|anyone))\b"
+)
+# Questions put to one person about their own setup ("are you on 10.04?", "did you try X?"):
+# part of someone else's troubleshooting, rarely a question for the channel.
+_SECOND_PERSON = re.compile(
+    r"(?i)^(?:(?:are|did|have|do|can|could|would|were|will|is) you|you mean|what do you mean"
+    r"|(?:why|what|how) (?:do|did|are|would|were) you (?!\w+ (?:a|an|the) )|you\b)"
+)
+_NON_ANSWER = re.compile(
+    r"(?i)\b(?:not sure|no idea|don't know|dont know|dunno|no clue|i'm not|idk|don't understand"
+    r"|what do you mean)\b"
+)
+_PROBLEM = re.compile(
+    r"(?i)\b(?:error|errors|fail|fails|failed|failing|failure|broken|crash|crashes|crashed|"
+    r"doesn't work|does not work|not working|won't|can't|cannot|unable|issue|problem|bug|"
+    r"exception|timeout|timed out|times out|flaky|missing|refused|denied|stuck|hangs|leak)\b"
+)
+_ADVICE = re.compile(
+    r"(?i)^(?:always|never|avoid|prefer|make sure|don't forget|do not forget|remember to"
+    r"|be careful)\b|\b(?:you should|you'll want to|i(?:'d)? recommend|we recommend|is recommended"
+    r"|best practice|it's better to|rule of thumb)\b"
+)
+_LEADING_FILLER = re.compile(r"(?i)^(?:(?:ok(?:ay)?|so|alright|right|and|yeah|yes|well)[,!.]?\s+)+")
+_EMOTICON_TAIL = re.compile(
+    r"(?:\s*(?::\)|:\(|:D|;\)|:P|xD|\^\^|[\U0001F300-\U0001FAFF☀-➿]))+\s*$"
+)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What a sentence says, ready for a contract item."""
+
+    text: str
+    strength: int
+    owner: str | None = None
+
+
+def clean_claim(text: str, limit: int = CLAIM_LIMIT) -> str:
+    """A sentence as a claim: URLs kept, whitespace squashed, filler and emoticons trimmed."""
+    text = _EMOTICON_TAIL.sub("", squash(text))
+    text = _LEADING_FILLER.sub("", text).strip(" -\u2013\u2014*\u2022")
+    return truncate_words(capitalize_first(text), limit)
+
+
+def _substantive(text: str, minimum: int = 2) -> bool:
+    return len(set(content_words(text))) >= minimum
+
+
+def decision(sentence: str, participants: Participants) -> Claim | None:
+    """A decision stated outright: a marker or decision phrasing, not a question or a hedge."""
+    text = strip_address(squash(sentence), participants)
+    marker = DECISION_MARKER.search(text)
+    if marker:
+        rest = (text[: marker.start()] + " " + text[marker.end() :]).strip()
+        return Claim(clean_claim(rest), 3) if _substantive(rest) else None
+    if text.endswith("?") or _NEGATED_DECISION.search(text) or _HEDGE.search(text):
+        return None
+    if _DECISION_STRONG.search(text) and _substantive(text, 3):
+        return Claim(clean_claim(text), 2)
+    return None
+
+
+def proposal(sentence: str, participants: Participants) -> Claim | None:
+    """A proposal ("let's ...", "we should ..."): a decision once someone else agrees."""
+    text = strip_address(squash(sentence), participants)
+    if text.endswith("?") or _HEDGE.search(text) or not _PROPOSAL.search(text):
+        return None
+    return Claim(clean_claim(text), 1) if _substantive(text, 3) else None
+
+
+def _owner_name(name: str, participants: Participants) -> str:
+    return participants.lookup(name.lstrip("@")) or name.lstrip("@")
+
+
+def action(sentence: str, author: str, participants: Participants) -> Claim | None:
+    """An action item: a marker, a commitment of the author, a request to or assignment of
+    someone. The claim text is the task; `owner` who does it (when known)."""
+    flat = squash(sentence)
+    addressed = participants.addressee(flat)
+    text = strip_address(flat, participants)
+    marker = ACTION_MARKER.search(text)
+    if marker:
+        rest = (text[: marker.start()] + " " + text[marker.end() :]).strip(" :-")
+        owner = marker.groupdict().get("todo_owner")
+        assigned = _ASSIGNMENT.match(rest)
+        if owner is None and assigned and participants.lookup(assigned.group("name")):
+            owner = assigned.group("name")
+        if owner is None:
+            owner = _assigned_to(rest, participants) or addressed
+        if not _substantive(rest):
+            return None
+        return Claim(clean_claim(rest), 3, _owner_name(owner, participants) if owner else None)
+    if text.endswith("?") and not _REQUEST.match(text):
+        return None
+    commit = _SELF_COMMIT_START.match(text) or _SELF_COMMIT.search(text)
+    if commit and not _HEDGE.search(text[: commit.start("lead")] + commit.group("lead")):
+        rest = commit.group("rest")
+        if commit.group("lead").casefold() == "let me" and not _WORK_VERB.match(rest):
+            rest = ""
+        if rest and not _NOT_A_COMMITMENT.match(rest) and _substantive(rest) and "?" not in rest:
+            return Claim(clean_claim(rest), 2, author)
+    request = _REQUEST.match(text)
+    if request and (addressed or "please" in text.casefold()):
+        rest = request.group("rest").rstrip("?!. ")
+        if _WORK_VERB.match(rest) and _substantive(rest):
+            return Claim(clean_claim(rest), 2, addressed)
+    assigned = _ASSIGNMENT.match(text)
+    if assigned and participants.lookup(assigned.group("name")) and not text.endswith("?"):
+        rest = assigned.group("rest")
+        if _WORK_VERB.match(rest) and _substantive(rest) and not _HEDGE.search(text):
+            owner = participants.lookup(assigned.group("name"))
+            return Claim(clean_claim(text), 2, owner)
+    owner = _assigned_to(text, participants)
+    if owner and _substantive(text, 3):
+        return Claim(clean_claim(text), 2, owner)
+    return None
+
+
+def _assigned_to(text: str, participants: Participants) -> str | None:
+    match = _ASSIGNED_TO.search(text)
+    return _owner_name(match.group("name"), participants) if match else None
+
+
+_ASKING_SOMEONE = re.compile(
+    r"(?i)^(?:(?:hey|hi|ok|so)[,!]?\s+)?(?:(?:can|could|would|will) (?:someone|anyone|somebody|"
+    r"you)(?: please)?|please|who can|who wants to|anyone (?:able|willing) to)\s+"
+)
+
+
+def strip_request(text: str) -> str:
+    """ "Can someone review X?" → "review X": the task inside a request."""
+    return _ASKING_SOMEONE.sub("", squash(text)).rstrip("?!. ")
+
+
+def commitment_only(text: str) -> bool:
+    """A reply that takes a task without restating it ("on it", "I'll take it")."""
+    return bool(_COMMIT_ONLY.match(squash(text)))
+
+
+def question(sentence: str, participants: Participants) -> Claim | None:
+    """A question worth a reader's attention: ends in "?" (or opens with an interrogative, as
+    IRC users rarely type "?"), has at least three content words, and is not small talk."""
+    text = strip_address(squash(without_urls(sentence)), participants)
+    text = _EMOTICON_TAIL.sub("", text).strip()
+    asks = text.endswith("?") or bool(_INTERROGATIVE.match(text) and len(text.split()) >= 5)
+    if not asks or is_social(text):
+        return None
+    words = set(content_words(text))
+    if len(words) < 3:
+        return None
+    strength = min(len(words), 8) + (3 if _PROBLEM.search(text) else 0)
+    strength += 2 if re.search(r"[\w-]+\.[a-z]{2,}|/|\d|_|--", text) else 0
+    strength -= 6 if is_second_person(text) else 0
+    return Claim(clean_claim(strip_address(squash(sentence), participants)), strength)
+
+
+def is_second_person(question: str) -> bool:
+    """A question about the other person's own setup or meaning (see `_SECOND_PERSON`)."""
+    return bool(_SECOND_PERSON.match(squash(question)))
+
+
+def is_non_answer(text: str) -> bool:
+    """ "No idea", "not sure what you mean": a reply that answers nothing."""
+    return bool(_NON_ANSWER.search(text))
+
+
+def is_problem(text: str) -> bool:
+    return bool(_PROBLEM.search(text))
+
+
+def is_howto(text: str) -> bool:
+    return bool(
+        re.match(r"(?i)^\W*(?:how|is there a way|what's the best way|what is the best)", text)
+    )
+
+
+def tip(sentence: str, participants: Participants) -> Claim | None:
+    """Reusable advice: a "Tip:" style marker, or advice phrasing not aimed at one person."""
+    flat = squash(sentence)
+    text = strip_address(flat, participants)
+    if text.endswith("?") or is_social(text):
+        return None
+    marker = TIP_MARKER.match(text)
+    if marker:
+        rest = text[marker.end() :]
+        return Claim(clean_claim(rest), 3) if _substantive(rest, 3) else None
+    if participants.addressee(flat) is None and _ADVICE.search(text) and _substantive(text, 5):
+        return Claim(clean_claim(text), 1)
+    return None
+
+
+def info(sentence: str) -> Claim | None:
+    """A fact flagged for the record (`#info`, "FYI:")."""
+    text = squash(sentence)
+    marker = INFO_MARKER.search(text)
+    if not marker:
+        return None
+    rest = (text[: marker.start()] + " " + text[marker.end() :]).strip()
+    return Claim(clean_claim(rest), 2) if _substantive(rest, 3) else None

@@ -1,0 +1,211 @@
+"""Who talks to whom: addressing ("nick: ...", "@nick"), agreement replies, small talk, and
+the rule that decides whether a question was answered.
+
+Answer rule (a question of author A in message Q is answered when a later message M of the
+window, by someone other than A, satisfies one of):
+1. M replies to Q (`reply_to == Q`);
+2. M addresses A by name ("A: ...", "A, ...", "@A") within `ADDRESS_HORIZON` messages of Q
+   and is not itself only a question back (a clarifying question does not answer);
+3. M comes within `ADJACENT_HORIZON` messages of Q, replies to and addresses nobody else, is
+   not a question, and either is by the person Q was put to (Q replies to or addresses them)
+   or shares at least two content words with Q (topical continuation).
+A question is also resolved when A, within `2 * ADJACENT_HORIZON` messages, says it is solved
+("thanks", "fixed", "never mind") addressing nobody or the person asked. Only messages within
+`ANSWER_WINDOW` of Q count. The first M found is the answer.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+
+from runner.extractors.offline_text import content_words, squash, without_urls
+from runner.window import WindowMessage
+
+ADDRESS_HORIZON = 40
+ADJACENT_HORIZON = 5
+ANSWER_WINDOW = timedelta(hours=24)
+
+_LEADING_ADDRESS = re.compile(r"^\s*@?([^\s:,@]{2,40}?)\s*[:,]\s")
+_MENTION = re.compile(r"(?<![\w@])@([\w.\-#]{2,40})")
+_AGREEMENT = re.compile(
+    r"^\W*(?:agreed|agree|\+1|sounds good|sounds great|sgtm|lgtm|works for me|makes sense"
+    r"|ship it|let'?s do (?:it|that|this)|do it|yes|yep|yup|yeah|sure|ok|okay|k|same|"
+    r"fine by me|fine with me|go for it|approved|absolutely|definitely|perfect|"
+    r"👍|✅|💯|🙌|👌)(?!\w)",
+    re.IGNORECASE,
+)
+_STRONG_AGREEMENT = re.compile(
+    r"\b(?:agreed|agree|sounds good|sgtm|lgtm|works for me|makes sense|ship it|"
+    r"let'?s do (?:it|that)|go for it|fine by me)\b|\+1|👍|✅",
+    re.IGNORECASE,
+)
+_RESOLVED = re.compile(
+    r"\b(?:thanks|thank you|thx|ty|solved|fixed|works now|that worked|got it|never ?mind|"
+    r"nvm|figured it out|sorted)\b",
+    re.IGNORECASE,
+)
+_SOCIAL = re.compile(
+    r"\b(?:lunch|coffee|breakfast|dinner|beer|beers|drinks|pizza|weekend|vacation|holiday|"
+    r"birthday|movie|football|soccer|game night|how are you|how's it going|hows it going|"
+    r"what's up|whats up|good morning|good night|gm|gn|anyone here|anybody here|anyone around|"
+    r"hello|hey all|hi all|hi everyone|cake|snacks|weather|sunny|rain)\b",
+    re.IGNORECASE,
+)
+
+
+def _name_keys(author: str) -> list[str]:
+    """Ways a display name is written when someone addresses its owner."""
+    folded = author.casefold().strip()
+    keys = [folded]
+    base = folded.split("#", 1)[0].strip()
+    if base:
+        keys.append(base)
+        first = re.split(r"[\s_\-|]+", base)[0]
+        if len(first) >= 3:
+            keys.append(first)
+    return keys
+
+
+@dataclass(frozen=True)
+class Participants:
+    """The authors of a window or chunk, looked up by how people address them."""
+
+    by_key: dict[str, str]
+
+    @classmethod
+    def of(cls, messages: Sequence[WindowMessage]) -> Participants:
+        by_key: dict[str, str] = {}
+        ambiguous: set[str] = set()
+        for message in messages:
+            for key in _name_keys(message.author):
+                known = by_key.get(key)
+                if known is not None and known != message.author:
+                    ambiguous.add(key)
+                by_key.setdefault(key, message.author)
+        for key in sorted(ambiguous):
+            # A first name two people share addresses nobody in particular.
+            if by_key[key].casefold() != key:
+                del by_key[key]
+        return cls(by_key)
+
+    def lookup(self, name: str) -> str | None:
+        return self.by_key.get(name.casefold().strip().rstrip(".:,"))
+
+    def addressee(self, text: str) -> str | None:
+        """The participant a message or sentence is addressed to by its first word, or None."""
+        match = _LEADING_ADDRESS.match(text)
+        if match:
+            found = self.lookup(match.group(1).lstrip("@"))
+            if found:
+                return found
+        mention = re.match(r"^\s*@([\w.\-#]{2,40})", text)
+        if mention:
+            return self.lookup(mention.group(1)) or mention.group(1)
+        return None
+
+    def mentioned(self, text: str) -> list[str]:
+        """Participants named with `@name` anywhere, plus the leading addressee."""
+        names: list[str] = []
+        lead = self.addressee(text)
+        if lead:
+            names.append(lead)
+        for match in _MENTION.finditer(text):
+            found = self.lookup(match.group(1))
+            if found and found not in names:
+                names.append(found)
+        return names
+
+
+def strip_address(text: str, participants: Participants) -> str:
+    """`text` without a leading "nick: " / "@nick " addressee."""
+    match = _LEADING_ADDRESS.match(text)
+    if match and participants.lookup(match.group(1).lstrip("@")):
+        return text[match.end() :].lstrip()
+    mention = re.match(r"^\s*@[\w.\-#]{2,40}[\s:,]+", text)
+    if mention:
+        return text[mention.end() :].lstrip()
+    return text
+
+
+def is_agreement(text: str) -> bool:
+    """A short reply that agrees ("+1", "sounds good", "agreed, let's do it")."""
+    flat = squash(text)
+    if not flat or flat.endswith("?") or len(flat.split()) > 15:
+        return False
+    return bool(_AGREEMENT.match(flat) or _STRONG_AGREEMENT.search(flat))
+
+
+def is_strong_agreement(text: str) -> bool:
+    flat = squash(text)
+    return bool(flat) and not flat.endswith("?") and bool(_STRONG_AGREEMENT.search(flat))
+
+
+def is_social(text: str) -> bool:
+    """Small talk: greetings, food, weekends. Never a decision, a question or a topic."""
+    return bool(_SOCIAL.search(text))
+
+
+def _is_question_only(text: str) -> bool:
+    flat = squash(without_urls(text))
+    return flat.endswith("?") and len(flat) < 80
+
+
+@dataclass(frozen=True)
+class Answer:
+    message: WindowMessage
+    rule: str  # "reply", "addressed", "adjacent" or "resolved_by_asker"
+
+
+def find_answer(
+    messages: Sequence[WindowMessage],
+    index: int,
+    participants: Participants,
+    question_text: str,
+) -> Answer | None:
+    """The message answering the question in `messages[index]` (module docstring's rule)."""
+    question = messages[index]
+    asker = question.author
+    # Whom the question was put to: the author of the message it replies to, or its addressee.
+    by_id = {m.message_id: m for m in messages[max(0, index - ADDRESS_HORIZON) : index]}
+    target = by_id[question.reply_to].author if question.reply_to in by_id else None
+    target = target or participants.addressee(question.normalized_text)
+    question_words = set(content_words(question_text))
+    for offset, later in enumerate(messages[index + 1 : index + 1 + ADDRESS_HORIZON], start=1):
+        if later.ts - question.ts > ANSWER_WINDOW:
+            break
+        text = later.normalized_text
+        addressed = participants.addressee(text)
+        if later.author == asker:
+            if (
+                offset <= 2 * ADJACENT_HORIZON
+                and later.reply_to is None
+                and addressed in (None, target)
+                and _RESOLVED.search(text)
+                and not _is_question_only(text)
+            ):
+                return Answer(later, "resolved_by_asker")
+            continue
+        if later.reply_to == question.message_id:
+            return Answer(later, "reply")
+        if addressed == asker or asker in participants.mentioned(text):
+            # If the asker has since addressed this person, this is most likely the reply to
+            # that newer message, not to the question.
+            talking = any(
+                m.author == asker and participants.addressee(m.normalized_text) == later.author
+                for m in messages[index + 1 : index + offset]
+            )
+            if not talking and not _is_question_only(text):
+                return Answer(later, "addressed")
+            continue
+        if offset > ADJACENT_HORIZON or later.reply_to is not None or addressed is not None:
+            continue
+        if _is_question_only(text) or text.rstrip().endswith("?"):
+            continue
+        if target is not None and later.author == target:
+            return Answer(later, "asked_back")
+        if len(question_words & set(content_words(text))) >= 2:
+            return Answer(later, "adjacent")
+    return None

@@ -1,0 +1,234 @@
+"""Key phrases: what a run of messages is about, as one- and two-word phrases that several
+messages share, with the messages that mention them.
+
+Candidates are the words of prose (code, URLs and quotes left out) between stopwords, and the
+pairs of adjacent ones; a phrase needs at least two messages. A word is dropped in favour of a
+pair that contains it when the pair covers at least half of its messages ("retry policy" rather
+than "retry"). Ties break on the phrase itself, so the ranking is deterministic.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from runner.contract import Topic
+from runner.extractors.offline_artifacts import command_like
+from runner.extractors.offline_text import PartView, truncate_words, without_urls
+from runner.extractors.offline_threads import is_social
+from runner.support import STOPWORDS
+
+_TOKEN = re.compile(r"[^\W_](?:[\w.+#-]*[\w+#])?")
+_CHAT_STOPWORDS = frozenset(
+    """
+    like think know want need make sure yeah yes yep nope ok okay thanks thank thx lol lmao
+    hmm hm just really actually maybe probably something anything everything nothing thing
+    things way still even much many well good great nice cool fine right now today tomorrow
+    yesterday time times lot bit going gonna let lets im dont cant doesnt didnt isnt wasnt
+    wont ive youre thats theres don doesn didn isn wasn won aren couldn shouldn wouldn haven
+    hasn ain anyone someone everyone anybody somebody people guys folks hi hello hey please
+    see look looks looking try tried trying work works worked working said say says new
+    first last next back though since another every without would could should might must
+    shall may us etc yet already able seems seem seemed idea question problem issue help
+    thing stuff kind sort wait sorry yup sure guess mean means meant put take took come came
+    go goes went done doing day days week weeks morning afternoon evening tonight later soon
+    ago minute minutes hour hours second seconds also again still anyway btw imo tbh afaik
+    fyi pls plz thing yeah here there where when what which who how why whatever whenever
+    however else other others same different better best worse worst big small little long
+    short old lot lots few one two three four five six seven eight nine ten question
+    questions answer answers ask asked give gave given find found keep kept tell told call
+    called run ran runs running
+    monday tuesday wednesday thursday friday saturday sunday january february april june july
+    august september october november december dunno gotta wanna kinda sorta thanks cheers
+    """.split()
+)
+_HEX_OR_ID = re.compile(r"[0-9a-f]{8,}|[0-9a-z]*\d[0-9a-z]*\d[0-9a-z]{6,}", re.IGNORECASE)
+_BRACED = re.compile(r"\{\w+\}")
+_VERSIONISH = re.compile(r"v?\d{1,4}(?:\.\d{1,4}){1,3}")
+
+
+@dataclass(frozen=True)
+class _Token:
+    key: str
+    surface: str
+    start: int
+    end: int
+
+
+def _valid(key: str) -> bool:
+    if key in STOPWORDS or key in _CHAT_STOPWORDS or len(key) > 30:
+        return False
+    if _VERSIONISH.fullmatch(key):
+        return True
+    if len(key) < 3 or not any(ch.isalpha() for ch in key):
+        return False
+    return not _HEX_OR_ID.fullmatch(key)
+
+
+def _singular(key: str) -> str:
+    """ "containers" and "container" are one topic (the key only; titles keep the surface)."""
+    if len(key) > 4 and key.endswith("s") and not key.endswith(("ss", "us", "is")):
+        return key[:-1]
+    return key
+
+
+def _tokens(text: str) -> list[_Token]:
+    text = unicodedata.normalize("NFKC", text)
+    return [
+        _Token(m.group(0).casefold().rstrip(".-"), m.group(0).rstrip(".-"), m.start(), m.end())
+        for m in _TOKEN.finditer(text)
+    ]
+
+
+@dataclass(frozen=True)
+class _Phrase:
+    surface: str
+    marked: bool  # written like a name: capitalized mid-sentence, or with digits, _ or dots
+
+
+def _marked(token: _Token, first: bool) -> bool:
+    surface = token.surface
+    if re.search(r"[\d_.]|[a-z][A-Z]", surface):
+        return True
+    return not first and surface[:1].isupper()
+
+
+def phrases_of(sentences: Sequence[str]) -> dict[str, _Phrase]:
+    """Candidate phrases of some sentences: key → how it is written, in order of appearance.
+    A number may end a pair ("Postgres 16") but is not a phrase by itself."""
+    found: dict[str, _Phrase] = {}
+    for sentence in sentences:
+        # `{word}` is markup (transcript tags like {vocalsound}, template fields), not a topic.
+        text = _BRACED.sub(" ", without_urls(sentence))
+        previous: _Token | None = None
+        for position, token in enumerate(_tokens(text)):
+            number = token.key.isdigit() and len(token.key) <= 4
+            adjacent = previous is not None and text[previous.end : token.start].strip() == ""
+            # "Postgres 16" names a thing, "max 5" does not: a number ends a pair only after a
+            # capitalized word.
+            numbered = number and previous is not None and previous.surface[:1].isupper()
+            pairs = (
+                previous is not None
+                and adjacent
+                and (numbered or _valid(token.key))
+                and not _VERSIONISH.fullmatch(previous.key)
+            )
+            if pairs and previous is not None:
+                marked = number or _marked(previous, position == 1) or _marked(token, False)
+                found.setdefault(
+                    f"{_singular(previous.key)} {_singular(token.key)}",
+                    _Phrase(f"{previous.surface} {token.surface}", marked),
+                )
+            if not _valid(token.key):
+                previous = None
+                continue
+            found.setdefault(
+                _singular(token.key), _Phrase(token.surface, _marked(token, position == 0))
+            )
+            previous = token
+    return found
+
+
+@dataclass
+class _Candidate:
+    key: str
+    surfaces: Counter[str]
+    message_ids: list[str]
+    authors: set[str]
+    marked: int = 0
+
+
+def _collect(views: Sequence[PartView], names: frozenset[str]) -> dict[str, _Candidate]:
+    candidates: dict[str, _Candidate] = {}
+    names = names | {_singular(name) for name in names}
+    for view in views:
+        sentences = [s.text for s in view.sentences if not command_like(s.text)]
+        if is_social(" ".join(sentences)):
+            continue
+        for key, phrase in phrases_of(sentences).items():
+            if any(word in names for word in key.split(" ")):
+                continue  # people are not topics (IRC nicks would top every list)
+            candidate = candidates.setdefault(key, _Candidate(key, Counter(), [], set()))
+            candidate.surfaces[phrase.surface] += 1
+            candidate.marked += phrase.marked
+            if view.message_id not in candidate.message_ids:
+                candidate.message_ids.append(view.message_id)
+            candidate.authors.add(view.author)
+    return candidates
+
+
+def _score(candidate: _Candidate) -> float:
+    score = len(candidate.message_ids) + 0.5 * len(candidate.authors)
+    if " " in candidate.key:
+        score *= 1.6
+    elif re.search(r"(?:ed|ing|ly)$", candidate.key):
+        score *= 0.5  # verbs and adverbs name no topic
+    if candidate.marked * 2 >= sum(candidate.surfaces.values()):
+        score *= 1.3  # names, versions, identifiers: what a channel is about
+    return score
+
+
+def _surface(candidate: _Candidate) -> str:
+    return sorted(candidate.surfaces.items(), key=lambda item: (-item[1], item[0]))[0][0]
+
+
+def key_phrases(
+    views: Sequence[PartView], limit: int, names: frozenset[str] = frozenset()
+) -> list[tuple[str, list[str]]]:
+    """The top `limit` phrases as (title, message ids in text order); `names` are the
+    case-folded ways participants are called, never topics."""
+    candidates = {k: c for k, c in _collect(views, names).items() if len(c.message_ids) >= 2}
+    suppressed: set[str] = set()
+    for key, candidate in candidates.items():
+        if " " in key:
+            for word in key.split(" "):
+                single = candidates.get(word)
+                if single and len(candidate.message_ids) * 2 >= len(single.message_ids):
+                    suppressed.add(word)
+    ranked = sorted(
+        (c for k, c in candidates.items() if k not in suppressed),
+        key=lambda c: (-_score(c), c.key),
+    )
+    chosen: list[_Candidate] = []
+    for candidate in ranked:
+        words = set(candidate.key.split(" "))
+        ids = set(candidate.message_ids)
+        # A phrase sharing words with a stronger pick and only its messages adds nothing.
+        if any(words & set(c.key.split(" ")) and ids <= set(c.message_ids) for c in chosen):
+            continue
+        chosen.append(candidate)
+        if len(chosen) == limit:
+            break
+    return [(_surface(c), c.message_ids) for c in chosen]
+
+
+def topics_for(
+    views: Sequence[PartView], limit: int, names: frozenset[str] = frozenset()
+) -> list[Topic]:
+    """Contract topics for a run of parts: title, an extractive summary sentence, message ids."""
+    topics: list[Topic] = []
+    by_id = {view.message_id: view for view in views}
+    used: set[str] = set()
+    for title, message_ids in key_phrases(views, limit, names):
+        needle = title.casefold()
+        sentences = [
+            s.text
+            for message_id in message_ids
+            for s in by_id[message_id].sentences
+            if needle in s.text.casefold() and 5 <= len(s.text.split()) <= 60
+        ]
+        # The first sentence no stronger topic already shows, so summaries do not repeat.
+        fresh = [s for s in sentences if s not in used]
+        chosen = (fresh or sentences or [""])[0]
+        used.add(chosen)
+        topics.append(
+            Topic(
+                title=truncate_words(title, 120),
+                summary=truncate_words(chosen, 300),
+                message_ids=message_ids[:30],
+            )
+        )
+    return topics
