@@ -241,14 +241,26 @@ class Worker:
         if control.should_stop():
             raise Cancelled()
         extractor = self._extractor_factory()
+        chunk_tokens = int((job["options"] or {}).get("chunk_tokens", self._config.chunk_tokens))
+        # An LLM extractor knows how much chunk its map model's context holds.
+        max_chunk_tokens: Callable[[], int] | None = getattr(extractor, "max_chunk_tokens", None)
+        if max_chunk_tokens is not None:
+            chunk_tokens = min(chunk_tokens, max_chunk_tokens())
         result = await run_pipeline(
             window, extractor,
-            chunk_tokens=int((job["options"] or {}).get("chunk_tokens", self._config.chunk_tokens)),
+            chunk_tokens=chunk_tokens,
             min_overlap=self._config.min_overlap,
             concurrency=self._config.map_concurrency,
             hooks=self._hooks(job["id"], extractor, control),
         )  # fmt: skip
         stats.update(job_stats(result, extractor, stored.message_count))
+        if result.chunk_count and len(result.failed_chunks) == result.chunk_count:
+            # Nothing was extracted (endpoint down, circuit open): an empty digest would hide
+            # that, so the job fails and is retried with backoff; later attempts reuse nothing
+            # but lose nothing either.
+            raise ExtractionUnavailable(
+                f"every chunk failed; first: {result.failed_chunks[0]['reason']}"
+            )
         status = "partial" if result.failed_chunks else "succeeded"
         digest_flags = [
             {"code": flag.split(":", 1)[0], "message": flag}
@@ -271,6 +283,10 @@ class Worker:
                 rejections=rejections, status=status, stats=stats,
                 warnings=[w.as_json() for w in result.warnings],
             )  # fmt: skip
+
+
+class ExtractionUnavailable(RuntimeError):
+    """No chunk of the window could be extracted; the job is retried later."""
 
 
 def job_stats(result: PipelineResult, extractor: Extractor, messages: int) -> dict[str, Any]:

@@ -36,6 +36,7 @@ def extractor_factory(settings: Settings) -> Callable[[], Extractor]:
 
 def _llm_factory(settings: Settings) -> Callable[[], Extractor]:
     from runner.extractors.llm import LLMExtractor
+    from runner.llm.client import build_client
     from runner.llm.config import LLMConfig
 
     if not settings.digest_llm_base_url:
@@ -59,8 +60,12 @@ def _llm_factory(settings: Settings) -> Callable[[], Extractor]:
         concurrency=settings.digest_llm_concurrency,
         max_retries=settings.digest_llm_max_retries,
     )
-    shared = LLMExtractor.shared_state(config)
-    return lambda: LLMExtractor(config, shared=shared)
+    # One HTTP client (connection pool) for the process; the endpoint's circuit breaker is
+    # shared through runner.llm.breaker's registry. Each job gets a fresh extractor so its
+    # usage figures and warnings are its own.
+    client = build_client(config)
+    min_overlap = settings.digestd_min_claim_overlap
+    return lambda: LLMExtractor(config, client=client, min_overlap=min_overlap)
 
 
 class Runtime:
@@ -115,6 +120,7 @@ class Runtime:
             map_concurrency=s.digest_llm_concurrency if s.extractor_name == "llm" else 1,
             retry_base_seconds=s.digestd_retry_base_seconds,
             retry_max_seconds=s.digestd_retry_max_seconds,
+            max_window_messages=s.digestd_max_window_messages,
         )
 
     def new_worker(self) -> Worker:

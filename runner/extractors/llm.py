@@ -1,0 +1,262 @@
+"""The LLM extractor: map and reduce through forced tool calls to an OpenAI-compatible endpoint.
+
+Map: one `emit_chunk_summary` call per chunk (runner.llm.toolcall), preflighted against the map
+model's budget. Reduce: `emit_digest`, in levels when needed (runner.llm.reduce). Faults become
+`ChunkFailed` for a chunk (the job ends PARTIAL) or a deterministic merge for the reduce; the
+validator (runner.validate) checks everything afterwards, whatever the model returned.
+
+Build one extractor per job (its `usage` and `warnings` are the job's), sharing the `openai`
+client and the endpoint's circuit breaker between jobs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import random
+from collections.abc import Awaitable, Callable
+
+import openai
+
+from runner.chunking import Chunk
+from runner.contract import (
+    CHUNK_SUMMARY_TOOL,
+    CONTRACT_VERSION,
+    ChunkSummary,
+    Digest,
+    KnowledgeItem,
+    tool_schema,
+)
+from runner.extractors.base import ChunkFailed, ExtractionUsage, KnownItem, PipelineWarning
+from runner.llm.breaker import CircuitBreaker, CircuitOpen, breaker_for
+from runner.llm.budget import RequestBudget, count_request_tokens, preflight
+from runner.llm.client import LLMCallError, ResilientCaller, build_client
+from runner.llm.config import LLMConfig
+from runner.llm.prompts import MAP_PROMPT, PROMPT_VERSION, REDUCE_PROMPT, load_prompt
+from runner.llm.reduce import FallbackReduce, TreeReducer
+from runner.llm.render import map_user_message, system_message
+from runner.llm.toolcall import MalformedOutput, RequestTooLarge, ToolCaller
+from runner.window import Window, WindowMessage
+
+# Bumped when the post-processing of map output changes (it is part of the cached result).
+_MAP_POSTPROCESS_VERSION = "keys-ns-1"
+# Room in a map request for the chunk's wrapper and the task line around its XML.
+_MAP_WRAPPER_TOKENS = 64
+# Tokens one known-item line costs at most, on average (key, kind, title up to 200 chars).
+_KNOWN_ITEM_TOKENS = 24
+
+
+def _offline_reduce() -> FallbackReduce | None:
+    """The offline extractor's reduce, used when the LLM reduce fails (None if unavailable)."""
+    try:
+        from runner.extractors.offline import OfflineExtractor
+    except ImportError:
+        return None
+    return OfflineExtractor().synthesize_digest  # type: ignore[return-value]
+
+
+def namespace_keys(summary: ChunkSummary, prefix: str) -> ChunkSummary:
+    """Knowledge-item keys made unique across chunks (`K1` → `c1a2b3c.K1`); in-chunk references
+    follow, references to known items from earlier chunks are kept as they are."""
+    if not summary.knowledge_items:
+        return summary
+    local = {item.key: f"{prefix}{item.key}"[:40] for item in summary.knowledge_items}
+
+    def renamed(item: KnowledgeItem) -> KnowledgeItem:
+        return item.model_copy(
+            update={
+                "key": local[item.key],
+                "supersedes_id": local.get(item.supersedes_id or "", item.supersedes_id),
+                "conflicts_with_id": local.get(
+                    item.conflicts_with_id or "", item.conflicts_with_id
+                ),
+            }
+        )
+
+    return summary.model_copy(
+        update={"knowledge_items": [renamed(item) for item in summary.knowledge_items]}
+    )
+
+
+class LLMExtractor:
+    """The Extractor protocol over an OpenAI-compatible chat-completions endpoint."""
+
+    name = "llm"
+
+    def __init__(
+        self,
+        config: LLMConfig,
+        *,
+        client: openai.AsyncOpenAI | None = None,
+        breaker: CircuitBreaker | None = None,
+        min_overlap: float = 0.5,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.config = config
+        self.usage = ExtractionUsage()
+        self.warnings: list[PipelineWarning] = []
+        self.min_overlap = min_overlap
+        self._owns_client = client is None
+        self.client = client or build_client(config)
+        self.breaker = breaker or breaker_for(
+            config.endpoint,
+            window=config.breaker_window,
+            min_samples=config.breaker_min_samples,
+            failure_ratio=config.breaker_failure_ratio,
+            cooldown_seconds=config.breaker_cooldown_seconds,
+        )
+        self.caller = ResilientCaller(self.client, config, self.breaker, sleep=sleep, rng=rng)
+        self.tools = ToolCaller(
+            self.caller,
+            self.usage,
+            temperature=config.temperature,
+            max_tokens_param=config.max_tokens_param,
+        )
+        self.map_prompt = load_prompt(MAP_PROMPT)
+        self.reduce_prompt = load_prompt(REDUCE_PROMPT)
+        self.map_budget = self._budget(config.map_model, config.map_max_output_tokens)
+        self.reduce_budget = self._budget(config.reduce_model, config.reduce_max_output_tokens)
+        for budget in (self.map_budget, self.reduce_budget):
+            if budget.defaulted:
+                self._warn(
+                    "LIMITS_DEFAULTED",
+                    f"no known limits for model {budget.model!r}: assumed a context of "
+                    f"{budget.limits.context_window} tokens; set an override if it is wrong",
+                )
+
+    def _budget(self, model: str, wanted_output: int) -> RequestBudget:
+        return RequestBudget.for_model(
+            model,
+            wanted_output_tokens=wanted_output,
+            overrides=self.config.model_limits,
+            runtime_overhead=self.config.runtime_overhead_tokens,
+            safety_margin=self.config.token_safety_margin,
+        )
+
+    def _warn(self, code: str, message: str) -> None:
+        warning = PipelineWarning(code, message[:1000])
+        if warning not in self.warnings:
+            self.warnings.append(warning)
+
+    def _note_estimates(self) -> None:
+        if self.tools.count_estimated:
+            self._warn(
+                "TOKEN_COUNT_ESTIMATE_USED", "preflight counted tokens with a chars/4 estimate"
+            )
+        if self.tools.usage_estimated:
+            self._warn(
+                "TOKEN_COUNT_ESTIMATE_USED",
+                "the endpoint reported no token usage; counted locally",
+            )
+
+    def fingerprint(self) -> str:
+        """Prompt version, map model and a hash of everything else that shapes a chunk's result.
+        The reduce model is left out: it does not change map output, so switching it keeps the
+        chunk cache."""
+        material = {
+            "prompt": self.map_prompt.sha256,
+            "tool": hashlib.sha256(
+                json.dumps(tool_schema(CHUNK_SUMMARY_TOOL), sort_keys=True).encode()
+            ).hexdigest(),
+            "contract": CONTRACT_VERSION,
+            "temperature": self.config.temperature,
+            "max_output_tokens": self.map_budget.max_output_tokens,
+            "max_known_items": self.config.max_known_items,
+            "postprocess": _MAP_POSTPROCESS_VERSION,
+        }
+        digest = hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
+        return f"llm:{PROMPT_VERSION}:{self.config.map_model}:{digest[:16]}"
+
+    def static_prefix_tokens(self) -> int:
+        """Tokens of what every map request starts with: system prompt and tool schema."""
+        tokens, _ = count_request_tokens(
+            [system_message(self.map_prompt.text)], [tool_schema(CHUNK_SUMMARY_TOOL)]
+        )
+        return tokens
+
+    def max_chunk_tokens(self) -> int:
+        """The largest chunk (runner.chunking token count) a map request can carry with a full
+        list of known items; the pipeline should chunk at most this big."""
+        room = (
+            self.map_budget.input_tokens
+            - self.static_prefix_tokens()
+            - _MAP_WRAPPER_TOKENS
+            - self.config.max_known_items * _KNOWN_ITEM_TOKENS
+        )
+        return max(1, room)
+
+    def _map_messages(self, chunk: Chunk, known_items: list[KnownItem]) -> list[dict[str, object]]:
+        """The map request, with fewer known items if that is what it takes to fit."""
+        limit = self.config.max_known_items
+        tools = [tool_schema(CHUNK_SUMMARY_TOOL)]
+        while True:
+            messages = [
+                system_message(self.map_prompt.text),
+                map_user_message(chunk, known_items, limit),
+            ]
+            checked = preflight(messages, tools, self.map_budget.input_tokens)
+            if checked.fits:
+                return messages
+            if limit > 0 and known_items:
+                limit //= 2
+                continue
+            raise ChunkFailed(
+                f"chunk {chunk.index} needs {checked.tokens} prompt tokens, over the budget of "
+                f"{self.map_budget.input_tokens} for {self.map_budget.model}; chunk at most "
+                f"{self.max_chunk_tokens()} tokens"
+            )
+
+    async def extract_chunk(self, chunk: Chunk, known_items: list[KnownItem]) -> ChunkSummary:
+        """Map one chunk; raises ChunkFailed with a reason (never containing the API key)."""
+        messages = self._map_messages(chunk, known_items)
+        try:
+            summary = await self.tools.call(
+                model=self.map_budget.model,
+                messages=messages,
+                tool_name=CHUNK_SUMMARY_TOOL,
+                model_type=ChunkSummary,
+                max_output_tokens=self.map_budget.max_output_tokens,
+                input_budget=self.map_budget.input_tokens,
+            )
+        except CircuitOpen as error:
+            raise ChunkFailed(str(error)) from None
+        except LLMCallError as error:
+            raise ChunkFailed(str(error)) from None
+        except MalformedOutput as error:
+            raise ChunkFailed(f"{error.reason} (after one re-ask)") from None
+        except RequestTooLarge as error:
+            raise ChunkFailed(str(error)) from None
+        finally:
+            self._note_estimates()
+        self.usage.content_tokens += chunk.token_count
+        return namespace_keys(summary, f"c{chunk.content_hash[:6]}.")
+
+    async def synthesize_digest(
+        self, summaries: list[ChunkSummary], window: Window, top_messages: list[WindowMessage]
+    ) -> Digest:
+        """Reduce the validated chunk summaries; never raises for a provider fault (a failed
+        reduce falls back to a deterministic merge, with a warning)."""
+        reducer = TreeReducer(
+            self.tools,
+            self.reduce_budget,
+            self.reduce_prompt.text,
+            window,
+            max_levels=self.config.max_reduce_levels,
+            min_overlap=self.min_overlap,
+            warn=self._warn,
+            fallback=_offline_reduce(),
+        )
+        try:
+            return await reducer.reduce(summaries, top_messages)
+        finally:
+            self._note_estimates()
+
+    async def aclose(self) -> None:
+        """Close the HTTP client if this extractor created it."""
+        if self._owns_client:
+            await self.client.close()
+
+
+__all__ = ["LLMConfig", "LLMExtractor", "build_client", "namespace_keys"]

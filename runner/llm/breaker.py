@@ -1,0 +1,123 @@
+"""A sliding-window circuit breaker per LLM endpoint (seed 000).
+
+It remembers the outcome of the last `window` calls. With at least `min_samples` outcomes of
+which more than `failure_ratio` failed, it opens: calls fail fast instead of hammering a dead
+provider. After `cooldown_seconds` it half-opens and lets one probe call through; the probe's
+success closes it (with a fresh window), its failure opens it for another cooldown.
+
+The breaker lives in the worker process (one per endpoint, shared by the jobs it runs): losing
+it on restart only means a dead provider is probed again, which is what a restart should do.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from enum import Enum
+
+logger = logging.getLogger(__name__)
+
+
+class BreakerState(str, Enum):
+    CLOSED = "closed"
+    OPEN = "open"
+    HALF_OPEN = "half_open"
+
+
+class CircuitOpen(Exception):
+    """The endpoint's breaker refuses calls for now."""
+
+    def __init__(self, endpoint: str, retry_in: float) -> None:
+        super().__init__(f"circuit open for the LLM endpoint; next probe in {retry_in:.0f}s")
+        self.endpoint = endpoint
+        self.retry_in = retry_in
+
+
+class CircuitBreaker:
+    def __init__(
+        self,
+        endpoint: str = "default",
+        *,
+        window: int = 10,
+        min_samples: int = 5,
+        failure_ratio: float = 0.7,
+        cooldown_seconds: float = 60.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.endpoint = endpoint
+        self.min_samples = min_samples
+        self.failure_ratio = failure_ratio
+        self.cooldown_seconds = cooldown_seconds
+        self._clock = clock
+        self._outcomes: deque[bool] = deque(maxlen=window)  # True = failure
+        self._opened_at: float | None = None
+        self._probe_in_flight = False
+
+    @property
+    def state(self) -> BreakerState:
+        if self._opened_at is None:
+            return BreakerState.CLOSED
+        if self._clock() - self._opened_at >= self.cooldown_seconds:
+            return BreakerState.HALF_OPEN
+        return BreakerState.OPEN
+
+    def before_call(self) -> None:
+        """Admit one call or raise CircuitOpen. In the half-open state only one probe is
+        admitted at a time; the caller must report its outcome (or `abandon` it)."""
+        state = self.state
+        if state is BreakerState.CLOSED:
+            return
+        assert self._opened_at is not None
+        if state is BreakerState.HALF_OPEN and not self._probe_in_flight:
+            self._probe_in_flight = True
+            return
+        retry_in = max(0.0, self._opened_at + self.cooldown_seconds - self._clock())
+        raise CircuitOpen(self.endpoint, retry_in)
+
+    def record_success(self) -> None:
+        if self._opened_at is not None:
+            logger.info("circuit closed for %s after a successful probe", self.endpoint)
+            self._outcomes.clear()
+            self._opened_at = None
+        self._probe_in_flight = False
+        self._outcomes.append(False)
+
+    def record_failure(self) -> None:
+        if self._opened_at is not None:
+            # A failed probe (or a late failure of a call admitted before opening).
+            self._opened_at = self._clock()
+            self._probe_in_flight = False
+            return
+        self._outcomes.append(True)
+        failures = sum(self._outcomes)
+        samples = len(self._outcomes)
+        if samples >= self.min_samples and failures / samples > self.failure_ratio:
+            self._opened_at = self._clock()
+            logger.warning(
+                "circuit opened for %s: %d of the last %d LLM calls failed",
+                self.endpoint,
+                failures,
+                samples,
+            )
+
+    def abandon(self) -> None:
+        """The admitted call ended without a verdict on the endpoint (cancelled, or rejected
+        for a reason of its own such as a bad request)."""
+        self._probe_in_flight = False
+
+
+_registry: dict[str, CircuitBreaker] = {}
+_registry_lock = threading.Lock()
+
+
+def breaker_for(endpoint: str, **settings: float | int) -> CircuitBreaker:
+    """The process-wide breaker of `endpoint`, created with `settings` on first use."""
+    with _registry_lock:
+        breaker = _registry.get(endpoint)
+        if breaker is None:
+            breaker = CircuitBreaker(endpoint, **settings)  # type: ignore[arg-type]
+            _registry[endpoint] = breaker
+        return breaker

@@ -1,0 +1,179 @@
+"""Token budgets (seed 002): model limits, the effective input budget, and request preflight.
+
+Every request is counted before it is sent. Counts use tiktoken's cl100k_base (runner.tokens);
+when the encoding is unavailable they fall back to a chars/4 estimate, which gets an extra safety
+margin and is reported as TOKEN_COUNT_ESTIMATE_USED.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from runner.tokens import count_tokens
+
+
+class BudgetingMode(str, Enum):
+    INPUT_ONLY = "input_only"  # the output limit is separate from the context window
+    COMBINED = "combined"  # prompt + max output tokens must fit the context window
+
+
+@dataclass(frozen=True)
+class ModelLimits:
+    context_window: int
+    max_output_tokens: int
+    budgeting_mode: BudgetingMode = BudgetingMode.COMBINED
+
+
+_C = BudgetingMode.COMBINED
+_I = BudgetingMode.INPUT_ONLY
+
+# Keyed by model-name prefix; the longest matching prefix wins ("gpt-4o-mini-2024-07-18" →
+# "gpt-4o-mini"). Figures from the providers' model pages; override with LLMConfig.model_limits.
+DEFAULT_MODEL_LIMITS: dict[str, ModelLimits] = {
+    "gpt-3.5-turbo": ModelLimits(16_385, 4_096, _C),
+    "gpt-4-turbo": ModelLimits(128_000, 4_096, _C),
+    "gpt-4o": ModelLimits(128_000, 16_384, _C),
+    "gpt-4o-mini": ModelLimits(128_000, 16_384, _C),
+    "gpt-4.1": ModelLimits(1_047_576, 32_768, _C),
+    "gpt-5": ModelLimits(400_000, 128_000, _C),
+    "o1": ModelLimits(200_000, 100_000, _C),
+    "o3": ModelLimits(200_000, 100_000, _C),
+    "o4-mini": ModelLimits(200_000, 100_000, _C),
+    "claude-3-haiku": ModelLimits(200_000, 4_096, _C),
+    "claude-3-opus": ModelLimits(200_000, 4_096, _C),
+    "claude-3-5": ModelLimits(200_000, 8_192, _C),
+    "claude-3-7-sonnet": ModelLimits(200_000, 64_000, _C),
+    "claude-sonnet-4": ModelLimits(200_000, 64_000, _C),
+    "claude-opus-4": ModelLimits(200_000, 32_000, _C),
+    "claude-haiku-4": ModelLimits(200_000, 64_000, _C),
+    "gemini-1.5-pro": ModelLimits(2_097_152, 8_192, _I),
+    "gemini-1.5-flash": ModelLimits(1_048_576, 8_192, _I),
+    "gemini-2.0-flash": ModelLimits(1_048_576, 8_192, _I),
+    "gemini-2.5": ModelLimits(1_048_576, 65_536, _I),
+}
+
+# Unknown models (local servers often run 8-32k contexts): conservative, and flagged as
+# LIMITS_DEFAULTED so the operator knows to set an override.
+FALLBACK_LIMITS = ModelLimits(32_768, 4_096, _C)
+
+# Chat formats add a few tokens per message (role, separators) that the content does not show.
+_PER_MESSAGE_TOKENS = 4
+# chars/4 may undercount code and non-Latin text; an estimate gets this much extra margin.
+_ESTIMATE_EXTRA_MARGIN = 0.10
+
+
+def _model_key(model: str) -> str:
+    name = model.lower().rsplit("/", 1)[-1]  # "openai/gpt-4o" → "gpt-4o"
+    return name.split(":", 1)[0]  # "llama3.1:8b" → "llama3.1"
+
+
+def get_model_limits(
+    model: str, overrides: dict[str, dict[str, Any]] | None = None
+) -> tuple[ModelLimits, bool]:
+    """The limits of `model` and whether they are the fallback defaults.
+
+    Resolution order: `overrides[model]` (on top of the table entry or the fallback), the
+    longest table prefix of the model name, the fallback."""
+    key = _model_key(model)
+    matches = [prefix for prefix in DEFAULT_MODEL_LIMITS if key.startswith(prefix)]
+    base = DEFAULT_MODEL_LIMITS[max(matches, key=len)] if matches else None
+    override = (overrides or {}).get(model)
+    if override:
+        start = base or FALLBACK_LIMITS
+        return (
+            ModelLimits(
+                context_window=int(override.get("context_window", start.context_window)),
+                max_output_tokens=int(override.get("max_output_tokens", start.max_output_tokens)),
+                budgeting_mode=BudgetingMode(override.get("budgeting_mode", start.budgeting_mode)),
+            ),
+            False,
+        )
+    return (base, False) if base else (FALLBACK_LIMITS, True)
+
+
+@dataclass(frozen=True)
+class RequestBudget:
+    """What one kind of request (map or reduce) may send and ask for."""
+
+    model: str
+    limits: ModelLimits
+    max_output_tokens: int
+    input_tokens: int
+    defaulted: bool
+
+    @classmethod
+    def for_model(
+        cls,
+        model: str,
+        *,
+        wanted_output_tokens: int,
+        overrides: dict[str, dict[str, Any]] | None,
+        runtime_overhead: int,
+        safety_margin: float,
+    ) -> RequestBudget:
+        limits, defaulted = get_model_limits(model, overrides)
+        output = max(1, min(wanted_output_tokens, limits.max_output_tokens))
+        return cls(
+            model=model,
+            limits=limits,
+            max_output_tokens=output,
+            input_tokens=effective_budget(limits, output, runtime_overhead, safety_margin),
+            defaulted=defaulted,
+        )
+
+
+def effective_budget(
+    limits: ModelLimits, output_tokens: int, runtime_overhead: int, safety_margin: float
+) -> int:
+    """(input budget − runtime overhead) × (1 − safety margin); a combined-budget model
+    reserves the output tokens the request asks for."""
+    if limits.budgeting_mode is BudgetingMode.COMBINED:
+        input_budget = limits.context_window - output_tokens
+    else:
+        input_budget = limits.context_window
+    return max(0, int((input_budget - runtime_overhead) * (1 - safety_margin)))
+
+
+@dataclass(frozen=True)
+class Preflight:
+    tokens: int
+    budget: int
+    estimated: bool
+
+    @property
+    def fits(self) -> bool:
+        limit = self.budget * (1 - _ESTIMATE_EXTRA_MARGIN) if self.estimated else self.budget
+        return self.tokens <= limit
+
+
+def count_request_tokens(
+    messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+) -> tuple[int, bool]:
+    """Tokens of a chat request's messages and tool schemas, and whether it is an estimate."""
+    total = 0
+    estimated = False
+    pieces: list[str] = []
+    for message in messages:
+        total += _PER_MESSAGE_TOKENS
+        content = message.get("content")
+        if isinstance(content, str):
+            pieces.append(content)
+        for call in message.get("tool_calls") or []:
+            pieces.append(json.dumps(call, ensure_ascii=False))
+    if tools:
+        pieces.append(json.dumps(tools, ensure_ascii=False, separators=(",", ":")))
+    for piece in pieces:
+        counted = count_tokens(piece)
+        total += counted.tokens
+        estimated = estimated or counted.estimated
+    return total, estimated
+
+
+def preflight(
+    messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, budget: int
+) -> Preflight:
+    tokens, estimated = count_request_tokens(messages, tools)
+    return Preflight(tokens=tokens, budget=budget, estimated=estimated)

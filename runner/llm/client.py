@@ -1,0 +1,192 @@
+"""The network edge to an OpenAI-compatible endpoint: client construction, retries, breaker.
+
+The `openai` client is built with `max_retries=0`: retries happen here, one attempt at a time,
+so the circuit breaker sees every attempt and the backoff honours `Retry-After`. Retried: timeouts,
+connection errors, 408, 409, 429 and 5xx; any other status fails at once. Cancellation is never
+caught: cancelling the awaiting task aborts the HTTP request in flight.
+
+Error text from the provider can echo the API key (a proxy answering 401 with the bad key), so
+every message this module creates goes through `redact`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import logging
+import random
+import re
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import httpx
+import openai
+from openai.types.chat import ChatCompletion
+
+from runner.llm.breaker import CircuitBreaker, CircuitOpen
+from runner.llm.config import LLMConfig
+
+logger = logging.getLogger(__name__)
+
+_RETRIED_STATUSES = frozenset({408, 409, 429})
+# Bearer-like tokens that look like API keys, masked even when they are not the configured key.
+_KEY_LIKE = re.compile(r"\b(sk|rk)-[A-Za-z0-9_\-]{6,}")
+
+
+def redact(text: str, secrets: list[str]) -> str:
+    """`text` with every secret and anything shaped like an API key replaced by ***."""
+    for secret in sorted(secrets, key=len, reverse=True):
+        if secret:
+            text = text.replace(secret, "***")
+    return _KEY_LIKE.sub(r"\1-***", text)
+
+
+def build_client(
+    config: LLMConfig, http_client: httpx.AsyncClient | None = None
+) -> openai.AsyncOpenAI:
+    """The `openai.AsyncOpenAI` client of `config`, without its own retries."""
+    return openai.AsyncOpenAI(
+        base_url=config.base_url,
+        # The client insists on a key; local servers (llama.cpp, Ollama, vLLM) ignore it.
+        api_key=config.api_key or "not-needed",
+        max_retries=0,
+        timeout=httpx.Timeout(config.timeout_seconds, connect=config.connect_timeout_seconds),
+        default_headers=dict(config.extra_headers) or None,
+        http_client=http_client,
+    )
+
+
+class LLMCallError(Exception):
+    """One request failed for good (after its retries). The message is already redacted."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _retry_after_seconds(response: httpx.Response | None) -> float | None:
+    """The server's requested wait, from `retry-after-ms` or `retry-after` (seconds or date)."""
+    if response is None:
+        return None
+    headers = response.headers
+    milliseconds = headers.get("retry-after-ms")
+    if milliseconds:
+        try:
+            return max(0.0, float(milliseconds) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(value) if value else None
+        if parsed is None:
+            return None
+        return max(0.0, parsed.timestamp() - time.time())
+
+
+def _classify(error: Exception) -> tuple[bool, bool, float | None, str, int | None]:
+    """(retryable, counts against the endpoint, retry-after, description, status)."""
+    if isinstance(error, (openai.APITimeoutError, TimeoutError)):
+        return True, True, None, "timed out", None
+    if isinstance(error, openai.APIConnectionError):
+        return (
+            True,
+            True,
+            None,
+            f"connection error ({type(error.__cause__ or error).__name__})",
+            None,
+        )
+    if isinstance(error, openai.APIStatusError):
+        status = error.status_code
+        description = f"HTTP {status}: {str(error.message)[:300]}"
+        retryable = status in _RETRIED_STATUSES or status >= 500
+        # A bad request says nothing about the endpoint's health; auth and routing errors do.
+        counts = status not in {400, 413, 422}
+        return retryable, counts, _retry_after_seconds(error.response), description, status
+    if isinstance(error, openai.APIResponseValidationError):
+        return False, True, None, "the endpoint's response is not a chat completion", None
+    return False, True, None, f"{type(error).__name__}: {str(error)[:300]}", None
+
+
+class ResilientCaller:
+    """Sends chat-completion requests with bounded concurrency, retries and the breaker."""
+
+    def __init__(
+        self,
+        client: openai.AsyncOpenAI,
+        config: LLMConfig,
+        breaker: CircuitBreaker,
+        *,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.client = client
+        self.config = config
+        self.breaker = breaker
+        self.retries = 0
+        self._sleep = sleep
+        self._rng = rng or random.Random()
+        self._semaphore = asyncio.Semaphore(config.concurrency)
+
+    def _backoff(self, attempt: int) -> float:
+        """Capped exponential backoff with equal jitter: half fixed, half random."""
+        ceiling = min(
+            self.config.backoff_max_seconds, self.config.backoff_base_seconds * 2**attempt
+        )
+        return ceiling / 2 + self._rng.uniform(0, ceiling / 2)
+
+    async def create(self, **request: Any) -> ChatCompletion:
+        """`client.chat.completions.create(**request)` with retries; raises LLMCallError or
+        CircuitOpen (both with redacted messages)."""
+        secrets = self.config.secrets()
+        attempts = self.config.max_retries + 1
+        for attempt in range(attempts):
+            async with self._semaphore:
+                self.breaker.before_call()
+                try:
+                    async with asyncio.timeout(self.config.timeout_seconds):
+                        response = await self.client.chat.completions.create(**request)
+                except asyncio.CancelledError:
+                    self.breaker.abandon()
+                    raise
+                except Exception as error:  # noqa: BLE001 - classified below, never swallowed
+                    retryable, counts, retry_after, description, status = _classify(error)
+                    if counts:
+                        self.breaker.record_failure()
+                    else:
+                        self.breaker.abandon()
+                    description = redact(description, secrets)
+                else:
+                    self.breaker.record_success()
+                    return response
+            if not retryable or attempt == attempts - 1:
+                tries = f" after {attempt + 1} attempts" if attempt else ""
+                raise LLMCallError(f"LLM request failed{tries}: {description}", status=status)
+            if retry_after is not None and retry_after > self.config.retry_after_cap_seconds:
+                cap = self.config.retry_after_cap_seconds
+                raise LLMCallError(
+                    f"LLM request failed: {description}; the endpoint asks to wait "
+                    f"{retry_after:.0f}s, longer than the {cap:.0f}s cap",
+                    status=status,
+                )
+            delay = self._backoff(attempt)
+            if retry_after is not None:
+                delay = retry_after + self._rng.uniform(0, min(1.0, retry_after / 10))
+            self.retries += 1
+            logger.warning(
+                "LLM request to %s %s; retry %d of %d in %.1fs",
+                request.get("model"),
+                description,
+                attempt + 1,
+                attempts - 1,
+                delay,
+            )
+            await self._sleep(delay)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+
+__all__ = ["CircuitOpen", "LLMCallError", "ResilientCaller", "build_client", "redact"]

@@ -1,0 +1,93 @@
+"""LLMConfig: everything the LLM extractor needs to know, as plain data.
+
+The server maps environment settings into it (DIGEST_LLM_BASE_URL, DIGEST_LLM_API_KEY,
+DIGEST_MAP_MODEL, ...); tests build it directly. The API key is a plain `str` here, kept out of
+`repr()` so a config printed in a log line or a traceback never shows it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal
+
+# Extra headers whose values are credentials (a proxy's own key): masked like the API key.
+SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key", "api-key"})
+
+
+@dataclass
+class LLMConfig:
+    """Client, models, budgets and fault handling of the LLM extractor."""
+
+    base_url: str | None = None
+    api_key: str = field(default="", repr=False)
+    map_model: str = "gpt-4o-mini"
+    reduce_model: str = "gpt-4o-mini"
+    extra_headers: dict[str, str] = field(default_factory=dict)
+
+    # Time limits. `timeout_seconds` bounds one whole request (connect, send, wait, read), not
+    # just one socket read, so a server that trickles bytes cannot hold a chunk forever.
+    timeout_seconds: float = 120.0
+    connect_timeout_seconds: float = 10.0
+    concurrency: int = 4
+
+    # Retries: capped exponential backoff with jitter; a Retry-After longer than the cap is
+    # not waited for (the chunk fails and the job can be retried later).
+    max_retries: int = 4
+    backoff_base_seconds: float = 1.0
+    backoff_max_seconds: float = 30.0
+    retry_after_cap_seconds: float = 120.0
+
+    # Generation. `temperature=None` omits the parameter (some reasoning models reject it);
+    # `max_tokens_param` is "max_completion_tokens" for OpenAI's o-series and newer models.
+    temperature: float | None = 0.0
+    map_max_output_tokens: int = 4096
+    reduce_max_output_tokens: int = 8192
+    max_tokens_param: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+
+    # Token budgets (seed 002): model name -> {context_window, max_output_tokens,
+    # budgeting_mode}; effective budget = (input budget - overhead) x (1 - safety margin).
+    model_limits: dict[str, dict[str, Any]] = field(default_factory=dict)
+    token_safety_margin: float = 0.15
+    runtime_overhead_tokens: int = 256
+
+    # Extraction shape.
+    max_known_items: int = 40
+    max_reduce_levels: int = 3
+
+    # Circuit breaker per endpoint (seed 000).
+    breaker_window: int = 10
+    breaker_min_samples: int = 5
+    breaker_failure_ratio: float = 0.7
+    breaker_cooldown_seconds: float = 60.0
+
+    def __post_init__(self) -> None:
+        if self.concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        if self.max_retries < 0:
+            raise ValueError("max_retries must not be negative")
+        if not 0 <= self.token_safety_margin < 1:
+            raise ValueError("token_safety_margin must be in [0, 1)")
+        if self.timeout_seconds <= 0:
+            raise ValueError("timeout_seconds must be positive")
+
+    def __repr__(self) -> str:
+        values: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)}
+        values["api_key"] = "***" if self.api_key else ""
+        values["extra_headers"] = {
+            name: "***" if name.lower() in SECRET_HEADERS else value
+            for name, value in self.extra_headers.items()
+        }
+        return f"LLMConfig({', '.join(f'{name}={value!r}' for name, value in values.items())})"
+
+    @property
+    def endpoint(self) -> str:
+        """The key of this endpoint's circuit breaker."""
+        return (self.base_url or "https://api.openai.com/v1").rstrip("/")
+
+    def secrets(self) -> list[str]:
+        """Strings that must never reach a log line or an error message."""
+        secrets = [self.api_key]
+        for name, value in self.extra_headers.items():
+            if name.lower() in SECRET_HEADERS:
+                secrets += [value, value.split()[-1] if value.split() else value]  # "Bearer x"
+        return [secret for secret in secrets if secret]

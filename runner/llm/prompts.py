@@ -1,0 +1,36 @@
+"""Versioned prompt files (runner/prompts/NAME.VERSION.md), loaded once and never altered.
+
+A prompt's text is the static prefix of every request of its kind, so it must stay
+byte-identical between calls for provider prompt caching to hit: nothing here formats it. A
+change of wording is a new version file; the text's hash is part of the extractor fingerprint
+anyway, so even an edit in place invalidates cached chunk results.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+PROMPT_VERSION = "v1"
+MAP_PROMPT = "map"
+REDUCE_PROMPT = "reduce"
+
+
+@dataclass(frozen=True)
+class Prompt:
+    name: str
+    version: str
+    text: str
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
+
+
+@cache
+def load_prompt(name: str, version: str = PROMPT_VERSION) -> Prompt:
+    """The prompt `name` at `version`; raises FileNotFoundError for an unknown one."""
+    path = resources.files("runner").joinpath("prompts", f"{name}.{version}.md")
+    return Prompt(name=name, version=version, text=path.read_text(encoding="utf-8"))

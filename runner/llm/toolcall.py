@@ -1,0 +1,223 @@
+"""One forced tool call that returns a parsed contract model, with one re-ask on bad output.
+
+A response is bad when it has no tool call, calls another tool, carries arguments that are not
+a JSON object, violates the contract's schema, or was cut off (`finish_reason == "length"`).
+The re-ask feeds the concrete errors back (as a `tool` message answering the model's call, or a
+`user` message when there was no call) and asks again once; a second bad response raises
+MalformedOutput. The static prefix of the request (system prompt, tools) is never touched, so
+the re-ask still hits the provider's prompt cache.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from openai.types.chat import ChatCompletion
+from pydantic import ValidationError
+
+from runner.contract import TOOL_MODELS, StrictModel, tool_schema
+from runner.extractors.base import ExtractionUsage
+from runner.llm.budget import preflight
+from runner.llm.client import ResilientCaller
+from runner.tokens import count_tokens
+
+logger = logging.getLogger(__name__)
+
+Model = TypeVar("Model", bound=StrictModel)
+
+_MAX_ERRORS_FED_BACK = 12
+
+
+class MalformedOutput(Exception):
+    """The model's output was still unusable after the re-ask."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class RequestTooLarge(Exception):
+    """A request does not fit the model's input budget, even before it is sent."""
+
+
+@dataclass
+class _Verdict:
+    value: StrictModel | None
+    problem: str | None
+    followup: list[dict[str, Any]]
+
+
+def describe_validation_error(error: ValidationError) -> str:
+    """The schema violations as `path: message` lines, without echoing the input values."""
+    errors = error.errors(include_url=False, include_input=False)
+    lines = [
+        f"{'.'.join(str(part) for part in e['loc']) or '(root)'}: {e['msg']}"
+        for e in errors[:_MAX_ERRORS_FED_BACK]
+    ]
+    if len(errors) > _MAX_ERRORS_FED_BACK:
+        lines.append(f"... and {len(errors) - _MAX_ERRORS_FED_BACK} more errors")
+    return "; ".join(lines)
+
+
+def _parse_arguments(arguments: Any) -> tuple[dict[str, Any] | None, str | None]:
+    if isinstance(arguments, dict):  # a server that sends an object instead of a JSON string
+        return arguments, None
+    try:
+        parsed: Any = json.loads(arguments if isinstance(arguments, str) else "")
+        if isinstance(parsed, str):  # some servers double-encode the arguments
+            parsed = json.loads(parsed)
+    except json.JSONDecodeError as error:
+        return None, f"the arguments are not valid JSON ({error.msg} at position {error.pos})"
+    if not isinstance(parsed, dict):
+        return None, f"the arguments must be a JSON object, got {type(parsed).__name__}"
+    return parsed, None
+
+
+def judge_response(response: ChatCompletion, tool_name: str, max_tokens: int) -> _Verdict:
+    """Parse the forced call to `tool_name` out of `response`, or say what is wrong with it and
+    which messages would feed that back to the model."""
+    if not response.choices:
+        return _Verdict(None, "the response has no choices", [])
+    choice = response.choices[0]
+    message = choice.message
+    calls = [call for call in message.tool_calls or [] if call.type == "function"]
+    call = next((c for c in calls if c.function.name == tool_name), calls[0] if calls else None)
+    fix = f"Call `{tool_name}` again with corrected arguments."
+    if call is None:
+        problem = f"no tool call; you must call `{tool_name}`"
+        followup: list[dict[str, Any]] = []
+        if message.content:
+            followup.append({"role": "assistant", "content": message.content[:2000]})
+        followup.append({"role": "user", "content": f"Error: {problem}. {fix}"})
+        return _Verdict(None, problem, followup)
+    arguments, problem = _parse_arguments(call.function.arguments)
+    if choice.finish_reason == "length":
+        problem = (
+            f"the output was cut off at the limit of {max_tokens} tokens; emit a shorter result "
+            "with fewer items and shorter texts"
+        )
+    elif call.function.name != tool_name:
+        problem = f"wrong tool `{call.function.name}`; the only tool to call is `{tool_name}`"
+    value = None
+    if problem is None:
+        assert arguments is not None
+        try:
+            value = TOOL_MODELS[tool_name].model_validate(arguments)
+        except ValidationError as error:
+            problem = "schema violations: " + describe_validation_error(error)
+    if problem is None:
+        return _Verdict(value, None, [])
+    # Echo only a well-formed JSON object: a proxy translating to another provider's format
+    # must be able to parse the history it forwards.
+    echoed = json.dumps(arguments, ensure_ascii=False) if arguments is not None else "{}"
+    call_id = call.id or "call_0"
+    followup = [
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": call_id,
+                    "type": "function",
+                    "function": {"name": call.function.name, "arguments": echoed},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": call_id, "content": f"Error: {problem}. {fix}"},
+    ]
+    return _Verdict(None, problem, followup)
+
+
+class ToolCaller:
+    """Forced tool calls through a ResilientCaller, accumulating usage."""
+
+    def __init__(
+        self,
+        caller: ResilientCaller,
+        usage: ExtractionUsage,
+        *,
+        temperature: float | None,
+        max_tokens_param: str,
+    ) -> None:
+        self.caller = caller
+        self.usage = usage
+        self.temperature = temperature
+        self.max_tokens_param = max_tokens_param
+        self.usage_estimated = False
+        self.count_estimated = False
+
+    def _record_usage(self, response: ChatCompletion, sent_tokens: int) -> None:
+        self.usage.llm_calls += 1
+        usage = response.usage
+        if usage is None:
+            # Some local servers report no usage: count what was sent and received ourselves.
+            self.usage_estimated = True
+            self.usage.prompt_tokens += sent_tokens
+            received = "".join(
+                call.function.arguments or ""
+                for choice in response.choices
+                for call in choice.message.tool_calls or []
+                if call.type == "function"
+            )
+            self.usage.completion_tokens += count_tokens(received).tokens
+            return
+        self.usage.prompt_tokens += usage.prompt_tokens or 0
+        self.usage.completion_tokens += usage.completion_tokens or 0
+        details = usage.prompt_tokens_details
+        if details is not None and details.cached_tokens:
+            self.usage.cached_tokens += details.cached_tokens
+
+    async def call(
+        self,
+        *,
+        model: str,
+        messages: list[dict[str, Any]],
+        tool_name: str,
+        model_type: type[Model],
+        max_output_tokens: int,
+        input_budget: int,
+    ) -> Model:
+        """The tool's arguments parsed as `model_type`. Raises RequestTooLarge, MalformedOutput,
+        LLMCallError or CircuitOpen."""
+        tools = [tool_schema(tool_name)]
+        conversation = list(messages)
+        problems: list[str] = []
+        for attempt in range(2):
+            checked = preflight(conversation, tools, input_budget)
+            self.count_estimated = self.count_estimated or checked.estimated
+            if not checked.fits:
+                if attempt == 0:
+                    raise RequestTooLarge(
+                        f"the request needs {checked.tokens} tokens, the budget of {model} "
+                        f"is {input_budget}"
+                    )
+                break  # the re-ask does not fit: report the first problem
+            request: dict[str, Any] = {
+                "model": model,
+                "messages": conversation,
+                "tools": tools,
+                "tool_choice": {"type": "function", "function": {"name": tool_name}},
+                self.max_tokens_param: max_output_tokens,
+            }
+            if self.temperature is not None:
+                request["temperature"] = self.temperature
+            response = await self.caller.create(**request)
+            self._record_usage(response, checked.tokens)
+            verdict = judge_response(response, tool_name, max_output_tokens)
+            if verdict.value is not None:
+                assert isinstance(verdict.value, model_type)
+                return verdict.value
+            assert verdict.problem is not None
+            problems.append(verdict.problem)
+            logger.info("bad %s output from %s: %s", tool_name, model, verdict.problem[:300])
+            conversation = [*messages, *verdict.followup]
+        summary = (
+            problems[0] if len(problems) == 1 else f"{problems[0]}; after re-ask: {problems[-1]}"
+        )
+        raise MalformedOutput(f"unusable {tool_name} output: {summary}"[:1000])
+
+
+__all__ = ["MalformedOutput", "RequestTooLarge", "ToolCaller", "judge_response"]
