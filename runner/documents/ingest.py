@@ -1,0 +1,178 @@
+"""Ingest: bytes, text or a URL → `CanonicalDocument`, the form a document is stored in.
+
+What to store per document: `canonical_text`, `source_text_hash`, `content_type`, `title`,
+`page_spans` (PDFs) and `warnings`. Everything a digest needs later is derived from these; the
+original bytes are not needed again (and are not kept: they may be large and are untrusted).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from runner.documents.canonical import PageSpan, canonicalize, source_text_hash
+from runner.documents.errors import ExtractionError
+from runner.documents.fetch import FetchPolicy, Resolver, fetch_document
+from runner.documents.html import extract_html
+from runner.documents.pdf import PdfLimits, extract_pdf
+from runner.documents.sniff import DocumentKind, classify_content, media_type
+from runner.extractors.base import PipelineWarning
+
+CONTENT_TYPES: dict[DocumentKind, str] = {
+    "pdf": "application/pdf",
+    "html": "text/html",
+    "text": "text/plain",
+}
+
+
+@dataclass(frozen=True)
+class CanonicalDocument:
+    """A document as stored: canonical text plus what locators and digests need about it."""
+
+    canonical_text: str
+    source_text_hash: str  # "sha256:<64 hex>" of canonical_text's UTF-8 bytes
+    content_type: str  # "application/pdf" | "text/html" | "text/plain"
+    title: str | None = None
+    page_spans: list[PageSpan] | None = None  # PDFs: (start, end) of each page's text
+    warnings: list[PipelineWarning] = field(default_factory=list)
+    source_url: str | None = None
+
+    @property
+    def is_pdf(self) -> bool:
+        return self.page_spans is not None
+
+    def as_record(self) -> dict[str, Any]:
+        """The fields to persist (JSON-friendly)."""
+        return {
+            "canonical_text": self.canonical_text,
+            "source_text_hash": self.source_text_hash,
+            "content_type": self.content_type,
+            "title": self.title,
+            "page_spans": [list(span) for span in self.page_spans] if self.page_spans else None,
+            "warnings": [warning.as_json() for warning in self.warnings],
+            "source_url": self.source_url,
+        }
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> CanonicalDocument:
+        spans = record.get("page_spans")
+        return cls(
+            canonical_text=record["canonical_text"],
+            source_text_hash=record["source_text_hash"],
+            content_type=record["content_type"],
+            title=record.get("title"),
+            page_spans=[(int(start), int(end)) for start, end in spans] if spans else None,
+            warnings=[PipelineWarning(w["code"], w["message"]) for w in record.get("warnings", [])],
+            source_url=record.get("source_url"),
+        )
+
+
+def decode_text(body: bytes, charset: str | None) -> tuple[str, list[PipelineWarning]]:
+    """Text of a plain-text body: BOM, then the declared charset, then UTF-8; undecodable bytes
+    become U+FFFD with a warning rather than failing the document."""
+    if body.startswith(codecs.BOM_UTF8):
+        return body[len(codecs.BOM_UTF8) :].decode("utf-8", errors="replace"), []
+    for encoding in filter(None, (charset, "utf-8")):
+        try:
+            return body.decode(encoding), []
+        except (LookupError, UnicodeDecodeError):
+            continue
+    return body.decode("utf-8", errors="replace"), [
+        PipelineWarning("text_decoding", "the text is not valid UTF-8; bad bytes were replaced")
+    ]
+
+
+def _html_input(data: bytes, charset: str | None) -> bytes | str:
+    """A charset declared by the server wins over guessing; without one, the parser reads the
+    page's own `<meta charset>`."""
+    if charset:
+        try:
+            return data.decode(charset)
+        except (LookupError, UnicodeDecodeError):
+            pass
+    return data
+
+
+def ingest_text(
+    text: str, *, title: str | None = None, source_url: str | None = None
+) -> CanonicalDocument:
+    """A plain-text document (not markup: entities are kept as written)."""
+    canonical = canonicalize(text)
+    if not canonical:
+        raise ExtractionError("no_text", "the document contains no text")
+    return CanonicalDocument(
+        canonical_text=canonical,
+        source_text_hash=source_text_hash(canonical),
+        content_type="text/plain",
+        title=canonicalize(title) if title else None,
+        source_url=source_url,
+    )
+
+
+def ingest_bytes(
+    data: bytes,
+    content_type: str | None = None,
+    *,
+    title: str | None = None,
+    password: str | None = None,
+    pdf_limits: PdfLimits | None = None,
+    source_url: str | None = None,
+) -> CanonicalDocument:
+    """Bytes of an HTML page, a PDF or a text file (kind from magic bytes and `content_type`).
+
+    CPU-bound (PDF extraction can take seconds): call it from a thread in async code, as
+    `ingest_url` does. Raises `ExtractionError` with a clear code on anything unreadable.
+    """
+    kind = classify_content(data, content_type)
+    given_title = canonicalize(title) if title else None
+    if kind == "pdf":
+        pdf = extract_pdf(data, password=password, limits=pdf_limits)
+        return CanonicalDocument(
+            canonical_text=pdf.canonical_text,
+            source_text_hash=source_text_hash(pdf.canonical_text),
+            content_type=CONTENT_TYPES["pdf"],
+            title=given_title or pdf.title,
+            page_spans=pdf.page_spans,
+            warnings=pdf.warnings,
+            source_url=source_url,
+        )
+    if kind == "html":
+        page = extract_html(_html_input(data, media_type(content_type)[1]))
+        return CanonicalDocument(
+            canonical_text=page.canonical_text,
+            source_text_hash=source_text_hash(page.canonical_text),
+            content_type=CONTENT_TYPES["html"],
+            title=given_title or page.title,
+            warnings=page.warnings,
+            source_url=source_url,
+        )
+    text, warnings = decode_text(data, media_type(content_type)[1])
+    document = ingest_text(text, title=given_title, source_url=source_url)
+    return replace(document, warnings=warnings)
+
+
+async def ingest_url(
+    url: str,
+    *,
+    policy: FetchPolicy | None = None,
+    title: str | None = None,
+    password: str | None = None,
+    pdf_limits: PdfLimits | None = None,
+    resolver: Resolver | None = None,
+) -> CanonicalDocument:
+    """Fetch `url` through the hardened fetcher, then ingest the bytes off the event loop."""
+    fetched = await fetch_document(url, policy, resolver=resolver)
+    declared = CONTENT_TYPES[fetched.kind] + (
+        f"; charset={fetched.charset}" if fetched.charset else ""
+    )
+    return await asyncio.to_thread(
+        ingest_bytes,
+        fetched.body,
+        declared,
+        title=title,
+        password=password,
+        pdf_limits=pdf_limits,
+        source_url=fetched.final_url,
+    )

@@ -1,0 +1,144 @@
+"""When a document is digested: the digest configuration, eligibility per policy, and the choice
+of which documents of a batch to digest (seed 001 "Digest Policy", seed 000 Phases 1 and 5).
+
+Policies: `off` never digests; `always` digests any document with content; `auto` (default)
+digests documents of at least `min_chars` characters whose quality is HIGH or MEDIUM. In every
+policy a source that already is a digest is not digested again.
+
+A batch is ranked on the raw (canonical) content BEFORE digesting, by quality, then relevance to
+the query, then length (longer first: more to gain), then source id, and the first
+`max_sources` eligible documents are digested.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from runner.extractors.base import PipelineWarning
+
+
+class DigestPolicy(str, Enum):
+    OFF = "off"
+    AUTO = "auto"
+    ALWAYS = "always"
+
+
+class SourceQuality(str, Enum):
+    HIGH = "high"
+    MEDIUM = "medium"
+    LOW = "low"
+    UNKNOWN = "unknown"
+
+
+_QUALITY_RANK = {
+    SourceQuality.HIGH: 3,
+    SourceQuality.MEDIUM: 2,
+    SourceQuality.LOW: 1,
+    SourceQuality.UNKNOWN: 0,
+}
+# Extraction warnings that mean the text is a degraded view of the document.
+_DEGRADED_WARNINGS = frozenset(
+    {"main_content_fallback", "pdf_sparse_text", "pdf_page_unreadable", "text_decoding"}
+)
+
+
+@dataclass(frozen=True)
+class DigestConfig:
+    """Seed 001's digest settings with its defaults (`deep_research_digest_*`)."""
+
+    policy: DigestPolicy = DigestPolicy.AUTO
+    min_chars: int = 10_000
+    max_sources: int = 8
+    timeout: float = 120.0  # seconds for a whole batch; seed 000 said 60, seed 001 says 120
+    max_concurrent: int = 3
+    include_evidence: bool = True
+    evidence_max_chars: int = 400
+    max_evidence_snippets: int = 5
+    fetch_pdfs: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.policy, DigestPolicy):
+            object.__setattr__(self, "policy", DigestPolicy(self.policy))
+        problems = []
+        if self.min_chars < 0:
+            problems.append("min_chars must be >= 0")
+        if self.max_sources < 1:
+            problems.append("max_sources must be >= 1")
+        if self.timeout <= 0:
+            problems.append("timeout must be > 0")
+        if self.max_concurrent < 1:
+            problems.append("max_concurrent must be >= 1")
+        if not 50 <= self.evidence_max_chars <= 500:  # the schema caps snippet text at 500
+            problems.append("evidence_max_chars must be between 50 and 500")
+        if not 0 <= self.max_evidence_snippets <= 10:  # the schema allows 10 snippets
+            problems.append("max_evidence_snippets must be between 0 and 10")
+        if problems:
+            raise ValueError("invalid digest config: " + "; ".join(problems))
+
+    @property
+    def per_source_timeout(self) -> float:
+        """Seed 000: per-source budget = batch timeout / max_concurrent."""
+        return self.timeout / self.max_concurrent
+
+    def hash_inputs(self) -> tuple[object, ...]:
+        """The seed's config tuple: the settings that change a digest's content."""
+        return (
+            self.policy.value,
+            self.min_chars,
+            self.max_sources,
+            self.include_evidence,
+            self.evidence_max_chars,
+            self.max_evidence_snippets,
+        )
+
+
+@dataclass(frozen=True)
+class DigestCandidate:
+    source_id: str
+    content_chars: int
+    quality: SourceQuality = SourceQuality.MEDIUM
+    is_digest: bool = False
+    relevance: float = 0.0  # evidence.relevance(query, canonical_text), computed on raw content
+
+
+@dataclass(frozen=True)
+class Eligibility:
+    eligible: bool
+    reason: str  # eligible | policy_off | no_content | already_digested | too_small | low_quality
+
+
+def check_eligibility(candidate: DigestCandidate, config: DigestConfig) -> Eligibility:
+    if config.policy is DigestPolicy.OFF:
+        return Eligibility(False, "policy_off")
+    if candidate.is_digest:
+        return Eligibility(False, "already_digested")
+    if candidate.content_chars <= 0:
+        return Eligibility(False, "no_content")
+    if config.policy is DigestPolicy.ALWAYS:
+        return Eligibility(True, "eligible")
+    if candidate.content_chars < config.min_chars:
+        return Eligibility(False, "too_small")
+    if candidate.quality not in (SourceQuality.HIGH, SourceQuality.MEDIUM):
+        return Eligibility(False, "low_quality")
+    return Eligibility(True, "eligible")
+
+
+def select_for_digest(
+    candidates: list[DigestCandidate], config: DigestConfig
+) -> list[DigestCandidate]:
+    """The eligible candidates to digest, best first, at most `max_sources` (deterministic)."""
+    ranked = sorted(
+        candidates,
+        key=lambda c: (-_QUALITY_RANK[c.quality], -c.relevance, -c.content_chars, c.source_id),
+    )
+    chosen = [c for c in ranked if check_eligibility(c, config).eligible]
+    return chosen[: config.max_sources]
+
+
+def estimate_quality(warnings: list[PipelineWarning]) -> SourceQuality:
+    """Quality of a document someone chose to ingest: MEDIUM, or LOW when its extraction was
+    degraded (no main content found, sparse PDF text, unreadable pages, bad encoding)."""
+    if any(warning.code in _DEGRADED_WARNINGS for warning in warnings):
+        return SourceQuality.LOW
+    return SourceQuality.MEDIUM

@@ -1,0 +1,43 @@
+"""Token-level F1 between an extracted text and a gold text: how much of the gold main content
+an extraction kept (recall) and how little boilerplate it added (precision).
+
+Tokens are `\\w+` runs of the NFKC case-folded text; the comparison is on multisets (a word that
+appears three times in the gold text must appear three times to be fully recalled).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import Counter
+from dataclasses import dataclass
+
+import lxml.html
+
+_WORD = re.compile(r"\w+")
+
+
+@dataclass(frozen=True)
+class TokenF1:
+    precision: float
+    recall: float
+    f1: float
+
+
+def _tokens(text: str) -> Counter[str]:
+    return Counter(_WORD.findall(unicodedata.normalize("NFKC", text).casefold()))
+
+
+def token_f1(candidate: str, reference: str) -> TokenF1:
+    """Multiset token precision, recall and F1 of `candidate` against `reference`."""
+    got, gold = _tokens(candidate), _tokens(reference)
+    overlap = sum((got & gold).values())
+    precision = overlap / sum(got.values()) if got else 0.0
+    recall = overlap / sum(gold.values()) if gold else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return TokenF1(precision=precision, recall=recall, f1=f1)
+
+
+def html_reference_text(html: str | bytes) -> str:
+    """All text of a gold HTML fragment (such as readability's `expected.html`)."""
+    return str(lxml.html.fromstring(html).text_content())
