@@ -18,9 +18,10 @@ def build_schema() -> strawberry.Schema:
     return strawberry.Schema(
         query=Query,
         mutation=Mutation,
+        # Factories, so every request gets fresh limiter state.
         extensions=[
-            QueryDepthLimiter(max_depth=MAX_QUERY_DEPTH),
-            MaxAliasesLimiter(max_alias_count=MAX_ALIASES),
-            MaxTokensLimiter(max_token_count=MAX_TOKENS),
+            lambda: QueryDepthLimiter(max_depth=MAX_QUERY_DEPTH),
+            lambda: MaxAliasesLimiter(max_alias_count=MAX_ALIASES),
+            lambda: MaxTokensLimiter(max_token_count=MAX_TOKENS),
         ],
     )

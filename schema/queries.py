@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import Enum
-from typing import Any
+from typing import Annotated, Any
 
 import strawberry
 from graphql import GraphQLError
@@ -94,7 +94,7 @@ class Query:
         self,
         info: Info[Context, None],
         server_id: strawberry.ID | None = None,
-        first: int = strawberry.argument(default=20, description=PAGE_SIZE_HELP),
+        first: Annotated[int, strawberry.argument(description=PAGE_SIZE_HELP)] = 20,
         after: str | None = None,
     ) -> Connection[Channel]:
         filters = {"server_id": _optional_id(server_id, "server")}
@@ -111,7 +111,7 @@ class Query:
         self,
         info: Info[Context, None],
         filter: MessageFilter,
-        first: int = strawberry.argument(default=50, description=PAGE_SIZE_HELP),
+        first: Annotated[int, strawberry.argument(description=PAGE_SIZE_HELP)] = 50,
         after: str | None = None,
     ) -> Connection[Message]:
         filters = {
@@ -127,7 +127,7 @@ class Query:
         self,
         info: Info[Context, None],
         filter: DigestFilter | None = None,
-        first: int = strawberry.argument(default=20, description=PAGE_SIZE_HELP),
+        first: Annotated[int, strawberry.argument(description=PAGE_SIZE_HELP)] = 20,
         after: str | None = None,
     ) -> Connection[DigestSummary]:
         filter = filter or DigestFilter()
@@ -151,7 +151,7 @@ class Query:
         self,
         info: Info[Context, None],
         filter: KnowledgeItemFilter | None = None,
-        first: int = strawberry.argument(default=20, description=PAGE_SIZE_HELP),
+        first: Annotated[int, strawberry.argument(description=PAGE_SIZE_HELP)] = 20,
         after: str | None = None,
     ) -> Connection[KnowledgeItem]:
         filter = filter or KnowledgeItemFilter()
@@ -172,7 +172,7 @@ class Query:
         self,
         info: Info[Context, None],
         filter: DigestJobFilter | None = None,
-        first: int = strawberry.argument(default=20, description=PAGE_SIZE_HELP),
+        first: Annotated[int, strawberry.argument(description=PAGE_SIZE_HELP)] = 20,
         after: str | None = None,
     ) -> Connection[DigestJob]:
         filter = filter or DigestJobFilter()

@@ -37,7 +37,9 @@ class Settings(BaseSettings):
     digestd_api_tokens: SecretStr | None = Field(
         default=None, description="`role:token,...` with roles reader and writer; unset = open."
     )
-    digestd_db_pool_size: int = Field(default=10, ge=1, le=200)
+    digestd_db_pool_size: int = Field(
+        default=10, ge=1, le=200, description="Database connections per process."
+    )
 
     # Worker and jobs.
     digestd_lease_seconds: float = Field(default=30.0, gt=0, description="Job lease length.")
@@ -47,9 +49,15 @@ class Settings(BaseSettings):
     digestd_poll_seconds: float = Field(
         default=5.0, gt=0, description="Fallback polling interval when no NOTIFY arrives."
     )
-    digestd_max_attempts: int = Field(default=3, ge=1, le=20)
-    digestd_retry_base_seconds: float = Field(default=5.0, ge=0)
-    digestd_retry_max_seconds: float = Field(default=300.0, ge=0)
+    digestd_max_attempts: int = Field(
+        default=3, ge=1, le=20, description="Attempts of a failing job before it is FAILED."
+    )
+    digestd_retry_base_seconds: float = Field(
+        default=5.0, ge=0, description="First retry delay of a failed job; doubles per attempt."
+    )
+    digestd_retry_max_seconds: float = Field(
+        default=300.0, ge=0, description="Cap of the retry delay."
+    )
 
     # Chunking and extraction.
     digestd_chunk_tokens: int = Field(
@@ -58,16 +66,32 @@ class Settings(BaseSettings):
     digest_extractor: Literal["offline", "llm"] | None = Field(
         default=None, description="Force an extractor; default: llm when a base URL is set."
     )
-    digest_llm_base_url: str | None = None
-    digest_llm_api_key: SecretStr | None = None
-    digest_map_model: str = "gpt-4o-mini"
-    digest_reduce_model: str = "gpt-4o-mini"
+    digest_llm_base_url: str | None = Field(
+        default=None, description="OpenAI-compatible endpoint; setting it selects the llm extractor."
+    )
+    digest_llm_api_key: SecretStr | None = Field(
+        default=None, description="API key of the endpoint; never logged or shown."
+    )
+    digest_map_model: str = Field(default="gpt-4o-mini", description="Model of the map step.")
+    digest_reduce_model: str = Field(
+        default="gpt-4o-mini", description="Model of the reduce step."
+    )
     digest_llm_extra_headers: str | None = Field(
         default=None, description="JSON object of extra HTTP headers sent with every LLM call."
     )
-    digest_llm_timeout_seconds: float = Field(default=120.0, gt=0)
-    digest_llm_concurrency: int = Field(default=4, ge=1, le=64)
-    digest_llm_max_retries: int = Field(default=4, ge=0, le=10)
+    digest_llm_timeout_seconds: float = Field(
+        default=120.0, gt=0, description="Timeout of one LLM request."
+    )
+    digest_llm_concurrency: int = Field(
+        default=4, ge=1, le=64, description="Map requests in flight per job."
+    )
+    digest_llm_max_retries: int = Field(
+        default=4, ge=0, le=10, description="Retries of a failed LLM request (429, 5xx, timeouts)."
+    )
+
+    digestd_max_window_messages: int = Field(
+        default=100_000, ge=100, description="Messages one digest covers at most; the rest wait."
+    )
 
     # Validation.
     digestd_min_claim_overlap: float = Field(
@@ -76,7 +100,7 @@ class Settings(BaseSettings):
 
     # Ingest limits.
     digestd_max_message_chars: int = Field(
-        default=200_000, ge=1000, description="Longer messages are truncated with a warning."
+        default=200_000, ge=1000, description="Longer messages are rejected with their location."
     )
 
     @property
@@ -91,3 +115,18 @@ class Settings(BaseSettings):
 def get_settings() -> Settings:
     """The process-wide settings, read once from the environment."""
     return Settings()
+
+
+def configuration_table() -> str:
+    """The Markdown table of every setting, as docs/configuration.md and the README show it
+    (a test keeps them equal to this)."""
+    rows = ["| variable | default | meaning |", "| --- | --- | --- |"]
+    for name, info in Settings.model_fields.items():
+        if name == "digestd_home":
+            default = "`~/.local/share/digestd`"
+        elif info.default is None:
+            default = "unset"
+        else:
+            default = f"`{info.default}`"
+        rows.append(f"| `{name.upper()}` | {default} | {info.description or ''} |")
+    return "\n".join(rows)
