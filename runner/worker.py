@@ -37,7 +37,7 @@ class WorkerConfig:
     lease_seconds: float = 30.0
     heartbeat_seconds: float = 10.0
     poll_seconds: float = 5.0
-    chunk_tokens: int = 3000
+    chunk_tokens: int = 6000
     min_overlap: float = 0.5
     map_concurrency: int = 1
     retry_base_seconds: float = 5.0

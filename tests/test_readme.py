@@ -1,0 +1,39 @@
+"""The README and docs stay true: the configuration table matches the settings' code, CI runs the
+README's test command, and every GraphQL example in the README is valid against the schema."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from graphql import parse, validate
+
+from schema import build_schema
+from server.settings import configuration_table
+
+REPO = Path(__file__).resolve().parents[1]
+README = (REPO / "README.md").read_text(encoding="utf-8")
+
+
+def test_configuration_tables_match_the_settings() -> None:
+    table = configuration_table()
+    between = re.search(
+        r"<!-- configuration-table -->\n(.*?)\n<!-- /configuration-table -->", README, re.DOTALL
+    )
+    assert between is not None and between.group(1) == table
+    assert table in (REPO / "docs" / "configuration.md").read_text(encoding="utf-8")
+
+
+def test_ci_runs_the_readmes_test_command() -> None:
+    ci_lines = (REPO / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()
+    command = ci_lines[-1]
+    assert "pytest" in command and f"\n{command}\n" in README
+
+
+def test_every_graphql_example_is_valid() -> None:
+    examples = re.findall(r"```graphql\n(.*?)```", README, re.DOTALL)
+    assert len(examples) >= 5
+    schema = build_schema()._schema
+    for example in examples:
+        errors = validate(schema, parse(example))
+        assert not errors, f"{errors}\n{example}"
