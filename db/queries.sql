@@ -116,7 +116,7 @@ WHERE id = $1 AND worker_id = $2 AND status = 'running';
 -- name: finish_job
 -- End a job this worker holds: succeeded, partial or cancelled, with its stats.
 UPDATE digest_jobs
-SET status = $3, phase = CASE WHEN $3 = 'cancelled' THEN phase ELSE 'store' END,
+SET status = $3, phase = CASE WHEN $3 = 'cancelled' OR $4::bigint IS NULL THEN phase ELSE 'store' END,
     digest_id = $4, result_message = $5, stats = $6, warnings = $7, error = $8,
     lease_expires_at = NULL, finished_at = now(), updated_at = now()
 WHERE id = $1 AND worker_id = $2 AND status = 'running'

@@ -106,6 +106,7 @@ async def test_ingest_trigger_poll_read_over_http(db: Any, settings: Settings) -
         assert rerun_done["status"] == "SUCCEEDED"
         assert rerun_done["resultMessage"] == "no new messages"
         assert rerun_done["digestId"] is None and rerun_done["stats"]["chunks"] is None
+        assert rerun_done["phase"] is None  # it never reached a phase of extraction
 
         listing = await gql(client, "{ digests(first: 5) { nodes { id title excerpt itemCounts { decisions } } pageInfo { hasNextPage endCursor } } }")
         assert [n["id"] for n in listing["digests"]["nodes"]] == [done["digestId"]]
