@@ -54,6 +54,17 @@ def llm_settings(settings: Settings, base_url: str, **extra: Any) -> Settings:
     )
 
 
+def slow_model(delay: float) -> Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]:
+    """The scripted model, answering after `delay` seconds, so a job is caught mid-map."""
+    respond = scripted()
+
+    async def slow(body: dict[str, Any]) -> dict[str, Any]:
+        await asyncio.sleep(delay)
+        return respond(body)
+
+    return slow
+
+
 async def trigger(pool: asyncpg.Pool, channel_id: int) -> int:
     async with pool.acquire() as connection:
         job, _ = await jobs.trigger_channel_digest(connection, channel_id, {}, max_attempts=3)
@@ -140,13 +151,7 @@ async def test_cancelling_a_running_job_stops_it_without_a_digest(
     db: asyncpg.Pool, settings: Settings
 ) -> None:
     channel_id = await add_channel(db, "team-platform", sample_messages())
-    respond = scripted()
-
-    async def slow(body: dict[str, Any]) -> dict[str, Any]:
-        await asyncio.sleep(0.3)
-        return respond(body)
-
-    async with local_openai_server(slow) as (base_url, _):
+    async with local_openai_server(slow_model(0.3)) as (base_url, _):
         runtime = Runtime(llm_settings(settings, base_url, digest_llm_concurrency=1))
         await runtime.open()
         try:
@@ -171,13 +176,7 @@ async def test_killed_worker_process_job_is_finished_by_another_from_the_chunk_c
     db: asyncpg.Pool, settings: Settings, database_url: str, tmp_path: Path
 ) -> None:
     channel_id = await add_channel(db, "team-platform", sample_messages())
-    respond = scripted()
-
-    async def slow(body: dict[str, Any]) -> dict[str, Any]:
-        await asyncio.sleep(0.4)
-        return respond(body)
-
-    async with local_openai_server(slow) as (base_url, _):
+    async with local_openai_server(slow_model(0.4)) as (base_url, _):
         job_id = await trigger(db, channel_id)
         environment = {
             **os.environ,
