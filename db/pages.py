@@ -78,7 +78,11 @@ JOBS = ListSpec(
     sort_column="j.created_at",
     id_column="j.id",
     descending=True,
-    filters={"channel_id": "j.channel_id = {}", "status": "j.status = {}"},
+    filters={
+        "channel_id": "j.channel_id = {}",
+        "document_id": "j.document_id = {}",
+        "status": "j.status = {}",
+    },
 )
 
 KNOWLEDGE_ITEMS = ListSpec(
@@ -117,6 +121,26 @@ CHANNELS = ListSpec(
     id_column="c.id",
     descending=True,
     filters={"server_id": "c.server_id = {}"},
+)
+
+# Documents without their canonical text (a page of 100 PDFs would otherwise carry megabytes);
+# `Document.canonicalText` loads it by id when asked for.
+DOCUMENT_COLUMNS = (
+    "d.id, d.source_text_hash, d.content_type, d.title, d.source_url, d.page_spans, d.warnings, "
+    "d.created_at, length(d.canonical_text) AS chars"
+)
+
+DOCUMENTS = ListSpec(
+    name="documents",
+    select=f"SELECT {DOCUMENT_COLUMNS} FROM documents d",
+    sort_column="d.created_at",
+    id_column="d.id",
+    descending=True,
+    filters={
+        "content_type": "d.content_type = {}",
+        "since": "d.created_at >= {}",
+        "until": "d.created_at < {}",
+    },
 )
 
 

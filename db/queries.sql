@@ -286,3 +286,87 @@ SELECT last_digested_message_id FROM channels WHERE id = $1 FOR UPDATE;
 -- name: latest_digest_of_channel
 -- The newest digest of a channel.
 SELECT * FROM digests WHERE channel_id = $1 ORDER BY created_at DESC, id DESC LIMIT 1;
+
+-- Documents (0002). The `documents` keyset list is composed in db/pages.py (DOCUMENTS).
+
+-- name: insert_document
+-- Store an ingested document, or find the stored one with the same canonical text (the hash is
+-- unique); returns the row and whether it was inserted now.
+WITH inserted AS (
+    INSERT INTO documents (source_text_hash, canonical_text, content_type, title, source_url,
+                           page_spans, warnings)
+    VALUES ($1, $2, $3, $4, $5, $6, $7)
+    ON CONFLICT ON CONSTRAINT documents_source_text_hash DO NOTHING
+    RETURNING *
+)
+SELECT inserted.*, true AS created FROM inserted
+UNION ALL
+SELECT d.*, false AS created FROM documents d
+WHERE d.source_text_hash = $1 AND NOT EXISTS (SELECT 1 FROM inserted);
+
+-- name: document_by_id
+-- One document, with its canonical text.
+SELECT * FROM documents WHERE id = $1;
+
+-- name: documents_by_ids
+-- Documents by id, for the DataLoader.
+SELECT * FROM documents WHERE id = ANY($1::bigint[]);
+
+-- name: insert_document_job
+-- Queue a digest of a document for a query unless one is queued or running (partial unique
+-- index on document and query hash).
+INSERT INTO digest_jobs (kind, document_id, options, max_attempts)
+VALUES ('document', $1, $2, $3)
+ON CONFLICT (document_id, (options ->> 'query_hash'))
+    WHERE status IN ('queued', 'running') AND kind = 'document'
+DO NOTHING
+RETURNING *;
+
+-- name: active_document_job
+-- The queued or running job of a document for one query hash, if any.
+SELECT * FROM digest_jobs
+WHERE document_id = $1 AND kind = 'document' AND options ->> 'query_hash' = $2
+  AND status IN ('queued', 'running');
+
+-- name: document_digest_by_cache_key
+-- The cache lookup of a document job: a stored digest with this key, if any.
+SELECT id FROM document_digests WHERE cache_key = $1;
+
+-- name: insert_document_digest
+-- Store a validated digest; a concurrent job that stored the same key first wins and its id is
+-- returned instead (the digest is a deterministic function of the key's inputs).
+WITH inserted AS (
+    INSERT INTO document_digests (document_id, job_id, query, query_hash, cache_key, payload,
+                                  summarizer, evidence_mode, original_tokens, final_tokens,
+                                  tokens_estimated, warnings, duration_ms)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+    ON CONFLICT ON CONSTRAINT document_digests_cache_key DO NOTHING
+    RETURNING id
+)
+SELECT id, true AS created FROM inserted
+UNION ALL
+SELECT id, false AS created FROM document_digests
+WHERE cache_key = $5 AND NOT EXISTS (SELECT 1 FROM inserted);
+
+-- name: finish_document_job
+-- End a document job this worker holds (succeeded, failed or cancelled) with its digest.
+UPDATE digest_jobs
+SET status = $3, document_digest_id = $4, result_message = $5, stats = $6, warnings = $7,
+    error = $8, phase = CASE WHEN $4::bigint IS NULL THEN phase ELSE 'store' END,
+    lease_expires_at = NULL, finished_at = now(), updated_at = now()
+WHERE id = $1 AND worker_id = $2 AND status = 'running'
+RETURNING *;
+
+-- name: document_digests_by_ids
+-- Document digests by id, for the DataLoader.
+SELECT * FROM document_digests WHERE id = ANY($1::bigint[]);
+
+-- name: latest_digests_of_documents
+-- The newest digests of several documents (at most $2 each), for the DataLoader.
+SELECT x.* FROM unnest($1::bigint[]) AS wanted(document_id)
+CROSS JOIN LATERAL (
+    SELECT * FROM document_digests g
+    WHERE g.document_id = wanted.document_id
+    ORDER BY g.created_at DESC, g.id DESC
+    LIMIT $2
+) x;

@@ -24,6 +24,7 @@ from db import jobs as job_queries
 from db.engine import connect
 from db.queries import QUERIES
 from runner.contract import ChunkSummary
+from runner.document_jobs import DocumentJobRunner
 from runner.extractors.base import Extractor
 from runner.pipeline import Cancelled, PipelineHooks, PipelineResult, run_pipeline
 from runner.store import LostLease, StoredWindow, store_digest
@@ -66,11 +67,13 @@ class Worker:
         database_url: str,
         config: WorkerConfig,
         extractor_factory: Callable[[], Extractor],
+        documents: DocumentJobRunner | None = None,
     ) -> None:
         self._pool = pool
         self._database_url = database_url
         self._config = config
         self._extractor_factory = extractor_factory
+        self._documents = documents or DocumentJobRunner()
         self._wake = asyncio.Event()
         self.worker_id = config.worker_id
 
@@ -138,7 +141,12 @@ class Worker:
         started = time.perf_counter()
         stats: dict[str, Any] = {}
         try:
-            await self._digest_channel(job, control, stats)
+            if job["kind"] == "document":
+                await self._documents.run(
+                    self._pool, job, self.worker_id, control.should_stop, stats
+                )
+            else:
+                await self._digest_channel(job, control, stats)
         except LostLease:
             logger.warning("job %s: lease lost; another worker has it", job["id"])
         except Cancelled:

@@ -8,6 +8,8 @@ from enum import Enum
 
 import asyncpg
 
+from runner.documents.fetch import FetchPolicy
+from runner.documents.policy import DigestConfig
 from schema.loaders import Loaders, create_loaders
 
 
@@ -23,6 +25,8 @@ class ApiConfig:
     max_attempts: int = 3
     max_message_chars: int = 200_000
     max_ingest_batch: int = 5000
+    digest_config: DigestConfig = field(default_factory=DigestConfig)
+    fetch_policy: FetchPolicy = field(default_factory=FetchPolicy)
 
 
 @dataclass

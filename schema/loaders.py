@@ -48,6 +48,23 @@ def _message_counts(pool: asyncpg.Pool) -> BatchLoad:
     return load
 
 
+LATEST_DIGESTS_PER_DOCUMENT = 10
+
+
+def _latest_document_digests(pool: asyncpg.Pool) -> BatchLoad:
+    async def load(ids: list[int]) -> list[list[asyncpg.Record]]:
+        async with pool.acquire() as connection:
+            rows = await connection.fetch(
+                QUERIES["latest_digests_of_documents"], ids, LATEST_DIGESTS_PER_DOCUMENT
+            )
+        groups: dict[int, list[asyncpg.Record]] = defaultdict(list)
+        for row in rows:
+            groups[row["document_id"]].append(row)
+        return [groups.get(i, []) for i in ids]
+
+    return load
+
+
 @dataclass
 class Loaders:
     channel: DataLoader[int, asyncpg.Record | None]
@@ -63,6 +80,9 @@ class Loaders:
     links: DataLoader[int, list[asyncpg.Record]]
     artifacts: DataLoader[int, list[asyncpg.Record]]
     knowledge_items: DataLoader[int, list[asyncpg.Record]]
+    document: DataLoader[int, asyncpg.Record | None]
+    document_digest: DataLoader[int, asyncpg.Record | None]
+    latest_document_digests: DataLoader[int, list[asyncpg.Record]]
 
 
 def create_loaders(pool: asyncpg.Pool) -> Loaders:
@@ -80,4 +100,7 @@ def create_loaders(pool: asyncpg.Pool) -> Loaders:
         links=DataLoader(_grouped(pool, "links_of_digests")),
         artifacts=DataLoader(_grouped(pool, "artifacts_of_digests")),
         knowledge_items=DataLoader(_grouped(pool, "knowledge_items_of_digests")),
+        document=DataLoader(_by_id(pool, "documents_by_ids")),
+        document_digest=DataLoader(_by_id(pool, "document_digests_by_ids")),
+        latest_document_digests=DataLoader(_latest_document_digests(pool)),
     )

@@ -1,4 +1,5 @@
-"""Mutations: ingest messages, trigger a digest, cancel a job. Writers only.
+"""Mutations: ingest messages, trigger a digest, cancel a job (documents: schema/document_api.py).
+Writers only.
 
 Expected failures (an unknown channel, a bad input) come back as typed results in the union, so
 a client handles them without parsing error strings; GraphQL errors are left for bugs, limits and
@@ -20,6 +21,7 @@ from runner.importers.records import RecordError as ParseError
 from runner.importers.records import message_from_fields
 from runner.normalize import normalize_text
 from schema.context import Context
+from schema.document_api import DocumentMutations
 from schema.permissions import IsWriter
 from schema.queries import parse_id
 from schema.types import Channel, DigestJob, InvalidInputError, NotFoundError, RecordError
@@ -72,7 +74,7 @@ MAX_ERRORS_SHOWN = 20
 
 
 @strawberry.type
-class Mutation:
+class Mutation(DocumentMutations):
     @strawberry.mutation(
         permission_classes=[IsWriter],
         description="Store messages of one channel (upsert on channel + message id).",

@@ -4,31 +4,19 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import Enum
-from typing import Annotated, Any
+from typing import Annotated
 
 import strawberry
 from graphql import GraphQLError
 from strawberry.types import Info
 
 from db import pages
-from db.pages import InvalidCursor, ListSpec
 from schema.connections import Connection
 from schema.context import Context
 from schema.digest_types import Digest, DigestSummary, KnowledgeItem
+from schema.document_api import DocumentQueries
+from schema.paging import PAGE_SIZE_HELP, optional_id, page_of, parse_id
 from schema.types import Channel, DigestJob, JobStatus, Message
-
-PAGE_SIZE_HELP = f"Page size, 1 to {pages.MAX_PAGE_SIZE}."
-
-
-def parse_id(value: strawberry.ID | str, what: str) -> int:
-    """Internal ids are positive integers; anything else is a clear client error."""
-    try:
-        parsed = int(str(value))
-    except ValueError:
-        raise GraphQLError(f"invalid {what} id {str(value)[:40]!r}: ids are numeric strings") from None
-    if parsed <= 0 or parsed >= 2**63:
-        raise GraphQLError(f"invalid {what} id {parsed}: out of range")
-    return parsed
 
 
 @strawberry.enum
@@ -68,27 +56,12 @@ class KnowledgeItemFilter:
 @strawberry.input
 class DigestJobFilter:
     channel_id: strawberry.ID | None = None
+    document_id: strawberry.ID | None = None
     status: JobStatus | None = None
 
 
-async def _page(
-    info: Info[Context, None], spec: ListSpec, filters: dict[str, Any], first: int, after: str | None
-) -> pages.Page:
-    try:
-        async with info.context.pool.acquire() as connection:
-            return await pages.fetch_page(connection, spec, filters, first=first, after=after)
-    except InvalidCursor as error:
-        raise GraphQLError(f"invalid cursor: {error}") from None
-    except ValueError as error:
-        raise GraphQLError(str(error)) from None
-
-
-def _optional_id(value: strawberry.ID | None, what: str) -> int | None:
-    return parse_id(value, what) if value is not None else None
-
-
 @strawberry.type
-class Query:
+class Query(DocumentQueries):
     @strawberry.field(description="Channels, newest first.")
     async def channels(
         self,
@@ -97,8 +70,8 @@ class Query:
         first: Annotated[int, strawberry.argument(description=PAGE_SIZE_HELP)] = 20,
         after: str | None = None,
     ) -> Connection[Channel]:
-        filters = {"server_id": _optional_id(server_id, "server")}
-        page = await _page(info, pages.CHANNELS, filters, first, after)
+        filters = {"server_id": optional_id(server_id, "server")}
+        page = await page_of(info, pages.CHANNELS, filters, first, after)
         return Connection.from_page(page, Channel.from_row)
 
     @strawberry.field
@@ -119,7 +92,7 @@ class Query:
             "since": filter.since,
             "until": filter.until,
         }
-        page = await _page(info, pages.MESSAGES, filters, first, after)
+        page = await page_of(info, pages.MESSAGES, filters, first, after)
         return Connection.from_page(page, Message.from_row)
 
     @strawberry.field(description="Digests, newest first, in their light form.")
@@ -132,13 +105,13 @@ class Query:
     ) -> Connection[DigestSummary]:
         filter = filter or DigestFilter()
         filters = {
-            "server_id": _optional_id(filter.server_id, "server"),
-            "channel_id": _optional_id(filter.channel_id, "channel"),
+            "server_id": optional_id(filter.server_id, "server"),
+            "channel_id": optional_id(filter.channel_id, "channel"),
             "since": filter.since,
             "until": filter.until,
             "signal_quality": filter.signal_quality.value if filter.signal_quality else None,
         }
-        page = await _page(info, pages.DIGESTS, filters, first, after)
+        page = await page_of(info, pages.DIGESTS, filters, first, after)
         return Connection.from_page(page, DigestSummary.from_row)
 
     @strawberry.field(description="One digest with every item.")
@@ -159,12 +132,12 @@ class Query:
         if query and len(query) > 500:
             raise GraphQLError("query is too long: at most 500 characters")
         filters = {
-            "channel_id": _optional_id(filter.channel_id, "channel"),
-            "digest_id": _optional_id(filter.digest_id, "digest"),
+            "channel_id": optional_id(filter.channel_id, "channel"),
+            "digest_id": optional_id(filter.digest_id, "digest"),
             "kind": filter.kind,
             "query": query or None,
         }
-        page = await _page(info, pages.KNOWLEDGE_ITEMS, filters, first, after)
+        page = await page_of(info, pages.KNOWLEDGE_ITEMS, filters, first, after)
         return Connection.from_page(page, KnowledgeItem.from_row)
 
     @strawberry.field(description="Digest jobs, newest first.")
@@ -177,10 +150,11 @@ class Query:
     ) -> Connection[DigestJob]:
         filter = filter or DigestJobFilter()
         filters = {
-            "channel_id": _optional_id(filter.channel_id, "channel"),
+            "channel_id": optional_id(filter.channel_id, "channel"),
+            "document_id": optional_id(filter.document_id, "document"),
             "status": filter.status.value if filter.status else None,
         }
-        page = await _page(info, pages.JOBS, filters, first, after)
+        page = await page_of(info, pages.JOBS, filters, first, after)
         return Connection.from_page(page, DigestJob.from_row)
 
     @strawberry.field(description="One job, for polling.")

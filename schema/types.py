@@ -15,6 +15,11 @@ from schema.context import Context
 
 if TYPE_CHECKING:
     from schema.digest_types import Digest
+    from schema.document_types import DocumentDigest
+
+
+def _optional_id(value: int | None) -> strawberry.ID | None:
+    return strawberry.ID(str(value)) if value is not None else None
 
 
 @strawberry.type
@@ -120,6 +125,15 @@ class JobStats:
     items_flagged: int | None = None
     tokens_estimated: bool | None = None
     duration_seconds: float | None = None
+    cache_hit: bool | None = strawberry.field(
+        default=None, description="Document jobs: the digest was served from the cache."
+    )
+    summarizer_calls: int | None = None
+    original_chars: int | None = None
+    digest_chars: int | None = None
+    compression_ratio: float | None = None
+    evidence_snippets: int | None = None
+    final_tokens: int | None = None
 
     @classmethod
     def from_json(cls, stats: dict[str, Any]) -> JobStats:
@@ -155,6 +169,11 @@ class DigestJob:
     stats: JobStats
     warnings: list[Flag]
     digest_id: strawberry.ID | None
+    document_id: strawberry.ID | None = strawberry.field(description="Document jobs: the document.")
+    document_digest_id: strawberry.ID | None = strawberry.field(
+        description="Document jobs: the digest produced or served from the cache."
+    )
+    query: str | None = strawberry.field(description="Document jobs: the query digested for.")
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
@@ -177,6 +196,9 @@ class DigestJob:
             stats=JobStats.from_json(row["stats"] or {}),
             warnings=Flag.many(row["warnings"] or []),
             digest_id=strawberry.ID(str(row["digest_id"])) if row["digest_id"] else None,
+            document_id=_optional_id(row.get("document_id")),
+            document_digest_id=_optional_id(row.get("document_digest_id")),
+            query=(row["options"] or {}).get("query") if row["kind"] == "document" else None,
             created_at=row["created_at"],
             started_at=row["started_at"],
             finished_at=row["finished_at"],
@@ -189,6 +211,17 @@ class DigestJob:
             return None
         row = await info.context.loaders.channel.load(int(self.channel_id))
         return Channel.from_row(row) if row else None
+
+    @strawberry.field(description="Document jobs: the digest, once there is one.")
+    async def document_digest(
+        self, info: Info[Context, None]
+    ) -> Annotated["DocumentDigest", strawberry.lazy("schema.document_types")] | None:
+        from schema.document_types import DocumentDigest
+
+        if self.document_digest_id is None:
+            return None
+        row = await info.context.loaders.document_digest.load(int(self.document_digest_id))
+        return DocumentDigest.from_row(row) if row else None
 
     @strawberry.field(description="The digest this job produced, once it has.")
     async def digest(
@@ -216,3 +249,6 @@ class NotFoundError:
 @strawberry.type
 class InvalidInputError:
     message: str
+    code: str | None = strawberry.field(
+        default=None, description="A stable code to branch on (encrypted, blocked_address, ...)."
+    )

@@ -1,4 +1,4 @@
-"""The `digestd` command: serve, worker, migrate, import, digest, demo."""
+"""The `digestd` command: serve, worker, migrate, import, digest, add-doc, demo."""
 
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ from pathlib import Path
 
 from db import jobs as job_queries
 from db.queries import QUERIES
+from server.cli_documents import add_arguments as add_doc_arguments
+from server.cli_documents import add_doc
 from server.render import render_digest
 from server.runtime import ConfigurationError, Runtime
 from server.settings import Settings, get_settings
@@ -230,6 +232,10 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
     return asyncio.run(_with_runtime(settings, body))
 
 
+def cmd_add_doc(args: argparse.Namespace, settings: Settings) -> int:
+    return asyncio.run(_with_runtime(settings, lambda runtime: add_doc(runtime, args)))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="digestd", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
@@ -262,6 +268,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-worker", action="store_true", help="only wait; let running workers do the job"
     )
     digest.set_defaults(handler=cmd_digest)
+
+    add_doc_parser = commands.add_parser(
+        "add-doc", help="ingest a document (file or URL); --query digests it"
+    )
+    add_doc_arguments(add_doc_parser)
+    add_doc_parser.set_defaults(handler=cmd_add_doc)
 
     commands.add_parser("demo", help="import the sample channel and digest it").set_defaults(
         handler=cmd_demo

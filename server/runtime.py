@@ -6,16 +6,23 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import asyncpg
 
 from db.engine import connect, create_pool, redact_url, resolve_database_url
 from db.migrate import migrate
+from runner.document_jobs import DocumentJobRunner
+from runner.documents.fetch import FetchPolicy
+from runner.documents.policy import DigestConfig, DigestPolicy
+from runner.documents.summarize import OfflineSummarizer, Summarizer
 from runner.extractors.base import Extractor
 from runner.worker import Worker, WorkerConfig
 from schema.context import ApiConfig
 from server.settings import Settings
+
+if TYPE_CHECKING:
+    from runner.llm.config import LLMConfig
 
 logger = logging.getLogger(__name__)
 
@@ -34,9 +41,8 @@ def extractor_factory(settings: Settings) -> Callable[[], Extractor]:
     return _llm_factory(settings)
 
 
-def _llm_factory(settings: Settings) -> Callable[[], Extractor]:
-    from runner.extractors.llm import LLMExtractor
-    from runner.llm.client import build_client
+def llm_config(settings: Settings) -> LLMConfig:
+    """The LLM endpoint settings shared by the chat extractor and the document summarizer."""
     from runner.llm.config import LLMConfig
 
     if not settings.digest_llm_base_url:
@@ -50,7 +56,7 @@ def _llm_factory(settings: Settings) -> Callable[[], Extractor]:
         if not isinstance(parsed, dict):
             raise ConfigurationError("DIGEST_LLM_EXTRA_HEADERS must be a JSON object")
         headers = {str(k): str(v) for k, v in parsed.items()}
-    config = LLMConfig(
+    return LLMConfig(
         base_url=settings.digest_llm_base_url,
         api_key=settings.digest_llm_api_key.get_secret_value() if settings.digest_llm_api_key else "",
         map_model=settings.digest_map_model,
@@ -60,12 +66,59 @@ def _llm_factory(settings: Settings) -> Callable[[], Extractor]:
         concurrency=settings.digest_llm_concurrency,
         max_retries=settings.digest_llm_max_retries,
     )
+
+
+def _llm_factory(settings: Settings) -> Callable[[], Extractor]:
+    from runner.extractors.llm import LLMExtractor
+    from runner.llm.client import build_client
+
+    config = llm_config(settings)
     # One HTTP client (connection pool) for the process; the endpoint's circuit breaker is
     # shared through runner.llm.breaker's registry. Each job gets a fresh extractor so its
     # usage figures and warnings are its own.
     client = build_client(config)
     min_overlap = settings.digestd_min_claim_overlap
     return lambda: LLMExtractor(config, client=client, min_overlap=min_overlap)
+
+
+def digest_config(settings: Settings) -> DigestConfig:
+    """The document digest configuration (the seed's defaults where no setting exists)."""
+    return DigestConfig(
+        policy=DigestPolicy(settings.digestd_doc_digest_policy),
+        min_chars=settings.digestd_doc_min_chars,
+    )
+
+
+def fetch_policy(settings: Settings) -> FetchPolicy:
+    allow = settings.digestd_fetch_allow_private
+    return FetchPolicy(allow_loopback=allow, allow_private=allow)
+
+
+def summarizer_factory(settings: Settings) -> Callable[[], Summarizer]:
+    """Document summarizers of the configured extractor: offline (extractive) or the LLM behind
+    the same endpoint, retries and circuit breaker as the chat extractor (the breaker registry is
+    per endpoint, so a failing endpoint opens it for both)."""
+    if settings.extractor_name == "offline":
+        return OfflineSummarizer
+    from runner.documents.llm_summary import LLMSummarizer, resilient_tool_call
+    from runner.llm.breaker import breaker_for
+    from runner.llm.client import ResilientCaller, build_client
+
+    config = llm_config(settings)
+    breaker = breaker_for(
+        config.endpoint,
+        window=config.breaker_window,
+        min_samples=config.breaker_min_samples,
+        failure_ratio=config.breaker_failure_ratio,
+        cooldown_seconds=config.breaker_cooldown_seconds,
+    )
+    caller = ResilientCaller(build_client(config), config, breaker)
+    call = resilient_tool_call(
+        caller, config.reduce_model, max_tokens_param=config.max_tokens_param,
+        temperature=config.temperature,
+    )  # fmt: skip
+    summarizer = LLMSummarizer(call, config.reduce_model)
+    return lambda: summarizer  # stateless between calls: one instance serves every job
 
 
 class Runtime:
@@ -76,6 +129,7 @@ class Runtime:
         self.database_url: str | None = None
         self._pool: asyncpg.Pool | None = None
         self._extractor_factory: Callable[[], Extractor] | None = None
+        self._documents: DocumentJobRunner | None = None
 
     @property
     def pool(self) -> asyncpg.Pool:
@@ -107,6 +161,8 @@ class Runtime:
         return ApiConfig(
             max_attempts=self.settings.digestd_max_attempts,
             max_message_chars=self.settings.digestd_max_message_chars,
+            digest_config=digest_config(self.settings),
+            fetch_policy=fetch_policy(self.settings),
         )
 
     def worker_config(self) -> WorkerConfig:
@@ -126,5 +182,15 @@ class Runtime:
     def new_worker(self) -> Worker:
         if self._extractor_factory is None:
             self._extractor_factory = extractor_factory(self.settings)
+        if self._documents is None:
+            self._documents = DocumentJobRunner(
+                digest_config(self.settings),
+                summarizer_factory(self.settings),
+                archive_dir=self.settings.digestd_archive_dir,
+                archive_retention_days=self.settings.digestd_archive_retention_days,
+            )
         assert self.database_url is not None
-        return Worker(self.pool, self.database_url, self.worker_config(), self._extractor_factory)
+        return Worker(
+            self.pool, self.database_url, self.worker_config(), self._extractor_factory,
+            self._documents,
+        )  # fmt: skip

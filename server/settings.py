@@ -106,6 +106,25 @@ class Settings(BaseSettings):
         default=200_000, ge=1000, description="Longer messages are rejected with their location."
     )
 
+    # Documents.
+    digestd_doc_digest_policy: Literal["off", "auto", "always"] = Field(
+        default="auto",
+        description="Documents digested: off, auto (large, undegraded) or always.",
+    )
+    digestd_doc_min_chars: int = Field(
+        default=10_000, ge=0, description="Canonical characters a document needs under `auto`."
+    )
+    digestd_archive_dir: Path | None = Field(
+        default=None, description="Opt-in: archive canonical texts here (private files)."
+    )
+    digestd_archive_retention_days: float = Field(
+        default=30.0, gt=0, description="Archived texts older than this are pruned."
+    )
+    digestd_fetch_allow_private: bool = Field(
+        default=False,
+        description="Allow loopback/private hosts in document URLs (never link-local).",
+    )
+
     @property
     def extractor_name(self) -> Literal["offline", "llm"]:
         """The extractor jobs use: forced by DIGEST_EXTRACTOR, else llm iff a base URL is set."""

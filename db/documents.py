@@ -1,0 +1,116 @@
+"""Documents in Postgres: store an ingested document, queue a digest of it for a query, read
+the digest cache, and store a digest together with its job's end state.
+
+The SQL is in db/queries.sql (`insert_document`, `insert_document_job`, ...); this module only
+shapes parameters and keeps the transactions in one place.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import asyncpg
+
+from db.queries import QUERIES
+
+# What a document row is, as `runner.documents.CanonicalDocument.as_record()` produces it.
+DocumentRecord = dict[str, Any]
+
+
+async def store_document(
+    connection: asyncpg.Connection, record: DocumentRecord
+) -> tuple[asyncpg.Record, bool]:
+    """Insert the document, or return the stored one with the same canonical text.
+    Returns (row, created)."""
+    row = await connection.fetchrow(
+        QUERIES["insert_document"],
+        record["source_text_hash"],
+        record["canonical_text"],
+        record["content_type"],
+        record.get("title"),
+        record.get("source_url"),
+        record.get("page_spans"),
+        record.get("warnings") or [],
+    )
+    assert row is not None  # either the insert or the existing row
+    return row, bool(row["created"])
+
+
+def document_record(row: asyncpg.Record) -> DocumentRecord:
+    """The `CanonicalDocument.from_record` form of a full documents row."""
+    return {
+        "canonical_text": row["canonical_text"],
+        "source_text_hash": row["source_text_hash"],
+        "content_type": row["content_type"],
+        "title": row["title"],
+        "page_spans": row["page_spans"],
+        "warnings": row["warnings"] or [],
+        "source_url": row["source_url"],
+    }
+
+
+async def trigger_document_digest(
+    connection: asyncpg.Connection,
+    document_id: int,
+    query: str,
+    query_hash: str,
+    *,
+    max_attempts: int,
+) -> tuple[asyncpg.Record, bool]:
+    """Queue a digest of the document for `query`, or return the queued/running job for the same
+    query. Returns (job, created). Same retry-on-race shape as `jobs.trigger_channel_digest`."""
+    options = {"query": query, "query_hash": query_hash}
+    for _ in range(5):
+        async with connection.transaction():
+            job = await connection.fetchrow(
+                QUERIES["insert_document_job"], document_id, options, max_attempts
+            )
+            if job is not None:
+                await connection.execute(QUERIES["notify_jobs"], str(job["id"]))
+                return job, True
+            existing = await connection.fetchrow(
+                QUERIES["active_document_job"], document_id, query_hash
+            )
+            if existing is not None:
+                return existing, False
+    raise RuntimeError(f"could not queue a digest of document {document_id}: too much contention")
+
+
+async def cached_digest_id(connection: asyncpg.Connection, cache_key: str) -> int | None:
+    return await connection.fetchval(QUERIES["document_digest_by_cache_key"], cache_key)
+
+
+async def finish_document_job(
+    connection: asyncpg.Connection,
+    job_id: int,
+    worker_id: str,
+    *,
+    status: str,
+    document_digest_id: int | None,
+    message: str | None,
+    stats: dict[str, Any],
+    warnings: list[dict[str, Any]],
+    error: str | None = None,
+) -> asyncpg.Record | None:
+    """End a job this worker holds; None when it no longer holds it (lease lost)."""
+    return await connection.fetchrow(
+        QUERIES["finish_document_job"], job_id, worker_id, status, document_digest_id, message,
+        stats, warnings, error,
+    )  # fmt: skip
+
+
+async def insert_document_digest(
+    connection: asyncpg.Connection, job_id: int | None, values: dict[str, Any]
+) -> tuple[int, bool]:
+    """Store one validated digest; returns (id, created). An existing row with the same cache key
+    wins (a concurrent job computed the same deterministic digest)."""
+    row = await connection.fetchrow(
+        QUERIES["insert_document_digest"],
+        values["document_id"], job_id, values["query"], values["query_hash"],
+        values["cache_key"], values["payload"], values["summarizer"], values["evidence_mode"],
+        values["original_tokens"], values["final_tokens"], values["tokens_estimated"],
+        values["warnings"], values["duration_ms"],
+    )  # fmt: skip
+    assert row is not None
+    return int(row["id"]), bool(row["created"])
+

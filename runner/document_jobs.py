@@ -1,0 +1,279 @@
+"""The document job: digest one stored document for one query, served from the Postgres cache
+when the same key was digested before.
+
+Claimed by the same workers and the same claim query as channel jobs (`runner/worker.py`
+dispatches on `job["kind"]`). The steps:
+1. load the document and check eligibility under the digest policy (the seed's safety check;
+   the API already refuses ineligible triggers, but the policy may have changed since);
+2. archive the canonical text when `archive_dir` is set (opt-in; private files, pruned after
+   the retention period; a fresh digest is verified against the archive before it is stored);
+3. compute the seed's cache key (document, canonical-text hash, query, config, summarizer
+   fingerprint); a stored digest with that key ends the job at once: no summarizer call, which
+   also keeps cached digests readable while the LLM circuit breaker is open;
+4. otherwise `digest_document` under the per-source timeout, then the digest row and the job's
+   end state commit in one transaction (a lost lease rolls both back).
+A per-document error (inconsistent text, a locator that does not verify, a summarizer that keeps
+answering garbage) FAILS the job at once with its code and reason: retrying would fail the same
+way. Timeouts, an open breaker and LLM call errors propagate to the worker, which retries them
+with backoff. Nothing here logs document text: only ids, sizes, hashes and codes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+
+from db import documents as document_queries
+from db import jobs as job_queries
+from db.queries import QUERIES
+from runner.documents.archive import (
+    DEFAULT_RETENTION_DAYS,
+    prune_archive,
+    verify_archive,
+    write_archive,
+)
+from runner.documents.cache_key import digest_cache_key, query_hash
+from runner.documents.digest import DigestOutcome, digest_document
+from runner.documents.errors import ArchiveError, DocumentError
+from runner.documents.ingest import CanonicalDocument
+from runner.documents.policy import (
+    DigestCandidate,
+    DigestConfig,
+    Eligibility,
+    check_eligibility,
+    estimate_quality,
+)
+from runner.documents.summarize import OfflineSummarizer, Summarizer
+from runner.pipeline import Cancelled
+from runner.store import LostLease
+
+logger = logging.getLogger(__name__)
+
+ShouldStop = Callable[[], bool]
+
+
+class DigestTimeout(RuntimeError):
+    """The summarizer did not finish within the per-source budget; nothing is cached."""
+
+
+def document_source_id(document_id: int) -> str:
+    """The `source_id` of cache keys (and archive paths): stable per stored document."""
+    return f"doc-{document_id}"
+
+
+def document_eligibility(
+    document: CanonicalDocument, source_id: str, config: DigestConfig
+) -> Eligibility:
+    """The seed's eligibility of a stored document: it is not a digest, its quality is MEDIUM
+    unless its extraction was degraded (then LOW), its size is its canonical text."""
+    candidate = DigestCandidate(
+        source_id=source_id,
+        content_chars=len(document.canonical_text),
+        quality=estimate_quality(document.warnings),
+    )
+    return check_eligibility(candidate, config)
+
+
+def ineligible_reason(
+    document: CanonicalDocument, eligibility: Eligibility, config: DigestConfig
+) -> str:
+    """A sentence saying why a document is not digested, for jobs, the API and the CLI."""
+    detail = {
+        "too_small": f": {len(document.canonical_text)} characters, policy auto needs "
+        f"{config.min_chars} (DIGESTD_DOC_MIN_CHARS)",
+        "low_quality": ": its extraction was degraded (see the document's warnings)",
+    }.get(eligibility.reason, "")
+    return f"not digested under policy {config.policy.value}: {eligibility.reason}{detail}"
+
+
+@dataclass
+class DocumentJobRunner:
+    """Runs document jobs with one digest configuration and a summarizer factory (a fresh
+    summarizer per job; shared state such as the LLM breaker lives in the factory)."""
+
+    config: DigestConfig = field(default_factory=DigestConfig)
+    summarizer_factory: Callable[[], Summarizer] = OfflineSummarizer
+    archive_dir: Path | None = None  # opt-in (seed 000 "Archival Contract")
+    archive_retention_days: float = DEFAULT_RETENTION_DAYS
+
+    async def run(
+        self,
+        pool: asyncpg.Pool,
+        job: asyncpg.Record,
+        worker_id: str,
+        should_stop: ShouldStop,
+        stats: dict[str, Any],
+    ) -> None:
+        options = job["options"] or {}
+        query = str(options.get("query", ""))
+        stats.update({"document_id": job["document_id"], "summarizer_calls": 0})
+        async with pool.acquire() as connection:
+            row = await connection.fetchrow(QUERIES["document_by_id"], job["document_id"])
+        if row is None:
+            await self._end(pool, job, worker_id, "failed", None, stats, [],
+                            error=f"document {job['document_id']} no longer exists")  # fmt: skip
+            return
+        document = CanonicalDocument.from_record(document_queries.document_record(row))
+        source_id = document_source_id(row["id"])
+
+        eligibility = document_eligibility(document, source_id, self.config)
+        if not eligibility.eligible:
+            reason = ineligible_reason(document, eligibility, self.config)
+            logger.info("digest.skipped source_id=%s reason=%s", source_id, eligibility.reason)
+            warning = {"code": "digest_skipped", "message": reason}
+            await self._end(
+                pool, job, worker_id, "succeeded", None, stats, [warning], message=reason
+            )
+            return
+
+        archive_warnings = await self._archive(source_id, document.canonical_text, stats)
+        summarizer = self.summarizer_factory()
+        cache_key = digest_cache_key(
+            source_id, document.source_text_hash, query, self.config, summarizer.fingerprint()
+        )
+        stats["summarizer"] = summarizer.name
+        async with pool.acquire() as connection:
+            cached = await document_queries.cached_digest_id(connection, cache_key)
+        if cached is not None:
+            stats["cache_hit"] = True
+            logger.info("digest.cache_hit source_id=%s digest_id=%s", source_id, cached)
+            await self._end(pool, job, worker_id, "succeeded", cached, stats, archive_warnings,
+                            message="served from the digest cache")  # fmt: skip
+            return
+        stats["cache_hit"] = False
+        if should_stop():
+            raise Cancelled()
+
+        async with pool.acquire() as connection:
+            await job_queries.update_progress(connection, job["id"], worker_id, "map", 0, 1)
+        started = time.perf_counter()
+        try:
+            async with asyncio.timeout(self.config.per_source_timeout):
+                stats["summarizer_calls"] = 1
+                outcome = await digest_document(
+                    document, query, source_id=source_id, config=self.config, summarizer=summarizer
+                )
+        except TimeoutError:
+            raise DigestTimeout(
+                f"digest_timeout: the digest took longer than {self.config.per_source_timeout:g} s"
+            ) from None
+        except DocumentError as error:
+            stats["duration_seconds"] = round(time.perf_counter() - started, 3)
+            logger.warning("digest.error source_id=%s code=%s", source_id, error.code)
+            await self._end(pool, job, worker_id, "failed", None, stats, [],
+                            error=f"{error.code}: {error.reason}")  # fmt: skip
+            return
+        stats.update(outcome_stats(outcome))
+        if stats.get("archived"):
+            try:  # the seed's verification contract: hash and every locator, on the archive
+                await asyncio.to_thread(
+                    verify_archive, self.archive_dir, source_id, outcome.payload
+                )
+            except ArchiveError as error:
+                await self._end(pool, job, worker_id, "failed", None, stats, [],
+                                error=f"{error.code}: {error.reason}")  # fmt: skip
+                return
+        await self._store(pool, job, worker_id, row["id"], query, outcome, stats, archive_warnings)
+
+    async def _archive(
+        self, source_id: str, canonical_text: str, stats: dict[str, Any]
+    ) -> list[dict[str, Any]]:
+        """Write the canonical text to the archive (idempotent) and prune expired texts. A
+        failing disk does not fail the digest: it is a warning, and nothing claims the archive."""
+        if self.archive_dir is None:
+            return []
+        archive_dir = self.archive_dir
+
+        def write() -> None:
+            write_archive(archive_dir, source_id, canonical_text)
+            prune_archive(archive_dir, self.archive_retention_days)
+
+        try:
+            await asyncio.to_thread(write)
+        except (OSError, ArchiveError) as error:
+            logger.warning("digest.archive_failed source_id=%s error=%s", source_id,
+                           type(error).__name__)  # fmt: skip
+            return [{"code": "archive_failed", "message": f"{type(error).__name__} while archiving"}]
+        stats["archived"] = True
+        return []
+
+    async def _store(
+        self,
+        pool: asyncpg.Pool,
+        job: asyncpg.Record,
+        worker_id: str,
+        document_id: int,
+        query: str,
+        outcome: DigestOutcome,
+        stats: dict[str, Any],
+        extra_warnings: list[dict[str, Any]],
+    ) -> None:
+        """The digest row and the job's end state, in one transaction."""
+        warnings = [warning.as_json() for warning in outcome.warnings]
+        job_warnings = warnings + extra_warnings
+        values = {
+            "document_id": document_id,
+            "query": query,
+            "query_hash": query_hash(query),
+            "cache_key": outcome.cache_key,
+            "payload": json.loads(outcome.payload_json),  # exactly what the schema validated
+            "summarizer": str(stats.get("summarizer", "")),
+            "evidence_mode": outcome.evidence_mode,
+            "original_tokens": outcome.fidelity.original_tokens,
+            "final_tokens": outcome.fidelity.final_tokens,
+            "tokens_estimated": outcome.fidelity.estimated,
+            "warnings": warnings,
+            "duration_ms": outcome.duration_ms,
+        }
+        async with pool.acquire() as connection, connection.transaction():
+            digest_id, _created = await document_queries.insert_document_digest(
+                connection, job["id"], values
+            )
+            finished = await document_queries.finish_document_job(
+                connection, job["id"], worker_id, status="succeeded", document_digest_id=digest_id,
+                message=None, stats=stats, warnings=job_warnings,
+            )  # fmt: skip
+            if finished is None:
+                raise LostLease()
+
+    async def _end(
+        self,
+        pool: asyncpg.Pool,
+        job: asyncpg.Record,
+        worker_id: str,
+        status: str,
+        digest_id: int | None,
+        stats: dict[str, Any],
+        warnings: list[dict[str, Any]],
+        *,
+        message: str | None = None,
+        error: str | None = None,
+    ) -> None:
+        async with pool.acquire() as connection:
+            await document_queries.finish_document_job(
+                connection, job["id"], worker_id, status=status, document_digest_id=digest_id,
+                message=message, stats=stats, warnings=warnings, error=error,
+            )  # fmt: skip
+
+
+def outcome_stats(outcome: DigestOutcome) -> dict[str, Any]:
+    """The job figures of a fresh digest (sizes, tokens, evidence count)."""
+    payload = outcome.payload
+    return {
+        "original_chars": payload.original_chars,
+        "digest_chars": payload.digest_chars,
+        "compression_ratio": payload.compression_ratio,
+        "evidence_snippets": len(payload.evidence_snippets),
+        "content_tokens": outcome.fidelity.original_tokens,
+        "final_tokens": outcome.fidelity.final_tokens,
+        "tokens_estimated": outcome.fidelity.estimated,
+        "duration_seconds": round(outcome.duration_ms / 1000, 3),
+    }

@@ -1,0 +1,187 @@
+"""The document fields of the API: `ingestDocument` and `triggerDocumentDigest` (writers), and
+the `documents`, `document` and `documentDigest` queries. `Query` and `Mutation` inherit them.
+
+Expected failures are typed: an unreadable or hostile input is an `InvalidInputError` whose
+`code` is the document error's code (`encrypted`, `no_text_layer`, `blocked_address`,
+`bad_scheme`, `too_large`, ...) and whose `message` says why, never with document content.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import logging
+from datetime import datetime
+from typing import Annotated
+
+import strawberry
+from strawberry.types import Info
+
+from db import documents as document_queries
+from db import pages
+from runner.documents.cache_key import normalize_query, query_hash
+from runner.documents.errors import DocumentError
+from runner.documents.ingest import CanonicalDocument, ingest_bytes, ingest_text, ingest_url
+from runner.document_jobs import document_eligibility, document_source_id, ineligible_reason
+from schema.connections import Connection
+from schema.context import Context
+from schema.document_types import Document, DocumentDigest
+from schema.permissions import IsWriter
+from schema.paging import PAGE_SIZE_HELP, page_of, parse_id
+from schema.types import DigestJob, InvalidInputError, NotFoundError
+
+logger = logging.getLogger(__name__)
+
+MAX_DOCUMENT_BYTES = 10 * 1024 * 1024  # the fetcher's cap, for uploads too
+MAX_QUERY_CHARS = 1000
+
+
+@strawberry.input(description="Exactly one of url, text or contentBase64.")
+class DocumentInput:
+    url: str | None = strawberry.field(default=None, description="http(s) URL, fetched safely.")
+    text: str | None = strawberry.field(default=None, description="Plain text (not markup).")
+    content_base64: str | None = strawberry.field(
+        default=None, description="The bytes of an HTML page, a PDF or a text file, base64."
+    )
+    content_type: str | None = strawberry.field(
+        default=None, description="Media type of contentBase64; magic bytes are checked too."
+    )
+    title: str | None = None
+    password: str | None = strawberry.field(default=None, description="Of an encrypted PDF.")
+
+
+@strawberry.input
+class DocumentFilter:
+    content_type: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+
+IngestDocumentResult = Annotated[
+    Document | InvalidInputError, strawberry.union("IngestDocumentResult")
+]
+TriggerDocumentDigestResult = Annotated[
+    DigestJob | NotFoundError | InvalidInputError, strawberry.union("TriggerDocumentDigestResult")
+]
+
+
+async def canonical_document(source: DocumentInput, info: Info[Context, None]) -> CanonicalDocument:
+    """The input as a canonical document; raises DocumentError (or ValueError for bad input)."""
+    given = [name for name in ("url", "text", "content_base64") if getattr(source, name)]
+    if len(given) != 1:
+        raise ValueError("give exactly one of url, text or contentBase64")
+    title = source.title.strip() if source.title and source.title.strip() else None
+    if source.url:
+        return await ingest_url(
+            source.url.strip(), policy=info.context.config.fetch_policy, title=title,
+            password=source.password,
+        )  # fmt: skip
+    if source.text:
+        if len(source.text) > MAX_DOCUMENT_BYTES:
+            raise ValueError(f"text is over {MAX_DOCUMENT_BYTES} characters")
+        return await asyncio.to_thread(ingest_text, source.text, title=title)
+    encoded = source.content_base64 or ""
+    if len(encoded) > MAX_DOCUMENT_BYTES * 4 // 3 + 4:
+        raise ValueError(f"the document is over {MAX_DOCUMENT_BYTES} bytes")
+    try:
+        data = base64.b64decode(encoded, validate=True)
+    except (binascii.Error, ValueError):
+        raise ValueError("contentBase64 is not valid base64") from None
+    # CPU-bound (PDF parsing): off the event loop.
+    return await asyncio.to_thread(
+        ingest_bytes, data, source.content_type, title=title, password=source.password
+    )
+
+
+@strawberry.type
+class DocumentQueries:
+    @strawberry.field(description="Documents, newest first (their text: `canonicalText`).")
+    async def documents(
+        self,
+        info: Info[Context, None],
+        filter: DocumentFilter | None = None,
+        first: Annotated[int, strawberry.argument(description=PAGE_SIZE_HELP)] = 20,
+        after: str | None = None,
+    ) -> Connection[Document]:
+        filter = filter or DocumentFilter()
+        filters = {
+            "content_type": filter.content_type,
+            "since": filter.since,
+            "until": filter.until,
+        }
+        page = await page_of(info, pages.DOCUMENTS, filters, first, after)
+        return Connection.from_page(page, Document.from_row)
+
+    @strawberry.field(description="One document with its latest digests.")
+    async def document(self, info: Info[Context, None], id: strawberry.ID) -> Document | None:
+        row = await info.context.loaders.document.load(parse_id(id, "document"))
+        return Document.from_row(row) if row else None
+
+    @strawberry.field(description="One document digest: summary, key points, checked evidence.")
+    async def document_digest(
+        self, info: Info[Context, None], id: strawberry.ID
+    ) -> DocumentDigest | None:
+        row = await info.context.loaders.document_digest.load(parse_id(id, "document digest"))
+        return DocumentDigest.from_row(row) if row else None
+
+
+@strawberry.type
+class DocumentMutations:
+    @strawberry.mutation(
+        permission_classes=[IsWriter],
+        description="Store a document (URL, text or base64 bytes) as canonical text. The same "
+        "canonical text ingested again returns the stored document.",
+    )
+    async def ingest_document(
+        self, info: Info[Context, None], input: DocumentInput
+    ) -> IngestDocumentResult:
+        try:
+            document = await canonical_document(input, info)
+        except DocumentError as error:
+            logger.info("document.refused code=%s", error.code)
+            return InvalidInputError(message=error.reason, code=error.code)
+        except ValueError as error:
+            return InvalidInputError(message=str(error), code="bad_input")
+        async with info.context.pool.acquire() as connection:
+            row, created = await document_queries.store_document(
+                connection, document.as_record()
+            )
+        logger.info(
+            "document.ingested id=%s created=%s chars=%d type=%s",
+            row["id"], created, len(document.canonical_text), document.content_type,
+        )  # fmt: skip
+        return Document.from_row(row)
+
+    @strawberry.mutation(
+        permission_classes=[IsWriter],
+        description="Queue a digest of the document for a query and return the job at once. A "
+        "queued or running job for the same document and query is returned instead; a finished "
+        "digest with the same cache key is served without summarizing again.",
+    )
+    async def trigger_document_digest(
+        self, info: Info[Context, None], document_id: strawberry.ID, query: str
+    ) -> TriggerDocumentDigestResult:
+        key = parse_id(document_id, "document")
+        if len(query) > MAX_QUERY_CHARS:
+            return InvalidInputError(
+                message=f"query is too long: at most {MAX_QUERY_CHARS} characters", code="bad_input"
+            )
+        row = await info.context.loaders.document.load(key)
+        if row is None:
+            return NotFoundError(message=f"no document with id {key}")
+        config = info.context.config.digest_config
+        document = CanonicalDocument.from_record(document_queries.document_record(row))
+        eligibility = document_eligibility(document, document_source_id(key), config)
+        if not eligibility.eligible:
+            return InvalidInputError(
+                message=f"document {key} is {ineligible_reason(document, eligibility, config)}",
+                code=f"not_eligible:{eligibility.reason}",
+            )
+        normalized = normalize_query(query)
+        async with info.context.pool.acquire() as connection:
+            job, _created = await document_queries.trigger_document_digest(
+                connection, key, normalized, query_hash(normalized),
+                max_attempts=info.context.config.max_attempts,
+            )  # fmt: skip
+        return DigestJob.from_row(job)

@@ -1,0 +1,228 @@
+"""GraphQL types of documents and their digests, built from stored rows.
+
+A stored payload is validated against the DigestPayload v1.0 schema again when it is read, and
+every evidence snippet is checked against the document's canonical text at read time: `verified`
+says whether its locator slices exactly to its text, so a client never has to trust a citation
+blindly. Nothing private (`_`-prefixed keys, raw fetched bytes) is stored, so nothing can leak here.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+import asyncpg
+import strawberry
+from graphql import GraphQLError
+from strawberry.scalars import JSON
+from strawberry.types import Info
+
+from runner.documents.canonical import PageSpan
+from runner.documents.errors import DocumentError
+from runner.documents.locators import locator_context, parse_locator, resolve_locator
+from runner.documents.payload import DigestPayload, validate_payload_dict
+from schema.context import Context
+from schema.loaders import LATEST_DIGESTS_PER_DOCUMENT
+from schema.types import Flag
+
+CONTEXT_CHARS = 200
+
+
+def _id(value: int | None) -> strawberry.ID | None:
+    return strawberry.ID(str(value)) if value is not None else None
+
+
+def page_spans_of(row: asyncpg.Record) -> list[PageSpan] | None:
+    spans = row["page_spans"]
+    return [(int(start), int(end)) for start, end in spans] if spans else None
+
+
+@strawberry.type(description="A fetched or uploaded document, stored as canonical text.")
+class Document:
+    id: strawberry.ID
+    title: str | None
+    content_type: str = strawberry.field(description="text/html, application/pdf or text/plain.")
+    source_url: str | None = strawberry.field(description="Where it was fetched from (final URL).")
+    source_text_hash: str = strawberry.field(description="sha256:<64 hex> of the canonical text.")
+    chars: int = strawberry.field(description="Length of the canonical text in code points.")
+    page_count: int | None = strawberry.field(description="PDFs: pages with a text span.")
+    warnings: list[Flag] = strawberry.field(description="What extraction noticed.")
+    created_at: datetime
+    text: strawberry.Private[str | None]
+
+    @classmethod
+    def from_row(cls, row: asyncpg.Record) -> Document:
+        """From a full row or a list row (which has `chars` instead of the text)."""
+        keys = row.keys()
+        text = row["canonical_text"] if "canonical_text" in keys else None
+        spans = page_spans_of(row)
+        return cls(
+            id=strawberry.ID(str(row["id"])),
+            title=row["title"],
+            content_type=row["content_type"],
+            source_url=row["source_url"],
+            source_text_hash=row["source_text_hash"],
+            chars=len(text) if text is not None else int(row["chars"]),
+            page_count=len(spans) if spans is not None else None,
+            warnings=Flag.many(row["warnings"] or []),
+            created_at=row["created_at"],
+            text=text,
+        )
+
+    @strawberry.field(description="The canonical text every locator indexes (may be large).")
+    async def canonical_text(self, info: Info[Context, None]) -> str:
+        if self.text is not None:
+            return self.text
+        row = await info.context.loaders.document.load(int(self.id))
+        return str(row["canonical_text"]) if row else ""
+
+    @strawberry.field(description="The newest digests of this document, newest first.")
+    async def latest_digests(
+        self,
+        info: Info[Context, None],
+        first: Annotated[
+            int, strawberry.argument(description=f"1 to {LATEST_DIGESTS_PER_DOCUMENT}.")
+        ] = 5,
+    ) -> list[DocumentDigest]:
+        if not 1 <= first <= LATEST_DIGESTS_PER_DOCUMENT:
+            raise GraphQLError(f"first must be between 1 and {LATEST_DIGESTS_PER_DOCUMENT}")
+        rows = await info.context.loaders.latest_document_digests.load(int(self.id))
+        return [DocumentDigest.from_row(row) for row in rows[:first]]
+
+
+@strawberry.type(description="One evidence snippet: an exact quote of the canonical text.")
+class EvidenceSnippet:
+    text: str
+    locator: str = strawberry.field(
+        description="char:S-E, or page:N:char:S-E for PDFs (0-based, end-exclusive; page 1-based)."
+    )
+    relevance_score: float
+    page: int | None
+    document_row: strawberry.Private[int]
+
+    async def _located(self, info: Info[Context, None]) -> tuple[str, list[PageSpan] | None] | None:
+        row = await info.context.loaders.document.load(self.document_row)
+        return (row["canonical_text"], page_spans_of(row)) if row else None
+
+    @strawberry.field(description="Absolute [start, end) of the snippet in the canonical text.")
+    async def char_range(self, info: Info[Context, None]) -> list[int] | None:
+        located = await self._located(info)
+        if located is None:
+            return None
+        try:
+            start, end = resolve_locator(self.locator, *located)
+        except DocumentError:
+            return None
+        return [start, end]
+
+    @strawberry.field(description="True when the locator slices the stored text to exactly `text`.")
+    async def verified(self, info: Info[Context, None]) -> bool:
+        located = await self._located(info)
+        if located is None:
+            return False
+        try:
+            start, end = resolve_locator(self.locator, *located)
+        except DocumentError:
+            return False
+        return located[0][start:end] == self.text
+
+    @strawberry.field(description="Up to 200 characters before the snippet (within its page).")
+    async def context_before(self, info: Info[Context, None]) -> str | None:
+        located = await self._located(info)
+        return locator_context(self.locator, *located, chars=CONTEXT_CHARS)[0] if located else None
+
+    @strawberry.field(description="Up to 200 characters after the snippet (within its page).")
+    async def context_after(self, info: Info[Context, None]) -> str | None:
+        located = await self._located(info)
+        return locator_context(self.locator, *located, chars=CONTEXT_CHARS)[1] if located else None
+
+
+@strawberry.type
+class Fidelity:
+    level: str = strawberry.field(description='Always "digest".')
+    original_tokens: int
+    final_tokens: int
+    estimated: bool = strawberry.field(description="Token counts are chars/4 estimates.")
+
+
+def _payload(row: asyncpg.Record) -> DigestPayload:
+    data: dict[str, Any] = row["payload"]
+    try:
+        validate_payload_dict(data)
+    except DocumentError as error:
+        raise GraphQLError(
+            f"stored digest {row['id']} fails the DigestPayload v1.0 schema: {error.reason}"
+        ) from None
+    return DigestPayload.from_dict(data)
+
+
+@strawberry.type(description="A query-conditioned digest of a document (DigestPayload v1.0).")
+class DocumentDigest:
+    id: strawberry.ID
+    document_id: strawberry.ID
+    job_id: strawberry.ID | None
+    query: str
+    query_hash: str = strawberry.field(description="The payload's 8 hex of sha256(query).")
+    cache_key: str
+    summary: str
+    key_points: list[str]
+    evidence_snippets: list[EvidenceSnippet]
+    original_chars: int
+    digest_chars: int
+    compression_ratio: float
+    source_text_hash: str
+    version: str
+    content_type: str = strawberry.field(description='Always "digest/v1".')
+    payload: JSON = strawberry.field(description="The whole DigestPayload v1.0, as stored.")
+    fidelity: Fidelity
+    summarizer: str
+    evidence_mode: str = strawberry.field(description="query, or positional for short queries.")
+    warnings: list[Flag]
+    created_at: datetime
+
+    @classmethod
+    def from_row(cls, row: asyncpg.Record) -> DocumentDigest:
+        payload = _payload(row)
+        document_row = int(row["document_id"])
+        return cls(
+            id=strawberry.ID(str(row["id"])),
+            document_id=strawberry.ID(str(document_row)),
+            job_id=_id(row["job_id"]),
+            query=row["query"],
+            query_hash=payload.query_hash,
+            cache_key=row["cache_key"],
+            summary=payload.summary,
+            key_points=list(payload.key_points),
+            evidence_snippets=[
+                EvidenceSnippet(
+                    text=snippet.text,
+                    locator=snippet.locator,
+                    relevance_score=snippet.relevance_score,
+                    page=parse_locator(snippet.locator).page,
+                    document_row=document_row,
+                )
+                for snippet in payload.evidence_snippets
+            ],
+            original_chars=payload.original_chars,
+            digest_chars=payload.digest_chars,
+            compression_ratio=payload.compression_ratio,
+            source_text_hash=payload.source_text_hash,
+            version=payload.version,
+            content_type=payload.content_type,
+            payload=payload.to_dict(),
+            fidelity=Fidelity(
+                level=row["fidelity_level"],
+                original_tokens=row["original_tokens"],
+                final_tokens=row["final_tokens"],
+                estimated=row["tokens_estimated"],
+            ),
+            summarizer=row["summarizer"],
+            evidence_mode=row["evidence_mode"],
+            warnings=Flag.many(row["warnings"] or []),
+            created_at=row["created_at"],
+        )
+
+    @strawberry.field
+    async def document(self, info: Info[Context, None]) -> Document | None:
+        row = await info.context.loaders.document.load(int(self.document_id))
+        return Document.from_row(row) if row else None

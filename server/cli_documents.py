@@ -1,0 +1,123 @@
+"""`digestd add-doc PATH_OR_URL [--title T] [--query Q] [--wait]`: ingest a document, optionally
+queue a digest of it for a query and, with --wait, run it here and print the DigestPayload."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+from db import documents as document_queries
+from db import jobs as job_queries
+from db.queries import QUERIES
+from runner.document_jobs import document_eligibility, document_source_id, ineligible_reason
+from runner.documents.cache_key import normalize_query, query_hash
+from runner.documents.errors import DocumentError
+from runner.documents.ingest import CanonicalDocument, ingest_bytes, ingest_url
+from runner.documents.payload import DigestPayload, validate_payload_dict
+from server.runtime import Runtime, digest_config, fetch_policy
+from server.settings import Settings
+
+TERMINAL_STATUSES = {"succeeded", "partial", "failed", "cancelled"}
+MAX_FILE_BYTES = 10 * 1024 * 1024
+
+
+async def _canonical(
+    source: str, args: argparse.Namespace, settings: Settings
+) -> CanonicalDocument:
+    path = Path(source)
+    if path.is_file():
+        if path.stat().st_size > MAX_FILE_BYTES:
+            raise ValueError(f"{path} is over {MAX_FILE_BYTES} bytes")
+        data = path.read_bytes()
+        return await asyncio.to_thread(
+            ingest_bytes, data, None, title=args.title, password=args.password
+        )
+    if "://" in source:  # every scheme goes to the fetcher, which refuses all but http(s)
+        return await ingest_url(
+            source, policy=fetch_policy(settings), title=args.title, password=args.password
+        )
+    raise ValueError(f"{source} is neither a file nor a URL")
+
+
+async def _wait(runtime: Runtime, job_id: int, run_worker: bool) -> int:
+    worker = runtime.new_worker() if run_worker else None
+    while True:
+        if worker is not None:
+            await worker.run_once()
+        async with runtime.pool.acquire() as connection:
+            job = await job_queries.job_by_id(connection, job_id)
+        assert job is not None
+        if job["status"] in TERMINAL_STATUSES:
+            break
+        await asyncio.sleep(0.3)
+    if job["document_digest_id"] is None:
+        print(f"job {job_id} {job['status']}: {job['error'] or job['result_message'] or ''}")
+        return 0 if job["status"] == "succeeded" else 1
+    async with runtime.pool.acquire() as connection:
+        rows = await connection.fetch(
+            QUERIES["document_digests_by_ids"], [job["document_digest_id"]]
+        )
+    # Validated on read, printed in the schema's key order (jsonb keeps its own order).
+    validate_payload_dict(rows[0]["payload"])
+    payload = DigestPayload.from_dict(rows[0]["payload"]).to_dict()
+    print(json.dumps(payload, ensure_ascii=False, indent=2))
+    stats = job["stats"] or {}
+    origin = "served from the cache" if stats.get("cache_hit") else "digested"
+    print(f"job {job_id} {job['status']}: digest {job['document_digest_id']} {origin}",
+          file=sys.stderr)  # fmt: skip
+    return 0
+
+
+async def add_doc(runtime: Runtime, args: argparse.Namespace) -> int:
+    settings = runtime.settings
+    try:
+        document = await _canonical(args.source, args, settings)
+    except DocumentError as error:
+        print(f"digestd add-doc: {args.source}: {error.code}: {error.reason}", file=sys.stderr)
+        return 2
+    except (OSError, ValueError) as error:
+        print(f"digestd add-doc: {error}", file=sys.stderr)
+        return 2
+    async with runtime.pool.acquire() as connection:
+        row, created = await document_queries.store_document(connection, document.as_record())
+    pages = f", {len(document.page_spans)} pages" if document.page_spans else ""
+    print(
+        f"document {row['id']} ({'stored' if created else 'already stored'}): "
+        f"{document.content_type}, {len(document.canonical_text)} characters{pages}, "
+        f"{document.source_text_hash}"
+    )
+    for warning in document.warnings:
+        print(f"  warning {warning.code}: {warning.message}")
+    if args.query is None:
+        return 0
+    config = digest_config(settings)
+    eligibility = document_eligibility(document, document_source_id(row["id"]), config)
+    if not eligibility.eligible:
+        reason = ineligible_reason(document, eligibility, config)
+        print(f"digestd add-doc: document {row['id']} is {reason}", file=sys.stderr)
+        return 2
+    query = normalize_query(args.query)
+    async with runtime.pool.acquire() as connection:
+        job, job_created = await document_queries.trigger_document_digest(
+            connection, row["id"], query, query_hash(query),
+            max_attempts=settings.digestd_max_attempts,
+        )  # fmt: skip
+    print(f"job {job['id']} {'queued' if job_created else 'already ' + job['status']}",
+          file=sys.stderr)  # fmt: skip
+    if not args.wait:
+        return 0
+    return await _wait(runtime, int(job["id"]), run_worker=not args.no_worker)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("source", metavar="PATH_OR_URL", help="an HTML, PDF or text file, or a URL")
+    parser.add_argument("--title", help="title to store (default: the document's own)")
+    parser.add_argument("--password", help="password of an encrypted PDF")
+    parser.add_argument("--query", help="also queue a digest for this query")
+    parser.add_argument("--wait", action="store_true", help="with --query: wait and print it")
+    parser.add_argument(
+        "--no-worker", action="store_true", help="only wait; let running workers do the job"
+    )
