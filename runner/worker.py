@@ -82,6 +82,9 @@ class Worker:
         listener = await self._listen()
         try:
             while not stop.is_set():
+                # Cleared before the claim, not after it: a NOTIFY that lands while the claim
+                # finds nothing must still wake the wait below instead of being wiped out.
+                self._wake.clear()
                 try:
                     processed = await self.run_once()
                 except (OSError, asyncpg.PostgresConnectionError) as error:
@@ -89,7 +92,6 @@ class Worker:
                     processed = False
                 if processed:
                     continue
-                self._wake.clear()
                 waiters = [asyncio.ensure_future(self._wake.wait()), asyncio.ensure_future(stop.wait())]
                 await asyncio.wait(
                     waiters, timeout=self._config.poll_seconds, return_when=asyncio.FIRST_COMPLETED

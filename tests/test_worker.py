@@ -226,3 +226,46 @@ async def test_killed_worker_process_job_is_finished_by_another_from_the_chunk_c
     assert job["status"] == "succeeded" and job["attempts"] == 2, job["error"]
     assert job["stats"]["chunks_from_cache"] >= 2
     assert await assert_pointers_resolve(db, job["digest_id"]) >= 1
+
+
+async def test_a_job_queued_while_the_worker_finds_none_wakes_it_at_once(
+    db: asyncpg.Pool, settings: Settings
+) -> None:
+    """The NOTIFY for a job that lands between an empty claim and the wait is not lost: the
+    worker picks the job up at once instead of sleeping for the whole poll interval."""
+    channel_id = await add_channel(db, "team-platform", sample_messages())
+    runtime = Runtime(settings.model_copy(update={"digestd_poll_seconds": 60.0}))
+    await runtime.open()
+    worker = runtime.new_worker()
+    claim = worker.run_once
+    queued: list[int] = []
+
+    async def claim_then_trigger() -> bool:
+        processed = await claim()
+        if not processed and not queued:
+            # The claim found nothing; a client triggers a job before the worker starts waiting,
+            # and its NOTIFY reaches the worker's listener in that gap.
+            queued.append(await trigger(db, channel_id))
+            await wait_for(_event_set(worker), 10, "the NOTIFY to reach the listener")
+        return processed
+
+    worker.run_once = claim_then_trigger  # type: ignore[method-assign]
+    stop = asyncio.Event()
+    running = asyncio.create_task(worker.run(stop))
+    try:
+
+        async def done() -> bool:
+            return bool(queued) and (await job_row(db, queued[0]))["status"] == "succeeded"
+
+        await wait_for(done, 20, "the job queued during the empty claim")  # poll interval: 60 s
+    finally:
+        stop.set()
+        await asyncio.wait_for(running, 30)
+        await runtime.close()
+
+
+def _event_set(worker: Any) -> Callable[[], Awaitable[bool]]:
+    async def check() -> bool:
+        return bool(worker._wake.is_set())
+
+    return check
