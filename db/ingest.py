@@ -1,12 +1,14 @@
 """Bulk message ingest: COPY a batch into a temporary staging table, then one upsert into
 `messages` keyed on (channel, external id). Re-importing the same export changes nothing; an
-edited message updates its row. Memory holds one batch at a time, whatever the input size.
+edited message updates its row. Memory holds at most two batches, whatever the input size:
+while one batch is written, the caller parses the next (see `MessageIngestor`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -16,6 +18,9 @@ import asyncpg
 from db.queries import QUERIES
 
 BATCH_SIZE = 5000
+# While a batch is being written, `add` yields to the event loop every this many rows so the
+# write (network round trips, done by asyncio) progresses while the caller keeps parsing.
+_YIELD_EVERY = 256
 
 _STAGING_DDL = """
 CREATE TEMP TABLE IF NOT EXISTS message_staging (
@@ -47,6 +52,11 @@ WHERE (m.author, m.ts, m.reply_to, m.raw_text, m.attachments)
       IS DISTINCT FROM (EXCLUDED.author, EXCLUDED.ts, EXCLUDED.reply_to, EXCLUDED.raw_text,
                         EXCLUDED.attachments)
 RETURNING (xmax = 0) AS inserted
+"""
+# Counted in the server: one row back per batch instead of one per message.
+_MERGE_COUNTED = f"""
+WITH merged AS ({_MERGE.strip()})
+SELECT count(*) FILTER (WHERE inserted) AS inserted, count(*) AS written FROM merged
 """
 
 
@@ -93,6 +103,12 @@ async def resolve_channel(connection: asyncpg.Connection, key: ChannelKey) -> as
 class MessageIngestor:
     """Accumulates normalized messages per channel and flushes them in COPY batches.
 
+    A full batch is written by a background task while `add` goes on filling the next one, so
+    parsing (this process's CPU) overlaps with COPY and upsert (the database's): at most one
+    write is in flight, and batches commit in the order they were filled, so the last
+    occurrence of an id still wins across batches. `flush()` waits for every write and returns
+    once all added rows are stored; a failed write raises from the next `add` or `flush`.
+
     `normalize` is passed in (runner.normalize.normalize_text) so this module stays SQL only."""
 
     def __init__(
@@ -107,6 +123,7 @@ class MessageIngestor:
         self._batch_size = batch_size
         self._rows: list[tuple[Any, ...]] = []
         self._channel_ids: dict[ChannelKey, int] = {}
+        self._in_flight: asyncio.Task[None] | None = None
         self.counts = IngestCounts()
 
     async def channel_id(self, key: ChannelKey) -> int:
@@ -118,10 +135,15 @@ class MessageIngestor:
         return self._channel_ids[key]
 
     async def add(self, key: ChannelKey, message: IncomingMessage) -> None:
-        channel_id = await self.channel_id(key)
-        self._rows.append(
+        # The hot path of every import: a dict lookup rather than a coroutine per message.
+        channel_id = self._channel_ids.get(key)
+        if channel_id is None:
+            channel_id = await self.channel_id(key)
+        attachments = message.attachments
+        rows = self._rows
+        rows.append(
             (
-                len(self._rows),
+                len(rows),
                 channel_id,
                 message.external_id,
                 message.author,
@@ -129,31 +151,51 @@ class MessageIngestor:
                 message.reply_to,
                 message.text,
                 self._normalize(message.text),
-                json.dumps(message.attachments or [], ensure_ascii=False),
+                json.dumps(attachments, ensure_ascii=False) if attachments else "[]",
             )
         )
         self.counts.received += 1
-        if len(self._rows) >= self._batch_size:
-            await self.flush()
+        if len(rows) >= self._batch_size:
+            await self._wait_in_flight()
+            self._rows = []
+            self._in_flight = asyncio.create_task(self._write(rows))
+        elif self._in_flight is not None and len(rows) % _YIELD_EVERY == 0:
+            await asyncio.sleep(0)
 
     async def add_many(self, key: ChannelKey, messages: Iterable[IncomingMessage]) -> None:
         for message in messages:
             await self.add(key, message)
 
     async def flush(self) -> int:
-        """Write the pending batch; returns how many rows it held."""
+        """Write the pending batch and wait for every write; returns how many rows were
+        pending in this process (the batch being filled)."""
+        await self._wait_in_flight()
         rows, self._rows = self._rows, []
-        if not rows:
-            return 0
+        if rows:
+            await self._write(rows)
+        return len(rows)
+
+    async def settle(self) -> None:
+        """Wait for the write in flight without writing the batch being filled: what a caller
+        stopping on an error calls, so a batch already handed over is stored as it would
+        have been before writes overlapped parsing."""
+        await self._wait_in_flight()
+
+    async def _wait_in_flight(self) -> None:
+        task, self._in_flight = self._in_flight, None
+        if task is not None:
+            await task
+
+    async def _write(self, rows: list[tuple[Any, ...]]) -> None:
         async with self._pool.acquire() as connection, connection.transaction():
             await connection.execute(_STAGING_DDL)
             await connection.copy_records_to_table(
                 "message_staging", records=rows, columns=_STAGING_COLUMNS
             )
-            results: Sequence[asyncpg.Record] = await connection.fetch(_MERGE)
-        inserted = sum(1 for row in results if row["inserted"])
+            result = await connection.fetchrow(_MERGE_COUNTED)
+        assert result is not None
+        inserted, written = int(result["inserted"]), int(result["written"])
         self.counts.inserted += inserted
-        self.counts.updated += len(results) - inserted
+        self.counts.updated += written - inserted
         distinct = len({(row[1], row[2]) for row in rows})
-        self.counts.unchanged += distinct - len(results)
-        return len(rows)
+        self.counts.unchanged += distinct - written

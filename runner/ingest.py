@@ -6,6 +6,7 @@ ones are stored whatever happens to their neighbours.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,26 +62,41 @@ async def import_path(
     records = iter_records(
         path, max_message_chars=max_message_chars, export_format=export_format, stats=stats
     )
-    for record in records:
-        if isinstance(record, RecordError):
-            report.rejected += 1
-            if len(report.errors) < MAX_ERRORS_KEPT:
-                report.errors.append(record)
-            continue
-        assert isinstance(record, ParsedMessage)
-        if record.repairs:
-            report.repaired += 1
-            if len(report.repairs) < MAX_ERRORS_KEPT:
-                report.repairs.append(f"{record.location}: {'; '.join(record.repairs)}")
-        key = ChannelKey(
-            server=server or record.server,
-            channel=channel or record.channel or fallback,
-            channel_external_id=None if channel else record.channel_external_id,
-        )
-        await ingestor.add(key, record)
-        report.accepted += 1
-        if on_record:
-            on_record(1)
+    # Most exports hold one channel: build its key once, not once per message.
+    last_fields: tuple[str | None, str, str | None] | None = None
+    key = ChannelKey(server=None, channel=fallback)
+    try:
+        for record in records:
+            if isinstance(record, RecordError):
+                report.rejected += 1
+                if len(report.errors) < MAX_ERRORS_KEPT:
+                    report.errors.append(record)
+                continue
+            assert isinstance(record, ParsedMessage)
+            if record.repairs:
+                report.repaired += 1
+                if len(report.repairs) < MAX_ERRORS_KEPT:
+                    report.repairs.append(f"{record.location}: {'; '.join(record.repairs)}")
+            fields = (
+                server or record.server,
+                channel or record.channel or fallback,
+                None if channel else record.channel_external_id,
+            )
+            if fields != last_fields:
+                last_fields = fields
+                key = ChannelKey(
+                    server=fields[0], channel=fields[1], channel_external_id=fields[2]
+                )
+            await ingestor.add(key, record)
+            report.accepted += 1
+            if on_record:
+                on_record(1)
+    except BaseException:
+        # Let the batch already handed to the database finish, as it would have before writes
+        # overlapped parsing; the error that stopped the import is the one to report.
+        with contextlib.suppress(Exception):
+            await ingestor.settle()
+        raise
     await ingestor.flush()
     counts = ingestor.counts
     report.inserted, report.updated, report.unchanged = counts.inserted, counts.updated, counts.unchanged

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 
 from runner.importers.dates import describe, parse_iso_timestamp
@@ -23,6 +24,7 @@ from runner.importers.records import (
 from runner.importers.textio import OverlongLine, iter_lines
 
 _decode = json.JSONDecoder().decode
+_fromisoformat = datetime.fromisoformat
 
 
 def parse_jsonl_line(line: str, location: str, options: ParseOptions) -> Record:
@@ -37,10 +39,21 @@ def parse_jsonl_line(line: str, location: str, options: ParseOptions) -> Record:
         return RecordError(location, "missing text")
     if item.get("ts") is None:
         return RecordError(location, "missing timestamp (ts)")
-    try:
-        ts = parse_iso_timestamp(item["ts"])
-    except (ValueError, TypeError, OverflowError, OSError):
-        return RecordError(location, f"unparseable timestamp {describe(item['ts'])}")
+    raw_ts = item["ts"]
+    ts = None
+    if type(raw_ts) is str:
+        # Fast path: a plain ISO string ("...Z" included, Python 3.11+) parses directly;
+        # message_from_fields makes it UTC either way. Anything else (surrounding spaces, "z",
+        # Unix seconds) takes the general parser below, with its error messages.
+        try:
+            ts = _fromisoformat(raw_ts)
+        except ValueError:
+            ts = None
+    if ts is None:
+        try:
+            ts = parse_iso_timestamp(raw_ts)
+        except (ValueError, TypeError, OverflowError, OSError):
+            return RecordError(location, f"unparseable timestamp {describe(raw_ts)}")
     channel, server = item.get("channel"), item.get("server")
     return message_from_fields(
         location=location,
