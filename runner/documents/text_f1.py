@@ -40,4 +40,8 @@ def token_f1(candidate: str, reference: str) -> TokenF1:
 
 def html_reference_text(html: str | bytes) -> str:
     """All text of a gold HTML fragment (such as readability's `expected.html`)."""
+    if isinstance(html, bytes):
+        # Gold fragments carry no <meta charset>; given bytes, libxml2 would guess Latin-1 and
+        # turn every non-ASCII character into mojibake that then never matches the extraction.
+        html = html.decode("utf-8", errors="replace")
     return str(lxml.html.fromstring(html).text_content())
