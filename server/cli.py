@@ -1,4 +1,4 @@
-"""The `digestd` command: serve, worker, migrate, import, digest, add-doc, demo."""
+"""The `digestd` command: serve, worker, migrate, import, digest, add-doc, eval, demo."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from pathlib import Path
 
 from db import jobs as job_queries
 from db.queries import QUERIES
+from runner.evaluation.cli import add_eval_parser
 from server.cli_documents import add_arguments as add_doc_arguments
 from server.cli_documents import add_doc
 from server.render import render_digest
@@ -274,6 +275,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_doc_arguments(add_doc_parser)
     add_doc_parser.set_defaults(handler=cmd_add_doc)
+
+    add_eval_parser(commands)
 
     commands.add_parser("demo", help="import the sample channel and digest it").set_defaults(
         handler=cmd_demo
