@@ -1,0 +1,121 @@
+"""One worker process of bench/job_queue.py: the real `runner.worker.Worker` loop, as
+`digestd worker` runs it, plus a record of every job it claimed and finished.
+
+    python -m bench._queue_worker --database-url URL --home DIR --mode notify|polling \
+        --poll-seconds 5 --record OUT.json
+
+Prints `ready` once the loop runs (and, in notify mode, its LISTEN connection is up); on SIGTERM
+it stops and writes {"worker_id", "claimed": [job ids], "finished": [job ids]} to OUT.json, so
+the benchmark can count claims per job independently of the `attempts` column.
+
+`--mode notify_proposed_claim` runs the claim query proposed in bench/_queue_proposal.py.
+`--mode polling` runs `PollingOnlyWorker`, whose `_listen` opens no LISTEN connection: that is
+the worker's own degraded path when LISTEN is unavailable (it then polls every poll_seconds),
+so no option had to be added to runner/worker.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+from pathlib import Path
+
+import asyncpg
+
+from bench._queue_proposal import ProposedClaimMixin
+from runner.worker import Worker
+from server.runtime import Runtime, extractor_factory
+from server.settings import Settings
+
+
+class RecordingWorker(Worker):
+    """The unchanged worker, noting which jobs it claimed and finished."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.claimed: list[int] = []
+        self.finished: list[int] = []
+        self.listening = asyncio.Event()
+
+    async def _listen(self) -> asyncpg.Connection | None:
+        connection = await super()._listen()
+        self.listening.set()
+        return connection
+
+    async def _process(self, job: asyncpg.Record) -> None:
+        # Called once per successful claim (run_once), before any work.
+        self.claimed.append(int(job["id"]))
+        await super()._process(job)
+
+    async def _finish_without_digest(self, job: asyncpg.Record, *args: object) -> None:
+        # The end of a trivial job ("no new messages"); a second call for one job would be a
+        # duplicate finish.
+        self.finished.append(int(job["id"]))
+        await super()._finish_without_digest(job, *args)  # type: ignore[arg-type]
+
+
+class PollingOnlyWorker(RecordingWorker):
+    """A worker without LISTEN: woken only by its poll timer."""
+
+    async def _listen(self) -> asyncpg.Connection | None:
+        self.listening.set()
+        return None
+
+
+class ProposedClaimWorker(ProposedClaimMixin, RecordingWorker):
+    """The recording worker with the claim query proposed in bench/_queue_proposal.py."""
+
+
+async def serve(args: argparse.Namespace) -> None:
+    settings = Settings(
+        database_url=args.database_url,
+        digestd_home=Path(args.home),
+        digest_extractor="offline",
+        digestd_poll_seconds=args.poll_seconds,
+        digestd_db_pool_size=4,
+    )
+    runtime = Runtime(settings)
+    # The benchmark migrated the database already; four processes migrating at once would race.
+    await runtime.open(apply_migrations=False)
+    assert runtime.database_url is not None
+    worker_class: type[RecordingWorker] = {
+        "notify": RecordingWorker,
+        "polling": PollingOnlyWorker,
+        "notify_proposed_claim": ProposedClaimWorker,
+    }[args.mode]
+    worker = worker_class(
+        runtime.pool, runtime.database_url, runtime.worker_config(), extractor_factory(settings)
+    )
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, stop.set)
+    loop.add_signal_handler(signal.SIGINT, stop.set)
+    task = asyncio.create_task(worker.run(stop))
+    await worker.listening.wait()
+    print("ready", flush=True)
+    await task
+    await runtime.close()
+    Path(args.record).write_text(
+        json.dumps(
+            {"worker_id": worker.worker_id, "claimed": worker.claimed, "finished": worker.finished}
+        ),
+        encoding="utf-8",
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="one recording worker of bench/job_queue.py")
+    parser.add_argument("--database-url", required=True)
+    parser.add_argument("--home", required=True)
+    parser.add_argument(
+        "--mode", choices=("notify", "polling", "notify_proposed_claim"), required=True
+    )
+    parser.add_argument("--poll-seconds", type=float, required=True)
+    parser.add_argument("--record", required=True)
+    asyncio.run(serve(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    main()

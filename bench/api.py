@@ -1,0 +1,349 @@
+"""API benchmark: `job(id)` polling and `digests(first: 20)` through the real GraphQL app vs a
+plain Starlette+asyncpg JSON endpoint serving the same data from the same database.
+
+    /tmp/venv/bin/python bench/api.py [--quick] [--database-url URL] [--connections 16]
+                                      [--duration 5] [--repeats 3]
+                                      [--py-spy PATH [--profile-dir DIR]]
+
+Both servers run as their own uvicorn process the way `digestd serve` runs (the GraphQL one *is*
+`digestd serve --no-runner`); the load generator (bench/_api_load.py) is a third process on
+loopback. Scenarios:
+
+- `job`: `job(id)` polling, cycling over 100 job ids (a DataLoader lookup, one query);
+- `digests`: `digests(first: 20)` with the light summary fields (one keyset query);
+- `digests_nested`: the same page plus `channel { name }` and `itemCounts`, what a dashboard
+  list shows (the DataLoaders add two batched queries; the plain endpoint sends the same two).
+
+Before any load the script checks that both servers return equal data. Prints one JSON line per
+measured run, then one summary line per scenario with medians, spread (min..max over repeats),
+and graphql/plain throughput ratio (target ≥ 0.5). With `--py-spy PATH` (py-spy is not a
+dependency; install it anywhere), one extra GraphQL run per scenario is profiled and the hottest
+frames and a per-phase breakdown are printed (`--profile-dir` keeps the raw stacks). 
+
+The database is an embedded PostgreSQL in a temporary directory unless `--database-url` names a
+disposable one (the script adds a server, channels, jobs and digests to it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+# Run as a script, bench/ is first on sys.path; import the helpers as `bench._api_*` from the
+# repository root instead.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != BENCH]
+sys.path.insert(0, str(REPO))
+
+from bench._api_profile import profile_summary  # noqa: E402
+from bench._api_seed import seed  # noqa: E402
+from db.engine import embedded_database_url  # noqa: E402
+
+TARGET_RATIO = 0.5
+
+JOB_QUERY = (
+    "query Poll($id: ID!) { job(id: $id) { id status phase progress { chunksDone chunksTotal } "
+    "attempts error resultMessage digestId stats { messages chunks llmCalls durationSeconds } "
+    "updatedAt } }"
+)
+_DIGEST_FIELDS = (
+    "id channelId title excerpt signalQuality { level reason } messageCount windowStart "
+    "windowEnd createdAt"
+)
+_ITEM_COUNTS = "itemCounts { topics decisions actionItems openQuestions links artifacts knowledgeItems }"
+DIGESTS_QUERY = (
+    f"{{ digests(first: 20) {{ edges {{ cursor node {{ {_DIGEST_FIELDS} }} }} "
+    "pageInfo { hasNextPage endCursor } } }"
+)
+DIGESTS_NESTED_QUERY = (
+    f"{{ digests(first: 20) {{ edges {{ cursor node {{ {_DIGEST_FIELDS} channel {{ name }} "
+    f"{_ITEM_COUNTS} }} }} pageInfo {{ hasNextPage endCursor }} }} }}"
+)
+SCENARIOS = ("job", "digests", "digests_nested")
+
+
+@dataclass(frozen=True)
+class Options:
+    quick: bool
+    connections: int
+    duration: float
+    warmup: float
+    repeats: int
+    digests: int
+    py_spy: str | None
+    profile_dir: Path | None = None
+
+    @property
+    def servers(self) -> tuple[str, ...]:
+        return ("graphql", "plain")
+
+
+# --- servers -------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_healthy(port: int, process: subprocess.Popen[bytes], timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server on port {port} exited with {process.returncode}")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError(f"server on port {port} did not become healthy")
+
+
+@contextmanager
+def servers(url: str, home: Path, names: tuple[str, ...]) -> Iterator[dict[str, tuple[int, int]]]:
+    """The servers named, as {name: (port, pid)}: "graphql" is `digestd serve --no-runner`,
+    "plain" the baseline."""
+    env = {**os.environ, "DATABASE_URL": url, "DIGESTD_HOME": str(home),
+           "DIGEST_EXTRACTOR": "offline"}  # fmt: skip
+    env.pop("DIGESTD_API_TOKENS", None)
+    pool_size = env.get("DIGESTD_DB_POOL_SIZE", "10")
+    started: dict[str, tuple[int, subprocess.Popen[bytes]]] = {}
+    try:
+        for name in names:
+            port = free_port()
+            command = {
+                "graphql": [sys.executable, "-m", "server.cli", "serve", "--no-runner"],
+                "plain": [sys.executable, "-m", "bench._api_plain", "--database-url", url,
+                          "--pool-size", pool_size],
+            }[name]  # fmt: skip
+            started[name] = (port, subprocess.Popen([*command, "--port", str(port)], cwd=REPO, env=env))
+        for port, process in started.values():
+            wait_healthy(port, process)
+        yield {name: (port, process.pid) for name, (port, process) in started.items()}
+    finally:
+        for _, process in started.values():
+            process.terminate()
+        for _, process in started.values():
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+# --- requests ------------------------------------------------------------------------------
+
+
+def graphql_request(port: int, query: str, variables: dict[str, Any]) -> str:
+    body = json.dumps({"query": query, "variables": variables})
+    return (
+        f"POST /graphql HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body.encode())}\r\n\r\n{body}"
+    )
+
+
+def plain_request(port: int, path: str) -> str:
+    return f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n"
+
+
+def scenario_requests(scenario: str, server: str, port: int, job_ids: list[int]) -> list[str]:
+    """The requests one load run cycles through: 100 job ids for polling, one page otherwise."""
+    if scenario == "job":
+        step = max(1, len(job_ids) // 100)
+        picked = job_ids[::step][:100]
+        if server != "plain":
+            return [graphql_request(port, JOB_QUERY, {"id": str(i)}) for i in picked]
+        return [plain_request(port, f"/plain/job/{i}") for i in picked]
+    nested = scenario == "digests_nested"
+    if server != "plain":
+        return [graphql_request(port, DIGESTS_NESTED_QUERY if nested else DIGESTS_QUERY, {})]
+    return [plain_request(port, f"/plain/digests?first=20{'&nested=1' if nested else ''}")]
+
+
+def check_same_data(ports: dict[str, tuple[int, int]], job_id: int) -> dict[str, bool]:
+    """Every server must answer with equal data, or the comparison would be meaningless."""
+    plain_url = f"http://127.0.0.1:{ports['plain'][0]}/plain"
+    graphql_urls = [f"http://127.0.0.1:{port}/graphql" for name, (port, _) in ports.items()
+                    if name != "plain"]  # fmt: skip
+    results: dict[str, bool] = {}
+    pairs = {
+        "job": ((JOB_QUERY, {"id": str(job_id)}), f"/job/{job_id}"),
+        "digests": ((DIGESTS_QUERY, {}), "/digests?first=20"),
+        "digests_nested": ((DIGESTS_NESTED_QUERY, {}), "/digests?first=20&nested=1"),
+    }
+    with httpx.Client(timeout=10) as client:
+        for name, ((query, variables), path) in pairs.items():
+            plain = client.get(plain_url + path).json()
+            results[name] = True
+            for graphql_url in graphql_urls:
+                body = {"query": query, "variables": variables}
+                graphql = client.post(graphql_url, json=body).json()
+                if "errors" in graphql:
+                    raise RuntimeError(f"{name}: GraphQL errors {graphql['errors']}")
+                results[name] &= graphql["data"] == plain
+    return results
+
+
+# --- load runs -----------------------------------------------------------------------------
+
+
+def run_load(requests: list[str], port: int, options: Options, check_errors: bool) -> dict[str, Any]:
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
+        json.dump(
+            {"host": "127.0.0.1", "port": port, "requests": requests,
+             "connections": options.connections, "warmup": options.warmup,
+             "duration": options.duration, "check_graphql_errors": check_errors},
+            handle,
+        )  # fmt: skip
+    try:
+        completed = subprocess.run(
+            [sys.executable, str(BENCH / "_api_load.py"), handle.name],
+            capture_output=True, text=True, check=True, timeout=options.warmup + options.duration + 60,
+        )  # fmt: skip
+    finally:
+        os.unlink(handle.name)
+    return json.loads(completed.stdout.strip().splitlines()[-1])
+
+
+def emit(row: dict[str, Any]) -> None:
+    print(json.dumps(row), flush=True)
+
+
+def summarize(scenario: str, runs: dict[str, list[dict[str, Any]]], options: Options) -> dict[str, Any]:
+    def median(server: str, key: str) -> float:
+        return round(statistics.median(run[key] for run in runs[server]), 2)
+
+    def spread(server: str) -> list[float]:
+        values = [run["requests_per_s"] for run in runs[server]]
+        return [min(values), max(values)]
+
+    ratio = median("graphql", "requests_per_s") / median("plain", "requests_per_s")
+    return {
+        "bench": "api", "summary": True, "scenario": scenario,
+        "connections": options.connections, "duration_s": options.duration,
+        "repeats": options.repeats,
+        "graphql_rps": median("graphql", "requests_per_s"),
+        "graphql_rps_spread": spread("graphql"),
+        "graphql_p50_ms": median("graphql", "p50_ms"),
+        "graphql_p99_ms": median("graphql", "p99_ms"),
+        "plain_rps": median("plain", "requests_per_s"),
+        "plain_rps_spread": spread("plain"),
+        "plain_p50_ms": median("plain", "p50_ms"),
+        "plain_p99_ms": median("plain", "p99_ms"),
+        "ratio": round(ratio, 3),
+        "target_ratio": TARGET_RATIO,
+        "target_met": ratio >= TARGET_RATIO,
+        "errors": sum(run["errors"] for server_runs in runs.values() for run in server_runs),
+    }  # fmt: skip
+
+
+def profile_graphql(
+    server: str, scenario: str, requests: list[str], port: int, pid: int, options: Options
+) -> dict[str, Any]:
+    """One more load run of a GraphQL server with py-spy sampling its process."""
+    assert options.py_spy is not None
+    with tempfile.TemporaryDirectory() as directory:
+        out = Path(directory) / "profile.txt"
+        recorder = subprocess.Popen(
+            [options.py_spy, "record", "--pid", str(pid), "--format", "raw", "--output", str(out),
+             "--duration", str(int(options.warmup + options.duration)), "--rate", "250",
+             "--nonblocking"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        )  # fmt: skip
+        time.sleep(0.5)  # let py-spy attach before the load starts
+        load = run_load(requests, port, options, check_errors=True)
+        _, error = recorder.communicate(timeout=120)
+        if not out.exists():
+            return {"bench": "api", "profile": scenario, "server": server,
+                    "error": error.decode()[-500:]}  # fmt: skip
+        raw = out.read_text(encoding="utf-8")
+        if options.profile_dir is not None:
+            options.profile_dir.mkdir(parents=True, exist_ok=True)
+            (options.profile_dir / f"{server}-{scenario}.txt").write_text(raw, encoding="utf-8")
+        summary = profile_summary(raw)
+    return {"bench": "api", "profile": scenario, "server": server,
+            "rps_while_profiled": load["requests_per_s"], **summary}  # fmt: skip
+
+
+def run(options: Options, database_url: str | None) -> int:
+    with tempfile.TemporaryDirectory(prefix="digestd-bench-api-") as directory:
+        home = Path(directory)
+        url = database_url or embedded_database_url(home)
+        digests = options.digests
+        started = time.perf_counter()
+        job_ids = asyncio.run(seed(url, digests))
+        emit({"bench": "api", "seeded_digests": digests, "seeded_jobs": len(job_ids),
+              "seed_seconds": round(time.perf_counter() - started, 2)})  # fmt: skip
+        with servers(url, home, options.servers) as ports:
+            same = check_same_data(ports, job_ids[len(job_ids) // 2])
+            emit({"bench": "api", "check": "same_data", **same})
+            if not all(same.values()):
+                return 1
+            runs: dict[str, dict[str, list[dict[str, Any]]]] = {
+                s: {name: [] for name in options.servers} for s in SCENARIOS
+            }
+            for repeat in range(options.repeats):
+                for scenario in SCENARIOS:
+                    # Alternate which server goes first, so a noisy neighbour spreads evenly.
+                    order = options.servers if repeat % 2 == 0 else options.servers[::-1]
+                    for server in order:
+                        port = ports[server][0]
+                        requests = scenario_requests(scenario, server, port, job_ids)
+                        result = run_load(requests, port, options, check_errors=server != "plain")
+                        runs[scenario][server].append(result)
+                        emit({"bench": "api", "scenario": scenario, "server": server,
+                              "repeat": repeat + 1, "connections": options.connections, **result})  # fmt: skip
+            for scenario in SCENARIOS:
+                emit(summarize(scenario, runs[scenario], options))
+            if options.py_spy:
+                for server in (name for name in options.servers if name != "plain"):
+                    port, pid = ports[server]
+                    for scenario in SCENARIOS:
+                        requests = scenario_requests(scenario, server, port, job_ids)
+                        emit(profile_graphql(server, scenario, requests, port, pid, options))
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a few seconds: CI smoke test")
+    parser.add_argument("--database-url", help="a disposable database (default: embedded, temp)")
+    parser.add_argument("--connections", type=int, default=16, help="concurrent keep-alive connections")
+    parser.add_argument("--duration", type=float, help="measured seconds per run (default 5)")
+    parser.add_argument("--repeats", type=int, help="runs per scenario and server (default 3)")
+    parser.add_argument("--digests", type=int, help="digests (and jobs) seeded (default 1000)")
+    parser.add_argument("--py-spy", help="path of py-spy: profile the GraphQL server afterwards")
+    parser.add_argument("--profile-dir", help="keep py-spy's raw profiles (collapsed stacks) here")
+    args = parser.parse_args()
+    options = Options(
+        quick=args.quick,
+        connections=args.connections,
+        duration=args.duration or (1.0 if args.quick else 5.0),
+        warmup=0.3 if args.quick else 1.0,
+        repeats=args.repeats or (1 if args.quick else 3),
+        digests=args.digests or (200 if args.quick else 1000),
+        py_spy=args.py_spy,
+        profile_dir=Path(args.profile_dir) if args.profile_dir else None,
+    )
+    return run(options, args.database_url)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

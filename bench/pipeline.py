@@ -1,0 +1,322 @@
+"""Pipeline benchmark: digest one generated channel with the LLM extractor, (a) against an
+in-process instant fake model (httpx MockTransport) and (b) against a fake OpenAI-compatible
+server in its own process that answers after 200 ms, at concurrency 8.
+
+    /tmp/venv/bin/python bench/pipeline.py [--quick] [--messages 100000] [--delay 0.2]
+                                           [--concurrency 8] [--repeats 3]
+
+It runs `runner.pipeline.run_pipeline` on plain data (a Window, no database: the pipeline core
+takes plain data by design, and the worker adds only a few queries per job around it), with the
+production client (`build_client`) and the chunk size the worker would use
+(min(DIGESTD_CHUNK_TOKENS default, the extractor's `max_chunk_tokens()`)). The fake model is
+the scripted one of tests/test_llm_helpers.py: a grounded summary per chunk, a faithful merge
+per reduce, with usage reported like a provider (prompt tokens counted with tiktoken; the
+static prefix reported as cached after its first use).
+
+Figures per run: wall time, LLM calls (map and reduce), the job's own stats (runner.worker
+`job_stats`: prompt tokens per content token, target <= 1.15), and for (b):
+- `model_busy_seconds`: the union of the intervals during which the server held at least one
+  request (arrival to answer ready), i.e. time in which the runner was waiting on the model;
+- `overhead_share` = (wall - model_busy) / wall: the share of wall time in which no request
+  was with the model, so the runner alone was on the critical path (target <= 5%);
+- `ideal_seconds`: a zero-cost runner with the same calls: ceil(calls/concurrency) x delay per
+  dependent stage (map, then each reduce level); `slack_share` = 1 - ideal / wall, stricter:
+  it also charges HTTP, the server's own parsing and any slot left idle.
+For (a) the fake's own time is measured and subtracted: `runner_seconds` is the pipeline's own
+CPU time for the whole digest (chunking, prompts, client, validation, reduce).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import json
+import math
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+_BENCH = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _BENCH]
+sys.path.insert(0, str(_BENCH.parent))
+
+import httpx  # noqa: E402
+
+from bench._pipeline_fake_llm import ScriptedModel  # noqa: E402
+from bench._support import (  # noqa: E402
+    REPO,
+    chat_messages,
+    emit,
+    machine_details,
+    spread,
+    top_functions,
+    utc_now,
+)
+from runner.chunking import chunk_messages  # noqa: E402
+from runner.extractors.llm import LLMExtractor  # noqa: E402
+from runner.importers.dates import parse_iso_timestamp  # noqa: E402
+from runner.llm.breaker import CircuitBreaker  # noqa: E402
+from runner.llm.client import build_client  # noqa: E402
+from runner.llm.config import LLMConfig  # noqa: E402
+from runner.normalize import normalize_text  # noqa: E402
+from runner.pipeline import run_pipeline  # noqa: E402
+from runner.window import Window, WindowMessage  # noqa: E402
+from runner.worker import job_stats  # noqa: E402
+from server.settings import Settings  # noqa: E402
+
+BENCH_NAME = "pipeline"
+TARGET_PROMPT_PER_CONTENT = 1.15
+TARGET_OVERHEAD_SHARE = 0.05
+_CLOCKS = ("started", "finished")  # perf_counter readings: meaningless outside this process
+
+
+def generated_window(count: int) -> Window:
+    messages = tuple(
+        WindowMessage(
+            message_id=record["id"],
+            author=record["author"],
+            ts=parse_iso_timestamp(record["ts"]),
+            normalized_text=normalize_text(record["text"]),
+            reply_to=record.get("reply_to"),
+        )
+        for record in chat_messages(count)
+    )
+    return Window(channel_name="bench", messages=messages)
+
+
+def default_chunk_tokens() -> int:
+    return int(Settings.model_fields["digestd_chunk_tokens"].default)
+
+
+@dataclass
+class InstantModel:
+    """The scripted model in-process, timing itself so its cost can be taken out."""
+
+    model: ScriptedModel
+    seconds: float = 0.0
+    calls: dict[str, int] | None = None
+
+    async def __call__(self, request: httpx.Request) -> httpx.Response:
+        started = time.perf_counter()
+        body = json.loads(request.content)
+        answer = self.model.respond(body)
+        response = httpx.Response(200, json=answer)
+        self.seconds += time.perf_counter() - started
+        return response
+
+
+def union_seconds(intervals: list[tuple[float, float]], lo: float, hi: float) -> float:
+    """Total length of the union of `intervals`, clipped to [lo, hi]."""
+    total, end = 0.0, lo
+    for start, stop in sorted(intervals):
+        start, stop = max(start, end), min(stop, hi)
+        if stop > start:
+            total += stop - start
+            end = stop
+    return total
+
+
+def stages(intervals: list[tuple[float, float, str]]) -> list[int]:
+    """Calls per dependent stage: all map calls, then each reduce level (reduce calls that
+    overlap in time belong to one level; a level starts after the previous one ended)."""
+    maps = sum(1 for _, _, tool in intervals if tool == "emit_chunk_summary")
+    levels: list[int] = []
+    level_end = -math.inf
+    for start, stop, tool in sorted(i for i in intervals if i[2] != "emit_chunk_summary"):
+        if start >= level_end:
+            levels.append(0)
+        levels[-1] += 1
+        level_end = max(level_end, stop) if levels[-1] > 1 else stop
+    return [maps, *levels]
+
+
+def make_extractor(config: LLMConfig, http_client: httpx.AsyncClient | None) -> LLMExtractor:
+    return LLMExtractor(
+        config,
+        client=build_client(config, http_client=http_client),
+        breaker=CircuitBreaker("bench"),
+    )
+
+
+async def digest(
+    window: Window, extractor: LLMExtractor, concurrency: int, chunk_tokens: int
+) -> dict[str, Any]:
+    # As the worker does: the configured size, capped by what a map request can carry.
+    chunk_tokens = min(chunk_tokens, extractor.max_chunk_tokens())
+    started = time.perf_counter()
+    result = await run_pipeline(
+        window, extractor, chunk_tokens=chunk_tokens, concurrency=concurrency
+    )
+    finished = time.perf_counter()
+    stats = job_stats(result, extractor, len(window.messages))
+    usage = extractor.usage
+    content = stats["content_tokens"]
+    return {
+        "started": started,
+        "finished": finished,
+        "wall_seconds": finished - started,
+        "chunk_tokens": chunk_tokens,
+        "chunks": stats["chunks"],
+        "chunks_failed": stats["chunks_failed"],
+        "llm_calls": stats["llm_calls"],
+        "prompt_tokens": stats["prompt_tokens"],
+        "cached_tokens": stats["cached_tokens"],
+        "content_tokens": content,
+        "prompt_per_content": stats["prompt_to_content_ratio"],
+        "uncached_prompt_per_content": round(
+            (usage.prompt_tokens - usage.cached_tokens) / content, 3
+        ),
+        "items_rejected": stats["items_rejected"],
+        "warnings": sorted({w.code for w in extractor.warnings}),
+        "digest_knowledge_items": len(result.digest.knowledge_items),
+    }
+
+
+async def run_instant(window: Window, concurrency: int, chunk_tokens: int) -> dict[str, Any]:
+    model = InstantModel(ScriptedModel())
+    config = LLMConfig(base_url="http://llm.bench/v1", api_key="bench", concurrency=concurrency)
+    client = httpx.AsyncClient(transport=httpx.MockTransport(model))
+    extractor = make_extractor(config, client)
+    try:
+        figures = await digest(window, extractor, concurrency, chunk_tokens)
+    finally:
+        await client.aclose()
+    runner = figures["wall_seconds"] - model.seconds
+    figures.update(
+        fake_model_seconds=round(model.seconds, 3),
+        runner_seconds=round(runner, 3),
+        runner_ms_per_call=round(1000 * runner / max(1, figures["llm_calls"]), 2),
+        runner_us_per_message=round(1e6 * runner / len(window.messages), 1),
+    )
+    return figures
+
+
+async def run_server(
+    window: Window, base_url: str, concurrency: int, delay: float, chunk_tokens: int
+) -> dict[str, Any]:
+    config = LLMConfig(base_url=base_url, api_key="bench", concurrency=concurrency)
+    async with httpx.AsyncClient() as control:
+        await control.post(base_url.replace("/v1", "/reset"))
+        extractor = make_extractor(config, None)  # the production HTTP client
+        try:
+            figures = await digest(window, extractor, concurrency, chunk_tokens)
+        finally:
+            await extractor.client.close()
+        raw = (await control.get(base_url.replace("/v1", "/intervals"))).json()
+    intervals = [(float(a), float(b), str(tool)) for a, b, tool in raw]
+    lo, hi = figures["started"], figures["finished"]
+    busy = union_seconds([(a, b) for a, b, _ in intervals], lo, hi)
+    wall = figures["wall_seconds"]
+    per_stage = stages(intervals)
+    ideal = sum(math.ceil(calls / concurrency) * delay for calls in per_stage if calls)
+    latencies = sorted(b - a for a, b, _ in intervals)
+    figures.update(
+        map_calls=per_stage[0],
+        reduce_calls_per_level=per_stage[1:],
+        model_busy_seconds=round(busy, 3),
+        overhead_seconds=round(wall - busy, 3),
+        overhead_share=round((wall - busy) / wall, 4),
+        ideal_seconds=round(ideal, 3),
+        slack_share=round(1 - ideal / wall, 4),
+        server_latency_p50_ms=round(1000 * latencies[len(latencies) // 2], 1),
+        server_latency_max_ms=round(1000 * latencies[-1], 1),
+        mean_in_flight=round(sum(b - a for a, b, _ in intervals) / wall, 2),
+    )
+    return figures
+
+
+def start_fake_server(delay: float) -> tuple[subprocess.Popen[str], str]:
+    process = subprocess.Popen(
+        [sys.executable, str(_BENCH / "_pipeline_fake_llm.py"), "--delay", str(delay)],
+        cwd=REPO, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert process.stdout is not None
+    port = int(process.stdout.readline())
+    return process, f"http://127.0.0.1:{port}/v1"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="~2,000 messages, one run")
+    parser.add_argument("--messages", type=int, default=None, help="channel size (100,000)")
+    parser.add_argument("--delay", type=float, default=0.2, help="fake server's answer delay")
+    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--repeats", type=int, default=None, help="runs of each mode (3)")
+    parser.add_argument("--chunk-tokens", type=int, default=default_chunk_tokens(),
+                        help="chunk budget (default: DIGESTD_CHUNK_TOKENS' default)")  # fmt: skip
+    parser.add_argument("--profile", action="store_true", help="cProfile one extra instant run")
+    args = parser.parse_args()
+    count = args.messages or (2_000 if args.quick else 100_000)
+    repeats = args.repeats or (1 if args.quick else 3)
+
+    window = generated_window(count)
+    started = time.perf_counter()
+    chunks = chunk_messages(list(window.messages), args.chunk_tokens)
+    chunking = time.perf_counter() - started
+    emit(BENCH_NAME, kind="setup", messages=count, repeats=repeats, quick=args.quick,
+         concurrency=args.concurrency, delay_seconds=args.delay, started=utc_now(),
+         chunk_tokens=args.chunk_tokens,
+         database="none (run_pipeline on plain data)", chunks=len(chunks),
+         chunking_seconds=round(chunking, 3), **machine_details())  # fmt: skip
+
+    process, base_url = start_fake_server(args.delay)
+    results: dict[str, list[dict[str, Any]]] = {"instant": [], "server": []}
+    try:
+        for run in range(repeats):
+            instant = asyncio.run(run_instant(window, args.concurrency, args.chunk_tokens))
+            results["instant"].append(instant)
+            emit(BENCH_NAME, kind="run", mode="instant", run=run,
+                 **{k: v for k, v in instant.items() if k not in _CLOCKS})  # fmt: skip
+            served = asyncio.run(
+                run_server(window, base_url, args.concurrency, args.delay, args.chunk_tokens)
+            )
+            results["server"].append(served)
+            emit(BENCH_NAME, kind="run", mode="server", run=run,
+                 **{k: v for k, v in served.items() if k not in _CLOCKS})  # fmt: skip
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+    if args.profile:
+        profiler = cProfile.Profile()
+        profiler.enable()
+        profiled = asyncio.run(run_instant(window, args.concurrency, args.chunk_tokens))
+        profiler.disable()
+        emit(BENCH_NAME, kind="profile", mode="instant",
+             wall_seconds=round(profiled["wall_seconds"], 3),
+             note="cProfile slows Python code ~1.5-2x; read the shares, not the seconds",
+             top_by_own_time=top_functions(profiler, limit=25))  # fmt: skip
+
+    instant, served = results["instant"], results["server"]
+    best_served = min(served, key=lambda r: r["wall_seconds"])
+    ratio = served[0]["prompt_per_content"]
+    emit(
+        BENCH_NAME,
+        kind="summary",
+        messages=count,
+        llm_calls=served[0]["llm_calls"],
+        chunks=served[0]["chunks"],
+        instant_wall_seconds=spread([r["wall_seconds"] for r in instant]),
+        instant_runner_seconds=spread([r["runner_seconds"] for r in instant]),
+        server_wall_seconds=spread([r["wall_seconds"] for r in served]),
+        server_ideal_seconds=best_served["ideal_seconds"],
+        # Same run, same calls: how much of the 200 ms-server wall time the runner adds.
+        wall_ratio_server_vs_ideal=round(
+            best_served["wall_seconds"] / best_served["ideal_seconds"], 3
+        ),
+        overhead_share=spread([r["overhead_share"] for r in served]),
+        slack_share=spread([r["slack_share"] for r in served]),
+        prompt_per_content=ratio,
+        uncached_prompt_per_content=served[0]["uncached_prompt_per_content"],
+        target_prompt_per_content_met=ratio is not None and ratio <= TARGET_PROMPT_PER_CONTENT,
+        target_overhead_met=min(r["overhead_share"] for r in served) <= TARGET_OVERHEAD_SHARE,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
