@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import ipaddress
 import logging
+import os
 import signal
 import sys
 import time
@@ -165,7 +166,15 @@ async def _digest(runtime: Runtime, channel_id: int, *, wait: bool, run_worker: 
         async with runtime.pool.acquire() as connection:
             job = await job_queries.job_by_id(connection, job["id"])
         assert job is not None
-        line = f"job {job['id']}: {job['status']} {job['phase'] or ''} {job['chunks_done']}/{job['chunks_total']}"
+        line = " ".join(
+            part
+            for part in (
+                f"job {job['id']}: {job['status']}",
+                job["phase"],
+                f"{job['chunks_done']}/{job['chunks_total']}" if job["chunks_total"] else None,
+            )
+            if part
+        )
         if line != last_line:
             print(line, file=sys.stderr)
             last_line = line
@@ -298,6 +307,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader went away (`digestd import ... | head`): what was asked is done; stop
+        # writing without a traceback, and keep Python's exit-time flush from raising again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":
