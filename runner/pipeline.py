@@ -13,7 +13,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from runner.chunking import Chunk, chunk_messages
+from runner.chunking import Chunk, iter_chunks
 from runner.contract import ChunkSummary, Digest
 from runner.extractors.base import ChunkFailed, Extractor, KnownItem, PipelineWarning
 from runner.validate import Rejection, ValidationResult, validate_output
@@ -93,15 +93,16 @@ async def run_pipeline(
             await hooks.on_progress(phase, done, total)
 
     await progress("preprocess", 0, 0)
-    chunks = chunk_messages(list(window.messages), chunk_tokens)
     texts = {m.message_id: m.normalized_text for m in window.messages}
-    summaries: list[ChunkSummary | None] = [None] * len(chunks)
+    # Filled as chunks are cut; map tasks start on each chunk at once (see below).
+    chunks: list[Chunk] = []
+    summaries: list[ChunkSummary | None] = []
     failed: list[dict[str, object]] = []
     map_rejections: list[Rejection] = []
     from_cache = 0
     done = 0
     semaphore = asyncio.Semaphore(max(1, concurrency))
-    await progress("map", 0, len(chunks))
+    await progress("map", 0, 0)
 
     async def map_one(chunk: Chunk) -> None:
         nonlocal from_cache, done
@@ -132,7 +133,25 @@ async def run_pipeline(
             done += 1
             await progress("map", done, len(chunks))
 
-    await asyncio.gather(*(map_one(chunk) for chunk in chunks))
+    # Cutting chunks counts every message's tokens (seconds for 100,000 messages); done up
+    # front, no request would leave before it ends. Each chunk's map task starts as soon as the
+    # chunk is cut, so the model works while later chunks are being cut. The chunk total in
+    # progress reports grows until the last chunk is cut.
+    tasks: list[asyncio.Task[None]] = []
+    try:
+        for chunk in iter_chunks(window.messages, chunk_tokens):
+            check_cancelled()
+            chunks.append(chunk)
+            summaries.append(None)
+            tasks.append(asyncio.create_task(map_one(chunk)))
+            await asyncio.sleep(0)  # let the new task send its request before the next cut
+        await progress("map", done, len(chunks))
+        await asyncio.gather(*tasks)
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
     check_cancelled()
     finished = [s for s in summaries if s is not None]
     await progress("reduce", 0, 1)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from xml.sax.saxutils import escape
 
 from runner.chunking import chunk_messages
 from runner.tokens import count_tokens
@@ -44,3 +45,17 @@ def test_deterministic() -> None:
     second = chunk_messages(window, 300)
     assert [c.content_hash for c in first] == [c.content_hash for c in second]
     assert chunk_messages([], 300) == []
+
+
+def test_texts_short_enough_to_skip_counting_really_fit() -> None:
+    """split_message keeps a text whole without counting when 5 x its length is within the
+    budget; the worst cases for that bound (escaped '&', 4-byte characters, rare scripts) must
+    still fit when counted."""
+    budget = 300
+    text_budget = budget - 48  # the line overhead chunking reserves
+    length = text_budget // 5
+    worst = ("&" * length, "𝔘" * length, "ꙮ" * length, "<>" * (length // 2), "\x00a" * (length // 2))
+    for text in worst:
+        chunks = chunk_messages([msg(0, text)], budget)
+        assert len(chunks) == 1 and len(chunks[0].parts) == 1
+        assert count_tokens(escape(text)).tokens <= text_budget
