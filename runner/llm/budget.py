@@ -7,6 +7,7 @@ margin and is reported as TOKEN_COUNT_ESTIMATE_USED.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from enum import Enum
@@ -149,6 +150,12 @@ class Preflight:
         return self.tokens <= limit
 
 
+# The same pieces are counted again and again: the static prefix (system prompt, tool schema) in
+# every request, and a request's own chunk in each of its preflights (bench/pipeline.py: this was
+# the runner's largest CPU cost). Bounded, so unique chunk texts only pass through.
+_count_piece = functools.lru_cache(maxsize=128)(count_tokens)
+
+
 def count_request_tokens(
     messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
 ) -> tuple[int, bool]:
@@ -166,7 +173,7 @@ def count_request_tokens(
     if tools:
         pieces.append(json.dumps(tools, ensure_ascii=False, separators=(",", ":")))
     for piece in pieces:
-        counted = count_tokens(piece)
+        counted = _count_piece(piece)
         total += counted.tokens
         estimated = estimated or counted.estimated
     return total, estimated
