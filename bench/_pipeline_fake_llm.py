@@ -27,12 +27,11 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _BENCH]
 sys.path.insert(0, str(_BENCH.parent))
 
 from runner.llm.budget import count_request_tokens  # noqa: E402
-from runner.tokens import count_tokens  # noqa: E402
 from tests.test_llm_helpers import (  # noqa: E402
-    completion,
     grounded_summary,
     merged_digest,
     tool_of,
+    usage_completion,
 )
 
 
@@ -47,19 +46,12 @@ class ScriptedModel:
     def respond(self, body: dict[str, Any]) -> dict[str, Any]:
         tool = tool_of(body)
         arguments = grounded_summary(body) if tool == "emit_chunk_summary" else merged_digest(body)
-        prompt, _ = count_request_tokens(body["messages"], body["tools"])
         prefix = json.dumps([body["messages"][0], body["tools"]], sort_keys=True)
         cached = self._seen_prefixes.get(prefix, 0)
         if prefix not in self._seen_prefixes:
             prefix_tokens, _ = count_request_tokens([body["messages"][0]], body["tools"])
             self._seen_prefixes[prefix] = prefix_tokens
-        return completion(
-            tool=tool,
-            arguments=arguments,
-            prompt_tokens=prompt,
-            completion_tokens=count_tokens(json.dumps(arguments)).tokens,
-            cached_tokens=cached,
-        )
+        return usage_completion(body, tool, arguments, cached)
 
 
 def serve(delay: float) -> None:

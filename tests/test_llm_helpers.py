@@ -166,6 +166,21 @@ def completion(
     }
 
 
+def usage_completion(body: dict[str, Any], tool: str, arguments: Any, cached_tokens: int) -> dict[str, Any]:
+    """A completion reporting usage like a provider: prompt tokens as tiktoken counts of the
+    request, completion tokens of the arguments, and `cached_tokens` of the prefix."""
+    from runner.llm.budget import count_request_tokens
+
+    prompt, _ = count_request_tokens(body["messages"], body["tools"])
+    return completion(
+        tool=tool,
+        arguments=arguments,
+        prompt_tokens=prompt,
+        completion_tokens=count_tokens(json.dumps(arguments)).tokens,
+        cached_tokens=cached_tokens,
+    )
+
+
 def minimal_summary(body: dict[str, Any]) -> dict[str, Any]:
     sent = chunk_messages_of(body)
     return {

@@ -16,19 +16,18 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from runner.llm.budget import count_request_tokens  # noqa: E402
 from runner.llm.prompts import Prompt  # noqa: E402
 from runner.pipeline import run_pipeline  # noqa: E402
 from runner.tokens import count_tokens  # noqa: E402
 from test_llm_helpers import (  # noqa: E402
     FakeEndpoint,
-    completion,
     make_extractor,
     merged_digest,
     minimal_summary,
     parse_chat_log,
     shared_data,
     tool_of,
+    usage_completion,
 )
 
 LARGEST_CHAT = "chat/gitter/manual_docker.txt"
@@ -40,17 +39,10 @@ def usage_reporting_model(prefix_tokens: dict[str, int]) -> FakeEndpoint:
     def respond(body: dict[str, Any]) -> dict[str, Any]:
         tool = tool_of(body)
         arguments = minimal_summary(body) if tool == "emit_chunk_summary" else merged_digest(body)
-        prompt, _ = count_request_tokens(body["messages"], body["tools"])
         prefix = json.dumps([body["messages"][0], body["tools"]])
         cached = prefix_tokens[tool] if prefix in seen_prefixes else 0
         seen_prefixes.add(prefix)
-        return completion(
-            tool=tool,
-            arguments=arguments,
-            prompt_tokens=prompt,
-            completion_tokens=count_tokens(json.dumps(arguments)).tokens,
-            cached_tokens=cached,
-        )
+        return usage_completion(body, tool, arguments, cached)
 
     return FakeEndpoint(respond)
 
