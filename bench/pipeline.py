@@ -56,7 +56,7 @@ from bench._support import (  # noqa: E402
     top_functions,
     utc_now,
 )
-from runner.chunking import chunk_messages  # noqa: E402
+from runner.message_chunks import chunk_messages  # noqa: E402
 from runner.extractors.llm import LLMExtractor  # noqa: E402
 from runner.importers.dates import parse_iso_timestamp  # noqa: E402
 from runner.llm.breaker import CircuitBreaker  # noqa: E402

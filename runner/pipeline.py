@@ -13,7 +13,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 
-from runner.chunking import Chunk, iter_chunks
+from runner.message_chunks import Chunk, iter_chunks
 from runner.contract import ChunkSummary, Digest
 from runner.extractors.base import (
     ChunkFailed,

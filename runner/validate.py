@@ -39,7 +39,7 @@ from runner.contract import (
     Topic,
 )
 from runner.pointers import MatchKind, PointerError, resolve_pointer
-from runner.support import dominant_script, support_share
+from runner.claim_support import dominant_script, support_share
 
 Output = TypeVar("Output", ChunkSummary, Digest)
 

@@ -1,5 +1,5 @@
-"""Word tokens: the one place that says what a word is, for claim support (`runner.support`),
-evidence terms (`runner.documents.terms`), offline topics (`runner.extractors.offline_topics`)
+"""Word tokens: the one place that says what a word is, for claim support (`runner.claim_support`),
+evidence terms (`runner.documents.terms`), offline topics (`runner.extractors.offline.topics`)
 and the evaluator's text F1 (`runner.documents.text_f1`).
 
 Every caller reads NFKC-normalized text (the PDF ligature "ﬁ" reads as "fi", full-width forms as

@@ -1,4 +1,4 @@
-"""Mutations: ingest messages, trigger a digest, cancel a job (documents: schema/document_api.py).
+"""Mutations: ingest messages, trigger a digest, cancel a job (documents: schema/documents.py).
 Writers only.
 
 Expected failures (an unknown channel, a bad input) come back as typed results in the union, so
@@ -23,7 +23,7 @@ from runner.importers.records import RecordError as ParseError
 from runner.importers.records import message_from_fields
 from runner.normalize import normalize_text
 from schema.context import Context
-from schema.document_api import DocumentMutations
+from schema.documents import DocumentMutations
 from schema.permissions import IsWriter
 from schema.paging import parse_id
 from schema.types import Channel, DigestJob, InvalidInputError, NotFoundError, RecordError

@@ -13,7 +13,7 @@ from db import pages
 from schema.connections import Connection
 from schema.context import Context
 from schema.digest_types import Digest, DigestSummary, KnowledgeItem
-from schema.document_api import DocumentQueries
+from schema.documents import DocumentQueries
 from schema.errors import client_error
 from schema.paging import PAGE_SIZE_HELP, optional_id, page_of, parse_id
 from schema.types import Channel, DigestJob, JobStatus, Message

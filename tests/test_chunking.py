@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from xml.sax.saxutils import escape
 
-from runner.chunking import chunk_messages
+from runner.message_chunks import chunk_messages
 from runner.tokens import count_tokens
 from runner.window import WindowMessage
 

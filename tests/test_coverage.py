@@ -13,7 +13,7 @@ from typing import Any
 import asyncpg
 
 from db import jobs
-from runner.chunking import Chunk
+from runner.message_chunks import Chunk
 from runner.contract import ChunkSummary
 from runner.extractors.base import ChunkFailed, KnownItem
 from runner.extractors.offline import OfflineExtractor

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from runner.documents.canonical import canonicalize, join_pages
-from runner.documents.chunks import MAX_CHARS, chunk_document
+from runner.documents.evidence_chunks import MAX_CHARS, chunk_document
 from runner.documents.evidence import relevance, score_chunks, select_evidence
 from runner.documents.ingest import ingest_bytes
 from runner.documents.terms import query_terms, tokens

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from runner.documents.canonical import canonicalize
-from runner.documents.chunks import EvidenceChunk, chunk_document
+from runner.documents.evidence_chunks import EvidenceChunk, chunk_document
 from runner.evaluation.evidence import (
     RANDOM,
     RANKINGS,

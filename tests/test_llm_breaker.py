@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
-from runner.chunking import chunk_messages
+from runner.message_chunks import chunk_messages
 from runner.extractors.base import ChunkFailed
 from runner.llm.breaker import BreakerState, CircuitBreaker, CircuitOpen
 from runner.pipeline import run_pipeline

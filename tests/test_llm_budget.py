@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from runner.chunking import chunk_messages
+from runner.message_chunks import chunk_messages
 from runner.extractors.base import ChunkFailed, KnownItem
 from runner.llm.budget import (
     FALLBACK_LIMITS,

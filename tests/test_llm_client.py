@@ -23,7 +23,7 @@ from test_llm_helpers import (
     minimal_summary,
     scripted,
 )
-from runner.chunking import chunk_messages
+from runner.message_chunks import chunk_messages
 
 WINDOW = make_window(["the build fails on arm64 with exit code 137", "raise the memory limit"])
 CHUNK = chunk_messages(list(WINDOW.messages), 4000)[0]

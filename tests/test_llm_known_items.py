@@ -10,7 +10,7 @@ import random
 import re
 from typing import Any
 
-from runner.chunking import chunk_messages
+from runner.message_chunks import chunk_messages
 from runner.contract import ChunkSummary
 from runner.extractors.llm import LLMExtractor
 from runner.llm.breaker import CircuitBreaker

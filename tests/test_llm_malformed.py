@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from runner.chunking import chunk_messages
+from runner.message_chunks import chunk_messages
 from runner.documents.llm_summary import document_tool_schema, resilient_tool_call
 from runner.extractors.base import ChunkFailed
 from runner.llm.breaker import BreakerState, CircuitBreaker

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from runner.chunking import chunk_messages
+from runner.message_chunks import chunk_messages
 from runner.contract import tool_schema
 from runner.extractors.base import ChunkFailed, KnownItem
 from test_llm_helpers import (

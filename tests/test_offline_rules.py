@@ -9,15 +9,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_offline_helpers import load_sample, run_offline
 
-from runner.chunking import ChunkPart, chunk_messages
+from runner.message_chunks import ChunkPart, chunk_messages
 from runner.contract import ArtifactKind, SignalLevel
-from runner.extractors import offline_patterns as patterns
-from runner.extractors.offline_artifacts import command_like, find_snippets
-from runner.extractors.offline_chunk import summarize_chunk
-from runner.extractors.offline_digest import build_digest
-from runner.extractors.offline_text import clean_url, truncate_words, view_part
-from runner.extractors.offline_threads import Participants, find_answer
-from runner.extractors.offline_versions import find_versions
+from runner.extractors.offline import patterns
+from runner.extractors.offline.artifacts import command_like, find_snippets
+from runner.extractors.offline.chunk import summarize_chunk
+from runner.extractors.offline.digest import build_digest
+from runner.extractors.offline.text import clean_url, truncate_words, view_part
+from runner.extractors.offline.threads import Participants, find_answer
+from runner.extractors.offline.versions import find_versions
 from runner.normalize import normalize_text
 from runner.pointers import MatchKind
 from runner.validate import validate_output

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from test_offline_helpers import CHUNK_TOKENS, load_sample, run_offline
 
-from runner.chunking import chunk_messages
+from runner.message_chunks import chunk_messages
 from runner.contract import ArtifactKind, ChunkSummary, Digest, KnowledgeKind, SignalLevel
 from runner.extractors.offline import OFFLINE_VERSION, OfflineExtractor
 from runner.pipeline import PipelineResult, run_pipeline

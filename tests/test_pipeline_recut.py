@@ -8,7 +8,7 @@ import asyncio
 import random
 from collections import defaultdict
 
-from runner.chunking import Chunk
+from runner.message_chunks import Chunk
 from runner.contract import ChunkSummary, Digest
 from runner.extractors.base import ChunkTooLarge, ExtractionUsage, KnownItem, PipelineWarning
 from runner.llm.merge import merge_outputs

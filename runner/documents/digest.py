@@ -26,7 +26,7 @@ from typing import Any
 
 from runner.documents.cache_key import digest_cache_key, query_hash
 from runner.documents.canonical import source_text_hash
-from runner.documents.chunks import chunk_document
+from runner.documents.evidence_chunks import chunk_document
 from runner.documents.errors import PayloadError
 from runner.documents.evidence import EvidenceMode, select_evidence
 from runner.documents.ingest import CanonicalDocument

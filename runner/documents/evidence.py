@@ -32,7 +32,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Literal
 
-from runner.documents.chunks import EvidenceChunk, after_heading
+from runner.documents.evidence_chunks import EvidenceChunk, after_heading
 from runner.documents.prose import is_mostly_prose
 from runner.documents.terms import query_terms, term_set, tokens
 

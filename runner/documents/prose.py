@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from runner.documents.chunks import after_heading
+from runner.documents.evidence_chunks import after_heading
 
 _SENTENCE_MARK = re.compile(r"[.!?][\"'’”)\]]*(?=\s)|[。！？]")
 _MIN_PROSE_SHARE = 0.5

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from runner.documents.canonical import PageSpan
-from runner.documents.chunks import EvidenceChunk
+from runner.documents.evidence_chunks import EvidenceChunk
 from runner.documents.evidence import EvidenceMode, SelectedEvidence, positional_order
 from runner.documents.prose import is_prose, sentence_spans
 from runner.documents.terms import query_terms, term_set, tokens

@@ -44,7 +44,7 @@ from statistics import fmean
 from typing import Any
 
 from runner.documents.canonical import canonicalize
-from runner.documents.chunks import EvidenceChunk, chunk_document
+from runner.documents.evidence_chunks import EvidenceChunk, chunk_document
 from runner.documents.evidence import select_evidence
 from runner.documents.ingest import ingest_text
 from runner.documents.policy import DigestConfig

@@ -17,7 +17,7 @@ from runner.evaluation.matching import (
 )
 from runner.pipeline import PipelineResult
 from runner.pointers import MatchKind
-from runner.support import support_share
+from runner.claim_support import support_share
 
 # Rejection reasons that mean "a synthesized claim failed its citation or overlap check".
 CLAIM_FIELDS = ("decisions", "action_items", "open_questions", "knowledge_items")

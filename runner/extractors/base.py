@@ -3,10 +3,9 @@ document pipeline (usage, warnings, known items, chunk failures) live in `runner
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Protocol
 
-from runner.chunking import Chunk
+from runner.message_chunks import Chunk
 from runner.contract import ChunkSummary, Digest
 from runner.vocabulary import (
     ChunkFailed,
@@ -23,7 +22,6 @@ __all__ = [
     "ChunkTooLarge",
     "ExtractionUsage",
     "Extractor",
-    "ExtractorState",
     "KnownItem",
     "PipelineWarning",
 ]
@@ -48,10 +46,3 @@ class Extractor(Protocol):
         top_messages: list[WindowMessage],
     ) -> Digest: ...
 
-
-@dataclass
-class ExtractorState:
-    """Mutable figures an extractor implementation can embed."""
-
-    usage: ExtractionUsage = field(default_factory=ExtractionUsage)
-    warnings: list[PipelineWarning] = field(default_factory=list)

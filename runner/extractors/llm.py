@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 
 import openai
 
-from runner.chunking import Chunk
+from runner.message_chunks import Chunk
 from runner.contract import (
     CHUNK_SUMMARY_TOOL,
     CONTRACT_VERSION,
@@ -252,7 +252,7 @@ class LLMExtractor:
         return tokens
 
     def max_chunk_tokens(self) -> int:
-        """The largest chunk (runner.chunking token count) a map request can carry with a full
+        """The largest chunk (runner.message_chunks token count) a map request can carry with a full
         list of known items; the pipeline should chunk at most this big."""
         room = (
             self.map_budget.input_tokens

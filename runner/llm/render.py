@@ -12,7 +12,7 @@ import json
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
-from runner.chunking import Chunk
+from runner.message_chunks import Chunk
 from runner.contract import ChunkSummary, Digest
 from runner.vocabulary import KnownItem
 from runner.window import Window, WindowMessage

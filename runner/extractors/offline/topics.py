@@ -15,10 +15,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from runner.contract import Topic
-from runner.extractors.offline_artifacts import command_like
-from runner.extractors.offline_text import PartView, truncate_words, without_urls
-from runner.extractors.offline_threads import is_social
-from runner.support import STOPWORDS
+from runner.extractors.offline.artifacts import command_like
+from runner.extractors.offline.text import PartView, truncate_words, without_urls
+from runner.extractors.offline.threads import is_social
+from runner.claim_support import STOPWORDS
 from runner.word_tokens import TECH_WORD, word_matches
 
 _CHAT_STOPWORDS = frozenset(

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
-from runner.extractors.offline_text import content_words, squash, without_urls
+from runner.extractors.offline.text import content_words, squash, without_urls
 from runner.window import WindowMessage
 
 ADDRESS_HORIZON = 40

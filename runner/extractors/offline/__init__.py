@@ -3,12 +3,12 @@ produced by rules, with no network. It is what runs when no LLM endpoint is conf
 `digestd demo` shows, so it aims to be a useful digest, not a placeholder.
 
 The work is split by concept:
-- offline_text: a part cut into code blocks, inline code, URLs and prose sentences (spans);
-- offline_patterns: decision / action / question / tip phrasing on sentences;
-- offline_threads: addressing, agreement, and the "was this question answered" rule;
-- offline_artifacts, offline_versions, offline_knowledge: snippets, versions, knowledge items;
-- offline_topics, offline_overview: key phrases, message centrality, the extractive overview;
-- offline_chunk (map) and offline_digest + offline_merge (reduce).
+- offline.text: a part cut into code blocks, inline code, URLs and prose sentences (spans);
+- offline.patterns: decision / action / question / tip phrasing on sentences;
+- offline.threads: addressing, agreement, and the "was this question answered" rule;
+- offline.artifacts, offline.versions, offline.knowledge: snippets, versions, knowledge items;
+- offline.topics, offline.overview: key phrases, message centrality, the extractive overview;
+- offline.chunk (map) and offline.digest + offline.merge (reduce).
 
 Both steps are CPU-bound and pure, so they run in the CPU pool of runner/offload.py, off the
 event loop (heartbeats, the API and cancellation keep answering; chunks use the other cores);
@@ -23,11 +23,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from runner.chunking import Chunk
+from runner.message_chunks import Chunk
 from runner.contract import CONTRACT_VERSION, ChunkSummary, Digest
 from runner.extractors.base import ChunkFailed, ExtractionUsage, KnownItem, PipelineWarning
-from runner.extractors.offline_chunk import summarize_chunk
-from runner.extractors.offline_digest import build_digest
+from runner.extractors.offline.chunk import summarize_chunk
+from runner.extractors.offline.digest import build_digest
 from runner.offload import run_cpu
 from runner.window import Window, WindowMessage
 

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from runner.contract import KnowledgeItem, SignalLevel, SignalQuality
-from runner.extractors.offline_text import squash
+from runner.extractors.offline.text import squash
 
 Item = TypeVar("Item")
 

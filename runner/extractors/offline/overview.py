@@ -15,9 +15,9 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from runner.extractors.offline_artifacts import command_like
-from runner.extractors.offline_text import PartView, content_words, truncate_words
-from runner.extractors.offline_threads import Participants, is_social, strip_address
+from runner.extractors.offline.artifacts import command_like
+from runner.extractors.offline.text import PartView, content_words, truncate_words
+from runner.extractors.offline.threads import Participants, is_social, strip_address
 
 _DAMPING = 0.85
 _ITERATIONS = 30

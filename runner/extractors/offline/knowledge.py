@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 
 from runner.contract import ArtifactKind, ContentPointer, KnowledgeItem, KnowledgeKind
-from runner.extractors import offline_patterns as patterns
-from runner.extractors.offline_artifacts import Snippet, find_snippets, snippet_title
-from runner.extractors.offline_text import (
+from runner.extractors.offline import patterns
+from runner.extractors.offline.artifacts import Snippet, find_snippets, snippet_title
+from runner.extractors.offline.text import (
     PartView,
     Span,
     content_words,
@@ -21,8 +21,8 @@ from runner.extractors.offline_text import (
     view_message,
     without_urls,
 )
-from runner.extractors.offline_threads import Answer, Participants, strip_address
-from runner.extractors.offline_versions import context_version
+from runner.extractors.offline.threads import Answer, Participants, strip_address
+from runner.extractors.offline.versions import context_version
 from runner.window import WindowMessage
 
 _KIND_OF_SNIPPET = {

@@ -27,19 +27,19 @@ from runner.contract import (
     SignalLevel,
     SignalQuality,
 )
-from runner.extractors.offline_knowledge import answer_item
-from runner.extractors.offline_merge import (
+from runner.extractors.offline.knowledge import answer_item
+from runner.extractors.offline.merge import (
     count_phrase,
     link_knowledge,
     rank_and_cut,
     signal_quality,
     union_ids,
 )
-from runner.extractors.offline_overview import central_messages, render_overview
-from runner.extractors.offline_patterns import ACTION_MARKER, DECISION_MARKER
-from runner.extractors.offline_text import content_words, squash, truncate_words, view_message
-from runner.extractors.offline_threads import Participants, find_answer
-from runner.extractors.offline_topics import topics_for
+from runner.extractors.offline.overview import central_messages, render_overview
+from runner.extractors.offline.patterns import ACTION_MARKER, DECISION_MARKER
+from runner.extractors.offline.text import content_words, squash, truncate_words, view_message
+from runner.extractors.offline.threads import Participants, find_answer
+from runner.extractors.offline.topics import topics_for
 from runner.window import Window, WindowMessage
 
 Item = TypeVar("Item", Decision, ActionItem, OpenQuestion, Link, Artifact, KnowledgeItem)

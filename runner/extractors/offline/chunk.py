@@ -3,7 +3,7 @@
 Every claim is a cleaned-up quote of its sentence and every pointer a span found in the text,
 so the output passes the validator's support and pointer checks by construction. Within a chunk
 a question counts as answered only by a later message of the same chunk; the digest step looks
-again across the whole window (see offline_threads for the rule).
+again across the whole window (see offline.threads for the rule).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from runner.chunking import Chunk
+from runner.message_chunks import Chunk
 from runner.contract import (
     ActionItem,
     Artifact,
@@ -26,17 +26,17 @@ from runner.contract import (
     SignalLevel,
     SignalQuality,
 )
-from runner.extractors import offline_patterns as patterns
-from runner.extractors.offline_artifacts import Snippet, find_snippets, snippet_title
-from runner.extractors.offline_knowledge import (
+from runner.extractors.offline import patterns
+from runner.extractors.offline.artifacts import Snippet, find_snippets, snippet_title
+from runner.extractors.offline.knowledge import (
     answer_item,
     link_description,
     snippet_knowledge,
     tip_item,
 )
-from runner.extractors.offline_merge import count_phrase, signal_quality
-from runner.extractors.offline_overview import central_messages, excerpt
-from runner.extractors.offline_text import (
+from runner.extractors.offline.merge import count_phrase, signal_quality
+from runner.extractors.offline.overview import central_messages, excerpt
+from runner.extractors.offline.text import (
     PartView,
     content_words,
     squash,
@@ -44,14 +44,14 @@ from runner.extractors.offline_text import (
     view_message,
     view_part,
 )
-from runner.extractors.offline_threads import (
+from runner.extractors.offline.threads import (
     Participants,
     find_answer,
     is_agreement,
     is_social,
     is_strong_agreement,
 )
-from runner.extractors.offline_topics import topics_for
+from runner.extractors.offline.topics import topics_for
 from runner.window import WindowMessage
 
 _PROPOSAL_HORIZON = 6

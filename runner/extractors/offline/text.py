@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from runner.chunking import ChunkPart
-from runner.support import content_tokens
+from runner.message_chunks import ChunkPart
+from runner.claim_support import content_tokens
 from runner.window import WindowMessage
 
 # A fence's info string is a language tag only when it is one short word on the fence line;
