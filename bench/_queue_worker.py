@@ -21,8 +21,7 @@ import json
 import signal
 from pathlib import Path
 
-import asyncpg
-
+from db.models import DigestJob
 from runner.supervision import JobListener
 from runner.worker import Worker
 from server.runtime import Runtime, extractor_factory
@@ -63,15 +62,15 @@ class RecordingWorker(Worker):
             self._database_url, self._wake, self._config.poll_seconds, self.listening
         )
 
-    async def _process(self, job: asyncpg.Record, stop: asyncio.Event | None = None) -> None:
+    async def _process(self, job: DigestJob, stop: asyncio.Event | None = None) -> None:
         # Called once per successful claim (run_once), before any work.
-        self.claimed.append(int(job["id"]))
+        self.claimed.append(job.id)
         await super()._process(job, stop)
 
-    async def _finish_without_digest(self, job: asyncpg.Record, *args: object) -> None:
+    async def _finish_without_digest(self, job: DigestJob, *args: object) -> None:
         # The end of a trivial job ("no new messages"); a second call for one job would be a
         # duplicate finish.
-        self.finished.append(int(job["id"]))
+        self.finished.append(job.id)
         await super()._finish_without_digest(job, *args)  # type: ignore[arg-type]
 
 

@@ -2,7 +2,7 @@
 when the same key was digested before.
 
 Claimed by the same workers and the same claim query as channel jobs (`runner/worker.py`
-dispatches on `job["kind"]`). The steps:
+dispatches on `job.kind`). The steps:
 1. load the document and check eligibility under the digest policy (the seed's safety check;
    the API already refuses ineligible triggers, but the policy may have changed since);
 2. archive the canonical text when `archive_dir` is set (opt-in; private files, pruned after
@@ -34,6 +34,7 @@ import asyncpg
 from db import documents as document_queries
 from db import jobs as job_queries
 from db.jobs import JobStatus
+from db.models import DigestJob
 from runner.documents.archive import (
     DEFAULT_RETENTION_DAYS,
     prune_archive,
@@ -76,22 +77,23 @@ class DocumentJobRunner:
     async def run(
         self,
         pool: asyncpg.Pool,
-        job: asyncpg.Record,
+        job: DigestJob,
         worker_id: str,
         should_stop: ShouldStop,
         stats: dict[str, Any],
     ) -> None:
-        options = job["options"] or {}
+        options = job.options or {}
         query = str(options.get("query", ""))
-        stats.update({"document_id": job["document_id"], "summarizer_calls": 0})
+        stats.update({"document_id": job.document_id, "summarizer_calls": 0})
+        assert job.document_id is not None  # a document job's subject (digest_jobs_kind_source)
         async with pool.acquire() as connection:
-            row = await document_queries.document_by_id(connection, job["document_id"])
+            row = await document_queries.document_by_id(connection, job.document_id)
         if row is None:
             await self._end(pool, job, worker_id, JobStatus.FAILED, None, stats, [],
-                            error=f"document {job['document_id']} no longer exists")  # fmt: skip
+                            error=f"document {job.document_id} no longer exists")  # fmt: skip
             return
         document = CanonicalDocument.from_record(document_queries.document_record(row))
-        source_id = document_source_id(row["id"])
+        source_id = document_source_id(row.id)
 
         eligibility = document_eligibility(document, source_id, self.config)
         if not eligibility.eligible:
@@ -122,7 +124,7 @@ class DocumentJobRunner:
             raise Cancelled()
 
         async with pool.acquire() as connection:
-            await job_queries.update_progress(connection, job["id"], worker_id, "map", 0, 1)
+            await job_queries.update_progress(connection, job.id, worker_id, "map", 0, 1)
         started = time.perf_counter()
         try:
             async with asyncio.timeout(self.config.per_source_timeout):
@@ -150,7 +152,7 @@ class DocumentJobRunner:
                 await self._end(pool, job, worker_id, JobStatus.FAILED, None, stats, [],
                                 error=f"{error.code}: {error.reason}")  # fmt: skip
                 return
-        await self._store(pool, job, worker_id, row["id"], query, outcome, stats, archive_warnings)
+        await self._store(pool, job, worker_id, row.id, query, outcome, stats, archive_warnings)
 
     async def _archive(
         self, source_id: str, canonical_text: str, stats: dict[str, Any]
@@ -177,7 +179,7 @@ class DocumentJobRunner:
     async def _store(
         self,
         pool: asyncpg.Pool,
-        job: asyncpg.Record,
+        job: DigestJob,
         worker_id: str,
         document_id: int,
         query: str,
@@ -204,10 +206,10 @@ class DocumentJobRunner:
         }
         async with pool.acquire() as connection, connection.transaction():
             digest_id, _created = await document_queries.insert_document_digest(
-                connection, job["id"], values
+                connection, job.id, values
             )
             finished = await job_queries.finish_job(
-                connection, job["id"], worker_id, status=JobStatus.SUCCEEDED, document_digest_id=digest_id,
+                connection, job.id, worker_id, status=JobStatus.SUCCEEDED, document_digest_id=digest_id,
                 message=None, stats=stats, warnings=job_warnings,
             )  # fmt: skip
             if finished is None:
@@ -216,7 +218,7 @@ class DocumentJobRunner:
     async def _end(
         self,
         pool: asyncpg.Pool,
-        job: asyncpg.Record,
+        job: DigestJob,
         worker_id: str,
         status: JobStatus,
         digest_id: int | None,
@@ -228,7 +230,7 @@ class DocumentJobRunner:
     ) -> None:
         async with pool.acquire() as connection:
             await job_queries.finish_job(
-                connection, job["id"], worker_id, status=status, document_digest_id=digest_id,
+                connection, job.id, worker_id, status=status, document_digest_id=digest_id,
                 message=message, stats=stats, warnings=warnings, error=error,
             )  # fmt: skip
 

@@ -22,6 +22,7 @@ import asyncpg
 
 from db import jobs as job_queries
 from db.jobs import JobKind, JobStatus
+from db.models import ChannelWithServer, DigestJob
 from db import channels as channel_queries
 from db import digests as digest_queries
 from runner.contract import ChunkSummary
@@ -132,7 +133,7 @@ class Worker:
             )
         if job is None:
             return False
-        logger.info("worker %s claimed job %s (attempt %s)", self.worker_id, job["id"], job["attempts"])
+        logger.info("worker %s claimed job %s (attempt %s)", self.worker_id, job.id, job.attempts)
         await self._process(job, stop)
         return True
 
@@ -154,13 +155,13 @@ class Worker:
                 return
             control.cancel_requested = state
 
-    async def _process(self, job: asyncpg.Record, stop: asyncio.Event | None = None) -> None:
+    async def _process(self, job: DigestJob, stop: asyncio.Event | None = None) -> None:
         """Run one claimed job while the heartbeat holds its lease. When `stop` is set, the job
         stops at its next checkpoint (the running chunk finishes; its result is cached) within
         the shutdown grace, then its lease is released so another worker resumes it at once."""
         control = _JobControl()
-        control.cancel_requested = bool(job["cancel_requested"])
-        heartbeat = asyncio.create_task(self._heartbeat(job["id"], control))
+        control.cancel_requested = bool(job.cancel_requested)
+        heartbeat = asyncio.create_task(self._heartbeat(job.id, control))
         work = asyncio.create_task(self._run_job(job, control))
         try:
             if stop is None:
@@ -172,7 +173,7 @@ class Worker:
                 return
             control.shutting_down = True
             grace = self._config.shutdown_grace_seconds
-            logger.warning("job %s: shutting down; checkpointing within %ss", job["id"], grace)
+            logger.warning("job %s: shutting down; checkpointing within %ss", job.id, grace)
             await wait_any((), grace, task=work)
             await _cancel(work)
             await self._release(job)
@@ -186,52 +187,52 @@ class Worker:
             await _cancel(work)
             await _cancel(heartbeat)
 
-    async def _release(self, job: asyncpg.Record) -> None:
+    async def _release(self, job: DigestJob) -> None:
         """Give the job back (the attempt not counted); a no-op if it already ended."""
         try:
             async with self._pool.acquire(timeout=self._config.lease_seconds) as connection:
-                released = await job_queries.release_job(connection, job["id"], self.worker_id)
+                released = await job_queries.release_job(connection, job.id, self.worker_id)
         except Exception as error:  # noqa: BLE001 - the lease expires and it is reclaimed
-            logger.warning("job %s: could not release (%s)", job["id"], describe_error(error))
+            logger.warning("job %s: could not release (%s)", job.id, describe_error(error))
             return
         if released is not None:
-            logger.warning("job %s: released for another worker", job["id"])
+            logger.warning("job %s: released for another worker", job.id)
 
-    async def _run_job(self, job: asyncpg.Record, control: _JobControl) -> None:
+    async def _run_job(self, job: DigestJob, control: _JobControl) -> None:
         started = time.perf_counter()
         stats: dict[str, Any] = {}
         try:
-            if job["kind"] == JobKind.DOCUMENT:
+            if job.kind == JobKind.DOCUMENT:
                 await self._documents.run(
                     self._pool, job, self.worker_id, control.should_stop, stats
                 )
             else:
                 await self._digest_channel(job, control, stats)
         except LostLease:
-            logger.warning("job %s: lease lost; another worker has it", job["id"])
+            logger.warning("job %s: lease lost; another worker has it", job.id)
         except Cancelled:
             if control.lease_lost:
-                logger.warning("job %s: lease lost; another worker has it", job["id"])
+                logger.warning("job %s: lease lost; another worker has it", job.id)
             elif control.cancel_requested:
                 await self._settle(
                     job, self._finish_without_digest(job, JobStatus.CANCELLED, "cancelled by request", stats)
                 )
             # else: shutting down; _process releases the job.
         except Exception as error:  # noqa: BLE001 - any failure is recorded on the job
-            logger.exception("job %s failed", job["id"])
+            logger.exception("job %s failed", job.id)
             delay = job_queries.retry_delay(
-                job["attempts"], self._config.retry_base_seconds, self._config.retry_max_seconds
+                job.attempts, self._config.retry_base_seconds, self._config.retry_max_seconds
             )
             stats["duration_seconds"] = round(time.perf_counter() - started, 3)
             await self._settle(job, self._fail(job, f"{type(error).__name__}: {error}", delay, stats))
 
     async def _fail(
-        self, job: asyncpg.Record, error: str, delay: float, stats: dict[str, Any]
+        self, job: DigestJob, error: str, delay: float, stats: dict[str, Any]
     ) -> None:
         async with self._pool.acquire() as connection:
-            await job_queries.fail_job(connection, job["id"], self.worker_id, error, delay, stats)
+            await job_queries.fail_job(connection, job.id, self.worker_id, error, delay, stats)
 
-    async def _settle(self, job: asyncpg.Record, write: Awaitable[None]) -> None:
+    async def _settle(self, job: DigestJob, write: Awaitable[None]) -> None:
         """Record a job's end; when the database is down the write is given up: the lease then
         expires and the job is reclaimed (counting the attempt), so nothing is lost."""
         try:
@@ -239,20 +240,20 @@ class Worker:
         except Exception as error:  # noqa: BLE001 - see above
             logger.warning(
                 "job %s: could not record its end (%s); it will be reclaimed when its lease "
-                "expires", job["id"], describe_error(error),
+                "expires", job.id, describe_error(error),
             )  # fmt: skip
 
     async def _finish_without_digest(
-        self, job: asyncpg.Record, status: JobStatus, message: str, stats: dict[str, Any]
+        self, job: DigestJob, status: JobStatus, message: str, stats: dict[str, Any]
     ) -> None:
         async with self._pool.acquire() as connection:
             await job_queries.finish_job(
-                connection, job["id"], self.worker_id, status=status, digest_id=None,
+                connection, job.id, self.worker_id, status=status, digest_id=None,
                 message=message, stats=stats, warnings=[],
             )  # fmt: skip
 
     async def _load_window(
-        self, channel: asyncpg.Record, spec: WindowSpec
+        self, channel: ChannelWithServer, spec: WindowSpec
     ) -> tuple[Window, StoredWindow]:
         async with self._pool.acquire() as connection:
             return await load_window(connection, channel, spec, self._config.max_window_messages)
@@ -283,13 +284,14 @@ class Worker:
         )
 
     async def _digest_channel(
-        self, job: asyncpg.Record, control: _JobControl, stats: dict[str, Any]
+        self, job: DigestJob, control: _JobControl, stats: dict[str, Any]
     ) -> None:
+        assert job.channel_id is not None  # a channel job is queued on its channel
         async with self._pool.acquire() as connection:
-            channel = await channel_queries.channel_by_id(connection, job["channel_id"])
+            channel = await channel_queries.channel_by_id(connection, job.channel_id)
         if channel is None:
-            raise ValueError(f"channel {job['channel_id']} no longer exists")
-        spec = WindowSpec.from_options(job["options"])
+            raise ValueError(f"channel {job.channel_id} no longer exists")
+        spec = WindowSpec.from_options(job.options)
         window, stored = await self._load_window(channel, spec)
         stats["messages"] = stored.message_count
         if not window.messages:
@@ -299,7 +301,7 @@ class Worker:
         if control.should_stop():
             raise Cancelled()
         extractor = self._extractor_factory()
-        chunk_tokens = int((job["options"] or {}).get("chunk_tokens", self._config.chunk_tokens))
+        chunk_tokens = int((job.options or {}).get("chunk_tokens", self._config.chunk_tokens))
         # An LLM extractor knows how much chunk its map model's context holds.
         max_chunk_tokens: Callable[[], int] | None = getattr(extractor, "max_chunk_tokens", None)
         if max_chunk_tokens is not None:
@@ -312,7 +314,7 @@ class Worker:
             chunk_tokens=chunk_tokens,
             min_overlap=self._config.min_overlap,
             concurrency=self._config.map_concurrency,
-            hooks=self._hooks(job["id"], extractor, control),
+            hooks=self._hooks(job.id, extractor, control),
         )  # fmt: skip
         stats.update(job_stats(result, extractor, stored.message_count))
         if result.chunk_count and len(result.failed_chunks) == result.chunk_count:
@@ -335,11 +337,11 @@ class Worker:
         ] + [{**r.as_json(), "stage": "reduce"} for r in result.validation.rejections]
         async with self._pool.acquire() as connection:
             await job_queries.update_progress(
-                connection, job["id"], self.worker_id, "store", result.chunk_count, result.chunk_count
+                connection, job.id, self.worker_id, "store", result.chunk_count, result.chunk_count
             )
             await store_digest(
-                connection, job_id=job["id"], worker_id=self.worker_id,
-                channel_id=channel["id"], extractor=extractor.name,
+                connection, job_id=job.id, worker_id=self.worker_id,
+                channel_id=channel.id, extractor=extractor.name,
                 validation=result.validation, window=stored, digest_flags=digest_flags,
                 rejections=rejections, status=status, stats=stats,
                 warnings=[w.as_json() for w in result.warnings],
@@ -348,7 +350,7 @@ class Worker:
                 window_key=None if result.failed_chunks else key,
             )  # fmt: skip
 
-    async def _serve_identical(self, job: asyncpg.Record, key: str, stats: dict[str, Any]) -> bool:
+    async def _serve_identical(self, job: DigestJob, key: str, stats: dict[str, Any]) -> bool:
         """A catch-up window whose messages, revisions and extraction settings a stored digest
         already read completely is served from that digest (the chunk cache would make the map
         free anyway; this skips the reduce too)."""
@@ -358,12 +360,12 @@ class Worker:
                 return False
             stats["served_from_digest"] = existing
             finished = await job_queries.finish_job(
-                connection, job["id"], self.worker_id, status=JobStatus.SUCCEEDED, digest_id=existing,
+                connection, job.id, self.worker_id, status=JobStatus.SUCCEEDED, digest_id=existing,
                 message=f"same messages as digest {existing}: served from it",
                 stats=stats, warnings=[],
             )  # fmt: skip
         if finished is None:
-            raise LostLease(f"job {job['id']} is no longer held by {self.worker_id}")
+            raise LostLease(f"job {job.id} is no longer held by {self.worker_id}")
         return True
 
 

@@ -10,7 +10,7 @@ import strawberry
 from strawberry.types import Info
 
 from db import pages
-from db.pages import InvalidCursor, InvalidSearch, ListSpec
+from db.pages import InvalidCursor, InvalidSearch, ListRow, ListSpec
 from schema.context import Context
 from schema.errors import client_error
 
@@ -35,8 +35,12 @@ def parse_id(value: strawberry.ID | str, what: str) -> int:
 
 
 async def page_of(
-    info: Info[Context, None], spec: ListSpec, filters: dict[str, Any], first: int, after: str | None
-) -> pages.Page:
+    info: Info[Context, None],
+    spec: ListSpec[ListRow],
+    filters: dict[str, Any],
+    first: int,
+    after: str | None,
+) -> pages.Page[ListRow]:
     try:
         async with info.context.pool.acquire() as connection:
             return await pages.fetch_page(connection, spec, filters, first=first, after=after)

@@ -6,12 +6,11 @@ from datetime import datetime
 from enum import Enum
 from typing import TYPE_CHECKING, Annotated, Any, cast
 
-import asyncpg
 import strawberry
 from strawberry.scalars import JSON
 from strawberry.types import Info
 
-from db import jobs
+from db import jobs, models
 from schema.context import Context
 
 if TYPE_CHECKING:
@@ -33,14 +32,14 @@ class Channel:
     created_at: datetime
 
     @classmethod
-    def from_row(cls, row: asyncpg.Record) -> Channel:
+    def from_row(cls, row: models.ChannelWithServer) -> Channel:
         return cls(
-            id=strawberry.ID(str(row["id"])),
-            name=row["name"],
-            server_id=strawberry.ID(str(row["server_id"])) if row["server_id"] else None,
-            server_name=row["server_name"],
-            external_id=row["external_id"],
-            created_at=row["created_at"],
+            id=strawberry.ID(str(row.id)),
+            name=row.name,
+            server_id=strawberry.ID(str(row.server_id)) if row.server_id else None,
+            server_name=row.server_name,
+            external_id=row.external_id,
+            created_at=row.created_at,
         )
 
     @strawberry.field(description="How many messages the channel holds.")
@@ -81,18 +80,18 @@ class Message:
     )
 
     @classmethod
-    def from_row(cls, row: asyncpg.Record) -> Message:
+    def from_row(cls, row: models.Message) -> Message:
         return cls(
-            id=strawberry.ID(str(row["id"])),
-            channel_id=strawberry.ID(str(row["channel_id"])),
-            message_id=row["external_id"],
-            author=row["author"],
-            ts=row["ts"],
-            reply_to=row["reply_to"],
-            text=row["raw_text"],
-            normalized_text=row["normalized_text"],
-            attachments=row["attachments"],
-            revision=row["revision"],
+            id=strawberry.ID(str(row.id)),
+            channel_id=strawberry.ID(str(row.channel_id)),
+            message_id=row.external_id,
+            author=row.author,
+            ts=row.ts,
+            reply_to=row.reply_to,
+            text=row.raw_text,
+            normalized_text=row.normalized_text,
+            attachments=cast(JSON, row.attachments),
+            revision=row.revision,
         )
 
 
@@ -193,30 +192,30 @@ class DigestJob:
     updated_at: datetime
 
     @classmethod
-    def from_row(cls, row: asyncpg.Record) -> DigestJob:
+    def from_row(cls, row: models.DigestJob) -> DigestJob:
         return cls(
-            id=strawberry.ID(str(row["id"])),
-            kind=row["kind"],
-            channel_id=strawberry.ID(str(row["channel_id"])) if row["channel_id"] else None,
-            status=JobStatus(row["status"]),
-            phase=JobPhase(row["phase"]) if row["phase"] else None,
-            progress=JobProgress(chunks_done=row["chunks_done"], chunks_total=row["chunks_total"]),
-            attempts=row["attempts"],
-            max_attempts=row["max_attempts"],
-            error=row["error"],
-            result_message=row["result_message"],
-            cancel_requested=row["cancel_requested"],
-            stats=JobStats.from_json(row["stats"] or {}),
-            warnings=Flag.many(row["warnings"] or []),
-            digest_id=strawberry.ID(str(row["digest_id"])) if row["digest_id"] else None,
-            document_id=_optional_id(row.get("document_id")),
-            document_digest_id=_optional_id(row.get("document_digest_id")),
-            query=(row["options"] or {}).get("query") if row["kind"] == jobs.JobKind.DOCUMENT else None,
-            options=cast(JSON, row["options"] or {}),
-            created_at=row["created_at"],
-            started_at=row["started_at"],
-            finished_at=row["finished_at"],
-            updated_at=row["updated_at"],
+            id=strawberry.ID(str(row.id)),
+            kind=row.kind,
+            channel_id=strawberry.ID(str(row.channel_id)) if row.channel_id else None,
+            status=JobStatus(row.status),
+            phase=JobPhase(row.phase) if row.phase else None,
+            progress=JobProgress(chunks_done=row.chunks_done, chunks_total=row.chunks_total),
+            attempts=row.attempts,
+            max_attempts=row.max_attempts,
+            error=row.error,
+            result_message=row.result_message,
+            cancel_requested=row.cancel_requested,
+            stats=JobStats.from_json(row.stats or {}),
+            warnings=Flag.many(row.warnings or []),
+            digest_id=strawberry.ID(str(row.digest_id)) if row.digest_id else None,
+            document_id=_optional_id(row.document_id),
+            document_digest_id=_optional_id(row.document_digest_id),
+            query=(row.options or {}).get("query") if row.kind == jobs.JobKind.DOCUMENT else None,
+            options=cast(JSON, row.options or {}),
+            created_at=row.created_at,
+            started_at=row.started_at,
+            finished_at=row.finished_at,
+            updated_at=row.updated_at,
         )
 
     @strawberry.field

@@ -59,7 +59,7 @@ async def digest_once(
         )
     assert await make_worker(pool, database_url, extractor, **config).run_once()
     async with pool.acquire() as connection:
-        done = await jobs.job_by_id(connection, job["id"])
+        done = await jobs.job_by_id(connection, job.id)
     assert done is not None
     return done
 
@@ -72,7 +72,7 @@ async def read_ids(pool: asyncpg.Pool, digest_id: int) -> list[str]:
             "WHERE dm.digest_id = $1 ORDER BY m.ts, m.id",
             digest_id,
         )
-    return [row["external_id"] for row in rows]
+    return [row.external_id for row in rows]
 
 
 async def uncovered(pool: asyncpg.Pool, channel_id: int) -> list[str]:
@@ -82,7 +82,7 @@ async def uncovered(pool: asyncpg.Pool, channel_id: int) -> list[str]:
             "AND covered_revision IS DISTINCT FROM revision ORDER BY ts, id",
             channel_id,
         )
-    return [row["external_id"] for row in rows]
+    return [row.external_id for row in rows]
 
 
 async def test_failed_chunk_messages_are_digested_by_the_next_trigger(
@@ -102,7 +102,7 @@ async def test_failed_chunk_messages_are_digested_by_the_next_trigger(
     assert await uncovered(db, channel_id) == []
     async with db.acquire() as connection:
         row = await connection.fetchrow("SELECT left_out FROM digests WHERE id = $1", first["digest_id"])
-    [failed_range] = row["left_out"]
+    [failed_range] = row.left_out
     assert failed_range["reason"] == "chunk_failed"
     assert failed_range["message_count"] == len(left)
     assert (failed_range["first_message_id"], failed_range["last_message_id"]) == (left[0], left[-1])
@@ -153,7 +153,7 @@ async def test_catch_up_window_digests_exactly_the_range_and_keeps_coverage(
     assert len(await uncovered(db, channel_id)) == len(items)  # coverage unchanged
     async with db.acquire() as connection:
         row = await connection.fetchrow("SELECT * FROM digests WHERE id = $1", catch_up["digest_id"])
-    assert row["catch_up"] and row["window_since"] == since and row["window_until"] == until
+    assert row.catch_up and row.window_since == since and row.window_until == until
 
     # The same window again: served from the digest of the same messages.
     again = await digest_once(db, database_url, channel_id, options)
@@ -192,7 +192,7 @@ async def test_window_cap_leaves_the_rest_for_the_next_digest(
     first = await digest_once(db, database_url, channel_id, max_window_messages=20)
     async with db.acquire() as connection:
         row = await connection.fetchrow("SELECT left_out FROM digests WHERE id = $1", first["digest_id"])
-    [capped] = row["left_out"]
+    [capped] = row.left_out
     assert capped["reason"] == "window_cap" and capped["message_count"] == 10
     assert (capped["first_message_id"], capped["last_message_id"]) == ("m21", "m30")
     second = await digest_once(db, database_url, channel_id, max_window_messages=20)
@@ -239,11 +239,11 @@ async def test_a_message_edited_during_the_digest_stays_uncovered(
     items = messages(TEXTS[:20])
     channel_id = await add_channel(db, "ops", items)
     job = await digest_once(db, database_url, channel_id, extractor=EditsMidDigest(db, items[4]))
-    assert job["status"] == "succeeded"
+    assert job.status == "succeeded"
     assert await uncovered(db, channel_id) == ["m5"]
     async with db.acquire() as connection:
-        row = await connection.fetchrow("SELECT left_out FROM digests WHERE id = $1", job["digest_id"])
-    assert row["left_out"] == [
+        row = await connection.fetchrow("SELECT left_out FROM digests WHERE id = $1", job.digest_id)
+    assert row.left_out == [
         {"first_message_id": "m5", "last_message_id": "m5", "message_count": 1,
          "first_at": items[4].ts.isoformat(), "last_at": items[4].ts.isoformat(),
          "reason": "edited_during_digest"}
@@ -258,9 +258,9 @@ async def test_a_capped_catch_up_window_says_what_it_left_out(
     channel_id = await add_channel(db, "ops", messages(TEXTS))
     options = {"since": BASE_TIME.isoformat(), "until": (BASE_TIME + timedelta(minutes=30)).isoformat()}
     job = await digest_once(db, database_url, channel_id, options, max_window_messages=25)
-    assert await read_ids(db, job["digest_id"]) == [f"m{i}" for i in range(1, 26)]
+    assert await read_ids(db, job.digest_id) == [f"m{i}" for i in range(1, 26)]
     async with db.acquire() as connection:
-        row = await connection.fetchrow("SELECT left_out FROM digests WHERE id = $1", job["digest_id"])
-    [capped] = row["left_out"]
+        row = await connection.fetchrow("SELECT left_out FROM digests WHERE id = $1", job.digest_id)
+    [capped] = row.left_out
     assert (capped["reason"], capped["message_count"]) == ("window_cap", 5)  # m26..m30, not m40
     assert (capped["first_message_id"], capped["last_message_id"]) == ("m26", "m30")

@@ -4,6 +4,8 @@ whose rows become a model returns exactly that model's fields."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import asyncpg
 import pytest
 from pydantic import BaseModel
@@ -12,6 +14,7 @@ from sqlalchemy.dialects import postgresql
 from sqlmodel import SQLModel
 
 import db.models as models
+from db import pages
 from db.queries import QUERIES
 
 # Created by db/migrate.py to record applied migrations, not by a migration: not a data table.
@@ -117,8 +120,8 @@ QUERY_MODELS: dict[str, type[BaseModel]] = {
     "channel_message_counts": models.ChannelMessageCount,
     "channel_uncovered_counts": models.ChannelUncoveredCount,
     "messages_by_ids": models.Message,
-    "window_messages": models.WindowMessage,
-    "catch_up_messages": models.WindowMessage,
+    "window_messages": models.WindowMessageRow,
+    "catch_up_messages": models.WindowMessageRow,
     "uncovered_after": models.MessageRange,
     "catch_up_after": models.MessageRange,
     "revision_texts": models.RevisionText,
@@ -166,3 +169,17 @@ async def test_each_query_returns_the_fields_of_its_model(db: asyncpg.Pool, quer
     columns = await _columns_of(db, QUERIES[query])
     assert len(columns) == len(set(columns)), f"{query} returns a column twice: {columns}"
     assert sorted(columns) == sorted(QUERY_MODELS[query].model_fields)
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [pages.DIGESTS, pages.JOBS, pages.KNOWLEDGE_ITEMS, pages.MESSAGES, pages.CHANNELS,
+     pages.DOCUMENTS],
+    ids=lambda spec: spec.name,
+)  # fmt: skip
+async def test_each_keyset_list_returns_the_fields_of_its_model(
+    db: asyncpg.Pool, spec: pages.ListSpec[Any]
+) -> None:
+    columns = await _columns_of(db, spec.select)
+    assert len(columns) == len(set(columns)), f"{spec.name} returns a column twice: {columns}"
+    assert sorted(columns) == sorted(spec.model.model_fields)

@@ -127,7 +127,7 @@ async def test_message_coverage_over_graphql(db: asyncpg.Pool, database_url: str
     far = await gql(db, trigger, c=str(channel_id), o={"since": "9999-12-31T00:00:00-14:00"})
     assert "between 1970 and 2200" in far["triggerDigest"]["message"]
     job = await gql(db, trigger, c=str(channel_id), o={"since": "2024-05-01T11:10:00+02:00"})
-    assert job["triggerDigest"]["options"] == {"since": "2024-05-01T09:10:00+00:00"}
+    assert job.triggerDigest["options"] == {"since": "2024-05-01T09:10:00+00:00"}
 
 
 OLD_MARK = 6
@@ -215,7 +215,7 @@ async def test_migration_turns_the_old_mark_into_coverage(
     pool = await create_pool(with_database(database_url, name))
     try:
         job = await digest_once(pool, database_url, channel)
-        assert job["status"] == "succeeded", job["error"]
-        assert await read_ids(pool, job["digest_id"]) == ["late"] + [f"m{i}" for i in range(OLD_MARK + 1, 11)]
+        assert job.status == "succeeded", job.error
+        assert await read_ids(pool, job.digest_id) == ["late"] + [f"m{i}" for i in range(OLD_MARK + 1, 11)]
     finally:
         await pool.close()

@@ -72,7 +72,7 @@ class MessageRevision(SQLModel, table=True):
     superseded_at: datetime = timestamptz()
 
 
-class WindowMessage(SQLModel):
+class WindowMessageRow(SQLModel):
     """A message as a digest window reads it (`window_messages`, `catch_up_messages`)."""
 
     id: int
