@@ -9,7 +9,7 @@ import httpx
 
 from runner.contract import ChunkSummary, Digest
 from runner.llm.budget import count_request_tokens
-from runner.llm.merge import merge_outputs
+from runner.chunk_merge import merge_outputs
 from runner.llm.reduce import TreeReducer
 from test_llm_helpers import (
     FakeEndpoint,

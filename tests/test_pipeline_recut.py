@@ -11,7 +11,7 @@ from collections import defaultdict
 from runner.message_chunks import Chunk
 from runner.contract import ChunkSummary, Digest
 from runner.extractors.base import ChunkTooLarge, ExtractionUsage, KnownItem, PipelineWarning
-from runner.llm.merge import merge_outputs
+from runner.chunk_merge import merge_outputs
 from runner.pipeline import run_pipeline
 from runner.window import Window, WindowMessage
 from test_llm_helpers import make_window

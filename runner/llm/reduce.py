@@ -23,7 +23,7 @@ from runner.contract import DIGEST_TOOL, ChunkSummary, Digest, SignalLevel, tool
 from runner.llm.breaker import CircuitOpen
 from runner.llm.budget import RequestBudget, count_request_tokens
 from runner.llm.client import ContextLimitExceeded, LLMCallError
-from runner.llm.merge import SIGNAL_RANK, merge_outputs
+from runner.chunk_merge import SIGNAL_RANK, merge_outputs
 from runner.llm.render import (
     reduce_user_message,
     render_summary,

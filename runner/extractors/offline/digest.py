@@ -11,8 +11,16 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
+from runner.chunk_merge import (
+    MergeRules,
+    merge_action_items,
+    merge_artifacts,
+    merge_decisions,
+    merge_knowledge,
+    merge_links,
+)
 from runner.contract import (
     ActionItem,
     Artifact,
@@ -33,7 +41,6 @@ from runner.extractors.offline.merge import (
     link_knowledge,
     rank_and_cut,
     signal_quality,
-    union_ids,
 )
 from runner.extractors.offline.overview import central_messages, render_overview
 from runner.extractors.offline.patterns import ACTION_MARKER, DECISION_MARKER
@@ -71,43 +78,28 @@ class _Merger:
             self.omitted[name] = len(items) - len(kept)
         return kept
 
+    def every(self, field_name: str) -> list[Any]:
+        return [item for summary in self.summaries for item in getattr(summary, field_name)]
+
     def decisions(self) -> list[Decision]:
-        merged: dict[str, Decision] = {}
-        for summary in self.summaries:
-            for item in summary.decisions:
-                key = _key(item.text)
-                if key in merged:
-                    merged[key].message_ids[:] = union_ids(
-                        merged[key].message_ids, item.message_ids, 20
-                    )
-                else:
-                    merged[key] = item.model_copy(deep=True)
+        merged = merge_decisions(self.every("decisions"), OFFLINE_RULES)
 
         def strength(item: Decision) -> int:
             source = self.by_id.get(item.message_ids[0])
             marked = source is not None and DECISION_MARKER.search(source.normalized_text)
             return 3 if marked else 1 + min(len(item.message_ids), 3)
 
-        return self.cut("decisions", list(merged.values()), 25, strength)
+        return self.cut("decisions", merged, 25, strength)
 
     def actions(self) -> list[ActionItem]:
-        merged: dict[str, ActionItem] = {}
-        for summary in self.summaries:
-            for item in summary.action_items:
-                key = _key(item.text)
-                if key in merged:
-                    known = merged[key]
-                    known.message_ids[:] = union_ids(known.message_ids, item.message_ids, 20)
-                    known.owner = known.owner or item.owner
-                else:
-                    merged[key] = item.model_copy(deep=True)
+        merged = merge_action_items(self.every("action_items"), OFFLINE_RULES)
 
         def strength(item: ActionItem) -> int:
             source = self.by_id.get(item.message_ids[0])
             marked = source is not None and ACTION_MARKER.search(source.normalized_text)
             return (2 if marked else 0) + (1 if item.owner else 0)
 
-        return self.cut("action items", list(merged.values()), 40, strength)
+        return self.cut("action items", merged, 40, strength)
 
     def questions(self, knowledge: list[KnowledgeItem]) -> list[OpenQuestion]:
         """Candidates still unanswered in the whole window; answered ones become Q&A items."""
@@ -138,44 +130,16 @@ class _Merger:
         return self.cut("open questions", items, 30, lambda q: len(set(content_words(q.text))))
 
     def links(self) -> list[Link]:
-        merged: dict[str, Link] = {}
-        for summary in self.summaries:
-            for item in summary.links:
-                key = item.url.rstrip("/")
-                if key in merged:
-                    known = merged[key]
-                    known.message_ids[:] = union_ids(known.message_ids, item.message_ids, 10)
-                    if known.description.startswith("Shared by"):
-                        known.description = item.description
-                else:
-                    merged[key] = item.model_copy(deep=True)
-        return self.cut("links", list(merged.values()), 60, lambda link: len(link.message_ids))
+        merged = merge_links(self.every("links"), OFFLINE_RULES)
+        return self.cut("links", merged, 60, lambda link: len(link.message_ids))
 
     def artifacts(self) -> list[Artifact]:
-        merged: dict[str, Artifact] = {}
-        spans: set[tuple[str, int, int]] = set()
-        for summary in self.summaries:
-            for item in summary.artifacts:
-                pointer = item.pointer
-                span = (pointer.message_id, pointer.char_start, pointer.char_end)
-                key = squash(pointer.quote or "")
-                if span in spans or key in merged:
-                    continue
-                spans.add(span)
-                merged[key] = item
+        merged = merge_artifacts(self.every("artifacts"), OFFLINE_RULES)
         reusable = (ArtifactKind.CODE, ArtifactKind.CONFIG, ArtifactKind.COMMAND)
-        return self.cut("artifacts", list(merged.values()), 40, lambda a: int(a.kind in reusable))
+        return self.cut("artifacts", merged, 40, lambda a: int(a.kind in reusable))
 
     def knowledge(self) -> list[KnowledgeItem]:
-        merged: dict[str, KnowledgeItem] = {}
-        for summary in self.summaries:
-            for item in summary.knowledge_items:
-                if item.content_pointer is not None:
-                    key = "v:" + squash(item.content_pointer.quote or "")
-                else:  # the same advice or Q&A posted twice is one item
-                    key = "s:" + _key(item.content or "")
-                merged.setdefault(key, item)
-        return list(merged.values())
+        return merge_knowledge(self.every("knowledge_items"), OFFLINE_RULES)
 
     def coverage_ids(self) -> tuple[list[str], bool]:
         """Window ids inside the chunks that produced a summary, and whether that was parsed
@@ -203,6 +167,23 @@ def _ids(item: Decision | ActionItem | OpenQuestion | Link | Artifact | Knowledg
 
 def _key(text: str) -> str:
     return " ".join(content_words(text)) or squash(text).casefold()
+
+
+def _knowledge_key(item: KnowledgeItem) -> str:
+    if item.content_pointer is not None:
+        return "v:" + squash(item.content_pointer.quote or "")
+    return "s:" + _key(item.content or "")  # the same advice or Q&A posted twice is one item
+
+
+# See runner.chunk_merge: rule-made items from two chunks that say the same thing in other
+# filler words are one item, citing both; the same snippet posted twice is one artifact.
+OFFLINE_RULES = MergeRules(
+    claim_key=_key,
+    link_key=lambda url: url.rstrip("/"),
+    knowledge_key=_knowledge_key,
+    artifact_quote_key=squash,
+    union_citations=True,
+)
 
 
 def _knowledge_strength(item: KnowledgeItem) -> int:
