@@ -33,6 +33,7 @@ from runner.extractors.base import (
     ChunkTooLarge,
     ExtractionUsage,
     KnownItem,
+    MappedChunk,
     PipelineWarning,
 )
 from runner.llm import limits
@@ -320,7 +321,7 @@ class LLMExtractor:
         return namespace_keys(summary, f"c{chunk.content_hash[:6]}.")
 
     async def synthesize_digest(
-        self, summaries: list[ChunkSummary], window: Window, top_messages: list[WindowMessage]
+        self, chunks: list[MappedChunk], window: Window, top_messages: list[WindowMessage]
     ) -> Digest:
         """Reduce the validated chunk summaries; never raises for a provider fault (a failed
         reduce falls back to a deterministic merge, with a warning)."""
@@ -339,7 +340,7 @@ class LLMExtractor:
                 raise_overflow=attempt < _REDUCE_ATTEMPTS - 1,
             )
             try:
-                return await reducer.reduce(summaries, top_messages)
+                return await reducer.reduce(chunks, top_messages)
             except ContextLimitExceeded as error:
                 self._learn(error, budget)
             finally:

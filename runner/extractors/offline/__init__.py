@@ -25,7 +25,13 @@ from collections.abc import Sequence
 
 from runner.message_chunks import Chunk
 from runner.contract import CONTRACT_VERSION, ChunkSummary, Digest
-from runner.extractors.base import ChunkFailed, ExtractionUsage, KnownItem, PipelineWarning
+from runner.extractors.base import (
+    ChunkFailed,
+    ExtractionUsage,
+    KnownItem,
+    MappedChunk,
+    PipelineWarning,
+)
 from runner.extractors.offline.chunk import summarize_chunk
 from runner.extractors.offline.digest import build_digest
 from runner.offload import run_cpu
@@ -58,8 +64,8 @@ class OfflineExtractor:
 
     async def synthesize_digest(
         self,
-        summaries: list[ChunkSummary],
+        chunks: list[MappedChunk],
         window: Window,
         top_messages: Sequence[WindowMessage],
     ) -> Digest:
-        return await run_cpu(build_digest, summaries, window, list(top_messages))
+        return await run_cpu(build_digest, chunks, window, list(top_messages))

@@ -8,8 +8,6 @@ contract's limits, and the overview is extractive: the most central messages of 
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -25,7 +23,6 @@ from runner.contract import (
     ActionItem,
     Artifact,
     ArtifactKind,
-    ChunkSummary,
     Coverage,
     Decision,
     Digest,
@@ -47,17 +44,18 @@ from runner.extractors.offline.patterns import ACTION_MARKER, DECISION_MARKER
 from runner.extractors.offline.text import content_words, squash, truncate_words, view_message
 from runner.extractors.offline.threads import Participants, find_answer
 from runner.extractors.offline.topics import topics_for
+from runner.vocabulary import MappedChunk
 from runner.window import Window, WindowMessage
 
 Item = TypeVar("Item", Decision, ActionItem, OpenQuestion, Link, Artifact, KnowledgeItem)
-_COVERS = re.compile(r'^Covers (\d+) messages from ("(?:[^"\\]|\\.)*") to ("(?:[^"\\]|\\.)*")\.')
 
 
 class _Merger:
     """The window and its chunk summaries, merged one item list at a time."""
 
-    def __init__(self, summaries: Sequence[ChunkSummary], window: Window) -> None:
-        self.summaries = summaries
+    def __init__(self, chunks: Sequence[MappedChunk], window: Window) -> None:
+        self.chunks = chunks
+        self.summaries = [chunk.summary for chunk in chunks]
         self.window = window
         self.messages = list(window.messages)
         self.order = {m.message_id: i for i, m in enumerate(self.messages)}
@@ -142,19 +140,10 @@ class _Merger:
         return merge_knowledge(self.every("knowledge_items"), OFFLINE_RULES)
 
     def coverage_ids(self) -> tuple[list[str], bool]:
-        """Window ids inside the chunks that produced a summary, and whether that was parsed
-        (False: no summary said what it covered, so the figure is the window)."""
-        covered: set[int] = set()
-        parsed = False
-        for summary in self.summaries:
-            match = _COVERS.match(summary.chunk_summary)
-            if not match:
-                continue
-            first, last = json.loads(match.group(2)), json.loads(match.group(3))
-            if first in self.order and last in self.order:
-                parsed = True
-                covered.update(range(self.order[first], self.order[last] + 1))
-        if not parsed:
+        """Window ids of the chunks that produced a summary, and whether any chunk named its
+        messages (False: none did, so the figure is the window)."""
+        covered = {self.order[m] for c in self.chunks for m in c.message_ids if m in self.order}
+        if not covered:
             return [m.message_id for m in self.messages], False
         return [self.messages[i].message_id for i in sorted(covered)], True
 
@@ -271,12 +260,12 @@ def _empty_digest(window: Window) -> Digest:
 
 
 def build_digest(
-    summaries: Sequence[ChunkSummary], window: Window, top_messages: Sequence[WindowMessage]
+    chunks: Sequence[MappedChunk], window: Window, top_messages: Sequence[WindowMessage]
 ) -> Digest:
     """The offline reduce step (see the module docstring)."""
     if not window.messages:
         return _empty_digest(window)
-    merger = _Merger(summaries, window)
+    merger = _Merger(chunks, window)
     channel = window.channel_name or "channel"
     decisions = merger.decisions()
     actions = merger.actions()
@@ -319,7 +308,7 @@ def build_digest(
     covered, parsed = merger.coverage_ids()
     notes: list[str] = []
     if not parsed:
-        notes.append("Coverage assumed: no chunk summary said which messages it covered.")
+        notes.append("Coverage assumed: no chunk said which messages it covered.")
     covered_set = set(covered)
     missing = [m.message_id for m in messages if m.message_id not in covered_set]
     if missing:
