@@ -262,3 +262,22 @@ def test_any_text_gives_exact_pointers(texts: list[str], budget: int) -> None:
     checked_digest = validate_output(digest, lookup)
     assert checked_digest.rejections == [] and checked_digest.output_flags == []
     assert digest.coverage.messages_covered == len(messages)
+
+
+def test_coverage_comes_from_the_chunks_not_from_the_summary_text() -> None:
+    window = load_sample()
+    chunks = list(chunk_messages(list(window.messages), 300))
+    mapped = [
+        MappedChunk(
+            summarize_chunk(chunk).model_copy(update={"chunk_summary": ""}),
+            tuple(chunk.message_ids),
+        )
+        for chunk in chunks
+    ]
+    kept = mapped[:1] + mapped[2:]  # the second chunk failed
+    digest = build_digest(kept, window, [])
+    covered = {message_id for chunk in kept for message_id in chunk.message_ids}
+    assert len(covered) < len(window.messages)
+    assert digest.coverage.messages_covered == len(covered)
+    assert "not covered" in digest.coverage.notes
+    assert "Coverage assumed" not in digest.coverage.notes
