@@ -114,18 +114,11 @@ def summarizer_factory(settings: Settings) -> Callable[[], Summarizer]:
     if settings.extractor_name == "offline":
         return OfflineSummarizer
     from runner.documents.llm_summary import LLMSummarizer, resilient_tool_call
-    from runner.llm.breaker import breaker_for
+    from runner.llm.breaker import config_breaker
     from runner.llm.client import ResilientCaller, shared_client
 
     config = llm_config(settings)
-    breaker = breaker_for(
-        config.endpoint,
-        window=config.breaker_window,
-        min_samples=config.breaker_min_samples,
-        failure_ratio=config.breaker_failure_ratio,
-        cooldown_seconds=config.breaker_cooldown_seconds,
-    )
-    caller = ResilientCaller(shared_client(config), config, breaker)
+    caller = ResilientCaller(shared_client(config), config, config_breaker(config))
     call = resilient_tool_call(
         caller, config.reduce_model, max_tokens_param=config.max_tokens_param,
         temperature=config.temperature,

@@ -37,7 +37,7 @@ from runner.extractors.base import (
     PipelineWarning,
 )
 from runner.llm import limits
-from runner.llm.breaker import CircuitBreaker, CircuitOpen, breaker_for
+from runner.llm.breaker import CircuitBreaker, CircuitOpen, config_breaker
 from runner.llm.budget import (
     LimitSource,
     RequestBudget,
@@ -118,13 +118,7 @@ class LLMExtractor:
         self.min_overlap = min_overlap
         self._owns_client = client is None
         self.client = client or build_client(config)
-        self.breaker = breaker or breaker_for(
-            config.endpoint,
-            window=config.breaker_window,
-            min_samples=config.breaker_min_samples,
-            failure_ratio=config.breaker_failure_ratio,
-            cooldown_seconds=config.breaker_cooldown_seconds,
-        )
+        self.breaker = breaker or config_breaker(config)
         self.caller = ResilientCaller(self.client, config, self.breaker, sleep=sleep, rng=rng)
         self.tools = ToolCaller(
             self.caller,
