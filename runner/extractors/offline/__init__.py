@@ -8,7 +8,8 @@ The work is split by concept:
 - offline.threads: addressing, agreement, and the "was this question answered" rule;
 - offline.artifacts, offline.versions, offline.knowledge: snippets, versions, knowledge items;
 - offline.topics, offline.overview: key phrases, message centrality, the extractive overview;
-- offline.chunk (map) and offline.digest + offline.merge (reduce).
+- offline.chunk (map) and offline.digest + offline.merge (reduce; items are merged across chunks
+  by runner.chunk_merge, the module the LLM stack's plain merge uses too).
 
 Both steps are CPU-bound and pure, so they run in the CPU pool of runner/offload.py, off the
 event loop (heartbeats, the API and cancellation keep answering; chunks use the other cores);
