@@ -27,9 +27,11 @@ from runner.documents.policy import document_eligibility, document_source_id, in
 from schema.connections import Connection
 from schema.context import Context
 from schema.document_types import Document, DocumentDigest
+from schema.ids import parse_id
+from schema.job_types import DigestJob
+from schema.paging import PAGE_SIZE_HELP, page_of
 from schema.permissions import IsWriter
-from schema.paging import PAGE_SIZE_HELP, page_of, parse_id
-from schema.types import DigestJob, InvalidInputError, NotFoundError
+from schema.shared_types import InvalidInputError, NotFoundError
 
 logger = logging.getLogger(__name__)
 
