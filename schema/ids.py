@@ -16,11 +16,19 @@ CANONICAL_ID = re.compile(r"(0|[1-9][0-9]{0,18})\Z")
 MAX_ID = 2**63 - 1  # bigint
 
 
+def canonical_id(text: str) -> int | None:
+    """The row id `text` spells canonically, or None if it is no id (e.g. a name)."""
+    if CANONICAL_ID.match(text) and int(text) <= MAX_ID:
+        return int(text)
+    return None
+
+
 def parse_id(value: strawberry.ID | str, what: str) -> int:
     """An id argument as its row id; anything but the canonical form is a clear client error."""
     text = str(value)
-    if CANONICAL_ID.match(text) and int(text) <= MAX_ID:
-        return int(text)
+    row_id = canonical_id(text)
+    if row_id is not None:
+        return row_id
     raise client_error(
         f"invalid {what} id {text[:40]!r}: ids are numeric strings of ASCII digits without sign, "
         f"spaces or leading zeros, at most {MAX_ID}"
