@@ -9,6 +9,7 @@ The two entry points a worker needs:
 """
 
 from runner.documents.cache_key import DIGEST_IMPL_VERSION, digest_cache_key
+from runner.documents.canonical import CanonicalDocument
 from runner.documents.digest import (
     DigestOutcome,
     FidelityRecord,
@@ -25,7 +26,7 @@ from runner.documents.errors import (
     PayloadError,
 )
 from runner.documents.fetch import FetchPolicy
-from runner.documents.ingest import CanonicalDocument, ingest_bytes, ingest_text, ingest_url
+from runner.documents.ingest import ingest_bytes, ingest_text, ingest_url
 from runner.documents.payload import DigestPayload, deserialize_payload, serialize_payload
 from runner.documents.policy import DigestConfig, DigestPolicy, check_eligibility, select_for_digest
 
