@@ -50,3 +50,21 @@ def test_upper_layers_run_no_named_query_themselves() -> None:
         if "QUERIES[" in line
     ]
     assert offenders == []
+
+
+JOB_RUNNER_MODULES = ("runner.jobs", "runner.worker")
+# The process wiring starts workers, so it alone builds them (and the document job's settings).
+WORKER_WIRING = {Path("server/runtime.py")}
+
+
+def test_api_and_cli_trigger_jobs_without_importing_a_job_runner() -> None:
+    """schema/ and server/ queue jobs through runner.triggers; only the runtime wires workers."""
+    offenders = sorted(
+        f"{path.relative_to(ROOT)} imports {module}"
+        for layer in ("schema", "server")
+        for path in sorted((ROOT / layer).rglob("*.py"))
+        if path.relative_to(ROOT) not in WORKER_WIRING
+        for module in _imported_modules(path)
+        if module.startswith(JOB_RUNNER_MODULES)
+    )
+    assert offenders == []
