@@ -1,4 +1,4 @@
-"""The Starlette application: GraphQL (with GraphiQL) at /graphql, /healthz and /readyz.
+"""The Starlette application: GraphQL (with GraphiQL) at /graphql, /healthz, /readyz, /metrics.
 
 The lifespan opens the database pool, applies migrations, and unless told otherwise runs
 in-process workers, so `digestd serve` alone is a working service.
@@ -25,8 +25,10 @@ from runner.supervision import RunnerSupervisor
 from schema import build_schema
 from schema.errors import REQUEST_TOO_LARGE
 from schema.request_gate import GateLimits
+from server.access_log import AccessLogMiddleware
 from server.auth import TokenAuthMiddleware, parse_tokens
 from server.graphql_http import GraphQLEndpoint
+from server.metrics import metrics_endpoint
 from server.request_id import RequestIdMiddleware
 from server.runtime import Runtime
 from server.settings import Settings
@@ -140,9 +142,12 @@ def create_app(settings: Settings, options: AppOptions | None = None) -> Starlet
             Route("/graphql", graphql, methods=["GET", "POST"]),
             Route("/healthz", healthz),
             Route("/readyz", readyz),
+            # Open like /healthz (scrapers rarely carry tokens): counts only, no content.
+            Route("/metrics", metrics_endpoint),
         ],
         middleware=[
             Middleware(RequestIdMiddleware),
+            Middleware(AccessLogMiddleware),  # inside: its line carries the request id
             Middleware(BodySizeLimitMiddleware),
             Middleware(TokenAuthMiddleware, tokens=tokens),
         ],
