@@ -28,7 +28,8 @@ from runner.extractors.base import Extractor
 from runner.jobs.base import JobContext, JobRunner, finish
 from runner.jobs.channel import ChannelJobRunner
 from runner.jobs.document import DocumentJobRunner
-from runner.jobs.outcomes import Cancelled, FailNow, Finished, LostLease, Outcome, RetryLater, Stored
+from runner.jobs.outcomes import Cancelled, FailNow, Finished, LostLease, Outcome
+from runner.jobs.outcomes import RetryLater, Stored
 from runner.supervision import Backoff, JobListener, describe_error, wait_any
 
 logger = logging.getLogger(__name__)

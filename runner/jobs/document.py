@@ -15,7 +15,8 @@ dispatches on `job.kind`). The steps:
 A per-document error (inconsistent text, a locator that does not verify, a summarizer that keeps
 answering garbage) FAILS the job at once with its code and reason (`FailNow`): retrying would
 fail the same way. A timeout is `RetryLater`; an open breaker and LLM call errors propagate to
-the worker, which retries them with backoff too. Nothing here logs document text: only ids, sizes, hashes and codes.
+the worker, which retries them with backoff too. Nothing here logs document text: only ids,
+sizes, hashes and codes.
 """
 
 from __future__ import annotations
