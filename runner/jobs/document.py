@@ -13,9 +13,10 @@ dispatches on `job.kind`). The steps:
 4. otherwise `digest_document` under the per-source timeout, then the digest row and the job's
    end state commit in one transaction (a lost lease rolls both back).
 A per-document error (inconsistent text, a locator that does not verify, a summarizer that keeps
-answering garbage) FAILS the job at once with its code and reason: retrying would fail the same
-way. Timeouts, an open breaker and LLM call errors propagate to the worker, which retries them
-with backoff. Nothing here logs document text: only ids, sizes, hashes and codes.
+answering garbage) FAILS the job at once with its code and reason (`FailNow`): retrying would
+fail the same way. A timeout is `RetryLater`; an open breaker and LLM call errors propagate to
+the worker, which retries them with backoff too. Nothing here logs document text: only ids,
+sizes, hashes and codes.
 """
 
 from __future__ import annotations
@@ -29,12 +30,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import asyncpg
 
 from db import documents as document_queries
+from db.models import DigestJob
 from db import jobs as job_queries
 from db.jobs import JobStatus
-from db.models import DigestJob
 from runner.documents.archive import (
     DEFAULT_RETENTION_DAYS,
     prune_archive,
@@ -42,9 +42,9 @@ from runner.documents.archive import (
     write_archive,
 )
 from runner.documents.cache_key import digest_cache_key, query_hash
+from runner.documents.canonical import CanonicalDocument
 from runner.documents.digest import DigestOutcome, digest_document
 from runner.documents.errors import ArchiveError, DocumentError
-from runner.documents.ingest import CanonicalDocument
 from runner.documents.policy import (
     DigestConfig,
     document_eligibility,
@@ -52,17 +52,10 @@ from runner.documents.policy import (
     ineligible_reason,
 )
 from runner.documents.summarize import OfflineSummarizer, Summarizer
-from runner.pipeline import Cancelled
-from runner.store import LostLease
+from runner.jobs.base import JobContext, finish
+from runner.jobs.outcomes import Cancelled, FailNow, Finished, Outcome, RetryLater, Stored
 
 logger = logging.getLogger(__name__)
-
-ShouldStop = Callable[[], bool]
-
-
-class DigestTimeout(RuntimeError):
-    """The summarizer did not finish within the per-source budget; nothing is cached."""
-
 
 @dataclass
 class DocumentJobRunner:
@@ -74,14 +67,8 @@ class DocumentJobRunner:
     archive_dir: Path | None = None  # opt-in (seed 000 "Archival Contract")
     archive_retention_days: float = DEFAULT_RETENTION_DAYS
 
-    async def run(
-        self,
-        pool: asyncpg.Pool,
-        job: DigestJob,
-        worker_id: str,
-        should_stop: ShouldStop,
-        stats: dict[str, Any],
-    ) -> None:
+    async def run(self, job: DigestJob, context: JobContext) -> Outcome:
+        pool, stats = context.pool, context.stats
         options = job.options or {}
         query = str(options.get("query", ""))
         stats.update({"document_id": job.document_id, "summarizer_calls": 0})
@@ -89,9 +76,7 @@ class DocumentJobRunner:
         async with pool.acquire() as connection:
             row = await document_queries.document_by_id(connection, job.document_id)
         if row is None:
-            await self._end(pool, job, worker_id, JobStatus.FAILED, None, stats, [],
-                            error=f"document {job.document_id} no longer exists")  # fmt: skip
-            return
+            raise FailNow(None, f"document {job.document_id} no longer exists")
         document = CanonicalDocument.from_record(document_queries.document_record(row))
         source_id = document_source_id(row.id)
 
@@ -100,10 +85,7 @@ class DocumentJobRunner:
             reason = ineligible_reason(document, eligibility, self.config)
             logger.info("digest.skipped source_id=%s reason=%s", source_id, eligibility.reason)
             warning = {"code": "digest_skipped", "message": reason}
-            await self._end(
-                pool, job, worker_id, JobStatus.SUCCEEDED, None, stats, [warning], message=reason
-            )
-            return
+            return Finished(JobStatus.SUCCEEDED, message=reason, warnings=[warning])
 
         archive_warnings = await self._archive(source_id, document.canonical_text, stats)
         summarizer = self.summarizer_factory()
@@ -116,15 +98,16 @@ class DocumentJobRunner:
         if cached is not None:
             stats["cache_hit"] = True
             logger.info("digest.cache_hit source_id=%s digest_id=%s", source_id, cached)
-            await self._end(pool, job, worker_id, JobStatus.SUCCEEDED, cached, stats, archive_warnings,
-                            message="served from the digest cache")  # fmt: skip
-            return
+            return Finished(
+                JobStatus.SUCCEEDED, message="served from the digest cache",
+                document_digest_id=cached, warnings=archive_warnings,
+            )  # fmt: skip
         stats["cache_hit"] = False
-        if should_stop():
+        if context.should_stop():
             raise Cancelled()
 
         async with pool.acquire() as connection:
-            await job_queries.update_progress(connection, job.id, worker_id, "map", 0, 1)
+            await job_queries.update_progress(connection, job.id, context.worker_id, "map", 0, 1)
         started = time.perf_counter()
         try:
             async with asyncio.timeout(self.config.per_source_timeout):
@@ -133,15 +116,15 @@ class DocumentJobRunner:
                     document, query, source_id=source_id, config=self.config, summarizer=summarizer
                 )
         except TimeoutError:
-            raise DigestTimeout(
-                f"digest_timeout: the digest took longer than {self.config.per_source_timeout:g} s"
+            # Nothing is cached; the next attempt may be quicker (a slow endpoint).
+            raise RetryLater(
+                "DigestTimeout",
+                f"digest_timeout: the digest took longer than {self.config.per_source_timeout:g} s",
             ) from None
         except DocumentError as error:
             stats["duration_seconds"] = round(time.perf_counter() - started, 3)
             logger.warning("digest.error source_id=%s code=%s", source_id, error.code)
-            await self._end(pool, job, worker_id, JobStatus.FAILED, None, stats, [],
-                            error=f"{error.code}: {error.reason}")  # fmt: skip
-            return
+            raise FailNow(error.code, error.reason) from None
         stats.update(outcome_stats(outcome))
         if stats.get("archived"):
             try:  # the seed's verification contract: hash and every locator, on the archive
@@ -149,10 +132,9 @@ class DocumentJobRunner:
                 assert archive_dir is not None  # `archived` is only set when archiving is on
                 await asyncio.to_thread(verify_archive, archive_dir, source_id, outcome.payload)
             except ArchiveError as error:
-                await self._end(pool, job, worker_id, JobStatus.FAILED, None, stats, [],
-                                error=f"{error.code}: {error.reason}")  # fmt: skip
-                return
-        await self._store(pool, job, worker_id, row.id, query, outcome, stats, archive_warnings)
+                raise FailNow(error.code, error.reason) from None
+        await self._store(context, job, row.id, query, outcome, archive_warnings)
+        return Stored()
 
     async def _archive(
         self, source_id: str, canonical_text: str, stats: dict[str, Any]
@@ -178,16 +160,16 @@ class DocumentJobRunner:
 
     async def _store(
         self,
-        pool: asyncpg.Pool,
+        context: JobContext,
         job: DigestJob,
-        worker_id: str,
         document_id: int,
         query: str,
         outcome: DigestOutcome,
-        stats: dict[str, Any],
         extra_warnings: list[dict[str, Any]],
     ) -> None:
-        """The digest row and the job's end state, in one transaction."""
+        """The digest row and the job's end state, in one transaction (a lost lease rolls
+        both back)."""
+        stats = context.stats
         warnings = [warning.as_json() for warning in outcome.warnings]
         job_warnings = warnings + extra_warnings
         values = {
@@ -204,35 +186,14 @@ class DocumentJobRunner:
             "warnings": warnings,
             "duration_ms": outcome.duration_ms,
         }
-        async with pool.acquire() as connection, connection.transaction():
+        async with context.pool.acquire() as connection, connection.transaction():
             digest_id, _created = await document_queries.insert_document_digest(
                 connection, job.id, values
             )
-            finished = await job_queries.finish_job(
-                connection, job.id, worker_id, status=JobStatus.SUCCEEDED, document_digest_id=digest_id,
-                message=None, stats=stats, warnings=job_warnings,
-            )  # fmt: skip
-            if finished is None:
-                raise LostLease()
-
-    async def _end(
-        self,
-        pool: asyncpg.Pool,
-        job: DigestJob,
-        worker_id: str,
-        status: JobStatus,
-        digest_id: int | None,
-        stats: dict[str, Any],
-        warnings: list[dict[str, Any]],
-        *,
-        message: str | None = None,
-        error: str | None = None,
-    ) -> None:
-        async with pool.acquire() as connection:
-            await job_queries.finish_job(
-                connection, job.id, worker_id, status=status, document_digest_id=digest_id,
-                message=message, stats=stats, warnings=warnings, error=error,
-            )  # fmt: skip
+            end = Finished(
+                JobStatus.SUCCEEDED, document_digest_id=digest_id, warnings=job_warnings
+            )
+            await finish(connection, job.id, context.worker_id, end, stats)
 
 
 def outcome_stats(outcome: DigestOutcome) -> dict[str, Any]:
