@@ -148,9 +148,9 @@ async def test_serve_sigterm_releases_the_running_job_and_stops_postgres(tmp_pat
             if worker.poll() is None:
                 worker.kill()
                 worker.wait()
-    assert done["status"] == "succeeded", done["error"]
-    assert done["attempts"] == 1  # the released attempt was not counted
-    assert done["stats"]["chunks_from_cache"] >= 1  # the chunks mapped before the stop
+    assert done.status == "succeeded", done.error
+    assert done.attempts == 1  # the released attempt was not counted
+    assert done.stats["chunks_from_cache"] >= 1  # the chunks mapped before the stop
     assert_postgres_stopped(home)
     assert "Traceback" not in serve_log.read_text() + worker_log.read_text()
 
