@@ -1,4 +1,5 @@
-"""The Starlette application: GraphQL (with GraphiQL) at /graphql, /healthz and /readyz.
+"""The Starlette application: GraphQL (with GraphiQL) at /graphql, /healthz, /readyz, and the
+GraphiQL page's files under /static (CORS for dashboards when DIGESTD_CORS_ORIGINS is set).
 
 The lifespan opens the database pool, applies migrations, and unless told otherwise runs
 in-process workers, so `digestd serve` alone is a working service.
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 import asyncpg
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -26,6 +28,7 @@ from schema import build_schema
 from schema.errors import REQUEST_TOO_LARGE
 from schema.request_gate import GateLimits
 from server.auth import TokenAuthMiddleware, parse_tokens
+from server.graphiql import static_files
 from server.graphql_http import GraphQLEndpoint
 from server.request_id import RequestIdMiddleware
 from server.runtime import Runtime
@@ -81,6 +84,24 @@ class _BodyTooLarge(Exception):
 
 async def _no_receive() -> Message:
     return {"type": "http.disconnect"}
+
+
+def cors(origins: list[str]) -> list[Middleware]:
+    """Outermost, so a preflight (which carries no token) is answered before authentication,
+    and a 401 or 413 still carries the headers a dashboard needs to read it. Exact origins are
+    echoed; bearer tokens travel in a header, so no credentials mode (cookies) is allowed."""
+    if not origins:
+        return []
+    return [
+        Middleware(
+            CORSMiddleware,
+            allow_origins=origins,
+            allow_methods=["GET", "POST"],
+            allow_headers=["authorization", "content-type"],
+            expose_headers=["x-request-id"],
+            max_age=600,
+        )
+    ]
 
 
 @dataclass
@@ -140,8 +161,10 @@ def create_app(settings: Settings, options: AppOptions | None = None) -> Starlet
             Route("/graphql", graphql, methods=["GET", "POST"]),
             Route("/healthz", healthz),
             Route("/readyz", readyz),
+            static_files(),
         ],
         middleware=[
+            *cors(settings.cors_origins),
             Middleware(RequestIdMiddleware),
             Middleware(BodySizeLimitMiddleware),
             Middleware(TokenAuthMiddleware, tokens=tokens),
