@@ -19,6 +19,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import re
+
 import asyncpg
 
 logger = logging.getLogger(__name__)
@@ -131,7 +133,9 @@ def resolve_database_url(database_url: str | None, home: Path) -> str:
 
 
 def redact_url(url: str) -> str:
-    """The URL without its password, for logs and errors."""
+    """The URL without its password (in the user part or as a `password=` parameter), for
+    logs and errors."""
+    url = re.sub(r"(?i)([?&]password=)[^&]*", r"\1***", url)
     if "@" not in url or "://" not in url:
         return url
     scheme, rest = url.split("://", 1)

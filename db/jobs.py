@@ -24,6 +24,7 @@ every `JobKind`:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
@@ -176,6 +177,26 @@ async def job_by_id(connection: asyncpg.Connection, job_id: int) -> asyncpg.Reco
 
 async def jobs_by_ids(connection: asyncpg.Connection, ids: list[int]) -> list[asyncpg.Record]:
     return list(await connection.fetch(QUERIES["jobs_by_ids"], ids))
+
+
+@dataclass(frozen=True)
+class QueueCount:
+    """How many jobs of a kind are in a status; for queued ones, how long the oldest due one
+    has waited (0 when none is due)."""
+
+    kind: JobKind
+    status: JobStatus
+    jobs: int
+    oldest_due_seconds: float
+
+
+async def queue_summary(connection: asyncpg.Connection) -> list[QueueCount]:
+    rows = await connection.fetch(QUERIES["job_queue_summary"])
+    return [
+        QueueCount(JobKind(row["kind"]), JobStatus(row["status"]), int(row["jobs"]),
+                   float(row["oldest_due_seconds"]))
+        for row in rows
+    ]  # fmt: skip
 
 
 def retry_delay(attempts: int, base_seconds: float, max_seconds: float) -> float:

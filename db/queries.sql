@@ -483,3 +483,13 @@ CROSS JOIN LATERAL (
     ORDER BY g.created_at DESC, g.id DESC
     LIMIT $2
 ) x;
+
+-- name: job_queue_summary
+-- Jobs per kind and status, with the age of the oldest due queued job, for /metrics. Counted
+-- by Postgres at scrape time, so every worker on every machine is in the figures.
+SELECT kind, status, count(*) AS jobs,
+       coalesce(extract(epoch FROM now() - min(run_after)
+                FILTER (WHERE status = 'queued' AND run_after <= now())), 0)::float8
+           AS oldest_due_seconds
+FROM digest_jobs
+GROUP BY kind, status;

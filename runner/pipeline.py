@@ -20,6 +20,7 @@ from runner.extractors.base import (
     ChunkTooLarge,
     Extractor,
     KnownItem,
+    MappedChunk,
     PipelineWarning,
 )
 from runner.offload import run_light
@@ -324,9 +325,15 @@ async def run_pipeline(
         await asyncio.gather(*tasks, return_exceptions=True)
         raise
     check_cancelled()
-    finished = [s for s in summaries if s is not None]
+    # The reduce step learns what each chunk covered from the chunk itself (cached ones too).
+    mapped = [
+        MappedChunk(summary, tuple(chunk.message_ids))
+        for chunk, summary in zip(chunks, summaries, strict=True)
+        if summary is not None
+    ]
     await progress("reduce", 0, 1)
-    digest = await extractor.synthesize_digest(finished, window, top_messages(window, finished))
+    top = top_messages(window, [m.summary for m in mapped])
+    digest = await extractor.synthesize_digest(mapped, window, top)
     check_cancelled()
     await progress("validate", 0, 1)
     validation = await run_light(validate_output, digest, texts, min_overlap=min_overlap)

@@ -1,5 +1,5 @@
-"""Words every pipeline stage shares: items already known, usage figures, user-facing warnings
-and chunk failures.
+"""Words every pipeline stage shares: items already known, usage figures, user-facing warnings,
+chunk failures and the map step's result as the reduce step receives it.
 
 They live beside `runner.contract` (not in `runner.extractors`) so the LLM stack (`runner.llm`)
 and the document pipeline (`runner.documents`) can use them without importing the extractors that
@@ -9,6 +9,8 @@ sit on top of both.
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from runner.contract import ChunkSummary
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,16 @@ class PipelineWarning:
 
     def as_json(self) -> dict[str, str]:
         return {"code": self.code, "message": self.message}
+
+
+@dataclass(frozen=True)
+class MappedChunk:
+    """One chunk's validated summary (fresh or from the chunk cache) and the window messages the
+    chunk held, in order. The ids come from the chunk itself, not from the summary: the tool
+    contract's ChunkSummary does not carry them, and the reduce step needs them for coverage."""
+
+    summary: ChunkSummary
+    message_ids: tuple[str, ...]
 
 
 class ChunkFailed(Exception):

@@ -1,6 +1,7 @@
 """Word tokens: the one place that says what a word is, for claim support (`runner.claim_support`),
-evidence terms (`runner.documents.terms`), offline topics (`runner.extractors.offline.topics`)
-and the evaluator's text F1 (`runner.documents.text_f1`).
+evidence terms (`runner.documents.terms`), offline topics (`runner.extractors.offline.topics`),
+the evaluator's text F1 (`runner.documents.text_f1`) and its owner match
+(`runner.evaluation.scoring`).
 
 Every caller reads NFKC-normalized text (the PDF ligature "ﬁ" reads as "fi", full-width forms as
 ASCII) and, except where case carries meaning, case-folds it. What a word is differs on purpose,
@@ -13,6 +14,8 @@ so it is a parameter, one pattern per rule:
   scoring algorithm): a query "retry limit" must score a chunk that says `retry_limit`.
 - `TECH_WORD`: a letter or digit, then word characters and `. + # -`, not ending on `.` or `-`.
   Topics: "node.js", "c++" and "c#" are one topic word, a sentence's final dot is not.
+- `NAME_PART` (`\\S+`): whitespace-separated runs, punctuation kept. Person names (the
+  evaluator's action-item owners): "O'Brien" and "J." stay whole.
 
 What is dropped afterwards (stopwords, one-letter tokens, plural folds) is each caller's rule and
 stays with it.
@@ -26,6 +29,7 @@ import unicodedata
 WORD = re.compile(r"\w+")
 TERM = re.compile(r"[^\W_]+")
 TECH_WORD = re.compile(r"[^\W_](?:[\w.+#-]*[\w+#])?")
+NAME_PART = re.compile(r"\S+")
 
 
 def normalized(text: str) -> str:

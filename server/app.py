@@ -1,5 +1,5 @@
-"""The Starlette application: GraphQL (with GraphiQL) at /graphql, /healthz, /readyz, and the
-GraphiQL page's files under /static (CORS for dashboards when DIGESTD_CORS_ORIGINS is set).
+"""The Starlette application: GraphQL (with GraphiQL) at /graphql, /healthz, /readyz, /metrics,
+and the GraphiQL page's files under /static (CORS for dashboards when DIGESTD_CORS_ORIGINS is set).
 
 The lifespan opens the database pool, applies migrations, and unless told otherwise runs
 in-process workers, so `digestd serve` alone is a working service.
@@ -27,9 +27,11 @@ from runner.supervision import RunnerSupervisor
 from schema import build_schema
 from schema.errors import REQUEST_TOO_LARGE
 from schema.request_gate import GateLimits
+from server.access_log import AccessLogMiddleware
 from server.auth import TokenAuthMiddleware, parse_tokens
 from server.graphiql import static_files
 from server.graphql_http import GraphQLEndpoint
+from server.metrics import metrics_endpoint
 from server.request_id import RequestIdMiddleware
 from server.runtime import Runtime
 from server.settings import Settings
@@ -87,9 +89,10 @@ async def _no_receive() -> Message:
 
 
 def cors(origins: list[str]) -> list[Middleware]:
-    """Outermost, so a preflight (which carries no token) is answered before authentication,
-    and a 401 or 413 still carries the headers a dashboard needs to read it. Exact origins are
-    echoed; bearer tokens travel in a header, so no credentials mode (cookies) is allowed."""
+    """Before the body limit and authentication, so a preflight (which carries no token) is
+    answered, and a 401 or 413 still carries the headers a dashboard needs to read it; after the
+    request id and access log, so a preflight has an id and a log line like any request. Exact
+    origins are echoed; tokens travel in a header, so no credentials mode (cookies) is allowed."""
     if not origins:
         return []
     return [
@@ -161,11 +164,14 @@ def create_app(settings: Settings, options: AppOptions | None = None) -> Starlet
             Route("/graphql", graphql, methods=["GET", "POST"]),
             Route("/healthz", healthz),
             Route("/readyz", readyz),
+            # Open like /healthz (scrapers rarely carry tokens): counts only, no content.
+            Route("/metrics", metrics_endpoint),
             static_files(),
         ],
         middleware=[
-            *cors(settings.cors_origins),
             Middleware(RequestIdMiddleware),
+            Middleware(AccessLogMiddleware),  # inside: its line carries the request id
+            *cors(settings.cors_origins),
             Middleware(BodySizeLimitMiddleware),
             Middleware(TokenAuthMiddleware, tokens=tokens),
         ],

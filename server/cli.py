@@ -5,16 +5,20 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import errno
 import ipaddress
 import logging
 import os
 import signal
+import socket
 import sys
 import threading
 from datetime import datetime
-from importlib import resources
+from importlib import metadata, resources
 from pathlib import Path
 from typing import Any
+
+from pydantic import ValidationError
 
 from db import jobs as job_queries
 from db.jobs import JobKind, JobStatus
@@ -27,9 +31,9 @@ from runner.supervision import RunnerSupervisor
 from server.cli_documents import add_arguments as add_doc_arguments
 from server.cli_documents import add_doc
 from server.cli_import import import_and_report
-from server.logs import configure_logging
+from server.logs import configure_logging, enable_access_log
 from server.render import render_digest
-from server.runtime import ConfigurationError, Runtime
+from server.runtime import ConfigurationError, DatabaseUnavailable, Runtime
 from server.settings import Settings, get_settings
 
 logger = logging.getLogger("digestd")
@@ -57,6 +61,11 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
             "write. Set DIGESTD_API_TOKENS=reader:...,writer:...",
             args.host,
         )
+    busy = port_problem(args.host, args.port)
+    if busy is not None:  # before announcing a URL that would not answer
+        print(f"digestd serve: cannot listen on {args.host}:{args.port}: {busy}", file=sys.stderr)
+        return 2
+    enable_access_log()
     workers = 0 if args.no_runner else args.workers
     app = create_app(settings, AppOptions(run_workers=workers))
     print(f"digestd: GraphiQL at http://{args.host}:{args.port}/graphql", file=sys.stderr)
@@ -73,6 +82,23 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         signal.signal(signum, _stopped_cleanly)
     server.run()
     return 0 if server.started else 1
+
+
+def port_problem(host: str, port: int) -> str | None:
+    """Why `host:port` cannot be listened on (busy, no such address), or None. uvicorn binds
+    with SO_REUSEADDR too, so a port free here is free for it."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as error:
+        return f"unknown host ({error.strerror})"
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as error:
+            return "the port is in use" if error.errno == errno.EADDRINUSE else error.strerror
+    return None
 
 
 def _stopped_cleanly(signum: int, frame: object) -> None:
@@ -309,9 +335,24 @@ def cmd_add_doc(args: argparse.Namespace, settings: Settings) -> int:
     return asyncio.run(_with_runtime(settings, lambda runtime: add_doc(runtime, args)))
 
 
+def _version() -> str:
+    try:
+        return metadata.version("digestd")
+    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown"
+
+
+def cmd_schema(args: argparse.Namespace, settings: Settings) -> int:
+    from schema import build_schema
+
+    print(build_schema().as_str())
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="digestd", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
+    parser.add_argument("--version", action="version", version=f"digestd {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     serve = commands.add_parser("serve", help="GraphQL API (and in-process workers)")
@@ -357,24 +398,44 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_eval_parser(commands)
 
+    commands.add_parser(
+        "schema", help="print the GraphQL schema (SDL), as in docs/schema.graphql"
+    ).set_defaults(handler=cmd_schema)
+
     commands.add_parser("demo", help="import the sample channel and digest it").set_defaults(
         handler=cmd_demo
     )
     return parser
 
 
+def _settings_problem(error: ValidationError) -> str:
+    """The first invalid setting as `NAME: what is wrong`, never its value (it may be a secret)."""
+    first = error.errors()[0]
+    name = ".".join(str(part) for part in first["loc"]).upper()
+    more = f" (and {error.error_count() - 1} more)" if error.error_count() > 1 else ""
+    return f"{name}: {first['msg']}{more}"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    configure_logging(args.verbose)
+    try:
+        settings = get_settings()
+    except ValidationError as error:
+        configure_logging(args.verbose)
+        print(f"digestd: configuration error: {_settings_problem(error)}", file=sys.stderr)
+        return 2
+    configure_logging(args.verbose, settings.digestd_log_format)
     # SIGTERM stops a command like Ctrl-C does. Commands with a runtime replace both with a
     # graceful stop (_with_runtime, cmd_serve); elsewhere (eval) they interrupt where it is.
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
-        settings = get_settings()
         return int(args.handler(args, settings))
     except ConfigurationError as error:
         print(f"digestd: configuration error: {error}", file=sys.stderr)
+        return 2
+    except DatabaseUnavailable as error:
+        print(f"digestd: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("digestd: interrupted", file=sys.stderr)

@@ -15,7 +15,7 @@ import logging
 from typing import Any
 
 import strawberry
-from graphql import GraphQLError
+from graphql import DocumentNode, GraphQLError, get_operation_ast
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
@@ -33,6 +33,7 @@ from schema.errors import (
 )
 from schema.request_gate import GateLimits, GraphQLRequest, Refused, admit
 from server.graphiql import graphiql_page, is_page_request
+from server.metrics import observe_graphql
 from server.request_id import request_id_of
 
 logger = logging.getLogger(__name__)
@@ -110,12 +111,14 @@ class GraphQLEndpoint:
             if is_page_request(request.method, request.scope["query_string"]):
                 return graphiql_page()
             parsed = await self._read(request, role)
-            admit(self.schema._schema, parsed, role, self.limits)
+            document = admit(self.schema._schema, parsed, role, self.limits)
         except BadBody as problem:
+            observe_graphql("none", [problem.code])
             logger.info("graphql.bad_request request_id=%s status=%d reason=%r", request_id, problem.status, str(problem)[:200])
             return _json({"errors": [{"message": str(problem), "extensions": {"code": problem.code}}]}, problem.status)
         except Refused as refused:
             code = code_of(refused.error)
+            observe_graphql("none", [code])
             logger.info("graphql.refused request_id=%s code=%s message=%r", request_id, code, refused.error.message[:200])
             return _json({"data": None, "errors": [formatted(refused.error, request_id)]}, refused.status)
         context = Context(pool=request.app.state.pool, role=role, config=self.config, request_id=request_id)
@@ -126,7 +129,9 @@ class GraphQLEndpoint:
             operation_name=parsed.operation_name,
             allowed_operation_types={OperationType.QUERY, OperationType.MUTATION},
         )
-        return self._answer(result, request_id)
+        response = self._answer(result, request_id)
+        observe_graphql(_operation_type(document, parsed.operation_name), [code_of(e) for e in result.errors or []])
+        return response
 
     async def _read(self, request: Request, role: Role) -> GraphQLRequest:
         if request.method == "GET":
@@ -174,6 +179,11 @@ class GraphQLEndpoint:
             error = response_too_large(self.config.max_response_bytes)
             return _json({"data": None, "errors": [formatted(error, request_id)]}, 200)
         return Response(body, media_type="application/json")
+
+
+def _operation_type(document: DocumentNode, name: str | None) -> str:
+    operation = get_operation_ast(document, name)
+    return operation.operation.value if operation is not None else "none"
 
 
 def _too_large(size: int, cap: int, role: Role) -> BadBody:

@@ -39,6 +39,11 @@ class ConfigurationError(ValueError):
     """A setting is invalid; the message names it (never its secret value)."""
 
 
+class DatabaseUnavailable(RuntimeError):
+    """The database cannot be reached or refused us; the message says where (password
+    redacted) and why, in one line."""
+
+
 def extractor_factory(settings: Settings) -> Callable[[], Extractor]:
     """A factory of fresh extractors (fresh usage figures per job). Shared state that must
     outlive a job, such as the LLM circuit breaker, is created once here."""
@@ -114,18 +119,11 @@ def summarizer_factory(settings: Settings) -> Callable[[], Summarizer]:
     if settings.extractor_name == "offline":
         return OfflineSummarizer
     from runner.documents.llm_summary import LLMSummarizer, resilient_tool_call
-    from runner.llm.breaker import breaker_for
+    from runner.llm.breaker import config_breaker
     from runner.llm.client import ResilientCaller, shared_client
 
     config = llm_config(settings)
-    breaker = breaker_for(
-        config.endpoint,
-        window=config.breaker_window,
-        min_samples=config.breaker_min_samples,
-        failure_ratio=config.breaker_failure_ratio,
-        cooldown_seconds=config.breaker_cooldown_seconds,
-    )
-    caller = ResilientCaller(shared_client(config), config, breaker)
+    caller = ResilientCaller(shared_client(config), config, config_breaker(config))
     call = resilient_tool_call(
         caller, config.reduce_model, max_tokens_param=config.max_tokens_param,
         temperature=config.temperature,
@@ -158,15 +156,24 @@ class Runtime:
             self.settings.database_url, self.settings.digestd_home
         )
         logger.info("database: %s", redact_url(self.database_url))
-        if apply_migrations:
-            connection = await connect(self.database_url)
-            try:
-                applied = await migrate(connection)
-            finally:
-                await connection.close()
-            for name in applied:
-                logger.info("migration applied: %s", name)
-        self._pool = await create_pool(self.database_url, max_size=self.settings.digestd_db_pool_size)
+        try:
+            if apply_migrations:
+                connection = await connect(self.database_url)
+                try:
+                    applied = await migrate(connection)
+                finally:
+                    await connection.close()
+                for name in applied:
+                    logger.info("migration applied: %s", name)
+            self._pool = await create_pool(
+                self.database_url, max_size=self.settings.digestd_db_pool_size
+            )
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
+            # ClientConfigurationError (a malformed URL) is an InterfaceError too.
+            raise DatabaseUnavailable(
+                f"cannot use the database at {redact_url(self.database_url)}: "
+                f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+            ) from None
         offload.configure(self.settings.digestd_extract_processes)
 
     async def close(self) -> None:

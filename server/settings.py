@@ -45,6 +45,9 @@ class Settings(BaseSettings):
     digestd_db_pool_size: int = Field(
         default=10, ge=1, le=200, description="Database connections per process."
     )
+    digestd_log_format: Literal["text", "json"] = Field(
+        default="text", description="Log lines as text, or one JSON object per line."
+    )
 
     # Worker and jobs.
     digestd_lease_seconds: float = Field(default=30.0, gt=0, description="Job lease length.")

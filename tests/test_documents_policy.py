@@ -32,7 +32,7 @@ def test_seed_defaults() -> None:
     assert (config.include_evidence, config.evidence_max_chars, config.max_evidence_snippets) == (
         True, 400, 5,
     )  # fmt: skip
-    assert config.fetch_pdfs is False and config.per_source_timeout == config.timeout / 3
+    assert config.per_source_timeout == config.timeout / 3
 
 
 @pytest.mark.parametrize(
@@ -134,4 +134,4 @@ def test_cache_key_misses_on_every_change() -> None:
     # Cosmetic whitespace in a query is the same query.
     assert _key(query="  what   changed? ") == base
     # Settings outside the seed's config tuple do not change digests, so they keep the key.
-    assert _key(config=replace(DigestConfig(), timeout=30.0, fetch_pdfs=True)) == base
+    assert _key(config=replace(DigestConfig(), timeout=30.0, max_concurrent=6)) == base

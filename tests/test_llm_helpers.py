@@ -31,6 +31,8 @@ from runner.llm.client import build_client
 from runner.llm.config import LLMConfig
 from runner.normalize import normalize_text
 from runner.tokens import count_tokens
+from runner.contract import ChunkSummary
+from runner.vocabulary import MappedChunk
 from runner.window import Window, WindowMessage
 
 DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -50,6 +52,12 @@ def shared_data(relative: str) -> Path:
 
 
 # --- windows --------------------------------------------------------------------------------
+
+
+def mapped(summaries: list[ChunkSummary]) -> list[MappedChunk]:
+    """Summaries as the pipeline hands them to the reduce step: each from a chunk that held the
+    messages it calls notable."""
+    return [MappedChunk(summary, tuple(summary.notable_message_ids)) for summary in summaries]
 
 
 def make_window(texts: list[str], channel: str = "general") -> Window:

@@ -9,13 +9,14 @@ import httpx
 
 from runner.contract import ChunkSummary, Digest
 from runner.llm.budget import count_request_tokens
-from runner.llm.merge import merge_outputs
+from runner.chunk_merge import merge_outputs
 from runner.llm.reduce import TreeReducer
 from test_llm_helpers import (
     FakeEndpoint,
     completion,
     make_extractor,
     make_window,
+    mapped,
     merged_digest,
     tool_of,
 )
@@ -77,7 +78,7 @@ def faithful(body: dict[str, Any]) -> dict[str, Any]:
 async def test_everything_that_fits_goes_in_one_call() -> None:
     endpoint = FakeEndpoint(faithful)
     extractor, warnings = reducer_for(endpoint, context=100_000, output=8000)
-    digest = await extractor.synthesize_digest([summary(i) for i in range(5)], WINDOW, [])
+    digest = await extractor.synthesize_digest(mapped([summary(i) for i in range(5)]), WINDOW, [])
     assert len(endpoint.requests) == 1 and warnings == []
     assert len(digest.knowledge_items) == 5
     assert digest.coverage.messages_total == 40 and digest.coverage.first_message_id == "1000"
@@ -89,9 +90,9 @@ async def test_empty_signal_summaries_are_not_sent() -> None:
     empty = ChunkSummary.model_validate(
         {"chunk_summary": "hi", "signal_quality": {"level": "empty", "reason": "greetings"}}
     )
-    await extractor.synthesize_digest([empty, summary(1), empty], WINDOW, [])
+    await extractor.synthesize_digest(mapped([empty, summary(1), empty]), WINDOW, [])
     assert endpoint.requests[0]["messages"][1]["content"].count("<summary ") == 1
-    digest = await extractor.synthesize_digest([empty, empty], WINDOW, [])
+    digest = await extractor.synthesize_digest(mapped([empty, empty]), WINDOW, [])
     assert len(endpoint.requests) == 1  # nothing to merge: no call
     assert digest.signal_quality.level.value == "empty"
 
@@ -101,7 +102,7 @@ async def test_without_levels_summaries_are_shortened_then_the_lowest_signal_dro
     extractor, warnings = reducer_for(endpoint, context=5200, max_levels=0)
     levels = ["high", "low", "medium", "low", "high", "medium"] * 3
     summaries = [summary(i, level, padding=40) for i, level in enumerate(levels)]
-    await extractor.synthesize_digest(summaries, WINDOW, [])
+    await extractor.synthesize_digest(mapped(summaries), WINDOW, [])
     codes = [w.code for w in warnings]
     assert codes.index("CONTENT_TRUNCATED") < codes.index("CONTENT_DROPPED")
     dropped = next(w.message for w in warnings if w.code == "CONTENT_DROPPED")
@@ -128,7 +129,7 @@ async def test_a_failed_partial_merge_is_replaced_by_a_deterministic_one() -> No
     endpoint = FakeEndpoint(respond)
     extractor, warnings = reducer_for(endpoint, context=7000, retries=0)
     summaries = [summary(i, padding=20) for i in range(30)]
-    digest = await extractor.synthesize_digest(summaries, WINDOW, [])
+    digest = await extractor.synthesize_digest(mapped(summaries), WINDOW, [])
     assert any(
         w.code == "SUMMARY_PROVIDER_FAILED" and "merge of chunks" in w.message for w in warnings
     )
@@ -143,7 +144,7 @@ async def test_a_failed_final_reduce_uses_the_offline_reduce_of_all_summaries() 
     endpoint = FakeEndpoint(lambda body: completion(content="I refuse", finish_reason="stop"))
     extractor, warnings = reducer_for(endpoint, context=100_000)
     summaries = [summary(i) for i in range(8)]
-    digest = await extractor.synthesize_digest(summaries, WINDOW, [])
+    digest = await extractor.synthesize_digest(mapped(summaries), WINDOW, [])
     assert len(endpoint.requests) == 2  # the call and its re-ask
     assert [w.code for w in warnings] == ["SUMMARY_PROVIDER_FAILED"]
     assert "The reduce step failed" in digest.coverage.notes
@@ -168,7 +169,7 @@ async def test_a_broken_offline_reduce_falls_back_to_the_plain_merge() -> None:
         warn=extractor._warn,
         fallback=broken,
     )
-    digest = await reducer.reduce([summary(i) for i in range(4)], [])
+    digest = await reducer.reduce(mapped([summary(i) for i in range(4)]), [])
     assert len(digest.knowledge_items) == 4 and len(digest.decisions) == 4
     assert "The reduce step failed" in digest.coverage.notes
 
@@ -196,7 +197,7 @@ def test_plain_merge_dedupes_keeps_keys_unique_and_counts_the_cut() -> None:
 async def test_a_reduce_model_too_small_for_its_prompt_falls_back_without_calling() -> None:
     endpoint = FakeEndpoint(faithful)
     extractor, warnings = reducer_for(endpoint, context=2500, output=100)
-    digest = await extractor.synthesize_digest([summary(i) for i in range(3)], WINDOW, [])
+    digest = await extractor.synthesize_digest(mapped([summary(i) for i in range(3)]), WINDOW, [])
     assert endpoint.requests == []
     assert "cannot hold the reduce prompt" in warnings[0].message
     assert len(digest.knowledge_items) == 3

@@ -21,6 +21,7 @@ from runner.extractors.offline.versions import find_versions
 from runner.normalize import normalize_text
 from runner.pointers import MatchKind
 from runner.validate import validate_output
+from runner.vocabulary import MappedChunk
 from runner.window import Window, WindowMessage
 
 T0 = datetime(2025, 1, 6, 9, 0, tzinfo=UTC)
@@ -245,7 +246,7 @@ def test_any_text_gives_exact_pointers(texts: list[str], budget: int) -> None:
     messages = [_message(i, ["ana", "bob"][i % 2], t) for i, t in enumerate(texts)]
     messages = [m for m in messages if m.normalized_text]
     lookup = {m.message_id: m.normalized_text for m in messages}
-    summaries = []
+    mapped = []
     for chunk in chunk_messages(messages, budget):
         summary = summarize_chunk(chunk)
         checked = validate_output(summary, {mid: lookup[mid] for mid in chunk.message_ids})
@@ -255,9 +256,28 @@ def test_any_text_gives_exact_pointers(texts: list[str], budget: int) -> None:
             assert (
                 lookup[pointer.message_id][pointer.char_start : pointer.char_end] == pointer.quote
             )
-        summaries.append(checked.output)
+        mapped.append(MappedChunk(checked.output, tuple(chunk.message_ids)))
     window = Window(channel_name="fuzz", messages=tuple(messages))
-    digest = build_digest(summaries, window, [])
+    digest = build_digest(mapped, window, [])
     checked_digest = validate_output(digest, lookup)
     assert checked_digest.rejections == [] and checked_digest.output_flags == []
     assert digest.coverage.messages_covered == len(messages)
+
+
+def test_coverage_comes_from_the_chunks_not_from_the_summary_text() -> None:
+    window = load_sample()
+    chunks = list(chunk_messages(list(window.messages), 300))
+    mapped = [
+        MappedChunk(
+            summarize_chunk(chunk).model_copy(update={"chunk_summary": ""}),
+            tuple(chunk.message_ids),
+        )
+        for chunk in chunks
+    ]
+    kept = mapped[:1] + mapped[2:]  # the second chunk failed
+    digest = build_digest(kept, window, [])
+    covered = {message_id for chunk in kept for message_id in chunk.message_ids}
+    assert len(covered) < len(window.messages)
+    assert digest.coverage.messages_covered == len(covered)
+    assert "not covered" in digest.coverage.notes
+    assert "Coverage assumed" not in digest.coverage.notes

@@ -10,8 +10,14 @@ from collections import defaultdict
 
 from runner.message_chunks import Chunk
 from runner.contract import ChunkSummary, Digest
-from runner.extractors.base import ChunkTooLarge, ExtractionUsage, KnownItem, PipelineWarning
-from runner.llm.merge import merge_outputs
+from runner.extractors.base import (
+    ChunkTooLarge,
+    ExtractionUsage,
+    KnownItem,
+    MappedChunk,
+    PipelineWarning,
+)
+from runner.chunk_merge import merge_outputs
 from runner.pipeline import run_pipeline
 from runner.window import Window, WindowMessage
 from test_llm_helpers import make_window
@@ -52,9 +58,9 @@ class SmallModelExtractor:
         )
 
     async def synthesize_digest(
-        self, summaries: list[ChunkSummary], window: Window, top: list[WindowMessage]
+        self, chunks: list[MappedChunk], window: Window, top: list[WindowMessage]
     ) -> Digest:
-        digest, _ = merge_outputs(summaries, window, "")
+        digest, _ = merge_outputs([chunk.summary for chunk in chunks], window, "")
         return digest
 
 

@@ -59,7 +59,6 @@ class DigestConfig:
     include_evidence: bool = True
     evidence_max_chars: int = 400
     max_evidence_snippets: int = 5
-    fetch_pdfs: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.policy, DigestPolicy):

@@ -18,6 +18,7 @@ from runner.evaluation.matching import (
 from runner.pipeline import PipelineResult
 from runner.pointers import MatchKind
 from runner.claim_support import support_share
+from runner.word_tokens import NAME_PART, words
 
 # Rejection reasons that mean "a synthesized claim failed its citation or overlap check".
 CLAIM_FIELDS = ("decisions", "action_items", "open_questions", "knowledge_items")
@@ -106,7 +107,7 @@ class FieldScore:
 def _same_owner(gold: str | None, extracted: str | None) -> bool:
     if not gold or not extracted:
         return False
-    a, b = gold.casefold().split(), extracted.casefold().split()
+    a, b = words(gold, NAME_PART), words(extracted, NAME_PART)
     # "Kenji" and "Kenji Watanabe" are the same owner; annotators write first names.
     return bool(a and b) and (a[0] == b[0] or set(a) <= set(b) or set(b) <= set(a))
 

@@ -12,6 +12,7 @@ from runner.vocabulary import (
     ChunkTooLarge,
     ExtractionUsage,
     KnownItem,
+    MappedChunk,
     PipelineWarning,
 )
 from runner.window import Window, WindowMessage
@@ -23,6 +24,7 @@ __all__ = [
     "ExtractionUsage",
     "Extractor",
     "KnownItem",
+    "MappedChunk",
     "PipelineWarning",
 ]
 
@@ -41,7 +43,7 @@ class Extractor(Protocol):
 
     async def synthesize_digest(
         self,
-        summaries: list[ChunkSummary],
+        chunks: list[MappedChunk],
         window: Window,
         top_messages: list[WindowMessage],
     ) -> Digest: ...

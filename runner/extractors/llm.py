@@ -33,10 +33,11 @@ from runner.extractors.base import (
     ChunkTooLarge,
     ExtractionUsage,
     KnownItem,
+    MappedChunk,
     PipelineWarning,
 )
 from runner.llm import limits
-from runner.llm.breaker import CircuitBreaker, CircuitOpen, breaker_for
+from runner.llm.breaker import CircuitBreaker, CircuitOpen, config_breaker
 from runner.llm.budget import (
     LimitSource,
     RequestBudget,
@@ -117,13 +118,7 @@ class LLMExtractor:
         self.min_overlap = min_overlap
         self._owns_client = client is None
         self.client = client or build_client(config)
-        self.breaker = breaker or breaker_for(
-            config.endpoint,
-            window=config.breaker_window,
-            min_samples=config.breaker_min_samples,
-            failure_ratio=config.breaker_failure_ratio,
-            cooldown_seconds=config.breaker_cooldown_seconds,
-        )
+        self.breaker = breaker or config_breaker(config)
         self.caller = ResilientCaller(self.client, config, self.breaker, sleep=sleep, rng=rng)
         self.tools = ToolCaller(
             self.caller,
@@ -320,7 +315,7 @@ class LLMExtractor:
         return namespace_keys(summary, f"c{chunk.content_hash[:6]}.")
 
     async def synthesize_digest(
-        self, summaries: list[ChunkSummary], window: Window, top_messages: list[WindowMessage]
+        self, chunks: list[MappedChunk], window: Window, top_messages: list[WindowMessage]
     ) -> Digest:
         """Reduce the validated chunk summaries; never raises for a provider fault (a failed
         reduce falls back to a deterministic merge, with a warning)."""
@@ -339,7 +334,7 @@ class LLMExtractor:
                 raise_overflow=attempt < _REDUCE_ATTEMPTS - 1,
             )
             try:
-                return await reducer.reduce(summaries, top_messages)
+                return await reducer.reduce(chunks, top_messages)
             except ContextLimitExceeded as error:
                 self._learn(error, budget)
             finally:

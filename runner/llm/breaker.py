@@ -18,6 +18,8 @@ from collections import deque
 from collections.abc import Callable
 from enum import Enum
 
+from runner.llm.config import LLMConfig
+
 logger = logging.getLogger(__name__)
 
 
@@ -121,3 +123,15 @@ def breaker_for(endpoint: str, **settings: float | int) -> CircuitBreaker:
             breaker = CircuitBreaker(endpoint, **settings)  # type: ignore[arg-type]
             _registry[endpoint] = breaker
         return breaker
+
+
+def config_breaker(config: LLMConfig) -> CircuitBreaker:
+    """The process-wide breaker of `config`'s endpoint, with `config`'s breaker settings on
+    first use: the chat extractor and the document summarizer both take theirs from here."""
+    return breaker_for(
+        config.endpoint,
+        window=config.breaker_window,
+        min_samples=config.breaker_min_samples,
+        failure_ratio=config.breaker_failure_ratio,
+        cooldown_seconds=config.breaker_cooldown_seconds,
+    )

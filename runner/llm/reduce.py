@@ -23,7 +23,7 @@ from runner.contract import DIGEST_TOOL, ChunkSummary, Digest, SignalLevel, tool
 from runner.llm.breaker import CircuitOpen
 from runner.llm.budget import RequestBudget, count_request_tokens
 from runner.llm.client import ContextLimitExceeded, LLMCallError
-from runner.llm.merge import SIGNAL_RANK, merge_outputs
+from runner.chunk_merge import SIGNAL_RANK, merge_outputs
 from runner.llm.render import (
     reduce_user_message,
     render_summary,
@@ -34,6 +34,7 @@ from runner.llm.render import (
 from runner.llm.toolcall import MalformedOutput, RequestTooLarge, ToolCaller
 from runner.tokens import count_tokens
 from runner.validate import validate_output
+from runner.vocabulary import MappedChunk
 from runner.window import Window, WindowMessage
 
 logger = logging.getLogger(__name__)
@@ -43,7 +44,7 @@ TOP_MESSAGES_SHARE = 0.15
 
 Warn = Callable[[str, str], None]
 # A deterministic reduce over validated summaries (the offline extractor's synthesize_digest).
-FallbackReduce = Callable[[list[ChunkSummary], Window, list[WindowMessage]], Awaitable[Digest]]
+FallbackReduce = Callable[[list[MappedChunk], Window, list[WindowMessage]], Awaitable[Digest]]
 
 
 @dataclass
@@ -216,9 +217,8 @@ class TreeReducer:
             self.notes.append(f"Dropped for budget: {', '.join(dropped)}.")
         return inputs
 
-    async def reduce(
-        self, summaries: list[ChunkSummary], top_messages: list[WindowMessage]
-    ) -> Digest:
+    async def reduce(self, chunks: list[MappedChunk], top_messages: list[WindowMessage]) -> Digest:
+        summaries = [chunk.summary for chunk in chunks]
         inputs = [
             ReduceInput(summary, position + 1, position + 1)
             for position, summary in enumerate(summaries)
@@ -234,7 +234,7 @@ class TreeReducer:
         partial_capacity = self._capacity("", partial=True)
         if final_capacity <= 0 or partial_capacity <= 0:
             reason = f"the budget of {self.budget.model} cannot hold the reduce prompt"
-            return await self._fallback(summaries, top_messages, reason)
+            return await self._fallback(chunks, top_messages, reason)
         level = 0
         while sum(item.tokens for item in inputs) > final_capacity and level < self.max_levels:
             inputs = self._fit_alone(inputs, partial_capacity)
@@ -264,7 +264,7 @@ class TreeReducer:
         inputs = self._degrade_to_fit(inputs, final_capacity)
         if not inputs:
             reason = f"no summary fits the budget of {self.budget.model}"
-            return await self._fallback(summaries, top_messages, reason)
+            return await self._fallback(chunks, top_messages, reason)
         try:
             digest = await self.tools.call(
                 model=self.budget.model,
@@ -277,11 +277,11 @@ class TreeReducer:
         except (LLMCallError, CircuitOpen, MalformedOutput, RequestTooLarge) as error:
             if self.raise_overflow and isinstance(error, ContextLimitExceeded):
                 raise
-            return await self._fallback(summaries, top_messages, str(error))
+            return await self._fallback(chunks, top_messages, str(error))
         return self._with_coverage(digest)
 
     async def _fallback(
-        self, summaries: list[ChunkSummary], top_messages: list[WindowMessage], reason: str
+        self, chunks: list[MappedChunk], top_messages: list[WindowMessage], reason: str
     ) -> Digest:
         """The digest of the original validated summaries without the LLM: the configured
         deterministic reduce, else a plain merge."""
@@ -289,18 +289,18 @@ class TreeReducer:
         self.warn(
             "SUMMARY_PROVIDER_FAILED",
             f"reduce failed: {reason[:500]}; digest merged deterministically from "
-            f"{len(summaries)} chunk summaries",
+            f"{len(chunks)} chunk summaries",
         )
         if self.fallback is not None:
             try:
-                digest = await self.fallback(list(summaries), self.window, list(top_messages))
+                digest = await self.fallback(list(chunks), self.window, list(top_messages))
             except Exception:  # noqa: BLE001 - a broken fallback must not lose the summaries
                 logger.exception("the deterministic reduce failed; using the plain merge")
             else:
                 notes = f"{digest.coverage.notes} {note}".strip()[:1000]
                 coverage = digest.coverage.model_copy(update={"notes": notes})
                 return digest.model_copy(update={"coverage": coverage})
-        digest, dropped = merge_outputs(list(summaries), self.window, note)
+        digest, dropped = merge_outputs([chunk.summary for chunk in chunks], self.window, note)
         if dropped:
             self.warn(
                 "CONTENT_DROPPED", f"{dropped} items beyond the digest limits in the fallback merge"

@@ -8,7 +8,8 @@ The work is split by concept:
 - offline.threads: addressing, agreement, and the "was this question answered" rule;
 - offline.artifacts, offline.versions, offline.knowledge: snippets, versions, knowledge items;
 - offline.topics, offline.overview: key phrases, message centrality, the extractive overview;
-- offline.chunk (map) and offline.digest + offline.merge (reduce).
+- offline.chunk (map) and offline.digest + offline.merge (reduce; items are merged across chunks
+  by runner.chunk_merge, the module the LLM stack's plain merge uses too).
 
 Both steps are CPU-bound and pure, so they run in the CPU pool of runner/offload.py, off the
 event loop (heartbeats, the API and cancellation keep answering; chunks use the other cores);
@@ -25,7 +26,13 @@ from collections.abc import Sequence
 
 from runner.message_chunks import Chunk
 from runner.contract import CONTRACT_VERSION, ChunkSummary, Digest
-from runner.extractors.base import ChunkFailed, ExtractionUsage, KnownItem, PipelineWarning
+from runner.extractors.base import (
+    ChunkFailed,
+    ExtractionUsage,
+    KnownItem,
+    MappedChunk,
+    PipelineWarning,
+)
 from runner.extractors.offline.chunk import summarize_chunk
 from runner.extractors.offline.digest import build_digest
 from runner.offload import run_cpu
@@ -58,8 +65,8 @@ class OfflineExtractor:
 
     async def synthesize_digest(
         self,
-        summaries: list[ChunkSummary],
+        chunks: list[MappedChunk],
         window: Window,
         top_messages: Sequence[WindowMessage],
     ) -> Digest:
-        return await run_cpu(build_digest, summaries, window, list(top_messages))
+        return await run_cpu(build_digest, chunks, window, list(top_messages))

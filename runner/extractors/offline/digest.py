@@ -8,16 +8,21 @@ contract's limits, and the overview is extractive: the most central messages of 
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
+from runner.chunk_merge import (
+    MergeRules,
+    merge_action_items,
+    merge_artifacts,
+    merge_decisions,
+    merge_knowledge,
+    merge_links,
+)
 from runner.contract import (
     ActionItem,
     Artifact,
     ArtifactKind,
-    ChunkSummary,
     Coverage,
     Decision,
     Digest,
@@ -33,24 +38,24 @@ from runner.extractors.offline.merge import (
     link_knowledge,
     rank_and_cut,
     signal_quality,
-    union_ids,
 )
 from runner.extractors.offline.overview import central_messages, render_overview
 from runner.extractors.offline.patterns import ACTION_MARKER, DECISION_MARKER
 from runner.extractors.offline.text import content_words, squash, truncate_words, view_message
 from runner.extractors.offline.threads import Participants, find_answer
 from runner.extractors.offline.topics import topics_for
+from runner.vocabulary import MappedChunk
 from runner.window import Window, WindowMessage
 
 Item = TypeVar("Item", Decision, ActionItem, OpenQuestion, Link, Artifact, KnowledgeItem)
-_COVERS = re.compile(r'^Covers (\d+) messages from ("(?:[^"\\]|\\.)*") to ("(?:[^"\\]|\\.)*")\.')
 
 
 class _Merger:
     """The window and its chunk summaries, merged one item list at a time."""
 
-    def __init__(self, summaries: Sequence[ChunkSummary], window: Window) -> None:
-        self.summaries = summaries
+    def __init__(self, chunks: Sequence[MappedChunk], window: Window) -> None:
+        self.chunks = chunks
+        self.summaries = [chunk.summary for chunk in chunks]
         self.window = window
         self.messages = list(window.messages)
         self.order = {m.message_id: i for i, m in enumerate(self.messages)}
@@ -71,43 +76,28 @@ class _Merger:
             self.omitted[name] = len(items) - len(kept)
         return kept
 
+    def every(self, field_name: str) -> list[Any]:
+        return [item for summary in self.summaries for item in getattr(summary, field_name)]
+
     def decisions(self) -> list[Decision]:
-        merged: dict[str, Decision] = {}
-        for summary in self.summaries:
-            for item in summary.decisions:
-                key = _key(item.text)
-                if key in merged:
-                    merged[key].message_ids[:] = union_ids(
-                        merged[key].message_ids, item.message_ids, 20
-                    )
-                else:
-                    merged[key] = item.model_copy(deep=True)
+        merged = merge_decisions(self.every("decisions"), OFFLINE_RULES)
 
         def strength(item: Decision) -> int:
             source = self.by_id.get(item.message_ids[0])
             marked = source is not None and DECISION_MARKER.search(source.normalized_text)
             return 3 if marked else 1 + min(len(item.message_ids), 3)
 
-        return self.cut("decisions", list(merged.values()), 25, strength)
+        return self.cut("decisions", merged, 25, strength)
 
     def actions(self) -> list[ActionItem]:
-        merged: dict[str, ActionItem] = {}
-        for summary in self.summaries:
-            for item in summary.action_items:
-                key = _key(item.text)
-                if key in merged:
-                    known = merged[key]
-                    known.message_ids[:] = union_ids(known.message_ids, item.message_ids, 20)
-                    known.owner = known.owner or item.owner
-                else:
-                    merged[key] = item.model_copy(deep=True)
+        merged = merge_action_items(self.every("action_items"), OFFLINE_RULES)
 
         def strength(item: ActionItem) -> int:
             source = self.by_id.get(item.message_ids[0])
             marked = source is not None and ACTION_MARKER.search(source.normalized_text)
             return (2 if marked else 0) + (1 if item.owner else 0)
 
-        return self.cut("action items", list(merged.values()), 40, strength)
+        return self.cut("action items", merged, 40, strength)
 
     def questions(self, knowledge: list[KnowledgeItem]) -> list[OpenQuestion]:
         """Candidates still unanswered in the whole window; answered ones become Q&A items."""
@@ -138,59 +128,22 @@ class _Merger:
         return self.cut("open questions", items, 30, lambda q: len(set(content_words(q.text))))
 
     def links(self) -> list[Link]:
-        merged: dict[str, Link] = {}
-        for summary in self.summaries:
-            for item in summary.links:
-                key = item.url.rstrip("/")
-                if key in merged:
-                    known = merged[key]
-                    known.message_ids[:] = union_ids(known.message_ids, item.message_ids, 10)
-                    if known.description.startswith("Shared by"):
-                        known.description = item.description
-                else:
-                    merged[key] = item.model_copy(deep=True)
-        return self.cut("links", list(merged.values()), 60, lambda link: len(link.message_ids))
+        merged = merge_links(self.every("links"), OFFLINE_RULES)
+        return self.cut("links", merged, 60, lambda link: len(link.message_ids))
 
     def artifacts(self) -> list[Artifact]:
-        merged: dict[str, Artifact] = {}
-        spans: set[tuple[str, int, int]] = set()
-        for summary in self.summaries:
-            for item in summary.artifacts:
-                pointer = item.pointer
-                span = (pointer.message_id, pointer.char_start, pointer.char_end)
-                key = squash(pointer.quote or "")
-                if span in spans or key in merged:
-                    continue
-                spans.add(span)
-                merged[key] = item
+        merged = merge_artifacts(self.every("artifacts"), OFFLINE_RULES)
         reusable = (ArtifactKind.CODE, ArtifactKind.CONFIG, ArtifactKind.COMMAND)
-        return self.cut("artifacts", list(merged.values()), 40, lambda a: int(a.kind in reusable))
+        return self.cut("artifacts", merged, 40, lambda a: int(a.kind in reusable))
 
     def knowledge(self) -> list[KnowledgeItem]:
-        merged: dict[str, KnowledgeItem] = {}
-        for summary in self.summaries:
-            for item in summary.knowledge_items:
-                if item.content_pointer is not None:
-                    key = "v:" + squash(item.content_pointer.quote or "")
-                else:  # the same advice or Q&A posted twice is one item
-                    key = "s:" + _key(item.content or "")
-                merged.setdefault(key, item)
-        return list(merged.values())
+        return merge_knowledge(self.every("knowledge_items"), OFFLINE_RULES)
 
     def coverage_ids(self) -> tuple[list[str], bool]:
-        """Window ids inside the chunks that produced a summary, and whether that was parsed
-        (False: no summary said what it covered, so the figure is the window)."""
-        covered: set[int] = set()
-        parsed = False
-        for summary in self.summaries:
-            match = _COVERS.match(summary.chunk_summary)
-            if not match:
-                continue
-            first, last = json.loads(match.group(2)), json.loads(match.group(3))
-            if first in self.order and last in self.order:
-                parsed = True
-                covered.update(range(self.order[first], self.order[last] + 1))
-        if not parsed:
+        """Window ids of the chunks that produced a summary, and whether any chunk named its
+        messages (False: none did, so the figure is the window)."""
+        covered = {self.order[m] for c in self.chunks for m in c.message_ids if m in self.order}
+        if not covered:
             return [m.message_id for m in self.messages], False
         return [self.messages[i].message_id for i in sorted(covered)], True
 
@@ -203,6 +156,23 @@ def _ids(item: Decision | ActionItem | OpenQuestion | Link | Artifact | Knowledg
 
 def _key(text: str) -> str:
     return " ".join(content_words(text)) or squash(text).casefold()
+
+
+def _knowledge_key(item: KnowledgeItem) -> str:
+    if item.content_pointer is not None:
+        return "v:" + squash(item.content_pointer.quote or "")
+    return "s:" + _key(item.content or "")  # the same advice or Q&A posted twice is one item
+
+
+# See runner.chunk_merge: rule-made items from two chunks that say the same thing in other
+# filler words are one item, citing both; the same snippet posted twice is one artifact.
+OFFLINE_RULES = MergeRules(
+    claim_key=_key,
+    link_key=lambda url: url.rstrip("/"),
+    knowledge_key=_knowledge_key,
+    artifact_quote_key=squash,
+    union_citations=True,
+)
 
 
 def _knowledge_strength(item: KnowledgeItem) -> int:
@@ -290,12 +260,12 @@ def _empty_digest(window: Window) -> Digest:
 
 
 def build_digest(
-    summaries: Sequence[ChunkSummary], window: Window, top_messages: Sequence[WindowMessage]
+    chunks: Sequence[MappedChunk], window: Window, top_messages: Sequence[WindowMessage]
 ) -> Digest:
     """The offline reduce step (see the module docstring)."""
     if not window.messages:
         return _empty_digest(window)
-    merger = _Merger(summaries, window)
+    merger = _Merger(chunks, window)
     channel = window.channel_name or "channel"
     decisions = merger.decisions()
     actions = merger.actions()
@@ -338,7 +308,7 @@ def build_digest(
     covered, parsed = merger.coverage_ids()
     notes: list[str] = []
     if not parsed:
-        notes.append("Coverage assumed: no chunk summary said which messages it covered.")
+        notes.append("Coverage assumed: no chunk said which messages it covered.")
     covered_set = set(covered)
     missing = [m.message_id for m in messages if m.message_id not in covered_set]
     if missing:

@@ -1,20 +1,16 @@
-"""Deterministic helpers shared by the offline map and reduce steps: id unions, rank-and-cut to
-a limit, the renumbering and supersession links of knowledge items, and the signal level."""
+"""Deterministic helpers shared by the offline map and reduce steps: rank-and-cut to a limit,
+the renumbering and supersession links of knowledge items, and the signal level. The merging of
+items across chunks is runner.chunk_merge's (shared with the LLM stack's plain merge)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TypeVar
 
 from runner.contract import KnowledgeItem, SignalLevel, SignalQuality
 from runner.extractors.offline.text import squash
 
 Item = TypeVar("Item")
-
-
-def union_ids(first: Sequence[str], second: Sequence[str], limit: int) -> list[str]:
-    """`first` then the new ids of `second`, at most `limit`, order kept."""
-    return list(dict.fromkeys([*first, *second]))[:limit]
 
 
 def rank_and_cut(

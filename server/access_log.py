@@ -1,0 +1,52 @@
+"""One log line and one histogram observation per HTTP request: method, route, status,
+duration and request id. Routes are the app's own paths (anything else is `other`), so a
+scanner probing random URLs cannot blow up the metric's label set."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from server.logs import ACCESS_LOGGER
+from server.metrics import HTTP_REQUEST_SECONDS
+
+logger = logging.getLogger(ACCESS_LOGGER)
+
+KNOWN_ROUTES = frozenset({"/", "/graphql", "/healthz", "/readyz", "/metrics"})
+STATIC_PREFIX = "/static/"
+
+
+def route_label(path: str) -> str:
+    if path in KNOWN_ROUTES:
+        return path
+    return STATIC_PREFIX if path.startswith(STATIC_PREFIX) else "other"
+
+
+class AccessLogMiddleware:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500  # what the client gets if the app raises before answering
+
+        async def send_and_note(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_and_note)
+        finally:
+            seconds = time.perf_counter() - started
+            method, path = str(scope.get("method", "")), str(scope.get("path", ""))
+            HTTP_REQUEST_SECONDS.labels(method, route_label(path), str(status)).observe(seconds)
+            # The path is the client's: cut it, and never log the query string (it may hold a
+            # GraphQL query with message text in it).
+            logger.info("%s %s %d %.1fms", method, path[:200], status, seconds * 1000)
