@@ -41,9 +41,9 @@ from runner.documents.archive import (
     write_archive,
 )
 from runner.documents.cache_key import digest_cache_key, query_hash
+from runner.documents.canonical import CanonicalDocument
 from runner.documents.digest import DigestOutcome, digest_document
 from runner.documents.errors import ArchiveError, DocumentError
-from runner.documents.ingest import CanonicalDocument
 from runner.documents.policy import (
     DigestConfig,
     document_eligibility,

@@ -15,7 +15,7 @@ import strawberry
 from strawberry.types import Info
 
 from schema.context import Context
-from schema.types import Flag
+from schema.shared_types import Flag
 
 SOURCE_EDITED = "source_edited"
 

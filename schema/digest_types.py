@@ -15,13 +15,12 @@ import strawberry
 from strawberry.scalars import JSON
 from strawberry.types import Info
 
+from schema.channel_types import Channel
 from schema.context import Context
 from schema.coverage_types import MessageCoverage, item_flags
-from schema.types import Channel, DigestJob, Flag
-
-
-def _id(value: int | None) -> strawberry.ID | None:
-    return strawberry.ID(str(value)) if value is not None else None
+from schema.ids import format_id, format_optional_id
+from schema.job_types import DigestJob
+from schema.shared_types import Flag
 
 
 @strawberry.type
@@ -145,9 +144,9 @@ class KnowledgeItem(_Cited):
     @classmethod
     def from_row(cls, row: asyncpg.Record) -> KnowledgeItem:
         return cls(
-            id=strawberry.ID(str(row["id"])),
-            digest_id=strawberry.ID(str(row["digest_id"])),
-            channel_id=strawberry.ID(str(row["channel_id"])),
+            id=format_id(row["id"]),
+            digest_id=format_id(row["digest_id"]),
+            channel_id=format_id(row["channel_id"]),
             key=row["item_key"],
             kind=row["kind"],
             title=row["title"],
@@ -157,8 +156,8 @@ class KnowledgeItem(_Cited):
             message_ids=list(row["message_ids"]),
             context_version=row["context_version"],
             entity_refs=list(row["entity_refs"]),
-            supersedes_id=_id(row["supersedes_id"]),
-            conflicts_with_id=_id(row["conflicts_with_id"]),
+            supersedes_id=format_optional_id(row["supersedes_id"]),
+            conflicts_with_id=format_optional_id(row["conflicts_with_id"]),
             digest_row=row["digest_id"],
             stored_flags=Flag.many(row["flags"]),
             created_at=row["created_at"],
@@ -224,8 +223,8 @@ class DigestBase:
 
 def _base_fields(row: asyncpg.Record) -> dict[str, Any]:
     return {
-        "id": strawberry.ID(str(row["id"])),
-        "channel_id": strawberry.ID(str(row["channel_id"])),
+        "id": format_id(row["id"]),
+        "channel_id": format_id(row["channel_id"]),
         "title": row["title"],
         "signal_quality": SignalQuality(level=row["signal_quality"], reason=row["signal_reason"]),
         "message_count": row["message_count"],
@@ -278,7 +277,7 @@ class Digest(DigestBase):
                 )  # fmt: skip
                 for r in row["rejections"]
             ],
-            job_id=_id(row["job_id"]),
+            job_id=format_optional_id(row["job_id"]),
             message_coverage=MessageCoverage.from_row(row),
             **_base_fields(row),
         )

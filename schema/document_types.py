@@ -22,14 +22,11 @@ from runner.documents.locators import locator_context, parse_locator, resolve_lo
 from runner.documents.payload import DigestPayload, validate_payload_dict
 from schema.context import Context
 from schema.errors import client_error
+from schema.ids import format_id, format_optional_id
 from schema.loaders import LATEST_DIGESTS_PER_DOCUMENT
-from schema.types import Flag
+from schema.shared_types import Flag
 
 CONTEXT_CHARS = 200
-
-
-def _id(value: int | None) -> strawberry.ID | None:
-    return strawberry.ID(str(value)) if value is not None else None
 
 
 def page_spans_of(row: asyncpg.Record) -> list[PageSpan] | None:
@@ -57,7 +54,7 @@ class Document:
         text = row["canonical_text"] if "canonical_text" in keys else None
         spans = page_spans_of(row)
         return cls(
-            id=strawberry.ID(str(row["id"])),
+            id=format_id(row["id"]),
             title=row["title"],
             content_type=row["content_type"],
             source_url=row["source_url"],
@@ -187,9 +184,9 @@ class DocumentDigest:
         payload = _payload(row)
         document_row = int(row["document_id"])
         return cls(
-            id=strawberry.ID(str(row["id"])),
-            document_id=strawberry.ID(str(document_row)),
-            job_id=_id(row["job_id"]),
+            id=format_id(row["id"]),
+            document_id=format_id(document_row),
+            job_id=format_optional_id(row["job_id"]),
             query=row["query"],
             query_hash=payload.query_hash,
             cache_key=row["cache_key"],

@@ -21,15 +21,18 @@ from strawberry.types import Info
 from db import documents as document_queries
 from db import pages
 from runner.documents.cache_key import normalize_query, query_hash
+from runner.documents.canonical import CanonicalDocument
 from runner.documents.errors import DocumentError
-from runner.documents.ingest import CanonicalDocument, ingest_bytes, ingest_text, ingest_url
+from runner.documents.ingest import ingest_bytes, ingest_text, ingest_url
 from runner.documents.policy import document_eligibility, document_source_id, ineligible_reason
 from schema.connections import Connection
 from schema.context import Context
 from schema.document_types import Document, DocumentDigest
+from schema.ids import parse_id
+from schema.job_types import DigestJob
+from schema.paging import PAGE_SIZE_HELP, page_of
 from schema.permissions import IsWriter
-from schema.paging import PAGE_SIZE_HELP, page_of, parse_id
-from schema.types import DigestJob, InvalidInputError, NotFoundError
+from schema.shared_types import InvalidInputError, NotFoundError
 
 logger = logging.getLogger(__name__)
 

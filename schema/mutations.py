@@ -22,11 +22,13 @@ from runner.coverage import window_options
 from runner.importers.records import RecordError as ParseError
 from runner.importers.records import message_from_fields
 from runner.normalize import normalize_text
+from schema.channel_types import Channel
 from schema.context import Context
 from schema.documents import DocumentMutations
+from schema.ids import parse_id
+from schema.job_types import DigestJob
 from schema.permissions import IsWriter
-from schema.paging import parse_id
-from schema.types import Channel, DigestJob, InvalidInputError, NotFoundError, RecordError
+from schema.shared_types import InvalidInputError, NotFoundError, RecordError
 
 
 @strawberry.input

@@ -1,12 +1,10 @@
-"""Helpers shared by the query modules: id parsing and keyset pages with GraphQL errors."""
+"""Keyset pages for the query modules, with the db layer's refusals as GraphQL client errors."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import asyncpg
-import strawberry
 from strawberry.types import Info
 
 from db import pages
@@ -15,23 +13,6 @@ from schema.context import Context
 from schema.errors import client_error
 
 PAGE_SIZE_HELP = f"Page size, 1 to {pages.MAX_PAGE_SIZE}."
-
-# The only spelling of an id: ASCII digits, no sign, spaces, leading zeros or separators. Python's
-# int() also reads "١" (an Arabic-Indic one), "1_0" and " 7 ", which would make several strings
-# name one row (and a cache or a log keyed on the string disagree with the database).
-CANONICAL_ID = re.compile(r"(0|[1-9][0-9]{0,18})\Z")
-MAX_ID = 2**63 - 1  # bigint
-
-
-def parse_id(value: strawberry.ID | str, what: str) -> int:
-    """An id argument as its row id; anything but the canonical form is a clear client error."""
-    text = str(value)
-    if CANONICAL_ID.match(text) and int(text) <= MAX_ID:
-        return int(text)
-    raise client_error(
-        f"invalid {what} id {text[:40]!r}: ids are numeric strings of ASCII digits without sign, "
-        f"spaces or leading zeros, at most {MAX_ID}"
-    )
 
 
 async def page_of(
@@ -50,6 +31,3 @@ async def page_of(
     except ValueError as error:
         raise client_error(str(error)) from None
 
-
-def optional_id(value: strawberry.ID | None, what: str) -> int | None:
-    return parse_id(value, what) if value is not None else None

@@ -10,13 +10,15 @@ import strawberry
 from strawberry.types import Info
 
 from db import pages
+from schema.channel_types import Channel, Message
 from schema.connections import Connection
 from schema.context import Context
 from schema.digest_types import Digest, DigestSummary, KnowledgeItem
 from schema.documents import DocumentQueries
 from schema.errors import client_error
-from schema.paging import PAGE_SIZE_HELP, optional_id, page_of, parse_id
-from schema.types import Channel, DigestJob, JobStatus, Message
+from schema.ids import parse_id, parse_optional_id
+from schema.job_types import DigestJob, JobStatus
+from schema.paging import PAGE_SIZE_HELP, page_of
 
 
 @strawberry.enum
@@ -70,7 +72,7 @@ class Query(DocumentQueries):
         first: Annotated[int, strawberry.argument(description=PAGE_SIZE_HELP)] = 20,
         after: str | None = None,
     ) -> Connection[Channel]:
-        filters = {"server_id": optional_id(server_id, "server")}
+        filters = {"server_id": parse_optional_id(server_id, "server")}
         page = await page_of(info, pages.CHANNELS, filters, first, after)
         return Connection.from_page(page, Channel.from_row)
 
@@ -105,8 +107,8 @@ class Query(DocumentQueries):
     ) -> Connection[DigestSummary]:
         filter = filter or DigestFilter()
         filters = {
-            "server_id": optional_id(filter.server_id, "server"),
-            "channel_id": optional_id(filter.channel_id, "channel"),
+            "server_id": parse_optional_id(filter.server_id, "server"),
+            "channel_id": parse_optional_id(filter.channel_id, "channel"),
             "since": filter.since,
             "until": filter.until,
             "signal_quality": filter.signal_quality.value if filter.signal_quality else None,
@@ -132,8 +134,8 @@ class Query(DocumentQueries):
         if query and len(query) > 500:
             raise client_error("filter.query is too long: at most 500 characters")
         filters = {
-            "channel_id": optional_id(filter.channel_id, "channel"),
-            "digest_id": optional_id(filter.digest_id, "digest"),
+            "channel_id": parse_optional_id(filter.channel_id, "channel"),
+            "digest_id": parse_optional_id(filter.digest_id, "digest"),
             "kind": filter.kind,
             "query": query or None,
         }
@@ -150,8 +152,8 @@ class Query(DocumentQueries):
     ) -> Connection[DigestJob]:
         filter = filter or DigestJobFilter()
         filters = {
-            "channel_id": optional_id(filter.channel_id, "channel"),
-            "document_id": optional_id(filter.document_id, "document"),
+            "channel_id": parse_optional_id(filter.channel_id, "channel"),
+            "document_id": parse_optional_id(filter.document_id, "document"),
             "status": filter.status.value if filter.status else None,
         }
         page = await page_of(info, pages.JOBS, filters, first, after)

@@ -28,6 +28,7 @@ from runner import offload
 from runner.coverage import window_options
 from server.cli_eval import add_eval_parser
 from runner.supervision import RunnerSupervisor
+from schema.ids import canonical_id
 from server.cli_documents import add_arguments as add_doc_arguments
 from server.cli_documents import add_doc
 from server.cli_import import import_and_report
@@ -192,8 +193,11 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
 
 async def _find_channel(runtime: Runtime, name: str, server: str | None) -> int | None:
     async with runtime.pool.acquire() as connection:
-        if name.isdigit():
-            row = await channel_queries.channel_by_id(connection, int(name))
+        # A name spelling an id is looked up as the id first, read as the API reads ids
+        # (str.isdigit would take "²", which int() then refuses).
+        row_id = canonical_id(name)
+        if row_id is not None:
+            row = await channel_queries.channel_by_id(connection, row_id)
             if row is not None:
                 return int(row["id"])
         rows = await channel_queries.channels_by_name(connection, name, server)

@@ -12,10 +12,11 @@ from pathlib import Path
 from db import documents as document_queries
 from db import jobs as job_queries
 from db.jobs import TERMINAL, JobStatus
+from runner.documents.canonical import CanonicalDocument
 from runner.documents.policy import document_eligibility, document_source_id, ineligible_reason
 from runner.documents.cache_key import normalize_query, query_hash
 from runner.documents.errors import DocumentError
-from runner.documents.ingest import CanonicalDocument, ingest_bytes, ingest_url
+from runner.documents.ingest import ingest_bytes, ingest_url
 from runner.documents.payload import DigestPayload, validate_payload_dict
 from server.runtime import Runtime, digest_config, fetch_policy
 from server.settings import Settings

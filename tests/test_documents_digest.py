@@ -11,10 +11,10 @@ from functools import cache
 
 import pytest
 
-from runner.documents.canonical import source_text_hash
+from runner.documents.canonical import CanonicalDocument, source_text_hash
 from runner.documents.digest import digest_document, digest_document_offline, public_metadata
 from runner.documents.errors import ExtractionError, PayloadError
-from runner.documents.ingest import CanonicalDocument, ingest_bytes, ingest_text
+from runner.documents.ingest import ingest_bytes, ingest_text
 from runner.documents.locators import resolve_locator
 from runner.documents.payload import deserialize_payload
 from runner.documents.policy import DigestConfig

@@ -10,8 +10,9 @@ from typing import Any
 import httpx
 import pytest
 
+from runner.documents.canonical import CanonicalDocument
 from runner.documents.digest import digest_document, digest_document_offline
-from runner.documents.ingest import CanonicalDocument, ingest_bytes, ingest_text
+from runner.documents.ingest import ingest_bytes, ingest_text
 from runner.documents.llm_summary import (
     DOCUMENT_DIGEST_TOOL,
     LLMSummarizer,

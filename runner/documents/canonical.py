@@ -25,8 +25,11 @@ from __future__ import annotations
 
 import hashlib
 import re
+from dataclasses import dataclass, field
+from typing import Any
 
 from runner.normalize import normalize_text
+from runner.vocabulary import PipelineWarning
 
 _WHITESPACE_RUN = re.compile(r"\s+")
 _MARKER = re.compile(r"---PAGE ([1-9][0-9]*)---")
@@ -119,3 +122,45 @@ def page_spans_from_text(canonical_text: str) -> list[PageSpan]:
         position = end + 2
     spans.append((first, last) if first is not None else (page_start_if_empty, page_start_if_empty))
     return spans
+
+
+@dataclass(frozen=True)
+class CanonicalDocument:
+    """A document as stored: canonical text plus what locators and digests need about it."""
+
+    canonical_text: str
+    source_text_hash: str  # "sha256:<64 hex>" of canonical_text's UTF-8 bytes
+    content_type: str  # "application/pdf" | "text/html" | "text/plain"
+    title: str | None = None
+    page_spans: list[PageSpan] | None = None  # PDFs: (start, end) of each page's text
+    warnings: list[PipelineWarning] = field(default_factory=list)
+    source_url: str | None = None
+
+    @property
+    def is_pdf(self) -> bool:
+        return self.page_spans is not None
+
+    def as_record(self) -> dict[str, Any]:
+        """The fields to persist (JSON-friendly)."""
+        return {
+            "canonical_text": self.canonical_text,
+            "source_text_hash": self.source_text_hash,
+            "content_type": self.content_type,
+            "title": self.title,
+            "page_spans": [list(span) for span in self.page_spans] if self.page_spans else None,
+            "warnings": [warning.as_json() for warning in self.warnings],
+            "source_url": self.source_url,
+        }
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> CanonicalDocument:
+        spans = record.get("page_spans")
+        return cls(
+            canonical_text=record["canonical_text"],
+            source_text_hash=record["source_text_hash"],
+            content_type=record["content_type"],
+            title=record.get("title"),
+            page_spans=[(int(start), int(end)) for start, end in spans] if spans else None,
+            warnings=[PipelineWarning(w["code"], w["message"]) for w in record.get("warnings", [])],
+            source_url=record.get("source_url"),
+        )

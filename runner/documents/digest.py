@@ -25,11 +25,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runner.documents.cache_key import digest_cache_key, query_hash
-from runner.documents.canonical import source_text_hash
+from runner.documents.canonical import CanonicalDocument, source_text_hash
 from runner.documents.evidence_chunks import chunk_document
 from runner.documents.errors import PayloadError
 from runner.documents.evidence import EvidenceMode, select_evidence
-from runner.documents.ingest import CanonicalDocument
 from runner.documents.locators import make_locator
 from runner.documents.payload import DigestPayload, EvidenceSnippet, serialize_payload
 from runner.documents.policy import DigestConfig

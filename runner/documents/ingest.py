@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import codecs
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import replace
 
-from runner.documents.canonical import PageSpan, canonicalize, source_text_hash
+from runner.documents.canonical import CanonicalDocument, canonicalize, source_text_hash
 from runner.documents.errors import ExtractionError
 from runner.documents.fetch import FetchPolicy, Resolver, fetch_document
 from runner.documents.html import extract_html
@@ -25,48 +24,6 @@ CONTENT_TYPES: dict[DocumentKind, str] = {
     "html": "text/html",
     "text": "text/plain",
 }
-
-
-@dataclass(frozen=True)
-class CanonicalDocument:
-    """A document as stored: canonical text plus what locators and digests need about it."""
-
-    canonical_text: str
-    source_text_hash: str  # "sha256:<64 hex>" of canonical_text's UTF-8 bytes
-    content_type: str  # "application/pdf" | "text/html" | "text/plain"
-    title: str | None = None
-    page_spans: list[PageSpan] | None = None  # PDFs: (start, end) of each page's text
-    warnings: list[PipelineWarning] = field(default_factory=list)
-    source_url: str | None = None
-
-    @property
-    def is_pdf(self) -> bool:
-        return self.page_spans is not None
-
-    def as_record(self) -> dict[str, Any]:
-        """The fields to persist (JSON-friendly)."""
-        return {
-            "canonical_text": self.canonical_text,
-            "source_text_hash": self.source_text_hash,
-            "content_type": self.content_type,
-            "title": self.title,
-            "page_spans": [list(span) for span in self.page_spans] if self.page_spans else None,
-            "warnings": [warning.as_json() for warning in self.warnings],
-            "source_url": self.source_url,
-        }
-
-    @classmethod
-    def from_record(cls, record: dict[str, Any]) -> CanonicalDocument:
-        spans = record.get("page_spans")
-        return cls(
-            canonical_text=record["canonical_text"],
-            source_text_hash=record["source_text_hash"],
-            content_type=record["content_type"],
-            title=record.get("title"),
-            page_spans=[(int(start), int(end)) for start, end in spans] if spans else None,
-            warnings=[PipelineWarning(w["code"], w["message"]) for w in record.get("warnings", [])],
-            source_url=record.get("source_url"),
-        )
 
 
 def decode_text(body: bytes, charset: str | None) -> tuple[str, list[PipelineWarning]]:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from runner.vocabulary import PipelineWarning
 
 if TYPE_CHECKING:
-    from runner.documents.ingest import CanonicalDocument
+    from runner.documents.canonical import CanonicalDocument
 
 
 class DigestPolicy(str, Enum):

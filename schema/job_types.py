@@ -1,4 +1,5 @@
-"""GraphQL types of channels, messages and jobs, each built from its stored row (`from_row`)."""
+"""GraphQL types of digest and document jobs: status, phase, progress and stats, built from the
+stored job row (`DigestJob.from_row`)."""
 
 from __future__ import annotations
 
@@ -12,89 +13,14 @@ from strawberry.scalars import JSON
 from strawberry.types import Info
 
 from db import jobs
+from schema.channel_types import Channel
 from schema.context import Context
+from schema.document_types import DocumentDigest
+from schema.ids import format_id, format_optional_id
+from schema.shared_types import Flag
 
 if TYPE_CHECKING:
     from schema.digest_types import Digest
-    from schema.document_types import DocumentDigest
-
-
-def _optional_id(value: int | None) -> strawberry.ID | None:
-    return strawberry.ID(str(value)) if value is not None else None
-
-
-@strawberry.type
-class Channel:
-    id: strawberry.ID
-    name: str
-    server_id: strawberry.ID | None
-    server_name: str | None
-    external_id: str | None
-    created_at: datetime
-
-    @classmethod
-    def from_row(cls, row: asyncpg.Record) -> Channel:
-        return cls(
-            id=strawberry.ID(str(row["id"])),
-            name=row["name"],
-            server_id=strawberry.ID(str(row["server_id"])) if row["server_id"] else None,
-            server_name=row["server_name"],
-            external_id=row["external_id"],
-            created_at=row["created_at"],
-        )
-
-    @strawberry.field(description="How many messages the channel holds.")
-    async def message_count(self, info: Info[Context, None]) -> int:
-        return await info.context.loaders.message_count.load(int(self.id))
-
-    @strawberry.field(
-        description="How many messages no successful digest covers yet (at their current "
-        "revision): what the next triggerDigest reads."
-    )
-    async def uncovered_message_count(self, info: Info[Context, None]) -> int:
-        return await info.context.loaders.uncovered_count.load(int(self.id))
-
-    @strawberry.field(
-        description="Always null: digests no longer follow a timestamp mark.",
-        deprecation_reason="Coverage is tracked per message; use uncoveredMessageCount.",
-    )
-    def last_digested_message_id(self) -> str | None:
-        return None
-
-
-@strawberry.type
-class Message:
-    id: strawberry.ID
-    channel_id: strawberry.ID
-    message_id: str = strawberry.field(description="The external id (a string, always).")
-    author: str
-    ts: datetime
-    reply_to: str | None
-    text: str = strawberry.field(description="The text as imported.")
-    normalized_text: str = strawberry.field(
-        description="The current revision's text as extractors see it; pointers index the "
-        "revision they were made from (Pointer.revisionText)."
-    )
-    attachments: JSON
-    revision: int = strawberry.field(
-        description="1-based number of the current text; an import that changes the text adds one."
-    )
-
-    @classmethod
-    def from_row(cls, row: asyncpg.Record) -> Message:
-        return cls(
-            id=strawberry.ID(str(row["id"])),
-            channel_id=strawberry.ID(str(row["channel_id"])),
-            message_id=row["external_id"],
-            author=row["author"],
-            ts=row["ts"],
-            reply_to=row["reply_to"],
-            text=row["raw_text"],
-            normalized_text=row["normalized_text"],
-            attachments=row["attachments"],
-            revision=row["revision"],
-        )
-
 
 # The job lifecycle's own statuses (db/jobs.py), exposed as the GraphQL enum `JobStatus` (the
 # decorator registers the GraphQL definition on the class itself; the names clients see stay).
@@ -151,18 +77,6 @@ class JobStats:
 
 
 @strawberry.type
-class Flag:
-    """A warning or validation flag: a stable code and a human message."""
-
-    code: str
-    message: str
-
-    @classmethod
-    def many(cls, values: list[dict[str, Any]]) -> list[Flag]:
-        return [cls(code=str(v.get("code", "")), message=str(v.get("message", ""))) for v in values]
-
-
-@strawberry.type
 class DigestJob:
     id: strawberry.ID
     kind: str
@@ -195,9 +109,9 @@ class DigestJob:
     @classmethod
     def from_row(cls, row: asyncpg.Record) -> DigestJob:
         return cls(
-            id=strawberry.ID(str(row["id"])),
+            id=format_id(row["id"]),
             kind=row["kind"],
-            channel_id=strawberry.ID(str(row["channel_id"])) if row["channel_id"] else None,
+            channel_id=format_optional_id(row["channel_id"]),
             status=JobStatus(row["status"]),
             phase=JobPhase(row["phase"]) if row["phase"] else None,
             progress=JobProgress(chunks_done=row["chunks_done"], chunks_total=row["chunks_total"]),
@@ -208,9 +122,9 @@ class DigestJob:
             cancel_requested=row["cancel_requested"],
             stats=JobStats.from_json(row["stats"] or {}),
             warnings=Flag.many(row["warnings"] or []),
-            digest_id=strawberry.ID(str(row["digest_id"])) if row["digest_id"] else None,
-            document_id=_optional_id(row.get("document_id")),
-            document_digest_id=_optional_id(row.get("document_digest_id")),
+            digest_id=format_optional_id(row["digest_id"]),
+            document_id=format_optional_id(row.get("document_id")),
+            document_digest_id=format_optional_id(row.get("document_digest_id")),
             query=(row["options"] or {}).get("query") if row["kind"] == jobs.JobKind.DOCUMENT else None,
             options=cast(JSON, row["options"] or {}),
             created_at=row["created_at"],
@@ -227,16 +141,15 @@ class DigestJob:
         return Channel.from_row(row) if row else None
 
     @strawberry.field(description="Document jobs: the digest, once there is one.")
-    async def document_digest(
-        self, info: Info[Context, None]
-    ) -> Annotated["DocumentDigest", strawberry.lazy("schema.document_types")] | None:
-        from schema.document_types import DocumentDigest
-
+    async def document_digest(self, info: Info[Context, None]) -> DocumentDigest | None:
         if self.document_digest_id is None:
             return None
         row = await info.context.loaders.document_digest.load(int(self.document_digest_id))
         return DocumentDigest.from_row(row) if row else None
 
+    # The one import cycle among the schema's types: a Digest links to the job that made it
+    # (Digest.job) and a job to the digest it made (here). schema/digest_types.py imports this
+    # module; this side names Digest lazily, and imports it only when the field resolves.
     @strawberry.field(description="The digest this job produced, once it has.")
     async def digest(
         self, info: Info[Context, None]
@@ -247,22 +160,3 @@ class DigestJob:
             return None
         row = await info.context.loaders.digest.load(int(self.digest_id))
         return Digest.from_row(row) if row else None
-
-
-@strawberry.type
-class RecordError:
-    location: str
-    reason: str
-
-
-@strawberry.type
-class NotFoundError:
-    message: str
-
-
-@strawberry.type
-class InvalidInputError:
-    message: str
-    code: str | None = strawberry.field(
-        default=None, description="A stable code to branch on (encrypted, blocked_address, ...)."
-    )

@@ -1,0 +1,86 @@
+"""GraphQL types of channels and their messages, each built from its stored row (`from_row`)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import asyncpg
+import strawberry
+from strawberry.scalars import JSON
+from strawberry.types import Info
+
+from schema.context import Context
+from schema.ids import format_id, format_optional_id
+
+
+@strawberry.type
+class Channel:
+    id: strawberry.ID
+    name: str
+    server_id: strawberry.ID | None
+    server_name: str | None
+    external_id: str | None
+    created_at: datetime
+
+    @classmethod
+    def from_row(cls, row: asyncpg.Record) -> Channel:
+        return cls(
+            id=format_id(row["id"]),
+            name=row["name"],
+            server_id=format_optional_id(row["server_id"]),
+            server_name=row["server_name"],
+            external_id=row["external_id"],
+            created_at=row["created_at"],
+        )
+
+    @strawberry.field(description="How many messages the channel holds.")
+    async def message_count(self, info: Info[Context, None]) -> int:
+        return await info.context.loaders.message_count.load(int(self.id))
+
+    @strawberry.field(
+        description="How many messages no successful digest covers yet (at their current "
+        "revision): what the next triggerDigest reads."
+    )
+    async def uncovered_message_count(self, info: Info[Context, None]) -> int:
+        return await info.context.loaders.uncovered_count.load(int(self.id))
+
+    @strawberry.field(
+        description="Always null: digests no longer follow a timestamp mark.",
+        deprecation_reason="Coverage is tracked per message; use uncoveredMessageCount.",
+    )
+    def last_digested_message_id(self) -> str | None:
+        return None
+
+
+@strawberry.type
+class Message:
+    id: strawberry.ID
+    channel_id: strawberry.ID
+    message_id: str = strawberry.field(description="The external id (a string, always).")
+    author: str
+    ts: datetime
+    reply_to: str | None
+    text: str = strawberry.field(description="The text as imported.")
+    normalized_text: str = strawberry.field(
+        description="The current revision's text as extractors see it; pointers index the "
+        "revision they were made from (Pointer.revisionText)."
+    )
+    attachments: JSON
+    revision: int = strawberry.field(
+        description="1-based number of the current text; an import that changes the text adds one."
+    )
+
+    @classmethod
+    def from_row(cls, row: asyncpg.Record) -> Message:
+        return cls(
+            id=format_id(row["id"]),
+            channel_id=format_id(row["channel_id"]),
+            message_id=row["external_id"],
+            author=row["author"],
+            ts=row["ts"],
+            reply_to=row["reply_to"],
+            text=row["raw_text"],
+            normalized_text=row["normalized_text"],
+            attachments=row["attachments"],
+            revision=row["revision"],
+        )
