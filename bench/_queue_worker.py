@@ -23,6 +23,8 @@ from pathlib import Path
 
 import asyncpg
 
+from runner.jobs.base import JobContext
+from runner.jobs.outcomes import Finished, Outcome
 from runner.supervision import JobListener
 from runner.worker import Worker
 from server.runtime import Runtime, extractor_factory
@@ -68,11 +70,12 @@ class RecordingWorker(Worker):
         self.claimed.append(int(job["id"]))
         await super()._process(job, stop)
 
-    async def _finish_without_digest(self, job: asyncpg.Record, *args: object) -> None:
-        # The end of a trivial job ("no new messages"); a second call for one job would be a
+    async def _record(self, job: asyncpg.Record, outcome: Outcome, context: JobContext) -> None:
+        # How a trivial job ("no new messages") ends; a second one for a job would be a
         # duplicate finish.
-        self.finished.append(int(job["id"]))
-        await super()._finish_without_digest(job, *args)  # type: ignore[arg-type]
+        if isinstance(outcome, Finished):
+            self.finished.append(int(job["id"]))
+        await super()._record(job, outcome, context)
 
 
 class PollingOnlyWorker(RecordingWorker):

@@ -23,6 +23,7 @@ from runner.extractors.base import (
     MappedChunk,
     PipelineWarning,
 )
+from runner.jobs.outcomes import Cancelled
 from runner.offload import run_light
 from runner.validate import Rejection, ValidationResult, validate_output
 from runner.window import Window, WindowMessage
@@ -32,10 +33,6 @@ from runner.window import Window, WindowMessage
 # cannot hold more fails its chunks with the reason instead.
 _MAX_RECUTS = 4
 _MIN_RECUT_TOKENS = 64
-
-
-class Cancelled(Exception):
-    """The job was cancelled; the pipeline stopped between steps."""
 
 
 @dataclass

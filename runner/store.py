@@ -17,7 +17,7 @@ from typing import Any
 
 import asyncpg
 
-from db.jobs import JobStatus, finish_job
+from db.jobs import JobStatus
 from db import channels as channel_queries
 from db import digests as digest_queries
 from runner.contract import Digest
@@ -28,15 +28,13 @@ from runner.coverage import (
     StoredWindow,
     left_out_ranges,
 )
+from runner.jobs.base import finish
+from runner.jobs.outcomes import Finished
 from runner.pointers import MatchKind
 from runner.validate import ValidationResult
 
 
-__all__ = ["LostLease", "MessageKey", "StoredWindow", "store_digest"]
-
-
-class LostLease(Exception):
-    """Another worker holds the job now; this worker's result must not be stored."""
+__all__ = ["MessageKey", "StoredWindow", "store_digest"]
 
 
 def _match_name(match: MatchKind | None) -> str:
@@ -154,7 +152,8 @@ async def store_digest(
     uncovered: Collection[str] = (),
     window_key: str | None = None,
 ) -> int:
-    """Write everything in one transaction; returns the digest id. Raises LostLease.
+    """Write everything in one transaction; returns the digest id. Raises LostLease (and
+    writes nothing) when another worker holds the job now.
 
     `uncovered`: external ids of messages in failed chunks (read, not covered)."""
     digest = validation.output
@@ -176,12 +175,8 @@ async def store_digest(
         left_out = await _cover(connection, digest_id, channel_id, window, set(uncovered))
         if left_out:
             await digest_queries.set_digest_left_out(connection, digest_id, left_out)
-        finished = await finish_job(
-            connection, job_id, worker_id, status=status, digest_id=digest_id,
-            message=None, stats=stats, warnings=warnings,
-        )  # fmt: skip
-        if finished is None:
-            raise LostLease(f"job {job_id} is no longer held by {worker_id}")
+        end = Finished(status, digest_id=digest_id, warnings=warnings)
+        await finish(connection, job_id, worker_id, end, stats)
     return digest_id
 
 

@@ -20,11 +20,10 @@ from strawberry.types import Info
 
 from db import documents as document_queries
 from db import pages
-from runner.documents.cache_key import normalize_query, query_hash
 from runner.documents.canonical import CanonicalDocument
 from runner.documents.errors import DocumentError
 from runner.documents.ingest import ingest_bytes, ingest_text, ingest_url
-from runner.documents.policy import document_eligibility, document_source_id, ineligible_reason
+from runner.triggers import SubjectNotFound, TriggerRefused, trigger_document_digest
 from schema.connections import Connection
 from schema.context import Context
 from schema.document_types import Document, DocumentDigest
@@ -37,7 +36,6 @@ from schema.shared_types import InvalidInputError, NotFoundError
 logger = logging.getLogger(__name__)
 
 MAX_DOCUMENT_BYTES = 10 * 1024 * 1024  # the fetcher's cap, for uploads too
-MAX_QUERY_CHARS = 1000
 
 
 @strawberry.input(description="Exactly one of url, text or contentBase64.")
@@ -166,25 +164,14 @@ class DocumentMutations:
         self, info: Info[Context, None], document_id: strawberry.ID, query: str
     ) -> TriggerDocumentDigestResult:
         key = parse_id(document_id, "document")
-        if len(query) > MAX_QUERY_CHARS:
-            return InvalidInputError(
-                message=f"query is too long: at most {MAX_QUERY_CHARS} characters", code="bad_input"
-            )
-        row = await info.context.loaders.document.load(key)
-        if row is None:
-            return NotFoundError(message=f"no document with id {key}")
-        config = info.context.config.digest_config
-        document = CanonicalDocument.from_record(document_queries.document_record(row))
-        eligibility = document_eligibility(document, document_source_id(key), config)
-        if not eligibility.eligible:
-            return InvalidInputError(
-                message=f"document {key} is {ineligible_reason(document, eligibility, config)}",
-                code=f"not_eligible:{eligibility.reason}",
-            )
-        normalized = normalize_query(query)
-        async with info.context.pool.acquire() as connection:
-            job, _created = await document_queries.trigger_document_digest(
-                connection, key, normalized, query_hash(normalized),
-                max_attempts=info.context.config.max_attempts,
-            )  # fmt: skip
+        try:
+            async with info.context.pool.acquire() as connection:
+                job, _created = await trigger_document_digest(
+                    connection, key, query, config=info.context.config.digest_config,
+                    max_attempts=info.context.config.max_attempts,
+                )  # fmt: skip
+        except SubjectNotFound as missing:
+            return NotFoundError(message=missing.message)
+        except TriggerRefused as refused:
+            return InvalidInputError(message=refused.message, code=refused.code)
         return DigestJob.from_row(job)

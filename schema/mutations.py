@@ -16,12 +16,11 @@ from strawberry.scalars import JSON
 from strawberry.types import Info
 
 from db import jobs as job_queries
-from db.jobs import JobKind
 from db.ingest import ChannelKey, MessageIngestor
-from runner.coverage import window_options
 from runner.importers.records import RecordError as ParseError
 from runner.importers.records import message_from_fields
 from runner.normalize import normalize_text
+from runner.triggers import SubjectNotFound, TriggerRefused, trigger_channel_digest
 from schema.channel_types import Channel
 from schema.context import Context
 from schema.documents import DocumentMutations
@@ -151,23 +150,18 @@ class Mutation(DocumentMutations):
         options: DigestOptions | None = None,
     ) -> TriggerDigestResult:
         channel_key = parse_id(channel_id, "channel")
-        stored_options: dict[str, int | str] = {}
-        if options and options.chunk_tokens is not None:
-            if not 200 <= options.chunk_tokens <= 32000:
-                return InvalidInputError(message="options.chunkTokens must be 200 to 32000")
-            stored_options["chunk_tokens"] = options.chunk_tokens
-        if options and (options.since is not None or options.until is not None):
-            try:
-                stored_options.update(window_options(options.since, options.until))
-            except ValueError as error:
-                return InvalidInputError(message=str(error), code="invalid_window")
-        if await info.context.loaders.channel.load(channel_key) is None:
-            return NotFoundError(message=f"no channel with id {channel_key}")
-        async with info.context.pool.acquire() as connection:
-            job, _created = await job_queries.enqueue_job(
-                connection, JobKind.CHANNEL, channel_key, stored_options,
-                max_attempts=info.context.config.max_attempts,
-            )
+        options = options or DigestOptions()
+        try:
+            async with info.context.pool.acquire() as connection:
+                job, _created = await trigger_channel_digest(
+                    connection, channel_key, chunk_tokens=options.chunk_tokens,
+                    since=options.since, until=options.until,
+                    max_attempts=info.context.config.max_attempts,
+                )  # fmt: skip
+        except SubjectNotFound as missing:
+            return NotFoundError(message=missing.message)
+        except TriggerRefused as refused:
+            return InvalidInputError(message=refused.message, code=refused.code)
         return DigestJob.from_row(job)
 
     @strawberry.mutation(

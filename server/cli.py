@@ -16,18 +16,17 @@ import threading
 from datetime import datetime
 from importlib import metadata, resources
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 
 from db import jobs as job_queries
-from db.jobs import JobKind, JobStatus
+from db.jobs import JobStatus
 from db import channels as channel_queries
 from db import digests as digest_queries
 from runner import offload
-from runner.coverage import window_options
 from server.cli_eval import add_eval_parser
 from runner.supervision import RunnerSupervisor
+from runner.triggers import TriggerRefused, channel_digest_options, trigger_channel_digest
 from schema.ids import canonical_id
 from server.cli_documents import add_arguments as add_doc_arguments
 from server.cli_documents import add_doc
@@ -212,13 +211,18 @@ async def _digest(
     *,
     wait: bool,
     run_worker: bool,
-    options: dict[str, Any] | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
 ) -> int:
-    async with runtime.pool.acquire() as connection:
-        job, created = await job_queries.enqueue_job(
-            connection, JobKind.CHANNEL, channel_id, options or {},
-            max_attempts=runtime.settings.digestd_max_attempts,
-        )  # fmt: skip
+    try:
+        async with runtime.pool.acquire() as connection:
+            job, created = await trigger_channel_digest(
+                connection, channel_id, since=since, until=until,
+                max_attempts=runtime.settings.digestd_max_attempts,
+            )  # fmt: skip
+    except TriggerRefused as refused:
+        print(f"digestd digest: {refused.message}", file=sys.stderr)
+        return 2
     state = JobStatus.QUEUED if created else "already " + job["status"]
     print(f"job {job['id']} {state}", file=sys.stderr)
     if not wait:
@@ -276,8 +280,11 @@ async def _print_outcome(runtime: Runtime, job) -> int:  # type: ignore[no-untyp
     return 0
 
 
-def _catch_up_options(since: str | None, until: str | None) -> dict[str, Any]:
-    """--since/--until as job options (a catch-up window); ValueError with a one-line message."""
+def _catch_up_window(
+    since: str | None, until: str | None
+) -> tuple[datetime | None, datetime | None]:
+    """--since/--until as a catch-up window, checked as the API checks it; ValueError with a
+    one-line message, before anything is opened."""
     bounds: dict[str, datetime | None] = {"since": None, "until": None}
     for name, text in (("since", since), ("until", until)):
         if text is None:
@@ -287,9 +294,10 @@ def _catch_up_options(since: str | None, until: str | None) -> dict[str, Any]:
         except ValueError:
             raise ValueError(f"--{name} {text!r} is not an ISO 8601 date or time") from None
     try:
-        return dict(window_options(bounds["since"], bounds["until"]))
-    except ValueError as error:
-        raise ValueError(str(error).replace("options.", "--")) from None
+        channel_digest_options(since=bounds["since"], until=bounds["until"])
+    except TriggerRefused as refused:
+        raise ValueError(refused.message.replace("options.", "--")) from None
+    return bounds["since"], bounds["until"]
 
 
 def cmd_digest(args: argparse.Namespace, settings: Settings) -> int:
@@ -304,11 +312,12 @@ def cmd_digest(args: argparse.Namespace, settings: Settings) -> int:
             print(f"digestd digest: no channel {args.channel!r}", file=sys.stderr)
             return 2
         return await _digest(
-            runtime, channel_id, wait=args.wait, run_worker=not args.no_worker, options=options
-        )
+            runtime, channel_id, wait=args.wait, run_worker=not args.no_worker,
+            since=since, until=until,
+        )  # fmt: skip
 
     try:
-        options = _catch_up_options(args.since, args.until)
+        since, until = _catch_up_window(args.since, args.until)
     except ValueError as error:
         print(f"digestd digest: {error}", file=sys.stderr)
         return 2

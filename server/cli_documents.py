@@ -13,11 +13,10 @@ from db import documents as document_queries
 from db import jobs as job_queries
 from db.jobs import TERMINAL, JobStatus
 from runner.documents.canonical import CanonicalDocument
-from runner.documents.policy import document_eligibility, document_source_id, ineligible_reason
-from runner.documents.cache_key import normalize_query, query_hash
 from runner.documents.errors import DocumentError
 from runner.documents.ingest import ingest_bytes, ingest_url
 from runner.documents.payload import DigestPayload, validate_payload_dict
+from runner.triggers import TriggerRefused, trigger_document_digest
 from server.runtime import Runtime, digest_config, fetch_policy
 from server.settings import Settings
 
@@ -93,18 +92,15 @@ async def add_doc(runtime: Runtime, args: argparse.Namespace) -> int:
         print(f"  warning {warning.code}: {warning.message}")
     if args.query is None:
         return 0
-    config = digest_config(settings)
-    eligibility = document_eligibility(document, document_source_id(row["id"]), config)
-    if not eligibility.eligible:
-        reason = ineligible_reason(document, eligibility, config)
-        print(f"digestd add-doc: document {row['id']} is {reason}", file=sys.stderr)
+    try:
+        async with runtime.pool.acquire() as connection:
+            job, job_created = await trigger_document_digest(
+                connection, row["id"], args.query, config=digest_config(settings),
+                max_attempts=settings.digestd_max_attempts,
+            )  # fmt: skip
+    except TriggerRefused as refused:
+        print(f"digestd add-doc: {refused.message}", file=sys.stderr)
         return 2
-    query = normalize_query(args.query)
-    async with runtime.pool.acquire() as connection:
-        job, job_created = await document_queries.trigger_document_digest(
-            connection, row["id"], query, query_hash(query),
-            max_attempts=settings.digestd_max_attempts,
-        )  # fmt: skip
     print(f"job {job['id']} {JobStatus.QUEUED if job_created else 'already ' + job['status']}",
           file=sys.stderr)  # fmt: skip
     if not args.wait:

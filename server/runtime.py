@@ -20,7 +20,7 @@ from db.engine import (
 )
 from db.migrate import migrate
 from runner import offload
-from runner.document_jobs import DocumentJobRunner
+from runner.jobs.document import DocumentJobRunner
 from runner.documents.fetch import FetchPolicy
 from runner.documents.policy import DigestConfig, DigestPolicy
 from runner.documents.summarize import OfflineSummarizer, Summarizer

@@ -2,7 +2,7 @@
 when the same key was digested before.
 
 Claimed by the same workers and the same claim query as channel jobs (`runner/worker.py`
-dispatches on `job["kind"]`). The steps:
+dispatches on `job.kind`). The steps:
 1. load the document and check eligibility under the digest policy (the seed's safety check;
    the API already refuses ineligible triggers, but the policy may have changed since);
 2. archive the canonical text when `archive_dir` is set (opt-in; private files, pruned after
@@ -13,9 +13,10 @@ dispatches on `job["kind"]`). The steps:
 4. otherwise `digest_document` under the per-source timeout, then the digest row and the job's
    end state commit in one transaction (a lost lease rolls both back).
 A per-document error (inconsistent text, a locator that does not verify, a summarizer that keeps
-answering garbage) FAILS the job at once with its code and reason: retrying would fail the same
-way. Timeouts, an open breaker and LLM call errors propagate to the worker, which retries them
-with backoff. Nothing here logs document text: only ids, sizes, hashes and codes.
+answering garbage) FAILS the job at once with its code and reason (`FailNow`): retrying would
+fail the same way. A timeout is `RetryLater`; an open breaker and LLM call errors propagate to
+the worker, which retries them with backoff too. Nothing here logs document text: only ids,
+sizes, hashes and codes.
 """
 
 from __future__ import annotations
@@ -51,17 +52,10 @@ from runner.documents.policy import (
     ineligible_reason,
 )
 from runner.documents.summarize import OfflineSummarizer, Summarizer
-from runner.pipeline import Cancelled
-from runner.store import LostLease
+from runner.jobs.base import JobContext, finish
+from runner.jobs.outcomes import Cancelled, FailNow, Finished, Outcome, RetryLater, Stored
 
 logger = logging.getLogger(__name__)
-
-ShouldStop = Callable[[], bool]
-
-
-class DigestTimeout(RuntimeError):
-    """The summarizer did not finish within the per-source budget; nothing is cached."""
-
 
 @dataclass
 class DocumentJobRunner:
@@ -73,23 +67,15 @@ class DocumentJobRunner:
     archive_dir: Path | None = None  # opt-in (seed 000 "Archival Contract")
     archive_retention_days: float = DEFAULT_RETENTION_DAYS
 
-    async def run(
-        self,
-        pool: asyncpg.Pool,
-        job: asyncpg.Record,
-        worker_id: str,
-        should_stop: ShouldStop,
-        stats: dict[str, Any],
-    ) -> None:
+    async def run(self, job: asyncpg.Record, context: JobContext) -> Outcome:
+        pool, stats = context.pool, context.stats
         options = job["options"] or {}
         query = str(options.get("query", ""))
         stats.update({"document_id": job["document_id"], "summarizer_calls": 0})
         async with pool.acquire() as connection:
             row = await document_queries.document_by_id(connection, job["document_id"])
         if row is None:
-            await self._end(pool, job, worker_id, JobStatus.FAILED, None, stats, [],
-                            error=f"document {job['document_id']} no longer exists")  # fmt: skip
-            return
+            raise FailNow(None, f"document {job['document_id']} no longer exists")
         document = CanonicalDocument.from_record(document_queries.document_record(row))
         source_id = document_source_id(row["id"])
 
@@ -98,10 +84,7 @@ class DocumentJobRunner:
             reason = ineligible_reason(document, eligibility, self.config)
             logger.info("digest.skipped source_id=%s reason=%s", source_id, eligibility.reason)
             warning = {"code": "digest_skipped", "message": reason}
-            await self._end(
-                pool, job, worker_id, JobStatus.SUCCEEDED, None, stats, [warning], message=reason
-            )
-            return
+            return Finished(JobStatus.SUCCEEDED, message=reason, warnings=[warning])
 
         archive_warnings = await self._archive(source_id, document.canonical_text, stats)
         summarizer = self.summarizer_factory()
@@ -114,15 +97,16 @@ class DocumentJobRunner:
         if cached is not None:
             stats["cache_hit"] = True
             logger.info("digest.cache_hit source_id=%s digest_id=%s", source_id, cached)
-            await self._end(pool, job, worker_id, JobStatus.SUCCEEDED, cached, stats, archive_warnings,
-                            message="served from the digest cache")  # fmt: skip
-            return
+            return Finished(
+                JobStatus.SUCCEEDED, message="served from the digest cache",
+                document_digest_id=cached, warnings=archive_warnings,
+            )  # fmt: skip
         stats["cache_hit"] = False
-        if should_stop():
+        if context.should_stop():
             raise Cancelled()
 
         async with pool.acquire() as connection:
-            await job_queries.update_progress(connection, job["id"], worker_id, "map", 0, 1)
+            await job_queries.update_progress(connection, job["id"], context.worker_id, "map", 0, 1)
         started = time.perf_counter()
         try:
             async with asyncio.timeout(self.config.per_source_timeout):
@@ -131,15 +115,15 @@ class DocumentJobRunner:
                     document, query, source_id=source_id, config=self.config, summarizer=summarizer
                 )
         except TimeoutError:
-            raise DigestTimeout(
-                f"digest_timeout: the digest took longer than {self.config.per_source_timeout:g} s"
+            # Nothing is cached; the next attempt may be quicker (a slow endpoint).
+            raise RetryLater(
+                "DigestTimeout",
+                f"digest_timeout: the digest took longer than {self.config.per_source_timeout:g} s",
             ) from None
         except DocumentError as error:
             stats["duration_seconds"] = round(time.perf_counter() - started, 3)
             logger.warning("digest.error source_id=%s code=%s", source_id, error.code)
-            await self._end(pool, job, worker_id, JobStatus.FAILED, None, stats, [],
-                            error=f"{error.code}: {error.reason}")  # fmt: skip
-            return
+            raise FailNow(error.code, error.reason) from None
         stats.update(outcome_stats(outcome))
         if stats.get("archived"):
             try:  # the seed's verification contract: hash and every locator, on the archive
@@ -147,10 +131,9 @@ class DocumentJobRunner:
                 assert archive_dir is not None  # `archived` is only set when archiving is on
                 await asyncio.to_thread(verify_archive, archive_dir, source_id, outcome.payload)
             except ArchiveError as error:
-                await self._end(pool, job, worker_id, JobStatus.FAILED, None, stats, [],
-                                error=f"{error.code}: {error.reason}")  # fmt: skip
-                return
-        await self._store(pool, job, worker_id, row["id"], query, outcome, stats, archive_warnings)
+                raise FailNow(error.code, error.reason) from None
+        await self._store(context, job, row["id"], query, outcome, archive_warnings)
+        return Stored()
 
     async def _archive(
         self, source_id: str, canonical_text: str, stats: dict[str, Any]
@@ -176,16 +159,16 @@ class DocumentJobRunner:
 
     async def _store(
         self,
-        pool: asyncpg.Pool,
+        context: JobContext,
         job: asyncpg.Record,
-        worker_id: str,
         document_id: int,
         query: str,
         outcome: DigestOutcome,
-        stats: dict[str, Any],
         extra_warnings: list[dict[str, Any]],
     ) -> None:
-        """The digest row and the job's end state, in one transaction."""
+        """The digest row and the job's end state, in one transaction (a lost lease rolls
+        both back)."""
+        stats = context.stats
         warnings = [warning.as_json() for warning in outcome.warnings]
         job_warnings = warnings + extra_warnings
         values = {
@@ -202,35 +185,14 @@ class DocumentJobRunner:
             "warnings": warnings,
             "duration_ms": outcome.duration_ms,
         }
-        async with pool.acquire() as connection, connection.transaction():
+        async with context.pool.acquire() as connection, connection.transaction():
             digest_id, _created = await document_queries.insert_document_digest(
                 connection, job["id"], values
             )
-            finished = await job_queries.finish_job(
-                connection, job["id"], worker_id, status=JobStatus.SUCCEEDED, document_digest_id=digest_id,
-                message=None, stats=stats, warnings=job_warnings,
-            )  # fmt: skip
-            if finished is None:
-                raise LostLease()
-
-    async def _end(
-        self,
-        pool: asyncpg.Pool,
-        job: asyncpg.Record,
-        worker_id: str,
-        status: JobStatus,
-        digest_id: int | None,
-        stats: dict[str, Any],
-        warnings: list[dict[str, Any]],
-        *,
-        message: str | None = None,
-        error: str | None = None,
-    ) -> None:
-        async with pool.acquire() as connection:
-            await job_queries.finish_job(
-                connection, job["id"], worker_id, status=status, document_digest_id=digest_id,
-                message=message, stats=stats, warnings=warnings, error=error,
-            )  # fmt: skip
+            end = Finished(
+                JobStatus.SUCCEEDED, document_digest_id=digest_id, warnings=job_warnings
+            )
+            await finish(connection, job["id"], context.worker_id, end, stats)
 
 
 def outcome_stats(outcome: DigestOutcome) -> dict[str, Any]:

@@ -1,0 +1,57 @@
+"""What every job kind shares: the context of one run, the interface of a kind's runner, and
+the one place a job's end is written (`finish`).
+
+A new kind is one module with a `JobRunner` and one entry in the worker's table of runners.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import asyncpg
+
+from db import jobs as job_queries
+from runner.jobs.outcomes import Finished, LostLease, Outcome
+
+
+@dataclass
+class JobContext:
+    """One run of a claimed job: where it runs, what it measured (`stats`, recorded with the
+    job's end whatever the outcome), and the heartbeat's word on whether it should stop."""
+
+    pool: asyncpg.Pool
+    worker_id: str
+    stats: dict[str, Any] = field(default_factory=dict)
+    cancel_requested: bool = False
+    lease_lost: bool = False
+    shutting_down: bool = False
+
+    def should_stop(self) -> bool:
+        return self.cancel_requested or self.lease_lost or self.shutting_down
+
+
+class JobRunner(Protocol):
+    """Runs one claimed job of its kind. Returns (or raises, from deep inside) the outcome; any
+    other exception is retried later. A kind that stores a digest commits the job's end with it
+    through `finish` and returns `Stored`; the worker records every other outcome."""
+
+    async def run(self, job: asyncpg.Record, context: JobContext) -> Outcome: ...
+
+
+async def finish(
+    connection: asyncpg.Connection,
+    job_id: int,
+    worker_id: str,
+    end: Finished,
+    stats: dict[str, Any],
+) -> None:
+    """End a job this worker holds. Run it in the transaction that stored the digest so both
+    commit together. Raises LostLease when another worker holds the job now."""
+    finished = await job_queries.finish_job(
+        connection, job_id, worker_id, status=end.status, digest_id=end.digest_id,
+        document_digest_id=end.document_digest_id, message=end.message, stats=stats,
+        warnings=end.warnings, error=end.error,
+    )  # fmt: skip
+    if finished is None:
+        raise LostLease(f"job {job_id} is no longer held by {worker_id}")

@@ -1,0 +1,163 @@
+"""The channel digest job: load the window, run the pipeline with the chunk-result cache, store.
+
+The steps:
+1. load the channel's window (the messages no digest covers yet, or a catch-up's [since, until));
+   an empty one ends the job SUCCEEDED with "no new messages" and no extraction;
+2. a catch-up window whose messages, revisions and extraction settings a stored digest already
+   read completely is served from that digest;
+3. otherwise the pipeline maps the chunks (each result cached by its key, so a reclaimed job
+   pays only for the chunks not finished yet) and reduces them; `runner/store.py` writes the
+   digest, its coverage and the job's end in one transaction.
+A window none of whose chunks could be extracted (endpoint down, circuit open) is retried later:
+an empty digest would hide that.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import asyncpg
+
+from db import channels as channel_queries
+from db import digests as digest_queries
+from db import jobs as job_queries
+from db.jobs import JobStatus
+from runner.contract import ChunkSummary
+from runner.coverage import StoredWindow, WindowSpec, load_window, window_key
+from runner.extractors.base import Extractor
+from runner.job_stats import job_stats
+from runner.jobs.base import JobContext
+from runner.jobs.outcomes import Cancelled, Finished, Outcome, RetryLater, Stored
+from runner.pipeline import PipelineHooks, run_pipeline
+from runner.store import store_digest
+from runner.window import Window
+
+
+@dataclass(frozen=True)
+class ChannelJobRunner:
+    """Runs channel jobs with one extractor factory (a fresh extractor per job) and the
+    pipeline's settings."""
+
+    extractor_factory: Callable[[], Extractor]
+    chunk_tokens: int = 6000
+    min_overlap: float = 0.5
+    map_concurrency: int = 1
+    max_window_messages: int = 100_000
+
+    async def run(self, job: asyncpg.Record, context: JobContext) -> Outcome:
+        stats = context.stats
+        async with context.pool.acquire() as connection:
+            channel = await channel_queries.channel_by_id(connection, job["channel_id"])
+        if channel is None:
+            raise ValueError(f"channel {job['channel_id']} no longer exists")
+        spec = WindowSpec.from_options(job["options"])
+        window, stored = await self._load_window(context.pool, channel, spec)
+        stats["messages"] = stored.message_count
+        if not window.messages:
+            empty = "no messages in the window" if spec.catch_up else "no new messages"
+            return Finished(JobStatus.SUCCEEDED, message=empty)
+        if context.should_stop():
+            raise Cancelled()
+        extractor = self.extractor_factory()
+        chunk_tokens = int((job["options"] or {}).get("chunk_tokens", self.chunk_tokens))
+        # An LLM extractor knows how much chunk its map model's context holds.
+        max_chunk_tokens: Callable[[], int] | None = getattr(extractor, "max_chunk_tokens", None)
+        if max_chunk_tokens is not None:
+            chunk_tokens = min(chunk_tokens, max_chunk_tokens())
+        key = window_key(extractor.fingerprint(), chunk_tokens, stored.keys)
+        if spec.catch_up:
+            served = await self._serve_identical(context, key)
+            if served is not None:
+                return served
+        result = await run_pipeline(
+            window, extractor,
+            chunk_tokens=chunk_tokens,
+            min_overlap=self.min_overlap,
+            concurrency=self.map_concurrency,
+            hooks=_hooks(job["id"], extractor, context),
+        )  # fmt: skip
+        stats.update(job_stats(result, extractor, stored.message_count))
+        if result.chunk_count and len(result.failed_chunks) == result.chunk_count:
+            # Nothing was extracted: later attempts reuse nothing but lose nothing either.
+            raise RetryLater(
+                "ExtractionUnavailable",
+                f"every chunk failed; first: {result.failed_chunks[0]['reason']}",
+            )
+        status = JobStatus.PARTIAL if result.failed_chunks else JobStatus.SUCCEEDED
+        digest_flags = [
+            {"code": flag.split(":", 1)[0], "message": flag}
+            for flag in result.validation.output_flags
+        ] + [
+            {"code": "chunk_failed", "message": f"chunk {f['chunk']}: {f['reason']}"}
+            for f in result.failed_chunks
+        ]
+        rejections = [
+            {**r.as_json(), "stage": "map"} for r in result.map_rejections
+        ] + [{**r.as_json(), "stage": "reduce"} for r in result.validation.rejections]
+        async with context.pool.acquire() as connection:
+            await job_queries.update_progress(
+                connection, job["id"], context.worker_id, "store", result.chunk_count,
+                result.chunk_count,
+            )  # fmt: skip
+            await store_digest(
+                connection, job_id=job["id"], worker_id=context.worker_id,
+                channel_id=channel["id"], extractor=extractor.name,
+                validation=result.validation, window=stored, digest_flags=digest_flags,
+                rejections=rejections, status=status, stats=stats,
+                warnings=[w.as_json() for w in result.warnings],
+                uncovered=result.failed_message_ids,
+                # Only a complete digest stands for its input (a catch-up may be served from it).
+                window_key=None if result.failed_chunks else key,
+            )  # fmt: skip
+        return Stored()
+
+    async def _load_window(
+        self, pool: asyncpg.Pool, channel: asyncpg.Record, spec: WindowSpec
+    ) -> tuple[Window, StoredWindow]:
+        async with pool.acquire() as connection:
+            return await load_window(connection, channel, spec, self.max_window_messages)
+
+    async def _serve_identical(self, context: JobContext, key: str) -> Finished | None:
+        """A catch-up window whose messages, revisions and extraction settings a stored digest
+        already read completely is served from that digest (the chunk cache would make the map
+        free anyway; this skips the reduce too)."""
+        async with context.pool.acquire() as connection:
+            existing = await digest_queries.digest_by_window_key(connection, key)
+        if existing is None:
+            return None
+        context.stats["served_from_digest"] = existing
+        return Finished(
+            JobStatus.SUCCEEDED, digest_id=existing,
+            message=f"same messages as digest {existing}: served from it",
+        )  # fmt: skip
+
+
+def _hooks(job_id: int, extractor: Extractor, context: JobContext) -> PipelineHooks:
+    """The pipeline's host: the chunk-result cache in Postgres, progress on the job, and the
+    heartbeat's stop signal."""
+    pool = context.pool
+
+    async def load_chunk(key: str) -> ChunkSummary | None:
+        async with pool.acquire() as connection:
+            summary = await digest_queries.load_chunk_result(connection, key)
+        return None if summary is None else ChunkSummary.model_validate(summary)
+
+    async def save_chunk(key: str, summary: ChunkSummary) -> None:
+        async with pool.acquire() as connection:
+            await digest_queries.save_chunk_result(
+                connection, key, extractor.name, summary.model_dump(mode="json")
+            )
+
+    async def on_progress(phase: str, done: int, total: int) -> None:
+        async with pool.acquire() as connection:
+            await job_queries.update_progress(
+                connection, job_id, context.worker_id, phase, done, total
+            )
+
+    return PipelineHooks(
+        load_chunk=load_chunk,
+        save_chunk=save_chunk,
+        on_progress=on_progress,
+        is_cancelled=context.should_stop,
+    )

@@ -1,0 +1,120 @@
+"""Trigger a digest: the one path from "digest this" to a queued job, shared by the API
+(`triggerDigest`, `triggerDocumentDigest`) and the CLI (`digestd digest`, `digestd add-doc`).
+
+Each trigger checks its subject and options, builds the job's options and queues it through
+`db.jobs.enqueue_job`, which returns the active job holding the same slot instead of a second
+one and wakes the workers (NOTIFY). A refusal is a `TriggerRefused` (or `SubjectNotFound`) whose
+message is written for the client; each caller words it its own way (a typed GraphQL result, a
+CLI line). Not a job runner: the API and the CLI import this, never `runner/jobs/`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import asyncpg
+
+from db import channels as channel_queries
+from db import documents as document_queries
+from db import jobs as job_queries
+from db.jobs import JobKind
+from runner.coverage import window_options
+from runner.documents.cache_key import normalize_query, query_hash
+from runner.documents.canonical import CanonicalDocument
+from runner.documents.policy import (
+    DigestConfig,
+    document_eligibility,
+    document_source_id,
+    ineligible_reason,
+)
+
+MIN_CHUNK_TOKENS = 200
+MAX_CHUNK_TOKENS = 32000
+MAX_QUERY_CHARS = 1000
+
+
+class TriggerRefused(Exception):
+    """The digest cannot be queued; `message` says why, `code` is stable to branch on."""
+
+    def __init__(self, message: str, code: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+
+class SubjectNotFound(TriggerRefused):
+    """The channel or document to digest does not exist."""
+
+
+def channel_digest_options(
+    *,
+    chunk_tokens: int | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> dict[str, Any]:
+    """The options of a channel job: a chunk budget, and a catch-up window when since and/or
+    until is given. Raises TriggerRefused; pure, so a CLI checks them before opening anything."""
+    options: dict[str, Any] = {}
+    if chunk_tokens is not None:
+        if not MIN_CHUNK_TOKENS <= chunk_tokens <= MAX_CHUNK_TOKENS:
+            raise TriggerRefused(
+                f"options.chunkTokens must be {MIN_CHUNK_TOKENS} to {MAX_CHUNK_TOKENS}"
+            )
+        options["chunk_tokens"] = chunk_tokens
+    if since is not None or until is not None:
+        try:
+            options.update(window_options(since, until))
+        except ValueError as error:
+            raise TriggerRefused(str(error), code="invalid_window") from None
+    return options
+
+
+async def trigger_channel_digest(
+    connection: asyncpg.Connection,
+    channel_id: int,
+    *,
+    chunk_tokens: int | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    max_attempts: int,
+) -> tuple[asyncpg.Record, bool]:
+    """Queue a digest of the channel (its uncovered messages, or the catch-up window), or return
+    the active job for the same window. Returns (job, created)."""
+    options = channel_digest_options(chunk_tokens=chunk_tokens, since=since, until=until)
+    if await channel_queries.channel_by_id(connection, channel_id) is None:
+        raise SubjectNotFound(f"no channel with id {channel_id}")
+    return await job_queries.enqueue_job(
+        connection, JobKind.CHANNEL, channel_id, options, max_attempts=max_attempts
+    )
+
+
+async def trigger_document_digest(
+    connection: asyncpg.Connection,
+    document_id: int,
+    query: str,
+    *,
+    config: DigestConfig,
+    max_attempts: int,
+) -> tuple[asyncpg.Record, bool]:
+    """Queue a digest of the document for `query` (normalized), or return the active job for
+    the same query. Refused when the query is too long or the digest policy makes the document
+    ineligible (the job checks again: the policy may change before it runs)."""
+    if len(query) > MAX_QUERY_CHARS:
+        raise TriggerRefused(
+            f"query is too long: at most {MAX_QUERY_CHARS} characters", code="bad_input"
+        )
+    row = await document_queries.document_by_id(connection, document_id)
+    if row is None:
+        raise SubjectNotFound(f"no document with id {document_id}")
+    document = CanonicalDocument.from_record(document_queries.document_record(row))
+    eligibility = document_eligibility(document, document_source_id(document_id), config)
+    if not eligibility.eligible:
+        raise TriggerRefused(
+            f"document {document_id} is {ineligible_reason(document, eligibility, config)}",
+            code=f"not_eligible:{eligibility.reason}",
+        )
+    normalized = normalize_query(query)
+    return await document_queries.trigger_document_digest(
+        connection, document_id, normalized, query_hash(normalized), max_attempts=max_attempts
+    )
