@@ -1,4 +1,5 @@
-"""The Starlette application: GraphQL (with GraphiQL) at /graphql, /healthz, /readyz, /metrics.
+"""The Starlette application: GraphQL (with GraphiQL) at /graphql, /healthz, /readyz, /metrics,
+and the GraphiQL page's files under /static (CORS for dashboards when DIGESTD_CORS_ORIGINS is set).
 
 The lifespan opens the database pool, applies migrations, and unless told otherwise runs
 in-process workers, so `digestd serve` alone is a working service.
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 import asyncpg
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -27,6 +29,7 @@ from schema.errors import REQUEST_TOO_LARGE
 from schema.request_gate import GateLimits
 from server.access_log import AccessLogMiddleware
 from server.auth import TokenAuthMiddleware, parse_tokens
+from server.graphiql import static_files
 from server.graphql_http import GraphQLEndpoint
 from server.metrics import metrics_endpoint
 from server.request_id import RequestIdMiddleware
@@ -83,6 +86,25 @@ class _BodyTooLarge(Exception):
 
 async def _no_receive() -> Message:
     return {"type": "http.disconnect"}
+
+
+def cors(origins: list[str]) -> list[Middleware]:
+    """Before the body limit and authentication, so a preflight (which carries no token) is
+    answered, and a 401 or 413 still carries the headers a dashboard needs to read it; after the
+    request id and access log, so a preflight has an id and a log line like any request. Exact
+    origins are echoed; tokens travel in a header, so no credentials mode (cookies) is allowed."""
+    if not origins:
+        return []
+    return [
+        Middleware(
+            CORSMiddleware,
+            allow_origins=origins,
+            allow_methods=["GET", "POST"],
+            allow_headers=["authorization", "content-type"],
+            expose_headers=["x-request-id"],
+            max_age=600,
+        )
+    ]
 
 
 @dataclass
@@ -144,10 +166,12 @@ def create_app(settings: Settings, options: AppOptions | None = None) -> Starlet
             Route("/readyz", readyz),
             # Open like /healthz (scrapers rarely carry tokens): counts only, no content.
             Route("/metrics", metrics_endpoint),
+            static_files(),
         ],
         middleware=[
             Middleware(RequestIdMiddleware),
             Middleware(AccessLogMiddleware),  # inside: its line carries the request id
+            *cors(settings.cors_origins),
             Middleware(BodySizeLimitMiddleware),
             Middleware(TokenAuthMiddleware, tokens=tokens),
         ],

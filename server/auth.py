@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from schema.context import Role
+from server.graphiql import is_page_request
 
 
 class TokenConfigError(ValueError):
@@ -92,11 +93,8 @@ class TokenAuthMiddleware:
 
     @staticmethod
     def _is_ide_page(scope: Scope, headers: dict[str, str]) -> bool:
-        return (
-            scope["method"] == "GET"
-            and not scope.get("query_string")
-            and "text/html" in headers.get("accept", "")
-        )
+        wants_html = "text/html" in headers.get("accept", "")
+        return wants_html and is_page_request(scope["method"], scope.get("query_string", b""))
 
     @staticmethod
     async def _unauthorized(send: Send) -> None:

@@ -17,9 +17,8 @@ from typing import Any
 import strawberry
 from graphql import DocumentNode, GraphQLError, get_operation_ast
 from starlette.requests import ClientDisconnect, Request
-from starlette.responses import HTMLResponse, Response
+from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
-from strawberry.http.ides import get_graphql_ide_html
 from strawberry.types import ExecutionResult
 from strawberry.types.graphql import OperationType
 
@@ -33,6 +32,7 @@ from schema.errors import (
     response_too_large,
 )
 from schema.request_gate import GateLimits, GraphQLRequest, Refused, admit
+from server.graphiql import graphiql_page, is_page_request
 from server.metrics import observe_graphql
 from server.request_id import request_id_of
 
@@ -98,7 +98,6 @@ class GraphQLEndpoint:
         self.schema = schema
         self.config = config
         self.limits = limits
-        self.graphiql = get_graphql_ide_html("graphiql")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
@@ -109,8 +108,8 @@ class GraphQLEndpoint:
         request_id = request_id_of(request.scope)
         role: Role = request.scope.get("state", {}).get("role", Role.READER)
         try:
-            if request.method == "GET" and "query" not in request.query_params:
-                return HTMLResponse(self.graphiql)
+            if is_page_request(request.method, request.scope["query_string"]):
+                return graphiql_page()
             parsed = await self._read(request, role)
             document = admit(self.schema._schema, parsed, role, self.limits)
         except BadBody as problem:

@@ -8,11 +8,12 @@ settings never shows them.
 from __future__ import annotations
 
 import os
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -36,6 +37,10 @@ class Settings(BaseSettings):
     )
     digestd_api_tokens: SecretStr | None = Field(
         default=None, description="`role:token,...` with roles reader and writer; unset = open."
+    )
+    digestd_cors_origins: str | None = Field(
+        default=None,
+        description="Comma-separated origins (`https://dash.example`) whose pages may call the API; unset = none.",
     )
     digestd_db_pool_size: int = Field(
         default=10, ge=1, le=200, description="Database connections per process."
@@ -157,6 +162,22 @@ class Settings(BaseSettings):
         default=False,
         description="Allow loopback/private hosts in document URLs (never link-local).",
     )
+
+    @field_validator("digestd_cors_origins")
+    @classmethod
+    def _origins_are_exact(cls, spec: str | None) -> str | None:
+        """Each entry a scheme://host[:port] origin, as a browser sends it (compared exactly). No
+        wildcard: it would let any web page its user visits read a token-less digestd."""
+        for origin in (spec or "").split(","):
+            origin = origin.strip()
+            if origin and not re.fullmatch(r"https?://[^\s/?#*]+", origin):
+                raise ValueError(f"{origin!r} is not an origin like https://dash.example or http://127.0.0.1:8080")
+        return spec
+
+    @property
+    def cors_origins(self) -> list[str]:
+        """The origins of DIGESTD_CORS_ORIGINS; empty when it is unset (no CORS headers at all)."""
+        return [o.strip() for o in (self.digestd_cors_origins or "").split(",") if o.strip()]
 
     @property
     def extractor_name(self) -> Literal["offline", "llm"]:

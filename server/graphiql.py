@@ -1,0 +1,57 @@
+"""GraphiQL at /graphql, served entirely by digestd.
+
+The page (server/graphiql.html) loads React, GraphiQL and the explorer plugin from /static/
+(server/static/graphiql/, vendored by scripts/vendor_graphiql.py) rather than from a CDN, so it
+works offline. Its Content-Security-Policy lets it load and connect to digestd only: the browser
+itself refuses any third-party request the page might try.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from urllib.parse import parse_qs
+
+from starlette.responses import HTMLResponse
+from starlette.routing import Mount
+from starlette.staticfiles import StaticFiles
+
+HERE = Path(__file__).resolve().parent
+STATIC_URL = "/static"
+
+# GraphiQL and React set inline styles and embed their fonts and icons as data: URLs; scripts
+# come from digestd's own files only (no inline script, no eval).
+PAGE_POLICY = "; ".join(
+    (
+        "default-src 'self'",
+        "script-src 'self'",
+        "style-src 'self' 'unsafe-inline'",
+        "img-src 'self' data:",
+        "font-src 'self' data:",
+        "connect-src 'self'",
+        "object-src 'none'",
+        "base-uri 'none'",
+        "form-action 'none'",
+        "frame-ancestors 'none'",
+    )
+)
+
+
+@cache
+def _page_html() -> str:
+    return (HERE / "graphiql.html").read_text(encoding="utf-8")
+
+
+def graphiql_page() -> HTMLResponse:
+    return HTMLResponse(_page_html(), headers={"content-security-policy": PAGE_POLICY})
+
+
+def is_page_request(method: str, query_string: bytes) -> bool:
+    """A GET of /graphql without `query` in the URL asks for the page (with one, it runs the
+    query). The page keeps its own state in the URL as `q` and `variables`."""
+    return method == "GET" and "query" not in parse_qs(query_string.decode("latin-1"), keep_blank_values=True)
+
+
+def static_files() -> Mount:
+    """The page's files (and the vendored packages' licenses) under /static."""
+    return Mount(STATIC_URL, StaticFiles(directory=HERE / "static"), name="static")
