@@ -36,10 +36,10 @@ export async function jobsPage(view) {
   );
 }
 
-/** "RUNNING · MAP · 3 of 8 chunks": what the live region says (and the test reads). */
+/** "RUNNING · MAP · 3 of 8 chunks", "SUCCEEDED · 8 of 8 chunks": what the live region says. */
 export function progressText(job) {
   const parts = [job.status];
-  if (job.phase) parts.push(job.phase);
+  if (job.phase && !TERMINAL.has(job.status)) parts.push(job.phase);
   const progress = job.progress;
   if (progress && progress.chunksTotal > 0) parts.push(`${progress.chunksDone} of ${progress.chunksTotal} chunks`);
   return parts.join(" · ");
@@ -107,7 +107,7 @@ export async function jobPage(view) {
   }
   const stop = watchJob(first.id, (job, how) => {
     show(job, how);
-    if (TERMINAL.has(job.status)) via.textContent = "Finished.";
+    if (TERMINAL.has(job.status)) via.textContent = `Finished (followed by ${how}).`;
   }, (error) => {
     via.textContent = `Could not update: ${error.message}`;
   });
