@@ -24,7 +24,9 @@ EMOJI_MESSAGES = [
         "text": "🚀🎉 Fixed 👍 To restart the ingest worker run "
         "`kubectl rollout restart deployment/ingest-worker -n platform` and watch the logs.",
     },
-    {"id": "emoji-2", "author": "Ana Souza", "ts": "2025-03-10T11:31:00Z", "text": "thanks 🙏 that worked"},
+    # Chat text is untrusted: markup in it must show as text.
+    {"id": "emoji-2", "author": "Ana Souza", "ts": "2025-03-10T11:31:00Z",
+     "text": "thanks 🙏 that worked <img src=x onerror=alert(1)><b>really</b>"},
 ]
 DOCUMENT_TEXT = (
     "Release notes 🚀 for the ingest service.\n\n"

@@ -58,6 +58,16 @@ class Watched:
         page.on("console", lambda m: self.problems.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda error: self.problems.append(str(error)))
 
+    async def expect_problem(self, part: str) -> None:
+        """Waits for a problem the test caused on purpose, and takes it off the record."""
+        for _ in range(100):
+            found = [p for p in self.problems if part in p]
+            if found:
+                self.problems.remove(found[0])
+                return
+            await asyncio.sleep(0.05)
+        raise AssertionError(f"no problem reported containing {part!r}: {self.problems}")
+
     def assert_clean(self) -> None:
         assert self.blocked == [], f"the console requested other hosts: {self.blocked}"
         assert [p for p in self.problems if "401" not in p] == [], self.problems
@@ -128,6 +138,15 @@ async def test_the_console_shows_a_digest_and_marks_exactly_the_pointed_characte
         assert shown == [before, text[pointer["charEnd"] :], 3]
         # Its neighbours in the conversation are shown around it.
         await expect(entry.locator("article.message")).to_have_count(3)
+        # The neighbour's markup is text: no element was made from it.
+        after = entry.locator('article.message[data-message-id="emoji-2"] .message-text')
+        assert await after.text_content() == texts["emoji-2"]["normalizedText"]
+        assert "<b>really</b>" in texts["emoji-2"]["normalizedText"]
+        await expect(page.locator("main img, main b")).to_have_count(0)
+        # The policy enforces it: an HTML string sink throws.
+        sink = "() => { try { document.body.innerHTML = '<b>x</b>'; return 'parsed'; } catch (e) { return e.name; } }"
+        assert await page.evaluate(sink) == "TypeError"
+        await watched.expect_problem("requires 'TrustedHTML' assignment")  # the probe's own report
         await entry.locator("article.message").last.scroll_into_view_if_needed()
         await page.screenshot(path=SCREENSHOT)
         print(f"console digest screenshot: {SCREENSHOT}")

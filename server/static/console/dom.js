@@ -1,6 +1,6 @@
 // DOM building for untrusted text: elements are created node by node and text is only ever set
 // as text (text nodes, textContent); no HTML string is parsed anywhere. The page's policy
-// requires Trusted Types with none allowed, so an innerHTML assignment would throw.
+// requires Trusted Types with no policy, so assigning an HTML string to any sink would throw.
 
 /**
  * h("a", {href: "#/x", class: "c", onclick: f, "aria-label": "..."}, "text", node, [more])
