@@ -10,6 +10,7 @@ import asyncio
 import re
 from collections.abc import AsyncIterator
 from pathlib import Path
+from urllib.parse import quote
 
 import asyncpg
 import httpx
@@ -217,7 +218,7 @@ async def test_a_job_page_follows_the_job_live_to_its_end(
     async with running_server(app) as base_url, httpx.AsyncClient(base_url=base_url, timeout=60) as http:
         channel_id, _ = await seed_channel(http, None)
         page = watched.page
-        await page.goto(f"{base_url}/#/channel/{channel_id}")
+        await page.goto(f"{base_url}/#/channel/{quote(channel_id, safe='')}")
         await page.get_by_role("button", name="Digest new messages").click()
         status = page.locator(".job-status")
         await expect(status).to_have_text("QUEUED")
