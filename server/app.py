@@ -1,5 +1,6 @@
 """The Starlette application: the web console at /, GraphQL (with GraphiQL) at /graphql, /healthz,
-/readyz, /metrics, and the pages' files under /static (CORS for dashboards when DIGESTD_CORS_ORIGINS is set).
+/readyz, /metrics, and the pages' files under /static (CORS for dashboards when
+DIGESTD_CORS_ORIGINS is set).
 
 The lifespan opens the database pool, applies migrations, and unless told otherwise runs
 in-process workers, so `digestd serve` alone is a working service.

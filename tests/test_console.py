@@ -214,11 +214,14 @@ async def test_a_job_page_follows_the_job_live_to_its_end(
     """The job is queued with no worker; the page shows it queued, a worker starts, and the same
     page (never reloaded) reaches SUCCEEDED: over the subscription when the API has one, else by
     polling."""
-    app = create_app(settings, AppOptions(run_workers=0))
+    secure = secured(settings)  # with tokens on, the subscription gets the token too
+    app = create_app(secure, AppOptions(run_workers=0))
     async with running_server(app) as base_url, httpx.AsyncClient(base_url=base_url, timeout=60) as http:
-        channel_id, _ = await seed_channel(http, None)
+        channel_id, _ = await seed_channel(http, WRITER)
         page = watched.page
         await page.goto(f"{base_url}/#/channel/{quote(channel_id, safe='')}")
+        await page.get_by_label("API token").fill(WRITER)
+        await page.get_by_role("button", name="Use token").click()
         await page.get_by_role("button", name="Digest new messages").click()
         status = page.locator(".job-status")
         await expect(status).to_have_text("QUEUED")
@@ -226,7 +229,7 @@ async def test_a_job_page_follows_the_job_live_to_its_end(
         # The page records every text its status line shows (and would lose the list on a reload).
         await status.evaluate(RECORD_TEXTS)
         await asyncio.sleep(1.5)  # a second or so of "queued", live
-        async with worker_runtime(settings) as runtime:
+        async with worker_runtime(secure) as runtime:
             assert await runtime.new_worker().run_once()
         await expect(status).to_have_text(re.compile(r"^SUCCEEDED · \d+ of \d+ chunks$"), timeout=15_000)
         seen = await page.evaluate("window.statusTexts")
