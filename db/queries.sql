@@ -340,6 +340,12 @@ SELECT k.*, m.external_id AS message_external_id
 FROM knowledge_items k LEFT JOIN messages m ON m.id = k.message_id
 WHERE k.digest_id = ANY($1::bigint[]) ORDER BY k.digest_id, k.position;
 
+-- name: knowledge_items_by_ids
+-- Knowledge items by id (for node lookups), with the pointed message's external id.
+SELECT k.*, m.external_id AS message_external_id
+FROM knowledge_items k LEFT JOIN messages m ON m.id = k.message_id
+WHERE k.id = ANY($1::bigint[]);
+
 -- name: load_chunk_result
 -- A cached map result by cache key, touching its last use.
 UPDATE chunk_results SET last_used_at = now() WHERE cache_key = $1 RETURNING summary;

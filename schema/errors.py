@@ -23,6 +23,9 @@ VALIDATION_FAILED = "GRAPHQL_VALIDATION_FAILED"
 QUERY_TOO_COSTLY = "QUERY_TOO_COSTLY"
 RESPONSE_TOO_LARGE = "RESPONSE_TOO_LARGE"
 REQUEST_TOO_LARGE = "REQUEST_TOO_LARGE"
+BAD_ID = "BAD_ID"  # an id that is not one this API produced, or names another type
+BAD_CURSOR = "BAD_CURSOR"  # a cursor that is not one this list produced
+PAGE_SIZE = "PAGE_SIZE"  # first/last out of range, or both given
 
 INTERNAL_MESSAGE = "Internal server error"
 

@@ -141,6 +141,7 @@ class Loaders:
     links: DataLoader[int, list[Link]]
     artifacts: DataLoader[int, list[ArtifactWithMessage]]
     knowledge_items: DataLoader[int, list[KnowledgeItemWithMessage]]
+    knowledge_item: DataLoader[int, KnowledgeItemWithMessage | None]
     document: DataLoader[int, Document | None]
     document_digest: DataLoader[int, DocumentDigest | None]
     latest_document_digests: DataLoader[int, list[DocumentDigest]]
@@ -164,6 +165,7 @@ def create_loaders(pool: asyncpg.Pool) -> Loaders:
         links=DataLoader(_grouped(pool, Link)),
         artifacts=DataLoader(_grouped(pool, ArtifactWithMessage)),
         knowledge_items=DataLoader(_grouped(pool, KnowledgeItemWithMessage)),
+        knowledge_item=DataLoader(_by_id(pool, digests.knowledge_items_by_ids)),
         document=DataLoader(_by_id(pool, documents.documents_by_ids)),
         document_digest=DataLoader(_by_id(pool, documents.document_digests_by_ids)),
         latest_document_digests=DataLoader(_latest_document_digests(pool)),

@@ -24,7 +24,7 @@ from runner.triggers import SubjectNotFound, TriggerRefused, trigger_channel_dig
 from schema.channel_types import Channel
 from schema.context import Context
 from schema.documents import DocumentMutations
-from schema.ids import parse_id
+from schema.ids import CHANNEL, DIGEST_JOB, IdArgument, parse_id
 from schema.job_types import DigestJob
 from schema.permissions import IsWriter
 from schema.shared_types import InvalidInputError, NotFoundError, RecordError
@@ -147,10 +147,10 @@ class Mutation(DocumentMutations):
     async def trigger_digest(
         self,
         info: Info[Context, None],
-        channel_id: strawberry.ID,
+        channel_id: IdArgument,
         options: DigestOptions | None = None,
     ) -> TriggerDigestResult:
-        channel_key = parse_id(channel_id, "channel")
+        channel_key = parse_id(channel_id, CHANNEL)
         options = options or DigestOptions()
         try:
             async with info.context.pool.acquire() as connection:
@@ -169,10 +169,10 @@ class Mutation(DocumentMutations):
         permission_classes=[IsWriter],
         description="Cancel a job: a queued one at once, a running one at its next checkpoint.",
     )
-    async def cancel_job(self, info: Info[Context, None], id: strawberry.ID) -> CancelJobResult:
-        job_id = parse_id(id, "job")
+    async def cancel_job(self, info: Info[Context, None], id: IdArgument) -> CancelJobResult:
+        job_id = parse_id(id, DIGEST_JOB)
         async with info.context.pool.acquire() as connection:
             row = await job_queries.cancel_job(connection, job_id)
         if row is None:
-            return NotFoundError(message=f"no job with id {job_id}")
+            return NotFoundError(message=f"no job with id {id}")
         return DigestJob.from_row(row)
