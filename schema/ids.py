@@ -106,8 +106,9 @@ def parse_id(value: strawberry.ID | str, type_name: str) -> int:
         found, row_id = decode_global_id(text)
     except GraphQLError:
         raise _bad_id(
-            text, f"ids are global ids from this API, or (legacy) numeric strings of ASCII "
-            f"digits without sign, spaces or leading zeros, at most {MAX_ID}", type_name,
+            text, "neither a global id from this API nor a legacy numeric id (ids are numeric "
+            f"strings of ASCII digits without sign, spaces or leading zeros, at most {MAX_ID})",
+            type_name,
         ) from None  # fmt: skip
     if found != type_name:
         raise _bad_id(text, f"it names a {found}, not a {type_name}", type_name)
