@@ -326,17 +326,34 @@ async def fetch_page(
     records = await connection.fetch(sql, *params)
     more = len(records) > size
     rows = as_rows(spec.model, records[:size])
-    # The side the page was read from is known by the extra row; the other side, by one probe
-    # past the cursor the client came from (no cursor there: the page starts the list).
-    came_from = before_key if from_end else after_key
-    beyond = False
-    if came_from is not None:
-        sql, params = build_beyond_query(spec, filters, came_from, before=not from_end)
-        beyond = bool(await connection.fetchval(sql, *params))
+    # The side the page was read from is known by the extra row; past a cursor given on either
+    # side, by one index probe (no cursor there: the range starts or ends with the list).
+    beyond_after = after_key is not None and await _has_rows_beyond(
+        connection, spec, filters, after_key, before=True
+    )
+    beyond_before = before_key is not None and await _has_rows_beyond(
+        connection, spec, filters, before_key, before=False
+    )
     if from_end:
         rows.reverse()
-        return Page(rows=rows, has_next_page=beyond, has_previous_page=more, spec=spec)
-    return Page(rows=rows, has_next_page=more, has_previous_page=beyond, spec=spec)
+    return Page(
+        rows=rows,
+        has_next_page=(more and not from_end) or beyond_before,
+        has_previous_page=(more and from_end) or beyond_after,
+        spec=spec,
+    )
+
+
+async def _has_rows_beyond(
+    connection: asyncpg.Connection,
+    spec: ListSpec[Any],
+    filters: dict[str, Any],
+    cursor: KeysetCursor,
+    *,
+    before: bool,
+) -> bool:
+    sql, params = build_beyond_query(spec, filters, cursor, before=before)
+    return bool(await connection.fetchval(sql, *params))
 
 
 async def estimate_rows(
