@@ -48,8 +48,8 @@ class Connection(relay.Connection[NodeType], Generic[NodeType]):
         page: Page[ListRow],
         to_node: Callable[[ListRow], NodeType],
         *,
-        estimate: CountOf = _unknown,
-        exact: CountOf = _unknown,
+        estimate: CountOf | None = None,
+        exact: CountOf | None = None,
     ) -> Connection[NodeType]:
         edges = [relay.Edge(cursor=page.cursor_of(row), node=to_node(row)) for row in page.rows]
         return cls(
@@ -61,6 +61,6 @@ class Connection(relay.Connection[NodeType], Generic[NodeType]):
                 start_cursor=edges[0].cursor if edges else None,
                 end_cursor=edges[-1].cursor if edges else None,
             ),
-            count_exact=exact,
-            count_estimate=estimate,
+            count_exact=exact or _unknown,
+            count_estimate=estimate or _unknown,
         )

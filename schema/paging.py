@@ -90,7 +90,4 @@ async def connection_of(
 ) -> Connection[NodeType]:
     """One page of the list as a connection, its counts resolved lazily."""
     page = await page_of(info, spec, filters, args)
-    estimate = estimate_of(info, spec, filters)
-    if exact is None:
-        return Connection.from_page(page, to_node, estimate=estimate)
-    return Connection.from_page(page, to_node, estimate=estimate, exact=exact)
+    return Connection.from_page(page, to_node, estimate=estimate_of(info, spec, filters), exact=exact)
