@@ -1,4 +1,5 @@
-"""The GraphQL API: one Strawberry schema with query and mutation roots and abuse limits."""
+"""The GraphQL API: one Strawberry schema with query, mutation and subscription roots and abuse
+limits."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from schema.errors import ValidationErrorCodes, code_of, is_client_error
 from schema.mutations import Mutation
 from schema.queries import Query
 from schema.scalars import DATETIME
+from schema.subscriptions import Subscription
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +79,7 @@ def build_schema() -> strawberry.Schema:
     return DigestSchema(
         query=Query,
         mutation=Mutation,
+        subscription=Subscription,
         config=StrawberryConfig(scalar_map={datetime: DATETIME}),
         # Factories, so every request gets fresh extension state. The parse and validation
         # caches are module-level LRUs inside Strawberry, shared by those instances; a cached
