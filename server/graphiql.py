@@ -3,11 +3,14 @@
 The page (server/graphiql.html) loads React, GraphiQL and the explorer plugin from /static/
 (server/static/graphiql/, vendored by scripts/vendor_graphiql.py) rather than from a CDN, so it
 works offline. Its Content-Security-Policy lets it load and connect to digestd only: the browser
-itself refuses any third-party request the page might try.
+itself refuses any third-party request the page might try. Subscriptions go over WebSocket to the
+same host and path (ws: or wss:), which the policy names explicitly: not every browser counts a
+WebSocket to its own host as 'self'.
 """
 
 from __future__ import annotations
 
+import re
 from functools import cache
 from pathlib import Path
 from urllib.parse import parse_qs
@@ -20,7 +23,8 @@ HERE = Path(__file__).resolve().parent
 STATIC_URL = "/static"
 
 # GraphiQL and React set inline styles and embed their fonts and icons as data: URLs; scripts
-# come from digestd's own files only (no inline script, no eval).
+# come from digestd's own files only (no inline script, no eval). {connect} is 'self' and the
+# WebSocket URLs of the host the page was asked from.
 PAGE_POLICY = "; ".join(
     (
         "default-src 'self'",
@@ -28,13 +32,24 @@ PAGE_POLICY = "; ".join(
         "style-src 'self' 'unsafe-inline'",
         "img-src 'self' data:",
         "font-src 'self' data:",
-        "connect-src 'self'",
+        "connect-src {connect}",
         "object-src 'none'",
         "base-uri 'none'",
         "form-action 'none'",
         "frame-ancestors 'none'",
     )
 )
+# A Host header as a policy may quote it: a host name or address and a port, nothing that could
+# end the directive (a `;` or a space) or widen it (a `*`).
+_HOST = re.compile(r"[A-Za-z0-9.-]+(:[0-9]{1,5})?|\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?")
+
+
+def page_policy(host: str | None) -> str:
+    """The page's policy, letting it open WebSockets to `host` (the request's Host header)."""
+    connect = "'self'"
+    if host and _HOST.fullmatch(host):
+        connect += f" ws://{host} wss://{host}"
+    return PAGE_POLICY.format(connect=connect)
 
 
 @cache
@@ -42,8 +57,8 @@ def _page_html() -> str:
     return (HERE / "graphiql.html").read_text(encoding="utf-8")
 
 
-def graphiql_page() -> HTMLResponse:
-    return HTMLResponse(_page_html(), headers={"content-security-policy": PAGE_POLICY})
+def graphiql_page(host: str | None) -> HTMLResponse:
+    return HTMLResponse(_page_html(), headers={"content-security-policy": page_policy(host)})
 
 
 def is_page_request(method: str, query_string: bytes) -> bool:
