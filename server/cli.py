@@ -50,6 +50,10 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+# A subscribe message of MAX_MESSAGE_CHARS characters, each at most 4 bytes of UTF-8.
+WS_MAX_BYTES = 4 * 128 * 1024
+
+
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     import uvicorn
 
@@ -73,6 +77,9 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         uvicorn.Config(
             app, host=args.host, port=args.port, log_level="warning",
             timeout_graceful_shutdown=max(1, int(settings.digestd_shutdown_grace_seconds)),
+            # WebSocket frames are subscribe messages (server/graphql_ws.py caps them at 128 Ki
+            # characters): uvicorn's 16 MiB default would buffer far more before that check.
+            ws_max_size=WS_MAX_BYTES,
         )
     )  # fmt: skip
     # uvicorn turns SIGTERM/SIGINT into a graceful stop (the lifespan releases running jobs and
