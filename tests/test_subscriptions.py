@@ -298,3 +298,23 @@ async def test_origins_at_the_handshake(db: asyncpg.Pool, settings: Settings) ->
             async with socket(base_url, init={}, origin=origin) as ws:
                 await ws.send(json.dumps({"type": "ping"}))
                 assert await receive(ws) == {"type": "pong"}
+
+
+async def test_the_server_stops_with_subscriptions_open(db: asyncpg.Pool, settings: Settings) -> None:
+    app = create_app(settings, AppOptions(run_workers=0))
+    started = asyncio.get_running_loop().time()
+    async with running_server(app) as base_url, httpx.AsyncClient(base_url=base_url, timeout=30) as client:
+        job_id = await queued_job(db, client)
+        ws = await connect(ws_url(base_url), subprotocols=[PROTOCOL])  # type: ignore[list-item]
+        await ws.send(json.dumps({"type": "connection_init"}))
+        assert (await receive(ws))["type"] == "connection_ack"
+        await subscribe(ws, "1", job_id)
+        assert (await receive(ws))["type"] == "next"
+    # The server went away under the open subscription: the client is told, the hub is closed.
+    assert await closed_with(ws) in (1001, 1012)
+    assert asyncio.get_running_loop().time() - started < 20
+    await wait_for(lambda: _none_listening(db))
+
+
+async def _none_listening(pool: asyncpg.Pool) -> bool:
+    return await listener_pids(pool) == []
