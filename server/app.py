@@ -1,6 +1,6 @@
-"""The Starlette application: GraphQL (with GraphiQL) at /graphql, its subscriptions over WebSocket
-at the same path, /healthz, /readyz, /metrics, and the GraphiQL page's files under /static (CORS
-for dashboards when DIGESTD_CORS_ORIGINS is set).
+"""The Starlette application: the web console at /, GraphQL (with GraphiQL) at /graphql and its
+subscriptions over WebSocket at the same path, /healthz, /readyz, /metrics, and the pages' files
+under /static (CORS for dashboards when DIGESTD_CORS_ORIGINS is set).
 
 The lifespan opens the database pool, applies migrations, and unless told otherwise runs
 in-process workers, so `digestd serve` alone is a working service.
@@ -30,6 +30,7 @@ from schema.errors import REQUEST_TOO_LARGE
 from schema.request_gate import GateLimits
 from server.access_log import AccessLogMiddleware
 from server.auth import TokenAuthMiddleware, parse_tokens
+from server.console import console_page
 from server.graphiql import static_files
 from server.graphql_http import GraphQLEndpoint
 from server.graphql_ws import SubscriptionEndpoint
@@ -169,6 +170,8 @@ def create_app(settings: Settings, options: AppOptions | None = None) -> Starlet
     )
     return Starlette(
         routes=[
+            # The console page holds no data (its API calls carry the token), like /healthz.
+            Route("/", console_page, methods=["GET"]),
             Route("/graphql", graphql, methods=["GET", "POST"]),
             WebSocketRoute("/graphql", subscriptions),
             Route("/healthz", healthz),

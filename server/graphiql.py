@@ -10,7 +10,6 @@ WebSocket to its own host as 'self'.
 
 from __future__ import annotations
 
-import re
 from functools import cache
 from pathlib import Path
 from urllib.parse import parse_qs
@@ -18,6 +17,8 @@ from urllib.parse import parse_qs
 from starlette.responses import HTMLResponse
 from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
+
+from server.csp import connect_sources
 
 HERE = Path(__file__).resolve().parent
 STATIC_URL = "/static"
@@ -39,17 +40,9 @@ PAGE_POLICY = "; ".join(
         "frame-ancestors 'none'",
     )
 )
-# A Host header as a policy may quote it: a host name or address and a port, nothing that could
-# end the directive (a `;` or a space) or widen it (a `*`).
-_HOST = re.compile(r"[A-Za-z0-9.-]+(:[0-9]{1,5})?|\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?")
-
-
 def page_policy(host: str | None) -> str:
     """The page's policy, letting it open WebSockets to `host` (the request's Host header)."""
-    connect = "'self'"
-    if host and _HOST.fullmatch(host):
-        connect += f" ws://{host} wss://{host}"
-    return PAGE_POLICY.format(connect=connect)
+    return PAGE_POLICY.format(connect=connect_sources(host))
 
 
 @cache

@@ -1,0 +1,115 @@
+// Jobs, newest first, and one job with live progress: the status line is an aria-live region
+// updated from the jobProgress subscription, or from polling where the API has none.
+
+import { gql } from "../graphql.js";
+import { fill, h, link, notice, pageHeading, when } from "../dom.js";
+import { TERMINAL, fetchJob, watchJob } from "../live.js";
+import { channelHref, digestHref } from "./channels.js";
+
+const JOBS = `query($filter: DigestJobFilter) { digestJobs(filter: $filter, first: 50) {
+  nodes { id kind status phase progress { chunksDone chunksTotal } createdAt finishedAt channel { id name } query }
+  pageInfo { hasNextPage endCursor } } }`;
+
+export function jobHref(id) {
+  return `#/job/${encodeURIComponent(id)}`;
+}
+
+export async function jobsPage(view) {
+  const channelId = view.query.get("channel");
+  const data = await gql(JOBS, { filter: channelId ? { channelId } : null });
+  if (!view.isCurrent()) return;
+  const jobs = data.digestJobs.nodes;
+  fill(
+    view.main,
+    pageHeading(channelId ? "Jobs of one channel" : "Jobs"),
+    jobs.length
+      ? h("table", { class: "listing" },
+          h("thead", {}, h("tr", {}, ["Job", "Kind", "Status", "Progress", "Created", "Finished"].map((t) => h("th", { scope: "col" }, t)))),
+          h("tbody", {}, jobs.map((job) => h("tr", {},
+            h("th", { scope: "row" }, link(jobHref(job.id), job.channel ? `${job.channel.name} digest` : job.query ?? "job")),
+            h("td", {}, job.kind),
+            h("td", { class: `status ${job.status.toLowerCase()}` }, job.status),
+            h("td", {}, progressText(job)),
+            h("td", {}, when(job.createdAt)),
+            h("td", {}, when(job.finishedAt))))))
+      : notice("No jobs yet."),
+  );
+}
+
+/** "RUNNING · MAP · 3 of 8 chunks", "SUCCEEDED · 8 of 8 chunks": what the live region says. */
+export function progressText(job) {
+  const parts = [job.status];
+  if (job.phase && !TERMINAL.has(job.status)) parts.push(job.phase);
+  const progress = job.progress;
+  if (progress && progress.chunksTotal > 0) parts.push(`${progress.chunksDone} of ${progress.chunksTotal} chunks`);
+  return parts.join(" · ");
+}
+
+function outcome(job) {
+  if (!TERMINAL.has(job.status)) return [];
+  const lines = [];
+  if (job.error) lines.push(h("p", { class: "notice error" }, job.error));
+  if (job.resultMessage) lines.push(h("p", {}, job.resultMessage));
+  if (job.digestId) lines.push(h("p", {}, link(digestHref(job.digestId), "Open the digest")));
+  if (job.documentId) lines.push(h("p", {}, link(`#/document/${encodeURIComponent(job.documentId)}`, "Open the document")));
+  return lines;
+}
+
+export async function jobPage(view) {
+  const first = await fetchJob(view.id);
+  if (!view.isCurrent()) return;
+  if (!first) {
+    fill(view.main, pageHeading("Job not found"), notice(`No job ${view.id}.`, "error"));
+    return;
+  }
+  const status = h("p", { class: "job-status", role: "status", "aria-live": "polite", "aria-atomic": "true" });
+  const bar = h("progress", { max: 1, value: 0, "aria-label": "Chunks done" });
+  const via = h("p", { class: "muted via" });
+  const details = h("dl", { class: "facts" });
+  const end = h("div", { class: "outcome" });
+  const cancel = h("button", {
+    type: "button",
+    onclick: async () => {
+      cancel.disabled = true;
+      try {
+        await gql(`mutation($id: ID!) { cancelJob(id: $id) { __typename } }`, { id: first.id });
+      } catch (error) {
+        via.textContent = error.message;
+      }
+    },
+  }, "Cancel job");
+  const show = (job, how) => {
+    status.textContent = progressText(job);
+    status.className = `job-status ${job.status.toLowerCase()}`;
+    const progress = job.progress ?? { chunksDone: 0, chunksTotal: 0 };
+    bar.max = Math.max(progress.chunksTotal, 1);
+    bar.value = TERMINAL.has(job.status) && job.status === "SUCCEEDED" ? bar.max : progress.chunksDone;
+    if (how) via.textContent = how === "subscription" ? "Live: subscribed to progress." : "Live: checking every second.";
+    fill(details,
+      h("dt", {}, "Kind"), h("dd", {}, job.kind ?? first.kind),
+      h("dt", {}, "Attempts"), h("dd", {}, `${job.attempts ?? first.attempts} of ${job.maxAttempts ?? first.maxAttempts}`),
+      h("dt", {}, "Created"), h("dd", {}, when(job.createdAt ?? first.createdAt)),
+      h("dt", {}, "Started"), h("dd", {}, when(job.startedAt)),
+      h("dt", {}, "Finished"), h("dd", {}, when(job.finishedAt)));
+    fill(end, ...outcome(job));
+    cancel.hidden = TERMINAL.has(job.status);
+  };
+  fill(
+    view.main,
+    first.channelId ? h("p", { class: "crumbs" }, link(channelHref(first.channelId), "Its channel")) : null,
+    pageHeading(`Job ${first.id}`),
+    status, bar, via, cancel, details, end,
+  );
+  show(first, null);
+  if (TERMINAL.has(first.status)) {
+    via.textContent = "Finished.";
+    return;
+  }
+  const stop = watchJob(first.id, (job, how) => {
+    show(job, how);
+    if (TERMINAL.has(job.status)) via.textContent = `Finished (followed by ${how}).`;
+  }, (error) => {
+    via.textContent = `Could not update: ${error.message}`;
+  });
+  view.onLeave(stop);
+}
