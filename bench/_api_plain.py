@@ -23,9 +23,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from db import channels as channel_queries
+from db import digests as digest_queries
+from db import jobs as job_queries
 from db import pages
 from db.engine import create_pool
-from db.queries import QUERIES
+from db.models import Digest, DigestJob
 
 ITEM_COUNT_FIELDS = {
     "topics": "topics",
@@ -47,25 +50,25 @@ def _id(value: int | None) -> str | None:
     return str(value) if value is not None else None
 
 
-def job_json(row: asyncpg.Record) -> dict[str, Any]:
+def job_json(row: DigestJob) -> dict[str, Any]:
     """The fields of bench/api.py's JOB_QUERY, shaped as GraphQL returns them."""
-    stats = row["stats"] or {}
+    stats = row.stats or {}
     return {
-        "id": str(row["id"]),
-        "status": row["status"].upper(),
-        "phase": row["phase"].upper() if row["phase"] else None,
-        "progress": {"chunksDone": row["chunks_done"], "chunksTotal": row["chunks_total"]},
-        "attempts": row["attempts"],
-        "error": row["error"],
-        "resultMessage": row["result_message"],
-        "digestId": _id(row["digest_id"]),
+        "id": str(row.id),
+        "status": row.status.upper(),
+        "phase": row.phase.upper() if row.phase else None,
+        "progress": {"chunksDone": row.chunks_done, "chunksTotal": row.chunks_total},
+        "attempts": row.attempts,
+        "error": row.error,
+        "resultMessage": row.result_message,
+        "digestId": _id(row.digest_id),
         "stats": {
             "messages": stats.get("messages"),
             "chunks": stats.get("chunks"),
             "llmCalls": stats.get("llm_calls"),
             "durationSeconds": stats.get("duration_seconds"),
         },
-        "updatedAt": _iso(row["updated_at"]),
+        "updatedAt": _iso(row.updated_at),
     }
 
 
@@ -75,18 +78,18 @@ def excerpt(overview: str) -> str:
     return overview if len(overview) <= 280 else overview[:279].rsplit(" ", 1)[0] + "…"
 
 
-def digest_summary_json(row: asyncpg.Record) -> dict[str, Any]:
+def digest_summary_json(row: Digest) -> dict[str, Any]:
     """The scalar fields of DIGESTS_QUERY's node."""
     return {
-        "id": str(row["id"]),
-        "channelId": str(row["channel_id"]),
-        "title": row["title"],
-        "excerpt": excerpt(row["overview"]),
-        "signalQuality": {"level": row["signal_quality"], "reason": row["signal_reason"]},
-        "messageCount": row["message_count"],
-        "windowStart": _iso(row["window_start"]),
-        "windowEnd": _iso(row["window_end"]),
-        "createdAt": _iso(row["created_at"]),
+        "id": str(row.id),
+        "channelId": str(row.channel_id),
+        "title": row.title,
+        "excerpt": excerpt(row.overview),
+        "signalQuality": {"level": row.signal_quality, "reason": row.signal_reason},
+        "messageCount": row.message_count,
+        "windowStart": _iso(row.window_start),
+        "windowEnd": _iso(row.window_end),
+        "createdAt": _iso(row.created_at),
     }
 
 
@@ -94,25 +97,26 @@ async def digests_page(
     connection: asyncpg.Connection, first: int, nested: bool
 ) -> dict[str, Any]:
     """The page of DIGESTS_QUERY (or DIGESTS_NESTED_QUERY when `nested`): the same keyset SQL
-    from db/pages.py, and for `nested` the same two batch queries the DataLoaders send."""
+    from db/pages.py, and for `nested` the same two batch reads the DataLoaders send (the same
+    typed rows too)."""
     page = await pages.fetch_page(connection, pages.DIGESTS, {}, first=first, after=None)
     nodes = [digest_summary_json(row) for row in page.rows]
     if nested:
-        digest_ids = [row["id"] for row in page.rows]
-        channel_ids = sorted({row["channel_id"] for row in page.rows})
+        digest_ids = [row.id for row in page.rows]
+        channel_ids = sorted({row.channel_id for row in page.rows})
         channels = {
-            row["id"]: row for row in await connection.fetch(QUERIES["channels_by_ids"], channel_ids)
+            row.id: row for row in await channel_queries.channels_by_ids(connection, channel_ids)
         }
         counts = {
-            row["digest_id"]: row
-            for row in await connection.fetch(QUERIES["digest_item_counts"], digest_ids)
+            row.digest_id: row
+            for row in await digest_queries.digest_item_counts(connection, digest_ids)
         }
         for node, row in zip(nodes, page.rows, strict=True):
-            channel = channels.get(row["channel_id"])
-            node["channel"] = {"name": channel["name"]} if channel else None
-            count_row = counts.get(row["id"])
+            channel = channels.get(row.channel_id)
+            node["channel"] = {"name": channel.name} if channel else None
+            count_row = counts.get(row.id)
             node["itemCounts"] = {
-                key: int(count_row[column]) if count_row else 0
+                key: int(getattr(count_row, column)) if count_row else 0
                 for key, column in ITEM_COUNT_FIELDS.items()
             }
     edges = [
@@ -142,8 +146,8 @@ def create_plain_app(database_url: str, pool_size: int) -> Starlette:
     async def job(request: Request) -> Response:
         job_id = int(request.path_params["job_id"])
         async with request.app.state.pool.acquire() as connection:
-            row = await connection.fetchrow(QUERIES["jobs_by_ids"], [job_id])
-        return JSONResponse({"job": job_json(row) if row else None})
+            rows = await job_queries.jobs_by_ids(connection, [job_id])
+        return JSONResponse({"job": job_json(rows[0]) if rows else None})
 
     async def digests(request: Request) -> Response:
         first = int(request.query_params.get("first", "20"))

@@ -21,10 +21,10 @@ import json
 import signal
 from pathlib import Path
 
-import asyncpg
 
 from runner.jobs.base import JobContext
 from runner.jobs.outcomes import Finished, Outcome
+from db.models import DigestJob
 from runner.supervision import JobListener
 from runner.worker import Worker
 from server.runtime import Runtime, extractor_factory
@@ -65,16 +65,16 @@ class RecordingWorker(Worker):
             self._database_url, self._wake, self._config.poll_seconds, self.listening
         )
 
-    async def _process(self, job: asyncpg.Record, stop: asyncio.Event | None = None) -> None:
+    async def _process(self, job: DigestJob, stop: asyncio.Event | None = None) -> None:
         # Called once per successful claim (run_once), before any work.
-        self.claimed.append(int(job["id"]))
+        self.claimed.append(job.id)
         await super()._process(job, stop)
 
-    async def _record(self, job: asyncpg.Record, outcome: Outcome, context: JobContext) -> None:
+    async def _record(self, job: DigestJob, outcome: Outcome, context: JobContext) -> None:
         # How a trivial job ("no new messages") ends; a second one for a job would be a
         # duplicate finish.
         if isinstance(outcome, Finished):
-            self.finished.append(int(job["id"]))
+            self.finished.append(job.id)
         await super()._record(job, outcome, context)
 
 

@@ -50,10 +50,12 @@ from bench._support import (  # noqa: E402
     spread,
     utc_now,
 )
+from db import channels as channel_queries  # noqa: E402
 from db import jobs as job_queries  # noqa: E402
 from db.engine import connect, create_pool  # noqa: E402
 from db.ingest import ChannelKey, MessageIngestor  # noqa: E402
 from db.migrate import migrate  # noqa: E402
+from db.models import ChannelWithServer, DigestJob, WindowMessageRow, as_rows  # noqa: E402
 from db.queries import QUERIES  # noqa: E402
 from runner.coverage import StoredWindow, WindowSpec, load_window, window_messages  # noqa: E402
 from runner.extractors.offline import OfflineExtractor  # noqa: E402
@@ -71,7 +73,7 @@ CHUNK_TOKENS = 6000
 # The old code, verbatim in effect (db/queries.sql before migration 0003): the window after the
 # mark in (ts, id) order, and the mark's update in the store transaction.
 WATERMARK_WINDOW = """
-SELECT m.id, m.external_id, m.author, m.ts, m.reply_to, m.normalized_text
+SELECT m.id, m.external_id, m.author, m.ts, m.reply_to, m.normalized_text, m.revision
 FROM messages m
 WHERE m.channel_id = $1
   AND ($2::timestamptz IS NULL OR (m.ts, m.id) > ($2::timestamptz, $3::bigint))
@@ -106,11 +108,11 @@ async def import_channel(pool: asyncpg.Pool, name: str, records: list[_Parsed]) 
     return await ingestor.channel_id(key)
 
 
-async def claimed_job(pool: asyncpg.Pool, channel_id: int) -> asyncpg.Record:
+async def claimed_job(pool: asyncpg.Pool, channel_id: int) -> DigestJob:
     async with pool.acquire() as connection:
         job, _ = await job_queries.enqueue_job(connection, job_queries.JobKind.CHANNEL, channel_id, {}, max_attempts=3)
         claimed = await job_queries.claim_next_job(connection, WORKER, 3600)
-    assert claimed is not None and claimed["id"] == job["id"]
+    assert claimed is not None and claimed.id == job.id
     return claimed
 
 
@@ -147,8 +149,8 @@ def _store_args(result: PipelineResult) -> dict[str, Any]:
     }
 
 
-async def run_coverage(pool: asyncpg.Pool, channel: asyncpg.Record, kind: str) -> dict[str, Any]:
-    job = await claimed_job(pool, channel["id"])
+async def run_coverage(pool: asyncpg.Pool, channel: ChannelWithServer, kind: str) -> dict[str, Any]:
+    job = await claimed_job(pool, channel.id)
     extractor = make_extractor(kind)
     started = time.perf_counter()
     async with pool.acquire() as connection:
@@ -160,7 +162,7 @@ async def run_coverage(pool: asyncpg.Pool, channel: asyncpg.Record, kind: str) -
     cpu = time.process_time() - cpu
     async with pool.acquire() as connection:
         await store_digest(
-            connection, job_id=job["id"], worker_id=WORKER, channel_id=channel["id"],
+            connection, job_id=job.id, worker_id=WORKER, channel_id=channel.id,
             extractor=extractor.name, window=stored, uncovered=result.failed_message_ids,
             **_store_args(result),
         )  # fmt: skip
@@ -168,24 +170,27 @@ async def run_coverage(pool: asyncpg.Pool, channel: asyncpg.Record, kind: str) -
     return _figures(started, loaded, mapped, stored_at, cpu, stored.message_count, result)
 
 
-async def run_watermark(pool: asyncpg.Pool, channel: asyncpg.Record, kind: str) -> dict[str, Any]:
-    job = await claimed_job(pool, channel["id"])
+async def run_watermark(pool: asyncpg.Pool, channel: ChannelWithServer, kind: str) -> dict[str, Any]:
+    job = await claimed_job(pool, channel.id)
     extractor = make_extractor(kind)
     started = time.perf_counter()
     async with pool.acquire() as connection:
         mark = await connection.fetchval(
-            "SELECT last_id FROM bench_marks WHERE channel_id = $1", channel["id"]
+            "SELECT last_id FROM bench_marks WHERE channel_id = $1", channel.id
         )
         after_ts, after_id = None, None
         if mark is not None:
             position = await connection.fetchrow(MARK_POSITION, mark)
             after_ts, after_id = position["ts"], position["id"]
-        rows = await connection.fetch(WATERMARK_WINDOW, channel["id"], after_ts, after_id, 10**9)
-    window = Window(channel_name=channel["name"], messages=window_messages(rows))
+        records = await connection.fetch(
+            WATERMARK_WINDOW, channel.id, after_ts, after_id, 10**9
+        )
+    rows = as_rows(WindowMessageRow, records)
+    window = Window(channel_name=channel.name, messages=window_messages(rows))
     stored = StoredWindow(
-        internal_ids={row["external_id"]: row["id"] for row in rows},
-        first_message_id=rows[0]["id"], last_message_id=rows[-1]["id"],
-        window_start=rows[0]["ts"], window_end=rows[-1]["ts"], message_count=len(rows),
+        internal_ids={row.external_id: row.id for row in rows},
+        first_message_id=rows[0].id, last_message_id=rows[-1].id,
+        window_start=rows[0].ts, window_end=rows[-1].ts, message_count=len(rows),
     )  # fmt: skip
     loaded = time.perf_counter()
     cpu = time.process_time()
@@ -195,20 +200,20 @@ async def run_watermark(pool: asyncpg.Pool, channel: asyncpg.Record, kind: str) 
     digest = result.validation.output
     async with pool.acquire() as connection, connection.transaction():
         # The old store transaction: lock the channel, the digest, its items, the mark, the job.
-        await connection.execute(QUERIES["lock_channel"], channel["id"])
+        await connection.execute(QUERIES["lock_channel"], channel.id)
         row = await connection.fetchrow(
             QUERIES["insert_digest"],
-            channel["id"], job["id"], digest.title, digest.overview, digest.highlights,
+            channel.id, job.id, digest.title, digest.overview, digest.highlights,
             digest.coverage.model_dump(), digest.search_keywords,
             digest.signal_quality.level.value, digest.signal_quality.reason,
             stored.first_message_id, stored.last_message_id, stored.window_start,
             stored.window_end, stored.message_count, digest.notable_message_ids, extractor.name,
             [], [], False, None, None, None,
         )  # fmt: skip
-        await _store_items(connection, row["id"], channel["id"], result.validation, stored)
-        await connection.execute(MARK_UPDATE, channel["id"], stored.last_message_id)
+        await _store_items(connection, row["id"], channel.id, result.validation, stored)
+        await connection.execute(MARK_UPDATE, channel.id, stored.last_message_id)
         finished = await job_queries.finish_job(
-            connection, job["id"], WORKER, status="succeeded", digest_id=row["id"],
+            connection, job.id, WORKER, status="succeeded", digest_id=row["id"],
             message=None, stats={}, warnings=[],
         )  # fmt: skip
         assert finished is not None
@@ -260,7 +265,8 @@ async def bench(url: str, count: int, repeats: int, kind: str) -> None:
                 channel_id = await import_channel(pool, f"{name}-{run}", records)
                 async with pool.acquire() as connection:
                     await connection.execute("VACUUM ANALYZE messages")
-                    channel = await connection.fetchrow(QUERIES["channel_by_id"], channel_id)
+                    channel = await channel_queries.channel_by_id(connection, channel_id)
+                assert channel is not None
                 figures = await peers[name](pool, channel, kind)
                 results[name].append(figures)
                 emit(BENCH_NAME, kind="run", peer=name, run=run, **figures)

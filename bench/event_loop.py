@@ -145,9 +145,9 @@ async def run_mode(
             probing = asyncio.create_task(probe(base, done))
             started = time.perf_counter()
             while True:
-                row = await job_queries.job_by_id(connection, job["id"])
+                row = await job_queries.job_by_id(connection, job.id)
                 assert row is not None
-                if row["status"] not in ("queued", "running"):
+                if row.status not in ("queued", "running"):
                     break
                 await asyncio.sleep(0.2)
             seconds = time.perf_counter() - started

@@ -162,7 +162,7 @@ async def measure(url: str, args: argparse.Namespace, deep: int) -> list[dict[st
                 result = await pages.fetch_page(
                     connection, pages.KNOWLEDGE_ITEMS, {}, first=size, after=after[page]
                 )
-            return [row["id"] for row in result.rows]
+            return [row.id for row in result.rows]
 
         async def sql_offset(page: int) -> list[int]:
             async with pool.acquire() as connection:

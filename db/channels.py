@@ -11,55 +11,77 @@ from datetime import datetime
 
 import asyncpg
 
+from db.models import (
+    ChannelMessageCount,
+    ChannelUncoveredCount,
+    ChannelWithServer,
+    Message,
+    MessageId,
+    MessageRange,
+    RevisionText,
+    WindowMessageRow,
+    as_row_or_none,
+    as_rows,
+)
 from db.queries import QUERIES
 
 
-async def channel_by_id(connection: asyncpg.Connection, channel_id: int) -> asyncpg.Record | None:
-    return await connection.fetchrow(QUERIES["channel_by_id"], channel_id)
+async def channel_by_id(
+    connection: asyncpg.Connection, channel_id: int
+) -> ChannelWithServer | None:
+    record = await connection.fetchrow(QUERIES["channel_by_id"], channel_id)
+    return as_row_or_none(ChannelWithServer, record)
 
 
 async def channels_by_name(
     connection: asyncpg.Connection, name: str, server: str | None
-) -> list[asyncpg.Record]:
+) -> list[ChannelWithServer]:
     """The channels named `name` (on `server` when given)."""
-    return list(await connection.fetch(QUERIES["channel_by_name"], name, server))
+    records = await connection.fetch(QUERIES["channel_by_name"], name, server)
+    return as_rows(ChannelWithServer, records)
 
 
-async def channels_by_ids(connection: asyncpg.Connection, ids: list[int]) -> list[asyncpg.Record]:
-    return list(await connection.fetch(QUERIES["channels_by_ids"], ids))
+async def channels_by_ids(
+    connection: asyncpg.Connection, ids: list[int]
+) -> list[ChannelWithServer]:
+    return as_rows(ChannelWithServer, await connection.fetch(QUERIES["channels_by_ids"], ids))
 
 
-async def messages_by_ids(connection: asyncpg.Connection, ids: list[int]) -> list[asyncpg.Record]:
-    return list(await connection.fetch(QUERIES["messages_by_ids"], ids))
+async def messages_by_ids(connection: asyncpg.Connection, ids: list[int]) -> list[Message]:
+    return as_rows(Message, await connection.fetch(QUERIES["messages_by_ids"], ids))
 
 
 async def channel_message_counts(
     connection: asyncpg.Connection, ids: list[int]
-) -> list[asyncpg.Record]:
-    """(channel_id, message_count) of the channels that have messages."""
-    return list(await connection.fetch(QUERIES["channel_message_counts"], ids))
+) -> list[ChannelMessageCount]:
+    """The message counts of the channels that have messages."""
+    records = await connection.fetch(QUERIES["channel_message_counts"], ids)
+    return as_rows(ChannelMessageCount, records)
 
 
 async def channel_uncovered_counts(
     connection: asyncpg.Connection, ids: list[int]
-) -> list[asyncpg.Record]:
-    """(channel_id, uncovered) of the channels that have messages no digest covers."""
-    return list(await connection.fetch(QUERIES["channel_uncovered_counts"], ids))
+) -> list[ChannelUncoveredCount]:
+    """The uncovered counts of the channels that have messages no digest covers."""
+    records = await connection.fetch(QUERIES["channel_uncovered_counts"], ids)
+    return as_rows(ChannelUncoveredCount, records)
 
 
 async def revision_texts(
     connection: asyncpg.Connection, message_ids: list[int], revisions: list[int]
-) -> list[asyncpg.Record]:
-    """(message_id, revision, normalized_text) of the given message revisions."""
-    return list(await connection.fetch(QUERIES["revision_texts"], message_ids, revisions))
+) -> list[RevisionText]:
+    """The texts of the given message revisions."""
+    records = await connection.fetch(QUERIES["revision_texts"], message_ids, revisions)
+    return as_rows(RevisionText, records)
 
 
 async def window_messages(
     connection: asyncpg.Connection, channel_id: int, max_messages: int
-) -> list[asyncpg.Record]:
+) -> list[WindowMessageRow]:
     """A coverage window: the channel's uncovered messages in (ts, id) order, at most
     `max_messages`."""
-    return list(await connection.fetch(QUERIES["window_messages"], channel_id, max_messages))
+    records = await connection.fetch(QUERIES["window_messages"], channel_id, max_messages)
+    return as_rows(WindowMessageRow, records)
 
 
 async def catch_up_messages(
@@ -68,21 +90,21 @@ async def catch_up_messages(
     since: datetime | None,
     until: datetime | None,
     max_messages: int,
-) -> list[asyncpg.Record]:
+) -> list[WindowMessageRow]:
     """A catch-up window: the messages with since <= ts < until, at most `max_messages`."""
-    return list(
-        await connection.fetch(
-            QUERIES["catch_up_messages"], channel_id, since, until, max_messages
-        )
+    records = await connection.fetch(
+        QUERIES["catch_up_messages"], channel_id, since, until, max_messages
     )
+    return as_rows(WindowMessageRow, records)
 
 
 async def uncovered_after(
     connection: asyncpg.Connection, channel_id: int, ts: datetime, message_id: int
-) -> asyncpg.Record | None:
+) -> MessageRange | None:
     """The range of uncovered messages after (ts, message_id): what a coverage window's cap
     left for the next digest."""
-    return await connection.fetchrow(QUERIES["uncovered_after"], channel_id, ts, message_id)
+    record = await connection.fetchrow(QUERIES["uncovered_after"], channel_id, ts, message_id)
+    return as_row_or_none(MessageRange, record)
 
 
 async def catch_up_after(
@@ -91,10 +113,13 @@ async def catch_up_after(
     ts: datetime,
     message_id: int,
     until: datetime | None,
-) -> asyncpg.Record | None:
+) -> MessageRange | None:
     """The range of messages after (ts, message_id) and before `until`: what a catch-up
     window's cap left out."""
-    return await connection.fetchrow(QUERIES["catch_up_after"], channel_id, ts, message_id, until)
+    record = await connection.fetchrow(
+        QUERIES["catch_up_after"], channel_id, ts, message_id, until
+    )
+    return as_row_or_none(MessageRange, record)
 
 
 async def lock_channel(connection: asyncpg.Connection, channel_id: int) -> None:
@@ -108,9 +133,10 @@ async def cover_messages(
     digest_id: int,
     message_ids: list[int],
     revisions: list[int],
-) -> list[asyncpg.Record]:
+) -> list[MessageId]:
     """Mark the messages covered by the digest where they are still at the revision it read;
-    returns the rows (`id`) of those edited since. Takes the channel's message lock first, as
+    returns the ids of those edited since. Takes the channel's message lock first, as
     imports do, so the two never deadlock."""
     await connection.execute(QUERIES["lock_channel_messages"], channel_id)
-    return list(await connection.fetch(QUERIES["cover_messages"], digest_id, message_ids, revisions))
+    records = await connection.fetch(QUERIES["cover_messages"], digest_id, message_ids, revisions)
+    return as_rows(MessageId, records)

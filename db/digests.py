@@ -8,23 +8,40 @@ a validated digest maps to is runner/store.py's business.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import asyncpg
+from sqlmodel import SQLModel
 
+from db.models import (
+    ActionItem,
+    ArtifactWithMessage,
+    Decision,
+    Digest,
+    DigestItemCounts,
+    EditedMessage,
+    KnowledgeItemWithMessage,
+    Link,
+    OpenQuestion,
+    Topic,
+    as_row_or_none,
+    as_rows,
+)
 from db.queries import QUERIES
 
 # The item tables written row by row (`insert_<name>` in queries.sql).
 ItemTable = Literal["topic", "decision", "action_item", "open_question", "link", "artifact"]
-# The item sections read per digest (`<name>_of_digests` in queries.sql).
-ItemSection = Literal[
-    "topics", "decisions", "action_items", "open_questions", "links", "artifacts",
-    "knowledge_items",
-]  # fmt: skip
-ITEM_SECTIONS: tuple[ItemSection, ...] = (
-    "topics", "decisions", "action_items", "open_questions", "links", "artifacts",
-    "knowledge_items",
+# The items of a digest, one model per section; `items_of_digests` reads any of them.
+DigestItem = TypeVar(
+    "DigestItem", Topic, Decision, ActionItem, OpenQuestion, Link, ArtifactWithMessage,
+    KnowledgeItemWithMessage,
 )  # fmt: skip
+_ITEM_QUERIES: dict[type[SQLModel], str] = {
+    Topic: "topics_of_digests", Decision: "decisions_of_digests",
+    ActionItem: "action_items_of_digests", OpenQuestion: "open_questions_of_digests",
+    Link: "links_of_digests", ArtifactWithMessage: "artifacts_of_digests",
+    KnowledgeItemWithMessage: "knowledge_items_of_digests",
+}  # fmt: skip
 
 
 async def insert_digest(connection: asyncpg.Connection, *values: Any) -> int:
@@ -91,35 +108,39 @@ async def save_chunk_result(
     await connection.execute(QUERIES["save_chunk_result"], cache_key, extractor, summary)
 
 
-async def digest_by_id(connection: asyncpg.Connection, digest_id: int) -> asyncpg.Record | None:
-    return await connection.fetchrow(QUERIES["digest_by_id"], digest_id)
+async def digest_by_id(connection: asyncpg.Connection, digest_id: int) -> Digest | None:
+    return as_row_or_none(Digest, await connection.fetchrow(QUERIES["digest_by_id"], digest_id))
 
 
 async def latest_digest_of_channel(
     connection: asyncpg.Connection, channel_id: int
-) -> asyncpg.Record | None:
-    return await connection.fetchrow(QUERIES["latest_digest_of_channel"], channel_id)
+) -> Digest | None:
+    record = await connection.fetchrow(QUERIES["latest_digest_of_channel"], channel_id)
+    return as_row_or_none(Digest, record)
 
 
-async def digests_by_ids(connection: asyncpg.Connection, ids: list[int]) -> list[asyncpg.Record]:
-    return list(await connection.fetch(QUERIES["digests_by_ids"], ids))
+async def digests_by_ids(connection: asyncpg.Connection, ids: list[int]) -> list[Digest]:
+    return as_rows(Digest, await connection.fetch(QUERIES["digests_by_ids"], ids))
 
 
 async def digest_item_counts(
     connection: asyncpg.Connection, ids: list[int]
-) -> list[asyncpg.Record]:
-    return list(await connection.fetch(QUERIES["digest_item_counts"], ids))
+) -> list[DigestItemCounts]:
+    return as_rows(DigestItemCounts, await connection.fetch(QUERIES["digest_item_counts"], ids))
 
 
 async def items_of_digests(
-    connection: asyncpg.Connection, section: ItemSection, ids: list[int]
-) -> list[asyncpg.Record]:
-    """The items of one section of several digests, ordered by digest and position."""
-    return list(await connection.fetch(QUERIES[f"{section}_of_digests"], ids))
+    connection: asyncpg.Connection, item: type[DigestItem], ids: list[int]
+) -> list[DigestItem]:
+    """The items of one section (`item`: Topic, Decision, ...) of several digests, ordered by
+    digest and position."""
+    records = await connection.fetch(QUERIES[_ITEM_QUERIES[item]], ids)
+    return as_rows(item, records)
 
 
 async def edited_messages_of_digests(
     connection: asyncpg.Connection, ids: list[int]
-) -> list[asyncpg.Record]:
-    """(digest_id, external_id) of the messages each digest read that were edited since."""
-    return list(await connection.fetch(QUERIES["edited_messages_of_digests"], ids))
+) -> list[EditedMessage]:
+    """The messages each digest read that were edited since."""
+    records = await connection.fetch(QUERIES["edited_messages_of_digests"], ids)
+    return as_rows(EditedMessage, records)

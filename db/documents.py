@@ -12,6 +12,15 @@ from typing import Any
 import asyncpg
 
 from db.jobs import JobKind, enqueue_job
+from db.models import (
+    DigestJob,
+    Document,
+    DocumentDigest,
+    StoredDocument,
+    as_row,
+    as_row_or_none,
+    as_rows,
+)
 from db.queries import QUERIES
 
 # What a document row is, as `runner.documents.CanonicalDocument.as_record()` produces it.
@@ -20,7 +29,7 @@ DocumentRecord = dict[str, Any]
 
 async def store_document(
     connection: asyncpg.Connection, record: DocumentRecord
-) -> tuple[asyncpg.Record, bool]:
+) -> tuple[StoredDocument, bool]:
     """Insert the document, or return the stored one with the same canonical text.
     Returns (row, created)."""
     row = await connection.fetchrow(
@@ -34,19 +43,20 @@ async def store_document(
         record.get("warnings") or [],
     )
     assert row is not None  # either the insert or the existing row
-    return row, bool(row["created"])
+    stored = as_row(StoredDocument, row)
+    return stored, stored.created
 
 
-def document_record(row: asyncpg.Record) -> DocumentRecord:
+def document_record(row: Document | StoredDocument) -> DocumentRecord:
     """The `CanonicalDocument.from_record` form of a full documents row."""
     return {
-        "canonical_text": row["canonical_text"],
-        "source_text_hash": row["source_text_hash"],
-        "content_type": row["content_type"],
-        "title": row["title"],
-        "page_spans": row["page_spans"],
-        "warnings": row["warnings"] or [],
-        "source_url": row["source_url"],
+        "canonical_text": row.canonical_text,
+        "source_text_hash": row.source_text_hash,
+        "content_type": row.content_type,
+        "title": row.title,
+        "page_spans": row.page_spans,
+        "warnings": row.warnings or [],
+        "source_url": row.source_url,
     }
 
 
@@ -57,7 +67,7 @@ async def trigger_document_digest(
     query_hash: str,
     *,
     max_attempts: int,
-) -> tuple[asyncpg.Record, bool]:
+) -> tuple[DigestJob, bool]:
     """Queue a digest of the document for `query`, or return the queued/running job for the same
     query. Returns (job, created). The options of a document job, queued by `jobs.enqueue_job`."""
     options = {"query": query, "query_hash": query_hash}
@@ -89,23 +99,25 @@ async def insert_document_digest(
     return int(row["id"]), bool(row["created"])
 
 
+async def document_by_id(connection: asyncpg.Connection, document_id: int) -> Document | None:
+    record = await connection.fetchrow(QUERIES["document_by_id"], document_id)
+    return as_row_or_none(Document, record)
 
-async def document_by_id(connection: asyncpg.Connection, document_id: int) -> asyncpg.Record | None:
-    return await connection.fetchrow(QUERIES["document_by_id"], document_id)
 
-
-async def documents_by_ids(connection: asyncpg.Connection, ids: list[int]) -> list[asyncpg.Record]:
-    return list(await connection.fetch(QUERIES["documents_by_ids"], ids))
+async def documents_by_ids(connection: asyncpg.Connection, ids: list[int]) -> list[Document]:
+    return as_rows(Document, await connection.fetch(QUERIES["documents_by_ids"], ids))
 
 
 async def document_digests_by_ids(
     connection: asyncpg.Connection, ids: list[int]
-) -> list[asyncpg.Record]:
-    return list(await connection.fetch(QUERIES["document_digests_by_ids"], ids))
+) -> list[DocumentDigest]:
+    records = await connection.fetch(QUERIES["document_digests_by_ids"], ids)
+    return as_rows(DocumentDigest, records)
 
 
 async def latest_digests_of_documents(
     connection: asyncpg.Connection, ids: list[int], per_document: int
-) -> list[asyncpg.Record]:
+) -> list[DocumentDigest]:
     """The newest digests of each document (at most `per_document`), newest first."""
-    return list(await connection.fetch(QUERIES["latest_digests_of_documents"], ids, per_document))
+    records = await connection.fetch(QUERIES["latest_digests_of_documents"], ids, per_document)
+    return as_rows(DocumentDigest, records)

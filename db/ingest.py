@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 import asyncpg
 
+from db.models import Channel, as_row
 from db.queries import QUERIES
 
 BATCH_SIZE = 5000
@@ -119,16 +120,17 @@ class IngestCounts:
     channel_ids: dict[str, int] = field(default_factory=dict)
 
 
-async def resolve_channel(connection: asyncpg.Connection, key: ChannelKey) -> asyncpg.Record:
+async def resolve_channel(connection: asyncpg.Connection, key: ChannelKey) -> Channel:
     """Find or create the channel (and its server) named by `key`."""
     server_id = None
     if key.server:
         server_id = await connection.fetchval(
             QUERIES["upsert_server"], key.server, key.server_external_id
         )
-    return await connection.fetchrow(
+    record = await connection.fetchrow(
         QUERIES["upsert_channel"], server_id, key.channel, key.channel_external_id
     )
+    return as_row(Channel, record)
 
 
 class MessageIngestor:
@@ -160,9 +162,9 @@ class MessageIngestor:
     async def channel_id(self, key: ChannelKey) -> int:
         if key not in self._channel_ids:
             async with self._pool.acquire() as connection:
-                row = await resolve_channel(connection, key)
-            self._channel_ids[key] = row["id"]
-            self.counts.channel_ids[key.channel] = row["id"]
+                channel = await resolve_channel(connection, key)
+            self._channel_ids[key] = channel.id
+            self.counts.channel_ids[key.channel] = channel.id
         return self._channel_ids[key]
 
     async def add(self, key: ChannelKey, message: IncomingMessage) -> None:

@@ -34,6 +34,7 @@ from typing import Any
 
 import asyncpg
 
+from db.models import DigestJob, as_row, as_row_or_none, as_rows
 from db.queries import QUERIES
 
 JOBS_CHANNEL = "digestd_jobs"
@@ -73,7 +74,7 @@ async def enqueue_job(
     options: dict[str, Any],
     *,
     max_attempts: int,
-) -> tuple[asyncpg.Record, bool]:
+) -> tuple[DigestJob, bool]:
     """Queue a job of `kind` on its subject (a channel id or a document id), or return the
     queued/running one that holds the same slot. Returns (job, created).
 
@@ -89,20 +90,21 @@ async def enqueue_job(
             job = await connection.fetchrow(QUERIES[insert], subject_id, options, max_attempts)
             if job is not None:
                 await connection.execute(QUERIES["notify_jobs"], str(job["id"]))
-                return job, True
+                return as_row(DigestJob, job), True
             existing = await connection.fetchrow(QUERIES[active], subject_id, options)
             if existing is not None:
-                return existing, False
+                return as_row(DigestJob, existing), False
     raise RuntimeError(f"could not queue a {kind} digest of {subject_id}: too much contention")
 
 
 async def claim_next_job(
     connection: asyncpg.Connection, worker_id: str, lease_seconds: float
-) -> asyncpg.Record | None:
+) -> DigestJob | None:
     """Claim the next runnable job. Jobs whose lease expired with no attempt left are ended
     FAILED (`lease_expired: ...`) first, so they are never claimed again."""
     await connection.execute(QUERIES["expire_exhausted_leases"])
-    return await connection.fetchrow(QUERIES["claim_next_job"], worker_id, lease_seconds)
+    claimed = await connection.fetchrow(QUERIES["claim_next_job"], worker_id, lease_seconds)
+    return as_row_or_none(DigestJob, claimed)
 
 
 async def heartbeat(
@@ -115,14 +117,14 @@ async def heartbeat(
 
 async def release_job(
     connection: asyncpg.Connection, job_id: int, worker_id: str
-) -> asyncpg.Record | None:
+) -> DigestJob | None:
     """Give a held job back (graceful shutdown): queued, due now, the attempt not counted, and
     the workers woken so another one takes it over at once. None when this worker lost it."""
     async with connection.transaction():
-        row = await connection.fetchrow(QUERIES["release_job"], job_id, worker_id)
-        if row is not None:
+        released = await connection.fetchrow(QUERIES["release_job"], job_id, worker_id)
+        if released is not None:
             await connection.execute(QUERIES["notify_jobs"], str(job_id))
-    return row
+    return as_row_or_none(DigestJob, released)
 
 
 async def update_progress(
@@ -150,14 +152,15 @@ async def finish_job(
     stats: dict[str, Any],
     warnings: list[dict[str, Any]],
     error: str | None = None,
-) -> asyncpg.Record | None:
+) -> DigestJob | None:
     """End a job this worker holds with what it produced (a channel job's `digest_id`, a
     document job's `document_digest_id`, or nothing). Run it in the transaction that stored the
     digest so both commit together. None when this worker no longer holds the job."""
-    return await connection.fetchrow(
+    finished = await connection.fetchrow(
         QUERIES["finish_job"], job_id, worker_id, status, digest_id, message, stats, warnings,
         error, document_digest_id,
     )  # fmt: skip
+    return as_row_or_none(DigestJob, finished)
 
 
 async def fail_job(
@@ -167,22 +170,23 @@ async def fail_job(
     error: str,
     retry_in_seconds: float,
     stats: dict[str, Any],
-) -> asyncpg.Record | None:
-    return await connection.fetchrow(
+) -> DigestJob | None:
+    failed = await connection.fetchrow(
         QUERIES["fail_job"], job_id, worker_id, error[:2000], retry_in_seconds, stats
     )
+    return as_row_or_none(DigestJob, failed)
 
 
-async def cancel_job(connection: asyncpg.Connection, job_id: int) -> asyncpg.Record | None:
-    return await connection.fetchrow(QUERIES["cancel_job"], job_id)
+async def cancel_job(connection: asyncpg.Connection, job_id: int) -> DigestJob | None:
+    return as_row_or_none(DigestJob, await connection.fetchrow(QUERIES["cancel_job"], job_id))
 
 
-async def job_by_id(connection: asyncpg.Connection, job_id: int) -> asyncpg.Record | None:
-    return await connection.fetchrow(QUERIES["job_by_id"], job_id)
+async def job_by_id(connection: asyncpg.Connection, job_id: int) -> DigestJob | None:
+    return as_row_or_none(DigestJob, await connection.fetchrow(QUERIES["job_by_id"], job_id))
 
 
-async def jobs_by_ids(connection: asyncpg.Connection, ids: list[int]) -> list[asyncpg.Record]:
-    return list(await connection.fetch(QUERIES["jobs_by_ids"], ids))
+async def jobs_by_ids(connection: asyncpg.Connection, ids: list[int]) -> list[DigestJob]:
+    return as_rows(DigestJob, await connection.fetch(QUERIES["jobs_by_ids"], ids))
 
 
 @dataclass(frozen=True)

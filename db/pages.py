@@ -14,9 +14,20 @@ import json
 import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import asyncpg
+from sqlmodel import SQLModel
+
+from db.models import (
+    ChannelWithServer,
+    Digest,
+    DigestJob,
+    DocumentListing,
+    KnowledgeItemWithMessage,
+    Message,
+    as_rows,
+)
 
 MAX_PAGE_SIZE = 100
 
@@ -80,9 +91,13 @@ class KeysetCursor:
         return cursor
 
 
+ListRow = TypeVar("ListRow", bound=SQLModel)
+
+
 @dataclass(frozen=True)
-class ListSpec:
+class ListSpec(Generic[ListRow]):
     name: str
+    model: type[ListRow]  # the row of `select` (tests/test_db_models.py checks its columns)
     select: str  # SELECT ... FROM ... (no WHERE)
     sort_column: str
     id_column: str
@@ -92,6 +107,7 @@ class ListSpec:
 
 DIGESTS = ListSpec(
     name="digests",
+    model=Digest,
     select="SELECT d.* FROM digests d JOIN channels c ON c.id = d.channel_id",
     sort_column="d.created_at",
     id_column="d.id",
@@ -107,6 +123,7 @@ DIGESTS = ListSpec(
 
 JOBS = ListSpec(
     name="digestJobs",
+    model=DigestJob,
     select="SELECT j.* FROM digest_jobs j",
     sort_column="j.created_at",
     id_column="j.id",
@@ -120,6 +137,7 @@ JOBS = ListSpec(
 
 KNOWLEDGE_ITEMS = ListSpec(
     name="knowledgeItems",
+    model=KnowledgeItemWithMessage,
     select=(
         "SELECT k.*, m.external_id AS message_external_id FROM knowledge_items k "
         "LEFT JOIN messages m ON m.id = k.message_id"
@@ -137,6 +155,7 @@ KNOWLEDGE_ITEMS = ListSpec(
 
 MESSAGES = ListSpec(
     name="messages",
+    model=Message,
     select="SELECT m.* FROM messages m",
     sort_column="m.ts",
     id_column="m.id",
@@ -146,6 +165,7 @@ MESSAGES = ListSpec(
 
 CHANNELS = ListSpec(
     name="channels",
+    model=ChannelWithServer,
     select=(
         "SELECT c.*, s.name AS server_name FROM channels c "
         "LEFT JOIN servers s ON s.id = c.server_id"
@@ -165,6 +185,7 @@ DOCUMENT_COLUMNS = (
 
 DOCUMENTS = ListSpec(
     name="documents",
+    model=DocumentListing,
     select=f"SELECT {DOCUMENT_COLUMNS} FROM documents d",
     sort_column="d.created_at",
     id_column="d.id",
@@ -178,19 +199,21 @@ DOCUMENTS = ListSpec(
 
 
 @dataclass(frozen=True)
-class Page:
-    rows: list[asyncpg.Record]
+class Page(Generic[ListRow]):
+    rows: list[ListRow]
     has_next_page: bool
-    spec: ListSpec
+    spec: ListSpec[ListRow]
 
-    def cursor_of(self, row: asyncpg.Record) -> str:
+    def cursor_of(self, row: ListRow) -> str:
         sort_field = self.spec.sort_column.split(".", 1)[1]
         id_field = self.spec.id_column.split(".", 1)[1]
-        return KeysetCursor(self.spec.name, row[sort_field], row[id_field]).encode()
+        return KeysetCursor(
+            self.spec.name, getattr(row, sort_field), getattr(row, id_field)
+        ).encode()
 
 
 def build_page_query(
-    spec: ListSpec, filters: dict[str, Any], after: KeysetCursor | None, limit: int
+    spec: ListSpec[Any], filters: dict[str, Any], after: KeysetCursor | None, limit: int
 ) -> tuple[str, list[Any]]:
     """The SQL and parameters of one page; `limit` rows plus one to learn if more follow."""
     clauses: list[str] = []
@@ -218,12 +241,12 @@ def build_page_query(
 
 async def fetch_page(
     connection: asyncpg.Connection,
-    spec: ListSpec,
+    spec: ListSpec[ListRow],
     filters: dict[str, Any],
     *,
     first: int,
     after: str | None,
-) -> Page:
+) -> Page[ListRow]:
     """One page of `spec`. Raises ValueError for a bad `first`, InvalidCursor for `after` and
     InvalidSearch for a `query` filter Postgres cannot run."""
     if not 1 <= first <= MAX_PAGE_SIZE:
@@ -235,5 +258,7 @@ async def fetch_page(
     if filters.get("query") is not None:
         filters = {**filters, "query": search_text(filters["query"])}
     sql, params = build_page_query(spec, filters, cursor, first)
-    rows = await connection.fetch(sql, *params)
-    return Page(rows=rows[:first], has_next_page=len(rows) > first, spec=spec)
+    records = await connection.fetch(sql, *params)
+    return Page(
+        rows=as_rows(spec.model, records[:first]), has_next_page=len(records) > first, spec=spec
+    )

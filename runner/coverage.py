@@ -10,7 +10,7 @@ are reported as ranges with a reason (`Digest.messageCoverage.leftOut`).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -18,6 +18,7 @@ from typing import Any
 import asyncpg
 
 from db import channels
+from db.models import ChannelColumns, WindowMessageRow
 from runner.window import Window, WindowMessage
 
 REASON_CHUNK_FAILED = "chunk_failed"
@@ -104,12 +105,12 @@ def window_options(since: datetime | None, until: datetime | None) -> dict[str, 
     return {name: value.isoformat() for name, value in bounds.items()}
 
 
-def window_messages(rows: Iterable[Mapping[str, Any]]) -> tuple[WindowMessage, ...]:
+def window_messages(rows: Iterable[WindowMessageRow]) -> tuple[WindowMessage, ...]:
     """Stored message rows as the plain messages an extractor reads."""
     return tuple(
         WindowMessage(
-            message_id=row["external_id"], author=row["author"], ts=row["ts"],
-            normalized_text=row["normalized_text"], reply_to=row["reply_to"],
+            message_id=row.external_id, author=row.author, ts=row.ts,
+            normalized_text=row.normalized_text, reply_to=row.reply_to,
         )  # fmt: skip
         for row in rows
     )
@@ -117,51 +118,51 @@ def window_messages(rows: Iterable[Mapping[str, Any]]) -> tuple[WindowMessage, .
 
 async def load_window(
     connection: asyncpg.Connection,
-    channel: asyncpg.Record,
+    channel: ChannelColumns,
     spec: WindowSpec,
     max_messages: int,
 ) -> tuple[Window, StoredWindow]:
     """The messages a digest of `channel` reads, as plain data and as their database keys."""
     if spec.catch_up:
         rows = await channels.catch_up_messages(
-            connection, channel["id"], spec.since, spec.until, max_messages
+            connection, channel.id, spec.since, spec.until, max_messages
         )
     else:
-        rows = await channels.window_messages(connection, channel["id"], max_messages)
+        rows = await channels.window_messages(connection, channel.id, max_messages)
     left_out: list[dict[str, Any]] = []
     if rows and len(rows) >= max_messages:
-        last = (channel["id"], rows[-1]["ts"], rows[-1]["id"])
+        last = (channel.id, rows[-1].ts, rows[-1].id)
         if spec.catch_up:
             rest = await channels.catch_up_after(connection, *last, spec.until)
         else:
             rest = await channels.uncovered_after(connection, *last)
-        if rest is not None and rest["message_count"]:
+        if rest is not None and rest.message_count:
             left_out.append(
                 {
-                    "first_message_id": rest["first_message_id"],
-                    "last_message_id": rest["last_message_id"],
-                    "first_at": rest["first_at"].isoformat(),
-                    "last_at": rest["last_at"].isoformat(),
-                    "message_count": int(rest["message_count"]),
+                    "first_message_id": rest.first_message_id,
+                    "last_message_id": rest.last_message_id,
+                    "first_at": rest.first_at.isoformat(),
+                    "last_at": rest.last_at.isoformat(),
+                    "message_count": rest.message_count,
                     "reason": REASON_WINDOW_CAP,
                 }
             )
     messages = window_messages(rows)
     stored = StoredWindow(
-        internal_ids={row["external_id"]: row["id"] for row in rows},
-        first_message_id=rows[0]["id"] if rows else None,
-        last_message_id=rows[-1]["id"] if rows else None,
-        window_start=rows[0]["ts"] if rows else None,
-        window_end=rows[-1]["ts"] if rows else None,
+        internal_ids={row.external_id: row.id for row in rows},
+        first_message_id=rows[0].id if rows else None,
+        last_message_id=rows[-1].id if rows else None,
+        window_start=rows[0].ts if rows else None,
+        window_end=rows[-1].ts if rows else None,
         message_count=len(rows),
-        keys=tuple(MessageKey(r["external_id"], r["id"], r["revision"], r["ts"]) for r in rows),
+        keys=tuple(MessageKey(r.external_id, r.id, r.revision, r.ts) for r in rows),
         catch_up=spec.catch_up,
         since=spec.since,
         until=spec.until,
         left_out=tuple(left_out),
-        revisions={row["external_id"]: row["revision"] for row in rows},
+        revisions={row.external_id: row.revision for row in rows},
     )
-    return Window(channel_name=channel["name"], messages=messages), stored
+    return Window(channel_name=channel.name, messages=messages), stored
 
 
 def window_key(extractor_fingerprint: str, chunk_tokens: int, keys: Iterable[MessageKey]) -> str:

@@ -198,6 +198,6 @@ async def _cover(
             connection, channel_id, digest_id,
             [key.message_id for key in wanted], [key.revision for key in wanted],
         )  # fmt: skip
-        for row in missed:
-            reasons[row["id"]] = REASON_EDITED
+        for message in missed:
+            reasons[message.id] = REASON_EDITED
     return left_out_ranges(window.keys, reasons) + list(window.left_out)

@@ -16,6 +16,7 @@ from typing import Any
 import asyncpg
 
 from db import channels as channel_queries
+from db.models import DigestJob
 from db import documents as document_queries
 from db import jobs as job_queries
 from db.jobs import JobKind
@@ -78,7 +79,7 @@ async def trigger_channel_digest(
     since: datetime | None = None,
     until: datetime | None = None,
     max_attempts: int,
-) -> tuple[asyncpg.Record, bool]:
+) -> tuple[DigestJob, bool]:
     """Queue a digest of the channel (its uncovered messages, or the catch-up window), or return
     the active job for the same window. Returns (job, created)."""
     options = channel_digest_options(chunk_tokens=chunk_tokens, since=since, until=until)
@@ -96,7 +97,7 @@ async def trigger_document_digest(
     *,
     config: DigestConfig,
     max_attempts: int,
-) -> tuple[asyncpg.Record, bool]:
+) -> tuple[DigestJob, bool]:
     """Queue a digest of the document for `query` (normalized), or return the active job for
     the same query. Refused when the query is too long or the digest policy makes the document
     ineligible (the job checks again: the policy may change before it runs)."""

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import asyncpg
 
 from db import jobs as job_queries
+from db.models import DigestJob
 from db.jobs import JobKind, JobStatus
 from runner.extractors.base import Extractor
 from runner.jobs.base import JobContext, JobRunner, finish
@@ -126,7 +127,7 @@ class Worker:
             )
         if job is None:
             return False
-        logger.info("worker %s claimed job %s (attempt %s)", self.worker_id, job["id"], job["attempts"])
+        logger.info("worker %s claimed job %s (attempt %s)", self.worker_id, job.id, job.attempts)
         await self._process(job, stop)
         return True
 
@@ -148,14 +149,14 @@ class Worker:
                 return
             context.cancel_requested = state
 
-    async def _process(self, job: asyncpg.Record, stop: asyncio.Event | None = None) -> None:
+    async def _process(self, job: DigestJob, stop: asyncio.Event | None = None) -> None:
         """Run one claimed job while the heartbeat holds its lease. When `stop` is set, the job
         stops at its next checkpoint (the running chunk finishes; its result is cached) within
         the shutdown grace, then its lease is released so another worker resumes it at once."""
         context = JobContext(
-            self._pool, self.worker_id, cancel_requested=bool(job["cancel_requested"])
+            self._pool, self.worker_id, cancel_requested=bool(job.cancel_requested)
         )
-        heartbeat = asyncio.create_task(self._heartbeat(job["id"], context))
+        heartbeat = asyncio.create_task(self._heartbeat(job.id, context))
         work = asyncio.create_task(self._run_job(job, context))
         try:
             if stop is None:
@@ -167,7 +168,7 @@ class Worker:
                 return
             context.shutting_down = True
             grace = self._config.shutdown_grace_seconds
-            logger.warning("job %s: shutting down; checkpointing within %ss", job["id"], grace)
+            logger.warning("job %s: shutting down; checkpointing within %ss", job.id, grace)
             await wait_any((), grace, task=work)
             await _cancel(work)
             await self._release(job)
@@ -181,35 +182,35 @@ class Worker:
             await _cancel(work)
             await _cancel(heartbeat)
 
-    async def _release(self, job: asyncpg.Record) -> None:
+    async def _release(self, job: DigestJob) -> None:
         """Give the job back (the attempt not counted); a no-op if it already ended."""
         try:
             async with self._pool.acquire(timeout=self._config.lease_seconds) as connection:
-                released = await job_queries.release_job(connection, job["id"], self.worker_id)
+                released = await job_queries.release_job(connection, job.id, self.worker_id)
         except Exception as error:  # noqa: BLE001 - the lease expires and it is reclaimed
-            logger.warning("job %s: could not release (%s)", job["id"], describe_error(error))
+            logger.warning("job %s: could not release (%s)", job.id, describe_error(error))
             return
         if released is not None:
-            logger.warning("job %s: released for another worker", job["id"])
+            logger.warning("job %s: released for another worker", job.id)
 
-    async def _run_job(self, job: asyncpg.Record, context: JobContext) -> None:
+    async def _run_job(self, job: DigestJob, context: JobContext) -> None:
         started = time.perf_counter()
         outcome: Outcome
         try:
-            outcome = await self._runners[JobKind(job["kind"])].run(job, context)
+            outcome = await self._runners[JobKind(job.kind)].run(job, context)
         except (Cancelled, LostLease, FailNow) as raised:
             outcome = raised
         except RetryLater as retry:
-            logger.warning("job %s failed (%s); it will be retried", job["id"], retry.code)
+            logger.warning("job %s failed (%s); it will be retried", job.id, retry.code)
             outcome = retry
         except Exception as error:  # noqa: BLE001 - any failure is recorded on the job
-            logger.exception("job %s failed", job["id"])
+            logger.exception("job %s failed", job.id)
             outcome = RetryLater(type(error).__name__, str(error))
         if isinstance(outcome, RetryLater):
             context.stats["duration_seconds"] = round(time.perf_counter() - started, 3)
         await self._settle(job, self._record(job, outcome, context))
 
-    async def _record(self, job: asyncpg.Record, outcome: Outcome, context: JobContext) -> None:
+    async def _record(self, job: DigestJob, outcome: Outcome, context: JobContext) -> None:
         """Write how the job ended: each outcome is one call on the queue, or none."""
         match outcome:
             case Stored():
@@ -224,30 +225,30 @@ class Worker:
                 return  # shutting down: _process releases the job
             case RetryLater():
                 delay = job_queries.retry_delay(
-                    job["attempts"], self._config.retry_base_seconds, self._config.retry_max_seconds
+                    job.attempts, self._config.retry_base_seconds, self._config.retry_max_seconds
                 )
                 async with self._pool.acquire() as connection:
                     await job_queries.fail_job(
-                        connection, job["id"], self.worker_id, outcome.error, delay, context.stats
+                        connection, job.id, self.worker_id, outcome.error, delay, context.stats
                     )
                 return
             case _:  # LostLease, or Cancelled because the lease was lost
-                logger.warning("job %s: lease lost; another worker has it", job["id"])
+                logger.warning("job %s: lease lost; another worker has it", job.id)
                 return
         async with self._pool.acquire() as connection:
-            await finish(connection, job["id"], self.worker_id, end, context.stats)
+            await finish(connection, job.id, self.worker_id, end, context.stats)
 
-    async def _settle(self, job: asyncpg.Record, write: Awaitable[None]) -> None:
+    async def _settle(self, job: DigestJob, write: Awaitable[None]) -> None:
         """Record a job's end; when the database is down the write is given up: the lease then
         expires and the job is reclaimed (counting the attempt), so nothing is lost."""
         try:
             await write
         except LostLease:
-            logger.warning("job %s: lease lost; another worker has it", job["id"])
+            logger.warning("job %s: lease lost; another worker has it", job.id)
         except Exception as error:  # noqa: BLE001 - see above
             logger.warning(
                 "job %s: could not record its end (%s); it will be reclaimed when its lease "
-                "expires", job["id"], describe_error(error),
+                "expires", job.id, describe_error(error),
             )  # fmt: skip
 
 

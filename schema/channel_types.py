@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import cast
 
-import asyncpg
 import strawberry
 from strawberry.scalars import JSON
 from strawberry.types import Info
 
+from db import models
 from schema.context import Context
 from schema.ids import format_id, format_optional_id
 
@@ -23,14 +24,14 @@ class Channel:
     created_at: datetime
 
     @classmethod
-    def from_row(cls, row: asyncpg.Record) -> Channel:
+    def from_row(cls, row: models.ChannelWithServer) -> Channel:
         return cls(
-            id=format_id(row["id"]),
-            name=row["name"],
-            server_id=format_optional_id(row["server_id"]),
-            server_name=row["server_name"],
-            external_id=row["external_id"],
-            created_at=row["created_at"],
+            id=format_id(row.id),
+            name=row.name,
+            server_id=format_optional_id(row.server_id),
+            server_name=row.server_name,
+            external_id=row.external_id,
+            created_at=row.created_at,
         )
 
     @strawberry.field(description="How many messages the channel holds.")
@@ -71,16 +72,16 @@ class Message:
     )
 
     @classmethod
-    def from_row(cls, row: asyncpg.Record) -> Message:
+    def from_row(cls, row: models.Message) -> Message:
         return cls(
-            id=format_id(row["id"]),
-            channel_id=format_id(row["channel_id"]),
-            message_id=row["external_id"],
-            author=row["author"],
-            ts=row["ts"],
-            reply_to=row["reply_to"],
-            text=row["raw_text"],
-            normalized_text=row["normalized_text"],
-            attachments=row["attachments"],
-            revision=row["revision"],
+            id=format_id(row.id),
+            channel_id=format_id(row.channel_id),
+            message_id=row.external_id,
+            author=row.author,
+            ts=row.ts,
+            reply_to=row.reply_to,
+            text=row.raw_text,
+            normalized_text=row.normalized_text,
+            attachments=cast(JSON, row.attachments),
+            revision=row.revision,
         )

@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-import asyncpg
 import strawberry
 
-from db.pages import Page
+from db.pages import ListRow, Page
 
 Node = TypeVar("Node")
 
@@ -37,7 +36,7 @@ class Connection(Generic[Node]):
 
     @classmethod
     def from_page(
-        cls, page: Page, to_node: Callable[[asyncpg.Record], Node]
+        cls, page: Page[ListRow], to_node: Callable[[ListRow], Node]
     ) -> Connection[Node]:
         edges = [Edge(cursor=page.cursor_of(row), node=to_node(row)) for row in page.rows]
         return cls(

@@ -10,10 +10,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-import asyncpg
 import strawberry
 from strawberry.types import Info
 
+from db import models
 from schema.context import Context
 from schema.shared_types import Flag
 
@@ -58,15 +58,15 @@ class MessageCoverage:
     left_out: list[LeftOutRange]
 
     @classmethod
-    def from_row(cls, row: asyncpg.Record) -> MessageCoverage:
+    def from_row(cls, row: models.Digest) -> MessageCoverage:
         return cls(
-            message_count=row["message_count"],
-            first_message_at=row["window_start"],
-            last_message_at=row["window_end"],
-            catch_up=row["catch_up"],
-            since=row["window_since"],
-            until=row["window_until"],
-            left_out=[LeftOutRange.from_json(value) for value in row["left_out"] or []],
+            message_count=row.message_count,
+            first_message_at=row.window_start,
+            last_message_at=row.window_end,
+            catch_up=row.catch_up,
+            since=row.window_since,
+            until=row.window_until,
+            left_out=[LeftOutRange.from_json(value) for value in row.left_out or []],
         )
 
 

@@ -8,14 +8,14 @@ Items whose sources changed since carry a `source_edited` flag (schema/coverage_
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-import asyncpg
 import strawberry
 from strawberry.scalars import JSON
 from strawberry.types import Info
 
 from schema.channel_types import Channel
+from db import models
 from schema.context import Context
 from schema.coverage_types import MessageCoverage, item_flags
 from schema.ids import format_id, format_optional_id
@@ -47,16 +47,19 @@ class Pointer:
         return text[self.char_start : self.char_end] if text is not None else None
 
 
-def _pointer(row: asyncpg.Record) -> Pointer | None:
-    if row["message_id"] is None:
+def _pointer(row: models.ArtifactWithMessage | models.KnowledgeItemWithMessage) -> Pointer | None:
+    if row.message_id is None:
         return None
+    # NOT NULL for a pointer: the tables' checks (span) and the join on its message (external id).
+    assert row.message_external_id is not None and row.match_kind is not None
+    assert row.char_start is not None and row.char_end is not None
     return Pointer(
-        message_id=row["message_external_id"],
-        char_start=row["char_start"],
-        char_end=row["char_end"],
-        match_kind=row["match_kind"],
-        revision=row["message_revision"],
-        message_row=row["message_id"],
+        message_id=row.message_external_id,
+        char_start=row.char_start,
+        char_end=row.char_end,
+        match_kind=row.match_kind,
+        revision=row.message_revision,
+        message_row=row.message_id,
     )
 
 
@@ -142,25 +145,25 @@ class KnowledgeItem(_Cited):
         return [*self.message_ids, *([self.pointer.message_id] if self.pointer else [])]
 
     @classmethod
-    def from_row(cls, row: asyncpg.Record) -> KnowledgeItem:
+    def from_row(cls, row: models.KnowledgeItemWithMessage) -> KnowledgeItem:
         return cls(
-            id=format_id(row["id"]),
-            digest_id=format_id(row["digest_id"]),
-            channel_id=format_id(row["channel_id"]),
-            key=row["item_key"],
-            kind=row["kind"],
-            title=row["title"],
-            verbatim=row["message_id"] is not None,
-            content=row["content"],
+            id=format_id(row.id),
+            digest_id=format_id(row.digest_id),
+            channel_id=format_id(row.channel_id),
+            key=row.item_key,
+            kind=row.kind,
+            title=row.title,
+            verbatim=row.message_id is not None,
+            content=row.content,
             pointer=_pointer(row),
-            message_ids=list(row["message_ids"]),
-            context_version=row["context_version"],
-            entity_refs=list(row["entity_refs"]),
-            supersedes_id=format_optional_id(row["supersedes_id"]),
-            conflicts_with_id=format_optional_id(row["conflicts_with_id"]),
-            digest_row=row["digest_id"],
-            stored_flags=Flag.many(row["flags"]),
-            created_at=row["created_at"],
+            message_ids=list(row.message_ids),
+            context_version=row.context_version,
+            entity_refs=list(row.entity_refs),
+            supersedes_id=format_optional_id(row.supersedes_id),
+            conflicts_with_id=format_optional_id(row.conflicts_with_id),
+            digest_row=row.digest_id,
+            stored_flags=Flag.many(row.flags),
+            created_at=row.created_at,
         )
 
     @strawberry.field(description="The verbatim text, or the synthesized content.")
@@ -218,19 +221,19 @@ class DigestBase:
     async def item_counts(self, info: Info[Context, None]) -> ItemCounts:
         row = await info.context.loaders.item_counts.load(int(self.id))
         names = ItemCounts.__annotations__
-        return ItemCounts(**{name: int(row[name]) if row else 0 for name in names})
+        return ItemCounts(**{name: int(getattr(row, name)) if row else 0 for name in names})
 
 
-def _base_fields(row: asyncpg.Record) -> dict[str, Any]:
+def _base_fields(row: models.Digest) -> dict[str, Any]:
     return {
-        "id": format_id(row["id"]),
-        "channel_id": format_id(row["channel_id"]),
-        "title": row["title"],
-        "signal_quality": SignalQuality(level=row["signal_quality"], reason=row["signal_reason"]),
-        "message_count": row["message_count"],
-        "window_start": row["window_start"],
-        "window_end": row["window_end"],
-        "created_at": row["created_at"],
+        "id": format_id(row.id),
+        "channel_id": format_id(row.channel_id),
+        "title": row.title,
+        "signal_quality": SignalQuality(level=row.signal_quality, reason=row.signal_reason),
+        "message_count": row.message_count,
+        "window_start": row.window_start,
+        "window_end": row.window_end,
+        "created_at": row.created_at,
     }
 
 
@@ -239,8 +242,8 @@ class DigestSummary(DigestBase):
     excerpt: str
 
     @classmethod
-    def from_row(cls, row: asyncpg.Record) -> DigestSummary:
-        overview: str = row["overview"]
+    def from_row(cls, row: models.Digest) -> DigestSummary:
+        overview: str = row.overview
         excerpt = overview if len(overview) <= 280 else overview[:279].rsplit(" ", 1)[0] + "…"
         return cls(excerpt=excerpt, **_base_fields(row))
 
@@ -261,23 +264,23 @@ class Digest(DigestBase):
     )
 
     @classmethod
-    def from_row(cls, row: asyncpg.Record) -> Digest:
+    def from_row(cls, row: models.Digest) -> Digest:
         return cls(
-            overview=row["overview"],
-            highlights=list(row["highlights"]),
-            coverage=row["coverage"],
-            search_keywords=list(row["search_keywords"]),
-            notable_message_ids=list(row["notable_message_ids"]),
-            extractor=row["extractor"],
-            flags=Flag.many(row["flags"]),
+            overview=row.overview,
+            highlights=list(row.highlights),
+            coverage=cast(JSON, row.coverage),
+            search_keywords=list(row.search_keywords),
+            notable_message_ids=list(row.notable_message_ids),
+            extractor=row.extractor,
+            flags=Flag.many(row.flags),
             rejections=[
                 Rejection(
                     stage=str(r.get("stage", "")), field=str(r.get("field", "")),
                     label=str(r.get("label", "")), reason=str(r.get("reason", "")),
                 )  # fmt: skip
-                for r in row["rejections"]
+                for r in row.rejections
             ],
-            job_id=format_optional_id(row["job_id"]),
+            job_id=format_optional_id(row.job_id),
             message_coverage=MessageCoverage.from_row(row),
             **_base_fields(row),
         )
@@ -292,15 +295,15 @@ class Digest(DigestBase):
     @strawberry.field
     async def topics(self, info: Info[Context, None]) -> list[Topic]:
         rows = await info.context.loaders.topics.load(int(self.id))
-        return [Topic(title=r["title"], summary=r["summary"], message_ids=list(r["message_ids"])) for r in rows]
+        return [Topic(title=r.title, summary=r.summary, message_ids=list(r.message_ids)) for r in rows]
 
     @strawberry.field
     async def decisions(self, info: Info[Context, None]) -> list[Decision]:
         rows = await info.context.loaders.decisions.load(int(self.id))
         return [
             Decision(
-                text=r["text"], message_ids=list(r["message_ids"]),
-                digest_row=r["digest_id"], stored_flags=Flag.many(r["flags"]),
+                text=r.text, message_ids=list(r.message_ids),
+                digest_row=r.digest_id, stored_flags=Flag.many(r.flags),
             )  # fmt: skip
             for r in rows
         ]
@@ -310,8 +313,8 @@ class Digest(DigestBase):
         rows = await info.context.loaders.action_items.load(int(self.id))
         return [
             ActionItem(
-                text=r["text"], owner=r["owner"], message_ids=list(r["message_ids"]),
-                digest_row=r["digest_id"], stored_flags=Flag.many(r["flags"]),
+                text=r.text, owner=r.owner, message_ids=list(r.message_ids),
+                digest_row=r.digest_id, stored_flags=Flag.many(r.flags),
             )  # fmt: skip
             for r in rows
         ]
@@ -321,8 +324,8 @@ class Digest(DigestBase):
         rows = await info.context.loaders.open_questions.load(int(self.id))
         return [
             OpenQuestion(
-                text=r["text"], asked_by=r["asked_by"], message_ids=list(r["message_ids"]),
-                digest_row=r["digest_id"], stored_flags=Flag.many(r["flags"]),
+                text=r.text, asked_by=r.asked_by, message_ids=list(r.message_ids),
+                digest_row=r.digest_id, stored_flags=Flag.many(r.flags),
             )  # fmt: skip
             for r in rows
         ]
@@ -332,8 +335,8 @@ class Digest(DigestBase):
         rows = await info.context.loaders.links.load(int(self.id))
         return [
             Link(
-                url=r["url"], description=r["description"], message_ids=list(r["message_ids"]),
-                digest_row=r["digest_id"], stored_flags=[],
+                url=r.url, description=r.description, message_ids=list(r.message_ids),
+                digest_row=r.digest_id, stored_flags=[],
             )  # fmt: skip
             for r in rows
         ]
@@ -343,9 +346,9 @@ class Digest(DigestBase):
         rows = await info.context.loaders.artifacts.load(int(self.id))
         return [
             Artifact(
-                kind=r["kind"], title=r["title"], language=r["language"],
+                kind=r.kind, title=r.title, language=r.language,
                 pointer=_pointer(r),  # type: ignore[arg-type]
-                digest_row=r["digest_id"], stored_flags=[],
+                digest_row=r.digest_id, stored_flags=[],
             )  # fmt: skip
             for r in rows
         ]

@@ -11,7 +11,6 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, cast
 
-import asyncpg
 import strawberry
 from strawberry.scalars import JSON
 from strawberry.types import Info
@@ -20,6 +19,7 @@ from runner.documents.canonical import PageSpan
 from runner.documents.errors import DocumentError
 from runner.documents.locators import locator_context, parse_locator, resolve_locator
 from runner.documents.payload import DigestPayload, validate_payload_dict
+from db import models
 from schema.context import Context
 from schema.errors import client_error
 from schema.ids import format_id, format_optional_id
@@ -29,9 +29,14 @@ from schema.shared_types import Flag
 CONTEXT_CHARS = 200
 
 
-def page_spans_of(row: asyncpg.Record) -> list[PageSpan] | None:
-    spans = row["page_spans"]
+def page_spans_of(row: models.DocumentFields) -> list[PageSpan] | None:
+    spans = row.page_spans
     return [(int(start), int(end)) for start, end in spans] if spans else None
+
+
+def _listed_chars(row: models.DocumentFields) -> int:
+    assert isinstance(row, models.DocumentListing), "a document row without text or length"
+    return row.chars
 
 
 @strawberry.type(description="A fetched or uploaded document, stored as canonical text.")
@@ -48,21 +53,21 @@ class Document:
     text: strawberry.Private[str | None]
 
     @classmethod
-    def from_row(cls, row: asyncpg.Record) -> Document:
-        """From a full row or a list row (which has `chars` instead of the text)."""
-        keys = row.keys()
-        text = row["canonical_text"] if "canonical_text" in keys else None
+    def from_row(cls, row: models.DocumentFields) -> Document:
+        """From a full row (`Document`, `StoredDocument`) or a list row (`DocumentListing`,
+        which has `chars` instead of the text)."""
+        text = row.canonical_text if isinstance(row, models.DocumentColumns) else None
         spans = page_spans_of(row)
         return cls(
-            id=format_id(row["id"]),
-            title=row["title"],
-            content_type=row["content_type"],
-            source_url=row["source_url"],
-            source_text_hash=row["source_text_hash"],
-            chars=len(text) if text is not None else int(row["chars"]),
+            id=format_id(row.id),
+            title=row.title,
+            content_type=row.content_type,
+            source_url=row.source_url,
+            source_text_hash=row.source_text_hash,
+            chars=len(text) if text is not None else _listed_chars(row),
             page_count=len(spans) if spans is not None else None,
-            warnings=Flag.many(row["warnings"] or []),
-            created_at=row["created_at"],
+            warnings=Flag.many(row.warnings or []),
+            created_at=row.created_at,
             text=text,
         )
 
@@ -71,7 +76,7 @@ class Document:
         if self.text is not None:
             return info.context.charge_text(self.text)
         row = await info.context.loaders.document.load(int(self.id))
-        return info.context.charge_text(str(row["canonical_text"])) if row else ""
+        return info.context.charge_text(row.canonical_text) if row else ""
 
     @strawberry.field(description="The newest digests of this document, newest first.")
     async def latest_digests(
@@ -99,7 +104,7 @@ class EvidenceSnippet:
 
     async def _located(self, info: Info[Context, None]) -> tuple[str, list[PageSpan] | None] | None:
         row = await info.context.loaders.document.load(self.document_row)
-        return (row["canonical_text"], page_spans_of(row)) if row else None
+        return (row.canonical_text, page_spans_of(row)) if row else None
 
     @strawberry.field(description="Absolute [start, end) of the snippet in the canonical text.")
     async def char_range(self, info: Info[Context, None]) -> list[int] | None:
@@ -142,15 +147,15 @@ class Fidelity:
     estimated: bool = strawberry.field(description="Token counts are chars/4 estimates.")
 
 
-def _payload(row: asyncpg.Record) -> DigestPayload:
-    data: dict[str, Any] = row["payload"]
+def _payload(row: models.DocumentDigest) -> DigestPayload:
+    data: dict[str, Any] = row.payload
     try:
         validate_payload_dict(data)
     except DocumentError as error:
         # Stored data that fails its own schema is a server fault, not the client's: logged with
         # the request id, shown as an internal error.
         raise RuntimeError(
-            f"stored digest {row['id']} fails the DigestPayload v1.0 schema: {error.reason}"
+            f"stored digest {row.id} fails the DigestPayload v1.0 schema: {error.reason}"
         ) from None
     return DigestPayload.from_dict(data)
 
@@ -180,16 +185,16 @@ class DocumentDigest:
     created_at: datetime
 
     @classmethod
-    def from_row(cls, row: asyncpg.Record) -> DocumentDigest:
+    def from_row(cls, row: models.DocumentDigest) -> DocumentDigest:
         payload = _payload(row)
-        document_row = int(row["document_id"])
+        document_row = int(row.document_id)
         return cls(
-            id=format_id(row["id"]),
+            id=format_id(row.id),
             document_id=format_id(document_row),
-            job_id=format_optional_id(row["job_id"]),
-            query=row["query"],
+            job_id=format_optional_id(row.job_id),
+            query=row.query,
             query_hash=payload.query_hash,
-            cache_key=row["cache_key"],
+            cache_key=row.cache_key,
             summary=payload.summary,
             key_points=list(payload.key_points),
             evidence_snippets=[
@@ -210,15 +215,15 @@ class DocumentDigest:
             content_type=payload.content_type,
             payload=cast(JSON, payload.to_dict()),
             fidelity=Fidelity(
-                level=row["fidelity_level"],
-                original_tokens=row["original_tokens"],
-                final_tokens=row["final_tokens"],
-                estimated=row["tokens_estimated"],
+                level=row.fidelity_level,
+                original_tokens=row.original_tokens,
+                final_tokens=row.final_tokens,
+                estimated=row.tokens_estimated,
             ),
-            summarizer=row["summarizer"],
-            evidence_mode=row["evidence_mode"],
-            warnings=Flag.many(row["warnings"] or []),
-            created_at=row["created_at"],
+            summarizer=row.summarizer,
+            evidence_mode=row.evidence_mode,
+            warnings=Flag.many(row.warnings or []),
+            created_at=row.created_at,
         )
 
     @strawberry.field

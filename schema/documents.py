@@ -150,7 +150,7 @@ class DocumentMutations:
             )
         logger.info(
             "document.ingested id=%s created=%s chars=%d type=%s",
-            row["id"], created, len(document.canonical_text), document.content_type,
+            row.id, created, len(document.canonical_text), document.content_type,
         )  # fmt: skip
         return Document.from_row(row)
 

@@ -7,13 +7,13 @@ from datetime import datetime
 from enum import Enum
 from typing import TYPE_CHECKING, Annotated, Any, cast
 
-import asyncpg
 import strawberry
 from strawberry.scalars import JSON
 from strawberry.types import Info
 
 from db import jobs
 from schema.channel_types import Channel
+from db import models
 from schema.context import Context
 from schema.document_types import DocumentDigest
 from schema.ids import format_id, format_optional_id
@@ -107,30 +107,30 @@ class DigestJob:
     updated_at: datetime
 
     @classmethod
-    def from_row(cls, row: asyncpg.Record) -> DigestJob:
+    def from_row(cls, row: models.DigestJob) -> DigestJob:
         return cls(
-            id=format_id(row["id"]),
-            kind=row["kind"],
-            channel_id=format_optional_id(row["channel_id"]),
-            status=JobStatus(row["status"]),
-            phase=JobPhase(row["phase"]) if row["phase"] else None,
-            progress=JobProgress(chunks_done=row["chunks_done"], chunks_total=row["chunks_total"]),
-            attempts=row["attempts"],
-            max_attempts=row["max_attempts"],
-            error=row["error"],
-            result_message=row["result_message"],
-            cancel_requested=row["cancel_requested"],
-            stats=JobStats.from_json(row["stats"] or {}),
-            warnings=Flag.many(row["warnings"] or []),
-            digest_id=format_optional_id(row["digest_id"]),
-            document_id=format_optional_id(row.get("document_id")),
-            document_digest_id=format_optional_id(row.get("document_digest_id")),
-            query=(row["options"] or {}).get("query") if row["kind"] == jobs.JobKind.DOCUMENT else None,
-            options=cast(JSON, row["options"] or {}),
-            created_at=row["created_at"],
-            started_at=row["started_at"],
-            finished_at=row["finished_at"],
-            updated_at=row["updated_at"],
+            id=format_id(row.id),
+            kind=row.kind,
+            channel_id=format_optional_id(row.channel_id),
+            status=JobStatus(row.status),
+            phase=JobPhase(row.phase) if row.phase else None,
+            progress=JobProgress(chunks_done=row.chunks_done, chunks_total=row.chunks_total),
+            attempts=row.attempts,
+            max_attempts=row.max_attempts,
+            error=row.error,
+            result_message=row.result_message,
+            cancel_requested=row.cancel_requested,
+            stats=JobStats.from_json(row.stats or {}),
+            warnings=Flag.many(row.warnings or []),
+            digest_id=format_optional_id(row.digest_id),
+            document_id=format_optional_id(row.document_id),
+            document_digest_id=format_optional_id(row.document_digest_id),
+            query=(row.options or {}).get("query") if row.kind == jobs.JobKind.DOCUMENT else None,
+            options=cast(JSON, row.options or {}),
+            created_at=row.created_at,
+            started_at=row.started_at,
+            finished_at=row.finished_at,
+            updated_at=row.updated_at,
         )
 
     @strawberry.field

@@ -126,6 +126,7 @@ class Mutation(DocumentMutations):
         await ingestor.flush()
         channel_id = await ingestor.channel_id(key)
         row = await info.context.loaders.channel.load(channel_id)
+        assert row is not None  # the ingestor has just found or created it
         counts = ingestor.counts
         return IngestResult(
             channel=Channel.from_row(row),

@@ -8,7 +8,7 @@ import asyncpg
 from strawberry.types import Info
 
 from db import pages
-from db.pages import InvalidCursor, InvalidSearch, ListSpec
+from db.pages import InvalidCursor, InvalidSearch, ListRow, ListSpec
 from schema.context import Context
 from schema.errors import client_error
 
@@ -16,8 +16,12 @@ PAGE_SIZE_HELP = f"Page size, 1 to {pages.MAX_PAGE_SIZE}."
 
 
 async def page_of(
-    info: Info[Context, None], spec: ListSpec, filters: dict[str, Any], first: int, after: str | None
-) -> pages.Page:
+    info: Info[Context, None],
+    spec: ListSpec[ListRow],
+    filters: dict[str, Any],
+    first: int,
+    after: str | None,
+) -> pages.Page[ListRow]:
     try:
         async with info.context.pool.acquire() as connection:
             return await pages.fetch_page(connection, spec, filters, first=first, after=after)

@@ -9,18 +9,17 @@ count once), and completes after yielding a terminal state. Polling `job(id)` an
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator
-import asyncpg
 import strawberry
 from strawberry.types import Info
 
-from db import jobs
+from db import jobs, models
 from schema.context import Context
 from schema.errors import NOT_FOUND, client_error
 from schema.ids import parse_id
 from schema.job_types import DigestJob
 
 
-async def _read(context: Context, job_id: int) -> asyncpg.Record | None:
+async def _read(context: Context, job_id: int) -> models.DigestJob | None:
     async with context.pool.acquire() as connection:
         return await jobs.job_by_id(connection, job_id)
 

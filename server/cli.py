@@ -21,6 +21,7 @@ from pydantic import ValidationError
 
 from db import jobs as job_queries
 from db.jobs import JobStatus
+from db.models import DigestJob
 from db import channels as channel_queries
 from db import digests as digest_queries
 from runner import offload
@@ -205,11 +206,11 @@ async def _find_channel(runtime: Runtime, name: str, server: str | None) -> int 
         if row_id is not None:
             row = await channel_queries.channel_by_id(connection, row_id)
             if row is not None:
-                return int(row["id"])
+                return int(row.id)
         rows = await channel_queries.channels_by_name(connection, name, server)
     if len(rows) > 1:
         raise ValueError(f"several channels are named {name!r}; pass --server or the channel id")
-    return int(rows[0]["id"]) if rows else None
+    return int(rows[0].id) if rows else None
 
 
 async def _digest(
@@ -230,56 +231,58 @@ async def _digest(
     except TriggerRefused as refused:
         print(f"digestd digest: {refused.message}", file=sys.stderr)
         return 2
-    state = JobStatus.QUEUED if created else "already " + job["status"]
-    print(f"job {job['id']} {state}", file=sys.stderr)
+    state = JobStatus.QUEUED if created else "already " + job.status
+    print(f"job {job.id} {state}", file=sys.stderr)
     if not wait:
         return 0
     worker = runtime.new_worker() if run_worker else None
     last_line = ""
     while True:
         if runtime.stopping.is_set():
-            print(f"job {job['id']} left to other workers", file=sys.stderr)
+            print(f"job {job.id} left to other workers", file=sys.stderr)
             return 0
         if worker is not None:
             await worker.run_once(runtime.stopping)
         async with runtime.pool.acquire() as connection:
-            job = await job_queries.job_by_id(connection, job["id"])
-        assert job is not None
+            current = await job_queries.job_by_id(connection, job.id)
+        assert current is not None
+        job = current
         line = " ".join(
             part
             for part in (
-                f"job {job['id']}: {job['status']}",
-                job["phase"],
-                f"{job['chunks_done']}/{job['chunks_total']}" if job["chunks_total"] else None,
+                f"job {job.id}: {job.status}",
+                job.phase,
+                f"{job.chunks_done}/{job.chunks_total}" if job.chunks_total else None,
             )
             if part
         )
         if line != last_line:
             print(line, file=sys.stderr)
             last_line = line
-        if job["status"] in job_queries.TERMINAL:
+        if job.status in job_queries.TERMINAL:
             break
         await asyncio.sleep(0.5)
     return await _print_outcome(runtime, job)
 
 
-async def _print_outcome(runtime: Runtime, job) -> int:  # type: ignore[no-untyped-def]
-    stats = job["stats"] or {}
-    if job["status"] in (JobStatus.FAILED, JobStatus.CANCELLED):
-        print(f"job {job['id']} {job['status']}: {job['error'] or job['result_message'] or ''}")
+async def _print_outcome(runtime: Runtime, job: DigestJob) -> int:
+    stats = job.stats or {}
+    if job.status in (JobStatus.FAILED, JobStatus.CANCELLED):
+        print(f"job {job.id} {job.status}: {job.error or job.result_message or ''}")
         return 1
-    if job["digest_id"] is None:
-        print(f"job {job['id']} {job['status']}: {job['result_message'] or 'no digest'}")
+    if job.digest_id is None:
+        print(f"job {job.id} {job.status}: {job.result_message or 'no digest'}")
         async with runtime.pool.acquire() as connection:
-            latest = await digest_queries.latest_digest_of_channel(connection, job["channel_id"])
+            assert job.channel_id is not None  # `_digest` queues channel jobs only
+            latest = await digest_queries.latest_digest_of_channel(connection, job.channel_id)
             if latest is not None:
-                print(f"the channel's latest digest ({latest['id']}):\n")
-                print(await render_digest(connection, latest["id"]))
+                print(f"the channel's latest digest ({latest.id}):\n")
+                print(await render_digest(connection, latest.id))
         return 0
     async with runtime.pool.acquire() as connection:
-        print(await render_digest(connection, job["digest_id"]))
+        print(await render_digest(connection, job.digest_id))
     print(
-        f"\njob {job['id']} {job['status']}: {stats.get('messages')} messages, "
+        f"\njob {job.id} {job.status}: {stats.get('messages')} messages, "
         f"{stats.get('chunks')} chunks ({stats.get('chunks_from_cache')} cached), "
         f"{stats.get('llm_calls')} LLM calls, {stats.get('items_rejected')} items rejected, "
         f"{stats.get('duration_seconds')}s"

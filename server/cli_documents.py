@@ -49,23 +49,23 @@ async def _wait(runtime: Runtime, job_id: int, run_worker: bool) -> int:
         async with runtime.pool.acquire() as connection:
             job = await job_queries.job_by_id(connection, job_id)
         assert job is not None
-        if job["status"] in TERMINAL:
+        if job.status in TERMINAL:
             break
         await asyncio.sleep(0.3)
-    if job["document_digest_id"] is None:
-        print(f"job {job_id} {job['status']}: {job['error'] or job['result_message'] or ''}")
-        return 0 if job["status"] == JobStatus.SUCCEEDED else 1
+    if job.document_digest_id is None:
+        print(f"job {job_id} {job.status}: {job.error or job.result_message or ''}")
+        return 0 if job.status == JobStatus.SUCCEEDED else 1
     async with runtime.pool.acquire() as connection:
         rows = await document_queries.document_digests_by_ids(
-            connection, [job["document_digest_id"]]
+            connection, [job.document_digest_id]
         )
     # Validated on read, printed in the schema's key order (jsonb keeps its own order).
-    validate_payload_dict(rows[0]["payload"])
-    payload = DigestPayload.from_dict(rows[0]["payload"]).to_dict()
+    validate_payload_dict(rows[0].payload)
+    payload = DigestPayload.from_dict(rows[0].payload).to_dict()
     print(json.dumps(payload, ensure_ascii=False, indent=2))
-    stats = job["stats"] or {}
+    stats = job.stats or {}
     origin = "served from the cache" if stats.get("cache_hit") else "digested"
-    print(f"job {job_id} {job['status']}: digest {job['document_digest_id']} {origin}",
+    print(f"job {job_id} {job.status}: digest {job.document_digest_id} {origin}",
           file=sys.stderr)  # fmt: skip
     return 0
 
@@ -84,7 +84,7 @@ async def add_doc(runtime: Runtime, args: argparse.Namespace) -> int:
         row, created = await document_queries.store_document(connection, document.as_record())
     pages = f", {len(document.page_spans)} pages" if document.page_spans else ""
     print(
-        f"document {row['id']} ({'stored' if created else 'already stored'}): "
+        f"document {row.id} ({'stored' if created else 'already stored'}): "
         f"{document.content_type}, {len(document.canonical_text)} characters{pages}, "
         f"{document.source_text_hash}"
     )
@@ -95,17 +95,17 @@ async def add_doc(runtime: Runtime, args: argparse.Namespace) -> int:
     try:
         async with runtime.pool.acquire() as connection:
             job, job_created = await trigger_document_digest(
-                connection, row["id"], args.query, config=digest_config(settings),
+                connection, row.id, args.query, config=digest_config(settings),
                 max_attempts=settings.digestd_max_attempts,
             )  # fmt: skip
     except TriggerRefused as refused:
         print(f"digestd add-doc: {refused.message}", file=sys.stderr)
         return 2
-    print(f"job {job['id']} {JobStatus.QUEUED if job_created else 'already ' + job['status']}",
+    print(f"job {job.id} {JobStatus.QUEUED if job_created else 'already ' + job.status}",
           file=sys.stderr)  # fmt: skip
     if not args.wait:
         return 0
-    return await _wait(runtime, int(job["id"]), run_worker=not args.no_worker)
+    return await _wait(runtime, int(job.id), run_worker=not args.no_worker)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -9,6 +9,15 @@ import asyncpg
 
 from db import channels as channel_queries
 from db import digests as digest_queries
+from db.models import (
+    ActionItem,
+    ArtifactWithMessage,
+    Decision,
+    KnowledgeItemWithMessage,
+    Link,
+    OpenQuestion,
+    Topic,
+)
 
 EXCERPT_CHARS = 160
 
@@ -32,67 +41,75 @@ async def render_digest(connection: asyncpg.Connection, digest_id: int) -> str:
     if digest is None:
         return f"no digest {digest_id}"
     ids = [digest_id]
-    sections: dict[str, list[asyncpg.Record]] = {}
-    for name in digest_queries.ITEM_SECTIONS:
-        sections[name] = await digest_queries.items_of_digests(connection, name, ids)
-    pointed = [r for r in sections["artifacts"] + sections["knowledge_items"] if r["message_id"]]
+    topics = await digest_queries.items_of_digests(connection, Topic, ids)
+    decisions = await digest_queries.items_of_digests(connection, Decision, ids)
+    action_items = await digest_queries.items_of_digests(connection, ActionItem, ids)
+    open_questions = await digest_queries.items_of_digests(connection, OpenQuestion, ids)
+    links = await digest_queries.items_of_digests(connection, Link, ids)
+    artifacts = await digest_queries.items_of_digests(connection, ArtifactWithMessage, ids)
+    knowledge_items = await digest_queries.items_of_digests(
+        connection, KnowledgeItemWithMessage, ids
+    )
+    pointed: list[ArtifactWithMessage | KnowledgeItemWithMessage] = [*artifacts]
+    pointed += [r for r in knowledge_items if r.message_id]
     # Pointers slice the revision they were made from, whatever the message's text is now.
     texts = {
-        (r["message_id"], r["revision"]): r["normalized_text"]
+        (r.message_id, r.revision): r.normalized_text
         for r in await channel_queries.revision_texts(
             connection,
-            [r["message_id"] for r in pointed], [r["message_revision"] for r in pointed],
+            [r.message_id for r in pointed if r.message_id is not None],
+            [r.message_revision for r in pointed],
         )  # fmt: skip
     }
 
-    def pointer_text(row: asyncpg.Record) -> str:
-        text = texts.get((row["message_id"], row["message_revision"])) or ""
-        return text[row["char_start"] : row["char_end"]]
+    def pointer_text(row: ArtifactWithMessage | KnowledgeItemWithMessage) -> str:
+        text = texts.get((row.message_id or 0, row.message_revision)) or ""
+        return text[row.char_start : row.char_end]
 
     lines = [
-        f"# {digest['title']}",
-        f"digest {digest['id']} · {digest['message_count']} messages · signal "
-        f"{digest['signal_quality']} ({digest['signal_reason']}) · extractor {digest['extractor']}",
+        f"# {digest.title}",
+        f"digest {digest.id} · {digest.message_count} messages · signal "
+        f"{digest.signal_quality} ({digest.signal_reason}) · extractor {digest.extractor}",
         "",
-        digest["overview"],
+        digest.overview,
     ]
-    if digest["highlights"]:
-        lines += ["", "## Highlights"] + [f"- {h}" for h in digest["highlights"]]
+    if digest.highlights:
+        lines += ["", "## Highlights"] + [f"- {h}" for h in digest.highlights]
 
     def section(title: str, rows: list[str]) -> None:
         if rows:
             lines.extend(["", f"## {title}", *rows])
 
-    section("Topics", [f"- {r['title']}{_cites(list(r['message_ids']))}" for r in sections["topics"]])
-    section("Decisions", [f"- {r['text']}{_cites(list(r['message_ids']))}{_flags(r['flags'])}" for r in sections["decisions"]])
+    section("Topics", [f"- {r.title}{_cites(list(r.message_ids))}" for r in topics])
+    section("Decisions", [f"- {r.text}{_cites(list(r.message_ids))}{_flags(r.flags)}" for r in decisions])
     section(
         "Action items",
         [
-            f"- {r['text']}" + (f" — owner: {r['owner']}" if r["owner"] else "")
-            + _cites(list(r["message_ids"])) + _flags(r["flags"])
-            for r in sections["action_items"]
+            f"- {r.text}" + (f" — owner: {r.owner}" if r.owner else "")
+            + _cites(list(r.message_ids)) + _flags(r.flags)
+            for r in action_items
         ],
     )
-    section("Open questions", [f"- {r['text']}{_cites(list(r['message_ids']))}" for r in sections["open_questions"]])
-    section("Links", [f"- {r['url']} — {r['description']}" for r in sections["links"]])
+    section("Open questions", [f"- {r.text}{_cites(list(r.message_ids))}" for r in open_questions])
+    section("Links", [f"- {r.url} — {r.description}" for r in links])
     section(
         "Artifacts",
         [
-            f"- [{r['kind']}] {r['title']} (msg {r['message_external_id']} "
-            f"{r['char_start']}:{r['char_end']}): {_excerpt(pointer_text(r))}"
-            for r in sections["artifacts"]
+            f"- [{r.kind}] {r.title} (msg {r.message_external_id} "
+            f"{r.char_start}:{r.char_end}): {_excerpt(pointer_text(r))}"
+            for r in artifacts
         ],
     )
     knowledge = []
-    for r in sections["knowledge_items"]:
-        body = _excerpt(pointer_text(r)) if r["message_id"] else _excerpt(r["content"] or "")
+    for r in knowledge_items:
+        body = _excerpt(pointer_text(r)) if r.message_id else _excerpt(r.content or "")
         where = (
-            f" (msg {r['message_external_id']} {r['char_start']}:{r['char_end']})"
-            if r["message_id"] else _cites(list(r["message_ids"]))
+            f" (msg {r.message_external_id} {r.char_start}:{r.char_end})"
+            if r.message_id else _cites(list(r.message_ids))
         )  # fmt: skip
-        version = f" [{r['context_version']}]" if r["context_version"] else ""
-        knowledge.append(f"- {r['kind']}: {r['title']}{version}{where}{_flags(r['flags'])}\n    {body}")
+        version = f" [{r.context_version}]" if r.context_version else ""
+        knowledge.append(f"- {r.kind}: {r.title}{version}{where}{_flags(r.flags)}\n    {body}")
     section("Knowledge", knowledge)
-    if digest["rejections"]:
-        lines += ["", f"({len(digest['rejections'])} extracted items failed validation and were dropped)"]
+    if digest.rejections:
+        lines += ["", f"({len(digest.rejections)} extracted items failed validation and were dropped)"]
     return "\n".join(textwrap.dedent(line) for line in lines)

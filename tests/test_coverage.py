@@ -13,6 +13,7 @@ from typing import Any
 import asyncpg
 
 from db import jobs
+from db.models import DigestJob
 from runner.message_chunks import Chunk
 from runner.contract import ChunkSummary
 from runner.extractors.base import ChunkFailed, KnownItem
@@ -52,14 +53,14 @@ def make_worker(pool: asyncpg.Pool, database_url: str, extractor: Any = None, **
 async def digest_once(
     pool: asyncpg.Pool, database_url: str, channel_id: int, options: dict[str, Any] | None = None,
     extractor: Any = None, **config: Any,
-) -> asyncpg.Record:  # fmt: skip
+) -> DigestJob:  # fmt: skip
     async with pool.acquire() as connection:
         job, _ = await jobs.enqueue_job(
             connection, jobs.JobKind.CHANNEL, channel_id, options or {}, max_attempts=3
         )
     assert await make_worker(pool, database_url, extractor, **config).run_once()
     async with pool.acquire() as connection:
-        done = await jobs.job_by_id(connection, job["id"])
+        done = await jobs.job_by_id(connection, job.id)
     assert done is not None
     return done
 
@@ -91,17 +92,17 @@ async def test_failed_chunk_messages_are_digested_by_the_next_trigger(
     items = messages(TEXTS)
     channel_id = await add_channel(db, "ops", items)
     first = await digest_once(db, database_url, channel_id, extractor=FailingChunks({"m20"}))
-    assert first["status"] == "partial", first["error"]
+    assert first.status == "partial", first.error
     second = await digest_once(db, database_url, channel_id)
     # The old mark moved past the failed chunk: "no new messages", nothing digested again.
-    assert second["status"] == "succeeded" and second["digest_id"] is not None
-    assert "m20" in await read_ids(db, second["digest_id"])
+    assert second.status == "succeeded" and second.digest_id is not None
+    assert "m20" in await read_ids(db, second.digest_id)
 
-    left = await read_ids(db, second["digest_id"])
+    left = await read_ids(db, second.digest_id)
     assert "m1" not in left  # the failed chunk's messages, only those
     assert await uncovered(db, channel_id) == []
     async with db.acquire() as connection:
-        row = await connection.fetchrow("SELECT left_out FROM digests WHERE id = $1", first["digest_id"])
+        row = await connection.fetchrow("SELECT left_out FROM digests WHERE id = $1", first.digest_id)
     [failed_range] = row["left_out"]
     assert failed_range["reason"] == "chunk_failed"
     assert failed_range["message_count"] == len(left)
@@ -111,13 +112,13 @@ async def test_failed_chunk_messages_are_digested_by_the_next_trigger(
 async def test_backfilled_older_messages_are_digested(db: asyncpg.Pool, database_url: str) -> None:
     channel_id = await add_channel(db, "ops", messages(TEXTS[:20]))
     first = await digest_once(db, database_url, channel_id)
-    assert first["status"] == "succeeded"
+    assert first.status == "succeeded"
     # A late export: older timestamps than everything digested so far.
     backfill = messages(TEXTS[20:30], start=BASE_TIME - timedelta(days=30), prefix="old")
     await add_channel(db, "ops", backfill)
     second = await digest_once(db, database_url, channel_id)
-    assert second["status"] == "succeeded" and second["result_message"] is None
-    assert await read_ids(db, second["digest_id"]) == [m.external_id for m in backfill]
+    assert second.status == "succeeded" and second.result_message is None
+    assert await read_ids(db, second.digest_id) == [m.external_id for m in backfill]
     assert await uncovered(db, channel_id) == []
 
 
@@ -126,15 +127,15 @@ async def test_reingesting_a_digested_message_in_2030_hides_nothing(
 ) -> None:
     items = messages(TEXTS[:20])
     channel_id = await add_channel(db, "ops", items)
-    assert (await digest_once(db, database_url, channel_id))["status"] == "succeeded"
+    assert (await digest_once(db, database_url, channel_id)).status == "succeeded"
     last = items[-1]
     clock_bug = Msg(last.external_id, last.author, datetime(2030, 1, 1, tzinfo=UTC), last.text)
     newer = messages(TEXTS[20:30], start=BASE_TIME + timedelta(days=1), prefix="new")
     await add_channel(db, "ops", [clock_bug, *newer])
     second = await digest_once(db, database_url, channel_id)
     # The old window started after the mark, now in 2030: "no new messages".
-    assert second["digest_id"] is not None, second["result_message"]
-    assert await read_ids(db, second["digest_id"]) == [m.external_id for m in newer]
+    assert second.digest_id is not None, second.result_message
+    assert await read_ids(db, second.digest_id) == [m.external_id for m in newer]
     # The same text at another time is no new revision: it stayed covered.
     assert await uncovered(db, channel_id) == []
 
@@ -147,21 +148,21 @@ async def test_catch_up_window_digests_exactly_the_range_and_keeps_coverage(
     since, until = BASE_TIME + timedelta(minutes=10), BASE_TIME + timedelta(minutes=25)
     options = {"since": since.isoformat(), "until": until.isoformat()}
     catch_up = await digest_once(db, database_url, channel_id, options)
-    assert catch_up["status"] == "succeeded"
+    assert catch_up.status == "succeeded"
     expected = [m.external_id for m in items if since <= m.ts < until]
-    assert await read_ids(db, catch_up["digest_id"]) == expected == [f"m{i}" for i in range(11, 26)]
+    assert await read_ids(db, catch_up.digest_id) == expected == [f"m{i}" for i in range(11, 26)]
     assert len(await uncovered(db, channel_id)) == len(items)  # coverage unchanged
     async with db.acquire() as connection:
-        row = await connection.fetchrow("SELECT * FROM digests WHERE id = $1", catch_up["digest_id"])
+        row = await connection.fetchrow("SELECT * FROM digests WHERE id = $1", catch_up.digest_id)
     assert row["catch_up"] and row["window_since"] == since and row["window_until"] == until
 
     # The same window again: served from the digest of the same messages.
     again = await digest_once(db, database_url, channel_id, options)
-    assert again["digest_id"] == catch_up["digest_id"]
-    assert "served from it" in again["result_message"]
+    assert again.digest_id == catch_up.digest_id
+    assert "served from it" in again.result_message
 
     coverage = await digest_once(db, database_url, channel_id)
-    assert len(await read_ids(db, coverage["digest_id"])) == len(items)
+    assert len(await read_ids(db, coverage.digest_id)) == len(items)
     assert await uncovered(db, channel_id) == []
 
 
@@ -180,8 +181,8 @@ async def test_a_catch_up_trigger_neither_waits_for_nor_replaces_the_coverage_jo
         )
         repeat, created_repeat = await jobs.enqueue_job(connection, jobs.JobKind.CHANNEL, channel_id, {}, max_attempts=3)
     assert created and created_window and not created_again and not created_repeat
-    assert catch_up["id"] != coverage["id"]
-    assert same["id"] == catch_up["id"] and repeat["id"] == coverage["id"]
+    assert catch_up.id != coverage.id
+    assert same.id == catch_up.id and repeat.id == coverage.id
 
 
 async def test_window_cap_leaves_the_rest_for_the_next_digest(
@@ -191,12 +192,12 @@ async def test_window_cap_leaves_the_rest_for_the_next_digest(
     channel_id = await add_channel(db, "ops", items)
     first = await digest_once(db, database_url, channel_id, max_window_messages=20)
     async with db.acquire() as connection:
-        row = await connection.fetchrow("SELECT left_out FROM digests WHERE id = $1", first["digest_id"])
+        row = await connection.fetchrow("SELECT left_out FROM digests WHERE id = $1", first.digest_id)
     [capped] = row["left_out"]
     assert capped["reason"] == "window_cap" and capped["message_count"] == 10
     assert (capped["first_message_id"], capped["last_message_id"]) == ("m21", "m30")
     second = await digest_once(db, database_url, channel_id, max_window_messages=20)
-    assert await read_ids(db, second["digest_id"]) == [f"m{i}" for i in range(21, 31)]
+    assert await read_ids(db, second.digest_id) == [f"m{i}" for i in range(21, 31)]
 
 
 def test_cli_digest_since_until_reads_exactly_the_range(database_url: str, tmp_path: Path) -> None:
@@ -239,17 +240,17 @@ async def test_a_message_edited_during_the_digest_stays_uncovered(
     items = messages(TEXTS[:20])
     channel_id = await add_channel(db, "ops", items)
     job = await digest_once(db, database_url, channel_id, extractor=EditsMidDigest(db, items[4]))
-    assert job["status"] == "succeeded"
+    assert job.status == "succeeded"
     assert await uncovered(db, channel_id) == ["m5"]
     async with db.acquire() as connection:
-        row = await connection.fetchrow("SELECT left_out FROM digests WHERE id = $1", job["digest_id"])
+        row = await connection.fetchrow("SELECT left_out FROM digests WHERE id = $1", job.digest_id)
     assert row["left_out"] == [
         {"first_message_id": "m5", "last_message_id": "m5", "message_count": 1,
          "first_at": items[4].ts.isoformat(), "last_at": items[4].ts.isoformat(),
          "reason": "edited_during_digest"}
     ]  # fmt: skip
     again = await digest_once(db, database_url, channel_id)
-    assert await read_ids(db, again["digest_id"]) == ["m5"]
+    assert await read_ids(db, again.digest_id) == ["m5"]
 
 
 async def test_a_capped_catch_up_window_says_what_it_left_out(
@@ -258,9 +259,9 @@ async def test_a_capped_catch_up_window_says_what_it_left_out(
     channel_id = await add_channel(db, "ops", messages(TEXTS))
     options = {"since": BASE_TIME.isoformat(), "until": (BASE_TIME + timedelta(minutes=30)).isoformat()}
     job = await digest_once(db, database_url, channel_id, options, max_window_messages=25)
-    assert await read_ids(db, job["digest_id"]) == [f"m{i}" for i in range(1, 26)]
+    assert await read_ids(db, job.digest_id) == [f"m{i}" for i in range(1, 26)]
     async with db.acquire() as connection:
-        row = await connection.fetchrow("SELECT left_out FROM digests WHERE id = $1", job["digest_id"])
+        row = await connection.fetchrow("SELECT left_out FROM digests WHERE id = $1", job.digest_id)
     [capped] = row["left_out"]
     assert (capped["reason"], capped["message_count"]) == ("window_cap", 5)  # m26..m30, not m40
     assert (capped["first_message_id"], capped["last_message_id"]) == ("m26", "m30")

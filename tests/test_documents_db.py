@@ -22,37 +22,37 @@ async def test_documents_jobs_and_channels_share_the_queue(db: asyncpg.Pool) -> 
         again, created_again = await document_queries.store_document(
             connection, ingest_text("Postgres   is the system. " * 20).as_record()  # same canonical text
         )
-        assert created and not created_again and again["id"] == row["id"]
-        assert again["title"] == "notes"  # the first ingest's metadata is kept
+        assert created and not created_again and again.id == row.id
+        assert again.title == "notes"  # the first ingest's metadata is kept
 
         first, new = await document_queries.trigger_document_digest(
-            connection, row["id"], "q one", query_hash("q one"), max_attempts=3
+            connection, row.id, "q one", query_hash("q one"), max_attempts=3
         )
         same, new_again = await document_queries.trigger_document_digest(
-            connection, row["id"], "q one", query_hash("q one"), max_attempts=3
+            connection, row.id, "q one", query_hash("q one"), max_attempts=3
         )
         other, other_new = await document_queries.trigger_document_digest(
-            connection, row["id"], "q two", query_hash("q two"), max_attempts=3
+            connection, row.id, "q two", query_hash("q two"), max_attempts=3
         )
         channel_job, channel_new = await job_queries.enqueue_job(
             connection, job_queries.JobKind.CHANNEL, channel_id, {}, max_attempts=3
         )
-        assert new and not new_again and same["id"] == first["id"]
-        assert other_new and other["id"] != first["id"] and channel_new
-        assert first["kind"] == "document" and first["channel_id"] is None
-        assert first["options"] == {"query": "q one", "query_hash": query_hash("q one")}
-        assert channel_job["kind"] == "channel" and channel_job["document_id"] is None
+        assert new and not new_again and same.id == first.id
+        assert other_new and other.id != first.id and channel_new
+        assert first.kind == "document" and first.channel_id is None
+        assert first.options == {"query": "q one", "query_hash": query_hash("q one")}
+        assert channel_job.kind == "channel" and channel_job.document_id is None
 
         # The same claim query hands out both kinds, oldest first.
         claimed = [await job_queries.claim_next_job(connection, "w1", 30) for _ in range(4)]
-        assert [job["id"] for job in claimed if job] == [first["id"], other["id"], channel_job["id"]]
+        assert [job.id for job in claimed if job] == [first.id, other.id, channel_job.id]
 
         with pytest.raises(asyncpg.CheckViolationError):
             await connection.execute("INSERT INTO digest_jobs (kind) VALUES ('document')")
         with pytest.raises(asyncpg.CheckViolationError):
             await connection.execute(
                 "INSERT INTO digest_jobs (kind, document_id, channel_id) VALUES ('document', $1, $2)",
-                row["id"], channel_id,
+                row.id, channel_id,
             )  # fmt: skip
         with pytest.raises(asyncpg.CheckViolationError):
             await connection.execute(
@@ -71,7 +71,7 @@ async def test_a_cache_key_is_stored_once(db: asyncpg.Pool) -> None:
     async with db.acquire() as connection:
         row, _ = await document_queries.store_document(connection, document.as_record())
         values = {
-            "document_id": row["id"], "query": "q", "query_hash": query_hash("q"),
+            "document_id": row.id, "query": "q", "query_hash": query_hash("q"),
             "cache_key": "digest:1.0:doc-1:abc:def:ghi", "payload": payload,
             "summarizer": "offline", "evidence_mode": "query", "original_tokens": 10,
             "final_tokens": 1, "tokens_estimated": False, "warnings": [], "duration_ms": 1,

@@ -43,7 +43,7 @@ async def _queued(pool: asyncpg.Pool, name: str, max_attempts: int = 3) -> int:
     channel_id = await add_channel(pool, name, messages([("ann", "hello"), ("bob", "hi there")]))
     async with pool.acquire() as connection:
         job, _ = await jobs.enqueue_job(connection, jobs.JobKind.CHANNEL, channel_id, {}, max_attempts=max_attempts)
-    return int(job["id"])
+    return int(job.id)
 
 
 async def test_each_change_of_a_job_notifies_its_id(db: asyncpg.Pool, heard: Heard) -> None:
@@ -51,7 +51,7 @@ async def test_each_change_of_a_job_notifies_its_id(db: asyncpg.Pool, heard: Hea
     async with db.acquire() as c:
         assert await heard.settle() == []  # the enqueue wakes workers only
         claimed = await jobs.claim_next_job(c, "w1", 30)
-        assert claimed is not None and claimed["id"] == job_id and claimed["status"] == "running"
+        assert claimed is not None and claimed.id == job_id and claimed.status == "running"
         assert await heard.settle() == [job_id]
         await jobs.update_progress(c, job_id, "w1", "map", 1, 3)
         assert await heard.settle() == [job_id]
@@ -59,11 +59,11 @@ async def test_each_change_of_a_job_notifies_its_id(db: asyncpg.Pool, heard: Hea
         assert await jobs.heartbeat(c, job_id, "w1", 30) is False  # a lease renewal is no event
         assert await heard.settle() == []
         failed = await jobs.fail_job(c, job_id, "w1", "boom", 0, {})
-        assert failed is not None and failed["status"] == "queued"  # a retry
+        assert failed is not None and failed.status == "queued"  # a retry
         assert await heard.settle() == [job_id]
         assert await jobs.claim_next_job(c, "w2", 30) is not None
         released = await jobs.release_job(c, job_id, "w2")
-        assert released is not None and released["status"] == "queued"
+        assert released is not None and released.status == "queued"
         assert await heard.settle() == [job_id, job_id]
         assert await jobs.claim_next_job(c, "w3", 30) is not None
         assert await heard.settle() == [job_id]
@@ -71,7 +71,7 @@ async def test_each_change_of_a_job_notifies_its_id(db: asyncpg.Pool, heard: Hea
             finished = await jobs.finish_job(
                 c, job_id, "w3", status=jobs.JobStatus.SUCCEEDED, message="done", stats={}, warnings=[]
             )
-            assert finished is not None and finished["status"] == "succeeded"
+            assert finished is not None and finished.status == "succeeded"
             assert await heard.settle() == []  # not before the commit
         assert await heard.settle() == [job_id]
 
@@ -92,13 +92,13 @@ async def test_cancel_and_lease_expiry_notify(db: asyncpg.Pool, heard: Heard) ->
     queued = await _queued(db, "queued")
     async with db.acquire() as c:
         cancelled = await jobs.cancel_job(c, queued)
-        assert cancelled is not None and cancelled["status"] == "cancelled"
+        assert cancelled is not None and cancelled.status == "cancelled"
         assert await heard.settle() == [queued]
         expiring = await _queued(db, "expiring", max_attempts=1)
-        assert (await jobs.claim_next_job(c, "w1", 30))["id"] == expiring
+        assert (await jobs.claim_next_job(c, "w1", 30)).id == expiring
         assert await heard.settle() == [expiring]
         # The worker died: its lease ran out on the last attempt.
         await c.execute("UPDATE digest_jobs SET lease_expires_at = now() - interval '1 second' WHERE id = $1", expiring)
         assert await jobs.claim_next_job(c, "w2", 30) is None
-        assert (await jobs.job_by_id(c, expiring))["status"] == "failed"
+        assert (await jobs.job_by_id(c, expiring)).status == "failed"
         assert await heard.settle() == [expiring]

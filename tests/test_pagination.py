@@ -30,7 +30,7 @@ async def _read_all(pool: asyncpg.Pool, spec: pages.ListSpec, filters: dict, fir
     while True:
         async with pool.acquire() as connection:
             page = await pages.fetch_page(connection, spec, filters, first=first, after=after)
-        seen.extend(row["id"] for row in page.rows)
+        seen.extend(row.id for row in page.rows)
         if between_pages:
             await between_pages()
         if not page.has_next_page:

@@ -57,8 +57,8 @@ async def test_edited_message_keeps_its_pointer_is_flagged_and_digested_again(
     sample = sample_messages()
     channel_id = await add_channel(db, "team-platform", sample)
     first = await digest_once(db, database_url, channel_id, chunk_tokens=1500)
-    assert first["status"] == "succeeded"
-    digest = (await gql(db, OLD_VIEW, id=str(first["digest_id"])))["digest"]
+    assert first.status == "succeeded"
+    digest = (await gql(db, OLD_VIEW, id=str(first.digest_id)))["digest"]
     pointed = [k for k in digest["knowledgeItems"] if k["pointer"]]
     assert pointed, "the sample yields verbatim knowledge items"
     item = pointed[0]
@@ -69,10 +69,10 @@ async def test_edited_message_keeps_its_pointer_is_flagged_and_digested_again(
     edited = Msg(before.external_id, before.author, before.ts, "[edited] " + before.text[::-1])
     await add_channel(db, "team-platform", [edited])
     # What a client of the old API saw: the pointer sliced the new text (garbage or "").
-    seen = (await gql(db, OLD_VIEW, id=str(first["digest_id"])))["digest"]["knowledgeItems"]
+    seen = (await gql(db, OLD_VIEW, id=str(first.digest_id)))["digest"]["knowledgeItems"]
     assert next(k for k in seen if k["key"] == item["key"])["pointer"] == pointer
 
-    after = (await gql(db, DIGEST, id=str(first["digest_id"])))["digest"]
+    after = (await gql(db, DIGEST, id=str(first.digest_id)))["digest"]
     same = next(k for k in after["knowledgeItems"] if k["key"] == item["key"])
     assert same["pointer"]["revision"] == 1
     assert same["pointer"]["resolvedText"] == pointer["resolvedText"] == same["text"]
@@ -101,7 +101,7 @@ async def test_edited_message_keeps_its_pointer_is_flagged_and_digested_again(
     assert await uncovered(db, channel_id) == [before.external_id]
     assert after["channel"]["uncoveredMessageCount"] == 1
     second = await digest_once(db, database_url, channel_id, chunk_tokens=1500)
-    assert await read_ids(db, second["digest_id"]) == [before.external_id]
+    assert await read_ids(db, second.digest_id) == [before.external_id]
     assert await uncovered(db, channel_id) == []
 
 
@@ -110,7 +110,7 @@ async def test_message_coverage_over_graphql(db: asyncpg.Pool, database_url: str
 
     channel_id = await add_channel(db, "ops", messages(TEXTS))
     partial = await digest_once(db, database_url, channel_id, extractor=FailingChunks({"m20"}))
-    data = (await gql(db, DIGEST, id=str(partial["digest_id"])))["digest"]
+    data = (await gql(db, DIGEST, id=str(partial.digest_id)))["digest"]
     coverage = data["messageCoverage"]
     assert coverage["messageCount"] == data["messageCount"] == len(TEXTS)
     assert coverage["firstMessageAt"] == BASE_TIME.isoformat()
@@ -215,7 +215,7 @@ async def test_migration_turns_the_old_mark_into_coverage(
     pool = await create_pool(with_database(database_url, name))
     try:
         job = await digest_once(pool, database_url, channel)
-        assert job["status"] == "succeeded", job["error"]
-        assert await read_ids(pool, job["digest_id"]) == ["late"] + [f"m{i}" for i in range(OLD_MARK + 1, 11)]
+        assert job.status == "succeeded", job.error
+        assert await read_ids(pool, job.digest_id) == ["late"] + [f"m{i}" for i in range(OLD_MARK + 1, 11)]
     finally:
         await pool.close()

@@ -52,7 +52,7 @@ async def test_a_dead_runner_loop_is_restarted_and_readyz_says_so(
         job_id = await trigger(db, channel_id)
 
         async def finished() -> bool:
-            return (await job_row(db, job_id))["status"] == "succeeded"
+            return (await job_row(db, job_id)).status == "succeeded"
 
         await wait_for(finished, 60, "the restarted runner to digest")
     assert deaths == 2

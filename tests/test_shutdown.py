@@ -110,8 +110,8 @@ async def test_serve_sigterm_releases_the_running_job_and_stops_postgres(tmp_pat
                     )
 
                 async def mapping() -> bool:
-                    row = await job_row(pool, job["id"])
-                    return row["status"] == "running" and row["chunks_done"] >= 1
+                    row = await job_row(pool, job.id)
+                    return row.status == "running" and row.chunks_done >= 1
 
                 await wait_for(mapping, 60, "serve's runner to map a chunk")
             finally:
@@ -136,10 +136,10 @@ async def test_serve_sigterm_releases_the_running_job_and_stops_postgres(tmp_pat
 
                 async def finished() -> bool:
                     assert worker.poll() is None, worker_log.read_text()
-                    return (await job_row(pool, job["id"]))["status"] not in ("queued", "running")
+                    return (await job_row(pool, job.id)).status not in ("queued", "running")
 
                 await wait_for(finished, 60, "another worker to finish the released job")
-                done = await job_row(pool, job["id"])
+                done = await job_row(pool, job.id)
             finally:
                 pool.terminate()
             worker.send_signal(signal.SIGINT)
@@ -148,9 +148,9 @@ async def test_serve_sigterm_releases_the_running_job_and_stops_postgres(tmp_pat
             if worker.poll() is None:
                 worker.kill()
                 worker.wait()
-    assert done["status"] == "succeeded", done["error"]
-    assert done["attempts"] == 1  # the released attempt was not counted
-    assert done["stats"]["chunks_from_cache"] >= 1  # the chunks mapped before the stop
+    assert done.status == "succeeded", done.error
+    assert done.attempts == 1  # the released attempt was not counted
+    assert done.stats["chunks_from_cache"] >= 1  # the chunks mapped before the stop
     assert_postgres_stopped(home)
     assert "Traceback" not in serve_log.read_text() + worker_log.read_text()
 

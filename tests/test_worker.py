@@ -23,6 +23,7 @@ from pydantic import SecretStr
 from starlette.responses import JSONResponse, Response
 
 from db import jobs
+from db.models import DigestJob
 from server.runtime import Runtime
 from server.settings import Settings
 from tests.db_helpers import Msg, add_channel
@@ -68,7 +69,7 @@ def slow_model(delay: float) -> Callable[[dict[str, Any]], Awaitable[dict[str, A
 async def trigger(pool: asyncpg.Pool, channel_id: int) -> int:
     async with pool.acquire() as connection:
         job, _ = await jobs.enqueue_job(connection, jobs.JobKind.CHANNEL, channel_id, {}, max_attempts=3)
-    return int(job["id"])
+    return int(job.id)
 
 
 async def run_one_job(pool: asyncpg.Pool, runtime_settings: Settings, channel_id: int) -> int:
@@ -83,7 +84,7 @@ async def run_one_job(pool: asyncpg.Pool, runtime_settings: Settings, channel_id
     return job_id
 
 
-async def job_row(pool: asyncpg.Pool, job_id: int) -> asyncpg.Record:
+async def job_row(pool: asyncpg.Pool, job_id: int) -> DigestJob:
     async with pool.acquire() as connection:
         row = await jobs.job_by_id(connection, job_id)
     assert row is not None
@@ -118,13 +119,13 @@ async def test_llm_extractor_from_settings_digests_a_channel(
     async with local_openai_server(scripted()) as (base_url, received):
         job_id = await run_one_job(db, llm_settings(settings, base_url), channel_id)
     job = await job_row(db, job_id)
-    assert job["status"] == "succeeded", job["error"]
-    stats = job["stats"]
+    assert job.status == "succeeded", job.error
+    stats = job.stats
     map_calls = sum(1 for body in received if body["tool_choice"]["function"]["name"] == "emit_chunk_summary")
     assert stats["chunks"] == map_calls >= 3  # 70 messages at 400 tokens a chunk
     assert stats["llm_calls"] == len(received) and stats["prompt_tokens"] > 0
     # The scripted model shifts every offset by 3; validation re-anchored them on the quote.
-    assert await assert_pointers_resolve(db, job["digest_id"]) >= 1
+    assert await assert_pointers_resolve(db, job.digest_id) >= 1
     assert API_KEY not in caplog.text and API_KEY not in json.dumps(dict(job), default=str)
 
 
@@ -140,9 +141,9 @@ async def test_endpoint_down_fails_the_attempt_instead_of_storing_an_empty_diges
         job_id = await run_one_job(db, llm_settings(settings, base_url), channel_id)
     job = await job_row(db, job_id)
     assert received, "the endpoint was never called"
-    assert job["status"] == "queued" and job["attempts"] == 1  # retried later, with backoff
-    assert job["digest_id"] is None and "every chunk failed" in job["error"]
-    assert API_KEY not in job["error"]
+    assert job.status == "queued" and job.attempts == 1  # retried later, with backoff
+    assert job.digest_id is None and "every chunk failed" in job.error
+    assert API_KEY not in job.error
     async with db.acquire() as connection:
         assert await connection.fetchval("SELECT count(*) FROM digests") == 0
 
@@ -159,7 +160,7 @@ async def test_cancelling_a_running_job_stops_it_without_a_digest(
             running = asyncio.create_task(runtime.new_worker().run_once())
 
             async def mapping() -> bool:
-                return (await job_row(db, job_id))["chunks_done"] >= 1
+                return (await job_row(db, job_id)).chunks_done >= 1
 
             await wait_for(mapping, 30, "the first chunk")
             async with db.acquire() as connection:
@@ -168,8 +169,8 @@ async def test_cancelling_a_running_job_stops_it_without_a_digest(
         finally:
             await runtime.close()
     job = await job_row(db, job_id)
-    assert job["status"] == "cancelled" and job["digest_id"] is None
-    assert 1 <= job["chunks_done"] < job["chunks_total"]
+    assert job.status == "cancelled" and job.digest_id is None
+    assert 1 <= job.chunks_done < job.chunks_total
 
 
 async def test_killed_worker_process_job_is_finished_by_another_from_the_chunk_cache(
@@ -208,7 +209,7 @@ async def test_killed_worker_process_job_is_finished_by_another_from_the_chunk_c
             process.wait()
             process.stderr.close()  # type: ignore[union-attr]
         killed = await job_row(db, job_id)
-        assert killed["status"] == "running" and killed["attempts"] == 1
+        assert killed.status == "running" and killed.attempts == 1
 
         # The same concurrency as the killed worker: chunk i is given the known items of
         # chunks 0 .. i - concurrency, and the cache key includes them.
@@ -219,15 +220,15 @@ async def test_killed_worker_process_job_is_finished_by_another_from_the_chunk_c
 
             async def finished() -> bool:
                 await worker.run_once()  # nothing to claim until the dead worker's lease expires
-                return (await job_row(db, job_id))["status"] not in ("queued", "running")
+                return (await job_row(db, job_id)).status not in ("queued", "running")
 
             await wait_for(finished, 60, "another worker to finish the job")
         finally:
             await runtime.close()
     job = await job_row(db, job_id)
-    assert job["status"] == "succeeded" and job["attempts"] == 2, job["error"]
-    assert job["stats"]["chunks_from_cache"] >= 2
-    assert await assert_pointers_resolve(db, job["digest_id"]) >= 1
+    assert job.status == "succeeded" and job.attempts == 2, job.error
+    assert job.stats["chunks_from_cache"] >= 2
+    assert await assert_pointers_resolve(db, job.digest_id) >= 1
 
 
 async def test_a_job_queued_while_the_worker_finds_none_wakes_it_at_once(
@@ -257,7 +258,7 @@ async def test_a_job_queued_while_the_worker_finds_none_wakes_it_at_once(
     try:
 
         async def done() -> bool:
-            return bool(queued) and (await job_row(db, queued[0]))["status"] == "succeeded"
+            return bool(queued) and (await job_row(db, queued[0])).status == "succeeded"
 
         await wait_for(done, 20, "the job queued during the empty claim")  # poll interval: 60 s
     finally:

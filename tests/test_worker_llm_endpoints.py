@@ -44,14 +44,14 @@ async def test_a_small_context_local_server_ends_the_job_succeeded(
         )  # fmt: skip
         job_id = await run_one_job(db, small_context, channel_id)
     job = await job_row(db, job_id)
-    assert job["status"] == "succeeded", job["error"]
-    assert job["attempts"] == 1 and job["stats"]["chunks_failed"] == 0
+    assert job.status == "succeeded", job.error
+    assert job.attempts == 1 and job.stats["chunks_failed"] == 0
     assert model.refused, "the server was expected to refuse the first chunks"
-    note = next(w["message"] for w in job["warnings"] if w["code"] == "LIMITS_DEFAULTED")
+    note = next(w["message"] for w in job.warnings if w["code"] == "LIMITS_DEFAULTED")
     assert "DIGEST_MAP_CONTEXT_TOKENS=" in note
     async with db.acquire() as connection:
         items = await connection.fetchval(
-            "SELECT count(*) FROM knowledge_items WHERE digest_id = $1", job["digest_id"]
+            "SELECT count(*) FROM knowledge_items WHERE digest_id = $1", job.digest_id
         )
     assert items > 0
 
@@ -68,8 +68,8 @@ async def test_an_html_endpoint_fails_the_attempt_with_what_came_back(
         one_try = llm_settings(settings, base_url, digest_llm_max_retries=1, digest_llm_concurrency=1)
         job_id = await run_one_job(db, one_try, channel_id)
     job = await job_row(db, job_id)
-    error = str(job["error"])
-    assert job["status"] == "queued" and job["digest_id"] is None  # retried later
+    error = str(job.error)
+    assert job.status == "queued" and job.digest_id is None  # retried later
     assert "AttributeError" not in error
     assert "malformed response" in error and "text/html" in error and "Sign in" in error
     assert "x" * 200 not in error

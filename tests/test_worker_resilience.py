@@ -69,7 +69,7 @@ async def trigger(pool: asyncpg.Pool, channel_id: int, max_attempts: int = 3) ->
         job, _ = await jobs.enqueue_job(
             connection, jobs.JobKind.CHANNEL, channel_id, {}, max_attempts=max_attempts
         )
-    return int(job["id"])
+    return int(job.id)
 
 
 async def test_worker_loop_survives_killed_backends_idle_and_mid_job(
@@ -97,10 +97,10 @@ async def test_worker_loop_survives_killed_backends_idle_and_mid_job(
 
             async def finished(job_id: int) -> bool:
                 assert not loop_task.done(), "the worker loop died"
-                return (await job_row(crash_pool, job_id))["status"] not in ("queued", "running")
+                return (await job_row(crash_pool, job_id)).status not in ("queued", "running")
 
             await wait_for(lambda: finished(first), 60, "the job queued after the restart")
-            assert (await job_row(crash_pool, first))["status"] == "succeeded"
+            assert (await job_row(crash_pool, first)).status == "succeeded"
 
             # Mid-job: the heartbeat, the chunk cache and the job's end all lose the database.
             async with crash_pool.acquire() as connection:
@@ -108,7 +108,7 @@ async def test_worker_loop_survives_killed_backends_idle_and_mid_job(
             second = await trigger(crash_pool, other_channel_id)
 
             async def mapping() -> bool:
-                return (await job_row(crash_pool, second))["chunks_done"] >= 1
+                return (await job_row(crash_pool, second)).chunks_done >= 1
 
             await wait_for(mapping, 30, "the second job to map a chunk")
             await kill_a_backend(crash_server)
@@ -119,8 +119,8 @@ async def test_worker_loop_survives_killed_backends_idle_and_mid_job(
             await asyncio.wait_for(loop_task, 30)  # a clean return: it never died
             await runtime.close()
     job = await job_row(crash_pool, second)
-    assert job["status"] == "succeeded", job["error"]
-    assert job["attempts"] <= 3
+    assert job.status == "succeeded", job.error
+    assert job.attempts <= 3
     assert "retrying" in caplog.text or "heartbeat failed" in caplog.text or "could not" in caplog.text
 
 
@@ -147,10 +147,10 @@ async def test_worker_process_survives_a_killed_backend_and_stops_cleanly_on_sig
 
         async def finished() -> bool:
             assert process.poll() is None, log.read_text()
-            return (await job_row(crash_pool, job_id))["status"] not in ("queued", "running")
+            return (await job_row(crash_pool, job_id)).status not in ("queued", "running")
 
         await wait_for(finished, 60, "the worker process to digest after the restarts")
-        assert (await job_row(crash_pool, job_id))["status"] == "succeeded"
+        assert (await job_row(crash_pool, job_id)).status == "succeeded"
         process.send_signal(signal.SIGTERM)
         assert await wait_exit(process, 30) == 0, log.read_text()
     finally:
@@ -185,8 +185,8 @@ async def test_a_lost_lease_counts_as_an_attempt_and_ends_failed_at_the_maximum(
                     assert process.poll() is None, (tmp_path / f"worker{attempt}.log").read_text()
                     job = await job_row(crash_pool, job_id)
                     return bool(
-                        job["status"] == "running" and job["attempts"] == attempt
-                        and job["chunks_done"] >= 1
+                        job.status == "running" and job.attempts == attempt
+                        and job.chunks_done >= 1
                     )  # fmt: skip
 
                 await wait_for(running_this_attempt, 90, f"attempt {attempt} to map a chunk")
@@ -194,7 +194,7 @@ async def test_a_lost_lease_counts_as_an_attempt_and_ends_failed_at_the_maximum(
                 process.send_signal(signal.SIGKILL)
                 process.wait()
         killed = await job_row(crash_pool, job_id)
-        assert killed["status"] == "running" and killed["attempts"] == 2
+        assert killed.status == "running" and killed.attempts == 2
 
         runtime = Runtime(llm_settings(settings, base_url, database_url=crash_server))
         await runtime.open()
@@ -203,7 +203,7 @@ async def test_a_lost_lease_counts_as_an_attempt_and_ends_failed_at_the_maximum(
 
             async def ended() -> bool:
                 assert not await worker.run_once(), "a job at its last attempt was claimed again"
-                return (await job_row(crash_pool, job_id))["status"] != "running"
+                return (await job_row(crash_pool, job_id)).status != "running"
 
             await wait_for(ended, 30, "the expired lease to end the job")
             await asyncio.sleep(2.5)
@@ -211,9 +211,9 @@ async def test_a_lost_lease_counts_as_an_attempt_and_ends_failed_at_the_maximum(
         finally:
             await runtime.close()
     job: Any = await job_row(crash_pool, job_id)
-    assert job["status"] == "failed" and job["attempts"] == 2
-    assert job["error"].startswith("lease_expired:")
-    assert job["finished_at"] is not None and job["worker_id"] is None
+    assert job.status == "failed" and job.attempts == 2
+    assert job.error.startswith("lease_expired:")
+    assert job.finished_at is not None and job.worker_id is None
 
 
 async def test_the_listen_connection_is_reopened_after_a_restart(
@@ -238,7 +238,7 @@ async def test_the_listen_connection_is_reopened_after_a_restart(
 
         async def claimed() -> bool:
             assert not loop_task.done(), "the worker loop died"
-            return (await job_row(crash_pool, job_id))["status"] != "queued"
+            return (await job_row(crash_pool, job_id)).status != "queued"
 
         await wait_for(claimed, 50, "the worker to claim the job")
         assert asyncio.get_running_loop().time() - triggered < 10

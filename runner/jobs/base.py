@@ -12,6 +12,7 @@ from typing import Any, Protocol
 import asyncpg
 
 from db import jobs as job_queries
+from db.models import DigestJob
 from runner.jobs.outcomes import Finished, LostLease, Outcome
 
 
@@ -36,7 +37,7 @@ class JobRunner(Protocol):
     other exception is retried later. A kind that stores a digest commits the job's end with it
     through `finish` and returns `Stored`; the worker records every other outcome."""
 
-    async def run(self, job: asyncpg.Record, context: JobContext) -> Outcome: ...
+    async def run(self, job: DigestJob, context: JobContext) -> Outcome: ...
 
 
 async def finish(

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import asyncpg
 
 from db import channels as channel_queries
+from db.models import ChannelWithServer, DigestJob
 from db import digests as digest_queries
 from db import jobs as job_queries
 from db.jobs import JobStatus
@@ -45,13 +46,14 @@ class ChannelJobRunner:
     map_concurrency: int = 1
     max_window_messages: int = 100_000
 
-    async def run(self, job: asyncpg.Record, context: JobContext) -> Outcome:
+    async def run(self, job: DigestJob, context: JobContext) -> Outcome:
         stats = context.stats
+        assert job.channel_id is not None  # a channel job is queued on its channel
         async with context.pool.acquire() as connection:
-            channel = await channel_queries.channel_by_id(connection, job["channel_id"])
+            channel = await channel_queries.channel_by_id(connection, job.channel_id)
         if channel is None:
-            raise ValueError(f"channel {job['channel_id']} no longer exists")
-        spec = WindowSpec.from_options(job["options"])
+            raise ValueError(f"channel {job.channel_id} no longer exists")
+        spec = WindowSpec.from_options(job.options)
         window, stored = await self._load_window(context.pool, channel, spec)
         stats["messages"] = stored.message_count
         if not window.messages:
@@ -60,7 +62,7 @@ class ChannelJobRunner:
         if context.should_stop():
             raise Cancelled()
         extractor = self.extractor_factory()
-        chunk_tokens = int((job["options"] or {}).get("chunk_tokens", self.chunk_tokens))
+        chunk_tokens = int((job.options or {}).get("chunk_tokens", self.chunk_tokens))
         # An LLM extractor knows how much chunk its map model's context holds.
         max_chunk_tokens: Callable[[], int] | None = getattr(extractor, "max_chunk_tokens", None)
         if max_chunk_tokens is not None:
@@ -75,7 +77,7 @@ class ChannelJobRunner:
             chunk_tokens=chunk_tokens,
             min_overlap=self.min_overlap,
             concurrency=self.map_concurrency,
-            hooks=_hooks(job["id"], extractor, context),
+            hooks=_hooks(job.id, extractor, context),
         )  # fmt: skip
         stats.update(job_stats(result, extractor, stored.message_count))
         if result.chunk_count and len(result.failed_chunks) == result.chunk_count:
@@ -97,12 +99,12 @@ class ChannelJobRunner:
         ] + [{**r.as_json(), "stage": "reduce"} for r in result.validation.rejections]
         async with context.pool.acquire() as connection:
             await job_queries.update_progress(
-                connection, job["id"], context.worker_id, "store", result.chunk_count,
+                connection, job.id, context.worker_id, "store", result.chunk_count,
                 result.chunk_count,
             )  # fmt: skip
             await store_digest(
-                connection, job_id=job["id"], worker_id=context.worker_id,
-                channel_id=channel["id"], extractor=extractor.name,
+                connection, job_id=job.id, worker_id=context.worker_id,
+                channel_id=channel.id, extractor=extractor.name,
                 validation=result.validation, window=stored, digest_flags=digest_flags,
                 rejections=rejections, status=status, stats=stats,
                 warnings=[w.as_json() for w in result.warnings],
@@ -113,7 +115,7 @@ class ChannelJobRunner:
         return Stored()
 
     async def _load_window(
-        self, pool: asyncpg.Pool, channel: asyncpg.Record, spec: WindowSpec
+        self, pool: asyncpg.Pool, channel: ChannelWithServer, spec: WindowSpec
     ) -> tuple[Window, StoredWindow]:
         async with pool.acquire() as connection:
             return await load_window(connection, channel, spec, self.max_window_messages)

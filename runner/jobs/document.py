@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import asyncpg
 
 from db import documents as document_queries
+from db.models import DigestJob
 from db import jobs as job_queries
 from db.jobs import JobStatus
 from runner.documents.archive import (
@@ -67,17 +67,18 @@ class DocumentJobRunner:
     archive_dir: Path | None = None  # opt-in (seed 000 "Archival Contract")
     archive_retention_days: float = DEFAULT_RETENTION_DAYS
 
-    async def run(self, job: asyncpg.Record, context: JobContext) -> Outcome:
+    async def run(self, job: DigestJob, context: JobContext) -> Outcome:
         pool, stats = context.pool, context.stats
-        options = job["options"] or {}
+        options = job.options or {}
         query = str(options.get("query", ""))
-        stats.update({"document_id": job["document_id"], "summarizer_calls": 0})
+        stats.update({"document_id": job.document_id, "summarizer_calls": 0})
+        assert job.document_id is not None  # a document job's subject (digest_jobs_kind_source)
         async with pool.acquire() as connection:
-            row = await document_queries.document_by_id(connection, job["document_id"])
+            row = await document_queries.document_by_id(connection, job.document_id)
         if row is None:
-            raise FailNow(None, f"document {job['document_id']} no longer exists")
+            raise FailNow(None, f"document {job.document_id} no longer exists")
         document = CanonicalDocument.from_record(document_queries.document_record(row))
-        source_id = document_source_id(row["id"])
+        source_id = document_source_id(row.id)
 
         eligibility = document_eligibility(document, source_id, self.config)
         if not eligibility.eligible:
@@ -106,7 +107,7 @@ class DocumentJobRunner:
             raise Cancelled()
 
         async with pool.acquire() as connection:
-            await job_queries.update_progress(connection, job["id"], context.worker_id, "map", 0, 1)
+            await job_queries.update_progress(connection, job.id, context.worker_id, "map", 0, 1)
         started = time.perf_counter()
         try:
             async with asyncio.timeout(self.config.per_source_timeout):
@@ -132,7 +133,7 @@ class DocumentJobRunner:
                 await asyncio.to_thread(verify_archive, archive_dir, source_id, outcome.payload)
             except ArchiveError as error:
                 raise FailNow(error.code, error.reason) from None
-        await self._store(context, job, row["id"], query, outcome, archive_warnings)
+        await self._store(context, job, row.id, query, outcome, archive_warnings)
         return Stored()
 
     async def _archive(
@@ -160,7 +161,7 @@ class DocumentJobRunner:
     async def _store(
         self,
         context: JobContext,
-        job: asyncpg.Record,
+        job: DigestJob,
         document_id: int,
         query: str,
         outcome: DigestOutcome,
@@ -187,12 +188,12 @@ class DocumentJobRunner:
         }
         async with context.pool.acquire() as connection, connection.transaction():
             digest_id, _created = await document_queries.insert_document_digest(
-                connection, job["id"], values
+                connection, job.id, values
             )
             end = Finished(
                 JobStatus.SUCCEEDED, document_digest_id=digest_id, warnings=job_warnings
             )
-            await finish(connection, job["id"], context.worker_id, end, stats)
+            await finish(connection, job.id, context.worker_id, end, stats)
 
 
 def outcome_stats(outcome: DigestOutcome) -> dict[str, Any]:

@@ -1,0 +1,67 @@
+"""Typed rows: one SQLModel class per table of db/migrations (`table=True`, the columns as the
+migrations create them; tests/test_db_models.py compares the two), and small non-table models
+for the queries that return a projection or a join. db/ functions return these instead of
+asyncpg records; `db.models.as_rows` and its siblings build them.
+
+The migrations stay the schema's source (the models never create tables): the hot paths,
+claim, keyset pages and COPY ingest, are hand-written SQL in db/queries.sql, and the models
+are the typed view of their results.
+"""
+
+from sqlalchemy.orm import configure_mappers
+
+from db.models.channels import (
+    Channel,
+    ChannelColumns,
+    ChannelMessageCount,
+    ChannelUncoveredCount,
+    ChannelWithServer,
+    Message,
+    MessageId,
+    MessageRange,
+    MessageRevision,
+    RevisionText,
+    Server,
+    WindowMessageRow,
+)
+from db.models.digests import (
+    ActionItem,
+    Artifact,
+    ArtifactWithMessage,
+    ChunkResult,
+    Decision,
+    Digest,
+    DigestItemCounts,
+    DigestMessage,
+    EditedMessage,
+    Entity,
+    KnowledgeItem,
+    KnowledgeItemWithMessage,
+    Link,
+    OpenQuestion,
+    Topic,
+)
+from db.models.documents import (
+    Document,
+    DocumentColumns,
+    DocumentDigest,
+    DocumentFields,
+    DocumentListing,
+    StoredDocument,
+)
+from db.models.jobs import DigestJob
+from db.models.rows import as_row, as_row_or_none, as_rows
+
+# SQLAlchemy sets up a table model's attributes on first ORM use (a session, an `__init__`);
+# rows built by `model_construct` are neither, so the setup runs here, once, at import.
+configure_mappers()
+
+__all__ = [
+    "ActionItem", "Artifact", "ArtifactWithMessage", "Channel", "ChannelColumns",
+    "ChannelMessageCount", "ChannelUncoveredCount", "ChannelWithServer", "ChunkResult", "Decision",
+    "Digest", "DigestItemCounts", "DigestJob", "DigestMessage", "Document", "DocumentColumns",
+    "DocumentDigest", "DocumentFields", "DocumentListing", "EditedMessage", "Entity",
+    "KnowledgeItem", "KnowledgeItemWithMessage", "Link", "Message", "MessageId", "MessageRange",
+    "MessageRevision", "OpenQuestion", "RevisionText", "Server", "StoredDocument", "Topic",
+    "WindowMessageRow", "as_row", "as_row_or_none", "as_rows",
+]  # fmt: skip
