@@ -77,6 +77,14 @@ class JobEventHub:
         return self._connection is not None and not self._connection.is_closed()
 
     @property
+    def listener_pid(self) -> int | None:
+        """The database backend of the LISTEN connection (pg_stat_activity.pid), if open."""
+        if self._connection is None or self._connection.is_closed():
+            return None
+        pid: int = self._connection.get_server_pid()
+        return pid
+
+    @property
     def watched_jobs(self) -> int:
         return len(self._watches)
 
@@ -118,13 +126,14 @@ class JobEventHub:
     async def _listen_forever(self) -> None:
         while not self._closed.is_set():
             lost = asyncio.Event()
+            connection: asyncpg.Connection | None = None
             try:
                 connection = await connect(self._url, timeout=5.0)
                 connection.add_termination_listener(lambda *_: lost.set())
-                self._connection = connection
                 await connection.add_listener(JOB_EVENTS_CHANNEL, self._on_event)
             except Exception as error:  # noqa: BLE001 - the watches poll meanwhile
-                await self._drop_connection()
+                if connection is not None:
+                    connection.terminate()
                 delay = self._backoff.next_delay()
                 logger.warning(
                     "job events: LISTEN unavailable (%s); subscribers re-read every %ss, "
@@ -133,6 +142,8 @@ class JobEventHub:
                 )  # fmt: skip
                 await wait_any((self._closed,), delay)
                 continue
+            # Listening only now that LISTEN is in place: until then the watches keep polling.
+            self._connection = connection
             self.connections_opened += 1
             self._backoff.reset()
             self._wake_all()  # whatever changed before LISTEN began is read now
