@@ -13,7 +13,6 @@ from strawberry.extensions import (
     MaxTokensLimiter,
     ParserCache,
     QueryDepthLimiter,
-    ValidationCache,
 )
 from strawberry.schema.config import StrawberryConfig
 from strawberry.types import ExecutionContext
@@ -22,6 +21,7 @@ from schema.errors import ValidationErrorCodes, code_of, is_client_error
 from schema.mutations import Mutation
 from schema.queries import Query
 from schema.scalars import DATETIME
+from schema.validation_cache import validation_cache
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +40,10 @@ _LIMIT_RULES = [
     *QueryDepthLimiter(max_depth=MAX_QUERY_DEPTH).validation_rules,
     *MaxAliasesLimiter(max_alias_count=MAX_ALIASES).validation_rules,
 ]
+
+
+# Validation remembered per query text (schema/validation_cache.py).
+TextValidationCache = validation_cache(QUERY_CACHE_SIZE)
 
 
 class QueryLimitRules(AddValidationRules):
@@ -87,6 +91,6 @@ def build_schema() -> strawberry.Schema:
             ValidationErrorCodes,
             lambda: MaxTokensLimiter(max_token_count=MAX_TOKENS),
             lambda: ParserCache(maxsize=QUERY_CACHE_SIZE),
-            lambda: ValidationCache(maxsize=QUERY_CACHE_SIZE),
+            TextValidationCache,
         ],
     )
