@@ -14,7 +14,6 @@ from strawberry.extensions import (
     MaxTokensLimiter,
     ParserCache,
     QueryDepthLimiter,
-    ValidationCache,
 )
 from strawberry.schema.config import StrawberryConfig
 from strawberry.types import ExecutionContext
@@ -24,6 +23,7 @@ from schema.mutations import Mutation
 from schema.queries import Query
 from schema.scalars import DATETIME
 from schema.subscriptions import Subscription
+from schema.validation_cache import validation_cache
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +42,10 @@ _LIMIT_RULES = [
     *QueryDepthLimiter(max_depth=MAX_QUERY_DEPTH).validation_rules,
     *MaxAliasesLimiter(max_alias_count=MAX_ALIASES).validation_rules,
 ]
+
+
+# Validation remembered per query text (schema/validation_cache.py).
+TextValidationCache = validation_cache(QUERY_CACHE_SIZE)
 
 
 class QueryLimitRules(AddValidationRules):
@@ -90,6 +94,6 @@ def build_schema() -> strawberry.Schema:
             ValidationErrorCodes,
             lambda: MaxTokensLimiter(max_token_count=MAX_TOKENS),
             lambda: ParserCache(maxsize=QUERY_CACHE_SIZE),
-            lambda: ValidationCache(maxsize=QUERY_CACHE_SIZE),
+            TextValidationCache,
         ],
     )
