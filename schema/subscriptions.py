@@ -15,7 +15,7 @@ from strawberry.types import Info
 from db import jobs, models
 from schema.context import Context
 from schema.errors import NOT_FOUND, client_error
-from schema.ids import parse_id
+from schema.ids import DIGEST_JOB, IdArgument, parse_id
 from schema.job_types import DigestJob
 
 
@@ -33,9 +33,9 @@ class Subscription:
         "NOT_FOUND."
     )
     async def job_progress(
-        self, info: Info[Context, None], id: strawberry.ID
+        self, info: Info[Context, None], id: IdArgument
     ) -> AsyncGenerator[DigestJob, None]:
-        job_id = parse_id(id, "job")
+        job_id = parse_id(id, DIGEST_JOB)
         events = info.context.job_events
         if events is None:
             raise RuntimeError("jobProgress needs the server's job events (Context.job_events)")
@@ -43,7 +43,7 @@ class Subscription:
         async with events.watch(job_id) as watch:
             row = await _read(info.context, job_id)
             if row is None:
-                raise client_error(f"no job with id {job_id}", NOT_FOUND)
+                raise client_error(f"no job with id {id}", NOT_FOUND)
             while True:
                 job = DigestJob.from_row(row)
                 info.context.begin_event()

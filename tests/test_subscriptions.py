@@ -219,7 +219,7 @@ async def test_a_watch_falls_back_to_reading_while_no_listen_is_possible() -> No
 async def test_errors_of_a_subscription_carry_codes(db: asyncpg.Pool, settings: Settings) -> None:
     app = create_app(settings, AppOptions(run_workers=0))
     async with running_server(app) as base_url, socket(base_url, init={}) as ws:
-        for op_id, job_id, code in (("unknown", "424242", "NOT_FOUND"), ("malformed", "01", "BAD_USER_INPUT")):
+        for op_id, job_id, code in (("unknown", "424242", "NOT_FOUND"), ("malformed", "01", "BAD_ID")):
             await subscribe(ws, op_id, job_id)
             answer = await receive(ws)
             assert answer["type"] == "next" and answer["payload"]["data"] is None, answer
