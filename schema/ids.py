@@ -115,6 +115,15 @@ def parse_id(value: strawberry.ID | str, type_name: str) -> int:
     return row_id
 
 
+def channel_row_id(text: str) -> int | None:
+    """The row id of a channel named by its global id or its numeric id, else None (for the
+    CLI, where the same argument may also be a channel's name)."""
+    try:
+        return parse_id(text, CHANNEL)
+    except GraphQLError:
+        return None
+
+
 def parse_server_id(value: strawberry.ID | None) -> int | None:
     """A server id argument: servers are no nodes, their ids stay numeric strings."""
     if value is None:

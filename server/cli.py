@@ -29,7 +29,7 @@ from runner import offload
 from server.cli_eval import add_eval_parser
 from runner.supervision import RunnerSupervisor
 from runner.triggers import TriggerRefused, channel_digest_options, trigger_channel_digest
-from schema.ids import canonical_id
+from schema.ids import CHANNEL, channel_row_id, global_id
 from server.cli_documents import add_arguments as add_doc_arguments
 from server.cli_documents import add_doc
 from server.cli_import import import_and_report
@@ -243,9 +243,9 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
 
 async def _find_channel(runtime: Runtime, name: str, server: str | None) -> int | None:
     async with runtime.pool.acquire() as connection:
-        # A name spelling an id is looked up as the id first, read as the API reads ids
-        # (str.isdigit would take "²", which int() then refuses).
-        row_id = canonical_id(name)
+        # A name spelling an id (the API's global id, or a numeric one) is looked up as the id
+        # first, read as the API reads ids (str.isdigit would take "²", which int() refuses).
+        row_id = channel_row_id(name)
         if row_id is not None:
             row = await channel_queries.channel_by_id(connection, row_id)
             if row is not None:
@@ -392,8 +392,9 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
         assert channel_id is not None
         code = await _digest(runtime, channel_id, wait=True, run_worker=True)
         print(
-            "\nNext: run `digestd serve` and open http://127.0.0.1:8000/graphql to explore it, "
-            f"e.g. {{ digests(filter: {{channelId: \"{channel_id}\"}}) "
+            "\nNext: run `digestd serve` and open http://127.0.0.1:8000/ (the web console) or "
+            "http://127.0.0.1:8000/graphql to explore it, e.g. "
+            f"{{ digests(filter: {{channelId: \"{global_id(CHANNEL, channel_id)}\"}}) "
             "{ nodes { id title excerpt } } }"
         )
         return code
