@@ -10,6 +10,8 @@ the benchmark sees is the GraphQL layer: parsing, validation, execution, DataLoa
 
 from __future__ import annotations
 
+import base64
+
 import argparse
 import contextlib
 from collections.abc import AsyncIterator
@@ -46,22 +48,26 @@ def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
 
 
-def _id(value: int | None) -> str | None:
-    return str(value) if value is not None else None
+def _id(type_name: str, value: int | None) -> str | None:
+    """A Relay global id, base64("Type:pk"), as schema/ids.py writes it (the same rule, not its
+    code: the baseline must not import the GraphQL layer it is compared with)."""
+    if value is None:
+        return None
+    return base64.b64encode(f"{type_name}:{value}".encode()).decode("ascii")
 
 
 def job_json(row: DigestJob) -> dict[str, Any]:
     """The fields of bench/api.py's JOB_QUERY, shaped as GraphQL returns them."""
     stats = row.stats or {}
     return {
-        "id": str(row.id),
+        "id": _id("DigestJob", row.id),
         "status": row.status.upper(),
         "phase": row.phase.upper() if row.phase else None,
         "progress": {"chunksDone": row.chunks_done, "chunksTotal": row.chunks_total},
         "attempts": row.attempts,
         "error": row.error,
         "resultMessage": row.result_message,
-        "digestId": _id(row.digest_id),
+        "digestId": _id("Digest", row.digest_id),
         "stats": {
             "messages": stats.get("messages"),
             "chunks": stats.get("chunks"),
@@ -81,8 +87,8 @@ def excerpt(overview: str) -> str:
 def digest_summary_json(row: Digest) -> dict[str, Any]:
     """The scalar fields of DIGESTS_QUERY's node."""
     return {
-        "id": str(row.id),
-        "channelId": str(row.channel_id),
+        "id": _id("Digest", row.id),
+        "channelId": _id("Channel", row.channel_id),
         "title": row.title,
         "excerpt": excerpt(row.overview),
         "signalQuality": {"level": row.signal_quality, "reason": row.signal_reason},
