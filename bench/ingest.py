@@ -180,13 +180,18 @@ def sqlalchemy_url(url: str) -> str:
 
 @functools.cache
 def orm_message_model() -> type[Any]:
-    """The SQLModel class of `messages` (the columns of db/migrations/0001_init.sql), declared
-    once per process: SQLAlchemy's registry warns when a table class is declared twice."""
+    """The SQLModel class of `messages` as an ORM user would write it for inserts (only the
+    columns an insert sets; the database fills the rest), declared once per process in a
+    registry of its own: `db.models` already maps `messages` in SQLModel's default metadata."""
     from sqlalchemy import Column
     from sqlalchemy.dialects.postgresql import JSONB
+    from sqlalchemy.orm import registry
     from sqlmodel import Field, SQLModel
 
-    class Message(SQLModel, table=True):
+    class BenchBase(SQLModel, registry=registry()):
+        pass
+
+    class Message(BenchBase, table=True):
         __tablename__ = "messages"
         id: int | None = Field(default=None, primary_key=True)
         channel_id: int

@@ -53,6 +53,7 @@ from db.engine import connect, create_pool  # noqa: E402
 from db.migrate import migrate  # noqa: E402
 from db.pages import KeysetCursor  # noqa: E402
 from schema import build_schema  # noqa: E402
+from schema.ids import decode_global_id  # noqa: E402
 from schema.context import ApiConfig, Context, Role  # noqa: E402
 
 BENCH_NAME = "keyset"
@@ -176,7 +177,8 @@ async def measure(url: str, args: argparse.Namespace, deep: int) -> list[dict[st
             )
             assert result.errors is None, result.errors
             assert result.data is not None
-            return [int(edge["node"]["id"]) for edge in result.data["knowledgeItems"]["edges"]]
+            edges = result.data["knowledgeItems"]["edges"]
+            return [decode_global_id(edge["node"]["id"])[1] for edge in edges]
 
         methods: dict[str, Callable[[int], Awaitable[list[int]]]] = {
             "sql/keyset": sql_keyset, "sql/offset": sql_offset, "graphql/keyset": graphql_keyset,
