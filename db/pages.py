@@ -36,6 +36,10 @@ class InvalidCursor(ValueError):
     """A cursor that this server did not produce (or from another list)."""
 
 
+class InvalidPageSize(ValueError):
+    """A page size (`first`) out of 1..MAX_PAGE_SIZE."""
+
+
 class InvalidSearch(ValueError):
     """A full-text search the database would refuse or choke on."""
 
@@ -247,10 +251,10 @@ async def fetch_page(
     first: int,
     after: str | None,
 ) -> Page[ListRow]:
-    """One page of `spec`. Raises ValueError for a bad `first`, InvalidCursor for `after` and
+    """One page of `spec`. Raises InvalidPageSize for a bad `first`, InvalidCursor for `after` and
     InvalidSearch for a `query` filter Postgres cannot run."""
     if not 1 <= first <= MAX_PAGE_SIZE:
-        raise ValueError(f"first must be between 1 and {MAX_PAGE_SIZE}, got {first}")
+        raise InvalidPageSize(f"first must be between 1 and {MAX_PAGE_SIZE}, got {first}")
     unknown = set(filters) - set(spec.filters)
     if unknown:
         raise ValueError(f"unknown filters for {spec.name}: {sorted(unknown)}")

@@ -7,7 +7,7 @@ import re
 
 import strawberry
 
-from schema.errors import client_error
+from schema.errors import BAD_ID, client_error
 
 # The only spelling of an id: ASCII digits, no sign, spaces, leading zeros or separators. Python's
 # int() also reads "١" (an Arabic-Indic one), "1_0" and " 7 ", which would make several strings
@@ -31,7 +31,8 @@ def parse_id(value: strawberry.ID | str, what: str) -> int:
         return row_id
     raise client_error(
         f"invalid {what} id {text[:40]!r}: ids are numeric strings of ASCII digits without sign, "
-        f"spaces or leading zeros, at most {MAX_ID}"
+        f"spaces or leading zeros, at most {MAX_ID}",
+        BAD_ID,
     )
 
 

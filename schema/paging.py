@@ -8,9 +8,9 @@ import asyncpg
 from strawberry.types import Info
 
 from db import pages
-from db.pages import InvalidCursor, InvalidSearch, ListRow, ListSpec
+from db.pages import InvalidCursor, InvalidPageSize, InvalidSearch, ListRow, ListSpec
 from schema.context import Context
-from schema.errors import client_error
+from schema.errors import BAD_CURSOR, PAGE_SIZE, client_error
 
 PAGE_SIZE_HELP = f"Page size, 1 to {pages.MAX_PAGE_SIZE}."
 
@@ -26,7 +26,9 @@ async def page_of(
         async with info.context.pool.acquire() as connection:
             return await pages.fetch_page(connection, spec, filters, first=first, after=after)
     except InvalidCursor as error:
-        raise client_error(f"invalid cursor: {error}", argument="after") from None
+        raise client_error(f"invalid cursor: {error}", BAD_CURSOR, argument="after") from None
+    except InvalidPageSize as error:
+        raise client_error(str(error), PAGE_SIZE, argument="first") from None
     except InvalidSearch as error:
         raise client_error(f"invalid search query: {error}", argument="filter.query") from None
     except asyncpg.ProgramLimitExceededError:

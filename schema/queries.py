@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import datetime
-from enum import Enum
 from typing import Annotated
 
 import strawberry
@@ -17,16 +16,9 @@ from schema.digest_types import Digest, DigestSummary, KnowledgeItem
 from schema.documents import DocumentQueries
 from schema.errors import client_error
 from schema.ids import parse_id, parse_optional_id
-from schema.job_types import DigestJob, JobStatus
+from schema.enums import JobStatus, KnowledgeKind, SignalLevel
+from schema.job_types import DigestJob
 from schema.paging import PAGE_SIZE_HELP, page_of
-
-
-@strawberry.enum
-class SignalLevel(Enum):
-    HIGH = "high"
-    MEDIUM = "medium"
-    LOW = "low"
-    EMPTY = "empty"
 
 
 @strawberry.input
@@ -49,7 +41,7 @@ class DigestFilter:
 class KnowledgeItemFilter:
     channel_id: strawberry.ID | None = None
     digest_id: strawberry.ID | None = None
-    kind: str | None = None
+    kind: KnowledgeKind | None = None
     query: str | None = strawberry.field(
         default=None, description="Full-text search (websearch syntax) over title and text."
     )
@@ -71,7 +63,7 @@ class Query(DocumentQueries):
         server_id: strawberry.ID | None = None,
         first: Annotated[int, strawberry.argument(description=PAGE_SIZE_HELP)] = 20,
         after: str | None = None,
-    ) -> Connection[Channel]:
+    ) -> Connection[Channel] | None:
         filters = {"server_id": parse_optional_id(server_id, "server")}
         page = await page_of(info, pages.CHANNELS, filters, first, after)
         return Connection.from_page(page, Channel.from_row)
@@ -88,7 +80,7 @@ class Query(DocumentQueries):
         filter: MessageFilter,
         first: Annotated[int, strawberry.argument(description=PAGE_SIZE_HELP)] = 50,
         after: str | None = None,
-    ) -> Connection[Message]:
+    ) -> Connection[Message] | None:
         filters = {
             "channel_id": parse_id(filter.channel_id, "channel"),
             "since": filter.since,
@@ -104,7 +96,7 @@ class Query(DocumentQueries):
         filter: DigestFilter | None = None,
         first: Annotated[int, strawberry.argument(description=PAGE_SIZE_HELP)] = 20,
         after: str | None = None,
-    ) -> Connection[DigestSummary]:
+    ) -> Connection[DigestSummary] | None:
         filter = filter or DigestFilter()
         filters = {
             "server_id": parse_optional_id(filter.server_id, "server"),
@@ -128,7 +120,7 @@ class Query(DocumentQueries):
         filter: KnowledgeItemFilter | None = None,
         first: Annotated[int, strawberry.argument(description=PAGE_SIZE_HELP)] = 20,
         after: str | None = None,
-    ) -> Connection[KnowledgeItem]:
+    ) -> Connection[KnowledgeItem] | None:
         filter = filter or KnowledgeItemFilter()
         query = filter.query.strip() if filter.query else None
         if query and len(query) > 500:
@@ -136,7 +128,7 @@ class Query(DocumentQueries):
         filters = {
             "channel_id": parse_optional_id(filter.channel_id, "channel"),
             "digest_id": parse_optional_id(filter.digest_id, "digest"),
-            "kind": filter.kind,
+            "kind": filter.kind.value if filter.kind else None,
             "query": query or None,
         }
         page = await page_of(info, pages.KNOWLEDGE_ITEMS, filters, first, after)
@@ -149,7 +141,7 @@ class Query(DocumentQueries):
         filter: DigestJobFilter | None = None,
         first: Annotated[int, strawberry.argument(description=PAGE_SIZE_HELP)] = 20,
         after: str | None = None,
-    ) -> Connection[DigestJob]:
+    ) -> Connection[DigestJob] | None:
         filter = filter or DigestJobFilter()
         filters = {
             "channel_id": parse_optional_id(filter.channel_id, "channel"),

@@ -46,10 +46,10 @@ from schema.errors import (
     BAD_REQUEST,
     BAD_USER_INPUT,
     FORBIDDEN,
-    PARSE_FAILED,
-    QUERY_TOO_COSTLY,
+    PARSE,
     REQUEST_TOO_LARGE,
-    VALIDATION_FAILED,
+    TOO_COMPLEX,
+    VALIDATION,
     client_error,
 )
 from schema.input_values import InputProblem, check_literal, check_variables, variables_in
@@ -107,10 +107,10 @@ def admit(schema: GraphQLSchema, request: GraphQLRequest, role: Role, limits: Ga
     try:
         document = parse_document(request.query)
     except GraphQLSyntaxError as error:
-        error.extensions = {"code": PARSE_FAILED}
+        error.extensions = {"code": PARSE}
         raise Refused(error) from None
     except RecursionError:
-        raise _refuse("the query is nested too deeply to parse", PARSE_FAILED) from None
+        raise _refuse("the query is nested too deeply to parse", PARSE) from None
     operation = get_operation_ast(document, request.operation_name)
     if operation is None:
         reason = (
@@ -121,11 +121,11 @@ def admit(schema: GraphQLSchema, request: GraphQLRequest, role: Role, limits: Ga
     try:
         survey = _survey(document)
     except RecursionError:
-        raise _refuse("the query is nested too deeply", VALIDATION_FAILED) from None
+        raise _refuse("the query is nested too deeply", VALIDATION) from None
     if survey.empty_selection is not None:
         raise Refused(survey.empty_selection)
     if operation.operation is OperationType.SUBSCRIPTION:
-        raise _refuse("this API has no subscriptions: poll job(id) instead", VALIDATION_FAILED)
+        raise _refuse("this API has no subscriptions: poll job(id) instead", VALIDATION)
     if operation.operation is not OperationType.QUERY:
         if request.method == "GET":
             raise _refuse(f"{operation.operation.value}s are not allowed over GET: use POST", BAD_REQUEST, 400)
@@ -160,12 +160,12 @@ def admit(schema: GraphQLSchema, request: GraphQLRequest, role: Role, limits: Ga
         try:
             cost = query_cost(schema, root_type, operation.selection_set, fragments, request.variables)
         except RecursionError:
-            raise _refuse("the query is nested too deeply", VALIDATION_FAILED) from None
+            raise _refuse("the query is nested too deeply", VALIDATION) from None
         if cost > limits.max_query_cost:
             raise _refuse(
                 f"the query would cost {cost}, over the limit of {limits.max_query_cost}: ask for "
                 "smaller pages, fewer aliases or fewer large texts (canonicalText) per request",
-                QUERY_TOO_COSTLY, cost=cost, maxCost=limits.max_query_cost,
+                TOO_COMPLEX, cost=cost, maxCost=limits.max_query_cost,
             )  # fmt: skip
     return document
 
@@ -216,7 +216,7 @@ class _Survey(Visitor):
         owner = f"Field '{parent.name.value}'" if isinstance(parent, FieldNode) else "The operation"
         self.empty_selection = GraphQLError(
             f"{owner} has an empty selection set: select at least one field",
-            nodes=node, extensions={"code": VALIDATION_FAILED},
+            nodes=node, extensions={"code": VALIDATION},
         )  # fmt: skip
         return BREAK
 
