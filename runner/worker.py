@@ -31,6 +31,7 @@ from runner.jobs.channel import ChannelJobRunner
 from runner.jobs.document import DocumentJobRunner
 from runner.jobs.outcomes import Cancelled, FailNow, Finished, LostLease, Outcome
 from runner.jobs.outcomes import RetryLater, Stored
+from runner.metrics import JOB_SECONDS
 from runner.supervision import Backoff, JobListener, describe_error, wait_any
 
 logger = logging.getLogger(__name__)
@@ -208,6 +209,9 @@ class Worker:
             outcome = RetryLater(type(error).__name__, str(error))
         if isinstance(outcome, RetryLater):
             context.stats["duration_seconds"] = round(time.perf_counter() - started, 3)
+        JOB_SECONDS.labels(job.kind, _outcome_label(outcome, context)).observe(
+            time.perf_counter() - started
+        )
         await self._settle(job, self._record(job, outcome, context))
 
     async def _record(self, job: DigestJob, outcome: Outcome, context: JobContext) -> None:
@@ -250,6 +254,24 @@ class Worker:
                 "job %s: could not record its end (%s); it will be reclaimed when its lease "
                 "expires", job.id, describe_error(error),
             )  # fmt: skip
+
+
+def _outcome_label(outcome: Outcome, context: JobContext) -> str:
+    """How a run ended, as a closed set of labels: the status it ended with, or what else
+    happened to it."""
+    match outcome:
+        case Stored() | Finished():
+            return str(outcome.status)
+        case FailNow():
+            return "failed"
+        case RetryLater():
+            return "retry"
+        case Cancelled() if context.cancel_requested and not context.lease_lost:
+            return "cancelled"
+        case Cancelled() if not context.lease_lost:
+            return "released"
+        case _:
+            return "lease_lost"
 
 
 async def _cancel(task: asyncio.Task[None]) -> None:

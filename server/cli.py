@@ -32,6 +32,7 @@ from schema.ids import canonical_id
 from server.cli_documents import add_arguments as add_doc_arguments
 from server.cli_documents import add_doc
 from server.cli_import import import_and_report
+from server.cli_json import emit, job_json, refuse
 from server.logs import configure_logging, enable_access_log
 from server.render import render_digest
 from server.runtime import ConfigurationError, DatabaseUnavailable, Runtime
@@ -40,6 +41,7 @@ from server.settings import Settings, get_settings
 logger = logging.getLogger("digestd")
 
 DEMO_CHANNEL = "team-platform"
+JSON_HELP = "print one JSON object on stdout (the API's field names) instead of text"
 
 
 def _is_loopback(host: str) -> bool:
@@ -160,11 +162,31 @@ def cmd_migrate(args: argparse.Namespace, settings: Settings) -> int:
     return asyncio.run(_with_runtime(settings, body))
 
 
+def _serve_worker_metrics(host: str, port: int) -> None:
+    """The worker's own figures (runner/metrics.py) in Prometheus' format on host:port, from a
+    daemon thread; the queue's figures come from any `serve` process's /metrics."""
+    from prometheus_client import start_http_server
+
+    import runner.metrics  # noqa: F401 - registers the worker's metrics before the first scrape
+
+    start_http_server(port, addr=host)
+    print(f"digestd worker: metrics at http://{host}:{port}/metrics", file=sys.stderr)
+
+
 def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
+    if args.metrics_port is not None:
+        busy = port_problem(args.metrics_host, args.metrics_port)
+        if busy is not None:
+            print(f"digestd worker: cannot serve metrics on {args.metrics_host}:"
+                  f"{args.metrics_port}: {busy}", file=sys.stderr)  # fmt: skip
+            return 2
+
     @_watches_stopping
     async def body(runtime: Runtime) -> int:
         # Loops are supervised: one that dies is restarted; a signal checkpoints running jobs
         # and releases them (runtime.stopping), then the process exits 0.
+        if args.metrics_port is not None:
+            _serve_worker_metrics(args.metrics_host, args.metrics_port)
         runner = RunnerSupervisor(runtime.new_worker, args.concurrency)
         print(f"digestd worker: {args.concurrency} loop(s), extractor {settings.extractor_name}",
               file=sys.stderr)  # fmt: skip
@@ -182,11 +204,12 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     path = Path(args.path)
     problem = describe(path) if not path.is_dir() else None
     if problem is not None:  # before starting the database: nothing to do
-        print(f"digestd: error: {path} {problem}", file=sys.stderr)
-        return 2
+        return refuse(f"digestd: error: {path} {problem}", args.json)
 
     async def body(runtime: Runtime) -> int:
-        return await import_and_report(runtime, path, args.channel, args.server, args.format)
+        return await import_and_report(
+            runtime, path, args.channel, args.server, args.format, as_json=args.json
+        )
 
     return asyncio.run(_with_runtime(settings, body))
 
@@ -214,6 +237,7 @@ async def _digest(
     run_worker: bool,
     since: datetime | None = None,
     until: datetime | None = None,
+    as_json: bool = False,
 ) -> int:
     try:
         async with runtime.pool.acquire() as connection:
@@ -222,17 +246,20 @@ async def _digest(
                 max_attempts=runtime.settings.digestd_max_attempts,
             )  # fmt: skip
     except TriggerRefused as refused:
-        print(f"digestd digest: {refused.message}", file=sys.stderr)
-        return 2
+        return refuse(f"digestd digest: {refused.message}", as_json)
     state = JobStatus.QUEUED if created else "already " + job.status
     print(f"job {job.id} {state}", file=sys.stderr)
     if not wait:
+        if as_json:
+            emit({"created": created, "job": job_json(job)})
         return 0
     worker = runtime.new_worker() if run_worker else None
     last_line = ""
     while True:
         if runtime.stopping.is_set():
             print(f"job {job.id} left to other workers", file=sys.stderr)
+            if as_json:
+                emit({"created": created, "job": job_json(job)})
             return 0
         if worker is not None:
             await worker.run_once(runtime.stopping)
@@ -255,6 +282,9 @@ async def _digest(
         if job.status in job_queries.TERMINAL:
             break
         await asyncio.sleep(0.5)
+    if as_json:
+        emit({"created": created, "job": job_json(job)})
+        return 1 if job.status in (JobStatus.FAILED, JobStatus.CANCELLED) else 0
     return await _print_outcome(runtime, job)
 
 
@@ -309,21 +339,18 @@ def cmd_digest(args: argparse.Namespace, settings: Settings) -> int:
         try:
             channel_id = await _find_channel(runtime, args.channel, args.server)
         except ValueError as error:
-            print(f"digestd digest: {error}", file=sys.stderr)
-            return 2
+            return refuse(f"digestd digest: {error}", args.json)
         if channel_id is None:
-            print(f"digestd digest: no channel {args.channel!r}", file=sys.stderr)
-            return 2
+            return refuse(f"digestd digest: no channel {args.channel!r}", args.json)
         return await _digest(
             runtime, channel_id, wait=args.wait, run_worker=not args.no_worker,
-            since=since, until=until,
+            since=since, until=until, as_json=args.json,
         )  # fmt: skip
 
     try:
         since, until = _catch_up_window(args.since, args.until)
     except ValueError as error:
-        print(f"digestd digest: {error}", file=sys.stderr)
-        return 2
+        return refuse(f"digestd digest: {error}", args.json)
 
     return asyncio.run(_with_runtime(settings, body))
 
@@ -380,6 +407,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     worker = commands.add_parser("worker", help="process digest jobs")
     worker.add_argument("--concurrency", type=int, default=1, help="job loops in this process")
+    worker.add_argument(
+        "--metrics-port", type=int, help="serve this worker's Prometheus metrics on this port"
+    )
+    worker.add_argument("--metrics-host", default="127.0.0.1", help="address of --metrics-port")
     worker.set_defaults(handler=cmd_worker)
 
     commands.add_parser("migrate", help="apply database migrations").set_defaults(handler=cmd_migrate)
@@ -393,6 +424,7 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("jsonl", "discord_json", "discord_csv", "discord_txt", "slack", "irc"),
         help="read the export as this format instead of detecting it from its content",
     )
+    importer.add_argument("--json", action="store_true", help=JSON_HELP)
     importer.set_defaults(handler=cmd_import)
 
     digest = commands.add_parser("digest", help="trigger a digest of a channel")
@@ -404,6 +436,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     digest.add_argument("--since", help="catch-up window start, ISO 8601 (inclusive)")
     digest.add_argument("--until", help="catch-up window end, ISO 8601 (exclusive)")
+    digest.add_argument("--json", action="store_true", help=JSON_HELP)
     digest.set_defaults(handler=cmd_digest)
 
     add_doc_parser = commands.add_parser(

@@ -1,4 +1,4 @@
-"""`digestd add-doc PATH_OR_URL [--title T] [--query Q] [--wait]`: ingest a document, optionally
+"""`digestd add-doc PATH_OR_URL [--title T] [--query Q] [--wait] [--json]`: ingest a document, optionally
 queue a digest of it for a query and, with --wait, run it here and print the DigestPayload."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ import asyncio
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from db import documents as document_queries
 from db import jobs as job_queries
@@ -17,6 +18,7 @@ from runner.documents.errors import DocumentError
 from runner.documents.ingest import ingest_bytes, ingest_url
 from runner.documents.payload import DigestPayload, validate_payload_dict
 from runner.triggers import TriggerRefused, trigger_document_digest
+from server.cli_json import emit, job_json, refuse
 from server.runtime import Runtime, digest_config, fetch_policy
 from server.settings import Settings
 
@@ -41,7 +43,11 @@ async def _canonical(
     raise ValueError(f"{source} is neither a file nor a URL")
 
 
-async def _wait(runtime: Runtime, job_id: int, run_worker: bool) -> int:
+async def _wait(
+    runtime: Runtime, job_id: int, run_worker: bool, result: dict[str, Any] | None
+) -> int:
+    """Run or wait for the job; print its payload (or, with --json, add job and payload to
+    `result` and print that one object)."""
     worker = runtime.new_worker() if run_worker else None
     while True:
         if worker is not None:
@@ -52,9 +58,13 @@ async def _wait(runtime: Runtime, job_id: int, run_worker: bool) -> int:
         if job.status in TERMINAL:
             break
         await asyncio.sleep(0.3)
+    code = 0 if job.status == JobStatus.SUCCEEDED else 1
     if job.document_digest_id is None:
+        if result is not None:
+            emit({**result, "job": job_json(job), "payload": None})
+            return code
         print(f"job {job_id} {job.status}: {job.error or job.result_message or ''}")
-        return 0 if job.status == JobStatus.SUCCEEDED else 1
+        return code
     async with runtime.pool.acquire() as connection:
         rows = await document_queries.document_digests_by_ids(
             connection, [job.document_digest_id]
@@ -62,6 +72,9 @@ async def _wait(runtime: Runtime, job_id: int, run_worker: bool) -> int:
     # Validated on read, printed in the schema's key order (jsonb keeps its own order).
     validate_payload_dict(rows[0].payload)
     payload = DigestPayload.from_dict(rows[0].payload).to_dict()
+    if result is not None:
+        emit({**result, "job": job_json(job), "payload": payload})
+        return 0
     print(json.dumps(payload, ensure_ascii=False, indent=2))
     stats = job.stats or {}
     origin = "served from the cache" if stats.get("cache_hit") else "digested"
@@ -75,22 +88,31 @@ async def add_doc(runtime: Runtime, args: argparse.Namespace) -> int:
     try:
         document = await _canonical(args.source, args, settings)
     except DocumentError as error:
-        print(f"digestd add-doc: {args.source}: {error.code}: {error.reason}", file=sys.stderr)
-        return 2
+        return refuse(f"digestd add-doc: {args.source}: {error.code}: {error.reason}", args.json)
     except (OSError, ValueError) as error:
-        print(f"digestd add-doc: {error}", file=sys.stderr)
-        return 2
+        return refuse(f"digestd add-doc: {error}", args.json)
     async with runtime.pool.acquire() as connection:
         row, created = await document_queries.store_document(connection, document.as_record())
-    pages = f", {len(document.page_spans)} pages" if document.page_spans else ""
-    print(
-        f"document {row.id} ({'stored' if created else 'already stored'}): "
-        f"{document.content_type}, {len(document.canonical_text)} characters{pages}, "
-        f"{document.source_text_hash}"
-    )
-    for warning in document.warnings:
-        print(f"  warning {warning.code}: {warning.message}")
+    result: dict[str, Any] | None = None
+    if args.json:
+        result = {"document": {
+            "id": str(row.id), "created": created, "contentType": document.content_type,
+            "chars": len(document.canonical_text), "pages": len(document.page_spans or []) or None,
+            "sourceTextHash": document.source_text_hash,
+            "warnings": [{"code": w.code, "message": w.message} for w in document.warnings],
+        }}  # fmt: skip
+    else:
+        pages = f", {len(document.page_spans)} pages" if document.page_spans else ""
+        print(
+            f"document {row.id} ({'stored' if created else 'already stored'}): "
+            f"{document.content_type}, {len(document.canonical_text)} characters{pages}, "
+            f"{document.source_text_hash}"
+        )
+        for warning in document.warnings:
+            print(f"  warning {warning.code}: {warning.message}")
     if args.query is None:
+        if result is not None:
+            emit(result)
         return 0
     try:
         async with runtime.pool.acquire() as connection:
@@ -99,13 +121,14 @@ async def add_doc(runtime: Runtime, args: argparse.Namespace) -> int:
                 max_attempts=settings.digestd_max_attempts,
             )  # fmt: skip
     except TriggerRefused as refused:
-        print(f"digestd add-doc: {refused.message}", file=sys.stderr)
-        return 2
+        return refuse(f"digestd add-doc: {refused.message}", args.json)
     print(f"job {job.id} {JobStatus.QUEUED if job_created else 'already ' + job.status}",
           file=sys.stderr)  # fmt: skip
     if not args.wait:
+        if result is not None:
+            emit({**result, "job": job_json(job), "payload": None})
         return 0
-    return await _wait(runtime, int(job.id), run_worker=not args.no_worker)
+    return await _wait(runtime, int(job.id), run_worker=not args.no_worker, result=result)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -117,3 +140,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-worker", action="store_true", help="only wait; let running workers do the job"
     )
+    parser.add_argument(
+        "--json", action="store_true",
+        help="print one JSON object on stdout (document, job, payload) instead of text",
+    )  # fmt: skip

@@ -8,12 +8,13 @@ import logging
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from server.cli_json import emit, refuse
 from server.runtime import Runtime
 
 if TYPE_CHECKING:
-    from runner.ingest import ImportStopped
+    from runner.ingest import ImportReport, ImportStopped
 
 logger = logging.getLogger("digestd")
 
@@ -24,6 +25,8 @@ async def import_and_report(
     channel: str | None,
     server: str | None,
     export_format: str | None = None,
+    *,
+    as_json: bool = False,
 ) -> int:
     """Exit status: 0 when at least one message was accepted, 1 when none was (or the import
     stopped part-way, e.g. the database went away), 2 for an input that cannot be imported."""
@@ -41,12 +44,18 @@ async def import_and_report(
                 on_record=bar.update, export_format=export_format,
             )  # fmt: skip
     except UnusableInput as error:
-        print(f"digestd: error: {error}", file=sys.stderr)
-        return 2
+        return refuse(f"digestd: error: {error}", as_json)
     except ImportStopped as stopped:
-        return _report_stop(path, stopped)
+        code = _report_stop(path, stopped)
+        if as_json:
+            emit({"error": f"the import stopped ({type(stopped.cause).__name__})",
+                  "stored": stopped.report.stored})  # fmt: skip
+        return code
     elapsed = time.perf_counter() - started
     rate = report.accepted / elapsed if elapsed > 0 else 0.0
+    if as_json:
+        emit(_report_json(path, report, elapsed))
+        return 0 if report.accepted else 1
     print(
         f"imported {path} ({report.format}): {report.accepted} accepted, {report.rejected} "
         f"rejected, {report.repaired} repaired; {report.inserted} new, {report.updated} updated, "
@@ -78,6 +87,25 @@ async def import_and_report(
         )
         return 1
     return 0
+
+
+def _report_json(path: Path, report: ImportReport, seconds: float) -> dict[str, Any]:
+    return {
+        "path": str(path),
+        "format": report.format,
+        "accepted": report.accepted,
+        "rejected": report.rejected,
+        "repaired": report.repaired,
+        "inserted": report.inserted,
+        "updated": report.updated,
+        "unchanged": report.unchanged,
+        "skipped": dict(report.skipped),
+        "channels": [
+            {"name": name, "id": str(channel_id)} for name, channel_id in sorted(report.channels.items())
+        ],
+        "errors": [{"location": e.location, "reason": e.reason} for e in report.errors],
+        "seconds": round(seconds, 3),
+    }
 
 
 def _report_stop(path: Path, stopped: ImportStopped) -> int:

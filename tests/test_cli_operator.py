@@ -4,13 +4,16 @@ line on stderr with exit status 2 instead of a traceback."""
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
+import uuid
 from pathlib import Path
+from typing import Any
 
 from schema import build_schema
-from tests.test_cli import REPO, environment
+from tests.test_cli import REPO, SAMPLE, environment
 
 
 def run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -75,3 +78,77 @@ def test_serve_on_a_busy_port_says_so_before_announcing_a_url(tmp_path: Path) ->
         result = run(environment("postgresql://unused", tmp_path), "serve", "--port", str(port))
     line = one_line_error(result)
     assert "in use" in line and "GraphiQL" not in result.stderr
+
+
+def test_a_worker_serves_its_metrics_and_stops_cleanly(database_url: str, tmp_path: Path) -> None:
+    import signal
+    import time
+    import urllib.request
+
+    from tests.conftest import free_port
+
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "server.cli", "worker", "--metrics-port", str(port)], cwd=REPO,
+        env=environment(database_url, tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        body = ""
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not body:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as answer:
+                    body = answer.read().decode()
+            except OSError:
+                time.sleep(0.2)
+        assert "# TYPE digestd_job_duration_seconds histogram" in body
+        assert "# TYPE digestd_llm_calls_total counter" in body
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 0, stderr
+    assert "Traceback" not in stderr
+
+
+def one_object(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    lines = result.stdout.strip().splitlines()
+    assert len(lines) == 1, result.stdout
+    value: dict[str, Any] = json.loads(lines[0])
+    return value
+
+
+def test_json_output_of_import_digest_and_add_doc(database_url: str, tmp_path: Path) -> None:
+    env = environment(database_url, tmp_path)
+    channel = f"json-{uuid.uuid4().hex[:8]}"
+    imported = run(env, "import", str(SAMPLE), "--channel", channel, "--server", "json-test", "--json")
+    assert imported.returncode == 0, imported.stderr
+    report = one_object(imported)
+    assert report["accepted"] == report["inserted"] > 0 and report["rejected"] == 0
+    assert [c["name"] for c in report["channels"]] == [channel]
+    channel_id = report["channels"][0]["id"]
+
+    queued = one_object(run(env, "digest", channel_id, "--json"))
+    assert queued["created"] is True and queued["job"]["status"] == "QUEUED"
+    waited = run(env, "digest", channel_id, "--wait", "--json")
+    assert waited.returncode == 0, waited.stderr
+    job = one_object(waited)["job"]
+    assert job["id"] == queued["job"]["id"] and job["status"] == "SUCCEEDED" and job["digestId"]
+    assert job["stats"]["messages"] == report["accepted"]
+
+    missing = run(env, "digest", "no-such-channel-anywhere", "--json")
+    assert missing.returncode == 2 and "no channel" in one_object(missing)["error"]
+
+    text = tmp_path / "notes.txt"
+    text.write_text("Release notes. " * 50 + "The deploy moved to Friday because of the freeze.\n")
+    added = run(env, "add-doc", str(text), "--json")
+    assert added.returncode == 0, added.stderr
+    document = one_object(added)["document"]
+    assert document["created"] is True and document["chars"] > 700 and document["sourceTextHash"].startswith("sha256:")
+
+
+def test_json_output_of_an_unusable_input_is_an_error_object(database_url: str, tmp_path: Path) -> None:
+    folder_as_file = tmp_path / "not-an-export"
+    folder_as_file.mkdir()
+    result = run(environment(database_url, tmp_path), "import", str(folder_as_file), "--json")
+    assert result.returncode == 2
+    assert one_object(result)["error"]

@@ -23,13 +23,14 @@ from db import channels as channel_queries
 from db.models import ChannelWithServer, DigestJob
 from db import digests as digest_queries
 from db import jobs as job_queries
-from db.jobs import JobStatus
+from db.jobs import JobKind, JobStatus
 from runner.contract import ChunkSummary
 from runner.coverage import StoredWindow, WindowSpec, load_window, window_key
 from runner.extractors.base import Extractor
 from runner.job_stats import job_stats
 from runner.jobs.base import JobContext
 from runner.jobs.outcomes import Cancelled, Finished, Outcome, RetryLater, Stored
+from runner.metrics import CHUNK_CACHE, PhaseClock
 from runner.pipeline import PipelineHooks, run_pipeline
 from runner.store import store_digest
 from runner.window import Window
@@ -47,6 +48,13 @@ class ChannelJobRunner:
     max_window_messages: int = 100_000
 
     async def run(self, job: DigestJob, context: JobContext) -> Outcome:
+        clock = PhaseClock(JobKind.CHANNEL)
+        try:
+            return await self._run(job, context, clock)
+        finally:
+            clock.stop()
+
+    async def _run(self, job: DigestJob, context: JobContext, clock: PhaseClock) -> Outcome:
         stats = context.stats
         assert job.channel_id is not None  # a channel job is queued on its channel
         async with context.pool.acquire() as connection:
@@ -77,7 +85,7 @@ class ChannelJobRunner:
             chunk_tokens=chunk_tokens,
             min_overlap=self.min_overlap,
             concurrency=self.map_concurrency,
-            hooks=_hooks(job.id, extractor, context),
+            hooks=_hooks(job.id, extractor, context, clock),
         )  # fmt: skip
         stats.update(job_stats(result, extractor, stored.message_count))
         if result.chunk_count and len(result.failed_chunks) == result.chunk_count:
@@ -97,6 +105,7 @@ class ChannelJobRunner:
         rejections = [
             {**r.as_json(), "stage": "map"} for r in result.map_rejections
         ] + [{**r.as_json(), "stage": "reduce"} for r in result.validation.rejections]
+        clock.enter("store")
         async with context.pool.acquire() as connection:
             await job_queries.update_progress(
                 connection, job.id, context.worker_id, "store", result.chunk_count,
@@ -112,7 +121,7 @@ class ChannelJobRunner:
                 # Only a complete digest stands for its input (a catch-up may be served from it).
                 window_key=None if result.failed_chunks else key,
             )  # fmt: skip
-        return Stored()
+        return Stored(status)
 
     async def _load_window(
         self, pool: asyncpg.Pool, channel: ChannelWithServer, spec: WindowSpec
@@ -135,7 +144,9 @@ class ChannelJobRunner:
         )  # fmt: skip
 
 
-def _hooks(job_id: int, extractor: Extractor, context: JobContext) -> PipelineHooks:
+def _hooks(
+    job_id: int, extractor: Extractor, context: JobContext, clock: PhaseClock
+) -> PipelineHooks:
     """The pipeline's host: the chunk-result cache in Postgres, progress on the job, and the
     heartbeat's stop signal."""
     pool = context.pool
@@ -143,6 +154,7 @@ def _hooks(job_id: int, extractor: Extractor, context: JobContext) -> PipelineHo
     async def load_chunk(key: str) -> ChunkSummary | None:
         async with pool.acquire() as connection:
             summary = await digest_queries.load_chunk_result(connection, key)
+        CHUNK_CACHE.labels("miss" if summary is None else "hit").inc()
         return None if summary is None else ChunkSummary.model_validate(summary)
 
     async def save_chunk(key: str, summary: ChunkSummary) -> None:
@@ -152,6 +164,7 @@ def _hooks(job_id: int, extractor: Extractor, context: JobContext) -> PipelineHo
             )
 
     async def on_progress(phase: str, done: int, total: int) -> None:
+        clock.enter(phase)
         async with pool.acquire() as connection:
             await job_queries.update_progress(
                 connection, job_id, context.worker_id, phase, done, total

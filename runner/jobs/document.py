@@ -53,6 +53,13 @@ from runner.documents.policy import (
 )
 from runner.documents.summarize import OfflineSummarizer, Summarizer
 from runner.jobs.base import JobContext, finish
+from runner.metrics import (
+    DIGEST_CACHE_HITS,
+    DIGEST_COMPRESSION,
+    DIGEST_EVIDENCE,
+    DIGEST_SECONDS,
+    DIGEST_SOURCES,
+)
 from runner.jobs.outcomes import Cancelled, FailNow, Finished, Outcome, RetryLater, Stored
 
 logger = logging.getLogger(__name__)
@@ -69,6 +76,7 @@ class DocumentJobRunner:
 
     async def run(self, job: DigestJob, context: JobContext) -> Outcome:
         pool, stats = context.pool, context.stats
+        begun = time.perf_counter()
         options = job.options or {}
         query = str(options.get("query", ""))
         stats.update({"document_id": job.document_id, "summarizer_calls": 0})
@@ -84,6 +92,7 @@ class DocumentJobRunner:
         if not eligibility.eligible:
             reason = ineligible_reason(document, eligibility, self.config)
             logger.info("digest.skipped source_id=%s reason=%s", source_id, eligibility.reason)
+            DIGEST_SOURCES.labels("skipped").inc()
             warning = {"code": "digest_skipped", "message": reason}
             return Finished(JobStatus.SUCCEEDED, message=reason, warnings=[warning])
 
@@ -98,6 +107,10 @@ class DocumentJobRunner:
         if cached is not None:
             stats["cache_hit"] = True
             logger.info("digest.cache_hit source_id=%s digest_id=%s", source_id, cached)
+            DIGEST_CACHE_HITS.inc()
+            DIGEST_SOURCES.labels("completed").inc()
+            waited = time.perf_counter() - begun
+            DIGEST_SECONDS.labels(self.config.policy.value, "true").observe(waited)
             return Finished(
                 JobStatus.SUCCEEDED, message="served from the digest cache",
                 document_digest_id=cached, warnings=archive_warnings,
@@ -124,8 +137,10 @@ class DocumentJobRunner:
         except DocumentError as error:
             stats["duration_seconds"] = round(time.perf_counter() - started, 3)
             logger.warning("digest.error source_id=%s code=%s", source_id, error.code)
+            DIGEST_SOURCES.labels("error").inc()
             raise FailNow(error.code, error.reason) from None
         stats.update(outcome_stats(outcome))
+        _observe_fresh_digest(self.config, outcome)
         if stats.get("archived"):
             try:  # the seed's verification contract: hash and every locator, on the archive
                 archive_dir = self.archive_dir
@@ -134,7 +149,7 @@ class DocumentJobRunner:
             except ArchiveError as error:
                 raise FailNow(error.code, error.reason) from None
         await self._store(context, job, row.id, query, outcome, archive_warnings)
-        return Stored()
+        return Stored(JobStatus.SUCCEEDED)
 
     async def _archive(
         self, source_id: str, canonical_text: str, stats: dict[str, Any]
@@ -194,6 +209,13 @@ class DocumentJobRunner:
                 JobStatus.SUCCEEDED, document_digest_id=digest_id, warnings=job_warnings
             )
             await finish(connection, job.id, context.worker_id, end, stats)
+
+
+def _observe_fresh_digest(config: DigestConfig, outcome: DigestOutcome) -> None:
+    DIGEST_SOURCES.labels("completed").inc()
+    DIGEST_SECONDS.labels(config.policy.value, "false").observe(outcome.duration_ms / 1000)
+    DIGEST_COMPRESSION.observe(outcome.payload.compression_ratio)
+    DIGEST_EVIDENCE.observe(len(outcome.payload.evidence_snippets))
 
 
 def outcome_stats(outcome: DigestOutcome) -> dict[str, Any]:

@@ -71,7 +71,10 @@ class Finished:
 
 @dataclass(frozen=True)
 class Stored:
-    """The run stored its digest and the job's end in one transaction; nothing is left to do."""
+    """The run stored its digest and the job's end in one transaction; nothing is left to do.
+    `status` is the end it committed (for the metrics)."""
+
+    status: JobStatus
 
 
 Outcome = Finished | Stored | Cancelled | LostLease | RetryLater | FailNow

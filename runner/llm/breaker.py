@@ -125,6 +125,12 @@ def breaker_for(endpoint: str, **settings: float | int) -> CircuitBreaker:
         return breaker
 
 
+def registered_breakers() -> list[tuple[str, CircuitBreaker]]:
+    """Every endpoint's breaker in this process (for the metrics)."""
+    with _registry_lock:
+        return list(_registry.items())
+
+
 def config_breaker(config: LLMConfig) -> CircuitBreaker:
     """The process-wide breaker of `config`'s endpoint, with `config`'s breaker settings on
     first use: the chat extractor and the document summarizer both take theirs from here."""

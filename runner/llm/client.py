@@ -32,6 +32,7 @@ from openai.types.chat import ChatCompletion
 from runner.llm.breaker import CircuitBreaker, CircuitOpen
 from runner.llm.config import LLMConfig
 from runner.llm.limits import ContextOverflow, parse_context_overflow
+from runner.metrics import LLM_CALLS, LLM_ERRORS, LLM_TOKENS, endpoint_label
 
 logger = logging.getLogger(__name__)
 
@@ -211,6 +212,18 @@ def _overflow(error: Exception, status: int | None) -> ContextOverflow | None:
     return parse_context_overflow(str(error.message), error.body)
 
 
+def _count_success(endpoint: str, model: str, response: ChatCompletion) -> None:
+    LLM_CALLS.labels(endpoint, model, "ok").inc()
+    usage = response.usage
+    if usage is None:  # some local servers report none; the job's stats estimate it instead
+        return
+    LLM_TOKENS.labels(endpoint, model, "prompt").inc(usage.prompt_tokens or 0)
+    LLM_TOKENS.labels(endpoint, model, "completion").inc(usage.completion_tokens or 0)
+    details = usage.prompt_tokens_details
+    if details is not None and details.cached_tokens:
+        LLM_TOKENS.labels(endpoint, model, "cached").inc(details.cached_tokens)
+
+
 class ResilientCaller:
     """Sends chat-completion requests with bounded concurrency, retries and the breaker."""
 
@@ -242,6 +255,8 @@ class ResilientCaller:
         """`client.chat.completions.create(**request)` with retries; raises LLMCallError or
         CircuitOpen (both with redacted messages)."""
         secrets = self.config.secrets()
+        endpoint = endpoint_label(self.config.endpoint)
+        model = str(request.get("model", ""))
         attempts = self.config.max_retries + 1
         for attempt in range(attempts):
             async with self._semaphore:
@@ -258,6 +273,8 @@ class ResilientCaller:
                 except Exception as error:  # noqa: BLE001 - classified below, never swallowed
                     retryable, counts, retry_after, description, status = _classify(error)
                     overflow = _overflow(error, status)
+                    LLM_CALLS.labels(endpoint, model, "error").inc()
+                    LLM_ERRORS.labels(endpoint, str(status or type(error).__name__)).inc()
                     if counts:
                         self.breaker.record_failure()
                     else:
@@ -265,6 +282,7 @@ class ResilientCaller:
                     description = redact(description, secrets)
                 else:
                     self.breaker.record_success()
+                    _count_success(endpoint, model, response)
                     return response
             if overflow is not None:
                 raise ContextLimitExceeded(

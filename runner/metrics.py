@@ -1,0 +1,118 @@
+"""What the workers count for Prometheus: jobs and their phases, LLM calls and tokens, the
+chunk-result cache, and document digests under the names seed 000 gives them.
+
+The figures live in `prometheus_client`'s process-wide registry, beside the API's own
+(server/metrics.py), so `digestd serve` shows both at /metrics and `digestd worker
+--metrics-port N` serves a worker's. Labels are closed sets (a job kind, a status, a phase, an
+endpoint's origin), never anything a chat or a document wrote.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from urllib.parse import urlsplit
+
+from prometheus_client import REGISTRY, Counter, Histogram
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+
+JOB_SECONDS = Histogram(
+    "digestd_job_duration_seconds",
+    "Job runs from claim to end, by kind and how the run ended (a status, or retry, released, "
+    "lease_lost).",
+    ["kind", "outcome"],
+    buckets=(0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600),
+)
+PHASE_SECONDS = Histogram(
+    "digestd_job_phase_seconds",
+    "Time a job spent in each phase (preprocess, map, reduce, validate, store).",
+    ["kind", "phase"],
+    buckets=(0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800),
+)
+CHUNK_CACHE = Counter(
+    "digestd_chunk_cache_lookups", "Chunk-result cache lookups of the map step.", ["result"]
+)
+LLM_CALLS = Counter(
+    "digestd_llm_calls", "LLM requests sent, by endpoint, model and result (ok or error).",
+    ["endpoint", "model", "result"],
+)  # fmt: skip
+LLM_ERRORS = Counter(
+    "digestd_llm_errors", "Failed LLM requests by endpoint and reason (HTTP status or class).",
+    ["endpoint", "reason"],
+)  # fmt: skip
+LLM_TOKENS = Counter(
+    "digestd_llm_tokens", "Tokens the endpoints reported, by kind: prompt, cached, completion.",
+    ["endpoint", "model", "kind"],
+)  # fmt: skip
+
+# Document digests, named and labelled as seed 000 ("Phase 6: Observability") names them.
+DIGEST_SECONDS = Histogram(
+    "digest_duration_seconds", "Document digest duration.", ["policy", "cache_hit"],
+    buckets=(0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120),
+)  # fmt: skip
+DIGEST_SOURCES = Counter(
+    "digest_sources_processed", "Documents a digest job processed, by outcome.", ["outcome"]
+)
+DIGEST_COMPRESSION = Histogram(
+    "digest_compression_ratio", "Digest characters / original characters of fresh digests.",
+    buckets=(0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0),
+)  # fmt: skip
+DIGEST_CACHE_HITS = Counter("digest_cache_hits", "Document digests served from the cache.")
+DIGEST_EVIDENCE = Histogram(
+    "digest_evidence_snippets", "Evidence snippets per fresh document digest.",
+    buckets=(0, 1, 2, 3, 4, 5, 8, 12, 20),
+)  # fmt: skip
+
+
+def endpoint_label(endpoint: str) -> str:
+    """An endpoint as a label: scheme, host and port only (no credentials, path or query)."""
+    parts = urlsplit(endpoint)
+    host = parts.hostname or "unknown"
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme or 'http'}://{host}{port}"
+
+
+class PhaseClock:
+    """Times a job's phases from its progress reports: a phase ends when another begins or
+    when the job does (`stop`)."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self._phase: str | None = None
+        self._since = 0.0
+
+    def enter(self, phase: str) -> None:
+        if phase == self._phase:
+            return
+        self.stop()
+        self._phase, self._since = phase, time.perf_counter()
+
+    def stop(self) -> None:
+        if self._phase is not None:
+            PHASE_SECONDS.labels(self.kind, self._phase).observe(time.perf_counter() - self._since)
+            self._phase = None
+
+
+class BreakerCollector(Collector):
+    """The state of every LLM endpoint's circuit breaker in this process: 0 closed, 1 half
+    open, 2 open (read at scrape time, so it is never stale)."""
+
+    CODES = {"closed": 0, "half_open": 1, "open": 2}
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        # Imported here: runner.llm's client counts its calls with this module's counters.
+        from runner.llm.breaker import registered_breakers
+
+        family = GaugeMetricFamily(
+            "digestd_llm_breaker_state",
+            "Circuit breaker of each LLM endpoint: 0 closed, 1 half open, 2 open.",
+            labels=["endpoint"],
+        )
+        for endpoint, breaker in registered_breakers():
+            family.add_metric([endpoint_label(endpoint)], self.CODES[breaker.state.value])
+        yield family
+
+
+REGISTRY.register(BreakerCollector())

@@ -1,0 +1,45 @@
+"""`--json` output of the commands scripts call (`import`, `digest`, `add-doc`): one JSON object
+on stdout, with the names the GraphQL API uses, so a script reads the same fields whichever way
+it asked. Progress and diagnostics stay on stderr."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from db.models import DigestJob
+
+
+def job_json(job: DigestJob) -> dict[str, Any]:
+    return {
+        "id": str(job.id),
+        "kind": job.kind,
+        "status": str(job.status).upper(),
+        "phase": job.phase.upper() if job.phase else None,
+        "chunksDone": job.chunks_done,
+        "chunksTotal": job.chunks_total,
+        "attempts": job.attempts,
+        "error": job.error,
+        "resultMessage": job.result_message,
+        "digestId": None if job.digest_id is None else str(job.digest_id),
+        "documentDigestId": (
+            None if job.document_digest_id is None else str(job.document_digest_id)
+        ),
+        "stats": job.stats or {},
+    }
+
+
+def emit(value: dict[str, Any]) -> None:
+    """One object, one line, on stdout."""
+    print(json.dumps(value, ensure_ascii=False, default=str))
+    sys.stdout.flush()
+
+
+def refuse(line: str, as_json: bool, status: int = 2) -> int:
+    """A command's error: one line on stderr, and with --json the object `{"error": ...}` on
+    stdout too, so a script reading stdout always gets one object."""
+    print(line, file=sys.stderr)
+    if as_json:
+        emit({"error": line.split(": ", 1)[-1] if line.startswith("digestd") else line})
+    return status
