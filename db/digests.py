@@ -138,6 +138,13 @@ async def items_of_digests(
     return as_rows(item, records)
 
 
+async def knowledge_items_by_ids(
+    connection: asyncpg.Connection, ids: list[int]
+) -> list[KnowledgeItemWithMessage]:
+    records = await connection.fetch(QUERIES["knowledge_items_by_ids"], ids)
+    return as_rows(KnowledgeItemWithMessage, records)
+
+
 async def edited_messages_of_digests(
     connection: asyncpg.Connection, ids: list[int]
 ) -> list[EditedMessage]:

@@ -157,9 +157,24 @@ async def _init_connection(connection: asyncpg.Connection) -> None:
 CONNECT_TIMEOUT_SECONDS = 10.0
 
 
+async def _keep_session(connection: asyncpg.Connection) -> None:
+    """The pool's reset on release, in place of asyncpg's default `Connection.reset()`.
+
+    asyncpg always drops the connection's listeners and rolls back a transaction left open
+    before calling this; its default reset then sends `SELECT pg_advisory_unlock_all(); CLOSE
+    ALL; UNLISTEN *; RESET ALL` — a round trip on every release, which was half of the
+    statements of a GraphQL request (one per DataLoader batch). Pool connections here never hold
+    session state for it to clear: no SET (only SET LOCAL), no LISTEN (runner/supervision.py
+    listens on its own `connect()`), advisory locks only transaction-scoped
+    (`pg_advisory_xact_lock`), no WITH HOLD cursors. Keep it that way, or give such work its
+    own connection."""
+
+
 async def create_pool(url: str, *, max_size: int = 10, **kwargs: Any) -> asyncpg.Pool:
-    """An asyncpg pool with JSON codecs installed on every connection."""
+    """An asyncpg pool with JSON codecs installed on every connection, whose release costs no
+    round trip (see `_keep_session`)."""
     kwargs.setdefault("timeout", CONNECT_TIMEOUT_SECONDS)
+    kwargs.setdefault("reset", _keep_session)
     pool = await asyncpg.create_pool(
         url, min_size=1, max_size=max_size, init=_init_connection, **kwargs
     )

@@ -20,6 +20,10 @@ every `JobKind`:
     running (lease expired)        reclaimed by any worker as if queued
 
 `ACTIVE` statuses hold a job slot (the partial unique indexes); `TERMINAL` ones never change.
+
+Every change after the enqueue (claim, progress, finish, fail or retry, cancel, release, lease
+expiry) notifies `JOB_EVENTS_CHANNEL` with the job id, in the statement that makes it, so the
+API's jobProgress subscription (server/job_events.py) learns of it when it commits.
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ from db.models import DigestJob, as_row, as_row_or_none, as_rows
 from db.queries import QUERIES
 
 JOBS_CHANNEL = "digestd_jobs"
+# Payload: the id of a job that changed (db/queries.sql sends it; subscribers re-read the row).
+JOB_EVENTS_CHANNEL = "digestd_job_events"
 
 
 class JobStatus(StrEnum):

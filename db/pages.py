@@ -36,10 +36,6 @@ class InvalidCursor(ValueError):
     """A cursor that this server did not produce (or from another list)."""
 
 
-class InvalidPageSize(ValueError):
-    """A page size (`first`) out of 1..MAX_PAGE_SIZE."""
-
-
 class InvalidSearch(ValueError):
     """A full-text search the database would refuse or choke on."""
 
@@ -204,9 +200,12 @@ DOCUMENTS = ListSpec(
 
 @dataclass(frozen=True)
 class Page(Generic[ListRow]):
+    """Rows in list order, and whether rows of the list lie beyond each end of them."""
+
     rows: list[ListRow]
     has_next_page: bool
     spec: ListSpec[ListRow]
+    has_previous_page: bool = False
 
     def cursor_of(self, row: ListRow) -> str:
         sort_field = self.spec.sort_column.split(".", 1)[1]
@@ -216,10 +215,11 @@ class Page(Generic[ListRow]):
         ).encode()
 
 
-def build_page_query(
-    spec: ListSpec[Any], filters: dict[str, Any], after: KeysetCursor | None, limit: int
+def _where(
+    spec: ListSpec[Any], filters: dict[str, Any], bounds: list[tuple[str, KeysetCursor]]
 ) -> tuple[str, list[Any]]:
-    """The SQL and parameters of one page; `limit` rows plus one to learn if more follow."""
+    """The WHERE clause of the list's filters and keyset bounds (operator, cursor): every value
+    a bind parameter."""
     clauses: list[str] = []
     params: list[Any] = []
     for name, value in filters.items():
@@ -227,14 +227,37 @@ def build_page_query(
             continue
         params.append(value)
         clauses.append(spec.filters[name].format(f"${len(params)}"))
-    if after is not None:
-        params.extend([after.sort_value, after.row_id])
-        operator = "<" if spec.descending else ">"
+    for operator, cursor in bounds:
+        params.extend([cursor.sort_value, cursor.row_id])
         clauses.append(
             f"({spec.sort_column}, {spec.id_column}) {operator} (${len(params) - 1}, ${len(params)})"
         )
-    direction = "DESC" if spec.descending else "ASC"
-    where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+    return (f" WHERE {' AND '.join(clauses)}" if clauses else ""), params
+
+
+def _operators(spec: ListSpec[Any]) -> tuple[str, str]:
+    """(comes after, comes before) in list order, as row comparisons on the keyset."""
+    return ("<", ">") if spec.descending else (">", "<")
+
+
+def build_page_query(
+    spec: ListSpec[Any],
+    filters: dict[str, Any],
+    after: KeysetCursor | None,
+    limit: int,
+    *,
+    before: KeysetCursor | None = None,
+    from_end: bool = False,
+) -> tuple[str, list[Any]]:
+    """The SQL and parameters of one page between `after` and `before`; `limit` rows plus one
+    to learn if more follow, taken from the start of that range, or from its end (`from_end`,
+    for `last`: the scan runs in reverse order and the caller reverses the rows back)."""
+    later, earlier = _operators(spec)
+    bounds = [(later, after)] if after else []
+    bounds += [(earlier, before)] if before else []
+    where, params = _where(spec, filters, bounds)
+    ascending = spec.descending == from_end
+    direction = "ASC" if ascending else "DESC"
     params.append(limit + 1)
     sql = (
         f"{spec.select}{where} ORDER BY {spec.sort_column} {direction}, "
@@ -243,26 +266,102 @@ def build_page_query(
     return sql, params
 
 
+def build_beyond_query(
+    spec: ListSpec[Any], filters: dict[str, Any], cursor: KeysetCursor, *, before: bool
+) -> tuple[str, list[Any]]:
+    """Whether the list has a row at or before (`before`) / at or after the cursor's key: one
+    index probe, for the far side of a page (hasPreviousPage after `after`, hasNextPage
+    before `before`)."""
+    later, earlier = _operators(spec)
+    operator = (earlier if before else later) + "="
+    where, params = _where(spec, filters, [(operator, cursor)])
+    return f"SELECT EXISTS (SELECT 1 FROM ({spec.select}{where} LIMIT 1) beyond)", params
+
+
+def build_estimate_query(spec: ListSpec[Any], filters: dict[str, Any]) -> tuple[str, list[Any]]:
+    """The planner's plan of the whole filtered list: its row estimate, without running it."""
+    where, params = _where(spec, filters, [])
+    return f"EXPLAIN (FORMAT JSON) {spec.select}{where}", params
+
+
+def _checked(spec: ListSpec[Any], filters: dict[str, Any]) -> dict[str, Any]:
+    unknown = set(filters) - set(spec.filters)
+    if unknown:
+        raise ValueError(f"unknown filters for {spec.name}: {sorted(unknown)}")
+    if filters.get("query") is not None:
+        return {**filters, "query": search_text(filters["query"])}
+    return filters
+
+
+class InvalidPageSize(ValueError):
+    """first/last out of range, or both given."""
+
+
 async def fetch_page(
     connection: asyncpg.Connection,
     spec: ListSpec[ListRow],
     filters: dict[str, Any],
     *,
-    first: int,
-    after: str | None,
+    first: int | None = None,
+    after: str | None = None,
+    last: int | None = None,
+    before: str | None = None,
 ) -> Page[ListRow]:
-    """One page of `spec`. Raises InvalidPageSize for a bad `first`, InvalidCursor for `after` and
-    InvalidSearch for a `query` filter Postgres cannot run."""
-    if not 1 <= first <= MAX_PAGE_SIZE:
-        raise InvalidPageSize(f"first must be between 1 and {MAX_PAGE_SIZE}, got {first}")
-    unknown = set(filters) - set(spec.filters)
-    if unknown:
-        raise ValueError(f"unknown filters for {spec.name}: {sorted(unknown)}")
-    cursor = KeysetCursor.decode(after, spec.name) if after else None
-    if filters.get("query") is not None:
-        filters = {**filters, "query": search_text(filters["query"])}
-    sql, params = build_page_query(spec, filters, cursor, first)
-    records = await connection.fetch(sql, *params)
-    return Page(
-        rows=as_rows(spec.model, records[:first]), has_next_page=len(records) > first, spec=spec
+    """One page of `spec`: the `first` rows after `after`, or the `last` rows before `before`
+    (both cursors bound the range either way). Raises InvalidPageSize for a bad `first`/`last`,
+    InvalidCursor for a bad cursor and InvalidSearch for a `query` filter Postgres cannot run."""
+    if first is not None and last is not None:
+        raise InvalidPageSize("give first or last, not both")
+    size = last if last is not None else first
+    if size is None or not 1 <= size <= MAX_PAGE_SIZE:
+        name = "last" if last is not None else "first"
+        raise InvalidPageSize(f"{name} must be between 1 and {MAX_PAGE_SIZE}, got {size}")
+    filters = _checked(spec, filters)
+    after_key = KeysetCursor.decode(after, spec.name) if after else None
+    before_key = KeysetCursor.decode(before, spec.name) if before else None
+    from_end = last is not None
+    sql, params = build_page_query(
+        spec, filters, after_key, size, before=before_key, from_end=from_end
     )
+    records = await connection.fetch(sql, *params)
+    more = len(records) > size
+    rows = as_rows(spec.model, records[:size])
+    # The side the page was read from is known by the extra row; past a cursor given on either
+    # side, by one index probe (no cursor there: the range starts or ends with the list).
+    beyond_after = after_key is not None and await _has_rows_beyond(
+        connection, spec, filters, after_key, before=True
+    )
+    beyond_before = before_key is not None and await _has_rows_beyond(
+        connection, spec, filters, before_key, before=False
+    )
+    if from_end:
+        rows.reverse()
+    return Page(
+        rows=rows,
+        has_next_page=(more and not from_end) or beyond_before,
+        has_previous_page=(more and from_end) or beyond_after,
+        spec=spec,
+    )
+
+
+async def _has_rows_beyond(
+    connection: asyncpg.Connection,
+    spec: ListSpec[Any],
+    filters: dict[str, Any],
+    cursor: KeysetCursor,
+    *,
+    before: bool,
+) -> bool:
+    sql, params = build_beyond_query(spec, filters, cursor, before=before)
+    return bool(await connection.fetchval(sql, *params))
+
+
+async def estimate_rows(
+    connection: asyncpg.Connection, spec: ListSpec[Any], filters: dict[str, Any]
+) -> int:
+    """The planner's estimate of how many rows the filtered list holds (from pg statistics: a
+    plan, never a count), so a client can show "about N" without a scan per request."""
+    sql, params = build_estimate_query(spec, _checked(spec, filters))
+    plan = await connection.fetchval(sql, *params)
+    parsed = json.loads(plan) if isinstance(plan, str) else plan
+    return int(parsed[0]["Plan"]["Plan Rows"])

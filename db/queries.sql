@@ -148,38 +148,52 @@ WHERE channel_id = $1 AND kind = 'channel' AND status IN ('queued', 'running')
 -- Wake workers waiting on LISTEN digestd_jobs.
 SELECT pg_notify('digestd_jobs', $1::text);
 
+-- Every statement below that changes a job a subscriber watches (claim, progress, finish, fail
+-- or retry, cancel, release, lease expiry) also sends `pg_notify('digestd_job_events', id)`
+-- for each job it changed: in the same statement, so it is delivered exactly when the change
+-- commits (with the digest, for finish_job) and never for a job the statement left alone.
+-- The payload is the id only; subscribers re-read the row (server/job_events.py).
+
 -- name: expire_exhausted_leases
 -- End the running jobs whose lease expired (their worker died) with no attempt left: a lost
 -- lease counts as an attempt, so a job that kills its workers cannot loop forever.
-UPDATE digest_jobs
-SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'failed' END,
-    error = 'lease_expired: the worker stopped renewing its lease (attempt ' || attempts
-            || ' of ' || max_attempts || ')',
-    worker_id = NULL, lease_expires_at = NULL, finished_at = now(), updated_at = now()
-WHERE status = 'running' AND lease_expires_at < now() AND attempts >= max_attempts
-RETURNING id;
+WITH expired AS (
+    UPDATE digest_jobs
+    SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'failed' END,
+        error = 'lease_expired: the worker stopped renewing its lease (attempt ' || attempts
+                || ' of ' || max_attempts || ')',
+        worker_id = NULL, lease_expires_at = NULL, finished_at = now(), updated_at = now()
+    WHERE status = 'running' AND lease_expires_at < now() AND attempts >= max_attempts
+    RETURNING id
+)
+SELECT expired.id FROM expired
+CROSS JOIN LATERAL pg_notify('digestd_job_events', expired.id::text) AS notified;
 
 -- name: claim_next_job
 -- Claim the oldest runnable job: queued and due, or running with an expired lease (its worker
 -- died) and attempts left; the claim counts the attempt either way. SKIP LOCKED lets any
 -- number of workers claim concurrently without waiting or sharing.
-UPDATE digest_jobs j
-SET status = 'running',
-    worker_id = $1,
-    attempts = j.attempts + 1,
-    lease_expires_at = now() + make_interval(secs => $2),
-    started_at = coalesce(j.started_at, now()),
-    updated_at = now()
-FROM (
-    SELECT id FROM digest_jobs
-    WHERE (status = 'queued' AND run_after <= now())
-       OR (status = 'running' AND lease_expires_at < now() AND attempts < max_attempts)
-    ORDER BY run_after, id
-    FOR UPDATE SKIP LOCKED
-    LIMIT 1
-) next_job
-WHERE j.id = next_job.id
-RETURNING j.*;
+WITH claimed AS (
+    UPDATE digest_jobs j
+    SET status = 'running',
+        worker_id = $1,
+        attempts = j.attempts + 1,
+        lease_expires_at = now() + make_interval(secs => $2),
+        started_at = coalesce(j.started_at, now()),
+        updated_at = now()
+    FROM (
+        SELECT id FROM digest_jobs
+        WHERE (status = 'queued' AND run_after <= now())
+           OR (status = 'running' AND lease_expires_at < now() AND attempts < max_attempts)
+        ORDER BY run_after, id
+        FOR UPDATE SKIP LOCKED
+        LIMIT 1
+    ) next_job
+    WHERE j.id = next_job.id
+    RETURNING j.*
+)
+SELECT claimed.* FROM claimed
+CROSS JOIN LATERAL pg_notify('digestd_job_events', claimed.id::text) AS notified;
 
 -- name: heartbeat_job
 -- Renew the lease of a job this worker holds; returns cancel_requested, or no row if lost.
@@ -191,54 +205,75 @@ RETURNING cancel_requested;
 -- name: release_job
 -- Give back a job this worker holds (graceful shutdown): queued and due at once, the attempt
 -- not counted; finished chunks stay in the chunk cache for whoever claims it next.
-UPDATE digest_jobs
-SET status = 'queued', worker_id = NULL, lease_expires_at = NULL, run_after = now(),
-    attempts = greatest(attempts - 1, 0), updated_at = now()
-WHERE id = $1 AND worker_id = $2 AND status = 'running'
-RETURNING *;
+WITH released AS (
+    UPDATE digest_jobs
+    SET status = 'queued', worker_id = NULL, lease_expires_at = NULL, run_after = now(),
+        attempts = greatest(attempts - 1, 0), updated_at = now()
+    WHERE id = $1 AND worker_id = $2 AND status = 'running'
+    RETURNING *
+)
+SELECT released.* FROM released
+CROSS JOIN LATERAL pg_notify('digestd_job_events', released.id::text) AS notified;
 
 -- name: update_job_progress
 -- Record the phase and chunk progress of a job this worker holds.
-UPDATE digest_jobs
-SET phase = $3, chunks_done = $4, chunks_total = $5, updated_at = now()
-WHERE id = $1 AND worker_id = $2 AND status = 'running';
+WITH progressed AS (
+    UPDATE digest_jobs
+    SET phase = $3, chunks_done = $4, chunks_total = $5, updated_at = now()
+    WHERE id = $1 AND worker_id = $2 AND status = 'running'
+    RETURNING id
+)
+SELECT progressed.id FROM progressed
+CROSS JOIN LATERAL pg_notify('digestd_job_events', progressed.id::text) AS notified;
 
 -- name: finish_job
 -- End a job this worker holds (succeeded, partial, failed or cancelled) with its stats and what
 -- it produced: a channel digest ($4) or a document digest ($9), or nothing.
-UPDATE digest_jobs
-SET status = $3,
-    phase = CASE WHEN $3 = 'cancelled' OR coalesce($4::bigint, $9::bigint) IS NULL THEN phase
-                 ELSE 'store' END,
-    digest_id = $4, document_digest_id = $9, result_message = $5, stats = $6, warnings = $7,
-    error = $8,
-    lease_expires_at = NULL, finished_at = now(), updated_at = now()
-WHERE id = $1 AND worker_id = $2 AND status = 'running'
-RETURNING *;
+WITH finished AS (
+    UPDATE digest_jobs
+    SET status = $3,
+        phase = CASE WHEN $3 = 'cancelled' OR coalesce($4::bigint, $9::bigint) IS NULL THEN phase
+                     ELSE 'store' END,
+        digest_id = $4, document_digest_id = $9, result_message = $5, stats = $6, warnings = $7,
+        error = $8,
+        lease_expires_at = NULL, finished_at = now(), updated_at = now()
+    WHERE id = $1 AND worker_id = $2 AND status = 'running'
+    RETURNING *
+)
+SELECT finished.* FROM finished
+CROSS JOIN LATERAL pg_notify('digestd_job_events', finished.id::text) AS notified;
 
 -- name: fail_job
 -- A failed attempt: back to queued after a backoff while attempts remain, else failed.
-UPDATE digest_jobs
-SET status = CASE WHEN attempts < max_attempts AND NOT cancel_requested THEN 'queued'
-                  WHEN cancel_requested THEN 'cancelled'
-                  ELSE 'failed' END,
-    run_after = now() + make_interval(secs => $4),
-    error = $3, stats = $5, worker_id = NULL, lease_expires_at = NULL,
-    finished_at = CASE WHEN attempts < max_attempts AND NOT cancel_requested THEN NULL
-                       ELSE now() END,
-    updated_at = now()
-WHERE id = $1 AND worker_id = $2 AND status = 'running'
-RETURNING *;
+WITH failed AS (
+    UPDATE digest_jobs
+    SET status = CASE WHEN attempts < max_attempts AND NOT cancel_requested THEN 'queued'
+                      WHEN cancel_requested THEN 'cancelled'
+                      ELSE 'failed' END,
+        run_after = now() + make_interval(secs => $4),
+        error = $3, stats = $5, worker_id = NULL, lease_expires_at = NULL,
+        finished_at = CASE WHEN attempts < max_attempts AND NOT cancel_requested THEN NULL
+                           ELSE now() END,
+        updated_at = now()
+    WHERE id = $1 AND worker_id = $2 AND status = 'running'
+    RETURNING *
+)
+SELECT failed.* FROM failed
+CROSS JOIN LATERAL pg_notify('digestd_job_events', failed.id::text) AS notified;
 
 -- name: cancel_job
 -- Cancel a job: a queued one at once, a running one at its next check (cancel_requested).
-UPDATE digest_jobs
-SET cancel_requested = status IN ('queued', 'running'),
-    status = CASE WHEN status = 'queued' THEN 'cancelled' ELSE status END,
-    finished_at = CASE WHEN status = 'queued' THEN now() ELSE finished_at END,
-    updated_at = now()
-WHERE id = $1
-RETURNING *;
+WITH cancelled AS (
+    UPDATE digest_jobs
+    SET cancel_requested = status IN ('queued', 'running'),
+        status = CASE WHEN status = 'queued' THEN 'cancelled' ELSE status END,
+        finished_at = CASE WHEN status = 'queued' THEN now() ELSE finished_at END,
+        updated_at = now()
+    WHERE id = $1
+    RETURNING *
+)
+SELECT cancelled.* FROM cancelled
+CROSS JOIN LATERAL pg_notify('digestd_job_events', cancelled.id::text) AS notified;
 
 -- name: job_by_id
 -- One job.
@@ -339,6 +374,12 @@ WHERE a.digest_id = ANY($1::bigint[]) ORDER BY a.digest_id, a.position;
 SELECT k.*, m.external_id AS message_external_id
 FROM knowledge_items k LEFT JOIN messages m ON m.id = k.message_id
 WHERE k.digest_id = ANY($1::bigint[]) ORDER BY k.digest_id, k.position;
+
+-- name: knowledge_items_by_ids
+-- Knowledge items by id (for node lookups), with the pointed message's external id.
+SELECT k.*, m.external_id AS message_external_id
+FROM knowledge_items k LEFT JOIN messages m ON m.id = k.message_id
+WHERE k.id = ANY($1::bigint[]);
 
 -- name: load_chunk_result
 -- A cached map result by cache key, touching its last use.

@@ -1,4 +1,5 @@
-"""The GraphQL API: one Strawberry schema with query and mutation roots and abuse limits."""
+"""The GraphQL API: one Strawberry schema with query, mutation and subscription roots and abuse
+limits."""
 
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ from strawberry.extensions import (
     MaxTokensLimiter,
     ParserCache,
     QueryDepthLimiter,
-    ValidationCache,
 )
 from strawberry.schema.config import StrawberryConfig
 from strawberry.types import ExecutionContext
@@ -22,6 +22,8 @@ from schema.errors import EnumValuesInErrors, code_of, is_client_error
 from schema.mutations import Mutation
 from schema.queries import Query
 from schema.scalars import DATETIME
+from schema.subscriptions import Subscription
+from schema.validation_cache import validation_cache
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +42,10 @@ _LIMIT_RULES = [
     *QueryDepthLimiter(max_depth=MAX_QUERY_DEPTH).validation_rules,
     *MaxAliasesLimiter(max_alias_count=MAX_ALIASES).validation_rules,
 ]
+
+
+# Validation remembered per query text (schema/validation_cache.py).
+TextValidationCache = validation_cache(QUERY_CACHE_SIZE)
 
 
 class QueryLimitRules(AddValidationRules):
@@ -77,6 +83,7 @@ def build_schema() -> strawberry.Schema:
     return DigestSchema(
         query=Query,
         mutation=Mutation,
+        subscription=Subscription,
         config=StrawberryConfig(scalar_map={datetime: DATETIME}),
         # Factories, so every request gets fresh extension state. The parse and validation
         # caches are module-level LRUs inside Strawberry, shared by those instances; a cached
@@ -87,6 +94,6 @@ def build_schema() -> strawberry.Schema:
             EnumValuesInErrors,
             lambda: MaxTokensLimiter(max_token_count=MAX_TOKENS),
             lambda: ParserCache(maxsize=QUERY_CACHE_SIZE),
-            lambda: ValidationCache(maxsize=QUERY_CACHE_SIZE),
+            TextValidationCache,
         ],
     )

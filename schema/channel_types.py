@@ -6,19 +6,23 @@ from datetime import datetime
 from typing import cast
 
 import strawberry
+from strawberry import relay
 from strawberry.scalars import JSON
 from strawberry.types import Info
 
 from db import models
 from schema.context import Context
-from schema.ids import format_id, format_optional_id
+from schema.ids import CHANNEL, global_id
 
 
 @strawberry.type
-class Channel:
-    id: strawberry.ID
+class Channel(relay.Node):
+    id: relay.NodeID[int]
     name: str
-    server_id: strawberry.ID | None
+    server_id: strawberry.ID | None = strawberry.field(
+        description="The server's numeric id (servers are no nodes: it filters `channels` and "
+        "`digests`)."
+    )
     server_name: str | None
     external_id: str | None
     created_at: datetime
@@ -26,9 +30,9 @@ class Channel:
     @classmethod
     def from_row(cls, row: models.ChannelWithServer) -> Channel:
         return cls(
-            id=format_id(row.id),
+            id=row.id,
             name=row.name,
-            server_id=format_optional_id(row.server_id),
+            server_id=strawberry.ID(str(row.server_id)) if row.server_id is not None else None,
             server_name=row.server_name,
             external_id=row.external_id,
             created_at=row.created_at,
@@ -36,14 +40,14 @@ class Channel:
 
     @strawberry.field(description="How many messages the channel holds.")
     async def message_count(self, info: Info[Context, None]) -> int:
-        return await info.context.loaders.message_count.load(int(self.id))
+        return await info.context.loaders.message_count.load(self.id)
 
     @strawberry.field(
         description="How many messages no successful digest covers yet (at their current "
         "revision): what the next triggerDigest reads."
     )
     async def uncovered_message_count(self, info: Info[Context, None]) -> int:
-        return await info.context.loaders.uncovered_count.load(int(self.id))
+        return await info.context.loaders.uncovered_count.load(self.id)
 
     @strawberry.field(
         description="Always null: digests no longer follow a timestamp mark.",
@@ -54,8 +58,8 @@ class Channel:
 
 
 @strawberry.type
-class Message:
-    id: strawberry.ID
+class Message(relay.Node):
+    id: relay.NodeID[int]
     channel_id: strawberry.ID
     message_id: str = strawberry.field(description="The external id (a string, always).")
     author: str
@@ -74,8 +78,8 @@ class Message:
     @classmethod
     def from_row(cls, row: models.Message) -> Message:
         return cls(
-            id=format_id(row.id),
-            channel_id=format_id(row.channel_id),
+            id=row.id,
+            channel_id=global_id(CHANNEL, row.channel_id),
             message_id=row.external_id,
             author=row.author,
             ts=row.ts,

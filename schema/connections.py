@@ -1,50 +1,66 @@
-"""Relay-style connections over keyset pages: `edges { cursor node }`, `nodes`, `pageInfo`."""
+"""Relay connections over keyset pages (strawberry.relay's Connection, Edge and PageInfo): `edges
+{ cursor node }`, `nodes`, `pageInfo`, and the list's size where it is cheap to know."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Generic, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Generic
 
 import strawberry
+from strawberry import relay
+from strawberry.relay.types import NodeType
 
 from db.pages import ListRow, Page
 
-Node = TypeVar("Node")
+# The list's size, when asked for: an exact count only where an index makes it cheap, and the
+# planner's estimate otherwise (never a count scan per request).
+CountOf = Callable[[], Awaitable[int | None]]
+
+
+async def _unknown() -> int | None:
+    return None
 
 
 @strawberry.type
-class PageInfo:
-    has_next_page: bool
-    end_cursor: str | None
-    has_previous_page: bool = strawberry.field(
-        default=False, description="Always false: pages are read forward with `after`."
+class Connection(relay.Connection[NodeType], Generic[NodeType]):
+    nodes: list[NodeType]
+    count_exact: strawberry.Private[CountOf]
+    count_estimate: strawberry.Private[CountOf]
+
+    @strawberry.field(
+        description="How many rows the whole list holds (every page, all filters), where that "
+        "is cheap to count exactly (a channel's messages without since/until); null elsewhere: "
+        "see totalCountEstimate."
     )
-    start_cursor: str | None = None
+    async def total_count(self) -> int | None:
+        return await self.count_exact()
 
-
-@strawberry.type
-class Edge(Generic[Node]):
-    cursor: str
-    node: Node
-
-
-@strawberry.type
-class Connection(Generic[Node]):
-    edges: list[Edge[Node]]
-    nodes: list[Node]
-    page_info: PageInfo
+    @strawberry.field(
+        description="The database planner's estimate of how many rows the whole list holds "
+        "(from table statistics: approximate, possibly stale, never a scan)."
+    )
+    async def total_count_estimate(self) -> int | None:
+        return await self.count_estimate()
 
     @classmethod
     def from_page(
-        cls, page: Page[ListRow], to_node: Callable[[ListRow], Node]
-    ) -> Connection[Node]:
-        edges = [Edge(cursor=page.cursor_of(row), node=to_node(row)) for row in page.rows]
+        cls,
+        page: Page[ListRow],
+        to_node: Callable[[ListRow], NodeType],
+        *,
+        estimate: CountOf | None = None,
+        exact: CountOf | None = None,
+    ) -> Connection[NodeType]:
+        edges = [relay.Edge(cursor=page.cursor_of(row), node=to_node(row)) for row in page.rows]
         return cls(
             edges=edges,
             nodes=[edge.node for edge in edges],
-            page_info=PageInfo(
+            page_info=relay.PageInfo(
                 has_next_page=page.has_next_page,
-                end_cursor=edges[-1].cursor if edges else None,
+                has_previous_page=page.has_previous_page,
                 start_cursor=edges[0].cursor if edges else None,
+                end_cursor=edges[-1].cursor if edges else None,
             ),
+            count_exact=exact or _unknown,
+            count_estimate=estimate or _unknown,
         )

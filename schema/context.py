@@ -11,6 +11,7 @@ import asyncpg
 from runner.documents.fetch import FetchPolicy
 from runner.documents.policy import DigestConfig
 from schema.errors import response_too_large
+from schema.job_watch import JobEvents
 from schema.loaders import Loaders, create_loaders
 
 
@@ -38,12 +39,21 @@ class Context:
     role: Role
     config: ApiConfig
     request_id: str = "-"
+    # The process's job events, for the jobProgress subscription (None: none served here).
+    job_events: JobEvents | None = None
     loaders: Loaders = field(init=False)
     # Characters of large texts (document texts) resolved so far in this request.
     text_chars: int = field(init=False, default=0)
 
     def __post_init__(self) -> None:
         self.loaders = create_loaders(self.pool)
+
+    def begin_event(self) -> None:
+        """Fresh DataLoaders and text count for the next event of a subscription: one context
+        lasts a whole WebSocket connection, but each event answers like its own request (rows
+        read now, not remembered from the first event)."""
+        self.loaders = create_loaders(self.pool)
+        self.text_chars = 0
 
     def charge_text(self, text: str) -> str:
         """`text`, counted against the response cap: a request that resolves more large text

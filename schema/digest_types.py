@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any, cast
 
 import strawberry
+from strawberry import relay
 from strawberry.scalars import JSON
 from strawberry.types import Info
 
@@ -18,7 +19,7 @@ from schema.channel_types import Channel
 from db import models
 from schema.context import Context
 from schema.coverage_types import MessageCoverage, item_flags
-from schema.ids import format_id, format_optional_id
+from schema.ids import CHANNEL, DIGEST, DIGEST_JOB, KNOWLEDGE_ITEM, global_id, optional_global_id
 from schema.enums import KnowledgeKind, SignalLevel
 from schema.job_types import DigestJob
 from schema.shared_types import Flag
@@ -125,8 +126,8 @@ class Artifact(_Cited):
 
 
 @strawberry.type
-class KnowledgeItem(_Cited):
-    id: strawberry.ID
+class KnowledgeItem(_Cited, relay.Node):
+    id: relay.NodeID[int]
     digest_id: strawberry.ID
     channel_id: strawberry.ID
     key: str
@@ -148,9 +149,9 @@ class KnowledgeItem(_Cited):
     @classmethod
     def from_row(cls, row: models.KnowledgeItemWithMessage) -> KnowledgeItem:
         return cls(
-            id=format_id(row.id),
-            digest_id=format_id(row.digest_id),
-            channel_id=format_id(row.channel_id),
+            id=row.id,
+            digest_id=global_id(DIGEST, row.digest_id),
+            channel_id=global_id(CHANNEL, row.channel_id),
             key=row.item_key,
             kind=KnowledgeKind(row.kind),
             title=row.title,
@@ -160,8 +161,8 @@ class KnowledgeItem(_Cited):
             message_ids=list(row.message_ids),
             context_version=row.context_version,
             entity_refs=list(row.entity_refs),
-            supersedes_id=format_optional_id(row.supersedes_id),
-            conflicts_with_id=format_optional_id(row.conflicts_with_id),
+            supersedes_id=optional_global_id(KNOWLEDGE_ITEM, row.supersedes_id),
+            conflicts_with_id=optional_global_id(KNOWLEDGE_ITEM, row.conflicts_with_id),
             digest_row=row.digest_id,
             stored_flags=Flag.many(row.flags),
             created_at=row.created_at,
@@ -203,9 +204,13 @@ class SignalQuality:
 
 
 @strawberry.interface
-class DigestBase:
-    id: strawberry.ID
+class DigestBase(relay.Node):
+    """A digest, in either form: both forms of one digest have its one global id (type
+    `Digest`), and `node(id:)` returns the full form."""
+
+    id: relay.NodeID[int]
     channel_id: strawberry.ID
+    channel_row: strawberry.Private[int]
     title: str
     signal_quality: SignalQuality
     message_count: int
@@ -215,20 +220,21 @@ class DigestBase:
 
     @strawberry.field
     async def channel(self, info: Info[Context, None]) -> Channel | None:
-        row = await info.context.loaders.channel.load(int(self.channel_id))
+        row = await info.context.loaders.channel.load(self.channel_row)
         return Channel.from_row(row) if row else None
 
     @strawberry.field
     async def item_counts(self, info: Info[Context, None]) -> ItemCounts:
-        row = await info.context.loaders.item_counts.load(int(self.id))
+        row = await info.context.loaders.item_counts.load(self.id)
         names = ItemCounts.__annotations__
         return ItemCounts(**{name: int(getattr(row, name)) if row else 0 for name in names})
 
 
 def _base_fields(row: models.Digest) -> dict[str, Any]:
     return {
-        "id": format_id(row.id),
-        "channel_id": format_id(row.channel_id),
+        "id": row.id,
+        "channel_id": global_id(CHANNEL, row.channel_id),
+        "channel_row": row.channel_id,
         "title": row.title,
         "signal_quality": SignalQuality(level=SignalLevel(row.signal_quality), reason=row.signal_reason),
         "message_count": row.message_count,
@@ -241,6 +247,10 @@ def _base_fields(row: models.Digest) -> dict[str, Any]:
 @strawberry.type(description="The light form of a digest, for lists.")
 class DigestSummary(DigestBase):
     excerpt: str
+
+    @classmethod
+    def resolve_typename(cls, root: DigestSummary, info: Info[Any, Any]) -> str:
+        return DIGEST  # the light form names the digest itself: one node, one id
 
     @classmethod
     def from_row(cls, row: models.Digest) -> DigestSummary:
@@ -260,6 +270,7 @@ class Digest(DigestBase):
     flags: list[Flag]
     rejections: list[Rejection]
     job_id: strawberry.ID | None
+    job_row: strawberry.Private[int | None]
     message_coverage: MessageCoverage = strawberry.field(
         description="Which messages this digest read, and the ranges it left out with why."
     )
@@ -281,26 +292,27 @@ class Digest(DigestBase):
                 )  # fmt: skip
                 for r in row.rejections
             ],
-            job_id=format_optional_id(row.job_id),
+            job_id=optional_global_id(DIGEST_JOB, row.job_id),
+            job_row=row.job_id,
             message_coverage=MessageCoverage.from_row(row),
             **_base_fields(row),
         )
 
     @strawberry.field
     async def job(self, info: Info[Context, None]) -> DigestJob | None:
-        if self.job_id is None:
+        if self.job_row is None:
             return None
-        row = await info.context.loaders.job.load(int(self.job_id))
+        row = await info.context.loaders.job.load(self.job_row)
         return DigestJob.from_row(row) if row else None
 
     @strawberry.field
     async def topics(self, info: Info[Context, None]) -> list[Topic]:
-        rows = await info.context.loaders.topics.load(int(self.id))
+        rows = await info.context.loaders.topics.load(self.id)
         return [Topic(title=r.title, summary=r.summary, message_ids=list(r.message_ids)) for r in rows]
 
     @strawberry.field
     async def decisions(self, info: Info[Context, None]) -> list[Decision]:
-        rows = await info.context.loaders.decisions.load(int(self.id))
+        rows = await info.context.loaders.decisions.load(self.id)
         return [
             Decision(
                 text=r.text, message_ids=list(r.message_ids),
@@ -311,7 +323,7 @@ class Digest(DigestBase):
 
     @strawberry.field
     async def action_items(self, info: Info[Context, None]) -> list[ActionItem]:
-        rows = await info.context.loaders.action_items.load(int(self.id))
+        rows = await info.context.loaders.action_items.load(self.id)
         return [
             ActionItem(
                 text=r.text, owner=r.owner, message_ids=list(r.message_ids),
@@ -322,7 +334,7 @@ class Digest(DigestBase):
 
     @strawberry.field
     async def open_questions(self, info: Info[Context, None]) -> list[OpenQuestion]:
-        rows = await info.context.loaders.open_questions.load(int(self.id))
+        rows = await info.context.loaders.open_questions.load(self.id)
         return [
             OpenQuestion(
                 text=r.text, asked_by=r.asked_by, message_ids=list(r.message_ids),
@@ -333,7 +345,7 @@ class Digest(DigestBase):
 
     @strawberry.field
     async def links(self, info: Info[Context, None]) -> list[Link]:
-        rows = await info.context.loaders.links.load(int(self.id))
+        rows = await info.context.loaders.links.load(self.id)
         return [
             Link(
                 url=r.url, description=r.description, message_ids=list(r.message_ids),
@@ -344,7 +356,7 @@ class Digest(DigestBase):
 
     @strawberry.field
     async def artifacts(self, info: Info[Context, None]) -> list[Artifact]:
-        rows = await info.context.loaders.artifacts.load(int(self.id))
+        rows = await info.context.loaders.artifacts.load(self.id)
         return [
             Artifact(
                 kind=r.kind, title=r.title, language=r.language,
@@ -356,5 +368,5 @@ class Digest(DigestBase):
 
     @strawberry.field
     async def knowledge_items(self, info: Info[Context, None]) -> list[KnowledgeItem]:
-        rows = await info.context.loaders.knowledge_items.load(int(self.id))
+        rows = await info.context.loaders.knowledge_items.load(self.id)
         return [KnowledgeItem.from_row(r) for r in rows]

@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Annotated, Any, cast
 
 import strawberry
+from strawberry import relay
 from strawberry.scalars import JSON
 from strawberry.types import Info
 
@@ -22,7 +23,7 @@ from runner.documents.payload import DigestPayload, validate_payload_dict
 from db import models
 from schema.context import Context
 from schema.errors import PAGE_SIZE, client_error
-from schema.ids import format_id, format_optional_id
+from schema.ids import DIGEST_JOB, DOCUMENT, global_id, optional_global_id
 from schema.loaders import LATEST_DIGESTS_PER_DOCUMENT
 from schema.shared_types import Flag
 
@@ -40,8 +41,8 @@ def _listed_chars(row: models.DocumentFields) -> int:
 
 
 @strawberry.type(description="A fetched or uploaded document, stored as canonical text.")
-class Document:
-    id: strawberry.ID
+class Document(relay.Node):
+    id: relay.NodeID[int]
     title: str | None
     content_type: str = strawberry.field(description="text/html, application/pdf or text/plain.")
     source_url: str | None = strawberry.field(description="Where it was fetched from (final URL).")
@@ -59,7 +60,7 @@ class Document:
         text = row.canonical_text if isinstance(row, models.DocumentColumns) else None
         spans = page_spans_of(row)
         return cls(
-            id=format_id(row.id),
+            id=row.id,
             title=row.title,
             content_type=row.content_type,
             source_url=row.source_url,
@@ -75,7 +76,7 @@ class Document:
     async def canonical_text(self, info: Info[Context, None]) -> str:
         if self.text is not None:
             return info.context.charge_text(self.text)
-        row = await info.context.loaders.document.load(int(self.id))
+        row = await info.context.loaders.document.load(self.id)
         return info.context.charge_text(row.canonical_text) if row else ""
 
     @strawberry.field(description="The newest digests of this document, newest first.")
@@ -90,7 +91,7 @@ class Document:
             raise client_error(
                 f"first must be between 1 and {LATEST_DIGESTS_PER_DOCUMENT}", PAGE_SIZE, argument="first"
             )
-        rows = await info.context.loaders.latest_document_digests.load(int(self.id))
+        rows = await info.context.loaders.latest_document_digests.load(self.id)
         return [DocumentDigest.from_row(row) for row in rows[:first]]
 
 
@@ -163,9 +164,10 @@ def _payload(row: models.DocumentDigest) -> DigestPayload:
 
 
 @strawberry.type(description="A query-conditioned digest of a document (DigestPayload v1.0).")
-class DocumentDigest:
-    id: strawberry.ID
+class DocumentDigest(relay.Node):
+    id: relay.NodeID[int]
     document_id: strawberry.ID
+    document_row: strawberry.Private[int]
     job_id: strawberry.ID | None
     query: str
     query_hash: str = strawberry.field(description="The payload's 8 hex of sha256(query).")
@@ -191,9 +193,10 @@ class DocumentDigest:
         payload = _payload(row)
         document_row = int(row.document_id)
         return cls(
-            id=format_id(row.id),
-            document_id=format_id(document_row),
-            job_id=format_optional_id(row.job_id),
+            id=row.id,
+            document_id=global_id(DOCUMENT, document_row),
+            document_row=document_row,
+            job_id=optional_global_id(DIGEST_JOB, row.job_id),
             query=row.query,
             query_hash=payload.query_hash,
             cache_key=row.cache_key,
@@ -230,5 +233,5 @@ class DocumentDigest:
 
     @strawberry.field
     async def document(self, info: Info[Context, None]) -> Document | None:
-        row = await info.context.loaders.document.load(int(self.document_id))
+        row = await info.context.loaders.document.load(self.document_row)
         return Document.from_row(row) if row else None

@@ -27,9 +27,9 @@ from runner.triggers import SubjectNotFound, TriggerRefused, trigger_document_di
 from schema.connections import Connection
 from schema.context import Context
 from schema.document_types import Document, DocumentDigest
-from schema.ids import parse_id
+from schema.ids import DOCUMENT, DOCUMENT_DIGEST, IdArgument, parse_id
 from schema.job_types import DigestJob
-from schema.paging import PAGE_SIZE_HELP, page_of
+from schema.paging import After, Before, First, Last, PageArgs, connection_of
 from schema.permissions import IsWriter
 from schema.errors import BAD_USER_INPUT
 from schema.shared_types import InvalidInputError, NotFoundError, parse_id_or_error
@@ -103,8 +103,10 @@ class DocumentQueries:
         self,
         info: Info[Context, None],
         filter: DocumentFilter | None = None,
-        first: Annotated[int, strawberry.argument(description=PAGE_SIZE_HELP)] = 20,
-        after: str | None = None,
+        first: First = None,
+        after: After = None,
+        last: Last = None,
+        before: Before = None,
     ) -> Connection[Document] | None:
         filter = filter or DocumentFilter()
         filters = {
@@ -112,19 +114,19 @@ class DocumentQueries:
             "since": filter.since,
             "until": filter.until,
         }
-        page = await page_of(info, pages.DOCUMENTS, filters, first, after)
-        return Connection.from_page(page, Document.from_row)
+        args = PageArgs(first, after, last, before, default_size=20)
+        return await connection_of(info, pages.DOCUMENTS, filters, args, Document.from_row)
 
     @strawberry.field(description="One document with its latest digests.")
-    async def document(self, info: Info[Context, None], id: strawberry.ID) -> Document | None:
-        row = await info.context.loaders.document.load(parse_id(id, "document"))
+    async def document(self, info: Info[Context, None], id: IdArgument) -> Document | None:
+        row = await info.context.loaders.document.load(parse_id(id, DOCUMENT))
         return Document.from_row(row) if row else None
 
     @strawberry.field(description="One document digest: summary, key points, checked evidence.")
     async def document_digest(
-        self, info: Info[Context, None], id: strawberry.ID
+        self, info: Info[Context, None], id: IdArgument
     ) -> DocumentDigest | None:
-        row = await info.context.loaders.document_digest.load(parse_id(id, "document digest"))
+        row = await info.context.loaders.document_digest.load(parse_id(id, DOCUMENT_DIGEST))
         return DocumentDigest.from_row(row) if row else None
 
 
@@ -162,9 +164,9 @@ class DocumentMutations:
         "digest with the same cache key is served without summarizing again.",
     )
     async def trigger_document_digest(
-        self, info: Info[Context, None], document_id: strawberry.ID, query: str
+        self, info: Info[Context, None], document_id: IdArgument, query: str
     ) -> TriggerDocumentDigestResult:
-        key = parse_id_or_error(document_id, "document")
+        key = parse_id_or_error(document_id, DOCUMENT)
         if isinstance(key, InvalidInputError):
             return key
         try:

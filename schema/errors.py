@@ -25,12 +25,12 @@ PARSE = "PARSE"  # the query text is not GraphQL
 VALIDATION = "VALIDATION"  # the query or its variables do not fit the schema's types
 TOO_COMPLEX = "TOO_COMPLEX"  # the query would cost more than the limit
 # The values of arguments
-BAD_ID = "BAD_ID"  # an id that is not the canonical spelling of one
+BAD_ID = "BAD_ID"  # an id this API did not produce, or one naming another type
 BAD_CURSOR = "BAD_CURSOR"  # a cursor this API did not hand out
-PAGE_SIZE = "PAGE_SIZE"  # `first` (or `last`) out of its range
+PAGE_SIZE = "PAGE_SIZE"  # `first` or `last` out of its range, or both given
 BAD_USER_INPUT = "BAD_USER_INPUT"  # any other value the API refuses, said where and why
 # Results
-NOT_FOUND = "NOT_FOUND"  # no object with that id (typed mutation results)
+NOT_FOUND = "NOT_FOUND"  # no object with that id (typed mutation results, jobProgress)
 RESPONSE_TOO_LARGE = "RESPONSE_TOO_LARGE"  # the answer would be over the response cap
 INTERNAL = "INTERNAL"  # a server fault: only the request id is shown
 

@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import strawberry
+from strawberry import relay
 from strawberry.scalars import JSON
 from strawberry.types import Info
 
@@ -16,11 +17,12 @@ from db import models
 from schema.context import Context
 from schema.document_types import DocumentDigest
 from schema.enums import JobPhase, JobStatus
-from schema.ids import format_id, format_optional_id
+from schema.ids import CHANNEL, DIGEST, DOCUMENT, DOCUMENT_DIGEST, optional_global_id
 from schema.shared_types import Flag
 
 if TYPE_CHECKING:
     from schema.digest_types import Digest
+
 
 @strawberry.type
 class JobProgress:
@@ -62,8 +64,8 @@ class JobStats:
 
 
 @strawberry.type
-class DigestJob:
-    id: strawberry.ID
+class DigestJob(relay.Node):
+    id: relay.NodeID[int]
     kind: str
     channel_id: strawberry.ID | None
     status: JobStatus
@@ -90,13 +92,14 @@ class DigestJob:
     started_at: datetime | None
     finished_at: datetime | None
     updated_at: datetime
+    row: strawberry.Private[models.DigestJob]
 
     @classmethod
     def from_row(cls, row: models.DigestJob) -> DigestJob:
         return cls(
-            id=format_id(row.id),
+            id=row.id,
             kind=row.kind,
-            channel_id=format_optional_id(row.channel_id),
+            channel_id=optional_global_id(CHANNEL, row.channel_id),
             status=JobStatus(row.status),
             phase=JobPhase(row.phase) if row.phase else None,
             progress=JobProgress(chunks_done=row.chunks_done, chunks_total=row.chunks_total),
@@ -107,29 +110,30 @@ class DigestJob:
             cancel_requested=row.cancel_requested,
             stats=JobStats.from_json(row.stats or {}),
             warnings=Flag.many(row.warnings or []),
-            digest_id=format_optional_id(row.digest_id),
-            document_id=format_optional_id(row.document_id),
-            document_digest_id=format_optional_id(row.document_digest_id),
+            digest_id=optional_global_id(DIGEST, row.digest_id),
+            document_id=optional_global_id(DOCUMENT, row.document_id),
+            document_digest_id=optional_global_id(DOCUMENT_DIGEST, row.document_digest_id),
             query=(row.options or {}).get("query") if row.kind == jobs.JobKind.DOCUMENT else None,
             options=cast(JSON, row.options or {}),
             created_at=row.created_at,
             started_at=row.started_at,
             finished_at=row.finished_at,
             updated_at=row.updated_at,
+            row=row,
         )
 
     @strawberry.field
     async def channel(self, info: Info[Context, None]) -> Channel | None:
-        if self.channel_id is None:
+        if self.row.channel_id is None:
             return None
-        row = await info.context.loaders.channel.load(int(self.channel_id))
+        row = await info.context.loaders.channel.load(self.row.channel_id)
         return Channel.from_row(row) if row else None
 
     @strawberry.field(description="Document jobs: the digest, once there is one.")
     async def document_digest(self, info: Info[Context, None]) -> DocumentDigest | None:
-        if self.document_digest_id is None:
+        if self.row.document_digest_id is None:
             return None
-        row = await info.context.loaders.document_digest.load(int(self.document_digest_id))
+        row = await info.context.loaders.document_digest.load(self.row.document_digest_id)
         return DocumentDigest.from_row(row) if row else None
 
     # The one import cycle among the schema's types: a Digest links to the job that made it
@@ -141,7 +145,7 @@ class DigestJob:
     ) -> Annotated["Digest", strawberry.lazy("schema.digest_types")] | None:
         from schema.digest_types import Digest
 
-        if self.digest_id is None:
+        if self.row.digest_id is None:
             return None
-        row = await info.context.loaders.digest.load(int(self.digest_id))
+        row = await info.context.loaders.digest.load(self.row.digest_id)
         return Digest.from_row(row) if row else None

@@ -24,6 +24,7 @@ from runner.triggers import SubjectNotFound, TriggerRefused, trigger_channel_dig
 from schema.channel_types import Channel
 from schema.context import Context
 from schema.documents import DocumentMutations
+from schema.ids import CHANNEL, DIGEST_JOB, IdArgument
 from schema.job_types import DigestJob
 from schema.permissions import IsWriter
 from schema.errors import BAD_USER_INPUT
@@ -149,10 +150,10 @@ class Mutation(DocumentMutations):
     async def trigger_digest(
         self,
         info: Info[Context, None],
-        channel_id: strawberry.ID,
+        channel_id: IdArgument,
         options: DigestOptions | None = None,
     ) -> TriggerDigestResult:
-        channel_key = parse_id_or_error(channel_id, "channel")
+        channel_key = parse_id_or_error(channel_id, CHANNEL)
         if isinstance(channel_key, InvalidInputError):
             return channel_key
         options = options or DigestOptions()
@@ -173,12 +174,12 @@ class Mutation(DocumentMutations):
         permission_classes=[IsWriter],
         description="Cancel a job: a queued one at once, a running one at its next checkpoint.",
     )
-    async def cancel_job(self, info: Info[Context, None], id: strawberry.ID) -> CancelJobResult:
-        job_id = parse_id_or_error(id, "job")
+    async def cancel_job(self, info: Info[Context, None], id: IdArgument) -> CancelJobResult:
+        job_id = parse_id_or_error(id, DIGEST_JOB)
         if isinstance(job_id, InvalidInputError):
             return job_id
         async with info.context.pool.acquire() as connection:
             row = await job_queries.cancel_job(connection, job_id)
         if row is None:
-            return NotFoundError(message=f"no job with id {job_id}")
+            return NotFoundError(message=f"no job with id {id}")
         return DigestJob.from_row(row)

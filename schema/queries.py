@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
 
 import strawberry
 from strawberry.types import Info
@@ -15,10 +14,20 @@ from schema.context import Context
 from schema.digest_types import Digest, DigestSummary, KnowledgeItem
 from schema.documents import DocumentQueries
 from schema.errors import client_error
-from schema.ids import parse_id, parse_optional_id
+from schema.ids import (
+    CHANNEL,
+    DIGEST,
+    DIGEST_JOB,
+    DOCUMENT,
+    IdArgument,
+    parse_id,
+    parse_optional_id,
+    parse_server_id,
+)
 from schema.enums import JobStatus, KnowledgeKind, SignalLevel
 from schema.job_types import DigestJob
-from schema.paging import PAGE_SIZE_HELP, page_of
+from schema.nodes import NodeQueries
+from schema.paging import After, Before, First, Last, PageArgs, connection_of
 
 
 @strawberry.input
@@ -55,22 +64,24 @@ class DigestJobFilter:
 
 
 @strawberry.type
-class Query(DocumentQueries):
+class Query(NodeQueries, DocumentQueries):
     @strawberry.field(description="Channels, newest first.")
     async def channels(
         self,
         info: Info[Context, None],
         server_id: strawberry.ID | None = None,
-        first: Annotated[int, strawberry.argument(description=PAGE_SIZE_HELP)] = 20,
-        after: str | None = None,
+        first: First = None,
+        after: After = None,
+        last: Last = None,
+        before: Before = None,
     ) -> Connection[Channel] | None:
-        filters = {"server_id": parse_optional_id(server_id, "server")}
-        page = await page_of(info, pages.CHANNELS, filters, first, after)
-        return Connection.from_page(page, Channel.from_row)
+        filters = {"server_id": parse_server_id(server_id)}
+        args = PageArgs(first, after, last, before, default_size=20)
+        return await connection_of(info, pages.CHANNELS, filters, args, Channel.from_row)
 
     @strawberry.field
-    async def channel(self, info: Info[Context, None], id: strawberry.ID) -> Channel | None:
-        row = await info.context.loaders.channel.load(parse_id(id, "channel"))
+    async def channel(self, info: Info[Context, None], id: IdArgument) -> Channel | None:
+        row = await info.context.loaders.channel.load(parse_id(id, CHANNEL))
         return Channel.from_row(row) if row else None
 
     @strawberry.field(description="A channel's messages, oldest first.")
@@ -78,39 +89,50 @@ class Query(DocumentQueries):
         self,
         info: Info[Context, None],
         filter: MessageFilter,
-        first: Annotated[int, strawberry.argument(description=PAGE_SIZE_HELP)] = 50,
-        after: str | None = None,
+        first: First = None,
+        after: After = None,
+        last: Last = None,
+        before: Before = None,
     ) -> Connection[Message] | None:
+        channel_row = parse_id(filter.channel_id, CHANNEL)
         filters = {
-            "channel_id": parse_id(filter.channel_id, "channel"),
+            "channel_id": channel_row,
             "since": filter.since,
             "until": filter.until,
         }
-        page = await page_of(info, pages.MESSAGES, filters, first, after)
-        return Connection.from_page(page, Message.from_row)
+        args = PageArgs(first, after, last, before, default_size=50)
+        exact = None
+        if filter.since is None and filter.until is None:
+
+            async def exact() -> int | None:  # counted on the (channel_id, ts, id) index
+                return await info.context.loaders.message_count.load(channel_row)
+
+        return await connection_of(info, pages.MESSAGES, filters, args, Message.from_row, exact)
 
     @strawberry.field(description="Digests, newest first, in their light form.")
     async def digests(
         self,
         info: Info[Context, None],
         filter: DigestFilter | None = None,
-        first: Annotated[int, strawberry.argument(description=PAGE_SIZE_HELP)] = 20,
-        after: str | None = None,
+        first: First = None,
+        after: After = None,
+        last: Last = None,
+        before: Before = None,
     ) -> Connection[DigestSummary] | None:
         filter = filter or DigestFilter()
         filters = {
-            "server_id": parse_optional_id(filter.server_id, "server"),
-            "channel_id": parse_optional_id(filter.channel_id, "channel"),
+            "server_id": parse_server_id(filter.server_id),
+            "channel_id": parse_optional_id(filter.channel_id, CHANNEL),
             "since": filter.since,
             "until": filter.until,
             "signal_quality": filter.signal_quality.value if filter.signal_quality else None,
         }
-        page = await page_of(info, pages.DIGESTS, filters, first, after)
-        return Connection.from_page(page, DigestSummary.from_row)
+        args = PageArgs(first, after, last, before, default_size=20)
+        return await connection_of(info, pages.DIGESTS, filters, args, DigestSummary.from_row)
 
     @strawberry.field(description="One digest with every item.")
-    async def digest(self, info: Info[Context, None], id: strawberry.ID) -> Digest | None:
-        row = await info.context.loaders.digest.load(parse_id(id, "digest"))
+    async def digest(self, info: Info[Context, None], id: IdArgument) -> Digest | None:
+        row = await info.context.loaders.digest.load(parse_id(id, DIGEST))
         return Digest.from_row(row) if row else None
 
     @strawberry.field(description="Knowledge items, newest first.")
@@ -118,40 +140,44 @@ class Query(DocumentQueries):
         self,
         info: Info[Context, None],
         filter: KnowledgeItemFilter | None = None,
-        first: Annotated[int, strawberry.argument(description=PAGE_SIZE_HELP)] = 20,
-        after: str | None = None,
+        first: First = None,
+        after: After = None,
+        last: Last = None,
+        before: Before = None,
     ) -> Connection[KnowledgeItem] | None:
         filter = filter or KnowledgeItemFilter()
         query = filter.query.strip() if filter.query else None
         if query and len(query) > 500:
             raise client_error("filter.query is too long: at most 500 characters")
         filters = {
-            "channel_id": parse_optional_id(filter.channel_id, "channel"),
-            "digest_id": parse_optional_id(filter.digest_id, "digest"),
+            "channel_id": parse_optional_id(filter.channel_id, CHANNEL),
+            "digest_id": parse_optional_id(filter.digest_id, DIGEST),
             "kind": filter.kind.value if filter.kind else None,
             "query": query or None,
         }
-        page = await page_of(info, pages.KNOWLEDGE_ITEMS, filters, first, after)
-        return Connection.from_page(page, KnowledgeItem.from_row)
+        args = PageArgs(first, after, last, before, default_size=20)
+        return await connection_of(info, pages.KNOWLEDGE_ITEMS, filters, args, KnowledgeItem.from_row)
 
     @strawberry.field(description="Digest jobs, newest first.")
     async def digest_jobs(
         self,
         info: Info[Context, None],
         filter: DigestJobFilter | None = None,
-        first: Annotated[int, strawberry.argument(description=PAGE_SIZE_HELP)] = 20,
-        after: str | None = None,
+        first: First = None,
+        after: After = None,
+        last: Last = None,
+        before: Before = None,
     ) -> Connection[DigestJob] | None:
         filter = filter or DigestJobFilter()
         filters = {
-            "channel_id": parse_optional_id(filter.channel_id, "channel"),
-            "document_id": parse_optional_id(filter.document_id, "document"),
+            "channel_id": parse_optional_id(filter.channel_id, CHANNEL),
+            "document_id": parse_optional_id(filter.document_id, DOCUMENT),
             "status": filter.status.value if filter.status else None,
         }
-        page = await page_of(info, pages.JOBS, filters, first, after)
-        return Connection.from_page(page, DigestJob.from_row)
+        args = PageArgs(first, after, last, before, default_size=20)
+        return await connection_of(info, pages.JOBS, filters, args, DigestJob.from_row)
 
     @strawberry.field(description="One job, for polling.")
-    async def job(self, info: Info[Context, None], id: strawberry.ID) -> DigestJob | None:
-        row = await info.context.loaders.job.load(parse_id(id, "job"))
+    async def job(self, info: Info[Context, None], id: IdArgument) -> DigestJob | None:
+        row = await info.context.loaders.job.load(parse_id(id, DIGEST_JOB))
         return DigestJob.from_row(row) if row else None

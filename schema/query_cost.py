@@ -24,16 +24,18 @@ from graphql import (
     GraphQLOutputType,
     GraphQLSchema,
     InlineFragmentNode,
-    IntValueNode,
     SelectionSetNode,
     VariableNode,
     get_named_type,
+    value_from_ast_untyped,
 )
 
 MAX_QUERY_COST = 20_000
 # Rows assumed for a list that has no `first` (the items of one digest, a document's digests).
 LIST_ROWS = 10
 MAX_PAGE_SIZE = 100
+# Rows counted for a connection asked for without first or last: the largest default page size.
+DEFAULT_PAGE_ROWS = 50
 
 # Fields that can return a large text, by (type, field), weighed against an ordinary field (1).
 # A document's canonical text can be 10 MB: a query may ask for at most 3 of them. A message
@@ -101,24 +103,34 @@ class _Estimator:
     def rows(
         self, siblings: Mapping[str, Any], node: FieldNode, output: GraphQLOutputType, args: Mapping[str, Any]
     ) -> int:
-        """How many rows the field can return: its `first`, or LIST_ROWS for a plain list. The
-        `edges` and `nodes` of a connection are the page its `first` already counted."""
+        """How many rows the field can return: its `first` or `last` (DEFAULT_PAGE_ROWS if it
+        has neither), the length of `nodes(ids:)`, or LIST_ROWS for a plain list. The `edges`
+        and `nodes` of a connection are the page its `first`/`last` already counted."""
         if "pageInfo" in siblings:
             return 1
-        if "first" in args:
-            value: Any = args["first"].default_value
-            for argument in node.arguments or ():
-                if argument.name.value != "first":
-                    continue
-                if isinstance(argument.value, IntValueNode):
-                    value = int(argument.value.value)
-                elif isinstance(argument.value, VariableNode):
-                    value = self.variables.get(argument.value.name.value, value)
-            if isinstance(value, int) and not isinstance(value, bool):
-                return max(1, min(value, MAX_PAGE_SIZE))
+        if "first" in args or "last" in args:
+            sizes = [self.argument(node, name) for name in ("first", "last")]
+            given = [size for size in sizes if size is not None]
+            if not given:
+                return DEFAULT_PAGE_ROWS
+            if all(isinstance(size, int) and not isinstance(size, bool) for size in given):
+                return max(1, min(int(max(given)), MAX_PAGE_SIZE))
             return MAX_PAGE_SIZE
+        if "ids" in args:
+            ids = self.argument(node, "ids")
+            return len(ids) if isinstance(ids, list) else MAX_PAGE_SIZE
         unwrapped = output.of_type if isinstance(output, GraphQLNonNull) else output
         return LIST_ROWS if isinstance(unwrapped, GraphQLList) else 1
+
+    def argument(self, node: FieldNode, name: str) -> Any:
+        """The argument's value where the query or its variables give it, else None."""
+        for argument in node.arguments or ():
+            if argument.name.value != name:
+                continue
+            if isinstance(argument.value, VariableNode):
+                return self.variables.get(argument.value.name.value)
+            return value_from_ast_untyped(argument.value, dict(self.variables))
+        return None
 
 
 def query_cost(

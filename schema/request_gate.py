@@ -4,10 +4,11 @@ Coercing variables is the expensive step that a client controls: 300,000 message
 18 s of the event loop before the resolver's permission check and its 5,000-message cap refused
 them. So the request is refused here, from the parsed document and the raw JSON variables, by
 what it asks (a reader cannot run a mutation; only the ingest mutations may send a large body; an
-ingest may carry at most ApiConfig.max_ingest_batch messages, counted by list length) and by what it
-would cost, before any value is coerced. The values themselves are checked here too (see
-schema/input_values.py), and a document with an empty selection set (which graphql-core 3.3
-parses) is refused before a validation rule trips on it.
+ingest may carry at most ApiConfig.max_ingest_batch messages, counted by list length; subscriptions
+come over WebSocket only, and nothing else does) and by what it would cost, before any value is
+coerced. The values themselves are checked here too (see schema/input_values.py), and a
+document with an empty selection set (which graphql-core 3.3 parses) is refused before a
+validation rule trips on it.
 """
 
 from __future__ import annotations
@@ -62,6 +63,8 @@ INGEST_FIELDS: Mapping[str, str | None] = {"ingestMessages": "messages", "ingest
 # Message fields are repaired like imported records (NULs removed...), not refused.
 REPAIRED_ARGUMENT = ("ingestMessages", "messages")
 WRITER_MESSAGE = "permission denied: this operation needs a writer token"
+# GraphQLRequest.method of a subscribe message on a WebSocket: only subscriptions come that way.
+WEBSOCKET = "WEBSOCKET"
 
 
 @dataclass(frozen=True)
@@ -119,14 +122,25 @@ def admit(schema: GraphQLSchema, request: GraphQLRequest, role: Role, limits: Ga
         )  # fmt: skip
         raise _refuse(f"cannot tell which operation to run: {reason}", BAD_REQUEST, 400)
     try:
-        survey = _survey(document)
+        survey = _survey_of(request.query)
     except RecursionError:
         raise _refuse("the query is nested too deeply", VALIDATION) from None
     if survey.empty_selection is not None:
         raise Refused(survey.empty_selection)
     if operation.operation is OperationType.SUBSCRIPTION:
-        raise _refuse("this API has no subscriptions: poll job(id) instead", VALIDATION)
-    if operation.operation is not OperationType.QUERY:
+        if request.method != WEBSOCKET:
+            raise _refuse(
+                "subscriptions are served over WebSocket (graphql-transport-ws) at /graphql; "
+                "or poll job(id)",
+                VALIDATION,
+            )  # fmt: skip
+    elif request.method == WEBSOCKET:
+        raise _refuse(
+            f"only subscriptions are served over WebSocket: send {operation.operation.value}s "
+            "over HTTP (POST /graphql)",
+            BAD_REQUEST,
+        )  # fmt: skip
+    elif operation.operation is not OperationType.QUERY:
         if request.method == "GET":
             raise _refuse(f"{operation.operation.value}s are not allowed over GET: use POST", BAD_REQUEST, 400)
         if role is not Role.WRITER:
@@ -234,3 +248,10 @@ def _survey(document: DocumentNode) -> _Survey:
     survey = _Survey()
     visit(document, survey)
     return survey
+
+
+@lru_cache(maxsize=256)
+def _survey_of(query: str) -> _Survey:
+    """The survey of `query`'s document (remembered like the parse: it depends on the text alone,
+    and walking the document was a fifth of the CPU of a small poll). Read-only once made."""
+    return _survey(parse_document(query))

@@ -47,10 +47,12 @@ class InvalidInputError:
     )
 
 
-def parse_id_or_error(value: strawberry.ID, what: str) -> int | InvalidInputError:
-    """A mutation's id argument as its row id, or the typed error (BAD_ID) to return: a
-    malformed id is an expected failure of a mutation, like an unknown one."""
+def parse_id_or_error(value: strawberry.ID, type_name: str) -> int | InvalidInputError:
+    """A mutation's id argument naming a `type_name` node (schema/ids.py parse_id: a global id
+    of that type, or a legacy numeric one) as its row id, or the typed error (BAD_ID) to return:
+    a malformed id, or one of another type, is an expected failure of a mutation, like an
+    unknown one."""
     try:
-        return parse_id(value, what)
+        return parse_id(value, type_name)
     except GraphQLError as error:
         return InvalidInputError(message=error.message, code=BAD_ID)

@@ -1,6 +1,6 @@
-"""The Starlette application: the web console at /, GraphQL (with GraphiQL) at /graphql, /healthz,
-/readyz, /metrics, and the pages' files under /static (CORS for dashboards when
-DIGESTD_CORS_ORIGINS is set).
+"""The Starlette application: the web console at /, GraphQL (with GraphiQL) at /graphql and its
+subscriptions over WebSocket at the same path, /healthz, /readyz, /metrics, and the pages' files
+under /static (CORS for dashboards when DIGESTD_CORS_ORIGINS is set).
 
 The lifespan opens the database pool, applies migrations, and unless told otherwise runs
 in-process workers, so `digestd serve` alone is a working service.
@@ -19,7 +19,7 @@ from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import Route, WebSocketRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from db.migrate import database_version
@@ -33,6 +33,8 @@ from server.auth import TokenAuthMiddleware, parse_tokens
 from server.console import console_page
 from server.graphiql import static_files
 from server.graphql_http import GraphQLEndpoint
+from server.graphql_ws import SubscriptionEndpoint
+from server.job_events import JobEventHub
 from server.metrics import metrics_endpoint
 from server.request_id import RequestIdMiddleware
 from server.runtime import Runtime
@@ -126,6 +128,9 @@ def create_app(settings: Settings, options: AppOptions | None = None) -> Starlet
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await runtime.open()
         app.state.pool = runtime.pool
+        assert runtime.database_url is not None
+        job_events = JobEventHub(runtime.database_url)
+        app.state.job_events = job_events
         # The in-process runner: loops restarted if they die; /readyz reports when one is down.
         runner = RunnerSupervisor(runtime.new_worker, options.run_workers)
         app.state.runner = runner
@@ -135,6 +140,7 @@ def create_app(settings: Settings, options: AppOptions | None = None) -> Starlet
         finally:
             # Running jobs checkpoint within the grace and are released to other workers.
             await runner.stop(timeout=settings.digestd_shutdown_grace_seconds + 5)
+            await job_events.close()
             offload.shutdown()
             await runtime.close()
 
@@ -156,16 +162,18 @@ def create_app(settings: Settings, options: AppOptions | None = None) -> Starlet
         return JSONResponse({"status": "ready", "schema_version": version})
 
     api_config = runtime.api_config()
-    graphql = GraphQLEndpoint(
-        build_schema(),
-        api_config,
-        GateLimits(max_ingest_body_bytes=MAX_REQUEST_BYTES, max_ingest_messages=api_config.max_ingest_batch),
+    schema = build_schema()
+    limits = GateLimits(max_ingest_body_bytes=MAX_REQUEST_BYTES, max_ingest_messages=api_config.max_ingest_batch)
+    graphql = GraphQLEndpoint(schema, api_config, limits)
+    subscriptions = SubscriptionEndpoint(
+        schema, api_config, limits, tokens=tokens, allowed_origins=settings.cors_origins
     )
     return Starlette(
         routes=[
             # The console page holds no data (its API calls carry the token), like /healthz.
             Route("/", console_page, methods=["GET"]),
             Route("/graphql", graphql, methods=["GET", "POST"]),
+            WebSocketRoute("/graphql", subscriptions),
             Route("/healthz", healthz),
             Route("/readyz", readyz),
             # Open like /healthz (scrapers rarely carry tokens): counts only, no content.

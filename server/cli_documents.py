@@ -18,6 +18,7 @@ from runner.documents.errors import DocumentError
 from runner.documents.ingest import ingest_bytes, ingest_url
 from runner.documents.payload import DigestPayload, validate_payload_dict
 from runner.triggers import TriggerRefused, trigger_document_digest
+from schema.ids import DOCUMENT, global_id
 from server.cli_json import emit, job_json, refuse
 from server.runtime import Runtime, digest_config, fetch_policy
 from server.settings import Settings
@@ -96,7 +97,7 @@ async def add_doc(runtime: Runtime, args: argparse.Namespace) -> int:
     result: dict[str, Any] | None = None
     if args.json:
         result = {"document": {
-            "id": str(row.id), "created": created, "contentType": document.content_type,
+            "id": global_id(DOCUMENT, row.id), "created": created, "contentType": document.content_type,
             "chars": len(document.canonical_text), "pages": len(document.page_spans or []) or None,
             "sourceTextHash": document.source_text_hash,
             "warnings": [{"code": w.code, "message": w.message} for w in document.warnings],

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from schema.ids import CHANNEL, global_id
 from server.cli_json import emit, refuse
 from server.runtime import Runtime
 
@@ -101,7 +102,8 @@ def _report_json(path: Path, report: ImportReport, seconds: float) -> dict[str, 
         "unchanged": report.unchanged,
         "skipped": dict(report.skipped),
         "channels": [
-            {"name": name, "id": str(channel_id)} for name, channel_id in sorted(report.channels.items())
+            {"name": name, "id": global_id(CHANNEL, channel_id)}
+            for name, channel_id in sorted(report.channels.items())
         ],
         "errors": [{"location": e.location, "reason": e.reason} for e in report.errors],
         "seconds": round(seconds, 3),

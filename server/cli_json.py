@@ -1,6 +1,6 @@
 """`--json` output of the commands scripts call (`import`, `digest`, `add-doc`): one JSON object
-on stdout, with the names the GraphQL API uses, so a script reads the same fields whichever way
-it asked. Progress and diagnostics stay on stderr."""
+on stdout, with the names and the global ids the GraphQL API uses, so a script reads the same
+fields whichever way it asked and can pass any id on to the API. Progress and diagnostics stay on stderr."""
 
 from __future__ import annotations
 
@@ -9,11 +9,12 @@ import sys
 from typing import Any
 
 from db.models import DigestJob
+from schema.ids import DIGEST, DIGEST_JOB, DOCUMENT_DIGEST, global_id, optional_global_id
 
 
 def job_json(job: DigestJob) -> dict[str, Any]:
     return {
-        "id": str(job.id),
+        "id": global_id(DIGEST_JOB, job.id),
         "kind": job.kind,
         "status": str(job.status).upper(),
         "phase": job.phase.upper() if job.phase else None,
@@ -22,10 +23,8 @@ def job_json(job: DigestJob) -> dict[str, Any]:
         "attempts": job.attempts,
         "error": job.error,
         "resultMessage": job.result_message,
-        "digestId": None if job.digest_id is None else str(job.digest_id),
-        "documentDigestId": (
-            None if job.document_digest_id is None else str(job.document_digest_id)
-        ),
+        "digestId": optional_global_id(DIGEST, job.digest_id),
+        "documentDigestId": optional_global_id(DOCUMENT_DIGEST, job.document_digest_id),
         "stats": job.stats or {},
     }
 

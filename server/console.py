@@ -9,33 +9,28 @@ only, and the policy below (with Trusted Types required) makes any HTML string s
 
 from __future__ import annotations
 
-import re
 from functools import cache
 from pathlib import Path
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
-PAGE = Path(__file__).resolve().parent / "static" / "console" / "index.html"
+from server.csp import connect_sources
 
-# A Host header that is a plain host[:port]; anything else gets no explicit ws: source.
-_PLAIN_HOST = re.compile(r"^[A-Za-z0-9.\-]+(?::\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](?::\d{1,5})?$")
+PAGE = Path(__file__).resolve().parent / "static" / "console" / "index.html"
 
 
 def page_policy(host: str | None) -> str:
     """Scripts, styles and requests from digestd only. 'self' covers same-origin WebSockets in
     CSP 3, the explicit ws:/wss: source is for browsers that predate it (the job page
     subscribes to progress over graphql-transport-ws at /graphql)."""
-    connect = ["'self'"]
-    if host and _PLAIN_HOST.match(host):
-        connect += [f"ws://{host}", f"wss://{host}"]
     return "; ".join(
         (
             "default-src 'none'",
             "script-src 'self'",
             "style-src 'self'",
             "img-src 'self' data:",
-            f"connect-src {' '.join(connect)}",
+            f"connect-src {connect_sources(host)}",
             "base-uri 'none'",
             "form-action 'none'",
             "frame-ancestors 'none'",

@@ -3,7 +3,9 @@
 The page (server/graphiql.html) loads React, GraphiQL and the explorer plugin from /static/
 (server/static/graphiql/, vendored by scripts/vendor_graphiql.py) rather than from a CDN, so it
 works offline. Its Content-Security-Policy lets it load and connect to digestd only: the browser
-itself refuses any third-party request the page might try.
+itself refuses any third-party request the page might try. Subscriptions go over WebSocket to the
+same host and path (ws: or wss:), which the policy names explicitly: not every browser counts a
+WebSocket to its own host as 'self'.
 """
 
 from __future__ import annotations
@@ -16,11 +18,14 @@ from starlette.responses import HTMLResponse
 from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 
+from server.csp import connect_sources
+
 HERE = Path(__file__).resolve().parent
 STATIC_URL = "/static"
 
 # GraphiQL and React set inline styles and embed their fonts and icons as data: URLs; scripts
-# come from digestd's own files only (no inline script, no eval).
+# come from digestd's own files only (no inline script, no eval). {connect} is 'self' and the
+# WebSocket URLs of the host the page was asked from.
 PAGE_POLICY = "; ".join(
     (
         "default-src 'self'",
@@ -28,13 +33,16 @@ PAGE_POLICY = "; ".join(
         "style-src 'self' 'unsafe-inline'",
         "img-src 'self' data:",
         "font-src 'self' data:",
-        "connect-src 'self'",
+        "connect-src {connect}",
         "object-src 'none'",
         "base-uri 'none'",
         "form-action 'none'",
         "frame-ancestors 'none'",
     )
 )
+def page_policy(host: str | None) -> str:
+    """The page's policy, letting it open WebSockets to `host` (the request's Host header)."""
+    return PAGE_POLICY.format(connect=connect_sources(host))
 
 
 @cache
@@ -42,8 +50,8 @@ def _page_html() -> str:
     return (HERE / "graphiql.html").read_text(encoding="utf-8")
 
 
-def graphiql_page() -> HTMLResponse:
-    return HTMLResponse(_page_html(), headers={"content-security-policy": PAGE_POLICY})
+def graphiql_page(host: str | None) -> HTMLResponse:
+    return HTMLResponse(_page_html(), headers={"content-security-policy": page_policy(host)})
 
 
 def is_page_request(method: str, query_string: bytes) -> bool:

@@ -109,7 +109,7 @@ class GraphQLEndpoint:
         role: Role = request.scope.get("state", {}).get("role", Role.READER)
         try:
             if is_page_request(request.method, request.scope["query_string"]):
-                return graphiql_page()
+                return graphiql_page(request.headers.get("host"))
             parsed = await self._read(request, role)
             document = admit(self.schema._schema, parsed, role, self.limits)
         except BadBody as problem:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -40,3 +42,8 @@ async def add_channel(
     await ingestor.add_many(key, items)
     await ingestor.flush()
     return await ingestor.channel_id(key)
+
+
+def row_id(global_id: str) -> int:
+    """The row id inside an API global id, base64("Type:pk"), for reading the row in SQL."""
+    return int(base64.b64decode(global_id).decode().split(":", 1)[1])

@@ -13,7 +13,7 @@ import json
 import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 import asyncpg
 import httpx
@@ -28,6 +28,7 @@ from starlette.routing import Route as StarletteRoute
 from server.app import AppOptions, create_app
 from server.settings import Settings
 from tests.conftest import running_server
+from tests.db_helpers import add_channel, messages
 
 pytestmark = pytest.mark.browser
 
@@ -118,6 +119,40 @@ async def test_graphiql_runs_a_query_offline_with_a_pasted_token(
         await page.screenshot(path=screenshot)
         print(f"GraphiQL screenshot: {screenshot}")
         assert screenshot.stat().st_size > 30_000
+        assert blocked == [], f"the page requested other hosts: {blocked}"
+        assert policy_violations == []
+
+
+async def test_graphiql_follows_a_job_over_a_subscription(
+    db: asyncpg.Pool, settings: Settings, browser: Browser
+) -> None:
+    """jobProgress in GraphiQL: over a WebSocket to digestd (allowed by the page's policy),
+    authenticated by the token pasted in the Headers tab, showing each state as it comes."""
+    app = create_app(secured(settings), AppOptions(run_workers=0))
+    async with running_server(app) as base_url, httpx.AsyncClient(base_url=base_url) as http:
+        channel_id = await add_channel(db, "release-planning", messages([("ana", "Ship 1.2 on Friday.")]))
+        writer = {"authorization": "Bearer writer-token-1"}
+        trigger = 'mutation($id: ID!) { triggerDigest(channelId: $id) { ... on DigestJob { id } } }'
+        triggered = await http.post("/graphql", json={"query": trigger, "variables": {"id": str(channel_id)}}, headers=writer)
+        job_id = triggered.json()["data"]["triggerDigest"]["id"]
+        page = await browser.new_page(viewport={"width": 1400, "height": 900})
+        page.set_default_timeout(TIMEOUT_MS)
+        blocked = await loopback_only(page)
+        policy_violations: list[str] = []
+        page.on("console", lambda m: policy_violations.append(m.text) if "Content Security Policy" in m.text else None)
+
+        subscription = f'subscription {{ jobProgress(id: "{job_id}") {{ id status }} }}'
+        await page.goto(f"{base_url}/graphql?q={quote(subscription)}")
+        await page.get_by_role("button", name="Headers").click()
+        await page.locator(".graphiql-editor-tool .graphiql-editor:not(.hidden) .CodeMirror").last.click()
+        await page.keyboard.insert_text('{"Authorization": "Bearer reader-token-1"}')
+        await page.locator(".graphiql-execute-button").click()
+        result = page.locator(".graphiql-response")
+        await expect(result).to_contain_text('"status": "QUEUED"')
+
+        cancel = 'mutation($id: ID!) { cancelJob(id: $id) { ... on DigestJob { status } } }'
+        await http.post("/graphql", json={"query": cancel, "variables": {"id": job_id}}, headers=writer)
+        await expect(result).to_contain_text('"status": "CANCELLED"')
         assert blocked == [], f"the page requested other hosts: {blocked}"
         assert policy_violations == []
 

@@ -22,6 +22,7 @@ from runner.documents.locators import resolve_locator
 from server.app import AppOptions, create_app
 from server.settings import Settings
 from tests.conftest import running_server, shared_data
+from tests.db_helpers import row_id
 from tests.test_api_flow import gql, poll_job
 
 PAYLOAD_SCHEMA = (
@@ -84,7 +85,7 @@ async def assert_grounded(pool: asyncpg.Pool, digest: dict[str, Any]) -> None:
     async with pool.acquire() as connection:
         row = await connection.fetchrow(
             "SELECT canonical_text, page_spans FROM documents WHERE id = $1",
-            int(digest["documentId"]),
+            row_id(digest["documentId"]),
         )
     text: str = row["canonical_text"]
     spans = [tuple(span) for span in row["page_spans"]] if row["page_spans"] else None
@@ -278,8 +279,8 @@ async def test_opt_in_archive_meets_the_verification_contract(
     async with running_server(app) as base_url, httpx.AsyncClient(base_url=base_url, timeout=60) as http:
         pdf = await ingest(http, upload(shared_data("docs/pdf/pdflatex-4-pages.pdf")))
         _, digest = await digest_for(http, pdf["id"], "page layout of the document")
-    path = archive_path(archive, f"doc-{pdf['id']}", pdf["sourceTextHash"])
+    path = archive_path(archive, f"doc-{row_id(pdf['id'])}", pdf["sourceTextHash"])
     assert path.stat().st_mode & 0o777 == 0o600 and path.parent.stat().st_mode & 0o777 == 0o700
     payload = DigestPayload.from_dict(digest["payload"])
-    verify_archive(archive, f"doc-{pdf['id']}", payload)  # sha256 of the file + every locator
+    verify_archive(archive, f"doc-{row_id(pdf['id'])}", payload)  # sha256 of the file + every locator
     assert path.read_text(encoding="utf-8") == digest["document"]["canonicalText"]

@@ -47,6 +47,17 @@ async def test_the_page_and_its_files_come_from_digestd(api: httpx.AsyncClient) 
     assert b"createFetcher" in graphiql.content
 
 
+async def test_the_page_may_open_subscriptions_to_its_own_host_only(api: httpx.AsyncClient) -> None:
+    host = str(api.base_url.netloc.decode())
+    policy = (await api.get("/graphql", headers=HTML)).headers["content-security-policy"]
+    assert f"connect-src 'self' ws://{host} wss://{host};" in policy
+    for hostile in ("evil.example; script-src *", "*", "a b"):
+        policy = (await api.get("/graphql", headers={**HTML, "host": hostile})).headers["content-security-policy"]
+        assert "connect-src 'self';" in policy and "script-src 'self';" in policy and "*" not in policy, hostile
+    script = (await api.get("/static/graphiql-page.js")).text
+    assert "subscriptionUrl" in script and '"ws:"' in script
+
+
 async def test_with_tokens_the_page_loads_without_one_and_the_api_does_not(api: httpx.AsyncClient) -> None:
     # The page keeps its query in the URL as `q`: a reload of it still gets the page.
     for params in ({}, {"q": "{ channels { nodes { id } } }"}):

@@ -24,8 +24,13 @@ const EXAMPLE_QUERY = `# digestd's GraphQL API. With DIGESTD_API_TOKENS set, ope
 }
 `;
 
-// No subscription URL: digestd serves queries and mutations over HTTP only.
-const fetcher = GraphiQL.createFetcher({ url: window.location.href.split("?")[0] });
+// Queries and mutations over HTTP; subscriptions (jobProgress) over WebSocket at the same path
+// (graphql-transport-ws). GraphiQL sends the Headers tab as the connection_init payload, so a
+// pasted {"Authorization": "Bearer <token>"} authenticates the WebSocket too (a browser cannot
+// set headers on one).
+const endpoint = new URL(window.location.pathname, window.location.origin);
+const subscriptionUrl = (endpoint.protocol === "https:" ? "wss:" : "ws:") + "//" + endpoint.host + endpoint.pathname;
+const fetcher = GraphiQL.createFetcher({ url: endpoint.href, subscriptionUrl });
 const explorer = GraphiQLPluginExplorer.explorerPlugin();
 
 function DigestdGraphiQL() {
