@@ -103,7 +103,7 @@ async def trigger_document_digest(
     ineligible (the job checks again: the policy may change before it runs)."""
     if len(query) > MAX_QUERY_CHARS:
         raise TriggerRefused(
-            f"query is too long: at most {MAX_QUERY_CHARS} characters", code="bad_input"
+            f"query is too long: at most {MAX_QUERY_CHARS} characters"
         )
     row = await document_queries.document_by_id(connection, document_id)
     if row is None:

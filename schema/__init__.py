@@ -18,7 +18,7 @@ from strawberry.extensions import (
 from strawberry.schema.config import StrawberryConfig
 from strawberry.types import ExecutionContext
 
-from schema.errors import ValidationErrorCodes, code_of, is_client_error
+from schema.errors import EnumValuesInErrors, code_of, is_client_error
 from schema.mutations import Mutation
 from schema.queries import Query
 from schema.scalars import DATETIME
@@ -91,7 +91,7 @@ def build_schema() -> strawberry.Schema:
         # the same rules, so the limits hold for cached texts too.
         extensions=[
             QueryLimitRules,
-            ValidationErrorCodes,
+            EnumValuesInErrors,
             lambda: MaxTokensLimiter(max_token_count=MAX_TOKENS),
             lambda: ParserCache(maxsize=QUERY_CACHE_SIZE),
             TextValidationCache,

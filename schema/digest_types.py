@@ -20,6 +20,7 @@ from db import models
 from schema.context import Context
 from schema.coverage_types import MessageCoverage, item_flags
 from schema.ids import CHANNEL, DIGEST, DIGEST_JOB, KNOWLEDGE_ITEM, global_id, optional_global_id
+from schema.enums import KnowledgeKind, SignalLevel
 from schema.job_types import DigestJob
 from schema.shared_types import Flag
 
@@ -130,7 +131,7 @@ class KnowledgeItem(_Cited, relay.Node):
     digest_id: strawberry.ID
     channel_id: strawberry.ID
     key: str
-    kind: str
+    kind: KnowledgeKind
     title: str
     verbatim: bool = strawberry.field(description="True: a pointer; false: synthesized content.")
     content: str | None = strawberry.field(description="Synthesized content (null if verbatim).")
@@ -152,7 +153,7 @@ class KnowledgeItem(_Cited, relay.Node):
             digest_id=global_id(DIGEST, row.digest_id),
             channel_id=global_id(CHANNEL, row.channel_id),
             key=row.item_key,
-            kind=row.kind,
+            kind=KnowledgeKind(row.kind),
             title=row.title,
             verbatim=row.message_id is not None,
             content=row.content,
@@ -198,7 +199,7 @@ class Rejection:
 
 @strawberry.type
 class SignalQuality:
-    level: str
+    level: SignalLevel
     reason: str
 
 
@@ -235,7 +236,7 @@ def _base_fields(row: models.Digest) -> dict[str, Any]:
         "channel_id": global_id(CHANNEL, row.channel_id),
         "channel_row": row.channel_id,
         "title": row.title,
-        "signal_quality": SignalQuality(level=row.signal_quality, reason=row.signal_reason),
+        "signal_quality": SignalQuality(level=SignalLevel(row.signal_quality), reason=row.signal_reason),
         "message_count": row.message_count,
         "window_start": row.window_start,
         "window_end": row.window_end,

@@ -22,7 +22,7 @@ from runner.documents.locators import locator_context, parse_locator, resolve_lo
 from runner.documents.payload import DigestPayload, validate_payload_dict
 from db import models
 from schema.context import Context
-from schema.errors import client_error
+from schema.errors import PAGE_SIZE, client_error
 from schema.ids import DIGEST_JOB, DOCUMENT, global_id, optional_global_id
 from schema.loaders import LATEST_DIGESTS_PER_DOCUMENT
 from schema.shared_types import Flag
@@ -86,9 +86,11 @@ class Document(relay.Node):
         first: Annotated[
             int, strawberry.argument(description=f"1 to {LATEST_DIGESTS_PER_DOCUMENT}.")
         ] = 5,
-    ) -> list[DocumentDigest]:
+    ) -> list[DocumentDigest] | None:
         if not 1 <= first <= LATEST_DIGESTS_PER_DOCUMENT:
-            raise client_error(f"first must be between 1 and {LATEST_DIGESTS_PER_DOCUMENT}")
+            raise client_error(
+                f"first must be between 1 and {LATEST_DIGESTS_PER_DOCUMENT}", PAGE_SIZE, argument="first"
+            )
         rows = await info.context.loaders.latest_document_digests.load(self.id)
         return [DocumentDigest.from_row(row) for row in rows[:first]]
 

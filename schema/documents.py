@@ -31,7 +31,8 @@ from schema.ids import DOCUMENT, DOCUMENT_DIGEST, IdArgument, parse_id
 from schema.job_types import DigestJob
 from schema.paging import After, Before, First, Last, PageArgs, connection_of
 from schema.permissions import IsWriter
-from schema.shared_types import InvalidInputError, NotFoundError
+from schema.errors import BAD_USER_INPUT
+from schema.shared_types import InvalidInputError, NotFoundError, parse_id_or_error
 
 logger = logging.getLogger(__name__)
 
@@ -106,7 +107,7 @@ class DocumentQueries:
         after: After = None,
         last: Last = None,
         before: Before = None,
-    ) -> Connection[Document]:
+    ) -> Connection[Document] | None:
         filter = filter or DocumentFilter()
         filters = {
             "content_type": filter.content_type,
@@ -145,7 +146,7 @@ class DocumentMutations:
             logger.info("document.refused code=%s", error.code)
             return InvalidInputError(message=error.reason, code=error.code)
         except ValueError as error:
-            return InvalidInputError(message=str(error), code="bad_input")
+            return InvalidInputError(message=str(error), code=BAD_USER_INPUT)
         async with info.context.pool.acquire() as connection:
             row, created = await document_queries.store_document(
                 connection, document.as_record()
@@ -165,7 +166,9 @@ class DocumentMutations:
     async def trigger_document_digest(
         self, info: Info[Context, None], document_id: IdArgument, query: str
     ) -> TriggerDocumentDigestResult:
-        key = parse_id(document_id, DOCUMENT)
+        key = parse_id_or_error(document_id, DOCUMENT)
+        if isinstance(key, InvalidInputError):
+            return key
         try:
             async with info.context.pool.acquire() as connection:
                 job, _created = await trigger_document_digest(
@@ -175,5 +178,5 @@ class DocumentMutations:
         except SubjectNotFound as missing:
             return NotFoundError(message=missing.message)
         except TriggerRefused as refused:
-            return InvalidInputError(message=refused.message, code=refused.code)
+            return InvalidInputError(message=refused.message, code=refused.code or BAD_USER_INPUT)
         return DigestJob.from_row(job)

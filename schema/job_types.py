@@ -4,7 +4,6 @@ stored job row (`DigestJob.from_row`)."""
 from __future__ import annotations
 
 from datetime import datetime
-from enum import Enum
 from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import strawberry
@@ -17,25 +16,12 @@ from schema.channel_types import Channel
 from db import models
 from schema.context import Context
 from schema.document_types import DocumentDigest
+from schema.enums import JobPhase, JobStatus
 from schema.ids import CHANNEL, DIGEST, DOCUMENT, DOCUMENT_DIGEST, optional_global_id
 from schema.shared_types import Flag
 
 if TYPE_CHECKING:
     from schema.digest_types import Digest
-
-# The job lifecycle's own statuses (db/jobs.py), exposed as the GraphQL enum `JobStatus` (the
-# decorator registers the GraphQL definition on the class itself; the names clients see stay).
-JobStatus = jobs.JobStatus
-strawberry.enum(JobStatus, name="JobStatus")
-
-
-@strawberry.enum
-class JobPhase(Enum):
-    PREPROCESS = "preprocess"
-    MAP = "map"
-    REDUCE = "reduce"
-    VALIDATE = "validate"
-    STORE = "store"
 
 
 @strawberry.type

@@ -24,10 +24,11 @@ from runner.triggers import SubjectNotFound, TriggerRefused, trigger_channel_dig
 from schema.channel_types import Channel
 from schema.context import Context
 from schema.documents import DocumentMutations
-from schema.ids import CHANNEL, DIGEST_JOB, IdArgument, parse_id
+from schema.ids import CHANNEL, DIGEST_JOB, IdArgument
 from schema.job_types import DigestJob
 from schema.permissions import IsWriter
-from schema.shared_types import InvalidInputError, NotFoundError, RecordError
+from schema.errors import BAD_USER_INPUT
+from schema.shared_types import InvalidInputError, NotFoundError, RecordError, parse_id_or_error
 
 
 @strawberry.input
@@ -79,7 +80,9 @@ IngestMessagesResult = Annotated[
 TriggerDigestResult = Annotated[
     DigestJob | NotFoundError | InvalidInputError, strawberry.union("TriggerDigestResult")
 ]
-CancelJobResult = Annotated[DigestJob | NotFoundError, strawberry.union("CancelJobResult")]
+CancelJobResult = Annotated[
+    DigestJob | NotFoundError | InvalidInputError, strawberry.union("CancelJobResult")
+]
 
 MAX_ERRORS_SHOWN = 20
 
@@ -150,7 +153,9 @@ class Mutation(DocumentMutations):
         channel_id: IdArgument,
         options: DigestOptions | None = None,
     ) -> TriggerDigestResult:
-        channel_key = parse_id(channel_id, CHANNEL)
+        channel_key = parse_id_or_error(channel_id, CHANNEL)
+        if isinstance(channel_key, InvalidInputError):
+            return channel_key
         options = options or DigestOptions()
         try:
             async with info.context.pool.acquire() as connection:
@@ -162,7 +167,7 @@ class Mutation(DocumentMutations):
         except SubjectNotFound as missing:
             return NotFoundError(message=missing.message)
         except TriggerRefused as refused:
-            return InvalidInputError(message=refused.message, code=refused.code)
+            return InvalidInputError(message=refused.message, code=refused.code or BAD_USER_INPUT)
         return DigestJob.from_row(job)
 
     @strawberry.mutation(
@@ -170,7 +175,9 @@ class Mutation(DocumentMutations):
         description="Cancel a job: a queued one at once, a running one at its next checkpoint.",
     )
     async def cancel_job(self, info: Info[Context, None], id: IdArgument) -> CancelJobResult:
-        job_id = parse_id(id, DIGEST_JOB)
+        job_id = parse_id_or_error(id, DIGEST_JOB)
+        if isinstance(job_id, InvalidInputError):
+            return job_id
         async with info.context.pool.acquire() as connection:
             row = await job_queries.cancel_job(connection, job_id)
         if row is None:

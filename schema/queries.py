@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import datetime
-from enum import Enum
 
 import strawberry
 from strawberry.types import Info
@@ -25,17 +24,10 @@ from schema.ids import (
     parse_optional_id,
     parse_server_id,
 )
-from schema.job_types import DigestJob, JobStatus
+from schema.enums import JobStatus, KnowledgeKind, SignalLevel
+from schema.job_types import DigestJob
 from schema.nodes import NodeQueries
 from schema.paging import After, Before, First, Last, PageArgs, connection_of
-
-
-@strawberry.enum
-class SignalLevel(Enum):
-    HIGH = "high"
-    MEDIUM = "medium"
-    LOW = "low"
-    EMPTY = "empty"
 
 
 @strawberry.input
@@ -58,7 +50,7 @@ class DigestFilter:
 class KnowledgeItemFilter:
     channel_id: strawberry.ID | None = None
     digest_id: strawberry.ID | None = None
-    kind: str | None = None
+    kind: KnowledgeKind | None = None
     query: str | None = strawberry.field(
         default=None, description="Full-text search (websearch syntax) over title and text."
     )
@@ -82,7 +74,7 @@ class Query(NodeQueries, DocumentQueries):
         after: After = None,
         last: Last = None,
         before: Before = None,
-    ) -> Connection[Channel]:
+    ) -> Connection[Channel] | None:
         filters = {"server_id": parse_server_id(server_id)}
         args = PageArgs(first, after, last, before, default_size=20)
         return await connection_of(info, pages.CHANNELS, filters, args, Channel.from_row)
@@ -101,7 +93,7 @@ class Query(NodeQueries, DocumentQueries):
         after: After = None,
         last: Last = None,
         before: Before = None,
-    ) -> Connection[Message]:
+    ) -> Connection[Message] | None:
         channel_row = parse_id(filter.channel_id, CHANNEL)
         filters = {
             "channel_id": channel_row,
@@ -126,7 +118,7 @@ class Query(NodeQueries, DocumentQueries):
         after: After = None,
         last: Last = None,
         before: Before = None,
-    ) -> Connection[DigestSummary]:
+    ) -> Connection[DigestSummary] | None:
         filter = filter or DigestFilter()
         filters = {
             "server_id": parse_server_id(filter.server_id),
@@ -152,7 +144,7 @@ class Query(NodeQueries, DocumentQueries):
         after: After = None,
         last: Last = None,
         before: Before = None,
-    ) -> Connection[KnowledgeItem]:
+    ) -> Connection[KnowledgeItem] | None:
         filter = filter or KnowledgeItemFilter()
         query = filter.query.strip() if filter.query else None
         if query and len(query) > 500:
@@ -160,7 +152,7 @@ class Query(NodeQueries, DocumentQueries):
         filters = {
             "channel_id": parse_optional_id(filter.channel_id, CHANNEL),
             "digest_id": parse_optional_id(filter.digest_id, DIGEST),
-            "kind": filter.kind,
+            "kind": filter.kind.value if filter.kind else None,
             "query": query or None,
         }
         args = PageArgs(first, after, last, before, default_size=20)
@@ -175,7 +167,7 @@ class Query(NodeQueries, DocumentQueries):
         after: After = None,
         last: Last = None,
         before: Before = None,
-    ) -> Connection[DigestJob]:
+    ) -> Connection[DigestJob] | None:
         filter = filter or DigestJobFilter()
         filters = {
             "channel_id": parse_optional_id(filter.channel_id, CHANNEL),

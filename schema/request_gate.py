@@ -47,10 +47,10 @@ from schema.errors import (
     BAD_REQUEST,
     BAD_USER_INPUT,
     FORBIDDEN,
-    PARSE_FAILED,
-    QUERY_TOO_COSTLY,
+    PARSE,
     REQUEST_TOO_LARGE,
-    VALIDATION_FAILED,
+    TOO_COMPLEX,
+    VALIDATION,
     client_error,
 )
 from schema.input_values import InputProblem, check_literal, check_variables, variables_in
@@ -110,10 +110,10 @@ def admit(schema: GraphQLSchema, request: GraphQLRequest, role: Role, limits: Ga
     try:
         document = parse_document(request.query)
     except GraphQLSyntaxError as error:
-        error.extensions = {"code": PARSE_FAILED}
+        error.extensions = {"code": PARSE}
         raise Refused(error) from None
     except RecursionError:
-        raise _refuse("the query is nested too deeply to parse", PARSE_FAILED) from None
+        raise _refuse("the query is nested too deeply to parse", PARSE) from None
     operation = get_operation_ast(document, request.operation_name)
     if operation is None:
         reason = (
@@ -124,7 +124,7 @@ def admit(schema: GraphQLSchema, request: GraphQLRequest, role: Role, limits: Ga
     try:
         survey = _survey_of(request.query)
     except RecursionError:
-        raise _refuse("the query is nested too deeply", VALIDATION_FAILED) from None
+        raise _refuse("the query is nested too deeply", VALIDATION) from None
     if survey.empty_selection is not None:
         raise Refused(survey.empty_selection)
     if operation.operation is OperationType.SUBSCRIPTION:
@@ -132,7 +132,7 @@ def admit(schema: GraphQLSchema, request: GraphQLRequest, role: Role, limits: Ga
             raise _refuse(
                 "subscriptions are served over WebSocket (graphql-transport-ws) at /graphql; "
                 "or poll job(id)",
-                VALIDATION_FAILED,
+                VALIDATION,
             )  # fmt: skip
     elif request.method == WEBSOCKET:
         raise _refuse(
@@ -174,12 +174,12 @@ def admit(schema: GraphQLSchema, request: GraphQLRequest, role: Role, limits: Ga
         try:
             cost = query_cost(schema, root_type, operation.selection_set, fragments, request.variables)
         except RecursionError:
-            raise _refuse("the query is nested too deeply", VALIDATION_FAILED) from None
+            raise _refuse("the query is nested too deeply", VALIDATION) from None
         if cost > limits.max_query_cost:
             raise _refuse(
                 f"the query would cost {cost}, over the limit of {limits.max_query_cost}: ask for "
                 "smaller pages, fewer aliases or fewer large texts (canonicalText) per request",
-                QUERY_TOO_COSTLY, cost=cost, maxCost=limits.max_query_cost,
+                TOO_COMPLEX, cost=cost, maxCost=limits.max_query_cost,
             )  # fmt: skip
     return document
 
@@ -230,7 +230,7 @@ class _Survey(Visitor):
         owner = f"Field '{parent.name.value}'" if isinstance(parent, FieldNode) else "The operation"
         self.empty_selection = GraphQLError(
             f"{owner} has an empty selection set: select at least one field",
-            nodes=node, extensions={"code": VALIDATION_FAILED},
+            nodes=node, extensions={"code": VALIDATION},
         )  # fmt: skip
         return BREAK
 

@@ -15,18 +15,25 @@ from strawberry.exceptions import StrawberryInputCoercionError
 from strawberry.schema.types.base_scalars import DateTimeDefinition
 from strawberry.types.scalar import ScalarDefinition
 
+from schema.errors import BAD_USER_INPUT, VALIDATION
+
 MAX_DATETIME_CHARS = 64
+
+
+def _refused(message: str, code: str = BAD_USER_INPUT) -> StrawberryInputCoercionError:
+    """A refused DateTime; the code travels inside graphql-core's error about the variable."""
+    return StrawberryInputCoercionError(message, extensions={"code": code})
 
 
 def parse_datetime(value: object) -> datetime:
     if not isinstance(value, str):
-        raise StrawberryInputCoercionError(f"DateTime must be an ISO 8601 string, not {type(value).__name__}")
+        raise _refused(f"DateTime must be an ISO 8601 string, not {type(value).__name__}", VALIDATION)
     if len(value) > MAX_DATETIME_CHARS:
-        raise StrawberryInputCoercionError(f"DateTime is over {MAX_DATETIME_CHARS} characters")
+        raise _refused(f"DateTime is over {MAX_DATETIME_CHARS} characters")
     try:
         parsed: datetime = dateutil.parser.isoparse(value)
     except (ValueError, OverflowError):
-        raise StrawberryInputCoercionError(
+        raise _refused(
             f"DateTime {value!r} is not an ISO 8601 date-time (e.g. 2024-05-01T12:00:00Z)"
         ) from None
     if parsed.tzinfo is None:
@@ -34,7 +41,7 @@ def parse_datetime(value: object) -> datetime:
     try:
         return parsed.astimezone(timezone.utc)
     except (OverflowError, ValueError):
-        raise StrawberryInputCoercionError(
+        raise _refused(
             f"DateTime {value!r} is out of range: in UTC it must fall within years 1 to 9999"
         ) from None
 

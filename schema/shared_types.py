@@ -6,6 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 import strawberry
+from graphql import GraphQLError
+
+from schema.errors import BAD_ID, BAD_USER_INPUT, NOT_FOUND
+from schema.ids import parse_id
 
 
 @strawberry.type
@@ -26,14 +30,29 @@ class RecordError:
     reason: str
 
 
-@strawberry.type
+@strawberry.type(description="No object with the id given (code NOT_FOUND).")
 class NotFoundError:
     message: str
+    code: str = strawberry.field(default=NOT_FOUND, description="Always NOT_FOUND.")
 
 
-@strawberry.type
+@strawberry.type(description="An argument the mutation refuses; `message` says which and why.")
 class InvalidInputError:
     message: str
-    code: str | None = strawberry.field(
-        default=None, description="A stable code to branch on (encrypted, blocked_address, ...)."
+    code: str = strawberry.field(
+        default=BAD_USER_INPUT,
+        description="A stable code to branch on: BAD_ID, BAD_USER_INPUT, or the reason a "
+        "document or digest was refused (encrypted, blocked_address, invalid_window, ...); "
+        "docs/api-errors.md lists them.",
     )
+
+
+def parse_id_or_error(value: strawberry.ID, type_name: str) -> int | InvalidInputError:
+    """A mutation's id argument naming a `type_name` node (schema/ids.py parse_id: a global id
+    of that type, or a legacy numeric one) as its row id, or the typed error (BAD_ID) to return:
+    a malformed id, or one of another type, is an expected failure of a mutation, like an
+    unknown one."""
+    try:
+        return parse_id(value, type_name)
+    except GraphQLError as error:
+        return InvalidInputError(message=error.message, code=BAD_ID)

@@ -215,9 +215,9 @@ async def test_bad_input_gets_a_clear_typed_error(client: httpx.AsyncClient) -> 
     assert "metadata" in metadata["message"]
 
     both = await ingest(client, {"url": "http://example.com/", "text": "x"})
-    assert both["code"] == "bad_input" and "exactly one" in both["message"]
+    assert both["code"] == "BAD_USER_INPUT" and "exactly one" in both["message"]
     not_base64 = await ingest(client, {"contentBase64": "%%%"})
-    assert not_base64["code"] == "bad_input"
+    assert not_base64["code"] == "BAD_USER_INPUT"
 
     short = await ingest(client, {"text": "A short note about nothing much at all."})
     refused = (await gql(client, TRIGGER, {"id": short["id"], "q": "notes"}))["triggerDocumentDigest"]

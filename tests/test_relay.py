@@ -169,7 +169,6 @@ async def test_bad_and_wrong_type_ids_are_bad_id(client: httpx.AsyncClient) -> N
         ('query($id: ID!) { digest(id: $id) { id } }', {"id": channel}, "names a Channel, not a Digest"),
         ('query($id: ID!) { job(id: $id) { id } }', {"id": gid("Digest", 1)}, "not a DigestJob"),
         ('query($id: ID!) { digests(filter: {channelId: $id}) { nodes { id } } }', {"id": gid("Message", 1)}, "not a Channel"),
-        ('mutation($id: ID!) { triggerDigest(channelId: $id) { __typename } }', {"id": gid("Document", 1)}, "not a Channel"),
         ('query($id: ID!) { node(id: $id) { id } }', {"id": "1"}, "not an id this API produced"),  # legacy ids name no type
         ('query($id: ID!) { node(id: $id) { id } }', {"id": gid("Server", 1)}, "not an id this API produced"),
         ('query($id: ID!) { node(id: $id) { id } }', {"id": gid("Channel", 1).rstrip("=") + "\n"}, "not an id"),
@@ -186,6 +185,13 @@ async def test_bad_and_wrong_type_ids_are_bad_id(client: httpx.AsyncClient) -> N
         assert errors, (variables, response.json())
         assert len(errors) == 1 and errors[0]["extensions"]["code"] == "BAD_ID", (variables, errors)
         assert message in errors[0]["message"], (variables, errors)
+    # A mutation answers a wrong-type id with its typed error, code BAD_ID (docs/api-errors.md).
+    trigger = 'mutation($id: ID!) { triggerDigest(channelId: $id) { __typename ... on InvalidInputError { code message } } }'
+    typed = await client.post("/graphql", json={"query": trigger, "variables": {"id": gid("Document", 1)}}, headers=writer)
+    assert "errors" not in typed.json(), typed.json()
+    refused = typed.json()["data"]["triggerDigest"]
+    assert refused["__typename"] == "InvalidInputError" and refused["code"] == "BAD_ID", refused
+    assert "not a Channel" in refused["message"], refused
     too_many = await errors_of(client, 'query($ids: [ID!]!) { nodes(ids: $ids) { id } }', {"ids": [channel] * 101})
     assert too_many[0]["extensions"]["code"] == "PAGE_SIZE"
 

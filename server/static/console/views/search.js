@@ -10,11 +10,18 @@ const SEARCH = `query($filter: KnowledgeItemFilter) { knowledgeItems(filter: $fi
   nodes { id digestId channelId key kind title verbatim content text messageIds createdAt
     ${POINTER} flags { code message } } } }`;
 
+// The kinds are the API's enum (UPPER_CASE), asked of the schema so the choice never drifts.
+const KINDS = `{ __type(name: "KnowledgeItemKind") { enumValues { name } } }`;
+
 export async function searchPage(view) {
   const query = view.query.get("q") ?? "";
   const kind = view.query.get("kind") ?? "";
   const input = h("input", { id: "search-query", type: "search", name: "q", value: query });
-  const kindInput = h("input", { id: "search-kind", type: "text", name: "kind", value: kind, size: 12 });
+  const kinds = (await gql(KINDS)).__type.enumValues.map((value) => value.name);
+  if (!view.isCurrent()) return;
+  const kindInput = h("select", { id: "search-kind", name: "kind" },
+    h("option", { value: "" }, "any"),
+    kinds.map((name) => h("option", { value: name, selected: name === kind.toUpperCase() }, name.toLowerCase())));
   const form = h("form", {
     class: "search",
     role: "search",
@@ -37,7 +44,8 @@ export async function searchPage(view) {
     fill(results, notice("Search the knowledge items of every digest: commands, configs, how-tos and facts."));
     return;
   }
-  const filter = { query: query || null, kind: kind || null };
+  const wanted = kind.toUpperCase();  // links made before the enum spelled kinds in lowercase
+  const filter = { query: query || null, kind: kinds.includes(wanted) ? wanted : null };
   const items = (await gql(SEARCH, { filter })).knowledgeItems.nodes;
   if (!view.isCurrent()) return;
   fill(

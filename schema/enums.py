@@ -1,0 +1,35 @@
+"""The API's enums, in one place: each maps the lowercase value stored in the database (the
+member's value) to the UPPER_CASE name clients see in outputs and filters (the member's name).
+
+A resolver builds the enum from the stored text (`KnowledgeKind(row.kind)`) and a filter passes
+`member.value` to the SQL, so no other code converts between the two spellings. An unknown name
+in a query or its variables is refused by GraphQL validation, which names the allowed values.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+import strawberry
+
+from db import jobs
+from runner.contract import KnowledgeKind, SignalLevel
+
+__all__ = ["JobPhase", "JobStatus", "KnowledgeKind", "SignalLevel"]
+
+# The enums of the job lifecycle (db/jobs.py) and of the digest contract (runner/contract.py),
+# registered as GraphQL enums (the decorator marks the class itself), so the values clients see
+# are those the pipeline produces and the database stores.
+JobStatus = jobs.JobStatus
+strawberry.enum(JobStatus, name="JobStatus", description="Where a job is in its lifecycle.")
+strawberry.enum(KnowledgeKind, name="KnowledgeItemKind", description="What a knowledge item holds.")
+strawberry.enum(SignalLevel, name="SignalLevel", description="How much a digest's window had to say.")
+
+
+@strawberry.enum(description="The step a running job is at.")
+class JobPhase(Enum):
+    PREPROCESS = "preprocess"
+    MAP = "map"
+    REDUCE = "reduce"
+    VALIDATE = "validate"
+    STORE = "store"
