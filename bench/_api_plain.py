@@ -91,7 +91,7 @@ def digest_summary_json(row: Digest) -> dict[str, Any]:
         "channelId": _id("Channel", row.channel_id),
         "title": row.title,
         "excerpt": excerpt(row.overview),
-        "signalQuality": {"level": row.signal_quality, "reason": row.signal_reason},
+        "signalQuality": {"level": row.signal_quality.upper(), "reason": row.signal_reason},
         "messageCount": row.message_count,
         "windowStart": _iso(row.window_start),
         "windowEnd": _iso(row.window_end),
