@@ -36,7 +36,7 @@ from server.cli_import import import_and_report
 from server.cli_json import emit, job_json, refuse
 from server.logs import configure_logging, enable_access_log
 from server.render import render_digest
-from server.runtime import ConfigurationError, DatabaseUnavailable, Runtime
+from server.runtime import ConfigurationError, DatabaseUnavailable, Runtime, check_database
 from server.settings import Settings, get_settings
 
 logger = logging.getLogger("digestd")
@@ -73,6 +73,9 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     if busy is not None:  # before announcing a URL that would not answer
         print(f"digestd serve: cannot listen on {args.host}:{args.port}: {busy}", file=sys.stderr)
         return 2
+    if settings.database_url:
+        # Checked here: inside the app's lifespan, uvicorn would print a traceback for it.
+        asyncio.run(check_database(settings.database_url))  # DatabaseUnavailable: one line
     enable_access_log()
     workers = 0 if args.no_runner else args.workers
     app = create_app(settings, AppOptions(run_workers=workers))

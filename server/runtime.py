@@ -44,6 +44,27 @@ class DatabaseUnavailable(RuntimeError):
     redacted) and why, in one line."""
 
 
+# What reaching a database can fail with (ClientConfigurationError, a malformed URL, is an
+# InterfaceError too).
+DATABASE_ERRORS = (OSError, asyncpg.PostgresError, asyncpg.InterfaceError)
+
+
+def unavailable(url: str, error: BaseException) -> DatabaseUnavailable:
+    detail = str(error).splitlines()[0] if str(error) else ""
+    return DatabaseUnavailable(
+        f"cannot use the database at {redact_url(url)}: {type(error).__name__}: {detail}"
+    )
+
+
+async def check_database(url: str) -> None:
+    """Connect once and leave: DatabaseUnavailable (one line) when `url` cannot be used."""
+    try:
+        connection = await connect(url, timeout=10)
+    except DATABASE_ERRORS as error:
+        raise unavailable(url, error) from None
+    await connection.close()
+
+
 def extractor_factory(settings: Settings) -> Callable[[], Extractor]:
     """A factory of fresh extractors (fresh usage figures per job). Shared state that must
     outlive a job, such as the LLM circuit breaker, is created once here."""
@@ -168,12 +189,8 @@ class Runtime:
             self._pool = await create_pool(
                 self.database_url, max_size=self.settings.digestd_db_pool_size
             )
-        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
-            # ClientConfigurationError (a malformed URL) is an InterfaceError too.
-            raise DatabaseUnavailable(
-                f"cannot use the database at {redact_url(self.database_url)}: "
-                f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
-            ) from None
+        except DATABASE_ERRORS as error:
+            raise unavailable(self.database_url, error) from None
         offload.configure(self.settings.digestd_extract_processes)
 
     async def close(self) -> None:

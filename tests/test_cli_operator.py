@@ -152,3 +152,15 @@ def test_json_output_of_an_unusable_input_is_an_error_object(database_url: str, 
     result = run(environment(database_url, tmp_path), "import", str(folder_as_file), "--json")
     assert result.returncode == 2
     assert one_object(result)["error"]
+
+
+def test_serve_with_an_unreachable_database_is_one_line_before_announcing_a_url(tmp_path: Path) -> None:
+    from tests.conftest import free_port
+
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        db_port = closed.getsockname()[1]  # bound, never listening: connections are refused
+        env = environment(f"postgresql://ann:s3cret-pw@127.0.0.1:{db_port}/x", tmp_path)
+        result = run(env, "serve", "--port", str(free_port()))
+    line = one_line_error(result)
+    assert "s3cret-pw" not in line and "refused" in line.lower() and "GraphiQL" not in result.stderr
