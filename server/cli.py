@@ -234,7 +234,7 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     path = Path(args.path)
     problem = describe(path) if not path.is_dir() else None
     if problem is not None:  # before starting the database: nothing to do
-        return refuse(f"digestd: error: {path} {problem}", args.json)
+        return refuse("digestd: error", f"{path} {problem}", args.json)
 
     async def body(runtime: Runtime) -> int:
         return await import_and_report(
@@ -276,7 +276,7 @@ async def _digest(
                 max_attempts=runtime.settings.digestd_max_attempts,
             )  # fmt: skip
     except TriggerRefused as refused:
-        return refuse(f"digestd digest: {refused.message}", as_json)
+        return refuse("digestd digest", str(refused.message), as_json)
     state = JobStatus.QUEUED if created else "already " + job.status
     print(f"job {job.id} {state}", file=sys.stderr)
     if not wait:
@@ -369,9 +369,9 @@ def cmd_digest(args: argparse.Namespace, settings: Settings) -> int:
         try:
             channel_id = await _find_channel(runtime, args.channel, args.server)
         except ValueError as error:
-            return refuse(f"digestd digest: {error}", args.json)
+            return refuse("digestd digest", str(error), args.json)
         if channel_id is None:
-            return refuse(f"digestd digest: no channel {args.channel!r}", args.json)
+            return refuse("digestd digest", f"no channel {args.channel!r}", args.json)
         return await _digest(
             runtime, channel_id, wait=args.wait, run_worker=not args.no_worker,
             since=since, until=until, as_json=args.json,
@@ -380,7 +380,7 @@ def cmd_digest(args: argparse.Namespace, settings: Settings) -> int:
     try:
         since, until = _catch_up_window(args.since, args.until)
     except ValueError as error:
-        return refuse(f"digestd digest: {error}", args.json)
+        return refuse("digestd digest", str(error), args.json)
 
     return asyncio.run(_with_runtime(settings, body))
 

@@ -89,9 +89,10 @@ async def add_doc(runtime: Runtime, args: argparse.Namespace) -> int:
     try:
         document = await _canonical(args.source, args, settings)
     except DocumentError as error:
-        return refuse(f"digestd add-doc: {args.source}: {error.code}: {error.reason}", args.json)
+        problem = f"{args.source}: {error.code}: {error.reason}"
+        return refuse("digestd add-doc", problem, args.json)
     except (OSError, ValueError) as error:
-        return refuse(f"digestd add-doc: {error}", args.json)
+        return refuse("digestd add-doc", str(error), args.json)
     async with runtime.pool.acquire() as connection:
         row, created = await document_queries.store_document(connection, document.as_record())
     result: dict[str, Any] | None = None
@@ -122,7 +123,7 @@ async def add_doc(runtime: Runtime, args: argparse.Namespace) -> int:
                 max_attempts=settings.digestd_max_attempts,
             )  # fmt: skip
     except TriggerRefused as refused:
-        return refuse(f"digestd add-doc: {refused.message}", args.json)
+        return refuse("digestd add-doc", str(refused.message), args.json)
     print(f"job {job.id} {JobStatus.QUEUED if job_created else 'already ' + job.status}",
           file=sys.stderr)  # fmt: skip
     if not args.wait:

@@ -45,7 +45,7 @@ async def import_and_report(
                 on_record=bar.update, export_format=export_format,
             )  # fmt: skip
     except UnusableInput as error:
-        return refuse(f"digestd: error: {error}", as_json)
+        return refuse("digestd: error", str(error), as_json)
     except ImportStopped as stopped:
         code = _report_stop(path, stopped)
         if as_json:

@@ -9,6 +9,7 @@ import sys
 from typing import Any
 
 from db.models import DigestJob
+from schema.enums import JobPhase, JobStatus
 from schema.ids import DIGEST, DIGEST_JOB, DOCUMENT_DIGEST, global_id, optional_global_id
 
 
@@ -16,8 +17,9 @@ def job_json(job: DigestJob) -> dict[str, Any]:
     return {
         "id": global_id(DIGEST_JOB, job.id),
         "kind": job.kind,
-        "status": str(job.status).upper(),
-        "phase": job.phase.upper() if job.phase else None,
+        # The enums' names, as the API spells them (schema/enums.py is the one mapping).
+        "status": JobStatus(job.status).name,
+        "phase": JobPhase(job.phase).name if job.phase else None,
         "chunksDone": job.chunks_done,
         "chunksTotal": job.chunks_total,
         "attempts": job.attempts,
@@ -35,10 +37,10 @@ def emit(value: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
-def refuse(line: str, as_json: bool, status: int = 2) -> int:
-    """A command's error: one line on stderr, and with --json the object `{"error": ...}` on
-    stdout too, so a script reading stdout always gets one object."""
-    print(line, file=sys.stderr)
+def refuse(command: str, message: str, as_json: bool, status: int = 2) -> int:
+    """A command's error: `command: message` on stderr, and with --json the object
+    `{"error": message}` on stdout too, so a script reading stdout always gets one object."""
+    print(f"{command}: {message}", file=sys.stderr)
     if as_json:
-        emit({"error": line.split(": ", 1)[-1] if line.startswith("digestd") else line})
+        emit({"error": message})
     return status
