@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import time
 
+from starlette.routing import BaseRoute, Mount, Route, WebSocketRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from server.logs import ACCESS_LOGGER
@@ -14,19 +15,25 @@ from server.metrics import HTTP_REQUEST_SECONDS
 
 logger = logging.getLogger(ACCESS_LOGGER)
 
-KNOWN_ROUTES = frozenset({"/", "/graphql", "/healthz", "/readyz", "/metrics"})
-STATIC_PREFIX = "/static/"
 
 
-def route_label(path: str) -> str:
-    if path in KNOWN_ROUTES:
-        return path
-    return STATIC_PREFIX if path.startswith(STATIC_PREFIX) else "other"
+def route_paths(routes: list[BaseRoute]) -> tuple[frozenset[str], tuple[str, ...]]:
+    """The app's exact paths and mount prefixes, read off its routes (so a new route is
+    labelled without a second list to keep)."""
+    exact = {route.path for route in routes if isinstance(route, Route | WebSocketRoute)}
+    prefixes = tuple(route.path + "/" for route in routes if isinstance(route, Mount))
+    return frozenset(exact), prefixes
 
 
 class AccessLogMiddleware:
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, paths: tuple[frozenset[str], tuple[str, ...]]) -> None:
         self.app = app
+        self.exact, self.prefixes = paths
+
+    def route_label(self, path: str) -> str:
+        if path in self.exact:
+            return path
+        return next((prefix for prefix in self.prefixes if path.startswith(prefix)), "other")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -46,7 +53,7 @@ class AccessLogMiddleware:
         finally:
             seconds = time.perf_counter() - started
             method, path = str(scope.get("method", "")), str(scope.get("path", ""))
-            HTTP_REQUEST_SECONDS.labels(method, route_label(path), str(status)).observe(seconds)
+            HTTP_REQUEST_SECONDS.labels(method, self.route_label(path), str(status)).observe(seconds)
             # The path is the client's: cut it, and never log the query string (it may hold a
             # GraphQL query with message text in it).
             logger.info("%s %s %d %.1fms", method, path[:200], status, seconds * 1000)

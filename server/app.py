@@ -19,7 +19,7 @@ from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route, WebSocketRoute
+from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from db.migrate import database_version
@@ -28,7 +28,7 @@ from runner.supervision import RunnerSupervisor
 from schema import build_schema
 from schema.errors import REQUEST_TOO_LARGE
 from schema.request_gate import GateLimits
-from server.access_log import AccessLogMiddleware
+from server.access_log import AccessLogMiddleware, route_paths
 from server.auth import TokenAuthMiddleware, parse_tokens
 from server.console import console_page
 from server.graphiql import static_files
@@ -168,21 +168,23 @@ def create_app(settings: Settings, options: AppOptions | None = None) -> Starlet
     subscriptions = SubscriptionEndpoint(
         schema, api_config, limits, tokens=tokens, allowed_origins=settings.cors_origins
     )
+    routes: list[BaseRoute] = [
+        # The console page holds no data (its API calls carry the token), like /healthz.
+        Route("/", console_page, methods=["GET"]),
+        Route("/graphql", graphql, methods=["GET", "POST"]),
+        WebSocketRoute("/graphql", subscriptions),
+        Route("/healthz", healthz),
+        Route("/readyz", readyz),
+        # Open like /healthz (scrapers rarely carry tokens): counts only, no content.
+        Route("/metrics", metrics_endpoint),
+        static_files(),
+    ]
     return Starlette(
-        routes=[
-            # The console page holds no data (its API calls carry the token), like /healthz.
-            Route("/", console_page, methods=["GET"]),
-            Route("/graphql", graphql, methods=["GET", "POST"]),
-            WebSocketRoute("/graphql", subscriptions),
-            Route("/healthz", healthz),
-            Route("/readyz", readyz),
-            # Open like /healthz (scrapers rarely carry tokens): counts only, no content.
-            Route("/metrics", metrics_endpoint),
-            static_files(),
-        ],
+        routes=routes,
         middleware=[
             Middleware(RequestIdMiddleware),
-            Middleware(AccessLogMiddleware),  # inside: its line carries the request id
+            # Inside the request id, so its line carries it; labels are the app's own paths.
+            Middleware(AccessLogMiddleware, paths=route_paths(routes)),
             *cors(settings.cors_origins),
             Middleware(BodySizeLimitMiddleware),
             Middleware(TokenAuthMiddleware, tokens=tokens),
