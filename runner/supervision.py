@@ -121,7 +121,8 @@ class JobListener:
     async def close(self) -> None:
         if self._connection is not None:
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._connection.close(), timeout=2)
+                async with asyncio.timeout(2):
+                    await self._connection.close()
             self._connection = None
 
 

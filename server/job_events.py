@@ -46,8 +46,12 @@ class JobWatchHandle:
 
     async def changed(self) -> None:
         timeout = None if self._hub.listening else self._hub.fallback_seconds
+        # asyncio.timeout, not wait_for: on Python 3.11 wait_for swallows a cancellation that
+        # arrives in the tick the signal is set, and the subscription, cancelled by its closed
+        # socket, then waited for ever (and a server's shutdown with it).
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._signal.wait(), timeout)
+            async with asyncio.timeout(timeout):
+                await self._signal.wait()
         self._signal.clear()
 
 
@@ -159,7 +163,8 @@ class JobEventHub:
             if lost.is_set() or self._closed.is_set():
                 return
             try:
-                await asyncio.wait_for(database_version(connection), timeout=5.0)
+                async with asyncio.timeout(5.0):
+                    await database_version(connection)
             except Exception as error:  # noqa: BLE001 - any failure means a new connection
                 logger.warning("job events: LISTEN connection probe failed (%s)", describe_error(error))
                 return
@@ -168,7 +173,8 @@ class JobEventHub:
         connection, self._connection = self._connection, None
         if connection is not None and not connection.is_closed():
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(connection.close(), timeout=2)
+                async with asyncio.timeout(2):
+                    await connection.close()
             if not connection.is_closed():
                 connection.terminate()
 

@@ -200,7 +200,8 @@ class Runtime:
             if self._pool is not None:
                 pool, self._pool = self._pool, None
                 try:
-                    await asyncio.wait_for(pool.close(), timeout=10)
+                    async with asyncio.timeout(10):
+                        await pool.close()
                 except Exception:  # noqa: BLE001 - exiting anyway: drop what is left
                     pool.terminate()
         finally:
