@@ -144,7 +144,7 @@ class DocumentMutations:
             document = await canonical_document(input, info)
         except DocumentError as error:
             logger.info("document.refused code=%s", error.code)
-            return InvalidInputError(message=error.reason, code=error.code)
+            return InvalidInputError(message=error.reason, reason=error.code)
         except ValueError as error:
             return InvalidInputError(message=str(error), code=BAD_USER_INPUT)
         async with info.context.pool.acquire() as connection:
@@ -178,5 +178,5 @@ class DocumentMutations:
         except SubjectNotFound as missing:
             return NotFoundError(message=missing.message)
         except TriggerRefused as refused:
-            return InvalidInputError(message=refused.message, code=refused.code or BAD_USER_INPUT)
+            return InvalidInputError(message=refused.message, reason=refused.code)
         return DigestJob.from_row(job)

@@ -167,7 +167,7 @@ class Mutation(DocumentMutations):
         except SubjectNotFound as missing:
             return NotFoundError(message=missing.message)
         except TriggerRefused as refused:
-            return InvalidInputError(message=refused.message, code=refused.code or BAD_USER_INPUT)
+            return InvalidInputError(message=refused.message, reason=refused.code)
         return DigestJob.from_row(job)
 
     @strawberry.mutation(

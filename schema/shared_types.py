@@ -41,9 +41,13 @@ class InvalidInputError:
     message: str
     code: str = strawberry.field(
         default=BAD_USER_INPUT,
-        description="A stable code to branch on: BAD_ID, BAD_USER_INPUT, or the reason a "
-        "document or digest was refused (encrypted, blocked_address, invalid_window, ...); "
-        "docs/api-errors.md lists them.",
+        description="A code of the API's one list (docs/api-errors.md): BAD_ID or BAD_USER_INPUT.",
+    )
+    reason: str | None = strawberry.field(
+        default=None,
+        description="Why a document or a digest was refused, where the pipeline names it, in "
+        "lowercase: encrypted, no_text_layer, blocked_address, invalid_window, "
+        "not_eligible:<why>, ... (docs/api-errors.md lists them); null otherwise.",
     )
 
 

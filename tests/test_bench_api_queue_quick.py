@@ -1,6 +1,7 @@
-"""Smoke test of bench/api.py and bench/job_queue.py: each runs with `--quick` as a subprocess and
-prints JSON lines with the expected keys. No thresholds: timings on a shared CI machine mean
-little; the benchmarks themselves compare against their baselines in the same run."""
+"""Smoke test of bench/api.py, bench/api_layers.py and bench/job_queue.py: each runs with
+`--quick` as a subprocess and prints JSON lines with the expected keys. No thresholds: timings on
+a shared CI machine mean little; the benchmarks themselves compare against their baselines in the
+same run."""
 
 from __future__ import annotations
 
@@ -65,6 +66,16 @@ def test_api_bench_quick() -> None:
     assert len(summaries) == 3
     for row in summaries:
         assert API_SUMMARY_KEYS <= row.keys()
+
+
+def test_api_layers_bench_quick() -> None:
+    rows = run_bench("api_layers.py", timeout=120)
+    assert [row["scenario"] for row in rows] == ["job", "digests"]
+    for row in rows:
+        figures = row["us_per_request"]
+        assert figures.keys() == {"plain", "graphql_app", "strawberry", "graphql_core", "sql"}
+        assert all(value > 0 for value in figures.values())
+        assert 0 < row["ratio_if_only_graphql_core"] and 0 < row["ratio_in_process"]
 
 
 def test_queue_bench_quick() -> None:

@@ -33,11 +33,11 @@ PDF_FILE = "docs/pdf/acl19irc.pdf"
 
 INGEST = """mutation($input: DocumentInput!) { ingestDocument(input: $input) {
   ... on Document { id title contentType sourceTextHash chars pageCount warnings { code } }
-  ... on InvalidInputError { message code } } }"""
+  ... on InvalidInputError { message code reason } } }"""
 TRIGGER = """mutation($id: ID!, $q: String!) { triggerDocumentDigest(documentId: $id, query: $q) {
   ... on DigestJob { id status kind documentId query }
   ... on NotFoundError { message }
-  ... on InvalidInputError { message code } } }"""
+  ... on InvalidInputError { message code reason } } }"""
 JOB = """query($id: ID!) { job(id: $id) { id kind status error resultMessage documentId
   documentDigestId query stats { cacheHit summarizerCalls originalChars digestChars
   compressionRatio evidenceSnippets } } }"""
@@ -194,11 +194,11 @@ async def test_bad_input_gets_a_clear_typed_error(client: httpx.AsyncClient) -> 
     encrypted = await ingest(
         client, upload(shared_data("docs/pdf/tricky_encrypted_libreoffice-writer-password.pdf"))
     )
-    assert encrypted["code"] == "encrypted" and "password" in encrypted["message"].lower()
+    assert encrypted["code"] == "BAD_USER_INPUT" and encrypted["reason"] == "encrypted" and "password" in encrypted["message"].lower()
     image_only = await ingest(
         client, upload(shared_data("docs/pdf/tricky_image_only_no_text_layer.pdf"))
     )
-    assert image_only["code"] == "no_text_layer" and image_only["message"]
+    assert image_only["code"] == "BAD_USER_INPUT" and image_only["reason"] == "no_text_layer" and image_only["message"]
 
     hostile = {
         "http://127.0.0.1/": "blocked_address",
@@ -207,9 +207,9 @@ async def test_bad_input_gets_a_clear_typed_error(client: httpx.AsyncClient) -> 
         "http://localhost/": "blocked_address",
         "file:///etc/passwd": "bad_scheme",
     }
-    for url, code in hostile.items():
+    for url, reason in hostile.items():
         refused = await ingest(client, {"url": url})
-        assert refused["code"] == code, (url, refused)
+        assert (refused["code"], refused["reason"]) == ("BAD_USER_INPUT", reason), (url, refused)
         assert refused["message"]
     metadata = await ingest(client, {"url": "http://169.254.169.254/"})
     assert "metadata" in metadata["message"]
@@ -221,7 +221,7 @@ async def test_bad_input_gets_a_clear_typed_error(client: httpx.AsyncClient) -> 
 
     short = await ingest(client, {"text": "A short note about nothing much at all."})
     refused = (await gql(client, TRIGGER, {"id": short["id"], "q": "notes"}))["triggerDocumentDigest"]
-    assert refused["code"] == "not_eligible:too_small" and "DIGESTD_DOC_MIN_CHARS" in refused["message"]
+    assert refused["code"] == "BAD_USER_INPUT" and refused["reason"] == "not_eligible:too_small" and "DIGESTD_DOC_MIN_CHARS" in refused["message"]
     missing = (await gql(client, TRIGGER, {"id": "999999", "q": "x"}))["triggerDocumentDigest"]
     assert "no document" in missing["message"]
     response = await client.post("/graphql", json={"query": '{ document(id: "abc") { id } }'})
@@ -264,7 +264,7 @@ async def test_url_ingest_when_private_hosts_are_allowed(
             )
             assert shown["document"]["sourceUrl"] == origin.url("/article")
             refused = await ingest(http, {"url": origin.url("/sneaky")})
-            assert refused["code"] == "blocked_address" and "metadata" in refused["message"]
+            assert refused["code"] == "BAD_USER_INPUT" and refused["reason"] == "blocked_address" and "metadata" in refused["message"]
 
 
 async def test_opt_in_archive_meets_the_verification_contract(

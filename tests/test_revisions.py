@@ -121,9 +121,9 @@ async def test_message_coverage_over_graphql(db: asyncpg.Pool, database_url: str
     assert data["channel"]["uncoveredMessageCount"] == left["messageCount"]
 
     trigger = """mutation($c: ID!, $o: DigestOptions) { triggerDigest(channelId: $c, options: $o) {
-      ... on DigestJob { id options } ... on InvalidInputError { message code } } }"""
+      ... on DigestJob { id options } ... on InvalidInputError { message code reason } } }"""
     bad = await gql(db, trigger, c=str(channel_id), o={"since": "2024-05-02T00:00:00Z", "until": "2024-05-01T00:00:00Z"})
-    assert bad["triggerDigest"]["code"] == "invalid_window"
+    assert bad["triggerDigest"]["code"] == "BAD_USER_INPUT" and bad["triggerDigest"]["reason"] == "invalid_window"
     far = await gql(db, trigger, c=str(channel_id), o={"since": "9999-12-31T00:00:00-14:00"})
     assert "between 1970 and 2200" in far["triggerDigest"]["message"]
     job = await gql(db, trigger, c=str(channel_id), o={"since": "2024-05-01T11:10:00+02:00"})
