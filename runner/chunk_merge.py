@@ -254,7 +254,9 @@ def merge_outputs(
 
 def _cited(text: str, message_ids: list[str]) -> CitedSentence:
     limit = contract_limit(CitedSentence, "message_ids")
-    return CitedSentence(sentence=text[:400], message_ids=message_ids[:limit])
+    if len(text) > 400:  # a chunk summary may be longer than a sentence: cut between words
+        text = text[:400].rsplit(" ", 1)[0]
+    return CitedSentence(sentence=text, message_ids=message_ids[:limit])
 
 
 def _merged_overview(

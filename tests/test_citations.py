@@ -8,10 +8,12 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from runner.chunk_merge import merge_outputs
 from runner.citations import MAX_ANCHOR_CHARS, anchor_span
-from runner.contract import Digest
+from runner.contract import ChunkSummary, Digest
 from runner.footnotes import FootnotedSentence, Section, Source, footnoted_markdown
 from runner.validate import validate_output
+from runner.window import Window, WindowMessage
 
 TEXTS = {
     "100": "We decided to move the staging cluster to Kubernetes 1.29 next sprint.",
@@ -136,3 +138,37 @@ def test_footnotes_are_contiguous_each_source_once_with_exact_quotes() -> None:
     ]
     used = [int(n) for n in re.findall(r"\[\^(\d+)\](?!:)", body)]
     assert sorted(set(used)) == list(range(1, len(set(used)) + 1))
+
+
+def test_the_deterministic_merge_cites_its_overview() -> None:
+    """When a reduce call fails, the plain merge's overview is the chunks' summaries citing
+    their notable messages, then the decisions: the validator keeps only what is supported."""
+    start = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
+    window = Window(
+        channel_name="platform",
+        messages=tuple(
+            WindowMessage(mid, "ann", start + timedelta(minutes=i), text)
+            for i, (mid, text) in enumerate(TEXTS.items())
+        ),
+    )
+    summaries = [
+        ChunkSummary.model_validate({
+            "chunk_summary": "The staging cluster moves to Kubernetes 1.29 " + "soon " * 100,
+            "signal_quality": {"level": "medium", "reason": "a decision"},
+            "decisions": [{"text": "Move the staging cluster to Kubernetes 1.29", "message_ids": ["100"]}],
+            "notable_message_ids": ["100"],
+        }),
+        ChunkSummary.model_validate({
+            "chunk_summary": "Everyone loved the quarterly offsite.",
+            "signal_quality": {"level": "low", "reason": "chatter"},
+            "notable_message_ids": ["102"],
+        }),
+    ]  # fmt: skip
+    merged, _ = merge_outputs(list(summaries), window, "")
+    assert all(len(s.sentence) <= 400 and not s.sentence.endswith(" so") for s in merged.overview)
+    checked = validate_output(merged, TEXTS, channel_name="platform")
+    assert [s.message_ids for s in checked.output.overview] == [["100"], ["100"]]
+    assert [r.label for r in checked.rejections] == ["Everyone loved the quarterly offsite."]
+    assert [s.sentence for s in checked.output.highlights] == [
+        "Move the staging cluster to Kubernetes 1.29"
+    ]

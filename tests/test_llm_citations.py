@@ -131,3 +131,13 @@ async def test_invented_or_unrelated_citations_are_never_stored_as_cited(
         f'[^1]: ann, 2024-05-01 09:00 UTC, "{texts["m1"]}" (message m1)',
         f'[^2]: bob, 2024-05-01 09:01 UTC, "{texts["m2"]}" (message m2)',
     ]
+
+    # A digest stored before citations were checked (no sentences, no audit) reads as before.
+    async with db.acquire() as connection:
+        await connection.execute(
+            "UPDATE digests SET overview = 'An old overview.', overview_sentences = '[]', "
+            "highlight_sentences = '[]', citation_audit = NULL WHERE id = $1", job.digest_id
+        )
+    old = (await gql(db, DIGEST_QUERY, id=global_id(DIGEST, job.digest_id)))["digest"]
+    assert old["overview"] == old["overviewMarkdown"] == "An old overview."
+    assert old["overviewSentences"] == [] and old["citationAudit"] is None
