@@ -203,7 +203,8 @@ async def run_watermark(pool: asyncpg.Pool, channel: ChannelWithServer, kind: st
         await connection.execute(QUERIES["lock_channel"], channel.id)
         row = await connection.fetchrow(
             QUERIES["insert_digest"],
-            channel.id, job.id, digest.title, digest.overview, digest.highlights,
+            channel.id, job.id, digest.title, digest.overview_text(),
+            [sentence.sentence for sentence in digest.highlights],
             digest.coverage.model_dump(), digest.search_keywords,
             digest.signal_quality.level.value, digest.signal_quality.reason,
             stored.first_message_id, stored.last_message_id, stored.window_start,

@@ -90,6 +90,17 @@ async def set_digest_left_out(
     await connection.execute(QUERIES["set_digest_left_out"], digest_id, left_out)
 
 
+async def set_digest_prose(
+    connection: asyncpg.Connection,
+    digest_id: int,
+    overview: list[dict[str, Any]],
+    highlights: list[dict[str, Any]],
+    audit: dict[str, Any],
+) -> None:
+    """Store the cited sentences and the citation audit of a digest."""
+    await connection.execute(QUERIES["set_digest_prose"], digest_id, overview, highlights, audit)
+
+
 async def digest_by_window_key(connection: asyncpg.Connection, window_key: str) -> int | None:
     """The id of a stored digest of exactly the same messages, revisions and settings."""
     digest_id: int | None = await connection.fetchval(QUERIES["digest_by_window_key"], window_key)

@@ -312,6 +312,11 @@ FROM unnest($2::bigint[], $3::integer[]) AS w(message_id, revision);
 -- The ranges a digest left out, known once coverage is written.
 UPDATE digests SET left_out = $2 WHERE id = $1;
 
+-- name: set_digest_prose
+-- The cited overview and highlight sentences of a digest and its citation audit (0004).
+UPDATE digests SET overview_sentences = $2, highlight_sentences = $3, citation_audit = $4
+WHERE id = $1;
+
 -- name: insert_digest
 -- Store a validated digest; returns its id and created_at.
 INSERT INTO digests (

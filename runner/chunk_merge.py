@@ -29,6 +29,7 @@ from runner.contract import (
     ActionItem,
     Artifact,
     ChunkSummary,
+    CitedSentence,
     Coverage,
     Decision,
     Digest,
@@ -229,15 +230,14 @@ def merge_outputs(
         if best is not None
         else SignalQuality(level=SignalLevel.EMPTY, reason="no chunk produced a summary")
     )
-    texts = [o.chunk_summary if isinstance(o, ChunkSummary) else o.overview for o in outputs]
-    overview = "\n\n".join(text for text in texts if text)[:2400]
+    overview = _merged_overview(outputs, fields["decisions"])
     titles = [topic.title for topic in fields["topics"][:3]]
     title = f"{window.channel_name}: {'; '.join(titles)}" if titles else window.channel_name
     messages = window.messages
     digest = Digest(
         title=(title or "digest")[:120],
         overview=overview,
-        highlights=[decision.text for decision in fields["decisions"][:5]],
+        highlights=[_cited(d.text, d.message_ids) for d in fields["decisions"][:5]],
         coverage=Coverage(
             messages_total=len(messages),
             messages_covered=len(messages),
@@ -250,3 +250,26 @@ def merge_outputs(
         **fields,
     )
     return digest, dropped
+
+
+def _cited(text: str, message_ids: list[str]) -> CitedSentence:
+    limit = contract_limit(CitedSentence, "message_ids")
+    if len(text) > 400:  # a chunk summary may be longer than a sentence: cut between words
+        text = text[:400].rsplit(" ", 1)[0]
+    return CitedSentence(sentence=text, message_ids=message_ids[:limit])
+
+
+def _merged_overview(
+    outputs: Sequence[ChunkSummary | Digest], decisions: list[Decision]
+) -> list[CitedSentence]:
+    """The partial digests' sentences, each chunk's summary citing the messages it called
+    notable, then the decisions; the validator drops what its citations do not support."""
+    sentences: list[CitedSentence] = []
+    for output in outputs:
+        if isinstance(output, Digest):
+            sentences.extend(output.overview)
+        elif output.chunk_summary and output.notable_message_ids:
+            sentences.append(_cited(output.chunk_summary, output.notable_message_ids))
+    sentences.extend(_cited(decision.text, decision.message_ids) for decision in decisions)
+    unique = merge_by_key(sentences, lambda sentence: sentence.sentence.strip().casefold())
+    return unique[: contract_limit(Digest, "overview")]

@@ -12,8 +12,13 @@ from __future__ import annotations
 
 import unicodedata
 from collections import Counter
+from collections.abc import Iterable
 
 from runner.word_tokens import WORD, words
+
+# The share of a claim's words its sources must hold unless DIGESTD_MIN_CLAIM_OVERLAP says
+# otherwise; rule-made output (the offline extractor) proposes only what passes it.
+DEFAULT_MIN_OVERLAP = 0.5
 
 STOPWORDS = frozenset(
     """a about above after again against all am an and any are as at be because been before being
@@ -34,16 +39,27 @@ def content_tokens(text: str) -> list[str]:
     ]
 
 
-def support_share(claim: str, sources: list[str]) -> float | None:
-    """Fraction of the claim's distinct content tokens found in `sources`; None when the claim
+def token_set(sources: Iterable[str]) -> set[str]:
+    """Every content token of `sources`: compute once, check many claims (`share_in`)."""
+    tokens: set[str] = set()
+    for source in sources:
+        tokens.update(content_tokens(source))
+    return tokens
+
+
+def share_in(claim: str, source_tokens: set[str]) -> float | None:
+    """Fraction of the claim's distinct content tokens in `source_tokens`; None when the claim
     has no content token to check."""
     claim_tokens = set(content_tokens(claim))
     if not claim_tokens:
         return None
-    source_tokens: set[str] = set()
-    for source in sources:
-        source_tokens.update(content_tokens(source))
     return len(claim_tokens & source_tokens) / len(claim_tokens)
+
+
+def support_share(claim: str, sources: list[str]) -> float | None:
+    """Fraction of the claim's distinct content tokens found in `sources`; None when the claim
+    has no content token to check."""
+    return share_in(claim, token_set(sources))
 
 
 def _script_of(char: str) -> str | None:

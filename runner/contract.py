@@ -15,7 +15,7 @@ from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-CONTRACT_VERSION = "1.0"
+CONTRACT_VERSION = "2.0"
 
 
 class StrictModel(BaseModel):
@@ -50,9 +50,17 @@ class ContentPointer(StrictModel):
 
 
 class Topic(StrictModel):
-    title: str = Field(min_length=1, max_length=120)
+    title: str = Field(min_length=1, max_length=120, description="In words of the messages.")
     summary: str = Field(default="", max_length=500)
     message_ids: list[str] = Field(default_factory=list, max_length=30)
+
+
+class CitedSentence(StrictModel):
+    """One sentence of prose (overview, highlight) with the messages it rests on. Checked like a
+    synthesized claim: an uncited, unknown or unsupported sentence is dropped, never stored."""
+
+    sentence: str = Field(min_length=1, max_length=400)
+    message_ids: list[str] = Field(default_factory=list, max_length=8)
 
 
 class Decision(StrictModel):
@@ -164,11 +172,18 @@ class Coverage(StrictModel):
 class Digest(StrictModel):
     """Reduce output for one window (`emit_digest`): merged, de-duplicated items."""
 
-    title: str = Field(min_length=1, max_length=120)
-    overview: str = Field(max_length=2400, description="Markdown.")
-    highlights: list[str] = Field(default_factory=list, max_length=5)
+    title: str = Field(min_length=1, max_length=120, description="In words of the messages.")
+    overview: list[CitedSentence] = Field(
+        default_factory=list,
+        max_length=12,
+        description="A few plain sentences, most important first: what was discussed, decided "
+        "and left open. Each cites the message ids it rests on.",
+    )
+    highlights: list[CitedSentence] = Field(default_factory=list, max_length=5)
     coverage: Coverage
-    search_keywords: list[str] = Field(default_factory=list, max_length=10)
+    search_keywords: list[str] = Field(
+        default_factory=list, max_length=10, description="Words that occur in the messages."
+    )
     signal_quality: SignalQuality
     topics: list[Topic] = Field(default_factory=list, max_length=12)
     decisions: list[Decision] = Field(default_factory=list, max_length=25)
@@ -178,6 +193,10 @@ class Digest(StrictModel):
     artifacts: list[Artifact] = Field(default_factory=list, max_length=40)
     knowledge_items: list[KnowledgeItem] = Field(default_factory=list, max_length=60)
     notable_message_ids: list[str] = Field(default_factory=list, max_length=20)
+
+    def overview_text(self) -> str:
+        """The overview as one plain paragraph (the stored `overview` string)."""
+        return " ".join(sentence.sentence for sentence in self.overview)
 
 
 CHUNK_SUMMARY_TOOL = "emit_chunk_summary"

@@ -333,7 +333,9 @@ async def run_pipeline(
     digest = await extractor.synthesize_digest(mapped, window, top)
     check_cancelled()
     await progress("validate", 0, 1)
-    validation = await run_light(validate_output, digest, texts, min_overlap=min_overlap)
+    validation = await run_light(
+        validate_output, digest, texts, min_overlap=min_overlap, channel_name=window.channel_name
+    )
     return PipelineResult(
         validation=validation,
         chunk_count=len(chunks),

@@ -45,6 +45,30 @@ def _flag_json(flags: list[str]) -> list[dict[str, str]]:
     return [{"code": flag.split(":", 1)[0], "message": flag} for flag in flags]
 
 
+def _sentences_json(
+    validation: ValidationResult[Digest], field_name: str, window: StoredWindow
+) -> list[dict[str, Any]]:
+    """The kept sentences of a prose field with their anchored citations, each naming the
+    messages row and the revision read, so its quote resolves forever."""
+    sentences = getattr(validation.output, field_name)
+    return [
+        {
+            "sentence": sentence.sentence,
+            "citations": [
+                {
+                    "message_id": window.internal_ids[anchor.message_id],
+                    "external_id": anchor.message_id,
+                    "revision": window.revisions.get(anchor.message_id, 1),
+                    "char_start": anchor.char_start,
+                    "char_end": anchor.char_end,
+                }
+                for anchor in anchors
+            ],
+        }
+        for sentence, anchors in zip(sentences, validation.anchors[field_name], strict=True)
+    ]
+
+
 async def _store_items(
     connection: asyncpg.Connection,
     digest_id: int,
@@ -160,7 +184,8 @@ async def store_digest(
     async with connection.transaction():
         await channel_queries.lock_channel(connection, channel_id)
         digest_id = await digest_queries.insert_digest(
-            connection, channel_id, job_id, digest.title, digest.overview, digest.highlights,
+            connection, channel_id, job_id, digest.title, digest.overview_text(),
+            [sentence.sentence for sentence in digest.highlights],
             digest.coverage.model_dump(), digest.search_keywords,
             digest.signal_quality.level.value, digest.signal_quality.reason,
             window.first_message_id, window.last_message_id, window.window_start,
@@ -168,6 +193,12 @@ async def store_digest(
             digest_flags, rejections, window.catch_up, window.since, window.until, window_key,
         )  # fmt: skip
         await _store_items(connection, digest_id, channel_id, validation, window)
+        await digest_queries.set_digest_prose(
+            connection, digest_id,
+            _sentences_json(validation, "overview", window),
+            _sentences_json(validation, "highlights", window),
+            validation.audit.as_json(),
+        )  # fmt: skip
         await digest_queries.insert_digest_messages(
             connection, digest_id,
             [key.message_id for key in window.keys], [key.revision for key in window.keys],

@@ -7,12 +7,18 @@ Checks, per item:
 - a synthesized claim shares at least `min_overlap` of its words with the messages it cites
   (else dropped: `low_support`), and cites at least one message (else dropped: `no_citation`);
 - a link's URL occurs verbatim in a message it cites (else dropped: `url_not_in_source`);
+- a topic cites at least one message and its title is supported by them, like a claim;
+- digest prose: each overview and highlight sentence is a claim with its own citations (dropped
+  like one), and each kept citation is anchored to the characters it rests on
+  (runner.citations); the title and each search keyword must be made of the window's words
+  (`low_support`; a failed title is replaced by the kept topics' titles);
 - a version-sensitive knowledge item without `context_version` is kept and flagged;
 - an item written in another script than its sources is kept and flagged (`language_mismatch`).
 Per output: `signal_quality == empty` with non-empty lists is corrected to `low` and flagged.
 
 Dropped items are returned as `Rejection`s with their reason; the job stores them so the API can
-show what was removed and why. Nothing that failed a check is returned as valid.
+show what was removed and why, with a `CitationAudit` of the prose. Nothing that failed a check
+is returned as valid.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from runner.contract import (
     ActionItem,
     Artifact,
     ChunkSummary,
+    CitedSentence,
     ContentPointer,
     Decision,
     Digest,
@@ -39,10 +46,12 @@ from runner.contract import (
     Topic,
 )
 from runner.pointers import MatchKind, PointerError, resolve_pointer
-from runner.claim_support import dominant_script, support_share
+from runner.citations import Anchor, CitationAudit, anchor
+from runner.claim_support import DEFAULT_MIN_OVERLAP, dominant_script, share_in, support_share, token_set
 
 Output = TypeVar("Output", ChunkSummary, Digest)
 
+PROSE_FIELDS = ("overview", "highlights")
 ITEM_FIELDS = (
     "topics",
     "decisions",
@@ -69,13 +78,16 @@ class ValidationResult(Generic[Output]):
     """The output with only valid items (pointers corrected), their flags, and what was dropped.
 
     `item_flags[field][i]` are the flags of the i-th kept item of `field`;
-    `pointer_matches[field][i]` how its pointer was anchored (artifacts, knowledge items)."""
+    `pointer_matches[field][i]` how its pointer was anchored (artifacts, knowledge items);
+    `anchors[field][i]` the anchored citations of the i-th kept sentence of a prose field."""
 
     output: Output
     item_flags: dict[str, list[list[str]]]
     pointer_matches: dict[str, list[MatchKind | None]]
     rejections: list[Rejection] = field(default_factory=list)
     output_flags: list[str] = field(default_factory=list)
+    anchors: dict[str, list[list[Anchor]]] = field(default_factory=dict)
+    audit: CitationAudit = field(default_factory=CitationAudit)
 
     def rejection_counts(self) -> dict[str, int]:
         return dict(Counter(rejection.reason.split(":", 1)[0] for rejection in self.rejections))
@@ -102,12 +114,14 @@ class _Checker:
         return [self.texts[message_id] for message_id in message_ids]
 
     def supported(self, claim: str, sources: list[str]) -> None:
-        share = support_share(claim, sources)
+        self.share_enough(support_share(claim, sources))
+
+    def share_enough(self, share: float | None, where: str = "the cited messages") -> None:
         if share is None:
             raise _Rejected("low_support: the claim has no checkable words")
         if share < self.min_overlap:
             raise _Rejected(
-                f"low_support: {share:.0%} of its words are in the cited messages "
+                f"low_support: {share:.0%} of its words are in {where} "
                 f"(needs {self.min_overlap:.0%})"
             )
 
@@ -138,7 +152,7 @@ class _Checker:
         """The item as it may be stored, its flags, and its pointer match kind (or None)."""
         match item:
             case Topic():
-                self.cited_texts(item.message_ids, required=False)
+                self.supported(item.title, self.cited_texts(item.message_ids, required=True))
                 return item, [], None
             case Decision() | ActionItem() | OpenQuestion():
                 sources = self.cited_texts(item.message_ids, required=True)
@@ -174,17 +188,100 @@ class _Checker:
 
 
 def _label(item: BaseModel) -> str:
-    for attribute in ("title", "text", "url"):
+    for attribute in ("title", "text", "url", "sentence"):
         value = getattr(item, attribute, None)
         if isinstance(value, str):
             return value
     return type(item).__name__
 
 
+def _check_sentences(
+    checker: _Checker,
+    field_name: str,
+    sentences: list[CitedSentence],
+    rejections: list[Rejection],
+    audit: CitationAudit,
+) -> tuple[list[CitedSentence], list[list[Anchor]]]:
+    """The sentences that cite existing messages supporting them, each with its anchors. A
+    cited message sharing no word with its sentence is unrelated: its citation is removed (the
+    support of the rest is unchanged, since it contributed no word)."""
+    kept: list[CitedSentence] = []
+    anchors: list[list[Anchor]] = []
+    for sentence in sentences:
+        try:
+            sources = checker.cited_texts(sentence.message_ids, required=True)
+            checker.supported(sentence.sentence, sources)
+        except _Rejected as rejected:
+            rejections.append(Rejection(field_name, sentence.sentence, rejected.reason))
+            audit.record(field_name, False, rejected.reason)
+            continue
+        ids = list(dict.fromkeys(sentence.message_ids))
+        related = [m for m in ids if support_share(sentence.sentence, [checker.texts[m]])]
+        if len(related) < len(ids):
+            audit.reasons["unrelated_citation_removed"] += len(ids) - len(related)
+        kept.append(sentence.model_copy(update={"message_ids": related}))
+        anchors.append([anchor(sentence.sentence, m, checker.texts[m]) for m in related])
+        audit.record(field_name, True)
+    return kept, anchors
+
+
+def _check_digest_prose(
+    checker: _Checker,
+    digest: Digest,
+    update: dict[str, Any],
+    channel_name: str,
+    rejections: list[Rejection],
+) -> tuple[dict[str, list[list[Anchor]]], CitationAudit]:
+    """Overview and highlight sentences, title and search keywords (see the module docstring);
+    writes the kept values into `update`."""
+    audit = CitationAudit()
+    anchors: dict[str, list[list[Anchor]]] = {}
+    for field_name in PROSE_FIELDS:
+        sentences = getattr(digest, field_name)
+        update[field_name], anchors[field_name] = _check_sentences(
+            checker, field_name, sentences, rejections, audit
+        )
+    audit.cited_overview = sum(1 for cited in anchors["overview"] if cited)
+    # The channel's name may title its digest; every other word comes from the messages.
+    window_words = token_set([channel_name, *checker.texts.values()])
+    keywords: list[str] = []
+    for keyword in digest.search_keywords:
+        try:
+            checker.share_enough(share_in(keyword, window_words), "the window")
+        except _Rejected as rejected:
+            rejections.append(Rejection("search_keywords", keyword, rejected.reason))
+            audit.record("search_keywords", False, rejected.reason)
+            continue
+        keywords.append(keyword)
+        audit.record("search_keywords", True)
+    update["search_keywords"] = keywords
+    try:
+        checker.share_enough(share_in(digest.title, window_words), "the window")
+    except _Rejected as rejected:
+        rejections.append(Rejection("title", digest.title, rejected.reason))
+        audit.title_replaced = True
+        audit.reasons[rejected.reason.split(":", 1)[0]] += 1
+        update["title"] = _fallback_title(update["topics"], channel_name)
+    return anchors, audit
+
+
+def _fallback_title(topics: list[Topic], channel_name: str) -> str:
+    """A title made of what passed validation: the first kept topics' titles."""
+    subject = "; ".join(topic.title for topic in topics[:3])
+    if subject and channel_name:
+        return f"{channel_name}: {subject}"[:120]
+    return (subject or channel_name or "digest")[:120]
+
+
 def validate_output(
-    output: Output, texts: dict[str, str], *, min_overlap: float = 0.5
+    output: Output,
+    texts: dict[str, str],
+    *,
+    min_overlap: float = DEFAULT_MIN_OVERLAP,
+    channel_name: str = "",
 ) -> ValidationResult[Output]:
-    """Validate a map or reduce output against the window (`texts`: id → normalized text)."""
+    """Validate a map or reduce output against the window (`texts`: id → normalized text;
+    `channel_name` may occur in a digest's title and keywords)."""
     checker = _Checker(texts=texts, min_overlap=min_overlap)
     update: dict[str, Any] = {}
     item_flags: dict[str, list[list[str]]] = {}
@@ -218,5 +315,11 @@ def validate_output(
         update["signal_quality"] = SignalQuality(
             level=SignalLevel.LOW, reason=f"corrected from empty: {signal.reason}"[:300]
         )
+    anchors: dict[str, list[list[Anchor]]] = {}
+    audit = CitationAudit()
+    if isinstance(output, Digest):
+        anchors, audit = _check_digest_prose(checker, output, update, channel_name, rejections)
     validated = output.model_copy(update=update)
-    return ValidationResult(validated, item_flags, pointer_matches, rejections, output_flags)
+    return ValidationResult(
+        validated, item_flags, pointer_matches, rejections, output_flags, anchors, audit
+    )

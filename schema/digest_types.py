@@ -22,6 +22,7 @@ from schema.coverage_types import MessageCoverage, item_flags
 from schema.ids import CHANNEL, DIGEST, DIGEST_JOB, KNOWLEDGE_ITEM, global_id, optional_global_id
 from schema.enums import KnowledgeKind, SignalLevel
 from schema.job_types import DigestJob
+from schema.prose_types import CitationAudit, CitedSentence, overview_markdown, sentences_of
 from schema.shared_types import Flag
 
 
@@ -261,7 +262,10 @@ class DigestSummary(DigestBase):
 
 @strawberry.type(description="A digest with every item.")
 class Digest(DigestBase):
-    overview: str
+    overview: str = strawberry.field(
+        description="The overview as plain text (its sentences joined); see overviewSentences "
+        "for their citations and overviewMarkdown for footnotes."
+    )
     highlights: list[str]
     coverage: JSON
     search_keywords: list[str]
@@ -274,6 +278,27 @@ class Digest(DigestBase):
     message_coverage: MessageCoverage = strawberry.field(
         description="Which messages this digest read, and the ranges it left out with why."
     )
+    citation_audit: CitationAudit | None = strawberry.field(
+        description="Sentences kept and dropped, the share of overview sentences with a valid "
+        "citation, and the reasons (null for digests stored before citations were checked)."
+    )
+    row: strawberry.Private[models.Digest]
+
+    @strawberry.field(description="The overview's sentences, each with its citations.")
+    async def overview_sentences(self, info: Info[Context, None]) -> list[CitedSentence]:
+        return await sentences_of(info, self.row, "overview")
+
+    @strawberry.field(description="The highlights as sentences, each with its citations.")
+    async def highlight_sentences(self, info: Info[Context, None]) -> list[CitedSentence]:
+        return await sentences_of(info, self.row, "highlights")
+
+    @strawberry.field(
+        description='The overview as Markdown: a [^n] marker after each sentence and one '
+        'footnote per cited message, numbered from 1 in order of first citation: '
+        '`[^1]: ann, 2024-05-01 10:02 UTC, "the quoted words" (message 12)`.'
+    )
+    async def overview_markdown(self, info: Info[Context, None]) -> str:
+        return await overview_markdown(info, self.row)
 
     @classmethod
     def from_row(cls, row: models.Digest) -> Digest:
@@ -295,6 +320,10 @@ class Digest(DigestBase):
             job_id=optional_global_id(DIGEST_JOB, row.job_id),
             job_row=row.job_id,
             message_coverage=MessageCoverage.from_row(row),
+            citation_audit=(
+                CitationAudit.from_json(row.citation_audit) if row.citation_audit else None
+            ),
+            row=row,
             **_base_fields(row),
         )
 

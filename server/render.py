@@ -1,4 +1,5 @@
-"""Plain-text rendering of a stored digest for the terminal (`digestd digest`, `digestd demo`)."""
+"""Plain-text rendering of a stored digest for the terminal (`digestd digest`, `digestd demo`):
+the overview and highlights as Markdown with numbered footnotes (runner.footnotes), then items."""
 
 from __future__ import annotations
 
@@ -16,8 +17,10 @@ from db.models import (
     KnowledgeItemWithMessage,
     Link,
     OpenQuestion,
+    Digest,
     Topic,
 )
+from runner.footnotes import Section, citation_keys, footnoted_markdown, stored_sentences
 
 EXCERPT_CHARS = 160
 
@@ -34,6 +37,31 @@ def _excerpt(text: str) -> str:
 
 def _flags(flags: list[dict[str, Any]]) -> str:
     return f"  (flags: {', '.join(f['code'] for f in flags)})" if flags else ""
+
+
+async def _prose_markdown(connection: asyncpg.Connection, digest: Digest) -> str:
+    """Overview and highlights with one footnote numbering; a digest stored before citations
+    (no sentences) shows its overview and highlights as they were."""
+    if not digest.overview_sentences and not digest.highlight_sentences:
+        legacy = [digest.overview]
+        if digest.highlights:
+            legacy += ["", "## Highlights"] + [f"- {h}" for h in digest.highlights]
+        return "\n".join(legacy)
+    stored = [*digest.overview_sentences, *digest.highlight_sentences]
+    keys = citation_keys(stored)
+    rows = await channel_queries.revision_texts(
+        connection, [k[0] for k in keys], [k[1] for k in keys]
+    )
+    texts = {(r.message_id, r.revision): r.normalized_text for r in rows}
+    messages = await channel_queries.messages_by_ids(connection, [k[0] for k in keys])
+    authors = {m.id: (m.author, m.ts) for m in messages}
+    return footnoted_markdown([
+        Section(None, stored_sentences(digest.overview_sentences, authors, texts)),
+        Section(
+            "Highlights", stored_sentences(digest.highlight_sentences, authors, texts),
+            bullets=True,
+        ),
+    ])  # fmt: skip
 
 
 async def render_digest(connection: asyncpg.Connection, digest_id: int) -> str:
@@ -71,10 +99,8 @@ async def render_digest(connection: asyncpg.Connection, digest_id: int) -> str:
         f"digest {digest.id} · {digest.message_count} messages · signal "
         f"{digest.signal_quality} ({digest.signal_reason}) · extractor {digest.extractor}",
         "",
-        digest.overview,
+        await _prose_markdown(connection, digest),
     ]
-    if digest.highlights:
-        lines += ["", "## Highlights"] + [f"- {h}" for h in digest.highlights]
 
     def section(title: str, rows: list[str]) -> None:
         if rows:

@@ -4,6 +4,7 @@ Postgres): progress lines, a re-run with nothing new, and a reader that goes awa
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import uuid
@@ -39,6 +40,12 @@ def test_digest_wait_shows_progress_and_a_rerun_says_there_is_nothing_new(
     progress = first.stderr.splitlines()
     assert progress[-1].endswith(": succeeded store 1/1"), progress
     assert first.stdout.startswith("# ") and "70 messages" in first.stdout
+    # The overview and highlights as Markdown with numbered footnotes, each source once.
+    notes = re.findall(r"^\[\^(\d+)\]: .+, \d{4}-\d\d-\d\d \d\d:\d\d UTC, \".+\" \(message m\d+\)$",
+                       first.stdout, re.MULTILINE)  # fmt: skip
+    assert notes and [int(n) for n in notes] == list(range(1, len(notes) + 1))
+    markers = {int(n) for n in re.findall(r"\[\^(\d+)\](?!:)", first.stdout)}
+    assert markers == set(range(1, len(notes) + 1))
 
     again = digestd(database_url, tmp_path, "digest", channel, "--wait")
     assert again.returncode == 0, again.stderr

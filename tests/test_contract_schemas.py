@@ -47,7 +47,7 @@ def test_schema_and_model_agree_on_limits() -> None:
     with pytest.raises(ValueError):
         ChunkSummary.model_validate(too_long)
     digest = tool_schema(DIGEST_TOOL)["function"]["parameters"]["properties"]
-    assert digest["title"]["maxLength"] == 120 and digest["overview"]["maxLength"] == 2400
+    assert digest["title"]["maxLength"] == 120 and digest["overview"]["maxItems"] == 12
     assert digest["highlights"]["maxItems"] == 5 and digest["search_keywords"]["maxItems"] == 10
 
 

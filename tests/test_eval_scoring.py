@@ -49,7 +49,7 @@ def gold_file() -> GoldFile:
 
 def digest(pointer_end: int = 47) -> Digest:
     return Digest(
-        title="t", overview="", signal_quality=SignalQuality(level=SignalLevel.HIGH, reason="r"),
+        title="t", signal_quality=SignalQuality(level=SignalLevel.HIGH, reason="r"),
         coverage=Coverage(messages_total=3, messages_covered=3),
         decisions=[Decision(text="We decided to ship on Friday", message_ids=["a"]),
                    Decision(text="Dinner at noon", message_ids=["c"])],

@@ -206,10 +206,11 @@ def grounded_summary(body: dict[str, Any]) -> dict[str, Any]:
     words = longest.text.split()
     quote = " ".join(words[1:7]) if len(words) > 7 else longest.text
     start = longest.offset + max(0, longest.text.find(quote))
+    topic = " ".join(words[:3]) or "x"  # a topic title in the words of the message it cites
     summary: dict[str, Any] = {
         "chunk_summary": f"Discussion over {len(sent)} messages.",
         "signal_quality": {"level": "medium", "reason": "scripted"},
-        "topics": [{"title": "chat", "message_ids": [m.message_id for m in sent[:5]]}],
+        "topics": [{"title": topic, "message_ids": [longest.message_id]}],
         "decisions": [{"text": " ".join(words[:8]) or "x", "message_ids": [longest.message_id]}],
         "knowledge_items": [
             {
@@ -234,10 +235,13 @@ def merged_digest(body: dict[str, Any], limit: int = 40) -> dict[str, Any]:
     """What a faithful reduce model returns: the union of the summaries' items, cut (latest
     items first) to what fits the request's `max_tokens`, as a real model's output would be."""
     summaries = summaries_of(body)
+    decisions = [item for s in summaries for item in s.get("decisions", [])]
+    topics = [item for s in summaries for item in s.get("topics", [])]
     digest: dict[str, Any] = {
-        "title": "Scripted digest",
-        "overview": " ".join(s.get("chunk_summary", s.get("overview", "")) for s in summaries)[
-            :2400
+        # Title and overview in the words of what the summaries cite, as a faithful model writes.
+        "title": topics[0]["title"] if topics else "Scripted digest",
+        "overview": [
+            {"sentence": d["text"], "message_ids": d["message_ids"][:8]} for d in decisions[:12]
         ],
         "coverage": {"messages_total": 0, "messages_covered": 0},
         "signal_quality": {"level": "medium", "reason": "scripted"},

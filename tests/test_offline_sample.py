@@ -197,11 +197,12 @@ def test_knowledge_keys_and_limits(digest: Digest) -> None:
     keys = [k.key for k in digest.knowledge_items]
     assert keys == [f"K{i}" for i in range(1, len(keys) + 1)]
     assert len(digest.highlights) <= 5 and len(digest.search_keywords) <= 10
-    assert len(digest.title) <= 120 and len(digest.overview) <= 2400
+    assert len(digest.title) <= 120 and len(digest.overview) <= 12
     Digest.model_validate(digest.model_dump())  # every contract limit holds
 
 
 def test_overview_title_topics_coverage(window: Window, digest: Digest) -> None:
+    ids = {m.message_id for m in window.messages}
     assert digest.signal_quality.level == SignalLevel.HIGH
     assert digest.title.startswith("team-platform: ")
     titles = [t.title for t in digest.topics]
@@ -210,16 +211,17 @@ def test_overview_title_topics_coverage(window: Window, digest: Digest) -> None:
     # Small talk is no topic.
     assert not any(word in " ".join(titles).casefold() for word in ("lunch", "coffee", "weather"))
     authors = {m.author for m in window.messages}
-    bullets = [line for line in digest.overview.splitlines() if line.startswith("- **")]
-    assert len(bullets) >= 5
-    for line in bullets:
-        assert line[4 : line.index("**:")] in authors
-    assert "70 messages from 6 participants" in digest.overview
-    assert "ramen" not in digest.overview
+    overview = digest.overview_text()
+    # Discussed (topics, central messages with their authors), decided, left open; every
+    # sentence cites messages of the window.
+    assert digest.overview[0].sentence.startswith("The discussion was mainly about ")
+    assert sum(any(s.sentence.startswith(f"{a}: ") for a in authors) for s in digest.overview) >= 2
+    assert any(s.sentence.startswith("Decided: ") for s in digest.overview)
+    assert all(s.message_ids and set(s.message_ids) <= ids for s in digest.overview)
+    assert "ramen" not in overview
     coverage = digest.coverage
     assert (coverage.messages_total, coverage.messages_covered) == (70, 70)
     assert (coverage.first_message_id, coverage.last_message_id) == ("m001", "m070")
-    assert digest.highlights[0].startswith("Decision: ")
+    assert digest.highlights[0].sentence.startswith("Decision: ")
     assert "postgres 16" in digest.search_keywords
-    ids = {m.message_id for m in window.messages}
     assert set(digest.notable_message_ids) <= ids

@@ -142,7 +142,7 @@ def test_digest_validation_uses_the_whole_window() -> None:
     digest = Digest.model_validate(
         {
             "title": "Staging",
-            "overview": "Staging moves.",
+            "overview": [{"sentence": "Staging moves.", "message_ids": ["100"]}],
             "coverage": {"messages_total": 5, "messages_covered": 5},
             "signal_quality": {"level": "medium", "reason": "one decision"},
             "decisions": [{"text": "Move staging cluster to Kubernetes 1.29", "message_ids": ["100"]}],

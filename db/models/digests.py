@@ -1,4 +1,4 @@
-"""Channel digests (db/migrations 0001 and 0003): the digest, its item tables, the messages it
+"""Channel digests (db/migrations 0001, 0003 and 0004): the digest, its item tables, the messages it
 read, entities, the chunk-result cache; and the projections db/digests.py returns."""
 
 from datetime import datetime
@@ -6,7 +6,7 @@ from typing import Any
 
 from sqlmodel import Field, SQLModel
 
-from db.models.columns import bigint, jsonb, text_array, timestamptz, tsvector
+from db.models.columns import bigint, jsonb, nullable_jsonb, text_array, timestamptz, tsvector
 
 
 class Digest(SQLModel, table=True):
@@ -38,6 +38,10 @@ class Digest(SQLModel, table=True):
     # [{first_message_id, last_message_id, first_at, last_at, message_count, reason}]
     left_out: list[dict[str, Any]] = jsonb()
     window_key: str | None
+    # 0004: [{sentence, citations: [{message_id, external_id, revision, char_start, char_end}]}]
+    overview_sentences: list[dict[str, Any]] = jsonb()
+    highlight_sentences: list[dict[str, Any]] = jsonb()
+    citation_audit: dict[str, Any] | None = nullable_jsonb()
 
 
 class DigestMessage(SQLModel, table=True):

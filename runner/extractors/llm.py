@@ -47,7 +47,13 @@ from runner.llm.budget import (
 )
 from runner.llm.client import ContextLimitExceeded, LLMCallError, ResilientCaller, build_client
 from runner.llm.config import LLMConfig
-from runner.llm.prompts import MAP_PROMPT, PROMPT_VERSION, REDUCE_PROMPT, load_prompt
+from runner.llm.prompts import (
+    MAP_PROMPT,
+    PROMPT_VERSION,
+    REDUCE_PROMPT,
+    REDUCE_PROMPT_VERSION,
+    load_prompt,
+)
 from runner.llm.reduce import FallbackReduce, TreeReducer
 from runner.llm.render import map_user_message, system_message
 from runner.llm.toolcall import MalformedOutput, RequestTooLarge, ToolCaller
@@ -127,7 +133,7 @@ class LLMExtractor:
             max_tokens_param=config.max_tokens_param,
         )
         self.map_prompt = load_prompt(MAP_PROMPT)
-        self.reduce_prompt = load_prompt(REDUCE_PROMPT)
+        self.reduce_prompt = load_prompt(REDUCE_PROMPT, REDUCE_PROMPT_VERSION)
         self._note_limits()
 
     @property

@@ -14,6 +14,8 @@ from functools import cache
 from importlib import resources
 
 PROMPT_VERSION = "v1"
+# v2: cited overview and highlight sentences (contract 2.0).
+REDUCE_PROMPT_VERSION = "v2"
 MAP_PROMPT = "map"
 REDUCE_PROMPT = "reduce"
 DOC_SUMMARY_PROMPT = "doc_summary"  # the document summarizer (runner.documents.llm_summary)

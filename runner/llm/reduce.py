@@ -197,7 +197,10 @@ class TreeReducer:
                 self.warn("CONTENT_DROPPED", f"{label}: {dropped} items beyond the digest limits")
             return ReduceInput(merged, first, last)
         # Check the partial digest now, so nothing invented travels up the tree.
-        checked = validate_output(partial, self.texts, min_overlap=self.min_overlap)
+        checked = validate_output(
+            partial, self.texts, min_overlap=self.min_overlap,
+            channel_name=self.window.channel_name,
+        )  # fmt: skip
         if checked.rejections:
             logger.info("partial merge of %s: %d items rejected", label, len(checked.rejections))
         return ReduceInput(checked.output, first, last)

@@ -55,9 +55,10 @@ def summary_payload(output: ChunkSummary | Digest, *, short: bool) -> dict[str, 
     data = output.model_dump(mode="json", exclude_defaults=True, exclude_none=True)
     if not short:
         return data
-    for name in ("chunk_summary", "overview"):
-        if name in data:
-            data[name] = data[name][:300]
+    if "chunk_summary" in data:
+        data["chunk_summary"] = data["chunk_summary"][:300]
+    if "overview" in data:  # a partial digest's cited sentences: the first few, ids kept
+        data["overview"] = data["overview"][:3]
     data.pop("highlights", None)
     data.pop("search_keywords", None)
     for topic in data.get("topics", []):

@@ -3,7 +3,8 @@
 Items are merged across chunks (same claim text, URL, pointer span or quote → one item with the
 union of citations), open questions are checked again against the whole window (an answer in a
 later chunk closes them and becomes a Q&A knowledge item), lists are ranked and cut to the
-contract's limits, and the overview is extractive: the most central messages of the window.
+contract's limits, and the overview is extractive and cited (offline.prose): topics and the
+most central messages of the window, then decisions and what was left open.
 """
 
 from __future__ import annotations
@@ -33,13 +34,15 @@ from runner.contract import (
     SignalQuality,
 )
 from runner.extractors.offline.knowledge import answer_item
+from runner.claim_support import token_set
 from runner.extractors.offline.merge import (
     count_phrase,
     link_knowledge,
     rank_and_cut,
     signal_quality,
 )
-from runner.extractors.offline.overview import central_messages, render_overview
+from runner.extractors.offline.overview import central_messages
+from runner.extractors.offline.prose import ProseWriter, window_keywords
 from runner.extractors.offline.patterns import ACTION_MARKER, DECISION_MARKER
 from runner.extractors.offline.text import content_words, squash, truncate_words, view_message
 from runner.extractors.offline.threads import Participants, find_answer
@@ -181,17 +184,11 @@ def _knowledge_strength(item: KnowledgeItem) -> int:
     return {"recommendation": 3, "troubleshooting": 2, "howto": 2}.get(item.kind.value, 1)
 
 
-def _date_range(messages: Sequence[WindowMessage]) -> str:
-    first = messages[0].ts.date().isoformat()
-    last = messages[-1].ts.date().isoformat()
-    return first if first == last else f"{first} to {last}"
-
-
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
-def _title(channel: str, topics: list, decisions: list[Decision], total: int) -> str:  # type: ignore[type-arg]
+def _title(channel: str, topics: list, decisions: list[Decision]) -> str:  # type: ignore[type-arg]
     # The channel's own name says nothing in its title ("ubuntu: ubuntu, ...").
     topics = [t for t in topics if t.title.casefold() != channel.casefold()]
     if topics:
@@ -200,42 +197,11 @@ def _title(channel: str, topics: list, decisions: list[Decision], total: int) ->
         return truncate_words(f"{channel}: {subject}", 120)
     if decisions:
         return truncate_words(f"{channel}: {decisions[0].text}", 120)
-    return truncate_words(f"{channel}: {_plural(total, 'message')}", 120)
-
-
-def _highlights(
-    decisions: list[Decision],
-    actions: list[ActionItem],
-    questions: list[OpenQuestion],
-    knowledge: list[KnowledgeItem],
-) -> list[str]:
-    owned = sorted(actions, key=lambda a: a.owner is None)
-    lines: list[str | None] = [
-        f"Decision: {decisions[0].text}" if decisions else None,
-        (
-            f"Action for {owned[0].owner}: {owned[0].text}"
-            if owned[0].owner
-            else f"Action: {owned[0].text}"
-        )
-        if owned
-        else None,
-        f"Decision: {decisions[1].text}" if len(decisions) > 1 else None,
-        (
-            f"Action for {owned[1].owner}: {owned[1].text}"
-            if owned[1].owner
-            else f"Action: {owned[1].text}"
-        )
-        if len(owned) > 1
-        else None,
-        f"Open question ({questions[0].asked_by}): {questions[0].text}" if questions else None,
-    ]
-    verbatim = [k for k in knowledge if k.content_pointer is not None]
-    if verbatim:
-        lines.append(f"Snippet ({verbatim[0].kind.value}): {verbatim[0].title}")
-    return [truncate_words(line, 240) for line in lines if line][:5]
+    return truncate_words(channel, 120)  # only what the window's words (and name) support
 
 
 def _keywords(topics: list, knowledge: list[KnowledgeItem], artifacts: list[Artifact]) -> list[str]:  # type: ignore[type-arg]
+    """Candidates (topic phrases, entities, languages); offline.prose keeps the window's words."""
     words: dict[str, None] = {}
     for topic in topics[:7]:
         words.setdefault(squash(topic.title).casefold()[:60], None)
@@ -245,13 +211,12 @@ def _keywords(topics: list, knowledge: list[KnowledgeItem], artifacts: list[Arti
     for artifact in artifacts:
         if artifact.language and artifact.language != "shell":
             words.setdefault(artifact.language.casefold(), None)
-    return list(words)[:10]
+    return list(words)
 
 
 def _empty_digest(window: Window) -> Digest:
     return Digest(
-        title=truncate_words(f"{window.channel_name or 'channel'}: no messages", 120),
-        overview="No messages in this window.",
+        title=truncate_words(window.channel_name or "channel", 120),
         coverage=Coverage(
             messages_total=0, messages_covered=0, notes="The window has no messages."
         ),
@@ -293,18 +258,14 @@ def build_digest(
         cited.extend(ids[:1])
     cited.extend(k.message_ids[0] for k in knowledge if k.message_ids)
     central = central_messages(views, set(cited), 8)
-    authors = list(dict.fromkeys(m.author for m in messages))
-    header = [
-        f"**{channel}** · {_date_range(messages)} · {_plural(len(messages), 'message')} from "
-        f"{_plural(len(authors), 'participant')}",
-        ("Main topics: " + ", ".join(t.title for t in topics[:5]) + ".") if topics else "",
-        count_phrase(counts, " · ", bold=True),
-    ]
+    writer = ProseWriter(merger.by_id, merger.participants)
     if signal.level == SignalLevel.EMPTY:
-        # Quoting small talk as "key messages" would dress noise up as content.
-        header.append(f"Nothing to report: {signal.reason}.")
+        # Quoting small talk as the overview would dress noise up as content.
         central = []
-    overview = render_overview(header, central, merger.participants, merger.order)
+        overview = []
+    else:
+        named = [t for t in topics if t.title.casefold() != channel.casefold()]
+        overview = writer.overview(named, central, merger.order, decisions, questions)
     covered, parsed = merger.coverage_ids()
     notes: list[str] = []
     if not parsed:
@@ -321,9 +282,9 @@ def build_digest(
     notes.append("Rule-based offline extraction; small talk is left out of the item lists.")
     notable = list(dict.fromkeys([c.view.message_id for c in central] + cited))[:20]
     return Digest(
-        title=_title(channel, topics, decisions, len(messages)),
+        title=_title(channel, topics, decisions),
         overview=overview,
-        highlights=_highlights(decisions, actions, questions, knowledge),
+        highlights=writer.highlights(decisions, actions, questions, knowledge),
         coverage=Coverage(
             messages_total=len(messages),
             messages_covered=len(covered),
@@ -331,7 +292,10 @@ def build_digest(
             last_message_id=messages[-1].message_id,
             notes=truncate_words(" ".join(notes), 1000),
         ),
-        search_keywords=_keywords(topics, knowledge, artifacts),
+        search_keywords=window_keywords(
+            _keywords(topics, knowledge, artifacts),
+            token_set([channel, *(m.normalized_text for m in messages)]),
+        ),
         signal_quality=signal,
         topics=topics if signal.level != SignalLevel.EMPTY else [],
         decisions=decisions,

@@ -1,5 +1,5 @@
 """Which messages carry a window: TF-IDF similarity between messages and a weighted PageRank
-over it (TextRank), then an extractive overview made of the most central messages.
+over it (TextRank); the most central ones open the extractive overview (offline.prose).
 
 Centrality alone favours long rambling messages and repeats, so the score is PageRank times a
 length prior, the personalization favours messages the map step called notable, and selection
@@ -171,27 +171,3 @@ def excerpt(view: PartView, participants: Participants, limit: int = 240) -> str
     prose = [s.text for s in view.sentences if not command_like(s.text)]
     text = " ".join(prose[:3]) or view.message.normalized_text
     return truncate_words(strip_address(text, participants), limit)
-
-
-def render_overview(
-    header: list[str],
-    central: Sequence[Central],
-    participants: Participants,
-    order: dict[str, int],
-    limit: int = 2400,
-) -> str:
-    """Markdown: the header lines, then the central messages in window order, each as
-    "- **author**: excerpt"; the most central ones that fit in `limit` characters."""
-    text = "\n\n".join(line for line in header if line)
-    room = limit - len(text) - len("\n\n**Key messages**\n")
-    bullets: list[tuple[int, str]] = []
-    used = 0
-    for item in central:  # most central first, so what does not fit is the least central
-        bullet = f"- **{item.view.author}**: {excerpt(item.view, participants)}"
-        if used + len(bullet) + 1 > room:
-            continue
-        bullets.append((order.get(item.view.message_id, 0), bullet))
-        used += len(bullet) + 1
-    if bullets:
-        text += "\n\n**Key messages**\n" + "\n".join(b for _, b in sorted(bullets))
-    return text[:limit]

@@ -18,7 +18,8 @@ from runner.contract import Topic
 from runner.extractors.offline.artifacts import command_like
 from runner.extractors.offline.text import PartView, truncate_words, without_urls
 from runner.extractors.offline.threads import is_social
-from runner.claim_support import STOPWORDS
+from runner.claim_support import DEFAULT_MIN_OVERLAP as MIN_TOPIC_SUPPORT
+from runner.claim_support import STOPWORDS, support_share
 from runner.word_tokens import TECH_WORD, word_matches
 
 _CHAT_STOPWORDS = frozenset(
@@ -206,11 +207,18 @@ def key_phrases(
 def topics_for(
     views: Sequence[PartView], limit: int, names: frozenset[str] = frozenset()
 ) -> list[Topic]:
-    """Contract topics for a run of parts: title, an extractive summary sentence, message ids."""
+    """Contract topics for a run of parts: title, an extractive summary sentence, message ids.
+    A phrase whose words the validator's tokens do not find in its messages (`realpath_chk`
+    cut out of `__realpath_chk`) is no topic: its title would be dropped as unsupported."""
     topics: list[Topic] = []
     by_id = {view.message_id: view for view in views}
     used: set[str] = set()
-    for title, message_ids in key_phrases(views, limit, names):
+    for title, message_ids in key_phrases(views, limit * 2, names):
+        share = support_share(title, [by_id[m].message.normalized_text for m in message_ids[:30]])
+        if share is None or share < MIN_TOPIC_SUPPORT:
+            continue
+        if len(topics) == limit:
+            break
         needle = title.casefold()
         sentences = [
             s.text

@@ -1,0 +1,146 @@
+"""The offline digest's cited prose: an extractive overview (what the channel discussed,
+decided and left open) and highlights, every sentence citing the messages it comes from.
+
+Each sentence is made of a message's own words (a central message's opening, a decision's or
+question's text) or of topic phrases that occur in the messages it cites, under a short frame
+("Decided:") that says what it is. A frame is a word or two the cited messages may not hold,
+so a sentence is proposed with its frame only when it still passes the validator's overlap
+rule at its default share (`PROPOSE_SHARE`); otherwise without the frame, otherwise not at all:
+the offline extractor proposes nothing the validator would have to drop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from runner.claim_support import DEFAULT_MIN_OVERLAP as PROPOSE_SHARE
+from runner.claim_support import content_tokens, share_in, support_share
+from runner.contract import (
+    ActionItem,
+    CitedSentence,
+    Decision,
+    KnowledgeItem,
+    OpenQuestion,
+    Topic,
+)
+from runner.extractors.offline.overview import Central, excerpt
+from runner.extractors.offline.text import squash, truncate_words
+from runner.extractors.offline.threads import Participants
+from runner.window import WindowMessage
+
+_MAX_IDS = 8
+_SENTENCE_CHARS = 300
+_CENTRAL_SENTENCES = 3
+_MIN_CENTRAL_WORDS = 5
+
+
+def _join(names: Sequence[str]) -> str:
+    return ", ".join(names[:-1]) + f" and {names[-1]}" if len(names) > 1 else names[0]
+
+
+class ProseWriter:
+    """Cited sentences over one window (`by_id`: the window's messages by external id)."""
+
+    def __init__(self, by_id: Mapping[str, WindowMessage], participants: Participants) -> None:
+        self.by_id = by_id
+        self.participants = participants
+
+    def cite(self, variants: Sequence[str], message_ids: Sequence[str]) -> CitedSentence | None:
+        """The first of `variants` (framed first, bare last) its cited messages support."""
+        known = [m for m in dict.fromkeys(message_ids) if m in self.by_id]
+        for variant in variants:
+            text = truncate_words(squash(variant), _SENTENCE_CHARS)
+            # A message sharing no word with the sentence (a "+1") is no source of it.
+            ids = [m for m in known if support_share(text, [self.by_id[m].normalized_text])]
+            ids = ids[:_MAX_IDS]
+            share = support_share(text, [self.by_id[m].normalized_text for m in ids])
+            if ids and share is not None and share >= PROPOSE_SHARE:
+                return CitedSentence(sentence=text, message_ids=ids)
+        return None
+
+    def discussed(self, topics: Sequence[Topic]) -> CitedSentence | None:
+        named = [t for t in topics if t.message_ids][:3]
+        if not named:
+            return None
+        names = [t.title for t in named]
+        ids = [m for t in named for m in t.message_ids[:2]]
+        return self.cite(
+            [f"The discussion was mainly about {_join(names)}.", f"Discussed: {_join(names)}."],
+            ids,
+        )
+
+    def central(self, item: Central) -> CitedSentence | None:
+        text = excerpt(item.view, self.participants)
+        if len(set(content_tokens(text))) < _MIN_CENTRAL_WORDS:
+            return None  # "ok, I will have a go now, thanks" tells a reader nothing
+        return self.cite([f"{item.view.author}: {text}", text], [item.view.message_id])
+
+    def overview(
+        self,
+        topics: Sequence[Topic],
+        central: Sequence[Central],
+        order: Mapping[str, int],
+        decisions: Sequence[Decision],
+        questions: Sequence[OpenQuestion],
+    ) -> list[CitedSentence]:
+        """Discussed (topics, then the most central messages in window order), decided (two
+        decisions), left open (two questions)."""
+        # A message a decision or question below already cites is not repeated as discussed.
+        later = {d.message_ids[0] for d in decisions[:2]} | {q.message_ids[0] for q in questions[:2]}
+        fresh = [c for c in central if c.view.message_id not in later]
+        picked = sorted(fresh[:_CENTRAL_SENTENCES], key=lambda c: order.get(c.view.message_id, 0))
+        candidates = [
+            self.discussed(topics),
+            *(self.central(item) for item in picked),
+            *(self.cite([f"Decided: {d.text}", d.text], d.message_ids) for d in decisions[:2]),
+            *(self.question(q) for q in questions[:2]),
+        ]
+        unique: dict[str, CitedSentence] = {}
+        for sentence in candidates:
+            if sentence is not None:
+                unique.setdefault(sentence.sentence.casefold(), sentence)
+        return list(unique.values())
+
+    def question(self, question: OpenQuestion) -> CitedSentence | None:
+        asker = f" ({question.asked_by})" if question.asked_by else ""
+        return self.cite(
+            [f"Left open{asker}: {question.text}", f"Left open: {question.text}", question.text],
+            question.message_ids,
+        )
+
+    def action(self, action: ActionItem) -> CitedSentence | None:
+        framed = f"Action for {action.owner}: {action.text}" if action.owner else ""
+        return self.cite(
+            [v for v in (framed, f"Action: {action.text}", action.text) if v], action.message_ids
+        )
+
+    def highlights(
+        self,
+        decisions: Sequence[Decision],
+        actions: Sequence[ActionItem],
+        questions: Sequence[OpenQuestion],
+        knowledge: Sequence[KnowledgeItem],
+    ) -> list[CitedSentence]:
+        owned = sorted(actions, key=lambda a: a.owner is None)
+        candidates = [
+            *(self.cite([f"Decision: {d.text}", d.text], d.message_ids) for d in decisions[:2]),
+            *(self.action(a) for a in owned[:2]),
+            *(self.question(q) for q in questions[:1]),
+        ]
+        verbatim = [k for k in knowledge if k.content_pointer is not None]
+        if verbatim:
+            item = verbatim[0]
+            assert item.content_pointer is not None
+            ids = [item.content_pointer.message_id, *item.message_ids]
+            candidates.append(self.cite([f"Snippet: {item.title}", item.title], ids))
+        return [sentence for sentence in candidates if sentence is not None][:5]
+
+
+def window_keywords(candidates: Sequence[str], window_words: set[str]) -> list[str]:
+    """The candidates made of the window's words (the validator's rule), at most 10."""
+    kept: dict[str, None] = {}
+    for keyword in candidates:
+        share = share_in(keyword, window_words)
+        if share is not None and share >= PROPOSE_SHARE:
+            kept.setdefault(keyword, None)
+    return list(kept)[:10]

@@ -1,0 +1,114 @@
+"""Cited sentences as Markdown with numbered footnotes.
+
+Each source (one message at the revision read) gets one number, by first appearance over the
+sections in order; numbering is contiguous from 1 and a source cited again reuses its number.
+A footnote reads `[^1]: ann, 2024-05-01 10:02 UTC, "the quoted words" (message 12)`: the quote
+is the exact characters the first citation of that source was anchored to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Source:
+    """A cited message: who wrote it, when, and the exact words cited."""
+
+    message_id: str  # external id
+    author: str
+    ts: datetime
+    quote: str
+
+
+@dataclass(frozen=True)
+class FootnotedSentence:
+    sentence: str
+    sources: tuple[Source, ...]
+
+
+@dataclass(frozen=True)
+class Section:
+    """A heading (None: no heading) and its sentences; `bullets` lists them, else one paragraph."""
+
+    heading: str | None
+    sentences: tuple[FootnotedSentence, ...]
+    bullets: bool = False
+
+
+def footnote_numbers(sections: Sequence[Section]) -> dict[str, int]:
+    """Message id → footnote number, by first appearance (contiguous from 1)."""
+    numbers: dict[str, int] = {}
+    for section in sections:
+        for sentence in section.sentences:
+            for source in sentence.sources:
+                numbers.setdefault(source.message_id, len(numbers) + 1)
+    return numbers
+
+
+def footnote_line(number: int, source: Source) -> str:
+    when = source.ts.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return f'[^{number}]: {source.author}, {when}, "{source.quote}" (message {source.message_id})'
+
+
+def _with_markers(sentence: FootnotedSentence, numbers: dict[str, int]) -> str:
+    cited = dict.fromkeys(numbers[source.message_id] for source in sentence.sources)
+    return sentence.sentence + "".join(f"[^{number}]" for number in cited)
+
+
+def footnoted_markdown(sections: Sequence[Section]) -> str:
+    """The sections with `[^n]` markers after each sentence, then one footnote per source."""
+    numbers = footnote_numbers(sections)
+    blocks: list[str] = []
+    for section in sections:
+        if not section.sentences:
+            continue
+        if section.heading:
+            blocks.append(f"## {section.heading}")
+        marked = [_with_markers(sentence, numbers) for sentence in section.sentences]
+        blocks.append("\n".join(f"- {m}" for m in marked) if section.bullets else " ".join(marked))
+    first: dict[str, Source] = {}
+    for section in sections:
+        for sentence in section.sentences:
+            for source in sentence.sources:
+                first.setdefault(source.message_id, source)
+    if first:
+        blocks.append(
+            "\n".join(footnote_line(numbers[m], source) for m, source in first.items())
+        )
+    return "\n\n".join(blocks)
+
+
+def stored_sentences(
+    stored: Sequence[dict[str, Any]],
+    authors: dict[int, tuple[str, datetime]],
+    texts: dict[tuple[int, int], str | None],
+) -> tuple[FootnotedSentence, ...]:
+    """Sentences as stored on a digest (migration 0004), with each citation's author, time
+    and quote looked up: `authors` by messages row, `texts` by (row, revision). A citation
+    whose message or revision is gone is left out rather than shown without its words."""
+    sentences: list[FootnotedSentence] = []
+    for entry in stored:
+        sources: list[Source] = []
+        for citation in entry.get("citations", []):
+            row, revision = int(citation["message_id"]), int(citation["revision"])
+            text = texts.get((row, revision))
+            if text is None or row not in authors:
+                continue
+            author, ts = authors[row]
+            quote = text[int(citation["char_start"]) : int(citation["char_end"])]
+            sources.append(Source(str(citation["external_id"]), author, ts, quote))
+        sentences.append(FootnotedSentence(str(entry["sentence"]), tuple(sources)))
+    return tuple(sentences)
+
+
+def citation_keys(stored: Sequence[dict[str, Any]]) -> list[tuple[int, int]]:
+    """The (messages row, revision) pairs the stored sentences cite, each once."""
+    keys: dict[tuple[int, int], None] = {}
+    for entry in stored:
+        for citation in entry.get("citations", []):
+            keys.setdefault((int(citation["message_id"]), int(citation["revision"])), None)
+    return list(keys)
