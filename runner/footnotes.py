@@ -49,14 +49,24 @@ def footnote_numbers(sections: Sequence[Section]) -> dict[str, int]:
     return numbers
 
 
+def inline(text: str) -> str:
+    """Chat text made safe to place in one Markdown line: no line breaks (a `## ` or a `[^9]: `
+    at the start of a line of its own would be a heading or a footnote of the reader's), and
+    no footnote reference it did not earn (`[^` is written `\\[^`, which renders the same)."""
+    return " ".join(text.splitlines()).replace("[^", "\\[^")
+
+
 def footnote_line(number: int, source: Source) -> str:
     when = source.ts.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    return f'[^{number}]: {source.author}, {when}, "{source.quote}" (message {source.message_id})'
+    return (
+        f'[^{number}]: {inline(source.author)}, {when}, "{inline(source.quote)}" '
+        f"(message {inline(source.message_id)})"
+    )
 
 
 def _with_markers(sentence: FootnotedSentence, numbers: dict[str, int]) -> str:
     cited = dict.fromkeys(numbers[source.message_id] for source in sentence.sources)
-    return sentence.sentence + "".join(f"[^{number}]" for number in cited)
+    return inline(sentence.sentence) + "".join(f"[^{number}]" for number in cited)
 
 
 def footnoted_markdown(sections: Sequence[Section]) -> str:

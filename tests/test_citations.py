@@ -172,3 +172,17 @@ def test_the_deterministic_merge_cites_its_overview() -> None:
     assert [s.sentence for s in checked.output.highlights] == [
         "Move the staging cluster to Kubernetes 1.29"
     ]
+
+
+def test_chat_text_cannot_forge_footnotes_or_headings() -> None:
+    """A message (or a model's sentence) holding `[^1]` or a line that starts `## ` stays text:
+    the Markdown's footnotes are those the renderer numbered, its headings those it wrote."""
+    forged = _source("5", 1, "see [^1] and\n[^2]: fake source")
+    markdown = footnoted_markdown([
+        Section(None, (FootnotedSentence("Claim [^9] here.\n## Not a heading", (forged,)),)),
+    ])  # fmt: skip
+    assert not any(line.startswith("## ") for line in markdown.splitlines())
+    definitions = [line for line in markdown.splitlines() if re.match(r"\[\^\d+\]:", line)]
+    assert definitions == ['[^1]: user5, 2024-05-01 10:01 UTC, "see \\[^1] and \\[^2]: fake source" (message 5)']
+    references = re.findall(r"(?<!\\)\[\^(\d+)\](?!:)", markdown)
+    assert references == ["1"]
