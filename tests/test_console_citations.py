@@ -42,7 +42,7 @@ def numbers_per_sentence(sentences: list[dict[str, Any]]) -> list[list[int]]:
 
 async def shown_numbers(sentences: Locator) -> list[list[int]]:
     return [
-        [int(n) for n in await s.locator("button.footnote-ref").evaluate_all("bs => bs.map(b => b.dataset.footnote)")]
+        [int(n) for n in await s.locator("button.footnote-ref").evaluate_all("bs => bs.map(b => b.textContent)")]
         for s in await sentences.all()
     ]
 
@@ -114,7 +114,7 @@ async def test_footnotes_show_each_cited_message_with_exactly_the_cited_characte
         await expect(section.locator(".overview-text .cited-sentence")).to_have_count(len(overview))
         await expect(section.locator("ul.highlights > li .cited-sentence")).to_have_count(len(highlights))
         assert await shown_numbers(shown) == numbers_per_sentence(overview + highlights)
-        in_order = list(dict.fromkeys(sum(numbers_per_sentence(overview + highlights), [])))
+        in_order = list(dict.fromkeys(n for ns in numbers_per_sentence(overview + highlights) for n in ns))
         assert in_order == list(range(1, len(in_order) + 1)), in_order
         notes = section.locator("ol.footnotes > li")
         assert [int(n) for n in await notes.evaluate_all("ls => ls.map(l => l.value)")] == in_order
@@ -163,4 +163,15 @@ async def test_footnotes_show_each_cited_message_with_exactly_the_cited_characte
         await page.keyboard.press(" ")  # Space activates it as well
         await expect(context.locator("mark.pointer")).to_be_focused()
         await expect(page.locator("main img, main b")).to_have_count(0)
+
+        # A digest stored before citations were checked shows its overview as it was.
+        async with db.acquire() as connection:
+            await connection.execute(
+                "UPDATE digests SET overview = 'An old overview.', overview_sentences = '[]', "
+                "highlight_sentences = '[]', highlights = '[]', citation_audit = NULL"
+            )
+        await page.reload()
+        await expect(section.locator(".overview-text")).to_have_text("An old overview.")
+        await expect(section.locator("button.footnote-ref")).to_have_count(0)
+        await expect(section.locator(".citation-audit")).to_contain_text("No citation audit")
     watched.assert_clean()
