@@ -40,6 +40,15 @@ class Citation:
     footnote: int = strawberry.field(
         description="Its footnote number in the digest's Markdown (overview, then highlights)."
     )
+    message_row: strawberry.Private[int]
+
+    @strawberry.field(
+        description="The full normalized text of the cited revision (immutable; may differ from "
+        "the message's current text if it was edited since), so a client can show the quote in "
+        "its message: quote is revisionText[charStart:charEnd]."
+    )
+    async def revision_text(self, info: Info[Context, None]) -> str | None:
+        return await info.context.loaders.revision_text.load((self.message_row, self.revision))
 
 
 @strawberry.type(description="One sentence of prose and the messages it rests on.")
@@ -134,6 +143,7 @@ def cited_sentences(
                 char_end=int(spans[source.message_id]["char_end"]),
                 revision=int(spans[source.message_id]["revision"]),
                 footnote=numbers[source.message_id],
+                message_row=int(spans[source.message_id]["message_id"]),
             )  # fmt: skip
             for source in sentence.sources
         ]

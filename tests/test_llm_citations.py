@@ -35,7 +35,7 @@ CHAT = [
 DIGEST_QUERY = """
 query($id: ID!) { digest(id: $id) {
   title overview overviewMarkdown searchKeywords highlights
-  overviewSentences { text citations { messageId author quote charStart charEnd revision footnote } }
+  overviewSentences { text citations { messageId author quote charStart charEnd revision revisionText footnote } }
   highlightSentences { text citations { messageId footnote } }
   rejections { stage field label reason }
   citationAudit { sentencesKept sentencesDropped overviewCitedShare titleReplaced
@@ -96,6 +96,7 @@ async def test_invented_or_unrelated_citations_are_never_stored_as_cited(
     for citation in (c for s in kept for c in s["citations"]):
         text = texts[citation["messageId"]]
         assert citation["quote"] == text[citation["charStart"] : citation["charEnd"]]
+        assert citation["revisionText"] == text  # what a client marks the quote in
     assert digest["overview"] == " ".join(s["text"] for s in kept)  # the old field still works
     assert [s["text"] for s in digest["highlightSentences"]] == [
         "Backups are kept for 30 days in the standard storage class."

@@ -1,9 +1,11 @@
-// One digest with every section. Each item has a "Sources" button that opens its cited messages
-// in context, with a pointer's exact characters marked (views/sources.js).
+// One digest with every section. The overview and highlights are cited sentences with footnotes
+// (views/citations.js); each item has a "Sources" button that opens its cited messages in
+// context, with a pointer's exact characters marked (views/sources.js).
 
 import { gql } from "../graphql.js";
 import { fill, flagList, h, link, notice, pageHeading, plural, when } from "../dom.js";
 import { channelHref } from "./channels.js";
+import { CITATION_AUDIT, CITED_SENTENCE, citedProse } from "./citations.js";
 import { ChannelMessages, renderSources } from "./sources.js";
 
 const FLAGS = "flags { code message }";
@@ -11,6 +13,7 @@ export const POINTER = "pointer { messageId charStart charEnd matchKind revision
 const DIGEST = `query($id: ID!) { digest(id: $id) {
   id channelId title overview highlights createdAt windowStart windowEnd messageCount extractor jobId
   signalQuality { level reason } searchKeywords ${FLAGS}
+  overviewSentences { ${CITED_SENTENCE} } highlightSentences { ${CITED_SENTENCE} } ${CITATION_AUDIT}
   channel { id name }
   messageCoverage { messageCount firstMessageAt lastMessageAt catchUp since until
     leftOut { firstMessageId lastMessageId firstAt lastAt messageCount reason } }
@@ -99,8 +102,7 @@ export async function digestPage(view) {
     flagList(digest.flags),
     h("section", { class: "digest-section overview", "aria-labelledby": "h-overview" },
       h("h2", { id: "h-overview" }, "Overview"),
-      h("p", { class: "overview-text" }, digest.overview),
-      digest.highlights.length ? h("ul", {}, digest.highlights.map((line) => h("li", {}, line))) : null),
+      citedProse(digest, messages)),
     section("Topics", "topics", digest.topics.map((topic) =>
       entry([h("strong", {}, topic.title), h("p", {}, topic.summary)], topic, "topic"))),
     section("Decisions", "decisions", digest.decisions.map((item) =>

@@ -1,0 +1,154 @@
+// A digest's cited prose: the overview and highlight sentences, each followed by its footnote
+// markers (the numbers the API gives: contiguous over the overview, then the highlights, each
+// message once), the footnote list, and the citation audit. A marker (a button, so Enter and
+// Space work too) shows the cited message among its neighbours with exactly
+// revisionText[charStart:charEnd] of that citation marked, by position, as item pointers are
+// (views/sources.js), and moves focus to the mark; "Back to the sentence" returns it.
+
+import { h, notice, plural, when } from "../dom.js";
+import { renderSources } from "./sources.js";
+
+export const CITED_SENTENCE = "text citations { messageId author ts quote charStart charEnd revision revisionText footnote }";
+export const CITATION_AUDIT = `citationAudit { sentencesKept sentencesDropped overviewCitedShare titleReplaced
+  fields { field proposed kept } reasons { reason count } }`;
+
+/** A citation in the shape of an item's pointer, so it is marked like any pointer. */
+function asPointer(citation) {
+  const { messageId, charStart, charEnd, revision, revisionText } = citation;
+  return { messageId, charStart, charEnd, revision, revisionText };
+}
+
+/** The sentence's citations, one per footnote number (a marker is shown once per sentence). */
+function byFootnote(sentence) {
+  const seen = new Map();
+  for (const citation of sentence.citations) {
+    if (!seen.has(citation.footnote)) seen.set(citation.footnote, citation);
+  }
+  return [...seen.values()];
+}
+
+function sourceLine(citation) {
+  return `${citation.author}, ${when(citation.ts)}, “${citation.quote}” (message ${citation.messageId})`;
+}
+
+/**
+ * One region that shows a citation in context. `show(citation, opener)` renders it, marks the
+ * cited characters and focuses the mark; the back button returns focus to `opener`.
+ */
+function contextPanel(messages) {
+  const heading = h("h3", { id: "h-citation-context" });
+  const body = h("div", { class: "sources" });
+  let opener = null;
+  const back = h("button", { type: "button", class: "back-to-sentence", onclick: () => opener?.focus() }, "Back to the sentence");
+  const panel = h("section", { class: "citation-context", "aria-labelledby": "h-citation-context", hidden: true }, heading, body, back);
+  let showing = 0;
+  async function show(citation, from) {
+    const current = ++showing;
+    opener = from;
+    panel.hidden = false;
+    heading.textContent = `Footnote ${citation.footnote}: ${citation.author}, ${when(citation.ts)}`;
+    panel.dataset.footnote = citation.footnote;
+    await renderSources(body, { pointer: asPointer(citation), messageIds: [citation.messageId] }, messages);
+    if (current !== showing) return; // another marker was activated meanwhile
+    const mark = body.querySelector("article.cited mark.pointer");
+    if (mark) {
+      mark.tabIndex = -1;
+      mark.scrollIntoView({ block: "center" });
+      mark.focus();
+    } else {
+      body.append(notice(`Quoted: “${citation.quote}”`));
+      heading.tabIndex = -1;
+      heading.focus();
+    }
+  }
+  return { panel, show };
+}
+
+function marker(citation, show) {
+  const button = h("button", {
+    type: "button",
+    class: "footnote-ref",
+    dataset: { footnote: citation.footnote },
+    "aria-label": `Footnote ${citation.footnote}`,
+    title: sourceLine(citation),
+    "aria-controls": "citation-context",
+    onclick: () => show(citation, button),
+  }, String(citation.footnote));
+  return h("sup", {}, button);
+}
+
+function citedSentence(sentence, show) {
+  return h("span", { class: "cited-sentence" },
+    h("span", { class: "sentence" }, sentence.text), byFootnote(sentence).map((c) => marker(c, show)));
+}
+
+/** Each footnote number once, with the first citation that carries it (as overviewMarkdown does). */
+function footnotes(sentences) {
+  const first = new Map();
+  for (const citation of sentences.flatMap((s) => s.citations)) {
+    if (!first.has(citation.footnote)) first.set(citation.footnote, citation);
+  }
+  return [...first.values()].sort((a, b) => a.footnote - b.footnote);
+}
+
+function footnoteList(sentences, show) {
+  const notes = footnotes(sentences);
+  if (!notes.length) return null;
+  return [
+    h("h3", { id: "h-footnotes" }, "Footnotes"),
+    h("ol", { class: "footnotes", "aria-labelledby": "h-footnotes" }, notes.map((citation) => {
+      const button = h("button", {
+        type: "button",
+        class: "show-citation",
+        "aria-label": `Show footnote ${citation.footnote} in context`,
+        onclick: () => show(citation, button),
+      }, "In context");
+      return h("li", { value: citation.footnote, dataset: { footnote: citation.footnote } },
+        h("span", { class: "footnote-source" }, sourceLine(citation)), " ", button);
+    })),
+  ];
+}
+
+/** The audit in a few lines: kept / dropped, the cited share, each field, the reasons. */
+export function auditSummary(audit) {
+  if (!audit) return h("p", { class: "muted citation-audit" }, "No citation audit: this digest was stored before citations were checked.");
+  const share = audit.overviewCitedShare === null ? "no overview" : `${Math.round(audit.overviewCitedShare * 100)}%`;
+  return h("div", { class: "citation-audit" },
+    h("h3", { id: "h-citation-audit" }, "Citation audit"),
+    h("dl", { class: "facts", "aria-labelledby": "h-citation-audit" },
+      h("dt", {}, "Sentences"), h("dd", { class: "audit-sentences" }, `${audit.sentencesKept} kept, ${audit.sentencesDropped} dropped`),
+      h("dt", {}, "Overview cited"), h("dd", {}, share),
+      h("dt", {}, "Fields"), h("dd", { class: "audit-fields" }, audit.fields.map((f) => `${f.field} ${f.kept} of ${f.proposed}`).join(" · ")),
+      audit.titleReplaced ? [h("dt", {}, "Title"), h("dd", {}, "replaced: the proposed one was not supported")] : null,
+      h("dt", {}, "Reasons"), h("dd", { class: "audit-reasons" }, audit.reasons.length
+        ? audit.reasons.map((r) => `${r.reason} × ${r.count}`).join(" · ")
+        : "none: nothing was dropped")));
+}
+
+/**
+ * The overview section's content. A digest stored before citations has no sentences: its
+ * overview text and highlights show as they were.
+ */
+export function citedProse(digest, messages) {
+  const overview = digest.overviewSentences;
+  const highlights = digest.highlightSentences;
+  if (!overview.length && !highlights.length) {
+    return [
+      h("p", { class: "overview-text" }, digest.overview),
+      digest.highlights.length ? h("ul", {}, digest.highlights.map((line) => h("li", {}, line))) : null,
+      auditSummary(digest.citationAudit),
+    ];
+  }
+  const { panel, show } = contextPanel(messages);
+  panel.id = "citation-context";
+  const sentences = [...overview, ...highlights];
+  return [
+    overview.length ? h("p", { class: "overview-text" }, overview.map((s) => [citedSentence(s, show), " "])) : null,
+    highlights.length ? [h("h3", {}, "Highlights"),
+      h("ul", { class: "highlights" }, highlights.map((s) => h("li", {}, citedSentence(s, show))))] : null,
+    footnoteList(sentences, show),
+    h("p", { class: "muted" }, `${plural(footnotes(sentences).length, "source")}; activate a footnote number to read it in context.`),
+    panel,
+    auditSummary(digest.citationAudit),
+  ];
+}
