@@ -20,6 +20,9 @@ from runner.claim_support import content_tokens
 MAX_ANCHOR_CHARS = 160
 # A sentence of a message: up to the end punctuation, never across a line break.
 _SEGMENT = re.compile(r"[^\n]*?(?:[.!?](?=\s|$)|(?=\n)|$)")
+# A sentence of running text whose lines are wrapped (a PDF page): across single line breaks,
+# never across a paragraph break.
+_WRAPPED_SEGMENT = re.compile(r"(?:[^\n]|\n(?!\n))*?(?:[.!?](?=\s|$)|(?=\n\n)|$)")
 
 
 @dataclass(frozen=True)
@@ -32,9 +35,11 @@ class Anchor:
     char_end: int
 
 
-def _segments(text: str) -> list[tuple[int, int]]:
+def sentence_spans(text: str, *, wrapped: bool = False) -> list[tuple[int, int]]:
+    """The `(start, end)` of each sentence of `text`, surrounding whitespace left out; with
+    `wrapped`, a sentence goes on across single line breaks (wrapped lines of a document)."""
     spans: list[tuple[int, int]] = []
-    for match in _SEGMENT.finditer(text):
+    for match in (_WRAPPED_SEGMENT if wrapped else _SEGMENT).finditer(text):
         start, end = match.span()
         while start < end and text[start].isspace():
             start += 1
@@ -45,13 +50,15 @@ def _segments(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _cut(text: str, start: int, end: int) -> tuple[int, int]:
-    """[start, end) shortened to at most MAX_ANCHOR_CHARS, at a word boundary when there is one."""
-    if end - start <= MAX_ANCHOR_CHARS:
+def cut_span(
+    text: str, start: int, end: int, max_chars: int = MAX_ANCHOR_CHARS
+) -> tuple[int, int]:
+    """[start, end) shortened to at most `max_chars`, at a word boundary when there is one."""
+    if end - start <= max_chars:
         return start, end
-    limit = start + MAX_ANCHOR_CHARS
+    limit = start + max_chars
     space = text.rfind(" ", start, limit)
-    end = space if space > start + MAX_ANCHOR_CHARS // 2 else limit
+    end = space if space > start + max_chars // 2 else limit
     while end > start and text[end - 1].isspace():
         end -= 1
     return start, end
@@ -63,14 +70,14 @@ def anchor_span(sentence: str, text: str) -> tuple[int, int]:
     wanted = set(content_tokens(sentence))
     best: tuple[int, int] | None = None
     best_score = 0
-    for start, end in _segments(text):
+    for start, end in sentence_spans(text):
         score = len(wanted & set(content_tokens(text[start:end])))
         if score > best_score:
             best, best_score = (start, end), score
     if best is None:
-        segments = _segments(text)
+        segments = sentence_spans(text)
         best = segments[0] if segments else (0, len(text))
-    return _cut(text, *best)
+    return cut_span(text, *best)
 
 
 def anchor(sentence: str, message_id: str, text: str) -> Anchor:
