@@ -24,6 +24,7 @@ from runner.triggers import SubjectNotFound, TriggerRefused, trigger_channel_dig
 from schema.channel_types import Channel
 from schema.context import Context
 from schema.documents import DocumentMutations
+from schema.reports import ReportMutations
 from schema.ids import CHANNEL, DIGEST_JOB, IdArgument
 from schema.job_types import DigestJob
 from schema.permissions import IsWriter
@@ -88,7 +89,7 @@ MAX_ERRORS_SHOWN = 20
 
 
 @strawberry.type
-class Mutation(DocumentMutations):
+class Mutation(DocumentMutations, ReportMutations):
     @strawberry.mutation(
         permission_classes=[IsWriter],
         description="Store messages of one channel (upsert on channel + message id).",
