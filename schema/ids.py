@@ -120,8 +120,13 @@ def parse_id(value: strawberry.ID | str, type_name: str) -> int:
 def channel_row_id(text: str) -> int | None:
     """The row id of a channel named by its global id or its numeric id, else None (for the
     CLI, where the same argument may also be a channel's name)."""
+    return cli_row_id(text, CHANNEL)
+
+
+def cli_row_id(text: str, type_name: str) -> int | None:
+    """The row id of a `type_name` node named by its global id or its numeric id, else None."""
     try:
-        return parse_id(text, CHANNEL)
+        return parse_id(text, type_name)
     except GraphQLError:
         return None
 
