@@ -20,9 +20,7 @@ from runner.claim_support import content_tokens
 MAX_ANCHOR_CHARS = 160
 # A sentence of a message: up to the end punctuation, never across a line break.
 _SEGMENT = re.compile(r"[^\n]*?(?:[.!?](?=\s|$)|(?=\n)|$)")
-# A sentence of running text whose lines are wrapped (a PDF page): across single line breaks,
-# never across a paragraph break.
-_WRAPPED_SEGMENT = re.compile(r"(?:[^\n]|\n(?!\n))*?(?:[.!?](?=\s|$)|(?=\n\n)|$)")
+
 
 
 @dataclass(frozen=True)
@@ -35,11 +33,11 @@ class Anchor:
     char_end: int
 
 
-def sentence_spans(text: str, *, wrapped: bool = False) -> list[tuple[int, int]]:
-    """The `(start, end)` of each sentence of `text`, surrounding whitespace left out; with
-    `wrapped`, a sentence goes on across single line breaks (wrapped lines of a document)."""
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """The `(start, end)` of each sentence of a message, never across a line, surrounding
+    whitespace left out."""
     spans: list[tuple[int, int]] = []
-    for match in (_WRAPPED_SEGMENT if wrapped else _SEGMENT).finditer(text):
+    for match in _SEGMENT.finditer(text):
         start, end = match.span()
         while start < end and text[start].isspace():
             start += 1

@@ -4,19 +4,26 @@ chosen documents, each already a citable source, ranked by BM25 (`runner.bm25`).
 Units are sentences, not chunks, because the offline writer quotes them whole: a message is split
 into its sentences (`runner.citations.sentence_spans`, never across a line), a document into its
 evidence chunks (`runner.documents.evidence_chunks`, never across a page) and each chunk into
-sentences that may span wrapped lines. A unit with fewer than `MIN_CONTENT_WORDS` content words
-("ok, thanks") says too little to be quoted on its own; one longer than `MAX_UNIT_CHARS` is cut at
+the sentences the document path quotes (`runner.documents.prose.sentence_spans`, across wrapped
+lines). A unit with fewer than `MIN_CONTENT_WORDS` content words
+("ok, thanks") says too little to be quoted on its own, and one opening with a bracket is an
+aside or the tail of a sentence cut at an abbreviation ("Lowe et al. (2015) showed"); one longer than `MAX_UNIT_CHARS` is cut at
 a word boundary, so a footnote stays readable and still quotes exact characters.
 
 Ranking: BM25 over the question's content words (`runner.claim_support.content_tokens`) rather than the seed-000 evidence score of one document, because the units come
 from several channels and documents at once and BM25's length normalisation keeps a long
 table row from outranking a short sentence that answers; only units with a positive score are
-evidence. Ties (equal scores) keep the order the sources were given in, then the position in
+evidence. As in the document path (`runner.documents.evidence`), sentences of running text rank
+before those of reference lists, tables and menus (`prose.is_mostly_prose` of their chunk),
+whose many names would otherwise match every question, and before everything from a
+"References" (or "Bibliography", "Works Cited") paragraph on, whose paper titles repeat the
+question's words without answering it. Ties (equal scores) keep the order the sources were given in, then the position in
 the source, so the same input gives the same ranking.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -26,10 +33,14 @@ from runner.claim_support import content_tokens
 from runner.documents.canonical import PageSpan
 from runner.documents.evidence_chunks import chunk_document
 from runner.documents.locators import make_locator
+from runner.documents.prose import is_mostly_prose
+from runner.documents.prose import sentence_spans as document_sentence_spans
 from runner.reports.sources import DocumentSource, MessageSource, ReportSource
 from runner.word_tokens import words
 
 MIN_CONTENT_WORDS = 4
+# A paragraph opening the list of works a document cites: what follows are titles, not claims.
+_REFERENCES = re.compile(r"(?:^|\n\n)(?:References|Bibliography|Works Cited)\b", re.IGNORECASE)
 QUESTION_WORDS = frozenset(
     "how what why who whom whose where when which is are does do did can could should would will "
     "anyone anybody".split()
@@ -70,6 +81,7 @@ class Evidence:
     origin: str  # the channel (`#name`) or document title it belongs to
     origin_index: int  # order of the origin among the chosen sources
     position: int  # order of the unit within its origin
+    prose: bool = True  # from running text (a document's reference list or table is not)
 
     @property
     def is_question(self) -> bool:
@@ -88,6 +100,8 @@ class RankedEvidence:
 def _quotable(text: str, start: int, end: int) -> tuple[int, int] | None:
     start, end = cut_span(text, start, end, MAX_UNIT_CHARS)
     if len(content_tokens(text[start:end])) < MIN_CONTENT_WORDS:
+        return None
+    if text[start] in "([{":  # an aside, or the tail of a citation cut at "et al. (2015)"
         return None
     return start, end
 
@@ -117,8 +131,11 @@ def document_evidence(document: DocumentText, origin_index: int) -> list[Evidenc
     """The quotable sentences of a document, in document order, each with its locator."""
     text = document.canonical_text
     units: list[Evidence] = []
+    in_references = False
     for chunk in chunk_document(text, document.page_spans):
-        for relative_start, relative_end in sentence_spans(chunk.text, wrapped=True):
+        in_references = in_references or bool(_REFERENCES.search(chunk.text))
+        prose = is_mostly_prose(chunk.text) and not in_references
+        for relative_start, relative_end in document_sentence_spans(chunk.text, 0, len(chunk)):
             quotable = _quotable(chunk.text, relative_start, relative_end)
             if quotable is None:
                 continue
@@ -128,7 +145,9 @@ def document_evidence(document: DocumentText, origin_index: int) -> list[Evidenc
             source = DocumentSource(
                 document.document_id, document.title, document.source_text_hash, locator, quote
             )
-            units.append(Evidence(quote, source, document.title, origin_index, len(units)))
+            units.append(
+                Evidence(quote, source, document.title, origin_index, len(units), prose)
+            )
     return units
 
 
@@ -146,9 +165,10 @@ def gather_evidence(
 
 
 def rank_evidence(question: str, units: list[Evidence]) -> list[RankedEvidence]:
-    """Units with a positive BM25 score for the question, best first (ties: input order)."""
+    """Units with a positive BM25 score for the question, best first (ties: input order);
+    running text before reference lists and tables, as in the document path's evidence order."""
     # The question's content words only: "how do I ..." must not rank every chat question first
     # (bm25s's own stopword list keeps "how" and "get").
     scores = bm25_scores([unit.text for unit in units], " ".join(content_tokens(question)))
-    order = sorted(range(len(units)), key=lambda i: (-scores[i], i))
+    order = sorted(range(len(units)), key=lambda i: (not units[i].prose, -scores[i], i))
     return [RankedEvidence(units[i], scores[i]) for i in order if scores[i] > 0]
