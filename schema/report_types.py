@@ -127,7 +127,9 @@ class Report(relay.Node):
                     ReportSentence(
                         text=str(sentence["text"]),
                         citations=[
-                            ReportCitation(source_id=i, footnote=sources[i].footnote, source=sources[i])
+                            ReportCitation(
+                                source_id=i, footnote=sources[i].footnote, source=sources[i]
+                            )
                             for i in sentence["source_ids"]
                         ],
                     )

@@ -9,13 +9,13 @@ from typing import Annotated
 import strawberry
 from strawberry.types import Info
 
-from runner.triggers import SubjectNotFound, TriggerRefused, trigger_report
+from runner.triggers import TriggerRefused, trigger_report
 from schema.context import Context
 from schema.ids import CHANNEL, DOCUMENT, REPORT, IdArgument, parse_id
 from schema.job_types import DigestJob
 from schema.permissions import IsWriter
 from schema.report_types import Report
-from schema.shared_types import InvalidInputError, NotFoundError, parse_id_or_error
+from schema.shared_types import InvalidInputError, NotFoundError, parse_id_or_error, refusal
 
 
 @strawberry.input(description="What a report reads: channels (their messages in [since, until)) "
@@ -73,8 +73,6 @@ class ReportMutations:
                     since=sources.since, until=sources.until,
                     max_attempts=info.context.config.max_attempts,
                 )  # fmt: skip
-        except SubjectNotFound as missing:
-            return NotFoundError(message=missing.message)
         except TriggerRefused as refused:
-            return InvalidInputError(message=refused.message, reason=refused.code)
+            return refusal(refused)
         return DigestJob.from_row(job)

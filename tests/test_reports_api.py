@@ -16,13 +16,12 @@ from db.documents import store_document
 from runner.claim_support import DEFAULT_MIN_OVERLAP, support_share
 from runner.documents.ingest import ingest_bytes, ingest_text
 from runner.documents.locators import resolve_locator
-from schema import build_schema
-from schema.context import ApiConfig, Context, Role
 from schema.ids import CHANNEL, DOCUMENT, global_id
 from tests.conftest import shared_data
 from tests.db_helpers import Msg, add_channel, messages, row_id
 from tests.report_helpers import assert_audited, stored_report
 from tests.test_coverage import make_worker
+from tests.test_revisions import gql
 
 TRIGGER = """
 mutation($q: String!, $sources: ReportSources!) {
@@ -48,16 +47,6 @@ query($id: ID!) {
   }
 }"""
 NODE = """query($id: ID!) { node(id: $id) { ... on Report { title } } report(id: $id) { title } }"""
-
-
-async def gql(pool: asyncpg.Pool, query: str, **variables: Any) -> dict[str, Any]:
-    result = await build_schema().execute(
-        query, variable_values=variables,
-        context_value=Context(pool=pool, role=Role.WRITER, config=ApiConfig()),
-    )  # fmt: skip
-    assert result.errors is None, result.errors
-    assert result.data is not None
-    return result.data
 
 
 async def _report(pool: asyncpg.Pool, database_url: str, question: str,

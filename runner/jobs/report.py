@@ -98,7 +98,8 @@ class ReportJobRunner:
         channels: list[list[ChannelMessage]] = []
         revisions: list[tuple[int, list[tuple[int, int]]]] = []
         async with context.pool.acquire() as connection:
-            known = {c.id: c for c in await channel_queries.channels_by_ids(connection, channel_ids)}
+            found = await channel_queries.channels_by_ids(connection, channel_ids)
+            known = {channel.id: channel for channel in found}
             documents = {
                 d.id: d for d in await document_queries.documents_by_ids(connection, document_ids)
             }

@@ -108,7 +108,9 @@ def report_cache_key(
     settings and the writer's version. Equal keys give the same report."""
     material = {
         "question": " ".join(question.split()),
-        "messages": [[channel, [list(pair) for pair in pairs]] for channel, pairs in message_revisions],
+        "messages": [
+            [channel, [list(pair) for pair in pairs]] for channel, pairs in message_revisions
+        ],
         "documents": [list(pair) for pair in document_texts],
         "settings": settings,
         "writer": writer,
