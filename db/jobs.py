@@ -8,7 +8,8 @@ The lifecycle of a job (`digest_jobs.status`, table in db/migrations/0001_init.s
 every `JobKind`:
 
     enqueue_job                    → queued     (at most one active job per channel window, or
-                                                 per document and query hash)
+                                                 per document and query hash, or per report
+                                                 request)
     queued  → running              claim_next_job: a worker holds it under a lease
     running → succeeded|partial    finish_job: the job ends with what it produced (a digest_id or
                                    a document_digest_id), committed with the digest itself
@@ -54,28 +55,32 @@ class JobStatus(StrEnum):
 class JobKind(StrEnum):
     CHANNEL = "channel"
     DOCUMENT = "document"
+    REPORT = "report"
 
 
 ACTIVE: frozenset[JobStatus] = frozenset({JobStatus.QUEUED, JobStatus.RUNNING})
 TERMINAL: frozenset[JobStatus] = frozenset(JobStatus) - ACTIVE
 
 # Per kind: the insert that yields nothing while an active job holds the slot, and the read of
-# that active job. Both take (subject id, options).
+# that active job. Both take (subject id, options); a report's subject is its request, so its
+# two take (options) alone.
 _ENQUEUE_QUERIES: dict[JobKind, tuple[str, str]] = {
     JobKind.CHANNEL: ("insert_channel_job", "active_channel_job"),
     JobKind.DOCUMENT: ("insert_document_job", "active_document_job"),
+    JobKind.REPORT: ("insert_report_job", "active_report_job"),
 }
 
 
 async def enqueue_job(
     connection: asyncpg.Connection,
     kind: JobKind,
-    subject_id: int,
+    subject_id: int | None,
     options: dict[str, Any],
     *,
     max_attempts: int,
 ) -> tuple[DigestJob, bool]:
-    """Queue a job of `kind` on its subject (a channel id or a document id), or return the
+    """Queue a job of `kind` on its subject (a channel id, a document id, or None for a report,
+    whose subject is its request in `options`), or return the
     queued/running one that holds the same slot. Returns (job, created).
 
     The slot: a channel has one active job per window, the coverage digest (no since/until in
@@ -85,13 +90,14 @@ async def enqueue_job(
     The partial unique index makes a duplicate impossible; when the insert yields nothing, the
     active job is read. If that job finished in between, the insert is simply tried again."""
     insert, active = _ENQUEUE_QUERIES[kind]
+    subject = () if kind == JobKind.REPORT else (subject_id,)
     for _ in range(5):
         async with connection.transaction():
-            job = await connection.fetchrow(QUERIES[insert], subject_id, options, max_attempts)
+            job = await connection.fetchrow(QUERIES[insert], *subject, options, max_attempts)
             if job is not None:
                 await connection.execute(QUERIES["notify_jobs"], str(job["id"]))
                 return as_row(DigestJob, job), True
-            existing = await connection.fetchrow(QUERIES[active], subject_id, options)
+            existing = await connection.fetchrow(QUERIES[active], *subject, options)
             if existing is not None:
                 return as_row(DigestJob, existing), False
     raise RuntimeError(f"could not queue a {kind} digest of {subject_id}: too much contention")
@@ -148,17 +154,18 @@ async def finish_job(
     status: JobStatus,
     digest_id: int | None = None,
     document_digest_id: int | None = None,
+    report_id: int | None = None,
     message: str | None,
     stats: dict[str, Any],
     warnings: list[dict[str, Any]],
     error: str | None = None,
 ) -> DigestJob | None:
     """End a job this worker holds with what it produced (a channel job's `digest_id`, a
-    document job's `document_digest_id`, or nothing). Run it in the transaction that stored the
+    document job's `document_digest_id`, a report job's `report_id`, or nothing). Run it in the transaction that stored the
     digest so both commit together. None when this worker no longer holds the job."""
     finished = await connection.fetchrow(
         QUERIES["finish_job"], job_id, worker_id, status, digest_id, message, stats, warnings,
-        error, document_digest_id,
+        error, document_digest_id, report_id,
     )  # fmt: skip
     return as_row_or_none(DigestJob, finished)
 

@@ -228,13 +228,15 @@ CROSS JOIN LATERAL pg_notify('digestd_job_events', progressed.id::text) AS notif
 
 -- name: finish_job
 -- End a job this worker holds (succeeded, partial, failed or cancelled) with its stats and what
--- it produced: a channel digest ($4) or a document digest ($9), or nothing.
+-- it produced: a channel digest ($4), a document digest ($9) or a report ($10), or nothing.
 WITH finished AS (
     UPDATE digest_jobs
     SET status = $3,
-        phase = CASE WHEN $3 = 'cancelled' OR coalesce($4::bigint, $9::bigint) IS NULL THEN phase
+        phase = CASE WHEN $3 = 'cancelled' OR coalesce($4::bigint, $9::bigint, $10::bigint) IS NULL
+                     THEN phase
                      ELSE 'store' END,
-        digest_id = $4, document_digest_id = $9, result_message = $5, stats = $6, warnings = $7,
+        digest_id = $4, document_digest_id = $9, report_id = $10, result_message = $5,
+        stats = $6, warnings = $7,
         error = $8,
         lease_expires_at = NULL, finished_at = now(), updated_at = now()
     WHERE id = $1 AND worker_id = $2 AND status = 'running'
@@ -539,3 +541,42 @@ SELECT kind, status, count(*) AS jobs,
            AS oldest_due_seconds
 FROM digest_jobs
 GROUP BY kind, status;
+
+-- name: insert_report_job
+-- Queue a report unless one for the same request (options ->> 'request_hash') is queued or
+-- running (partial unique index of 0005).
+INSERT INTO digest_jobs (kind, options, max_attempts)
+VALUES ('report', $1, $2)
+ON CONFLICT ((options ->> 'request_hash'))
+    WHERE status IN ('queued', 'running') AND kind = 'report'
+DO NOTHING
+RETURNING *;
+
+-- name: active_report_job
+-- The queued or running report job for the request hash of options $1, if any.
+SELECT * FROM digest_jobs
+WHERE kind = 'report' AND options ->> 'request_hash' = $1::jsonb ->> 'request_hash'
+  AND status IN ('queued', 'running');
+
+-- name: report_by_cache_key
+-- The cache lookup of a report job: the stored report with this key, if any.
+SELECT id FROM reports WHERE cache_key = $1;
+
+-- name: insert_report
+-- Store a report; a concurrent job that stored the same key first wins and its id is returned
+-- instead (the report is a deterministic function of the key's inputs).
+WITH inserted AS (
+    INSERT INTO reports (job_id, question, request, cache_key, title, sections, sources,
+                         markdown, audit, writer)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+    ON CONFLICT ON CONSTRAINT reports_cache_key DO NOTHING
+    RETURNING id
+)
+SELECT id FROM inserted
+UNION ALL
+SELECT id FROM reports WHERE cache_key = $4
+LIMIT 1;
+
+-- name: reports_by_ids
+-- Reports by id (the Report node's loader).
+SELECT * FROM reports WHERE id = ANY($1::bigint[]);

@@ -22,6 +22,7 @@ MAX_ANCHOR_CHARS = 160
 _SEGMENT = re.compile(r"[^\n]*?(?:[.!?](?=\s|$)|(?=\n)|$)")
 
 
+
 @dataclass(frozen=True)
 class Anchor:
     """The characters `normalized_text[char_start:char_end]` of message `message_id` that a
@@ -32,7 +33,9 @@ class Anchor:
     char_end: int
 
 
-def _segments(text: str) -> list[tuple[int, int]]:
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """The `(start, end)` of each sentence of a message, never across a line, surrounding
+    whitespace left out."""
     spans: list[tuple[int, int]] = []
     for match in _SEGMENT.finditer(text):
         start, end = match.span()
@@ -45,13 +48,15 @@ def _segments(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _cut(text: str, start: int, end: int) -> tuple[int, int]:
-    """[start, end) shortened to at most MAX_ANCHOR_CHARS, at a word boundary when there is one."""
-    if end - start <= MAX_ANCHOR_CHARS:
+def cut_span(
+    text: str, start: int, end: int, max_chars: int = MAX_ANCHOR_CHARS
+) -> tuple[int, int]:
+    """[start, end) shortened to at most `max_chars`, at a word boundary when there is one."""
+    if end - start <= max_chars:
         return start, end
-    limit = start + MAX_ANCHOR_CHARS
+    limit = start + max_chars
     space = text.rfind(" ", start, limit)
-    end = space if space > start + MAX_ANCHOR_CHARS // 2 else limit
+    end = space if space > start + max_chars // 2 else limit
     while end > start and text[end - 1].isspace():
         end -= 1
     return start, end
@@ -63,14 +68,14 @@ def anchor_span(sentence: str, text: str) -> tuple[int, int]:
     wanted = set(content_tokens(sentence))
     best: tuple[int, int] | None = None
     best_score = 0
-    for start, end in _segments(text):
+    for start, end in sentence_spans(text):
         score = len(wanted & set(content_tokens(text[start:end])))
         if score > best_score:
             best, best_score = (start, end), score
     if best is None:
-        segments = _segments(text)
+        segments = sentence_spans(text)
         best = segments[0] if segments else (0, len(text))
-    return _cut(text, *best)
+    return cut_span(text, *best)
 
 
 def anchor(sentence: str, message_id: str, text: str) -> Anchor:

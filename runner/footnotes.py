@@ -1,6 +1,7 @@
 """Cited sentences as Markdown with numbered footnotes.
 
-Each source (one message at the revision read) gets one number, by first appearance over the
+Each source (one message at the revision read, or any `Footnotable`: a report's document span)
+gets one number, by first appearance over the
 sections in order; numbering is contiguous from 1 and a source cited again reuses its number.
 A footnote reads `[^1]: ann, 2024-05-01 10:02 UTC, "the quoted words" (message 12)`: the quote
 is the exact characters the first citation of that source was anchored to.
@@ -11,7 +12,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
+
+
+class Footnotable(Protocol):
+    """What a footnote needs of a source: the key that makes two citations one source, and the
+    footnote's text (after `[^n]: `), already safe for one Markdown line (`inline`)."""
+
+    @property
+    def key(self) -> str: ...
+
+    def footnote_text(self) -> str: ...
+
+
+SourceT = TypeVar("SourceT", bound=Footnotable)
 
 
 @dataclass(frozen=True)
@@ -23,29 +37,40 @@ class Source:
     ts: datetime
     quote: str
 
+    @property
+    def key(self) -> str:
+        return self.message_id
+
+    def footnote_text(self) -> str:
+        when = self.ts.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        return (
+            f'{inline(self.author)}, {when}, "{inline(self.quote)}" '
+            f"(message {inline(self.message_id)})"
+        )
+
 
 @dataclass(frozen=True)
-class FootnotedSentence:
+class FootnotedSentence(Generic[SourceT]):
     sentence: str
-    sources: tuple[Source, ...]
+    sources: tuple[SourceT, ...]
 
 
 @dataclass(frozen=True)
-class Section:
+class Section(Generic[SourceT]):
     """A heading (None: no heading) and its sentences; `bullets` lists them, else one paragraph."""
 
     heading: str | None
-    sentences: tuple[FootnotedSentence, ...]
+    sentences: tuple[FootnotedSentence[SourceT], ...]
     bullets: bool = False
 
 
-def footnote_numbers(sections: Sequence[Section]) -> dict[str, int]:
-    """Message id → footnote number, by first appearance (contiguous from 1)."""
+def footnote_numbers(sections: Sequence[Section[SourceT]]) -> dict[str, int]:
+    """Source key (a message's id) → footnote number, by first appearance (contiguous from 1)."""
     numbers: dict[str, int] = {}
     for section in sections:
         for sentence in section.sentences:
             for source in sentence.sources:
-                numbers.setdefault(source.message_id, len(numbers) + 1)
+                numbers.setdefault(source.key, len(numbers) + 1)
     return numbers
 
 
@@ -56,20 +81,16 @@ def inline(text: str) -> str:
     return " ".join(text.splitlines()).replace("[^", "\\[^")
 
 
-def footnote_line(number: int, source: Source) -> str:
-    when = source.ts.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    return (
-        f'[^{number}]: {inline(source.author)}, {when}, "{inline(source.quote)}" '
-        f"(message {inline(source.message_id)})"
-    )
+def footnote_line(number: int, source: Footnotable) -> str:
+    return f"[^{number}]: {source.footnote_text()}"
 
 
-def _with_markers(sentence: FootnotedSentence, numbers: dict[str, int]) -> str:
-    cited = dict.fromkeys(numbers[source.message_id] for source in sentence.sources)
+def _with_markers(sentence: FootnotedSentence[SourceT], numbers: dict[str, int]) -> str:
+    cited = dict.fromkeys(numbers[source.key] for source in sentence.sources)
     return inline(sentence.sentence) + "".join(f"[^{number}]" for number in cited)
 
 
-def footnoted_markdown(sections: Sequence[Section]) -> str:
+def footnoted_markdown(sections: Sequence[Section[SourceT]]) -> str:
     """The sections with `[^n]` markers after each sentence, then one footnote per source."""
     numbers = footnote_numbers(sections)
     blocks: list[str] = []
@@ -80,11 +101,11 @@ def footnoted_markdown(sections: Sequence[Section]) -> str:
             blocks.append(f"## {section.heading}")
         marked = [_with_markers(sentence, numbers) for sentence in section.sentences]
         blocks.append("\n".join(f"- {m}" for m in marked) if section.bullets else " ".join(marked))
-    first: dict[str, Source] = {}
+    first: dict[str, SourceT] = {}
     for section in sections:
         for sentence in section.sentences:
             for source in sentence.sources:
-                first.setdefault(source.message_id, source)
+                first.setdefault(source.key, source)
     if first:
         blocks.append(
             "\n".join(footnote_line(numbers[m], source) for m, source in first.items())
@@ -96,11 +117,11 @@ def stored_sentences(
     stored: Sequence[dict[str, Any]],
     authors: dict[int, tuple[str, datetime]],
     texts: dict[tuple[int, int], str | None],
-) -> tuple[FootnotedSentence, ...]:
+) -> tuple[FootnotedSentence[Source], ...]:
     """Sentences as stored on a digest (migration 0004), with each citation's author, time
     and quote looked up: `authors` by messages row, `texts` by (row, revision). A citation
     whose message or revision is gone is left out rather than shown without its words."""
-    sentences: list[FootnotedSentence] = []
+    sentences: list[FootnotedSentence[Source]] = []
     for entry in stored:
         sources: list[Source] = []
         for citation in entry.get("citations", []):

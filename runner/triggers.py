@@ -10,6 +10,7 @@ CLI line). Not a job runner: the API and the CLI import this, never `runner/jobs
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any
 
@@ -19,6 +20,7 @@ from db import channels as channel_queries
 from db.models import DigestJob
 from db import documents as document_queries
 from db import jobs as job_queries
+from db import reports as report_queries
 from db.jobs import JobKind
 from runner.coverage import window_options
 from runner.documents.cache_key import normalize_query, query_hash
@@ -33,6 +35,7 @@ from runner.documents.policy import (
 MIN_CHUNK_TOKENS = 200
 MAX_CHUNK_TOKENS = 32000
 MAX_QUERY_CHARS = 1000
+MAX_REPORT_SOURCES = 50
 
 
 class TriggerRefused(Exception):
@@ -119,3 +122,44 @@ async def trigger_document_digest(
     return await document_queries.trigger_document_digest(
         connection, document_id, normalized, query_hash(normalized), max_attempts=max_attempts
     )
+
+
+async def trigger_report(
+    connection: asyncpg.Connection,
+    question: str,
+    *,
+    channel_ids: list[int],
+    document_ids: list[int],
+    since: datetime | None = None,
+    until: datetime | None = None,
+    max_attempts: int,
+) -> tuple[DigestJob, bool]:
+    """Queue a report answering `question` from the channels' messages in [since, until) and the
+    documents, or return the active job for the same request. Refused without a question or a
+    source, with too many sources, or with a source that does not exist."""
+    normalized = normalize_query(question)
+    if not normalized:
+        raise TriggerRefused("question must not be empty", code="empty_question")
+    if len(normalized) > MAX_QUERY_CHARS:
+        raise TriggerRefused(f"question is too long: at most {MAX_QUERY_CHARS} characters")
+    channel_ids, document_ids = list(dict.fromkeys(channel_ids)), list(dict.fromkeys(document_ids))
+    if not channel_ids and not document_ids:
+        raise TriggerRefused("choose at least one channel or document", code="no_sources")
+    if len(channel_ids) + len(document_ids) > MAX_REPORT_SOURCES:
+        raise TriggerRefused(f"at most {MAX_REPORT_SOURCES} channels and documents in one report")
+    try:
+        window = window_options(since, until)
+    except ValueError as error:
+        raise TriggerRefused(str(error).replace("options.", "sources."), code="invalid_window") from None
+    found = {c.id for c in await channel_queries.channels_by_ids(connection, channel_ids)}
+    if missing := [i for i in channel_ids if i not in found]:
+        raise SubjectNotFound(f"no channel with id {missing[0]}")
+    found = {d.id for d in await document_queries.documents_by_ids(connection, document_ids)}
+    if missing := [i for i in document_ids if i not in found]:
+        raise SubjectNotFound(f"no document with id {missing[0]}")
+    options: dict[str, Any] = {
+        "question": normalized, "channel_ids": channel_ids, "document_ids": document_ids,
+        **window,
+    }  # fmt: skip
+    options["request_hash"] = query_hash(json.dumps(options, sort_keys=True))
+    return await report_queries.trigger_report(connection, options, max_attempts=max_attempts)

@@ -29,6 +29,7 @@ from runner.extractors.base import Extractor
 from runner.jobs.base import JobContext, JobRunner, finish
 from runner.jobs.channel import ChannelJobRunner
 from runner.jobs.document import DocumentJobRunner
+from runner.jobs.report import ReportJobRunner
 from runner.jobs.outcomes import Cancelled, FailNow, Finished, LostLease, Outcome
 from runner.jobs.outcomes import RetryLater, Stored
 from runner.metrics import JOB_SECONDS
@@ -77,6 +78,9 @@ class Worker:
                 max_window_messages=config.max_window_messages,
             ),
             JobKind.DOCUMENT: documents or DocumentJobRunner(),
+            JobKind.REPORT: ReportJobRunner(
+                min_overlap=config.min_overlap, max_messages=config.max_window_messages
+            ),
         }
         self._wake = asyncio.Event()
         self._stop: asyncio.Event | None = None  # the event `run` was given

@@ -23,7 +23,7 @@ from db import pages
 from runner.documents.canonical import CanonicalDocument
 from runner.documents.errors import DocumentError
 from runner.documents.ingest import ingest_bytes, ingest_text, ingest_url
-from runner.triggers import SubjectNotFound, TriggerRefused, trigger_document_digest
+from runner.triggers import TriggerRefused, trigger_document_digest
 from schema.connections import Connection
 from schema.context import Context
 from schema.document_types import Document, DocumentDigest
@@ -32,7 +32,7 @@ from schema.job_types import DigestJob
 from schema.paging import After, Before, First, Last, PageArgs, connection_of
 from schema.permissions import IsWriter
 from schema.errors import BAD_USER_INPUT
-from schema.shared_types import InvalidInputError, NotFoundError, parse_id_or_error
+from schema.shared_types import InvalidInputError, NotFoundError, parse_id_or_error, refusal
 
 logger = logging.getLogger(__name__)
 
@@ -175,8 +175,6 @@ class DocumentMutations:
                     connection, key, query, config=info.context.config.digest_config,
                     max_attempts=info.context.config.max_attempts,
                 )  # fmt: skip
-        except SubjectNotFound as missing:
-            return NotFoundError(message=missing.message)
         except TriggerRefused as refused:
-            return InvalidInputError(message=refused.message, reason=refused.code)
+            return refusal(refused)
         return DigestJob.from_row(job)

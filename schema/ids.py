@@ -32,8 +32,9 @@ KNOWLEDGE_ITEM: Final = "KnowledgeItem"
 DIGEST_JOB: Final = "DigestJob"
 DOCUMENT: Final = "Document"
 DOCUMENT_DIGEST: Final = "DocumentDigest"
+REPORT: Final = "Report"
 NODE_TYPES: Final = frozenset(
-    {CHANNEL, MESSAGE, DIGEST, KNOWLEDGE_ITEM, DIGEST_JOB, DOCUMENT, DOCUMENT_DIGEST}
+    {CHANNEL, MESSAGE, DIGEST, KNOWLEDGE_ITEM, DIGEST_JOB, DOCUMENT, DOCUMENT_DIGEST, REPORT}
 )
 
 # A legacy id's only spelling: ASCII digits, no sign, spaces, leading zeros or separators.
@@ -70,6 +71,7 @@ IdArgument: TypeAlias = Annotated[strawberry.ID, strawberry.argument(description
 _LABELS: Final = {
     CHANNEL: "channel", MESSAGE: "message", DIGEST: "digest", KNOWLEDGE_ITEM: "knowledge item",
     DIGEST_JOB: "job", DOCUMENT: "document", DOCUMENT_DIGEST: "document digest",
+    REPORT: "report",
 }  # fmt: skip
 
 
@@ -118,8 +120,13 @@ def parse_id(value: strawberry.ID | str, type_name: str) -> int:
 def channel_row_id(text: str) -> int | None:
     """The row id of a channel named by its global id or its numeric id, else None (for the
     CLI, where the same argument may also be a channel's name)."""
+    return cli_row_id(text, CHANNEL)
+
+
+def cli_row_id(text: str, type_name: str) -> int | None:
+    """The row id of a `type_name` node named by its global id or its numeric id, else None."""
     try:
-        return parse_id(text, CHANNEL)
+        return parse_id(text, type_name)
     except GraphQLError:
         return None
 

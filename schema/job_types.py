@@ -17,7 +17,8 @@ from db import models
 from schema.context import Context
 from schema.document_types import DocumentDigest
 from schema.enums import JobPhase, JobStatus
-from schema.ids import CHANNEL, DIGEST, DOCUMENT, DOCUMENT_DIGEST, optional_global_id
+from schema.ids import CHANNEL, DIGEST, DOCUMENT, DOCUMENT_DIGEST, REPORT, optional_global_id
+from schema.report_types import Report
 from schema.shared_types import Flag
 
 if TYPE_CHECKING:
@@ -84,6 +85,9 @@ class DigestJob(relay.Node):
         description="Document jobs: the digest produced or served from the cache."
     )
     query: str | None = strawberry.field(description="Document jobs: the query digested for.")
+    report_id: strawberry.ID | None = strawberry.field(
+        description="Report jobs: the report written or served from the cache."
+    )
     options: JSON = strawberry.field(
         description='What was asked: e.g. {"chunk_tokens": 1500}; a catch-up window stores '
         '{"since": iso, "until": iso}.'
@@ -114,6 +118,7 @@ class DigestJob(relay.Node):
             document_id=optional_global_id(DOCUMENT, row.document_id),
             document_digest_id=optional_global_id(DOCUMENT_DIGEST, row.document_digest_id),
             query=(row.options or {}).get("query") if row.kind == jobs.JobKind.DOCUMENT else None,
+            report_id=optional_global_id(REPORT, row.report_id),
             options=cast(JSON, row.options or {}),
             created_at=row.created_at,
             started_at=row.started_at,
@@ -128,6 +133,13 @@ class DigestJob(relay.Node):
             return None
         row = await info.context.loaders.channel.load(self.row.channel_id)
         return Channel.from_row(row) if row else None
+
+    @strawberry.field(description="Report jobs: the report, once there is one.")
+    async def report(self, info: Info[Context, None]) -> Report | None:
+        if self.row.report_id is None:
+            return None
+        row = await info.context.loaders.report.load(self.row.report_id)
+        return Report.from_row(row) if row else None
 
     @strawberry.field(description="Document jobs: the digest, once there is one.")
     async def document_digest(self, info: Info[Context, None]) -> DocumentDigest | None:

@@ -11,7 +11,7 @@ import asyncpg
 from pydantic import BaseModel
 from strawberry.dataloader import DataLoader
 
-from db import channels, digests, documents, jobs
+from db import channels, digests, documents, jobs, reports
 from db.digests import DigestItem
 from db.models import (
     ActionItem,
@@ -27,6 +27,7 @@ from db.models import (
     Link,
     Message,
     OpenQuestion,
+    Report,
     Topic,
 )
 
@@ -184,6 +185,7 @@ class Loaders:
     document_digest: _Loader[int, DocumentDigest | None] = _Loader(
         lambda pool: _by_id(pool, documents.document_digests_by_ids)
     )
+    report: _Loader[int, Report | None] = _Loader(lambda pool: _by_id(pool, reports.reports_by_ids))
     latest_document_digests: _Loader[int, list[DocumentDigest]] = _Loader(_latest_document_digests)
     uncovered_count: _Loader[int, int] = _Loader(_uncovered_counts)
     revision_text: _Loader[tuple[int, int], str | None] = _Loader(_revision_texts)

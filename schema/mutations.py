@@ -20,15 +20,22 @@ from db.ingest import ChannelKey, MessageIngestor
 from runner.importers.records import RecordError as ParseError
 from runner.importers.records import message_from_fields
 from runner.normalize import normalize_text
-from runner.triggers import SubjectNotFound, TriggerRefused, trigger_channel_digest
+from runner.triggers import TriggerRefused, trigger_channel_digest
 from schema.channel_types import Channel
 from schema.context import Context
 from schema.documents import DocumentMutations
+from schema.reports import ReportMutations
 from schema.ids import CHANNEL, DIGEST_JOB, IdArgument
 from schema.job_types import DigestJob
 from schema.permissions import IsWriter
 from schema.errors import BAD_USER_INPUT
-from schema.shared_types import InvalidInputError, NotFoundError, RecordError, parse_id_or_error
+from schema.shared_types import (
+    InvalidInputError,
+    NotFoundError,
+    RecordError,
+    parse_id_or_error,
+    refusal,
+)
 
 
 @strawberry.input
@@ -88,7 +95,7 @@ MAX_ERRORS_SHOWN = 20
 
 
 @strawberry.type
-class Mutation(DocumentMutations):
+class Mutation(DocumentMutations, ReportMutations):
     @strawberry.mutation(
         permission_classes=[IsWriter],
         description="Store messages of one channel (upsert on channel + message id).",
@@ -164,10 +171,8 @@ class Mutation(DocumentMutations):
                     since=options.since, until=options.until,
                     max_attempts=info.context.config.max_attempts,
                 )  # fmt: skip
-        except SubjectNotFound as missing:
-            return NotFoundError(message=missing.message)
         except TriggerRefused as refused:
-            return InvalidInputError(message=refused.message, reason=refused.code)
+            return refusal(refused)
         return DigestJob.from_row(job)
 
     @strawberry.mutation(

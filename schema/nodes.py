@@ -28,9 +28,11 @@ from schema.ids import (
     DOCUMENT_DIGEST,
     KNOWLEDGE_ITEM,
     MESSAGE,
+    REPORT,
     decode_global_id,
 )
 from schema.job_types import DigestJob
+from schema.report_types import Report
 
 MAX_NODES = 100
 
@@ -72,6 +74,11 @@ async def _document_digest(context: Context, row_id: int) -> relay.Node | None:
     return DocumentDigest.from_row(row) if row else None
 
 
+async def _report(context: Context, row_id: int) -> relay.Node | None:
+    row = await context.loaders.report.load(row_id)
+    return Report.from_row(row) if row else None
+
+
 NODE_LOADS: dict[str, NodeLoad] = {
     CHANNEL: _channel,
     MESSAGE: _message,
@@ -80,6 +87,7 @@ NODE_LOADS: dict[str, NodeLoad] = {
     DIGEST_JOB: _job,
     DOCUMENT: _document,
     DOCUMENT_DIGEST: _document_digest,
+    REPORT: _report,
 }
 
 

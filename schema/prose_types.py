@@ -18,6 +18,7 @@ from db import models
 from runner.footnotes import (
     FootnotedSentence,
     Section,
+    Source,
     citation_keys,
     footnote_numbers,
     footnoted_markdown,
@@ -105,7 +106,7 @@ class CitationAudit:
 
 async def load_prose(
     info: Info[Context, None], row: models.Digest
-) -> tuple[tuple[FootnotedSentence, ...], tuple[FootnotedSentence, ...]]:
+) -> tuple[tuple[FootnotedSentence[Source], ...], tuple[FootnotedSentence[Source], ...]]:
     """The overview and highlight sentences of a digest with authors, times and quotes."""
     stored = [*row.overview_sentences, *row.highlight_sentences]
     keys = citation_keys(stored)
@@ -121,15 +122,15 @@ async def load_prose(
 
 
 def prose_sections(
-    overview: tuple[FootnotedSentence, ...], highlights: tuple[FootnotedSentence, ...]
-) -> list[Section]:
+    overview: tuple[FootnotedSentence[Source], ...], highlights: tuple[FootnotedSentence[Source], ...]
+) -> list[Section[Source]]:
     """The one footnote numbering of a digest: overview first, then highlights."""
     return [Section(None, overview), Section("Highlights", highlights, bullets=True)]
 
 
 def cited_sentences(
     row_sentences: list[dict[str, Any]],
-    sentences: tuple[FootnotedSentence, ...],
+    sentences: tuple[FootnotedSentence[Source], ...],
     numbers: dict[str, int],
 ) -> list[CitedSentence]:
     result: list[CitedSentence] = []

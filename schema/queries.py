@@ -27,6 +27,7 @@ from schema.ids import (
 from schema.enums import JobStatus, KnowledgeKind, SignalLevel
 from schema.job_types import DigestJob
 from schema.nodes import NodeQueries
+from schema.reports import ReportQueries
 from schema.paging import After, Before, First, Last, PageArgs, connection_of
 
 
@@ -64,7 +65,7 @@ class DigestJobFilter:
 
 
 @strawberry.type
-class Query(NodeQueries, DocumentQueries):
+class Query(NodeQueries, DocumentQueries, ReportQueries):
     @strawberry.field(description="Channels, newest first.")
     async def channels(
         self,

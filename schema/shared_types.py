@@ -8,6 +8,7 @@ from typing import Any
 import strawberry
 from graphql import GraphQLError
 
+from runner.triggers import SubjectNotFound, TriggerRefused
 from schema.errors import BAD_ID, BAD_USER_INPUT, NOT_FOUND
 from schema.ids import parse_id
 
@@ -60,3 +61,11 @@ def parse_id_or_error(value: strawberry.ID, type_name: str) -> int | InvalidInpu
         return parse_id(value, type_name)
     except GraphQLError as error:
         return InvalidInputError(message=error.message, code=BAD_ID)
+
+
+def refusal(refused: TriggerRefused) -> NotFoundError | InvalidInputError:
+    """A trigger's refusal as the typed result a mutation returns: a missing subject is a
+    `NotFoundError`, anything else an `InvalidInputError` with the refusal's code."""
+    if isinstance(refused, SubjectNotFound):
+        return NotFoundError(message=refused.message)
+    return InvalidInputError(message=refused.message, reason=refused.code)

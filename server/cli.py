@@ -31,9 +31,11 @@ from runner.supervision import RunnerSupervisor
 from runner.triggers import TriggerRefused, channel_digest_options, trigger_channel_digest
 from schema.ids import CHANNEL, channel_row_id, global_id
 from server.cli_documents import add_arguments as add_doc_arguments
+from server.cli_reports import add_arguments as add_report_arguments
+from server.cli_reports import report
 from server.cli_documents import add_doc
 from server.cli_import import import_and_report
-from server.cli_json import emit, job_json, refuse
+from server.cli_json import JSON_HELP, emit, job_json, refuse
 from server.logs import configure_logging, enable_access_log
 from server.render import render_digest
 from server.runtime import ConfigurationError, DatabaseUnavailable, Runtime, check_database
@@ -42,7 +44,6 @@ from server.settings import Settings, get_settings
 logger = logging.getLogger("digestd")
 
 DEMO_CHANNEL = "team-platform"
-JSON_HELP = "print one JSON object on stdout (the API's field names) instead of text"
 
 
 def _is_loopback(host: str) -> bool:
@@ -405,6 +406,27 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
     return asyncio.run(_with_runtime(settings, body))
 
 
+def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
+    @_watches_stopping
+    async def body(runtime: Runtime) -> int:
+        channel_ids = []
+        for name in args.channel:
+            try:
+                channel_id = await _find_channel(runtime, name, args.server)
+            except ValueError as error:
+                return refuse("digestd report", str(error), args.json)
+            if channel_id is None:
+                return refuse("digestd report", f"no channel {name!r}", args.json)
+            channel_ids.append(channel_id)
+        return await report(runtime, args, channel_ids, since, until)
+
+    try:
+        since, until = _catch_up_window(args.since, args.until)
+    except ValueError as error:
+        return refuse("digestd report", str(error), args.json)
+    return asyncio.run(_with_runtime(settings, body))
+
+
 def cmd_add_doc(args: argparse.Namespace, settings: Settings) -> int:
     return asyncio.run(_with_runtime(settings, lambda runtime: add_doc(runtime, args)))
 
@@ -475,6 +497,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_doc_arguments(add_doc_parser)
     add_doc_parser.set_defaults(handler=cmd_add_doc)
+
+    report_parser = commands.add_parser(
+        "report", help="a cited report answering a question across channels and documents"
+    )
+    add_report_arguments(report_parser)
+    report_parser.set_defaults(handler=cmd_report)
 
     add_eval_parser(commands)
 

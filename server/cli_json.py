@@ -1,4 +1,4 @@
-"""`--json` output of the commands scripts call (`import`, `digest`, `add-doc`): one JSON object
+"""`--json` output of the commands scripts call (`import`, `digest`, `add-doc`, `report`): one JSON object
 on stdout, with the names and the global ids the GraphQL API uses, so a script reads the same
 fields whichever way it asked and can pass any id on to the API. Progress and diagnostics stay on stderr."""
 
@@ -10,7 +10,9 @@ from typing import Any
 
 from db.models import DigestJob
 from schema.enums import JobPhase, JobStatus
-from schema.ids import DIGEST, DIGEST_JOB, DOCUMENT_DIGEST, global_id, optional_global_id
+from schema.ids import DIGEST, DIGEST_JOB, DOCUMENT_DIGEST, REPORT, global_id, optional_global_id
+
+JSON_HELP = "print one JSON object on stdout (the API's field names) instead of text"
 
 
 def job_json(job: DigestJob) -> dict[str, Any]:
@@ -27,6 +29,7 @@ def job_json(job: DigestJob) -> dict[str, Any]:
         "resultMessage": job.result_message,
         "digestId": optional_global_id(DIGEST, job.digest_id),
         "documentDigestId": optional_global_id(DOCUMENT_DIGEST, job.document_digest_id),
+        "reportId": optional_global_id(REPORT, job.report_id),
         "stats": job.stats or {},
     }
 

@@ -40,3 +40,4 @@ class DigestJob(SQLModel, table=True):
     updated_at: datetime = timestamptz()
     document_id: int | None = bigint()
     document_digest_id: int | None = bigint()
+    report_id: int | None = bigint()

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import math
 import sys
 from collections.abc import Callable, Sequence
@@ -43,6 +42,7 @@ from pathlib import Path
 from statistics import fmean
 from typing import Any
 
+from runner.bm25 import bm25_scores
 from runner.documents.canonical import canonicalize
 from runner.documents.evidence_chunks import EvidenceChunk, chunk_document
 from runner.documents.evidence import select_evidence
@@ -157,21 +157,9 @@ def position_ranking(chunks: list[EvidenceChunk], query: str, k: int) -> list[Sp
 def bm25_ranking(chunks: list[EvidenceChunk], query: str, k: int) -> list[Span]:
     """Top `k` chunks by plain BM25 (bm25s defaults); ties broken by document order so runs
     are reproducible (numpy's top-k does not promise an order among equal scores)."""
-    import bm25s  # imported here: only this baseline needs it (and numpy behind it)
-
-    # bm25s sets its logger to DEBUG on import, which prints "Building index" on every call;
-    # hand the level back to the process's logging configuration (`digestd -v` shows it).
-    logging.getLogger("bm25s").setLevel(logging.NOTSET)
     if not chunks:
         return []
-    corpus = bm25s.tokenize(
-        [chunk.text for chunk in chunks], stopwords="en", show_progress=False, return_ids=False
-    )
-    retriever = bm25s.BM25()
-    retriever.index(corpus, show_progress=False)
-    wanted = bm25s.tokenize(query, stopwords="en", show_progress=False, return_ids=False)[0]
-    known = [token for token in wanted if token in retriever.vocab_dict]
-    scores = [float(s) for s in retriever.get_scores(known)] if known else [0.0] * len(chunks)
+    scores = bm25_scores([chunk.text for chunk in chunks], query)
     order = sorted(range(len(chunks)), key=lambda i: (-scores[i], i))
     return [(chunks[i].start, chunks[i].end) for i in order[:k]]
 

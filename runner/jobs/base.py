@@ -51,7 +51,8 @@ async def finish(
     commit together. Raises LostLease when another worker holds the job now."""
     finished = await job_queries.finish_job(
         connection, job_id, worker_id, status=end.status, digest_id=end.digest_id,
-        document_digest_id=end.document_digest_id, message=end.message, stats=stats,
+        document_digest_id=end.document_digest_id, report_id=end.report_id,
+        message=end.message, stats=stats,
         warnings=end.warnings, error=end.error,
     )  # fmt: skip
     if finished is None:

@@ -65,6 +65,7 @@ class Finished:
     message: str | None = None
     digest_id: int | None = None
     document_digest_id: int | None = None
+    report_id: int | None = None
     warnings: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
 

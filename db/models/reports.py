@@ -1,0 +1,25 @@
+"""Reports across channels and documents (db/migrations/0005_reports.sql)."""
+
+from datetime import datetime
+from typing import Any
+
+from sqlmodel import SQLModel
+
+from db.models.columns import bigint, jsonb, timestamptz
+
+
+class Report(SQLModel, table=True):
+    __tablename__ = "reports"
+
+    id: int = bigint(primary_key=True)
+    job_id: int | None = bigint()
+    question: str
+    request: dict[str, Any] = jsonb()
+    cache_key: str
+    title: str
+    sections: list[dict[str, Any]] = jsonb()
+    sources: list[dict[str, Any]] = jsonb()
+    markdown: str
+    audit: dict[str, Any] = jsonb()
+    writer: str
+    created_at: datetime = timestamptz()

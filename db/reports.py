@@ -1,0 +1,45 @@
+"""Reports in Postgres: queue a report job, read the report cache, store a report (its job's
+end is `jobs.finish_job`, in the same transaction), and read reports by id.
+
+The SQL is in db/queries.sql (`insert_report_job`, `insert_report`, ...).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import asyncpg
+
+from db.jobs import JobKind, enqueue_job
+from db.models import DigestJob, Report, as_rows
+from db.queries import QUERIES
+
+
+async def trigger_report(
+    connection: asyncpg.Connection, options: dict[str, Any], *, max_attempts: int
+) -> tuple[DigestJob, bool]:
+    """Queue a report job for the request in `options` (with its `request_hash`), or return the
+    active job for the same request. Returns (job, created)."""
+    return await enqueue_job(connection, JobKind.REPORT, None, options, max_attempts=max_attempts)
+
+
+async def cached_report_id(connection: asyncpg.Connection, cache_key: str) -> int | None:
+    record = await connection.fetchrow(QUERIES["report_by_cache_key"], cache_key)
+    return None if record is None else int(record["id"])
+
+
+async def insert_report(
+    connection: asyncpg.Connection, job_id: int, values: dict[str, Any]
+) -> int:
+    """Store a report (or find the one a concurrent job stored under the same key); its id."""
+    record = await connection.fetchrow(
+        QUERIES["insert_report"], job_id, values["question"], values["request"],
+        values["cache_key"], values["title"], values["sections"], values["sources"],
+        values["markdown"], values["audit"], values["writer"],
+    )  # fmt: skip
+    assert record is not None  # the insert or the row that beat it
+    return int(record["id"])
+
+
+async def reports_by_ids(connection: asyncpg.Connection, ids: list[int]) -> list[Report]:
+    return as_rows(Report, await connection.fetch(QUERIES["reports_by_ids"], ids))

@@ -1,0 +1,2 @@
+"""Reports across channels and documents (issue 13, seed 004): the source registry, evidence
+gathering and ranking, the offline extractive writer, the citation audit and the Markdown."""

@@ -1,0 +1,175 @@
+"""Evidence for a report's question: the sentences of the chosen channels' messages and of the
+chosen documents, each already a citable source, ranked by BM25 (`runner.bm25`).
+
+Units are sentences, not chunks, because the offline writer quotes them whole: a message is split
+into its sentences (`runner.citations.sentence_spans`, never across a line), a document into its
+evidence chunks (`runner.documents.evidence_chunks`, never across a page) and each chunk into
+the sentences the document path quotes (`runner.documents.prose.sentence_spans`, across wrapped
+lines). A unit with fewer than `MIN_CONTENT_WORDS` content words ("ok, thanks") says too little
+to be quoted on its own, and one opening with a bracket is an aside or the tail of a sentence cut
+at an abbreviation ("Lowe et al. (2015) showed"); one longer than `MAX_UNIT_CHARS` is cut at a
+word boundary, so a footnote stays readable and still quotes exact characters.
+
+Ranking: BM25 over the question's content words (`runner.claim_support.content_tokens`) rather
+than the seed-000 evidence score of one document, because the units come from several channels
+and documents at once and BM25's length normalisation keeps a long table row from outranking a
+short sentence that answers; only units with a positive score are evidence. As in the document
+path (`runner.documents.evidence`), sentences of running text rank before those of reference
+lists, tables and menus (`prose.is_mostly_prose` of their chunk), whose many names would
+otherwise match every question, and before everything from a "References" (or "Bibliography",
+"Works Cited") paragraph on, whose paper titles repeat the question's words without answering
+it. Ties (equal scores) keep the order the sources were given in, then the position in the
+source, so the same input gives the same ranking.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+
+from runner.bm25 import bm25_scores
+from runner.citations import cut_span, sentence_spans
+from runner.claim_support import content_tokens
+from runner.documents.canonical import PageSpan
+from runner.documents.evidence_chunks import chunk_document
+from runner.documents.locators import make_locator
+from runner.documents.prose import is_mostly_prose
+from runner.documents.prose import sentence_spans as document_sentence_spans
+from runner.reports.sources import DocumentSource, MessageSource, ReportSource
+from runner.word_tokens import words
+
+MIN_CONTENT_WORDS = 4
+# A paragraph opening the list of works a document cites: what follows are titles, not claims.
+_REFERENCES = re.compile(r"(?:^|\n\n)(?:References|Bibliography|Works Cited)\b", re.IGNORECASE)
+QUESTION_WORDS = frozenset(
+    "how what why who whom whose where when which is are does do did can could should would will "
+    "anyone anybody".split()
+)
+MAX_UNIT_CHARS = 320
+
+
+@dataclass(frozen=True)
+class ChannelMessage:
+    """A message of a chosen channel at the revision read."""
+
+    channel: str
+    message_id: str  # external id
+    revision: int
+    author: str
+    ts: datetime
+    text: str  # normalized text of that revision
+    row_id: int | None = None
+
+
+@dataclass(frozen=True)
+class DocumentText:
+    """A chosen document's canonical text (and page spans for a PDF)."""
+
+    document_id: str
+    title: str
+    canonical_text: str
+    source_text_hash: str
+    page_spans: list[PageSpan] | None = None
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One quotable unit: its exact text, the source that cites it, and where it comes from."""
+
+    text: str
+    source: ReportSource
+    origin: str  # the channel (`#name`) or document title it belongs to
+    origin_index: int  # order of the origin among the chosen sources
+    position: int  # order of the unit within its origin
+    prose: bool = True  # from running text (a document's reference list or table is not)
+
+    @property
+    def is_question(self) -> bool:
+        """Asks rather than tells: ends with `?`, or opens with a question word (chat often
+        drops the mark: "how do i share a folder")."""
+        opening = words(self.text[:40])
+        return self.text.rstrip().endswith("?") or bool(opening and opening[0] in QUESTION_WORDS)
+
+
+@dataclass(frozen=True)
+class RankedEvidence:
+    evidence: Evidence
+    score: float
+
+
+def _quotable(text: str, start: int, end: int) -> tuple[int, int] | None:
+    start, end = cut_span(text, start, end, MAX_UNIT_CHARS)
+    if len(content_tokens(text[start:end])) < MIN_CONTENT_WORDS:
+        return None
+    if text[start] in "([{":  # an aside, or the tail of a citation cut at "et al. (2015)"
+        return None
+    return start, end
+
+
+def message_evidence(messages: list[ChannelMessage], origin_index: int) -> list[Evidence]:
+    """The quotable sentences of one channel's messages, in message order."""
+    units: list[Evidence] = []
+    for message in messages:
+        for span in sentence_spans(message.text):
+            quotable = _quotable(message.text, *span)
+            if quotable is None:
+                continue
+            start, end = quotable
+            source = MessageSource(
+                channel=message.channel, message_id=message.message_id,
+                revision=message.revision, author=message.author, ts=message.ts,
+                text=message.text, char_start=start, char_end=end, row_id=message.row_id,
+            )  # fmt: skip
+            units.append(
+                Evidence(message.text[start:end], source, f"#{message.channel}", origin_index,
+                         len(units))
+            )  # fmt: skip
+    return units
+
+
+def document_evidence(document: DocumentText, origin_index: int) -> list[Evidence]:
+    """The quotable sentences of a document, in document order, each with its locator."""
+    text = document.canonical_text
+    units: list[Evidence] = []
+    in_references = False
+    for chunk in chunk_document(text, document.page_spans):
+        in_references = in_references or bool(_REFERENCES.search(chunk.text))
+        prose = is_mostly_prose(chunk.text) and not in_references
+        for relative_start, relative_end in document_sentence_spans(chunk.text, 0, len(chunk)):
+            quotable = _quotable(chunk.text, relative_start, relative_end)
+            if quotable is None:
+                continue
+            start, end = chunk.start + quotable[0], chunk.start + quotable[1]
+            quote = text[start:end]
+            locator = make_locator(text, start, end, quote, chunk.page, document.page_spans)
+            source = DocumentSource(
+                document.document_id, document.title, document.source_text_hash, locator, quote
+            )
+            units.append(
+                Evidence(quote, source, document.title, origin_index, len(units), prose)
+            )
+    return units
+
+
+def gather_evidence(
+    channels: list[list[ChannelMessage]], documents: list[DocumentText]
+) -> list[Evidence]:
+    """Every quotable unit of the chosen channels (each a list of its messages) and documents,
+    channels first, each in the order given."""
+    units: list[Evidence] = []
+    for index, messages in enumerate(channels):
+        units += message_evidence(messages, index)
+    for index, document in enumerate(documents, start=len(channels)):
+        units += document_evidence(document, index)
+    return units
+
+
+def rank_evidence(question: str, units: list[Evidence]) -> list[RankedEvidence]:
+    """Units with a positive BM25 score for the question, best first (ties: input order);
+    running text before reference lists and tables, as in the document path's evidence order."""
+    # The question's content words only: "how do I ..." must not rank every chat question first
+    # (bm25s's own stopword list keeps "how" and "get").
+    scores = bm25_scores([unit.text for unit in units], " ".join(content_tokens(question)))
+    order = sorted(range(len(units)), key=lambda i: (not units[i].prose, -scores[i], i))
+    return [RankedEvidence(units[i], scores[i]) for i in order if scores[i] > 0]

@@ -1,0 +1,146 @@
+"""GraphQL types of a report (issue 13, section 2): sections → sentences → citations → sources
+with their locators and quoted text, the Markdown with `[^n]` footnotes, and the citation audit,
+built from the stored row (`Report.from_row`)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, cast
+
+import strawberry
+from strawberry import relay
+from strawberry.scalars import JSON
+
+from db import models
+from schema.ids import DIGEST_JOB, DOCUMENT, MESSAGE, optional_global_id
+from runner.reports.sources import source_number
+
+
+@strawberry.type(description="A source a report cites: a message revision or a document span.")
+class ReportSource:
+    id: str = strawberry.field(description='"S1", "S2", ...: numbered by first appearance.')
+    footnote: int = strawberry.field(description="Its `[^n]` number in the Markdown (n of Sn).")
+    kind: str = strawberry.field(description='"message" or "document".')
+    quote: str = strawberry.field(description="The exact cited characters.")
+    channel_name: str | None
+    message_id: strawberry.ID | None = strawberry.field(description="Message sources: the message.")
+    external_id: str | None
+    revision: int | None = strawberry.field(
+        description="Message sources: the revision read; revisionText[charStart:charEnd] = quote."
+    )
+    author: str | None
+    ts: datetime | None
+    char_start: int | None
+    char_end: int | None
+    document_id: strawberry.ID | None = strawberry.field(description="Document sources.")
+    document_title: str | None
+    locator: str | None = strawberry.field(
+        description="Document sources: char:S-E or page:N:char:S-E of its canonical text."
+    )
+
+    @classmethod
+    def from_json(cls, entry: dict[str, Any]) -> ReportSource:
+        message = entry["kind"] == "message"
+        document = not message
+        return cls(
+            id=str(entry["id"]), footnote=source_number(str(entry["id"])) or 0,
+            kind=str(entry["kind"]), quote=str(entry["quote"]),
+            channel_name=entry.get("channel") if message else None,
+            message_id=optional_global_id(MESSAGE, entry.get("message_id")),
+            external_id=entry.get("external_id"), revision=entry.get("revision"),
+            author=entry.get("author"),
+            ts=datetime.fromisoformat(entry["ts"]) if message else None,
+            char_start=entry.get("char_start"), char_end=entry.get("char_end"),
+            document_id=optional_global_id(DOCUMENT, int(entry["document_id"]))
+            if document else None,
+            document_title=entry.get("title") if document else None,
+            locator=entry.get("locator"),
+        )  # fmt: skip
+
+
+@strawberry.type
+class ReportCitation:
+    source_id: str
+    footnote: int
+    source: ReportSource
+
+
+@strawberry.type
+class ReportSentence:
+    text: str
+    citations: list[ReportCitation]
+
+
+@strawberry.type
+class ReportSection:
+    heading: str | None
+    bullets: bool = strawberry.field(description="Shown as a list (open points).")
+    sentences: list[ReportSentence]
+
+
+@strawberry.type(description="What the citation audit did to the report (seed 004).")
+class ReportAudit:
+    proposed: int
+    kept: int
+    dropped: int
+    re_asked: int
+    coverage: float | None = strawberry.field(
+        description="Share of kept sentences with a resolving, supporting citation (stored: 1)."
+    )
+    sources: int
+    reasons: JSON = strawberry.field(description="Dropped sentences by reason.")
+
+    @classmethod
+    def from_json(cls, audit: dict[str, Any]) -> ReportAudit:
+        return cls(
+            proposed=int(audit.get("proposed", 0)), kept=int(audit.get("kept", 0)),
+            dropped=int(audit.get("dropped", 0)), re_asked=int(audit.get("re_asked", 0)),
+            coverage=audit.get("coverage"), sources=int(audit.get("sources", 0)),
+            reasons=cast(JSON, audit.get("reasons", {})),
+        )  # fmt: skip
+
+
+@strawberry.type(description="An answer to a question across channels and documents, every "
+                 "sentence citing S1..Sn sources.")  # fmt: skip
+class Report(relay.Node):
+    id: relay.NodeID[int]
+    question: str
+    title: str
+    markdown: str = strawberry.field(description="The report with `[^n]` footnotes.")
+    request: JSON = strawberry.field(
+        description="What was asked: channel_ids, document_ids, since, until (row ids, ISO times)."
+    )
+    sections: list[ReportSection]
+    sources: list[ReportSource]
+    audit: ReportAudit
+    writer: str = strawberry.field(description='Who wrote it, e.g. "extractive-1" (offline).')
+    job_id: strawberry.ID | None
+    created_at: datetime
+
+    @classmethod
+    def from_row(cls, row: models.Report) -> Report:
+        sources = {str(e["id"]): ReportSource.from_json(e) for e in row.sources}
+        sections = [
+            ReportSection(
+                heading=section.get("heading"), bullets=bool(section.get("bullets")),
+                sentences=[
+                    ReportSentence(
+                        text=str(sentence["text"]),
+                        citations=[
+                            ReportCitation(
+                                source_id=i, footnote=sources[i].footnote, source=sources[i]
+                            )
+                            for i in sentence["source_ids"]
+                        ],
+                    )
+                    for sentence in section.get("sentences", [])
+                ],
+            )
+            for section in row.sections
+        ]  # fmt: skip
+        return cls(
+            id=row.id, question=row.question, title=row.title, markdown=row.markdown,
+            request=cast(JSON, row.request), sections=sections, sources=list(sources.values()),
+            audit=ReportAudit.from_json(row.audit), writer=row.writer,
+            job_id=optional_global_id(DIGEST_JOB, row.job_id), created_at=row.created_at,
+        )  # fmt: skip

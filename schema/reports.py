@@ -1,0 +1,78 @@
+"""The report fields of the API: `triggerReport` (writers) and the `report` query. `Query` and
+`Mutation` inherit them; a report is also a Relay node (`node(id:)`)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+import strawberry
+from strawberry.types import Info
+
+from runner.triggers import TriggerRefused, trigger_report
+from schema.context import Context
+from schema.ids import CHANNEL, DOCUMENT, REPORT, IdArgument, parse_id
+from schema.job_types import DigestJob
+from schema.permissions import IsWriter
+from schema.report_types import Report
+from schema.shared_types import InvalidInputError, NotFoundError, parse_id_or_error, refusal
+
+
+@strawberry.input(description="What a report reads: channels (their messages in [since, until)) "
+                  "and documents; at least one of them.")  # fmt: skip
+class ReportSources:
+    channel_ids: list[strawberry.ID] = strawberry.field(default_factory=list)
+    document_ids: list[strawberry.ID] = strawberry.field(default_factory=list)
+    since: datetime | None = strawberry.field(
+        default=None, description="Messages from (inclusive, message ts); documents are whole."
+    )
+    until: datetime | None = strawberry.field(default=None, description="Messages before.")
+
+
+TriggerReportResult = Annotated[
+    DigestJob | NotFoundError | InvalidInputError, strawberry.union("TriggerReportResult")
+]
+
+
+@strawberry.type
+class ReportQueries:
+    @strawberry.field(description="One report: sections, cited sources, Markdown and audit.")
+    async def report(self, info: Info[Context, None], id: IdArgument) -> Report | None:
+        row = await info.context.loaders.report.load(parse_id(id, REPORT))
+        return Report.from_row(row) if row else None
+
+
+@strawberry.type
+class ReportMutations:
+    @strawberry.mutation(
+        permission_classes=[IsWriter],
+        description="Queue a report answering the question from the chosen channels and "
+        "documents, every sentence citing S1..Sn sources, and return the job at once (poll it, "
+        "cancel it or follow jobProgress like any job; `report` once it succeeded). A queued or "
+        "running job for the same request is returned instead; an unchanged re-run is served "
+        "from the stored report.",
+    )
+    async def trigger_report(
+        self, info: Info[Context, None], question: str, sources: ReportSources
+    ) -> TriggerReportResult:
+        channel_ids: list[int] = []
+        document_ids: list[int] = []
+        for values, type_name, into in (
+            (sources.channel_ids, CHANNEL, channel_ids),
+            (sources.document_ids, DOCUMENT, document_ids),
+        ):
+            for value in values:
+                key = parse_id_or_error(value, type_name)
+                if isinstance(key, InvalidInputError):
+                    return key
+                into.append(key)
+        try:
+            async with info.context.pool.acquire() as connection:
+                job, _created = await trigger_report(
+                    connection, question, channel_ids=channel_ids, document_ids=document_ids,
+                    since=sources.since, until=sources.until,
+                    max_attempts=info.context.config.max_attempts,
+                )  # fmt: skip
+        except TriggerRefused as refused:
+            return refusal(refused)
+        return DigestJob.from_row(job)

@@ -1,0 +1,107 @@
+"""`digestd report "QUESTION" --channel NAME --doc ID [--since T] [--until T] [--wait] [--json]`:
+queue a report across channels and documents and, with --wait, run it here and print its
+Markdown (with --json: one object with the job and the report, ids as the API gives them)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from datetime import datetime
+from typing import Any
+
+from db import jobs as job_queries
+from db import reports as report_queries
+from db.jobs import TERMINAL, JobStatus
+from db.models import Report
+from runner.triggers import SubjectNotFound, TriggerRefused, trigger_report
+from schema.ids import DOCUMENT, REPORT, cli_row_id, global_id
+from server.cli_json import JSON_HELP, emit, job_json, refuse
+from server.runtime import Runtime
+
+COMMAND = "digestd report"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("question", help="what the report answers")
+    parser.add_argument("--channel", action="append", default=[],
+                        help="channel name or id (repeat for several)")  # fmt: skip
+    parser.add_argument("--server", help="server name, when channel names repeat")
+    parser.add_argument("--doc", action="append", default=[],
+                        help="document id (repeat for several)")  # fmt: skip
+    parser.add_argument("--since", help="messages from, ISO 8601 (inclusive)")
+    parser.add_argument("--until", help="messages before, ISO 8601 (exclusive)")
+    parser.add_argument("--wait", action="store_true", help="run it here and print the report")
+    parser.add_argument(
+        "--no-worker", action="store_true", help="only wait; let running workers do the job"
+    )
+    parser.add_argument("--json", action="store_true", help=JSON_HELP)
+
+
+def report_json(row: Report) -> dict[str, Any]:
+    return {
+        "id": global_id(REPORT, row.id), "question": row.question, "title": row.title,
+        "markdown": row.markdown, "sections": row.sections, "sources": row.sources,
+        "audit": row.audit, "writer": row.writer,
+    }  # fmt: skip
+
+
+async def report(
+    runtime: Runtime,
+    args: argparse.Namespace,
+    channel_ids: list[int],
+    since: datetime | None,
+    until: datetime | None,
+) -> int:
+    document_ids: list[int] = []
+    for text in args.doc:
+        row_id = cli_row_id(text, DOCUMENT)
+        if row_id is None:
+            return refuse(COMMAND, f"--doc {text!r} is not a document id", args.json)
+        document_ids.append(row_id)
+    try:
+        async with runtime.pool.acquire() as connection:
+            job, created = await trigger_report(
+                connection, args.question, channel_ids=channel_ids, document_ids=document_ids,
+                since=since, until=until, max_attempts=runtime.settings.digestd_max_attempts,
+            )  # fmt: skip
+    except (SubjectNotFound, TriggerRefused) as refused:
+        return refuse(COMMAND, refused.message, args.json)
+    print(f"job {job.id} {JobStatus.QUEUED if created else 'already ' + job.status}",
+          file=sys.stderr)  # fmt: skip
+    if not args.wait:
+        if args.json:
+            emit({"created": created, "job": job_json(job)})
+        return 0
+    worker = None if args.no_worker else runtime.new_worker()
+    while job.status not in TERMINAL:
+        if worker is not None:
+            await worker.run_once()
+        else:
+            await asyncio.sleep(0.3)
+        async with runtime.pool.acquire() as connection:
+            current = await job_queries.job_by_id(connection, job.id)
+        assert current is not None
+        job = current
+    rows: list[Report] = []
+    if job.report_id is not None:
+        async with runtime.pool.acquire() as connection:
+            rows = await report_queries.reports_by_ids(connection, [job.report_id])
+    code = 0 if job.status == JobStatus.SUCCEEDED and rows else 1
+    if args.json:
+        emit({"created": created, "job": job_json(job),
+              "report": report_json(rows[0]) if rows else None})  # fmt: skip
+        return code
+    if not rows:
+        print(f"job {job.id} {job.status}: {job.error or job.result_message or ''}")
+        return code
+    print(rows[0].markdown)
+    stats, audit = job.stats or {}, rows[0].audit
+    origin = "served from the cache" if stats.get("cache_hit") else "written"
+    print(
+        f"job {job.id} {job.status}: report {job.report_id} {origin}; "
+        f"{audit.get('kept')} sentences, {audit.get('sources')} sources, "
+        f"{audit.get('dropped')} dropped",
+        file=sys.stderr,
+    )
+    return code
