@@ -113,7 +113,7 @@ class Report(relay.Node):
     sections: list[ReportSection]
     sources: list[ReportSource]
     audit: ReportAudit
-    writer: str = strawberry.field(description='Who wrote it, e.g. "extractive-1" (offline).')
+    writer: str = strawberry.field(description='Who wrote it, e.g. "extractive-2" (offline).')
     job_id: strawberry.ID | None
     created_at: datetime
 

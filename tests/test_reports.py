@@ -176,3 +176,20 @@ def test_title_is_the_question_cut_at_a_word() -> None:
     assert report_title("  what   changed? ") == "What changed"
     long = report_title("why " * 60)
     assert len(long) <= 121 and long.endswith("…") and " …" not in long
+
+
+def test_evidence_names_two_words_of_the_question_in_any_form() -> None:
+    """One shared word is chance ("meta data" for a question about annotated data); two words of
+    the question, in any of their forms ("approves" for "approved"), make a unit evidence."""
+    question = "How is the chat data annotated and approved?"
+    texts = {
+        "chance": "a docker image is slices plus some meta data describing them",
+        "forms": "the annotation of each chat is approves by a second annotator",
+        "prefix_only": "the database holds the chat logs of last year",
+    }
+    units = gather_evidence(
+        [[ChannelMessage("ops", key, 1, "ann", T0, text, index) for index, (key, text) in enumerate(texts.items())]],
+        [],
+    )
+    kept = {item.evidence.source.message_id for item in rank_evidence(question, units)}
+    assert kept == {"forms"}

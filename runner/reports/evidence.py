@@ -24,6 +24,7 @@ source, so the same input gives the same ranking.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from datetime import datetime
@@ -40,6 +41,8 @@ from runner.reports.sources import DocumentSource, MessageSource, ReportSource
 from runner.word_tokens import words
 
 MIN_CONTENT_WORDS = 4
+# Distinct words of the question a unit must contain to count as evidence for it.
+MIN_QUESTION_TERMS = 2
 # A paragraph opening the list of works a document cites: what follows are titles, not claims.
 _REFERENCES = re.compile(r"(?:^|\n\n)(?:References|Bibliography|Works Cited)\b", re.IGNORECASE)
 QUESTION_WORDS = frozenset(
@@ -166,10 +169,35 @@ def gather_evidence(
 
 
 def rank_evidence(question: str, units: list[Evidence]) -> list[RankedEvidence]:
-    """Units with a positive BM25 score for the question, best first (ties: input order);
-    running text before reference lists and tables, as in the document path's evidence order."""
+    """Units with a positive BM25 score for the question that name at least two of its words,
+    best first (ties: input order); running text before reference lists and tables, as in the
+    document path's evidence order."""
     # The question's content words only: "how do I ..." must not rank every chat question first
     # (bm25s's own stopword list keeps "how" and "get").
+    terms = set(content_tokens(question))
     scores = bm25_scores([unit.text for unit in units], " ".join(content_tokens(question)))
+    # One shared word is chance ("meta data" for a question about annotated data); evidence
+    # must name at least `MIN_QUESTION_TERMS` of the question's words (all, if it has fewer).
+    needed = min(MIN_QUESTION_TERMS, len(terms))
     order = sorted(range(len(units)), key=lambda i: (not units[i].prose, -scores[i], i))
-    return [RankedEvidence(units[i], scores[i]) for i in order if scores[i] > 0]
+    return [
+        RankedEvidence(units[i], scores[i])
+        for i in order
+        if scores[i] > 0 and _terms_named(terms, set(content_tokens(units[i].text))) >= needed
+    ]
+
+
+def _same_word(term: str, token: str) -> bool:
+    """Equal, or one word in another form: both of 5+ letters sharing all but their last three
+    ("approved" and "approves", "annotated" and "annotation"; not "data" and "database")."""
+    if term == token:
+        return True
+    if min(len(term), len(token)) < 5:
+        return False
+    shared = len(os.path.commonprefix([term, token]))
+    return shared >= 5 and shared >= min(len(term), len(token)) - 3
+
+
+def _terms_named(terms: set[str], tokens: set[str]) -> int:
+    """How many of the question's `terms` a unit's `tokens` name (`_same_word`)."""
+    return sum(1 for term in terms if term in tokens or any(_same_word(term, t) for t in tokens))
