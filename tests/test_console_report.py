@@ -20,7 +20,7 @@ from playwright.async_api import Locator, Page, expect
 from server.app import AppOptions, create_app
 from server.settings import Settings
 from tests.conftest import running_server
-from tests.console_helpers import DOCUMENT_TEXT, INGEST_DOCUMENT, messages_by_id, run_queued_jobs, seed_channel
+from tests.console_helpers import tab_to, DOCUMENT_TEXT, INGEST_DOCUMENT, messages_by_id, run_queued_jobs, seed_channel
 from tests.test_api_flow import gql
 from tests.test_browser import browser
 from tests.test_console import Watched, watched
@@ -150,11 +150,7 @@ async def test_a_report_page_marks_exactly_the_cited_characters_of_messages_and_
         await assert_marked_exactly(page, message_source, message["normalizedText"],
                                     message_source["charStart"], message_source["charEnd"])  # fmt: skip
         back = context.get_by_role("button", name="Back to the sentence")
-        for _ in range(10):
-            if await back.evaluate("b => b === document.activeElement"):
-                break
-            await page.keyboard.press("Tab")
-        await expect(back).to_be_focused()
+        await tab_to(page, back)
         await page.keyboard.press("Enter")
         await expect(listed).to_be_focused()
         marker = page.locator(f'button.footnote-ref[data-footnote="{document_source["footnote"]}"]').first

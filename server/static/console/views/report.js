@@ -7,6 +7,7 @@
 import { gql } from "../graphql.js";
 import { fill, h, link, markRanges, notice, pageHeading, plural, utf16Offsets, when } from "../dom.js";
 import { ChannelMessages, renderSources } from "./sources.js";
+import { contextPanel, footnoteMarker, inContextButton } from "./citations.js";
 import { documentHref } from "./documents.js";
 import { jobHref } from "./jobs.js";
 
@@ -95,55 +96,8 @@ class SourceReader {
   }
 }
 
-/** The region that shows one source in context; `show(source, opener)` focuses its mark. */
-function contextPanel() {
-  const heading = h("h3", { id: "h-citation-context" });
-  const body = h("div", { class: "sources" });
-  const reader = new SourceReader();
-  let opener = null;
-  const back = h("button", { type: "button", class: "back-to-sentence", onclick: () => opener?.focus() }, "Back to the sentence");
-  const panel = h("section", { id: "citation-context", class: "citation-context", "aria-labelledby": "h-citation-context", hidden: true }, heading, body, back);
-  let showing = 0;
-  async function show(source, from) {
-    const current = ++showing;
-    opener = from;
-    panel.hidden = false;
-    panel.dataset.footnote = source.footnote;
-    heading.textContent = `Footnote ${source.footnote} (${source.id}): ${source.kind === "message"
-      ? `${source.author}, ${when(source.ts)}` : source.documentTitle || "Untitled document"}`;
-    body.replaceChildren(notice("Loading the source…"));
-    try {
-      if (source.kind === "message") await reader.messageContext(body, source);
-      else await reader.documentContext(body, source);
-    } catch (error) {
-      if (current === showing) body.replaceChildren(notice(`Could not load the source: ${error.message}`, "error"));
-    }
-    if (current !== showing) return; // another marker was activated meanwhile
-    const mark = body.querySelector(".cited mark.pointer");
-    if (mark) {
-      mark.tabIndex = -1;
-      mark.scrollIntoView({ block: "center" });
-      mark.focus();
-    } else {
-      body.append(notice(`Quoted: “${source.quote}”`));
-      heading.tabIndex = -1;
-      heading.focus();
-    }
-  }
-  return { panel, show };
-}
-
 function marker(source, show) {
-  const button = h("button", {
-    type: "button",
-    class: "footnote-ref",
-    dataset: { footnote: source.footnote, sourceId: source.id },
-    "aria-label": `Footnote ${source.footnote}`,
-    title: sourceLine(source),
-    "aria-controls": "citation-context",
-    onclick: () => show(source, button),
-  }, String(source.footnote));
-  return h("sup", {}, button);
+  return footnoteMarker(source, sourceLine(source), show);
 }
 
 function citedSentence(sentence, sources, show) {
@@ -166,16 +120,9 @@ function reportSection(section, index, sources, show) {
 function sourceList(sources, show) {
   return [
     h("h2", { id: "h-footnotes" }, `Sources (${sources.length})`),
-    h("ol", { class: "footnotes", "aria-labelledby": "h-footnotes" }, sources.map((source) => {
-      const button = h("button", {
-        type: "button",
-        class: "show-citation",
-        "aria-label": `Show footnote ${source.footnote} in context`,
-        onclick: () => show(source, button),
-      }, "In context");
-      return h("li", { value: source.footnote, dataset: { footnote: source.footnote, kind: source.kind } },
-        h("span", { class: "footnote-source" }, `${source.id} · ${sourceLine(source)}`), " ", button);
-    })),
+    h("ol", { class: "footnotes", "aria-labelledby": "h-footnotes" }, sources.map((source) =>
+      h("li", { value: source.footnote, dataset: { footnote: source.footnote, kind: source.kind } },
+        h("span", { class: "footnote-source" }, `${source.id} · ${sourceLine(source)}`), " ", inContextButton(source, show)))),
   ];
 }
 
@@ -203,7 +150,15 @@ export async function reportPage(view) {
     return;
   }
   const sources = new Map(report.sources.map((s) => [s.id, s]));
-  const { panel, show } = contextPanel();
+  const reader = new SourceReader();
+  const { panel, show } = contextPanel({
+    describe: (source) => `${source.id}, ${source.kind === "message"
+      ? `${source.author}, ${when(source.ts)}` : source.documentTitle || "Untitled document"}`,
+    render: (body, source) => {
+      body.replaceChildren(notice("Loading the source…"));
+      return source.kind === "message" ? reader.messageContext(body, source) : reader.documentContext(body, source);
+    },
+  });
   fill(
     view.main,
     report.jobId ? h("p", { class: "crumbs" }, link(jobHref(report.jobId), "The job that made it")) : null,
