@@ -18,7 +18,7 @@ from playwright.async_api import Locator, Page, expect
 from server.app import AppOptions, create_app
 from server.settings import Settings
 from tests.conftest import running_server
-from tests.console_helpers import tab_to, INGEST, messages_by_id, run_queued_jobs, seed_channel, trigger_digest
+from tests.console_helpers import INGEST, messages_by_id, run_queued_jobs, seed_channel, tab_to, trigger_digest
 from tests.test_api_flow import gql, sample_messages
 from tests.test_browser import browser
 from tests.test_console import Watched, watched

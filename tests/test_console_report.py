@@ -20,8 +20,17 @@ from playwright.async_api import Locator, Page, expect
 from server.app import AppOptions, create_app
 from server.settings import Settings
 from tests.conftest import running_server
-from tests.console_helpers import tab_to, DOCUMENT_TEXT, INGEST_DOCUMENT, messages_by_id, run_queued_jobs, seed_channel
-from tests.test_api_flow import gql
+from tests.console_helpers import (
+    DOCUMENT_TEXT,
+    EMOJI_MESSAGES,
+    INGEST,
+    INGEST_DOCUMENT,
+    messages_by_id,
+    run_queued_jobs,
+    seed_channel,
+    tab_to,
+)
+from tests.test_api_flow import gql, sample_messages
 from tests.test_browser import browser
 from tests.test_console import Watched, watched
 
@@ -35,7 +44,7 @@ TRIGGER = """mutation($q: String!, $sources: ReportSources!) { triggerReport(que
 JOB = """query($id: ID!) { job(id: $id) { status reportId report { id title
   audit { proposed kept dropped reAsked coverage sources }
   sections { heading sentences { text citations { sourceId footnote } } }
-  sources { id footnote kind quote messageId externalId revision charStart charEnd documentId locator } } } }"""
+  sources { id footnote kind quote messageId externalId revision revisionText charStart charEnd documentId locator } } } }"""
 SCREENSHOT = Path("/tmp/digestd-console-report.png")
 
 
@@ -92,6 +101,13 @@ async def test_a_report_page_marks_exactly_the_cited_characters_of_messages_and_
         message_source = next(s for s in sources if s["kind"] == "message")
         document_source = next(s for s in sources if s["kind"] == "document")
         texts = await messages_by_id(http, done["channel_id"], None)
+        message = texts[message_source["externalId"]]
+        assert message["revision"] == message_source["revision"]
+        assert message["normalizedText"] == message_source["revisionText"]
+        # The cited message is edited after the report: the page must mark the cited revision.
+        record = next(m for m in sample_messages() + EMOJI_MESSAGES if m["id"] == message_source["externalId"])
+        ingest = {"c": {"name": "team-platform", "server": "acme"}, "m": [{**record, "text": "(edited) " + record["text"]}]}
+        assert (await gql(http, INGEST, ingest))["ingestMessages"]["accepted"] == 1
 
         page = watched.page
         # Reached from its job page.
@@ -122,14 +138,12 @@ async def test_a_report_page_marks_exactly_the_cited_characters_of_messages_and_
 
         # Click a message footnote: the message among its neighbours, its revision's characters marked.
         await page.locator(f'button.footnote-ref[data-footnote="{message_source["footnote"]}"]').first.click()
-        message = next(m for m in texts.values() if m["revision"] == message_source["revision"]
-                       and m["normalizedText"][message_source["charStart"]:message_source["charEnd"]] == message_source["quote"]
-                       and m["messageId"] == message_source["externalId"])  # fmt: skip
         await assert_marked_exactly(page, message_source, message["normalizedText"],
                                     message_source["charStart"], message_source["charEnd"])  # fmt: skip
         context = page.locator("section.citation-context")
         assert await context.locator("article.message").count() >= 2
         await expect(context.locator(f'article.cited[data-message-id="{message_source["externalId"]}"]')).to_have_count(1)
+        await expect(context).to_contain_text(f"Quoted from revision {message_source['revision']}")
 
         # Click a document footnote: the canonical text around canonicalText[S:E] of its locator.
         kind, span = document_source["locator"].split(":", 1)

@@ -1,7 +1,8 @@
 // One report (#/reports/ID): its title, sections of sentences with footnote markers (buttons,
 // so Enter and Space work), the source list S1..Sn and the audit. A marker shows its source in
 // context with exactly the cited characters marked, by position, never by searching the quote:
-// a message source among its neighbours, revision text[charStart:charEnd] (views/sources.js);
+// a message source among its neighbours, revisionText[charStart:charEnd] of the cited revision
+// even after an edit (views/sources.js);
 // a document source as its canonical text around the locator's span, canonicalText[S:E].
 
 import { gql } from "../graphql.js";
@@ -11,7 +12,7 @@ import { contextPanel, footnoteMarker, inContextButton } from "./citations.js";
 import { documentHref } from "./documents.js";
 import { jobHref } from "./jobs.js";
 
-const SOURCE = `id footnote kind quote channelName messageId externalId revision author ts charStart charEnd
+const SOURCE = `id footnote kind quote channelName messageId externalId revision revisionText author ts charStart charEnd
   documentId documentTitle locator`;
 const REPORT = `query($id: ID!) { report(id: $id) {
   id question title writer createdAt jobId
@@ -58,7 +59,7 @@ class SourceReader {
       return;
     }
     if (!this.channels.has(message.channelId)) this.channels.set(message.channelId, new ChannelMessages(message.channelId));
-    const pointer = { messageId: message.messageId, charStart: source.charStart, charEnd: source.charEnd, revision: source.revision };
+    const pointer = { messageId: message.messageId, charStart: source.charStart, charEnd: source.charEnd, revision: source.revision, revisionText: source.revisionText };
     await renderSources(container, { pointer, messageIds: [message.messageId] }, this.channels.get(message.channelId));
   }
 
