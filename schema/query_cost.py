@@ -45,6 +45,7 @@ HEAVY_FIELDS: Mapping[tuple[str, str], int] = {
     ("Message", "text"): 10,
     ("Message", "normalizedText"): 10,
     ("Pointer", "revisionText"): 10,
+    ("ReportSource", "revisionText"): 10,
     ("DocumentDigest", "payload"): 10,
 }
 

@@ -10,8 +10,10 @@ from typing import Any, cast
 import strawberry
 from strawberry import relay
 from strawberry.scalars import JSON
+from strawberry.types import Info
 
 from db import models
+from schema.context import Context
 from schema.ids import DIGEST_JOB, DOCUMENT, MESSAGE, optional_global_id
 from runner.reports.sources import source_number
 
@@ -37,6 +39,16 @@ class ReportSource:
     locator: str | None = strawberry.field(
         description="Document sources: char:S-E or page:N:char:S-E of its canonical text."
     )
+    message_row: strawberry.Private[int | None] = None
+
+    @strawberry.field(
+        description="Message sources: the full normalized text of the cited revision (immutable, "
+        "even after the message was edited): quote is revisionText[charStart:charEnd]."
+    )
+    async def revision_text(self, info: Info[Context, None]) -> str | None:
+        if self.message_row is None or self.revision is None:
+            return None
+        return await info.context.loaders.revision_text.load((self.message_row, self.revision))
 
     @classmethod
     def from_json(cls, entry: dict[str, Any]) -> ReportSource:
@@ -55,6 +67,7 @@ class ReportSource:
             if document else None,
             document_title=entry.get("title") if document else None,
             locator=entry.get("locator"),
+            message_row=int(entry["message_id"]) if message else None,
         )  # fmt: skip
 
 

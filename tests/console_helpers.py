@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
+from playwright.async_api import Locator, Page, expect
 
 from server.runtime import Runtime
 from server.settings import Settings
@@ -97,3 +98,12 @@ async def messages_by_id(http: httpx.AsyncClient, channel_id: str, token: str | 
         if not page["pageInfo"]["hasNextPage"]:
             return found
         after = page["pageInfo"]["endCursor"]
+
+
+async def tab_to(page: Page, target: Locator, presses: int = 10) -> None:
+    """Presses Tab until `target` has focus (at most `presses` times): the keyboard path to it."""
+    for _ in range(presses):
+        if await target.evaluate("t => t === document.activeElement"):
+            break
+        await page.keyboard.press("Tab")
+    await expect(target).to_be_focused()

@@ -18,7 +18,7 @@ from playwright.async_api import Locator, Page, expect
 from server.app import AppOptions, create_app
 from server.settings import Settings
 from tests.conftest import running_server
-from tests.console_helpers import INGEST, messages_by_id, run_queued_jobs, seed_channel, trigger_digest
+from tests.console_helpers import INGEST, messages_by_id, run_queued_jobs, seed_channel, tab_to, trigger_digest
 from tests.test_api_flow import gql, sample_messages
 from tests.test_browser import browser
 from tests.test_console import Watched, watched
@@ -153,11 +153,7 @@ async def test_footnotes_show_each_cited_message_with_exactly_the_cited_characte
         context = page.locator("section.citation-context")
         await expect(context).to_contain_text(f"Quoted from revision {inside['revision']}")
         back = context.get_by_role("button", name="Back to the sentence")
-        for _ in range(10):
-            if await back.evaluate("b => b === document.activeElement"):
-                break
-            await page.keyboard.press("Tab")
-        await expect(back).to_be_focused()
+        await tab_to(page, back)
         await page.keyboard.press("Enter")
         await expect(marker).to_be_focused()
         await page.keyboard.press(" ")  # Space activates it as well

@@ -42,7 +42,7 @@ query($id: ID!) {
       sections { heading bullets sentences { text citations { sourceId footnote
         source { id kind quote } } } }
       sources { id footnote kind quote channelName messageId externalId revision charStart
-                charEnd documentId documentTitle locator }
+                charEnd documentId documentTitle locator revisionText }
     }
   }
 }"""
@@ -86,6 +86,10 @@ async def test_trigger_report_returns_a_job_whose_report_reads_back_structured(
     kinds = {s["kind"]: s for s in report["sources"]}
     assert kinds["document"]["documentTitle"] == "Runbook" and kinds["document"]["locator"]
     assert kinds["message"]["channelName"] == "ops" and kinds["message"]["revision"] == 1
+    cited = kinds["message"]
+    assert cited["revisionText"][cited["charStart"]:cited["charEnd"]] == cited["quote"]
+    assert cited["revisionText"] != cited["quote"] or cited["charStart"] == 0
+    assert kinds["document"]["revisionText"] is None
     assert (await gql(db, NODE, id=report["id"])) == {
         "node": {"title": report["title"]}, "report": {"title": report["title"]}
     }

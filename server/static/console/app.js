@@ -1,5 +1,6 @@
 // The console's shell: the token field, hash routing (#/channels, #/channel/ID, #/digest/ID,
-// #/jobs, #/job/ID, #/search?q=, #/documents, #/document/ID), and focus management: after each
+// #/jobs, #/job/ID, #/search?q=, #/documents, #/document/ID,
+// #/reports/ID), and focus management: after each
 // navigation the new page's heading takes focus, so keyboard and screen-reader users start there.
 
 import { ApiError, saveToken, savedToken } from "./graphql.js";
@@ -9,6 +10,7 @@ import { digestPage } from "./views/digest.js";
 import { jobPage, jobsPage } from "./views/jobs.js";
 import { searchPage } from "./views/search.js";
 import { documentPage, documentsPage } from "./views/documents.js";
+import { reportPage } from "./views/report.js";
 
 const ROUTES = {
   channels: { page: channelsPage, section: "channels" },
@@ -19,6 +21,7 @@ const ROUTES = {
   search: { page: searchPage, section: "search" },
   documents: { page: documentsPage, section: "documents" },
   document: { page: documentPage, section: "documents", needsId: true },
+  reports: { page: reportPage, section: "jobs", needsId: true },
 };
 
 const main = document.getElementById("main");

@@ -23,6 +23,7 @@ const JOB_SELECTIONS = {
   digestId: "digestId",
   documentId: "documentId",
   documentDigestId: "documentDigestId",
+  reportId: "reportId",
   query: "query",
   createdAt: "createdAt",
   startedAt: "startedAt",

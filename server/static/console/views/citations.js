@@ -32,31 +32,37 @@ function sourceLine(citation) {
 }
 
 /**
- * One region that shows a citation in context. `show(citation, opener)` renders it, marks the
- * cited characters and focuses the mark; the back button returns focus to `opener`.
+ * One region that shows a footnote's source in context. `show(source, opener)` writes
+ * `describe(source)` as its heading, lets `render(body, source)` fill it, then focuses the mark of
+ * the cited characters (or, when there is none, says the quote); the back button returns focus
+ * to `opener`. Shared by digests and reports.
  */
-function contextPanel(messages) {
+export function contextPanel({ describe, render }) {
   const heading = h("h3", { id: "h-citation-context" });
   const body = h("div", { class: "sources" });
   let opener = null;
   const back = h("button", { type: "button", class: "back-to-sentence", onclick: () => opener?.focus() }, "Back to the sentence");
-  const panel = h("section", { class: "citation-context", "aria-labelledby": "h-citation-context", hidden: true }, heading, body, back);
+  const panel = h("section", { id: "citation-context", class: "citation-context", "aria-labelledby": "h-citation-context", hidden: true }, heading, body, back);
   let showing = 0;
-  async function show(citation, from) {
+  async function show(source, from) {
     const current = ++showing;
     opener = from;
     panel.hidden = false;
-    heading.textContent = `Footnote ${citation.footnote}: ${citation.author}, ${when(citation.ts)}`;
-    panel.dataset.footnote = citation.footnote;
-    await renderSources(body, { pointer: asPointer(citation), messageIds: [citation.messageId] }, messages);
+    heading.textContent = `Footnote ${source.footnote}: ${describe(source)}`;
+    panel.dataset.footnote = source.footnote;
+    try {
+      await render(body, source);
+    } catch (error) {
+      if (current === showing) body.replaceChildren(notice(`Could not load the source: ${error.message}`, "error"));
+    }
     if (current !== showing) return; // another marker was activated meanwhile
-    const mark = body.querySelector("article.cited mark.pointer");
+    const mark = body.querySelector(".cited mark.pointer");
     if (mark) {
       mark.tabIndex = -1;
       mark.scrollIntoView({ block: "center" });
       mark.focus();
     } else {
-      body.append(notice(`Quoted: “${citation.quote}”`));
+      body.append(notice(`Quoted: “${source.quote}”`));
       heading.tabIndex = -1;
       heading.focus();
     }
@@ -64,17 +70,33 @@ function contextPanel(messages) {
   return { panel, show };
 }
 
-function marker(citation, show) {
+/** A footnote number as a button (so Enter and Space work) that shows its source. */
+export function footnoteMarker(source, title, show) {
   const button = h("button", {
     type: "button",
     class: "footnote-ref",
-    dataset: { footnote: citation.footnote },
-    "aria-label": `Footnote ${citation.footnote}`,
-    title: sourceLine(citation),
+    dataset: { footnote: source.footnote },
+    "aria-label": `Footnote ${source.footnote}`,
+    title,
     "aria-controls": "citation-context",
-    onclick: () => show(citation, button),
-  }, String(citation.footnote));
+    onclick: () => show(source, button),
+  }, String(source.footnote));
   return h("sup", {}, button);
+}
+
+/** The footnote list's "In context" button. */
+export function inContextButton(source, show) {
+  const button = h("button", {
+    type: "button",
+    class: "show-citation",
+    "aria-label": `Show footnote ${source.footnote} in context`,
+    onclick: () => show(source, button),
+  }, "In context");
+  return button;
+}
+
+function marker(citation, show) {
+  return footnoteMarker(citation, sourceLine(citation), show);
 }
 
 function citedSentence(sentence, show) {
@@ -96,16 +118,9 @@ function footnoteList(sentences, show) {
   if (!notes.length) return null;
   return [
     h("h3", { id: "h-footnotes" }, "Footnotes"),
-    h("ol", { class: "footnotes", "aria-labelledby": "h-footnotes" }, notes.map((citation) => {
-      const button = h("button", {
-        type: "button",
-        class: "show-citation",
-        "aria-label": `Show footnote ${citation.footnote} in context`,
-        onclick: () => show(citation, button),
-      }, "In context");
-      return h("li", { value: citation.footnote, dataset: { footnote: citation.footnote } },
-        h("span", { class: "footnote-source" }, sourceLine(citation)), " ", button);
-    })),
+    h("ol", { class: "footnotes", "aria-labelledby": "h-footnotes" }, notes.map((citation) =>
+      h("li", { value: citation.footnote, dataset: { footnote: citation.footnote } },
+        h("span", { class: "footnote-source" }, sourceLine(citation)), " ", inContextButton(citation, show)))),
   ];
 }
 
@@ -139,8 +154,10 @@ export function citedProse(digest, messages) {
       auditSummary(digest.citationAudit),
     ];
   }
-  const { panel, show } = contextPanel(messages);
-  panel.id = "citation-context";
+  const { panel, show } = contextPanel({
+    describe: (citation) => `${citation.author}, ${when(citation.ts)}`,
+    render: (body, citation) => renderSources(body, { pointer: asPointer(citation), messageIds: [citation.messageId] }, messages),
+  });
   const sentences = [...overview, ...highlights];
   return [
     overview.length ? h("p", { class: "overview-text" }, overview.map((s) => [citedSentence(s, show), " "])) : null,

@@ -51,6 +51,7 @@ function outcome(job) {
   if (job.error) lines.push(h("p", { class: "notice error" }, job.error));
   if (job.resultMessage) lines.push(h("p", {}, job.resultMessage));
   if (job.digestId) lines.push(h("p", {}, link(digestHref(job.digestId), "Open the digest")));
+  if (job.reportId) lines.push(h("p", {}, link(`#/reports/${encodeURIComponent(job.reportId)}`, "Open the report")));
   if (job.documentId) lines.push(h("p", {}, link(`#/document/${encodeURIComponent(job.documentId)}`, "Open the document")));
   return lines;
 }
