@@ -34,6 +34,7 @@ from typing import Any
 
 from runner.bm25 import bm25_scores
 from runner.claim_support import content_tokens
+from runner.evaluation.evidence import meeting_paths
 from runner.evaluation.report import NOT_DEFINED, Cell, EvalSection
 from runner.reports.audit import accept_sentences, sentence_problem
 from runner.reports.evidence import ChannelMessage, Evidence, gather_evidence, rank_evidence
@@ -41,7 +42,6 @@ from runner.reports.extractive import write_extractive_report
 from runner.reports.report import Report
 from runner.reports.sources import MessageSource
 
-MEETINGS_DIR = Path("meetings") / "qmsum"
 # Turn timestamps are not in QMSum; a fixed clock keeps reports reproducible.
 MEETING_START = datetime(2020, 1, 1, tzinfo=UTC)
 
@@ -153,13 +153,6 @@ def score_query(
 def score_meeting(name: str, data: dict[str, Any]) -> list[QueryScore]:
     channel = meeting_channel(name, list(data["meeting_transcripts"]))
     return [score_query(name, channel, query) for query in meeting_queries(data)]
-
-
-def meeting_paths(data_dir: Path) -> list[Path]:
-    directory = data_dir / MEETINGS_DIR
-    if not directory.is_dir():
-        raise FileNotFoundError(f"no QMSum meetings at {directory}")
-    return sorted(directory.glob("*.json"))
 
 
 def score_meetings(data_dir: Path) -> list[QueryScore]:
