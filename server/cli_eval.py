@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 OPTIONAL_SECTIONS = (
     ("runner.evaluation.evidence", "evaluate_evidence"),
     ("runner.evaluation.html_canonical", "evaluate_html"),
+    ("runner.evaluation.report_citations", "evaluate_reports"),
 )
 
 
@@ -106,7 +107,11 @@ def handler(args: argparse.Namespace, settings: Settings) -> int:
     )
     roots = Roots(repo=repo, data=data_dir if data_dir.is_dir() else None)
     if roots.data is None:
-        print(f"digestd eval: {data_dir} is absent: real-data windows are skipped", file=sys.stderr)
+        print(
+            f"digestd eval: {data_dir} is absent: real-data windows are skipped, and so are "
+            "the QMSum evidence and report-citation sections and the HTML section",
+            file=sys.stderr,
+        )
     try:
         evaluation: ChatEvaluation = run_chat(golds, roots, make_extractor, options)
     except WindowMismatch as error:
