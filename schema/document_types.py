@@ -49,6 +49,11 @@ class Document(relay.Node):
     source_text_hash: str = strawberry.field(description="sha256:<64 hex> of the canonical text.")
     chars: int = strawberry.field(description="Length of the canonical text in code points.")
     page_count: int | None = strawberry.field(description="PDFs: pages with a text span.")
+    page_starts: list[int] | None = strawberry.field(
+        description="PDFs: where each page starts in canonicalText, in code points, so a "
+        "locator `page:N:char:S-E` is canonicalText[pageStarts[N-1]+S : pageStarts[N-1]+E]; "
+        "null for a document without pages."
+    )
     warnings: list[Flag] = strawberry.field(description="What extraction noticed.")
     created_at: datetime
     text: strawberry.Private[str | None]
@@ -67,6 +72,7 @@ class Document(relay.Node):
             source_text_hash=row.source_text_hash,
             chars=len(text) if text is not None else _listed_chars(row),
             page_count=len(spans) if spans is not None else None,
+            page_starts=[start for start, _ in spans] if spans is not None else None,
             warnings=Flag.many(row.warnings or []),
             created_at=row.created_at,
             text=text,

@@ -136,10 +136,19 @@ async def test_report_across_two_real_channels_and_a_real_pdf(
     markdown = report["markdown"]
     definitions = re.findall(r"^\[\^(\d+)\]: ", markdown, re.M)
     assert definitions == [str(n) for n in range(1, len(report["sources"]) + 1)]
+    # A client places a page locator with the document's pageStarts alone, as the console does.
+    placed = (await gql(db, "query($id: ID!) { document(id: $id) { canonicalText pageStarts } }",
+                        id=global_id(DOCUMENT, document.id)))["document"]  # fmt: skip
+    assert placed["canonicalText"] == pdf.canonical_text
     for source in report["sources"]:
         if source["kind"] == "document":
             start, end = resolve_locator(source["locator"], pdf.canonical_text, pdf.page_spans)
             assert pdf.canonical_text[start:end] == source["quote"]
+            located = re.fullmatch(r"page:(\d+):char:(\d+)-(\d+)", source["locator"])
+            assert located is not None, source["locator"]
+            page, first, last = (int(n) for n in located.groups())
+            offset = placed["pageStarts"][page - 1]
+            assert placed["canonicalText"][offset + first : offset + last] == source["quote"]
         else:
             window = docker if source["channelName"] == "docker" else ubuntu
             (message,) = [m for m in window.messages if m.message_id == source["externalId"]]

@@ -20,21 +20,28 @@ const REPORT = `query($id: ID!) { report(id: $id) {
   sources { ${SOURCE} }
   audit { proposed kept dropped reAsked coverage sources reasons } } }`;
 const MESSAGE = `query($id: ID!) { node(id: $id) { ... on Message { channelId messageId } } }`;
-const DOCUMENT = `query($id: ID!) { document(id: $id) { id title canonicalText } }`;
+const DOCUMENT = `query($id: ID!) { document(id: $id) { id title canonicalText pageStarts } }`;
 
 /** Characters (code points) of the document shown either side of a cited span. */
 const CONTEXT_CHARS = 400;
-const CHAR_LOCATOR = /^char:(0|[1-9][0-9]*)-(0|[1-9][0-9]*)$/;
+const CHAR_LOCATOR = /^(?:page:([1-9][0-9]*):)?char:(0|[1-9][0-9]*)-(0|[1-9][0-9]*)$/;
 
 export function reportHref(id) {
   return `#/reports/${encodeURIComponent(id)}`;
 }
 
-/** `char:S-E` -> {start, end}; null for a page locator (its page spans are not in the API). */
-export function charSpan(locator) {
+/** `char:S-E`, or `page:N:char:S-E` with S and E counted from page N's start (`pageStarts`, from
+ * the document), -> {start, end} in the canonical text; null when it cannot be placed. */
+export function charSpan(locator, pageStarts) {
   const match = CHAR_LOCATOR.exec(locator ?? "");
   if (!match) return null;
-  const span = { start: Number(match[1]), end: Number(match[2]) };
+  let offset = 0;
+  if (match[1] !== undefined) {
+    const page = Number(match[1]);
+    if (!pageStarts || page > pageStarts.length) return null;
+    offset = pageStarts[page - 1];
+  }
+  const span = { start: offset + Number(match[2]), end: offset + Number(match[3]) };
   return span.end > span.start ? span : null;
 }
 
@@ -64,7 +71,6 @@ class SourceReader {
   }
 
   async documentContext(container, source) {
-    const span = charSpan(source.locator);
     if (!this.documents.has(source.documentId)) {
       this.documents.set(source.documentId, gql(DOCUMENT, { id: source.documentId }).then((d) => d.document));
     }
@@ -74,6 +80,7 @@ class SourceReader {
       container.replaceChildren(notice("The document is no longer stored.", "error"));
       return;
     }
+    const span = charSpan(source.locator, doc.pageStarts);
     if (!span) {
       container.replaceChildren(notice(`The locator ${source.locator} cannot be placed in the text here.`, "error"), h("p", {}, open));
       return;
