@@ -8,8 +8,8 @@ cited source names its turn, so "inside a gold span" is exact. A document would 
 across turns, and a cited span could straddle two of them.
 
 Per specific query (general queries have no spans), the pure core runs in-process, as the report
-job runs it but without the database: `gather_evidence` → `rank_evidence` →
-`write_extractive_report` → `accept_sentences` (production rules and minimum overlap).
+job runs it but without the database: `run_extractive_report` (gather → rank →
+write → audit, with production rules and minimum overlap).
 - recall = share of the query's gold spans `[first, last]` (inclusive turns) holding the turn of
   at least one cited source; precision = share of cited sources (the registry, one per message)
   whose turn lies inside some gold span.
@@ -36,9 +36,9 @@ from runner.bm25 import bm25_scores
 from runner.claim_support import content_tokens
 from runner.evaluation.evidence import meeting_paths
 from runner.evaluation.report import NOT_DEFINED, Cell, EvalSection
-from runner.reports.audit import accept_sentences, sentence_problem
-from runner.reports.evidence import ChannelMessage, Evidence, gather_evidence, rank_evidence
-from runner.reports.extractive import write_extractive_report
+from runner.reports.audit import sentence_problem
+from runner.reports.evidence import ChannelMessage, Evidence
+from runner.reports.extractive import run_extractive_report
 from runner.reports.report import Report
 from runner.reports.sources import MessageSource
 
@@ -134,12 +134,11 @@ def score_query(
     meeting: str, channel: list[ChannelMessage], query: MeetingQuery
 ) -> QueryScore:
     """One report over the meeting for `query`, scored against its gold spans."""
-    units = gather_evidence([channel], [])
-    draft = write_extractive_report(query.text, rank_evidence(query.text, units))
-    report, audit = accept_sentences(draft)
+    run = run_extractive_report(query.text, [channel], [])
+    report, audit = run.report, run.audit
     cited = [turn_of(s) for _, s in report.registry() if isinstance(s, MessageSource)]
-    baseline = bm25_top_turns(query.text, units, len(cited))
-    proposed, supported = supported_sentences(draft)
+    baseline = bm25_top_turns(query.text, run.units, len(cited))
+    proposed, supported = supported_sentences(run.draft)
     return QueryScore(
         meeting=meeting, query=query.text, gold_spans=len(query.gold), cited=len(cited),
         recall=span_recall(set(cited), query.gold),

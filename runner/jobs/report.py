@@ -32,9 +32,10 @@ from db.models import DigestJob
 from runner.claim_support import DEFAULT_MIN_OVERLAP
 from runner.jobs.base import JobContext, finish
 from runner.jobs.outcomes import Cancelled, FailNow, Finished, Outcome, Stored
-from runner.reports.audit import ReportAudit, accept_sentences
-from runner.reports.evidence import ChannelMessage, DocumentText, gather_evidence, rank_evidence
-from runner.reports.extractive import EXTRACTOR_VERSION, write_extractive_report
+from runner.documents.canonical import CanonicalDocument
+from runner.reports.audit import ReportAudit
+from runner.reports.evidence import ChannelMessage, DocumentText
+from runner.reports.extractive import EXTRACTOR_VERSION, run_extractive_report
 from runner.reports.records import report_cache_key, report_json
 from runner.reports.report import Report, report_markdown
 
@@ -121,10 +122,10 @@ class ReportJobRunner:
             row = documents.get(document_id)
             if row is None:
                 raise FailNow("source_gone", f"document {document_id} no longer exists")
-            spans = [(int(s), int(e)) for s, e in row.page_spans] if row.page_spans else None
+            document = CanonicalDocument.from_record(document_queries.document_record(row))
             texts.append(DocumentText(
-                str(row.id), row.title or f"document {row.id}", row.canonical_text,
-                row.source_text_hash, spans,
+                str(row.id), document.title or f"document {row.id}", document.canonical_text,
+                document.source_text_hash, document.page_spans,
             ))  # fmt: skip
         key = report_cache_key(
             str(options.get("question", "")), revisions,
@@ -136,10 +137,8 @@ class ReportJobRunner:
 
     def _write(self, question: str, inputs: ReportInputs) -> tuple[Report, ReportAudit, int]:
         """CPU-bound (BM25 over every sentence): run in a thread."""
-        units = gather_evidence(inputs.channels, inputs.documents)
-        draft = write_extractive_report(question, rank_evidence(question, units))
-        report, audit = accept_sentences(draft, self.min_overlap)
-        return report, audit, len(units)
+        run = run_extractive_report(question, inputs.channels, inputs.documents, self.min_overlap)
+        return run.report, run.audit, len(run.units)
 
     async def _store(
         self, context: JobContext, job: DigestJob, report: Report, audit: ReportAudit,

@@ -14,9 +14,19 @@ Rules are about ranks and sentence shapes only, never about any one data set.
 
 from __future__ import annotations
 
-from runner.claim_support import share_in, token_set
+from dataclasses import dataclass
+
+from runner.claim_support import DEFAULT_MIN_OVERLAP, share_in, token_set
 from runner.footnotes import FootnotedSentence, Section
-from runner.reports.evidence import Evidence, RankedEvidence
+from runner.reports.audit import ReportAudit, accept_sentences
+from runner.reports.evidence import (
+    ChannelMessage,
+    DocumentText,
+    Evidence,
+    RankedEvidence,
+    gather_evidence,
+    rank_evidence,
+)
 from runner.reports.report import ANSWER_HEADING, OPEN_POINTS_HEADING, Report, ReportSection
 
 ANSWER_SENTENCES = 2
@@ -79,3 +89,27 @@ def write_extractive_report(question: str, ranked: list[RankedEvidence]) -> Repo
         )
     )
     return Report(question, report_title(question), tuple(sections))
+
+
+@dataclass(frozen=True)
+class ExtractiveRun:
+    """One offline report from end to end: the evidence units, the writer's draft, and the
+    report the citation audit kept, with its audit."""
+
+    units: list[Evidence]
+    draft: Report
+    report: Report
+    audit: ReportAudit
+
+
+def run_extractive_report(
+    question: str,
+    channels: list[list[ChannelMessage]],
+    documents: list[DocumentText],
+    min_overlap: float = DEFAULT_MIN_OVERLAP,
+) -> ExtractiveRun:
+    """Gather, rank, write and audit: the one sequence the report job and the evaluation run."""
+    units = gather_evidence(channels, documents)
+    draft = write_extractive_report(question, rank_evidence(question, units))
+    report, audit = accept_sentences(draft, min_overlap)
+    return ExtractiveRun(units, draft, report, audit)
