@@ -11,8 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from db import documents as document_queries
-from db import jobs as job_queries
-from db.jobs import TERMINAL, JobStatus
+from db.jobs import JobStatus
 from runner.documents.canonical import CanonicalDocument
 from runner.documents.errors import DocumentError
 from runner.documents.ingest import ingest_bytes, ingest_url
@@ -49,16 +48,7 @@ async def _wait(
 ) -> int:
     """Run or wait for the job; print its payload (or, with --json, add job and payload to
     `result` and print that one object)."""
-    worker = runtime.new_worker() if run_worker else None
-    while True:
-        if worker is not None:
-            await worker.run_once()
-        async with runtime.pool.acquire() as connection:
-            job = await job_queries.job_by_id(connection, job_id)
-        assert job is not None
-        if job.status in TERMINAL:
-            break
-        await asyncio.sleep(0.3)
+    job = await runtime.run_until_done(job_id, run_worker)
     code = 0 if job.status == JobStatus.SUCCEEDED else 1
     if job.document_digest_id is None:
         if result is not None:

@@ -5,12 +5,10 @@ Markdown (with --json: one object with the job and the report, ids as the API gi
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from datetime import datetime
 from typing import Any
 
-from db import jobs as job_queries
 from db import reports as report_queries
 from db.jobs import TERMINAL, JobStatus
 from db.models import Report
@@ -73,16 +71,8 @@ async def report(
         if args.json:
             emit({"created": created, "job": job_json(job)})
         return 0
-    worker = None if args.no_worker else runtime.new_worker()
-    while job.status not in TERMINAL:
-        if worker is not None:
-            await worker.run_once()
-        else:
-            await asyncio.sleep(0.3)
-        async with runtime.pool.acquire() as connection:
-            current = await job_queries.job_by_id(connection, job.id)
-        assert current is not None
-        job = current
+    if job.status not in TERMINAL:
+        job = await runtime.run_until_done(job.id, run_worker=not args.no_worker)
     rows: list[Report] = []
     if job.report_id is not None:
         async with runtime.pool.acquire() as connection:

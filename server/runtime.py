@@ -18,7 +18,10 @@ from db.engine import (
     resolve_database_url,
     stop_embedded_server,
 )
+from db import jobs as job_queries
+from db.jobs import TERMINAL
 from db.migrate import migrate
+from db.models import DigestJob
 from runner import offload
 from runner.jobs.document import DocumentJobRunner
 from runner.documents.fetch import FetchPolicy
@@ -246,3 +249,17 @@ class Runtime:
             self.pool, self.database_url, self.worker_config(), self._extractor_factory,
             self._documents,
         )  # fmt: skip
+
+    async def run_until_done(self, job_id: int, run_worker: bool) -> DigestJob:
+        """The job once it is terminal: run here by a worker of this runtime (`run_worker`), or
+        waited for while other workers run it (`--wait --no-worker`)."""
+        worker = self.new_worker() if run_worker else None
+        while True:
+            if worker is not None:
+                await worker.run_once()
+            async with self.pool.acquire() as connection:
+                job = await job_queries.job_by_id(connection, job_id)
+            assert job is not None
+            if job.status in TERMINAL:
+                return job
+            await asyncio.sleep(0.3)
