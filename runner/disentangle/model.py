@@ -1,0 +1,89 @@
+"""The link model: a linear score over the features of each candidate parent (and of "starts a
+conversation"), the best one wins. Weights come from `weights.json` beside this module, written
+by scripts/train_disentangle.py from the train split of the Ubuntu IRC corpus.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from runner.disentangle.features import ChannelState, candidates, pair_features, self_features
+from runner.disentangle.message import Message
+
+WEIGHTS_PATH = Path(__file__).with_name("weights.json")
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One message's choice: its candidate parents and the features of each; the last entry of
+    `options` is `None`, "starts a conversation"."""
+
+    index: int
+    options: list[int | None]
+    features: list[list[str]]
+
+
+def decisions(messages: Sequence[Message]) -> Iterator[Decision]:
+    """For every spoken message without an explicit parent, in order, its candidates and their
+    features. The channel state advances as the caller iterates."""
+    state = ChannelState()
+    for index, message in enumerate(messages):
+        seen = state.read(message)
+        explicit = message.reply_to is not None and 0 <= message.reply_to < index
+        if not seen.system and not explicit:
+            options: list[int | None] = list(candidates(state, index))
+            features = [pair_features(state, index, c) for c in options if c is not None]
+            options.append(None)
+            features.append(self_features(state, index))
+            yield Decision(index, options, features)
+        state.commit()
+
+
+@dataclass(frozen=True)
+class LinkModel:
+    """Feature name -> weight; a feature the weights do not know weighs 0."""
+
+    weights: dict[str, float]
+
+    @classmethod
+    def from_json(cls, path: Path) -> LinkModel:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return cls({str(name): float(value) for name, value in data["weights"].items()})
+
+    def score(self, features: list[str]) -> float:
+        weights = self.weights
+        return sum(weights.get(name, 0.0) for name in features)
+
+    def choose(self, decision: Decision) -> int | None:
+        """The best-scoring option; ties go to the nearest candidate (options run nearest
+        first), then to "starts a conversation"."""
+        best = decision.options[-1]
+        best_score = self.score(decision.features[-1])
+        for option, features in zip(decision.options[:-1], decision.features[:-1], strict=True):
+            score = self.score(features)
+            if score > best_score:
+                best, best_score = option, score
+        return best
+
+
+@cache
+def default_model() -> LinkModel:
+    """The shipped model (read once per process)."""
+    return LinkModel.from_json(WEIGHTS_PATH)
+
+
+def link(messages: Sequence[Message], model: LinkModel | None = None) -> list[int | None]:
+    """For each message, the index of the earlier message it answers, or None: an explicit
+    `reply_to` when there is one, nothing for system notices, else the model's choice."""
+    model = model or default_model()
+    parents: list[int | None] = [
+        m.reply_to if m.reply_to is not None and 0 <= m.reply_to < i else None
+        for i, m in enumerate(messages)
+    ]
+    for decision in decisions(messages):
+        parents[decision.index] = model.choose(decision)
+    return parents
