@@ -23,10 +23,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from runner.disentangle.corpus import read_split  # noqa: E402
-from runner.disentangle.model import WEIGHTS_PATH, decisions  # noqa: E402
+from runner.disentangle.corpus import AnnotatedLog, read_split  # noqa: E402
+from runner.disentangle.model import WEIGHTS_PATH, Decision, LinkModel, walk  # noqa: E402
 
-STEPS = 400
+STEPS = 200
+ROUNDS = 3  # round 1 reads with no model (every message alone), round k with round k-1's
 LEARNING_RATE = 0.05
 L2 = 1e-4
 
@@ -49,19 +50,24 @@ class Dataset:
             self.gold_rows.append(int(is_gold))
 
 
-def build(data_dir: Path) -> Dataset:
+def build(logs: list[AnnotatedLog], model: LinkModel) -> Dataset:
+    """Every scored message's options and features, the channel read with `model` choosing the
+    parents (so features that look at earlier conversations see what linking will see)."""
     dataset = Dataset()
-    for log in read_split(data_dir, "train"):
-        for decision in decisions(log.messages):
-            gold = log.gold.get(decision.index)
-            if gold is None:
-                continue  # context before the annotated part
-            wanted = [
-                (option is None and decision.index in gold) or option in gold
-                for option in decision.options
-            ]
-            if any(wanted):
-                dataset.add(decision.features, wanted)
+    for log in logs:
+
+        def choose(decision: Decision, gold_of: dict[int, set[int]] = log.gold) -> int | None:
+            gold = gold_of.get(decision.index)
+            if gold is not None:  # None: context before the annotated part
+                wanted = [
+                    (option is None and decision.index in gold) or option in gold
+                    for option in decision.options
+                ]
+                if any(wanted):
+                    dataset.add(decision.features, wanted)
+            return model.choose(decision)
+
+        walk(log.messages, choose)
     return dataset
 
 
@@ -110,20 +116,26 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=WEIGHTS_PATH)
     args = parser.parse_args()
     started = time.monotonic()
-    dataset = build(args.data)
-    print(
-        f"{len(dataset.decision_starts)} decisions, {len(dataset.row_starts)} options, "
-        f"{len(dataset.vocabulary)} features ({time.monotonic() - started:.1f} s)",
-        file=sys.stderr,
-    )
-    weights = train(dataset)
-    names = sorted(dataset.vocabulary, key=dataset.vocabulary.__getitem__)
+    logs = read_split(args.data, "train")
+    model = LinkModel({})
+    learned: dict[str, float] = {}
+    for round_number in range(1, ROUNDS + 1):
+        dataset = build(logs, model)
+        print(
+            f"round {round_number}: {len(dataset.decision_starts)} decisions, "
+            f"{len(dataset.row_starts)} options, {len(dataset.vocabulary)} features "
+            f"({time.monotonic() - started:.1f} s)",
+            file=sys.stderr,
+        )
+        weights = train(dataset)
+        names = sorted(dataset.vocabulary, key=dataset.vocabulary.__getitem__)
+        learned = {name: round(float(weights[i]), 4) for i, name in enumerate(names)}
+        model = LinkModel(learned)
     document = {
         "about": "disentanglement link weights; made by scripts/train_disentangle.py from the "
         "train split of Kummerfeld et al. 2019 (data CC-BY-4.0)",
-        "steps": STEPS, "learning_rate": LEARNING_RATE, "l2": L2,
-        "weights": {name: round(float(weights[i]), 4) for i, name in sorted(
-            enumerate(names), key=lambda item: item[1])},
+        "rounds": ROUNDS, "steps": STEPS, "learning_rate": LEARNING_RATE, "l2": L2,
+        "weights": dict(sorted(learned.items())),
     }  # fmt: skip
     args.out.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {args.out} ({time.monotonic() - started:.1f} s)", file=sys.stderr)

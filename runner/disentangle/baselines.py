@@ -52,5 +52,5 @@ def lowe_links(messages: Sequence[Message]) -> list[int | None]:
                 parent = exchange[seen.key][0]
                 exchange[seen.key] = (index, seen.ts)
         parents.append(parent)
-        state.commit()
+        state.commit(parent)
     return parents

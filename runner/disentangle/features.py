@@ -69,6 +69,10 @@ class ChannelState:
         self.talked: dict[tuple[str, str], int] = {}  # sorted author pair -> last addressing
         self.document_frequency: Counter[str] = Counter()
         self.messages_read = 0
+        # The conversations decided so far (from the parents chosen for earlier messages).
+        self.conversation_of: list[int] = []
+        self.conversation_last: list[int] = []  # conversation -> its latest message
+        self.conversation_authors: list[set[str]] = []
 
     def _resolve_address(self, text: str, author: str) -> str | None:
         match = _ADDRESS.match(text)
@@ -108,12 +112,22 @@ class ChannelState:
         self.seen.append(seen)
         return seen
 
-    def commit(self) -> None:
-        """Record the message last read as part of the channel's past."""
+    def commit(self, parent: int | None) -> None:
+        """Record the message last read, answering `parent` (None: a new conversation), as part
+        of the channel's past."""
         index = len(self.seen) - 1
         seen = self.seen[index]
+        if parent is None or not 0 <= parent < index:
+            conversation = len(self.conversation_last)
+            self.conversation_last.append(index)
+            self.conversation_authors.append(set())
+        else:
+            conversation = self.conversation_of[parent]
+            self.conversation_last[conversation] = index
+        self.conversation_of.append(conversation)
         if seen.system:
             return
+        self.conversation_authors[conversation].add(seen.key)
         key = seen.key
         for name in seen.mentions:
             self.talked[(key, name) if key < name else (name, key)] = index
@@ -155,34 +169,49 @@ def _previous_spoken(state: ChannelState, index: int) -> int | None:
     return None
 
 
+_DIST_NAMES = tuple(f"dist{i}" for i in range(len(_DIST_BINS) + 1))
+_GAP_NAMES = tuple(f"gap{i}" for i in range(len(_GAP_BINS) + 1))
+_WORD_NAMES = tuple(f"words{i}" for i in range(len(_WORD_BINS) + 1))
+_SIZE_BINS = (1, 2, 5)
+_PEOPLE_NAMES = tuple(f"conversation_people{i}" for i in range(len(_SIZE_BINS) + 1))
+
+
+def _near(distance: int) -> str:
+    """A coarse distance, for the features whose weight depends on how far back they reach."""
+    return "@1" if distance == 1 else "@3" if distance <= 3 else "@10" if distance <= 10 else "@far"
+
+
 def pair_features(state: ChannelState, index: int, candidate: int) -> list[str]:
     """Features of "message `index` answers message `candidate`" (state: read, not committed,
     up to `index`)."""
     seen = state.seen
     message, other = seen[index], seen[candidate]
     distance = index - candidate
-    features = [f"dist{_bin(distance, _DIST_BINS)}", f"gap{_bin(message.ts - other.ts, _GAP_BINS)}"]
+    near = _near(distance)
+    features = [_DIST_NAMES[_bin(distance, _DIST_BINS)],
+                _GAP_NAMES[_bin(message.ts - other.ts, _GAP_BINS)]]  # fmt: skip
+    relations = []
     is_latest = state.last_by_author.get(other.key) == candidate
     if is_latest:
         features.append("cand_latest_of_author")
     if other.key == message.key:
-        features.append("same_author_latest" if is_latest else "same_author")
+        relations.append("same_author_latest" if is_latest else "same_author")
     if message.addressed == other.key:
-        features.append("addresses_cand_latest" if is_latest else "addresses_cand_author")
+        relations.append("addresses_cand_latest" if is_latest else "addresses_cand_author")
     elif other.key in message.mentions:
-        features.append("mentions_cand_author")
+        relations.append("mentions_cand_author")
     elif message.addressed:
-        features.append("addresses_other")
+        relations.append("addresses_other")
     if other.addressed == message.key:
-        features.append("cand_addresses_author")
+        relations.append("cand_addresses_author")
     elif message.key in other.mentions:
-        features.append("cand_mentions_author")
+        relations.append("cand_mentions_author")
     elif other.addressed and other.key != message.key:
         features.append("cand_addresses_other")
     pair = (message.key, other.key) if message.key < other.key else (other.key, message.key)
     talked = state.talked.get(pair)
     if talked is not None and index - talked <= WINDOW:
-        features.append("pair_talked")
+        relations.append("pair_talked")
     if other.question:
         features.append("cand_question" if not message.question else "both_question")
     if state.first_by_author.get(other.key) == candidate:
@@ -190,9 +219,20 @@ def pair_features(state: ChannelState, index: int, candidate: int) -> list[str]:
     shared = message.words & other.words
     if shared:
         score = sum(state.rarity(word) for word in shared)
-        features.append(f"words{_bin(score, _WORD_BINS)}")
+        relations.append(_WORD_NAMES[_bin(score, _WORD_BINS)])
+    conversation = state.conversation_of[candidate]
+    if state.conversation_last[conversation] == candidate:
+        relations.append("cand_ends_conversation")
+    authors = state.conversation_authors[conversation]
+    if message.key in authors and other.key != message.key:
+        relations.append("author_in_conversation")
+    if message.addressed is not None and message.addressed in authors:
+        relations.append("addressed_in_conversation")
+    features.append(_PEOPLE_NAMES[_bin(len(authors), _SIZE_BINS)])
     if distance == 1 and not message.addressed:
         features.append("adjacent_unaddressed")
+    features.extend(relations)
+    features.extend([name + near for name in relations])
     return features
 
 

@@ -6,7 +6,7 @@ by scripts/train_disentangle.py from the train split of the Ubuntu IRC corpus.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -27,20 +27,26 @@ class Decision:
     features: list[list[str]]
 
 
-def decisions(messages: Sequence[Message]) -> Iterator[Decision]:
-    """For every spoken message without an explicit parent, in order, its candidates and their
-    features. The channel state advances as the caller iterates."""
+def walk(messages: Sequence[Message], choose: Callable[[Decision], int | None]) -> list[int | None]:
+    """Parents of `messages`, read left to right: an explicit `reply_to` when there is one,
+    nothing for system notices, else `choose(decision)` over the message's candidates (whose
+    features see the parents chosen for the messages before it)."""
     state = ChannelState()
+    parents: list[int | None] = []
     for index, message in enumerate(messages):
         seen = state.read(message)
-        explicit = message.reply_to is not None and 0 <= message.reply_to < index
-        if not seen.system and not explicit:
+        parent: int | None = None
+        if message.reply_to is not None and 0 <= message.reply_to < index:
+            parent = message.reply_to
+        elif not seen.system:
             options: list[int | None] = list(candidates(state, index))
             features = [pair_features(state, index, c) for c in options if c is not None]
             options.append(None)
             features.append(self_features(state, index))
-            yield Decision(index, options, features)
-        state.commit()
+            parent = choose(Decision(index, options, features))
+        parents.append(parent)
+        state.commit(parent)
+    return parents
 
 
 @dataclass(frozen=True)
@@ -59,8 +65,8 @@ class LinkModel:
         return sum(weights.get(name, 0.0) for name in features)
 
     def choose(self, decision: Decision) -> int | None:
-        """The best-scoring option; ties go to the nearest candidate (options run nearest
-        first), then to "starts a conversation"."""
+        """The best-scoring option; a tie goes to "starts a conversation", then to the nearest
+        candidate (options run nearest first)."""
         best = decision.options[-1]
         best_score = self.score(decision.features[-1])
         for option, features in zip(decision.options[:-1], decision.features[:-1], strict=True):
@@ -77,13 +83,7 @@ def default_model() -> LinkModel:
 
 
 def link(messages: Sequence[Message], model: LinkModel | None = None) -> list[int | None]:
-    """For each message, the index of the earlier message it answers, or None: an explicit
-    `reply_to` when there is one, nothing for system notices, else the model's choice."""
-    model = model or default_model()
-    parents: list[int | None] = [
-        m.reply_to if m.reply_to is not None and 0 <= m.reply_to < i else None
-        for i, m in enumerate(messages)
-    ]
-    for decision in decisions(messages):
-        parents[decision.index] = model.choose(decision)
-    return parents
+    """For each message, the index of the earlier message it answers, or None (it starts a
+    conversation): an explicit `reply_to` when there is one, nothing for system notices, else
+    the model's choice."""
+    return walk(messages, (model or default_model()).choose)
