@@ -18,9 +18,12 @@ from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
 # In the order of issue 5 (and docs/benchmarks.md).
-SCRIPTS = ("ingest", "pipeline", "keyset", "api", "job_queue", "event_loop", "coverage")
-# bench/pipeline.py digests without a database, so it takes no --database-url.
-NEEDS_NO_DATABASE = frozenset({"pipeline"})
+SCRIPTS = (
+    "ingest", "pipeline", "keyset", "api", "job_queue", "event_loop", "coverage", "disentangle"
+)
+# bench/pipeline.py digests and bench/disentangle.py links without a database, so they take no
+# --database-url.
+NEEDS_NO_DATABASE = frozenset({"pipeline", "disentangle"})
 
 
 def main() -> int:

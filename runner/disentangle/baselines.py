@@ -1,5 +1,5 @@
-"""The two heuristic baselines of Kummerfeld et al. (2019, Section 5), reimplemented here so the
-evaluator can run them beside the link model on the same messages:
+"""The two heuristic baselines of the Ubuntu IRC disentanglement paper (Kummerfeld and others,
+ACL 2019, Section 5), reimplemented so the evaluator runs them beside the link model:
 
 - `previous_links`: every message answers the most recent non-system message before it (the
   paper's "Previous"); the channel becomes one conversation.

@@ -1,9 +1,10 @@
-"""Reader for the IRC disentanglement corpus of Kummerfeld et al. (ACL 2019), as copied under
-../shared/data/chat/ubuntu_irc_disentanglement: `NAME.raw.txt` (one message a line, counted
-from 0) beside `NAME.annotation.txt` (lines `A B -`: the later of A and B answers the earlier; a
-self-link starts a conversation). Only messages from the first annotated one on are scored; the
-lines before are context. Used by the trainer (scripts/train_disentangle.py), the evaluator and
-the benchmark; the runtime never reads it.
+"""Reader for the Ubuntu IRC disentanglement corpus (Kummerfeld and others, ACL 2019).
+
+As copied under ../shared/data/chat/ubuntu_irc_disentanglement: `NAME.raw.txt` (one message a
+line, counted from 0) beside `NAME.annotation.txt` (lines `A B -`: the later of A and B answers
+the earlier; a self-link starts a conversation). Only messages from the first annotated one on
+are scored; the lines before are context. Used by the trainer (scripts/train_disentangle.py),
+the evaluator and the benchmark; the runtime never reads it.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """What the link model sees: for a message and each earlier candidate it may answer (or itself,
-for "starts a conversation"), a short list of binary feature names.
+for "starts a conversation"), a short list of binary features.
 
 The same code makes the features for training (scripts/train_disentangle.py) and for linking, so
 the two cannot drift apart. Nothing here is specific to one platform: nicknames are the authors
@@ -13,6 +13,7 @@ work per message is bounded by the candidate window, whatever the channel's leng
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -21,26 +22,17 @@ from runner.claim_support import STOPWORDS
 from runner.disentangle.message import Message
 
 WINDOW = 100  # earliest candidate: 99% of the training links reach back at most this far
-NEAR = 40  # every candidate this close is scored; farther ones only when a name ties them
+NEAR = 30  # every candidate this close is scored; farther ones only when a name ties them
 MIN_PREFIX = 3  # "nafa:" addresses Nafallo when no other recent author starts that way
 
 _NAME_TOKEN = re.compile(r"[^\s,:;!?()\"'<>]+")
 _WORD = re.compile(r"[a-z0-9][a-z0-9_.+#/-]*[a-z0-9+#]|[a-z0-9]")
 _ADDRESS = re.compile(r"\s*@?([^\s,:;]+)\s*[:,;>]")  # "nick:", "nick," "@nick:" at the start
 
-SELF = -1  # the candidate "this message starts a new conversation"
-
 _DIST_BINS = (1, 2, 3, 4, 5, 8, 12, 20, 35, 60)
 _GAP_BINS = (30, 60, 120, 300, 600, 1800)
 _WORD_BINS = (0.0, 3.0, 6.0, 10.0)
 _LEN_BINS = (3, 8, 20)
-
-
-def _bin(value: float, bins: tuple[float, ...]) -> int:
-    for index, edge in enumerate(bins):
-        if value <= edge:
-            return index
-    return len(bins)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,8 +63,10 @@ class ChannelState:
         self.messages_read = 0
         # The conversations decided so far (from the parents chosen for earlier messages).
         self.conversation_of: list[int] = []
+        self.conversation_first: list[int] = []  # conversation -> its first message
         self.conversation_last: list[int] = []  # conversation -> its latest message
         self.conversation_authors: list[set[str]] = []
+        self.parent_of: list[int | None] = []
 
     def _resolve_address(self, text: str, author: str) -> str | None:
         match = _ADDRESS.match(text)
@@ -117,8 +111,12 @@ class ChannelState:
         of the channel's past."""
         index = len(self.seen) - 1
         seen = self.seen[index]
-        if parent is None or not 0 <= parent < index:
+        if parent is not None and not 0 <= parent < index:
+            parent = None
+        self.parent_of.append(parent)
+        if parent is None:
             conversation = len(self.conversation_last)
+            self.conversation_first.append(index)
             self.conversation_last.append(index)
             self.conversation_authors.append(set())
         else:
@@ -141,24 +139,90 @@ class ChannelState:
         return math.log((self.messages_read + 1) / (self.document_frequency[word] + 1))
 
 
-def self_features(state: ChannelState, index: int) -> list[str]:
+# Features are small integers (an index into NAMES), so a candidate's score is one C-level sum
+# over a list of weights; the names are what weights.json stores.
+NAMES: list[str] = []
+
+
+def _feature(name: str) -> int:
+    NAMES.append(name)
+    return len(NAMES) - 1
+
+
+def _features(prefix: str, count: int) -> tuple[int, ...]:
+    return tuple(_feature(f"{prefix}{i}") for i in range(count))
+
+
+_NEAR_SUFFIXES = ("@1", "@3", "@10", "@far")
+
+
+def _relation(name: str) -> int:
+    """A feature and its four distance conjunctions, at ids base, base+1..base+4: an addressed
+    message answering the message just before means something else than one 30 lines up."""
+    base = _feature(name)
+    for suffix in _NEAR_SUFFIXES:
+        _feature(name + suffix)
+    return base
+
+
+_SIZE_BINS = (1, 2, 5)
+
+SELF = _feature("self")
+SELF_ADDRESSED = _feature("self:addressed")
+SELF_MENTIONS = _feature("self:mentions")
+SELF_QUESTION = _feature("self:question")
+SELF_FIRST = _feature("self:first_from_author")
+SELF_START = _feature("self:channel_start")
+SELF_LEN = _features("self:len", len(_LEN_BINS) + 1)
+SELF_GAP = _features("self:gap", len(_GAP_BINS) + 1)
+SELF_AUTHOR_GAP = _features("self:author_gap", len(_GAP_BINS) + 1)
+
+DIST = _features("dist", len(_DIST_BINS) + 1)
+GAP = _features("gap", len(_GAP_BINS) + 1)
+PEOPLE = _features("conversation_people", len(_SIZE_BINS) + 1)
+CAND_LATEST = _feature("cand_latest_of_author")
+CAND_ADDRESSES_OTHER = _feature("cand_addresses_other")
+CAND_QUESTION = _feature("cand_question")
+BOTH_QUESTION = _feature("both_question")
+CAND_FIRST = _feature("cand_first_from_author")
+ADJACENT_UNADDRESSED = _feature("adjacent_unaddressed")
+SAME_AUTHOR_LATEST = _relation("same_author_latest")
+SAME_AUTHOR = _relation("same_author")
+ADDRESSES_CAND_LATEST = _relation("addresses_cand_latest")
+ADDRESSES_CAND_AUTHOR = _relation("addresses_cand_author")
+MENTIONS_CAND_AUTHOR = _relation("mentions_cand_author")
+ADDRESSES_OTHER = _relation("addresses_other")
+CAND_ADDRESSES_AUTHOR = _relation("cand_addresses_author")
+CAND_MENTIONS_AUTHOR = _relation("cand_mentions_author")
+PAIR_TALKED = _relation("pair_talked")
+WORDS = tuple(_relation(f"words{i}") for i in range(len(_WORD_BINS) + 1))
+CAND_ENDS = _relation("cand_ends_conversation")
+AUTHOR_IN_CONVERSATION = _relation("author_in_conversation")
+ADDRESSED_IN_CONVERSATION = _relation("addressed_in_conversation")
+CAND_ALONE_QUESTION = _relation("cand_alone_question")
+CAND_ANSWERS_AUTHOR = _relation("cand_answers_author")  # turn taking: j answered i's author
+
+
+def self_features(state: ChannelState, index: int) -> list[int]:
     """Features of "message `index` starts a conversation" (state: read up to `index`)."""
     seen = state.seen[index]
-    features = ["self"]
+    features = [SELF, SELF_LEN[bisect_left(_LEN_BINS, seen.length)]]
     if seen.addressed:
-        features.append("self:addressed")
+        features.append(SELF_ADDRESSED)
     elif seen.mentions:
-        features.append("self:mentions")
+        features.append(SELF_MENTIONS)
     if seen.question:
-        features.append("self:question")
-    if seen.key not in state.first_by_author:
-        features.append("self:first_from_author")
-    features.append(f"self:len{_bin(seen.length, _LEN_BINS)}")
+        features.append(SELF_QUESTION)
+    own = state.last_by_author.get(seen.key)
+    if own is None:
+        features.append(SELF_FIRST)
+    else:
+        features.append(SELF_AUTHOR_GAP[bisect_left(_GAP_BINS, seen.ts - state.seen[own].ts)])
     previous = _previous_spoken(state, index)
     if previous is None:
-        features.append("self:channel_start")
+        features.append(SELF_START)
     else:
-        features.append(f"self:gap{_bin(seen.ts - state.seen[previous].ts, _GAP_BINS)}")
+        features.append(SELF_GAP[bisect_left(_GAP_BINS, seen.ts - state.seen[previous].ts)])
     return features
 
 
@@ -169,70 +233,65 @@ def _previous_spoken(state: ChannelState, index: int) -> int | None:
     return None
 
 
-_DIST_NAMES = tuple(f"dist{i}" for i in range(len(_DIST_BINS) + 1))
-_GAP_NAMES = tuple(f"gap{i}" for i in range(len(_GAP_BINS) + 1))
-_WORD_NAMES = tuple(f"words{i}" for i in range(len(_WORD_BINS) + 1))
-_SIZE_BINS = (1, 2, 5)
-_PEOPLE_NAMES = tuple(f"conversation_people{i}" for i in range(len(_SIZE_BINS) + 1))
-
-
-def _near(distance: int) -> str:
-    """A coarse distance, for the features whose weight depends on how far back they reach."""
-    return "@1" if distance == 1 else "@3" if distance <= 3 else "@10" if distance <= 10 else "@far"
-
-
-def pair_features(state: ChannelState, index: int, candidate: int) -> list[str]:
+def pair_features(state: ChannelState, index: int, candidate: int) -> list[int]:
     """Features of "message `index` answers message `candidate`" (state: read, not committed,
-    up to `index`)."""
+    up to `index`). Written for speed: it runs for every candidate of every message."""
     seen = state.seen
     message, other = seen[index], seen[candidate]
+    key, other_key, addressed = message.key, other.key, message.addressed
     distance = index - candidate
-    near = _near(distance)
-    features = [_DIST_NAMES[_bin(distance, _DIST_BINS)],
-                _GAP_NAMES[_bin(message.ts - other.ts, _GAP_BINS)]]  # fmt: skip
+    near = 1 if distance == 1 else 2 if distance <= 3 else 3 if distance <= 10 else 4
+    features = [DIST[bisect_left(_DIST_BINS, distance)],
+                GAP[bisect_left(_GAP_BINS, message.ts - other.ts)]]  # fmt: skip
     relations = []
-    is_latest = state.last_by_author.get(other.key) == candidate
+    is_latest = state.last_by_author.get(other_key) == candidate
     if is_latest:
-        features.append("cand_latest_of_author")
-    if other.key == message.key:
-        relations.append("same_author_latest" if is_latest else "same_author")
-    if message.addressed == other.key:
-        relations.append("addresses_cand_latest" if is_latest else "addresses_cand_author")
-    elif other.key in message.mentions:
-        relations.append("mentions_cand_author")
-    elif message.addressed:
-        relations.append("addresses_other")
-    if other.addressed == message.key:
-        relations.append("cand_addresses_author")
-    elif message.key in other.mentions:
-        relations.append("cand_mentions_author")
-    elif other.addressed and other.key != message.key:
-        features.append("cand_addresses_other")
-    pair = (message.key, other.key) if message.key < other.key else (other.key, message.key)
-    talked = state.talked.get(pair)
+        features.append(CAND_LATEST)
+    if other_key == key:
+        relations.append(SAME_AUTHOR_LATEST if is_latest else SAME_AUTHOR)
+    if addressed == other_key:
+        relations.append(ADDRESSES_CAND_LATEST if is_latest else ADDRESSES_CAND_AUTHOR)
+    elif other_key in message.mentions:
+        relations.append(MENTIONS_CAND_AUTHOR)
+    elif addressed:
+        relations.append(ADDRESSES_OTHER)
+    if other.addressed == key:
+        relations.append(CAND_ADDRESSES_AUTHOR)
+    elif key in other.mentions:
+        relations.append(CAND_MENTIONS_AUTHOR)
+    elif other.addressed and other_key != key:
+        features.append(CAND_ADDRESSES_OTHER)
+    talked = state.talked.get((key, other_key) if key < other_key else (other_key, key))
     if talked is not None and index - talked <= WINDOW:
-        relations.append("pair_talked")
+        relations.append(PAIR_TALKED)
     if other.question:
-        features.append("cand_question" if not message.question else "both_question")
-    if state.first_by_author.get(other.key) == candidate:
-        features.append("cand_first_from_author")
-    shared = message.words & other.words
-    if shared:
-        score = sum(state.rarity(word) for word in shared)
-        relations.append(_WORD_NAMES[_bin(score, _WORD_BINS)])
+        features.append(BOTH_QUESTION if message.question else CAND_QUESTION)
+    if state.first_by_author.get(other_key) == candidate:
+        features.append(CAND_FIRST)
+    if message.words and other.words:
+        shared = message.words & other.words
+        if shared:
+            score = sum(state.rarity(word) for word in shared)
+            relations.append(WORDS[bisect_left(_WORD_BINS, score)])
     conversation = state.conversation_of[candidate]
     if state.conversation_last[conversation] == candidate:
-        relations.append("cand_ends_conversation")
+        relations.append(CAND_ENDS)
+        if other.question and state.conversation_first[conversation] == candidate:
+            relations.append(CAND_ALONE_QUESTION)
+    answered = state.parent_of[candidate]
+    if answered is not None and other_key != key and seen[answered].key == key:
+        relations.append(CAND_ANSWERS_AUTHOR)
     authors = state.conversation_authors[conversation]
-    if message.key in authors and other.key != message.key:
-        relations.append("author_in_conversation")
-    if message.addressed is not None and message.addressed in authors:
-        relations.append("addressed_in_conversation")
-    features.append(_PEOPLE_NAMES[_bin(len(authors), _SIZE_BINS)])
-    if distance == 1 and not message.addressed:
-        features.append("adjacent_unaddressed")
-    features.extend(relations)
-    features.extend([name + near for name in relations])
+    if key in authors and other_key != key:
+        relations.append(AUTHOR_IN_CONVERSATION)
+    if addressed is not None and addressed in authors:
+        relations.append(ADDRESSED_IN_CONVERSATION)
+    features.append(PEOPLE[bisect_left(_SIZE_BINS, len(authors))])
+    if distance == 1 and not addressed:
+        features.append(ADJACENT_UNADDRESSED)
+    for relation in relations:
+        features.append(relation)
+        features.append(relation + near)
     return features
 
 

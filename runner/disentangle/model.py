@@ -6,12 +6,18 @@ by scripts/train_disentangle.py from the train split of the Ubuntu IRC corpus.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from runner.disentangle.features import ChannelState, candidates, pair_features, self_features
+from runner.disentangle.features import (
+    NAMES,
+    ChannelState,
+    candidates,
+    pair_features,
+    self_features,
+)
 from runner.disentangle.message import Message
 
 WEIGHTS_PATH = Path(__file__).with_name("weights.json")
@@ -24,7 +30,7 @@ class Decision:
 
     index: int
     options: list[int | None]
-    features: list[list[str]]
+    features: list[list[int]]  # ids into features.NAMES
 
 
 def walk(messages: Sequence[Message], choose: Callable[[Decision], int | None]) -> list[int | None]:
@@ -49,30 +55,32 @@ def walk(messages: Sequence[Message], choose: Callable[[Decision], int | None]) 
     return parents
 
 
-@dataclass(frozen=True)
 class LinkModel:
-    """Feature name -> weight; a feature the weights do not know weighs 0."""
+    """One weight per feature of `features.NAMES`; a name the weights do not give weighs 0, and
+    a name they give that the features no longer make is ignored."""
 
-    weights: dict[str, float]
+    def __init__(self, weights: Mapping[str, float]) -> None:
+        self.weights = [float(weights.get(name, 0.0)) for name in NAMES]
 
     @classmethod
     def from_json(cls, path: Path) -> LinkModel:
         data = json.loads(path.read_text(encoding="utf-8"))
         return cls({str(name): float(value) for name, value in data["weights"].items()})
 
-    def score(self, features: list[str]) -> float:
-        weights = self.weights
-        return sum(weights.get(name, 0.0) for name in features)
+    def weight(self, name: str) -> float:
+        return self.weights[NAMES.index(name)]
 
     def choose(self, decision: Decision) -> int | None:
         """The best-scoring option; a tie goes to "starts a conversation", then to the nearest
         candidate (options run nearest first)."""
-        best = decision.options[-1]
-        best_score = self.score(decision.features[-1])
-        for option, features in zip(decision.options[:-1], decision.features[:-1], strict=True):
-            score = self.score(features)
+        weight = self.weights.__getitem__
+        options = decision.options
+        best = options[-1]
+        best_score = sum(map(weight, decision.features[-1]))
+        for position, features in enumerate(decision.features[:-1]):
+            score = sum(map(weight, features))
             if score > best_score:
-                best, best_score = option, score
+                best, best_score = options[position], score
         return best
 
 

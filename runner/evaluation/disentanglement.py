@@ -1,5 +1,5 @@
-"""`digestd eval` section: disentanglement on the dev split of the Ubuntu IRC corpus of
-Kummerfeld et al. (2019), the link model beside the paper's two heuristic baselines, with the
+"""`digestd eval` section: the link model beside the paper's two heuristic baselines on the dev
+split of the Ubuntu IRC disentanglement corpus (Kummerfeld and others, ACL 2019), with the
 paper's metrics (see `runner.evaluation.disentanglement_metrics` for their definitions).
 
 Every system reads each whole log (context lines included, so names and recent speakers are
@@ -59,9 +59,9 @@ def score_system(name: str, linker: Linker, logs: list[AnnotatedLog]) -> SystemS
     scored = 0
     seconds = 0.0
     for log in logs:
-        started = time.perf_counter()
+        started = time.process_time()  # CPU time: one core, however loaded the machine is
         parents = linker(log.messages)
-        seconds += time.perf_counter() - started
+        seconds += time.process_time() - started
         predicted = links_from_parents(parents, log.first_scored)
         links += link_prf(log.gold, predicted)
         gold_conversations = conversations(log.gold)
@@ -110,7 +110,8 @@ def disentanglement_section(scores: list[SystemScore], logs: int) -> EvalSection
             "published on the test split (not dev): link F1 linear 63.5, feed-forward 72.3; "
             "VI / 1-1 / exact F1 Elsner & Charniak 82.1 / 51.4 / 15.5, Lowe 80.6 / 53.7 / 8.9, "
             "previous 66.1 / 27.6 / 0.0, feed-forward 91.3 / 75.6 / 36.2",
-            "msg/s: lines linked per second in this run (all lines, one core, pure Python)",
+            "msg/s: lines linked per CPU second of this process in this run (all lines, one core, "
+            "pure Python; bench/disentangle.py measures it properly)",
         ],
     )
 

@@ -1,6 +1,6 @@
-"""The metrics of Kummerfeld et al. (ACL 2019) for reply links and conversations, computed as
-their scripts (tools/evaluation/graph-eval.py and conversation-eval.py of
-jkkummerfeld/irc-disentanglement) compute them:
+"""The reply-link and conversation metrics of the Ubuntu IRC disentanglement paper (Kummerfeld
+and others, ACL 2019), computed as its scripts compute them (tools/evaluation/graph-eval.py and
+conversation-eval.py of jkkummerfeld/irc-disentanglement):
 
 - links: a message's links are the earlier messages it answers, or itself when it starts a
   conversation; precision = matched / predicted links, recall = matched / gold links, over all
@@ -87,7 +87,9 @@ def conversations(links: Links) -> list[frozenset[int]]:
     return sorted((frozenset(g) for g in groups.values()), key=min)
 
 
-def _contingency(gold: list[frozenset[int]], predicted: list[frozenset[int]]) -> Counter[tuple[int, int]]:
+def _contingency(
+    gold: list[frozenset[int]], predicted: list[frozenset[int]]
+) -> Counter[tuple[int, int]]:
     gold_of = {m: g for g, members in enumerate(gold) for m in members}
     table: Counter[tuple[int, int]] = Counter()
     for p, members in enumerate(predicted):
