@@ -9,9 +9,9 @@ joins that stored conversation (`continues`); the others make new conversations,
 their first message. A message is threaded once: a catch-up digest that reads it again changes
 nothing, so a conversation's members and counts never depend on how windows were cut.
 
-Each new conversation gets a cited one-line title: the first sentence, of its first messages,
-that has `MIN_TITLE_WORDS` content words, cut at a word to `MAX_TITLE_CHARS`, as an exact span
-of that message (so it is checked like any pointer); "answered" means someone other than its
+Each new conversation gets a cited one-line title (`conversation_title`: the first question
+asked in it, else its first informative sentence, cut at a word to `MAX_TITLE_CHARS`), an exact
+span of that message (so it is checked like any pointer); "answered" means someone other than its
 opener wrote in it (the `ongoing` state is added when it is read: db/migrations/0006).
 """
 
@@ -27,6 +27,7 @@ from runner.claim_support import content_tokens
 
 MAX_TITLE_CHARS = 100
 MIN_TITLE_WORDS = 3
+TITLE_LOOKAHEAD = 5
 # How many earlier messages an addressee is looked for among ("nick: ..." answers them).
 ADDRESS_LOOKBACK = 100
 _ADDRESS = re.compile(r"^\s*@?([^\s:,]{2,32})[:,]\s")
@@ -115,22 +116,38 @@ def explicit_and_addressed_links(messages: Sequence[ThreadedMessage]) -> list[in
     return parents
 
 
+def _title_candidates(message: ThreadedMessage) -> list[ConversationTitle]:
+    """The sentences of a message as titles: cut at a word to `MAX_TITLE_CHARS`, without a
+    leading addressee ("ann: ", "@bob, "), which names a reader, not the subject."""
+    address = _ADDRESS.match(message.text)
+    skip = address.end() if address else 0
+    titles: list[ConversationTitle] = []
+    for start, end in sentence_spans(message.text):
+        if start < skip <= end:
+            start = skip
+        start, end = cut_span(message.text, start, end, MAX_TITLE_CHARS)
+        if end > start:
+            text = message.text[start:end]
+            titles.append(ConversationTitle(message.message_id, message.revision, start, end, text))
+    return titles
+
+
 def conversation_title(messages: Sequence[ThreadedMessage]) -> ConversationTitle | None:
-    """The first sentence of the messages (in order) with `MIN_TITLE_WORDS` content words, cut
-    at a word to `MAX_TITLE_CHARS`; else the first non-empty sentence; None when all are empty."""
-    fallback: ConversationTitle | None = None
-    for message in messages:
-        for start, end in sentence_spans(message.text):
-            start, end = cut_span(message.text, start, end, MAX_TITLE_CHARS)
-            if end <= start:
-                continue
-            title = ConversationTitle(
-                message.message_id, message.revision, start, end, message.text[start:end]
-            )
-            if len(content_tokens(title.text)) >= MIN_TITLE_WORDS:
-                return title
-            fallback = fallback or title
-    return fallback
+    """What a conversation is about, quoted: the first question (ends with "?") with
+    `MIN_TITLE_WORDS` content words that its opener asked in its first `TITLE_LOOKAHEAD`
+    messages, since a help thread is named by what was asked (not by a helper's clarifying
+    question); else the first sentence with that many content words;
+    else the first non-empty sentence; None when all are empty."""
+    candidates = [title for m in messages for title in _title_candidates(m)]
+    informative = [t for t in candidates if len(content_tokens(t.text)) >= MIN_TITLE_WORDS]
+    opener = messages[0].author if messages else None
+    early = {m.message_id for m in messages[:TITLE_LOOKAHEAD] if m.author == opener}
+    for title in informative:
+        if title.message_id in early and title.text.rstrip().endswith("?"):
+            return title
+    if informative:
+        return informative[0]
+    return candidates[0] if candidates else None
 
 
 def _root(parent_of: list[int], index: int) -> int:

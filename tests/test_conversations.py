@@ -180,3 +180,14 @@ async def test_a_conversation_id_of_another_type_is_a_client_error(db: asyncpg.P
     error = result.errors[0]
     assert "conversation" in error.message and error.extensions is not None
     assert error.extensions["code"] == "BAD_ID"
+
+
+def test_the_title_is_the_openers_question_not_a_helpers_clarifying_one() -> None:
+    rows = [
+        ("ann", "My laptop fan is loud. Why does the cooling fan spin all the time?", None),
+        ("bob", "ann: which kernel version do you run?", None),
+    ]
+    title = conversation_title(_messages(rows))
+    assert title is not None and title.text == "Why does the cooling fan spin all the time?"
+    answer = conversation_title(_messages([("bob", "ann: try the thermald package today", None)]))
+    assert answer is not None and answer.text == "try the thermald package today"  # no addressee
