@@ -4,7 +4,10 @@ from any list), and the conversations as connected components."""
 
 from __future__ import annotations
 
-from runner.disentangle import Message, disentangle, explicit_parents, link
+from datetime import UTC, datetime
+
+from runner.conversations import ThreadedMessage, thread_messages
+from runner.disentangle import Message, disentangle, explicit_parents, link, link_records
 from runner.disentangle.api import components
 from runner.disentangle.baselines import lowe_links, previous_links
 from runner.disentangle.features import ChannelState
@@ -108,3 +111,14 @@ def test_baselines() -> None:
     assert previous_links(channel) == [None, None, 0, 2]
     # Lowe: "b: z" answers b's latest; b's "y" was unaddressed with no exchange: a start.
     assert lowe_links(channel) == [None, None, None, 2]
+
+
+def test_link_records_is_a_linker_for_stored_conversations() -> None:
+    threaded = [
+        ThreadedMessage(f"m{i}", m.author, datetime.fromtimestamp(m.ts, UTC), m.text)
+        for i, m in enumerate(INTERLEAVED)
+    ]
+    threaded.append(ThreadedMessage("m7", "erin", threaded[-1].ts, "see the wiki", reply_to="m1"))
+    assert link_records(threaded) == [*link(INTERLEAVED), 1]
+    threading = thread_messages(threaded, {}, link_records)
+    assert len(threading.conversations) == 2

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
 
 from runner.disentangle.message import Message
 from runner.disentangle.model import LinkModel, link
 
-__all__ = ["Disentanglement", "disentangle", "explicit_parents", "link"]
+__all__ = ["ChannelRecord", "Disentanglement", "disentangle", "explicit_parents", "link",
+           "link_records"]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -65,3 +68,32 @@ def explicit_parents(ids: Sequence[str], reply_to: Sequence[str | None]) -> list
         parents.append(parent)
         position.setdefault(message_id, index)
     return parents
+
+
+class ChannelRecord(Protocol):
+    """A stored or imported message as the rest of digestd holds it (e.g.
+    `runner.conversations.ThreadedMessage`): ids are the export's own."""
+
+    @property
+    def message_id(self) -> str: ...
+    @property
+    def author(self) -> str: ...
+    @property
+    def ts(self) -> datetime: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def reply_to(self) -> str | None: ...
+
+
+def link_records(
+    records: Sequence[ChannelRecord], model: LinkModel | None = None
+) -> list[int | None]:
+    """`link` over records carrying export ids and datetimes: explicit replies resolved with
+    `explicit_parents`, the rest left to the model. Usable as `runner.conversations`' `Linker`."""
+    explicit = explicit_parents([r.message_id for r in records], [r.reply_to for r in records])
+    messages = [
+        Message(record.author, record.ts.timestamp(), record.text, reply_to=parent)
+        for record, parent in zip(records, explicit, strict=True)
+    ]
+    return link(messages, model)
