@@ -102,8 +102,10 @@ def test_an_empty_model_starts_a_conversation_at_every_message() -> None:
 
 def test_the_shipped_weights_are_learned() -> None:
     model = default_model()
-    # The signs a reader would expect from the training data.
-    assert model.weight("addresses_cand_latest") > 0 > model.weight("addresses_other")
+    # What a reader expects from the training data: naming the candidate's author weighs more
+    # than naming someone else, and nearer candidates weigh more than far ones.
+    assert model.weight("addresses_cand_latest") > model.weight("addresses_other") + 1
+    assert model.weight("dist1") > model.weight("dist5") > model.weight("dist10")
 
 
 def test_baselines() -> None:

@@ -67,6 +67,9 @@ class ChannelState:
         self.conversation_last: list[int] = []  # conversation -> its latest message
         self.conversation_authors: list[set[str]] = []
         self.parent_of: list[int | None] = []
+        self.conversation_words: list[set[str]] = []
+        # conversation -> its shared-words feature (or -1) for the message being linked
+        self.conversation_word_feature: dict[int, int] = {}
 
     def _resolve_address(self, text: str, author: str) -> str | None:
         match = _ADDRESS.match(text)
@@ -104,7 +107,21 @@ class ChannelState:
         seen = Seen(key, message.ts, addressed, frozenset(names), words, "?" in text, False,
                     len(tokens))  # fmt: skip
         self.seen.append(seen)
+        self.conversation_word_feature.clear()
         return seen
+
+    def conversation_overlap(self, conversation: int, words: frozenset[str]) -> int:
+        """The shared-words feature of the message being linked with a whole conversation, -1
+        for none (cached: the candidates of one conversation share it)."""
+        feature = self.conversation_word_feature.get(conversation)
+        if feature is None:
+            shared = words & self.conversation_words[conversation]
+            feature = -1
+            if shared:
+                score = sum(self.rarity(word) for word in shared)
+                feature = CONVERSATION_WORDS[bisect_left(_WORD_BINS, score)]
+            self.conversation_word_feature[conversation] = feature
+        return feature
 
     def commit(self, parent: int | None) -> None:
         """Record the message last read, answering `parent` (None: a new conversation), as part
@@ -119,6 +136,7 @@ class ChannelState:
             self.conversation_first.append(index)
             self.conversation_last.append(index)
             self.conversation_authors.append(set())
+            self.conversation_words.append(set())
         else:
             conversation = self.conversation_of[parent]
             self.conversation_last[conversation] = index
@@ -126,6 +144,7 @@ class ChannelState:
         if seen.system:
             return
         self.conversation_authors[conversation].add(seen.key)
+        self.conversation_words[conversation].update(seen.words)
         key = seen.key
         for name in seen.mentions:
             self.talked[(key, name) if key < name else (name, key)] = index
@@ -201,6 +220,11 @@ AUTHOR_IN_CONVERSATION = _relation("author_in_conversation")
 ADDRESSED_IN_CONVERSATION = _relation("addressed_in_conversation")
 CAND_ALONE_QUESTION = _relation("cand_alone_question")
 CAND_ANSWERS_AUTHOR = _relation("cand_answers_author")  # turn taking: j answered i's author
+# The conversation the author (or the person they address) was last in: people carry on there.
+IN_AUTHORS_LAST_CONVERSATION = _relation("in_authors_last_conversation")
+IN_ADDRESSEDS_LAST_CONVERSATION = _relation("in_addresseds_last_conversation")
+CAND_LONG = _feature("cand_long")
+CONVERSATION_WORDS = tuple(_relation(f"conversation_words{i}") for i in range(len(_WORD_BINS) + 1))
 
 
 def self_features(state: ChannelState, index: int) -> list[int]:
@@ -281,6 +305,19 @@ def pair_features(state: ChannelState, index: int, candidate: int) -> list[int]:
     answered = state.parent_of[candidate]
     if answered is not None and other_key != key and seen[answered].key == key:
         relations.append(CAND_ANSWERS_AUTHOR)
+    if message.words:
+        overlap = state.conversation_overlap(conversation, message.words)
+        if overlap >= 0:
+            relations.append(overlap)
+    own = state.last_by_author.get(key)
+    if own is not None and state.conversation_of[own] == conversation:
+        relations.append(IN_AUTHORS_LAST_CONVERSATION)
+    if addressed is not None:
+        theirs = state.last_by_author.get(addressed)
+        if theirs is not None and state.conversation_of[theirs] == conversation:
+            relations.append(IN_ADDRESSEDS_LAST_CONVERSATION)
+    if other.length > _LEN_BINS[-1]:
+        features.append(CAND_LONG)
     authors = state.conversation_authors[conversation]
     if key in authors and other_key != key:
         relations.append(AUTHOR_IN_CONVERSATION)
