@@ -28,6 +28,7 @@ from runner.documents.fetch import FetchPolicy
 from runner.documents.policy import DigestConfig, DigestPolicy
 from runner.documents.summarize import OfflineSummarizer, Summarizer
 from runner.extractors.base import Extractor
+from runner.extractors.offline import offline_map_concurrency
 from runner.worker import Worker, WorkerConfig
 from schema.context import ApiConfig
 from server.settings import Settings
@@ -227,7 +228,11 @@ class Runtime:
             poll_seconds=s.digestd_poll_seconds,
             chunk_tokens=s.digestd_chunk_tokens,
             min_overlap=s.digestd_min_claim_overlap,
-            map_concurrency=s.digest_llm_concurrency if s.extractor_name == "llm" else 1,
+            map_concurrency=(
+                s.digest_llm_concurrency
+                if s.extractor_name == "llm"
+                else offline_map_concurrency(s.digestd_extract_processes)
+            ),
             retry_base_seconds=s.digestd_retry_base_seconds,
             retry_max_seconds=s.digestd_retry_max_seconds,
             max_window_messages=s.digestd_max_window_messages,

@@ -37,6 +37,7 @@ from runner.extractors.offline.knowledge import answer_item
 from runner.claim_support import token_set
 from runner.extractors.offline.merge import (
     count_phrase,
+    even_sample,
     link_knowledge,
     rank_and_cut,
     signal_quality,
@@ -214,6 +215,18 @@ def _keywords(topics: list, knowledge: list[KnowledgeItem], artifacts: list[Arti
     return list(words)
 
 
+# The window-wide topics and overview read at most this many messages: all cited ones, then
+# evenly spaced others in window order. A window's vocabulary shows in a sample this size, and
+# it keeps the reduce step from growing with the window (the map step already read every
+# message; the item lists are merged from all chunks, not sampled).
+MAX_ANALYSED_MESSAGES = 10_000
+
+
+def analysed_messages(messages: Sequence[WindowMessage], cited: set[str]) -> list[WindowMessage]:
+    """`messages`, or past MAX_ANALYSED_MESSAGES the cited ones and evenly spaced others."""
+    return even_sample(messages, lambda m: m.message_id in cited, MAX_ANALYSED_MESSAGES)
+
+
 def _empty_digest(window: Window) -> Digest:
     return Digest(
         title=truncate_words(window.channel_name or "channel", 120),
@@ -239,7 +252,12 @@ def build_digest(
     knowledge = link_knowledge(merger.cut("knowledge items", pool, 60, _knowledge_strength))
     links = merger.links()
     artifacts = merger.artifacts()
-    views = [view_message(m) for m in merger.messages]
+    messages = merger.messages
+    cited: list[str] = [m.message_id for m in top_messages]
+    for ids in [*(d.message_ids for d in decisions), *(a.message_ids for a in actions)]:
+        cited.extend(ids[:1])
+    cited.extend(k.message_ids[0] for k in knowledge if k.message_ids)
+    views = [view_message(m) for m in analysed_messages(messages, set(cited))]
     # Topics are ranked over the whole window: a phrase every chunk mentions once is a topic
     # of the window even if no chunk saw it twice.
     topics = topics_for(views, 12, frozenset(merger.participants.by_key))
@@ -252,11 +270,6 @@ def build_digest(
         "knowledge items": len(knowledge),
     }
     signal = signal_quality(counts, bool(topics), high=15, medium=6, min_kinds=3)
-    messages = merger.messages
-    cited: list[str] = [m.message_id for m in top_messages]
-    for ids in [*(d.message_ids for d in decisions), *(a.message_ids for a in actions)]:
-        cited.extend(ids[:1])
-    cited.extend(k.message_ids[0] for k in knowledge if k.message_ids)
     central = central_messages(views, set(cited), 8)
     writer = ProseWriter(merger.by_id, merger.participants)
     if signal.level == SignalLevel.EMPTY:

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from runner.extractors.offline.artifacts import command_like
+from runner.extractors.offline.merge import even_sample
 from runner.extractors.offline.text import PartView, content_words, truncate_words
 from runner.extractors.offline.threads import Participants, is_social, strip_address
 
@@ -121,16 +122,7 @@ def _sample(views: Sequence[PartView], notable_ids: set[str]) -> list[PartView]:
     """At most `_MAX_NODES` messages with something to say: all notable ones, then evenly
     spaced others, so a huge window ranks in seconds and every stretch of it is represented."""
     candidates = [v for v in views if len(content_words(v.prose)) >= 3]
-    if len(candidates) <= _MAX_NODES:
-        return candidates
-    keep = {i for i, v in enumerate(candidates) if v.message_id in notable_ids}
-    keep = set(sorted(keep)[:_MAX_NODES])
-    others = [i for i in range(len(candidates)) if i not in keep]
-    room = _MAX_NODES - len(keep)
-    if room > 0:
-        step = len(others) / room
-        keep.update(others[int(k * step)] for k in range(room))
-    return [candidates[i] for i in sorted(keep)]
+    return even_sample(candidates, lambda v: v.message_id in notable_ids, _MAX_NODES)
 
 
 def central_messages(views: Sequence[PartView], notable_ids: set[str], limit: int) -> list[Central]:
