@@ -49,6 +49,9 @@ _CHAT_STOPWORDS = frozenset(
 )
 _HEX_OR_ID = re.compile(r"[0-9a-f]{8,}|[0-9a-z]*\d[0-9a-z]*\d[0-9a-z]{6,}", re.IGNORECASE)
 _BRACED = re.compile(r"\{\w+\}")
+# Placeholders that exports and datasets put where content was removed: `[<-LINK->]`,
+# `<-CODE->`, `<URL>`, `[IMAGE]`. They stand for something else, so they are never a topic.
+_PLACEHOLDER = re.compile(r"\[?<-?[A-Z][A-Z_]*-?>\]?|\[[A-Z][A-Z_]+\]")
 _VERSIONISH = re.compile(r"v?\d{1,4}(?:\.\d{1,4}){1,3}")
 
 
@@ -110,7 +113,7 @@ def phrases_of(sentences: Sequence[str]) -> dict[str, _Phrase]:
     found: dict[str, _Phrase] = {}
     for sentence in sentences:
         # `{word}` is markup (transcript tags like {vocalsound}, template fields), not a topic.
-        text = _BRACED.sub(" ", without_urls(sentence))
+        text = _PLACEHOLDER.sub(" ", _BRACED.sub(" ", without_urls(sentence)))
         previous: _Token | None = None
         for position, token in enumerate(_tokens(text)):
             number = token.key.isdigit() and len(token.key) <= 4
@@ -226,6 +229,7 @@ def topics_for(
     views: Sequence[PartView], limit: int, names: frozenset[str] = frozenset()
 ) -> list[Topic]:
     """Contract topics for a run of parts: title, an extractive summary sentence, message ids.
+    Placeholders (`[<-LINK->]`) and stopwords are never titles (see `phrases_of`).
     A phrase whose words the validator's tokens do not find in its messages (`realpath_chk`
     cut out of `__realpath_chk`) is no topic: its title would be dropped as unsupported."""
     topics: list[Topic] = []
