@@ -36,7 +36,6 @@ from runner.contract import (
 from runner.extractors.offline.knowledge import answer_item
 from runner.claim_support import token_set
 from runner.extractors.offline.merge import (
-    count_phrase,
     even_sample,
     link_knowledge,
     rank_and_cut,
@@ -65,7 +64,7 @@ class _Merger:
         self.order = {m.message_id: i for i, m in enumerate(self.messages)}
         self.by_id = {m.message_id: m for m in self.messages}
         self.participants = Participants.of(self.messages)
-        self.omitted: dict[str, int] = {}
+        self.omitted: dict[str, tuple[int, int]] = {}  # list name → (kept, found)
 
     def position(self, message_ids: Sequence[str]) -> int:
         return min((self.order.get(m, len(self.order)) for m in message_ids), default=0)
@@ -77,7 +76,7 @@ class _Merger:
         what was cut is counted for the coverage notes."""
         kept = rank_and_cut(items, limit, strength, lambda i: self.position(_ids(i)))
         if len(items) > len(kept):
-            self.omitted[name] = len(items) - len(kept)
+            self.omitted[name] = (len(kept), len(items))
         return kept
 
     def every(self, field_name: str) -> list[Any]:
@@ -291,7 +290,11 @@ def build_digest(
             f"skipped), starting at {missing[0][:60]}."
         )
     if merger.omitted:
-        notes.append("Cut to the digest limits: " + count_phrase(merger.omitted) + ".")
+        # "N of M" per capped list, so a reader knows how much was left out (GUIDE 7).
+        capped = ", ".join(
+            f"{kept} of {found} {name}" for name, (kept, found) in merger.omitted.items()
+        )
+        notes.append(f"Cut to the digest limits: kept {capped}.")
     notes.append("Rule-based offline extraction; small talk is left out of the item lists.")
     notable = list(dict.fromkeys([c.view.message_id for c in central] + cited))[:20]
     return Digest(

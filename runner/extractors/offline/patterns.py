@@ -54,7 +54,8 @@ _DECISION_STRONG = re.compile(
 _PROPOSAL = re.compile(
     r"(?i)^(?:(?:ok(?:ay)?|so|alright|right|then|and|yeah|yes)[,!.]?\s+)*(?:let's|let us|"
     r"we should|i propose|i suggest|proposal\s*:|suggestion\s*:|how about we|why don't we"
-    r"|what if we|we could|i should|i want to|i'd like to|i plan to|the plan is to|stop using)\b"
+    r"|what if we|we could|i should|i want to|i'd like to|i plan to|the plan is to|stop using)"
+    r"(?!\w)"  # not \b: "proposal:" ends on a colon
 )
 _NEGATED_DECISION = re.compile(
     r"(?i)\b(?:haven't|have not|hasn't|has not|didn't|did not|not yet|yet to|still need to|"
@@ -216,7 +217,10 @@ def action(sentence: str, author: str, participants: Participants) -> Claim | No
             owner = assigned.group("name")
         if owner is None:
             owner = _assigned_to(rest, participants) or addressed
-        if not _substantive(rest) or not is_task(rest):
+        # "#action bob migrated X": the task is what follows the name.
+        first, _, after = rest.partition(" ")
+        task = after if participants.lookup(first.lstrip("@")) else rest
+        if not _substantive(rest) or not is_task(task):
             return None
         return Claim(clean_claim(rest), 3, _owner_name(owner, participants) if owner else None)
     if text.endswith("?") and not _REQUEST.match(text):
