@@ -34,7 +34,7 @@ def test_courtesy_pronouns_and_time_words_are_no_task() -> None:
 
 
 def test_past_tense_is_a_report_not_a_task() -> None:
-    reported = patterns.action("#action bob migrated the dashboards to the new cluster", "gos", PEOPLE)
+    reported = patterns.action("#action bob migrated the dashboards to the new VMs", "gos", PEOPLE)
     assert reported is None
     assert patterns.action("TODO: already fixed the importer crash", "bob", PEOPLE) is None
     assert not patterns.is_task("updated the helm chart for the canary")

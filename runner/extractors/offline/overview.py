@@ -60,19 +60,26 @@ def _similarities(vectors: list[dict[str, float]]) -> dict[int, dict[int, float]
     for index, vector in enumerate(vectors):
         for term, weight in vector.items():
             postings[term].append((index, weight))
-    pairs: dict[tuple[int, int], float] = defaultdict(float)
+    # Pair (i, j), i < j, keyed i * n + j: an int hashes faster than a tuple, and this loop is
+    # the hottest of the offline map. Sums run in the same order as ever (terms sorted, then
+    # postings in window order), so the weights are the same floats.
+    n = len(vectors)
+    pairs: dict[int, float] = {}
+    get = pairs.get
     for term in sorted(postings):
         posting = postings[term]
         if len(posting) < 2 or len(posting) > _MAX_POSTINGS:
             continue
-        for a in range(len(posting)):
-            i, wi = posting[a]
-            for b in range(a + 1, len(posting)):
-                j, wj = posting[b]
-                pairs[(i, j)] += wi * wj
+        for a, (i, wi) in enumerate(posting):
+            base = i * n
+            for j, wj in posting[a + 1 :]:
+                key = base + j
+                pairs[key] = get(key, 0.0) + wi * wj
     neighbours: dict[int, list[tuple[float, int]]] = defaultdict(list)
-    for (i, j), weight in sorted(pairs.items()):
+    # Each list is sorted below on (weight, index), a total order: no need to sort the pairs.
+    for key, weight in pairs.items():
         if weight >= _MIN_SIMILARITY:
+            i, j = divmod(key, n)
             neighbours[i].append((weight, j))
             neighbours[j].append((weight, i))
     # Each message keeps its `_NEIGHBOURS` most similar ones: the graph stays sparse (linear in
