@@ -135,6 +135,8 @@ def test_hex_dumps_and_ids_are_not_artifacts() -> None:
     # A command is copied whole, ids and all; an error message is kept even with ids in it.
     assert not is_dump(ArtifactKind.COMMAND, "./node-cli sendraw " + raw)
     assert not is_dump(ArtifactKind.LOG, f"error: tx {raw} rejected: fee too low")
+    assert not is_dump(ArtifactKind.LOG, f"me@box:~/src$ ./node-cli sendraw {raw}")  # a prompt
+    assert not is_dump(ArtifactKind.LOG, f'walletinfo {raw}\n{{\n  "balance": "12.5"\n}}')
     message = _message(0, "kim", f"here it is\n```\n{raw}\n```\nand `git log --oneline -5`")
     kinds = [s.kind for s in find_snippets(view_message(message))]
     assert kinds == [ArtifactKind.COMMAND]
@@ -184,3 +186,16 @@ def test_offline_map_runs_one_chunk_per_pool_process() -> None:
     assert offline_map_concurrency(3) == 3
     assert offline_map_concurrency(0) == 1  # a thread: one at a time
     assert offline_map_concurrency() >= 1
+
+
+async def test_a_decision_refined_in_the_thread_is_one_decision() -> None:
+    window = _window(
+        ("hana", "Proposal: let's cache the geocoder results in Redis for 10 minutes"),
+        ("ivo", "+1 but make it 30 minutes and skip errors", "x0"),
+        ("hana", "agreed, we cache the geocoder results in Redis for 30 minutes, errors skipped"),
+        ("jo", "unrelated: the office wifi password changed"),
+    )
+    decisions = (await run_offline(window)).digest.decisions
+    assert len(decisions) == 1
+    assert "30 minutes" in decisions[0].text
+    assert {"x0", "x2"} <= set(decisions[0].message_ids)

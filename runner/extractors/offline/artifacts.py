@@ -160,11 +160,18 @@ _ERROR_WORDS = re.compile(
 )
 
 
+_SHELL_PROMPT = re.compile(r"^\s*(?:\S*[$#>]\s+)?")
+_STRUCTURED = re.compile(r"\"\s*:|^\s*[\w.-]+\s*[:=]\s+\S", re.MULTILINE)
+
+
 def is_dump(kind: ArtifactKind, text: str) -> bool:
     """A hex dump, hash or id listing rather than something a person would copy: mostly hex or
-    opening with a hash/UUID, not a command, and not an error message (which is kept even when
-    it quotes ids)."""
-    if kind == ArtifactKind.COMMAND or _ERROR_WORDS.search(text):
+    opening with a hash/UUID. Kept even when hex-heavy: commands (a line of it is one, after
+    any shell prompt), error messages, and structured output (JSON, `key: value`)."""
+    if kind == ArtifactKind.COMMAND or _ERROR_WORDS.search(text) or _STRUCTURED.search(text):
+        return False
+    lines = text.split("\n")
+    if any(command_like(_SHELL_PROMPT.sub("", line, count=1)) for line in lines[:20]):
         return False
     return _hex_heavy(text) or bool(_LEADING_ID.match(text))
 

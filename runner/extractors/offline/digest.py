@@ -53,6 +53,12 @@ from runner.window import Window, WindowMessage
 Item = TypeVar("Item", Decision, ActionItem, OpenQuestion, Link, Artifact, KnowledgeItem)
 
 
+# A decision restated within this many messages, sharing this share of the shorter one's
+# content words, is the same decision refined (see _Merger.restated).
+_RESTATED_HORIZON = 30
+_RESTATED_SHARE = 0.6
+
+
 class _Merger:
     """The window and its chunk summaries, merged one item list at a time."""
 
@@ -82,8 +88,29 @@ class _Merger:
     def every(self, field_name: str) -> list[Any]:
         return [item for summary in self.summaries for item in getattr(summary, field_name)]
 
+    def restated(self, decisions: list[Decision]) -> list[Decision]:
+        """A decision restated a little later with most of its words (the thread refined a
+        proposal: "let's retry 5 times" → "retry 5 times with jitter") is one decision: the
+        later wording, citing both. Only `_RESTATED_HORIZON` messages ahead are compared."""
+        ordered = sorted(decisions, key=lambda d: self.position(d.message_ids))
+        words = [set(content_words(d.text)) for d in ordered]
+        positions = [self.position(d.message_ids) for d in ordered]
+        kept: list[Decision | None] = list(ordered)
+        for i, earlier in enumerate(ordered):
+            for j in range(i + 1, len(ordered)):
+                if positions[j] - positions[i] > _RESTATED_HORIZON:
+                    break
+                shared = len(words[i] & words[j]) / max(1, min(len(words[i]), len(words[j])))
+                later = kept[j]
+                if later is not None and shared >= _RESTATED_SHARE:
+                    ids = list(dict.fromkeys([*earlier.message_ids, *later.message_ids]))
+                    kept[j] = later.model_copy(update={"message_ids": ids[:20]})
+                    kept[i] = None
+                    break
+        return [d for d in kept if d is not None]
+
     def decisions(self) -> list[Decision]:
-        merged = merge_decisions(self.every("decisions"), OFFLINE_RULES)
+        merged = self.restated(merge_decisions(self.every("decisions"), OFFLINE_RULES))
 
         def strength(item: Decision) -> int:
             source = self.by_id.get(item.message_ids[0])
