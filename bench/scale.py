@@ -8,10 +8,9 @@ Each size runs in its own child process (so each has its own peak memory) with
 `runner.pipeline.run_pipeline` and the `OfflineExtractor` exactly as the worker's channel job
 calls them (`runner/jobs/channel.py`: the default DIGESTD_CHUNK_TOKENS, the map concurrency of
 server/runtime.py's worker_config, the CPU pool of runner/offload.py at its default size), on
-plain data: the window the worker
-would load from the database is built in memory from bench/_support.py's deterministic
-generator, and neither the window load nor the store is timed (bench/coverage.py measures
-those). The clock covers chunking, map, reduce and validation.
+plain data: the window the worker would load from the database is built in memory from
+bench/_support.py's deterministic generator, and neither the window load nor the store is
+timed (bench/coverage.py measures those). The clock covers chunking, map, reduce and validation.
 
 `--baseline PATH` runs the same children against another checkout (e.g. a `git worktree` of
 main at /tmp/digestd-main) in the same run: its `runner` package is imported instead of this
@@ -20,8 +19,8 @@ one's, so old and new code are timed on the same machine minutes apart.
 Figures per child: `seconds`, `msgs_per_s`, `us_per_message`, `cpu_seconds` (this process and
 the pool, the figure a busy shared machine disturbs least), `peak_rss_mb` (the child's own
 ru_maxrss: the worker process) and `pool_peak_rss_mb` (the largest CPU-pool process's VmHWM,
-read before the pool is shut down), and `digest_sha256` (the stored digest's JSON: equal across repeats
-means deterministic). The summary per code root: `per_message_ratio` = µs/message at the
+read before the pool is shut down), and `digest_sha256` (the stored digest's JSON: equal across
+repeats means deterministic). The summary per code root: `per_message_ratio` = µs/message at the
 largest size over the smallest (target <= 1.3: linear) and `target_rate_met` (>= 3,000 msg/s
 at the largest size).
 """
@@ -182,7 +181,8 @@ def main() -> int:
             profiled = run_child(sizes[-1], root, profile=True)
             emit(BENCH_NAME, kind="profile", code=label, messages=sizes[-1],
                  note="cProfile slows Python code ~1.5-2x; read the shares, not the seconds",
-                 seconds=profiled["seconds"], top_by_own_time=profiled["top_by_own_time"])  # fmt: skip
+                 seconds=profiled["seconds"],
+                 top_by_own_time=profiled["top_by_own_time"])  # fmt: skip
         small, large = per_size[sizes[0]], per_size[sizes[-1]]
         best_small = min(r["us_per_message"] for r in small)
         best_large = min(r["us_per_message"] for r in large)
