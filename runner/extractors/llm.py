@@ -49,7 +49,7 @@ from runner.llm.client import ContextLimitExceeded, LLMCallError, ResilientCalle
 from runner.llm.config import LLMConfig
 from runner.llm.prompts import (
     MAP_PROMPT,
-    PROMPT_VERSION,
+    MAP_PROMPT_VERSION,
     REDUCE_PROMPT,
     REDUCE_PROMPT_VERSION,
     load_prompt,
@@ -132,7 +132,7 @@ class LLMExtractor:
             temperature=config.temperature,
             max_tokens_param=config.max_tokens_param,
         )
-        self.map_prompt = load_prompt(MAP_PROMPT)
+        self.map_prompt = load_prompt(MAP_PROMPT, MAP_PROMPT_VERSION)
         self.reduce_prompt = load_prompt(REDUCE_PROMPT, REDUCE_PROMPT_VERSION)
         self._note_limits()
 
@@ -243,7 +243,7 @@ class LLMExtractor:
             "postprocess": _MAP_POSTPROCESS_VERSION,
         }
         digest = hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
-        return f"llm:{PROMPT_VERSION}:{self.config.map_model}:{digest[:16]}"
+        return f"llm:{MAP_PROMPT_VERSION}:{self.config.map_model}:{digest[:16]}"
 
     def static_prefix_tokens(self) -> int:
         """Tokens of what every map request starts with: system prompt and tool schema."""
