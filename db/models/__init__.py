@@ -24,6 +24,12 @@ from db.models.channels import (
     Server,
     WindowMessageRow,
 )
+from db.models.conversations import (
+    Conversation,
+    ConversationWithState,
+    MessageConversation,
+    ThreadContextRow,
+)
 from db.models.digests import (
     ActionItem,
     Artifact,
@@ -50,7 +56,7 @@ from db.models.documents import (
     StoredDocument,
 )
 from db.models.jobs import DigestJob
-from db.models.reports import Report
+from db.models.reports import Report, ReportDigestItem
 from db.models.rows import as_row, as_row_or_none, as_rows
 
 # SQLAlchemy sets up a table model's attributes on first ORM use (a session, an `__init__`);
@@ -59,10 +65,12 @@ configure_mappers()
 
 __all__ = [
     "ActionItem", "Artifact", "ArtifactWithMessage", "Channel", "ChannelColumns",
-    "ChannelMessageCount", "ChannelUncoveredCount", "ChannelWithServer", "ChunkResult", "Decision",
+    "ChannelMessageCount", "ChannelUncoveredCount", "ChannelWithServer", "ChunkResult",
+    "Conversation", "ConversationWithState", "Decision",
     "Digest", "DigestItemCounts", "DigestJob", "DigestMessage", "Document", "DocumentColumns",
     "DocumentDigest", "DocumentFields", "DocumentListing", "EditedMessage", "Entity",
-    "KnowledgeItem", "KnowledgeItemWithMessage", "Link", "Message", "MessageId", "MessageRange",
-    "MessageRevision", "OpenQuestion", "Report", "RevisionText", "Server", "StoredDocument", "Topic",
-    "WindowMessageRow", "as_row", "as_row_or_none", "as_rows",
+    "KnowledgeItem", "KnowledgeItemWithMessage", "Link", "Message", "MessageConversation",
+    "MessageId", "MessageRange",
+    "MessageRevision", "OpenQuestion", "Report", "ReportDigestItem", "RevisionText", "Server",
+    "StoredDocument", "ThreadContextRow", "Topic", "WindowMessageRow", "as_row", "as_row_or_none", "as_rows",
 ]  # fmt: skip
