@@ -7,13 +7,11 @@ from typing import Any
 
 import asyncpg
 
-from db.documents import store_document
-from runner.documents.ingest import ingest_text
 from schema import build_schema
 from schema.context import ApiConfig, Context, Role
 from schema.ids import CHANNEL, DIGEST_JOB, DOCUMENT, global_id
 from tests.db_helpers import add_channel, messages
-from tests.test_reports_api import _report
+from tests.test_reports_api import _report, ops_and_runbook
 from tests.test_revisions import gql
 
 LIST = """
@@ -41,20 +39,13 @@ def _questions(page: dict[str, Any]) -> list[str]:
 async def test_reports_page_newest_first_filter_by_source_and_refuse_bad_cursors(
     db: asyncpg.Pool, database_url: str
 ) -> None:
-    ops = await add_channel(db, "ops", messages([
-        ("bob", "The database migration runs on Friday evening after the freeze."),
-        ("cid", "Rollbacks of the database migration need approval from the on-call lead."),
-    ]))  # fmt: skip
+    ops, document_id = await ops_and_runbook(db)
     web = await add_channel(db, "web", messages([
         ("ann", "The release of the web frontend waits for the design review on Monday."),
         ("dan", "The design review of the web frontend moved to Tuesday morning."),
     ]))  # fmt: skip
-    async with db.acquire() as connection:
-        document, _ = await store_document(connection, ingest_text(
-            "Every database migration has a rollback plan, approved by the on-call lead.",
-            title="Runbook").as_record())  # fmt: skip
     ops_id, web_id = global_id(CHANNEL, ops), global_id(CHANNEL, web)
-    doc_id = global_id(DOCUMENT, document.id)
+    doc_id = global_id(DOCUMENT, document_id)
     asked = [
         ("When does the database migration run?", {"channelIds": [ops_id]}),
         ("When is the design review of the web frontend?", {"channelIds": [web_id]}),
