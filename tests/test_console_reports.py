@@ -1,12 +1,15 @@
 """The console's Reports page in Debian's Chromium (Playwright) against the real app, database and
 worker, every non-loopback request aborted: reached from the navigation, it lists a report made
 in the test (title linking to its page, question, sources, audit coverage); its form shows the
-API's refusal of an empty question as the API words it, then triggers a report over a channel
-imported in the test, follows the job while a real worker runs it, and lands on the report's
-page with its footnotes."""
+API's refusals (an empty question, no source, since after until) as the API words them, then
+triggers a report over a channel imported in the test within a since/until window given in the
+browser's time zone, follows the job while a real worker runs it, and lands on the report's page
+with its footnotes."""
 
 from __future__ import annotations
 
+from datetime import datetime
+from pathlib import Path
 from urllib.parse import quote, unquote
 
 import asyncpg
@@ -27,6 +30,7 @@ __all__ = ["browser", "watched"]  # the fixtures, shared with tests/test_console
 
 pytestmark = pytest.mark.browser
 
+SCREENSHOT = Path("/tmp/digestd-console-reports.png")
 CHANNEL_QUESTION = "How do people restart the ingest worker with kubectl?"
 REPORT = """query($id: ID!) { report(id: $id) { title question request
   sections { sentences { citations { footnote } } } sources { id footnote } } }"""
@@ -64,9 +68,19 @@ async def test_reports_page_lists_reports_and_its_form_triggers_one_and_shows_re
         await submit.click()
         await expect(page.get_by_role("alert")).to_have_text("choose at least one channel or document")
 
-        # A report over the channel imported above: queued, followed while a worker runs it,
-        # then its page with footnotes.
         await page.get_by_label("acme / team-platform", exact=False).check()
+        since, until = page.get_by_label("Messages since"), page.get_by_label("until (optional)")
+        await since.fill("2026-01-01T00:00")
+        await until.fill("2025-01-01T00:00")
+        await submit.click()
+        await expect(page.get_by_role("alert")).to_have_text("sources.since must be before sources.until")
+
+        # A report over the channel imported above (its messages are from March 2025), in a
+        # window given in the browser's time zone: queued, followed while a worker runs it,
+        # then its page with footnotes.
+        await since.fill("2025-01-01T00:00")
+        await until.fill("2026-01-01T00:00")
+        window = await page.evaluate("[new Date('2025-01-01T00:00'), new Date('2026-01-01T00:00')].map(d => d.toISOString())")
         await submit.click()
         status = page.locator(".report-job-status")
         await expect(status).to_contain_text("QUEUED")
@@ -77,6 +91,8 @@ async def test_reports_page_lists_reports_and_its_form_triggers_one_and_shows_re
         new = (await gql(http, REPORT, {"id": report_id}))["report"]
         assert new["question"] == CHANNEL_QUESTION
         assert new["request"]["channel_ids"] and new["request"]["document_ids"] == []
+        asked = [datetime.fromisoformat(new["request"][bound]) for bound in ("since", "until")]
+        assert asked == [datetime.fromisoformat(instant.replace("Z", "+00:00")) for instant in window]
         await expect(page.get_by_role("heading", level=1, name=new["title"])).to_be_focused()
         numbers = [c["footnote"] for s in new["sections"] for x in s["sentences"] for c in x["citations"]]
         assert numbers, new
@@ -88,4 +104,6 @@ async def test_reports_page_lists_reports_and_its_form_triggers_one_and_shows_re
         titles = page.locator("table.reports tbody th a")
         await expect(titles).to_have_count(2)
         await expect(titles.first).to_have_text(new["title"])
+        await page.screenshot(path=SCREENSHOT, full_page=True)
+        print(f"console reports screenshot: {SCREENSHOT}")
     watched.assert_clean()
