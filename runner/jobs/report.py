@@ -4,10 +4,12 @@ nothing it reads has changed.
 
 The steps:
 1. read the request (options: question, channel_ids, document_ids, since, until), each channel's
-   messages with since <= ts < until (at most `max_messages` per channel, the oldest first) and
-   each document; a source that no longer exists FAILS the job (`source_gone`);
+   messages with since <= ts < until (at most `max_messages` per channel, the oldest first), the
+   claims of the channel's digests whose window overlaps that range (decisions, action items,
+   open questions, topic summaries, synthesized knowledge: evidence that cites the messages they
+   rest on) and each document; a source that no longer exists FAILS the job (`source_gone`);
 2. compute the cache key (`runner.reports.records.report_cache_key`: the question, the exact
-   message revisions and document texts read, the settings, the writer's version); a stored
+   message revisions, digests and document texts read, the settings, the writer's version); a stored
    report with that key ends the job at once, with no evidence gathered and nothing written;
 3. otherwise gather and rank the evidence, write the extractive report, and run the citation
    audit (`runner.reports.audit.accept_sentences`): what fails is dropped, never stored as cited;
@@ -34,7 +36,7 @@ from runner.jobs.base import JobContext, finish
 from runner.jobs.outcomes import Cancelled, FailNow, Finished, Outcome, Stored
 from runner.documents.canonical import CanonicalDocument
 from runner.reports.audit import ReportAudit
-from runner.reports.evidence import ChannelMessage, DocumentText
+from runner.reports.evidence import ChannelMessage, DigestClaim, DocumentText
 from runner.reports.extractive import EXTRACTOR_VERSION, run_extractive_report
 from runner.reports.records import report_cache_key, report_json
 from runner.reports.report import Report, report_markdown
@@ -47,6 +49,7 @@ DEFAULT_MAX_MESSAGES = 20_000
 @dataclass(frozen=True)
 class ReportInputs:
     channels: list[list[ChannelMessage]]
+    claims: list[list[DigestClaim]]  # of each channel's digests whose window overlaps the range
     documents: list[DocumentText]
     cache_key: str
 
@@ -66,6 +69,7 @@ class ReportJobRunner:
         stats.update({
             "channels": len(inputs.channels), "documents": len(inputs.documents),
             "messages": sum(len(messages) for messages in inputs.channels),
+            "digest_claims": sum(len(claims) for claims in inputs.claims),
         })  # fmt: skip
         async with context.pool.acquire() as connection:
             cached = await report_queries.cached_report_id(connection, inputs.cache_key)
@@ -97,7 +101,9 @@ class ReportJobRunner:
         since = _time(options.get("since"))
         until = _time(options.get("until"))
         channels: list[list[ChannelMessage]] = []
+        claims: list[list[DigestClaim]] = []
         revisions: list[tuple[int, list[tuple[int, int]]]] = []
+        digests: list[tuple[int, list[int]]] = []
         async with context.pool.acquire() as connection:
             found = await channel_queries.channels_by_ids(connection, channel_ids)
             known = {channel.id: channel for channel in found}
@@ -117,6 +123,13 @@ class ReportJobRunner:
                     for row in rows
                 ])  # fmt: skip
                 revisions.append((channel_id, [(row.id, row.revision) for row in rows]))
+                items = await report_queries.report_digest_items(
+                    connection, channel_id, since, until
+                )
+                claims.append([
+                    DigestClaim(item.kind, item.text, tuple(item.message_ids)) for item in items
+                ])  # fmt: skip
+                digests.append((channel_id, sorted({item.digest_id for item in items})))
         texts: list[DocumentText] = []
         for document_id in document_ids:
             row = documents.get(document_id)
@@ -131,13 +144,15 @@ class ReportJobRunner:
             str(options.get("question", "")), revisions,
             [(int(t.document_id), t.source_text_hash) for t in texts],
             {"min_overlap": self.min_overlap, "max_messages": self.max_messages},
-            EXTRACTOR_VERSION,
+            EXTRACTOR_VERSION, digests,
         )  # fmt: skip
-        return ReportInputs(channels, texts, key)
+        return ReportInputs(channels, claims, texts, key)
 
     def _write(self, question: str, inputs: ReportInputs) -> tuple[Report, ReportAudit, int]:
         """CPU-bound (BM25 over every sentence): run in a thread."""
-        run = run_extractive_report(question, inputs.channels, inputs.documents, self.min_overlap)
+        run = run_extractive_report(
+            question, inputs.channels, inputs.documents, self.min_overlap, inputs.claims
+        )
         return run.report, run.audit, len(run.units)
 
     async def _store(
