@@ -92,6 +92,9 @@ def test_dev_section_and_the_model_beats_both_baselines() -> None:
     ]
     model, *baselines = score_dev(data_dir)
     assert model.links.gold == 2607  # 10 logs x 250 annotated messages, some with 2 parents
+    # The figures docs/quality.md reports (0.696 and 0.333), as a floor against regressions;
+    # the goals are 0.70 and 0.30.
+    assert model.links.f1 >= 0.69 and model.exact.f1 >= 0.30
     for baseline in baselines:
         assert model.links.f1 > baseline.links.f1
         assert model.vi > baseline.vi and model.one_to_one > baseline.one_to_one
