@@ -32,6 +32,7 @@ MAX_TITLE_CHARS = 100
 MIN_TITLE_WORDS = 3
 TITLE_LOOKAHEAD = 5
 # A leading addressee ("ann: ", "@bob, "): it names a reader, not the subject.
+_URL = re.compile(r"\w+://\S+")  # a link names no subject: its words do not count for a title
 _ADDRESS = re.compile(r"^\s*@?([^\s:,]{2,32})[:,]\s")
 
 
@@ -118,7 +119,9 @@ def conversation_title(messages: Sequence[ThreadedMessage]) -> ConversationTitle
     question); else the first sentence with that many content words;
     else the first non-empty sentence; None when all are empty."""
     candidates = [title for m in messages for title in _title_candidates(m)]
-    informative = [t for t in candidates if len(content_tokens(t.text)) >= MIN_TITLE_WORDS]
+    informative = [
+        t for t in candidates if len(content_tokens(_URL.sub(" ", t.text))) >= MIN_TITLE_WORDS
+    ]
     opener = messages[0].author if messages else None
     early = {m.message_id for m in messages[:TITLE_LOOKAHEAD] if m.author == opener}
     for title in informative:

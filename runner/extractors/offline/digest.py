@@ -46,7 +46,7 @@ from runner.extractors.offline.prose import ProseWriter, window_keywords
 from runner.extractors.offline.patterns import ACTION_MARKER, DECISION_MARKER
 from runner.extractors.offline.text import content_words, squash, truncate_words, view_message
 from runner.extractors.offline.threads import Participants, find_answer
-from runner.extractors.offline.topics import topics_for
+from runner.extractors.offline.topics import conversation_topics, topics_for
 from runner.vocabulary import MappedChunk
 from runner.window import Window, WindowMessage
 
@@ -286,7 +286,11 @@ def build_digest(
     views = [view_message(m) for m in analysed_messages(messages, set(cited))]
     # Topics are ranked over the whole window: a phrase every chunk mentions once is a topic
     # of the window even if no chunk saw it twice.
-    topics = topics_for(views, 12, frozenset(merger.participants.by_key))
+    # A threaded window's topics are its conversations (each a real exchange, titled by what
+    # was asked); key phrases are the topics of a window that was not threaded.
+    topics = conversation_topics(messages, 12)
+    if topics is None:
+        topics = topics_for(views, 12, frozenset(merger.participants.by_key))
     counts = {
         "decisions": len(decisions),
         "action items": len(actions),
