@@ -32,6 +32,11 @@ MAX_TITLE_CHARS = 100
 MIN_TITLE_WORDS = 3
 TITLE_LOOKAHEAD = 5
 # A leading addressee ("ann: ", "@bob, "): it names a reader, not the subject.
+_ATTENTION_WORDS = frozenset(
+    "anyone anybody someone somebody something anything everyone help helps helping helped "
+    "question questions ask asking asked answer answers answered willing please thanks thank "
+    "hello hi hey here know knows idea ideas thoughts suggestion suggestions".split()
+)
 _URL = re.compile(r"\w+://\S+")  # a link names no subject: its words do not count for a title
 _ADDRESS = re.compile(r"^\s*@?([^\s:,]{2,32})[:,]\s")
 
@@ -96,6 +101,12 @@ class Threading:
 Linker = Callable[[Sequence[ThreadedMessage]], list[int | None]]
 
 
+def _subject_words(text: str) -> list[str]:
+    """The content words of a sentence that can name a subject: not a link, and not the words
+    every chat uses to ask for attention ("anyone willing to help me with something?")."""
+    return [w for w in content_tokens(_URL.sub(" ", text)) if w not in _ATTENTION_WORDS]
+
+
 def _title_candidates(message: ThreadedMessage) -> list[ConversationTitle]:
     """The sentences of a message as titles: cut at a word to `MAX_TITLE_CHARS`, without a
     leading addressee ("ann: ", "@bob, "), which names a reader, not the subject."""
@@ -119,9 +130,7 @@ def conversation_title(messages: Sequence[ThreadedMessage]) -> ConversationTitle
     question); else the first sentence with that many content words;
     else the first non-empty sentence; None when all are empty."""
     candidates = [title for m in messages for title in _title_candidates(m)]
-    informative = [
-        t for t in candidates if len(content_tokens(_URL.sub(" ", t.text))) >= MIN_TITLE_WORDS
-    ]
+    informative = [t for t in candidates if len(_subject_words(t.text)) >= MIN_TITLE_WORDS]
     opener = messages[0].author if messages else None
     early = {m.message_id for m in messages[:TITLE_LOOKAHEAD] if m.author == opener}
     for title in informative:

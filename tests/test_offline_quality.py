@@ -248,3 +248,19 @@ def test_in_a_threaded_window_only_the_questions_own_conversation_answers_it() -
     ], 0)  # fmt: skip
     answer = find_answer(answered, 0, Participants.of(answered), answered[0].normalized_text)
     assert answer is not None and answer.message.message_id == "q2" and answer.rule == "conversation"
+
+
+async def test_a_threaded_windows_overview_tells_what_each_conversation_asked_and_got() -> None:
+    printer = _conversation("p", [
+        ("ann", "Why does the office printer reject jobs from the laptop?"),
+        ("bob", "ann: which driver does the laptop use for the printer queue?"),
+        ("ann", "the generic postscript driver from the vendor site"),
+        ("bob", "switch to the ipp everywhere driver, the generic one breaks duplex jobs"),
+    ], 0)  # fmt: skip
+    result = await run_offline(Window("office", tuple(printer)))
+    overview = result.digest.overview
+    asked = next(s for s in overview if s.sentence.startswith("ann asked:"))
+    assert asked.message_ids == ["p0"] and "office printer reject jobs" in asked.sentence
+    answered = next(s for s in overview if s.sentence.startswith("bob answered:"))
+    assert answered.message_ids == ["p3"]  # not the question back (p1)
+    assert not result.validation.rejections  # every sentence passed the validator
