@@ -16,6 +16,7 @@ from sqlmodel import SQLModel
 from db.models import (
     ActionItem,
     ArtifactWithMessage,
+    CitedAuthor,
     Decision,
     Digest,
     DigestItemCounts,
@@ -154,6 +155,16 @@ async def knowledge_items_by_ids(
 ) -> list[KnowledgeItemWithMessage]:
     records = await connection.fetch(QUERIES["knowledge_items_by_ids"], ids)
     return as_rows(KnowledgeItemWithMessage, records)
+
+
+async def authors_of_cited_messages(
+    connection: asyncpg.Connection, keys: list[tuple[int, str]]
+) -> list[CitedAuthor]:
+    """The authors of (digest id, external message id) pairs, for the messages that exist."""
+    records = await connection.fetch(
+        QUERIES["authors_of_cited_messages"], [k[0] for k in keys], [k[1] for k in keys]
+    )
+    return as_rows(CitedAuthor, records)
 
 
 async def edited_messages_of_digests(

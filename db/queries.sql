@@ -119,6 +119,14 @@ JOIN messages m ON m.id = w.message_id
 LEFT JOIN message_revisions r
     ON r.message_id = w.message_id AND r.revision = w.revision AND m.revision <> w.revision;
 
+-- name: authors_of_cited_messages
+-- The author of each (digest, external message id) pair of arrays $1, $2: who wrote a message
+-- a digest's item cites (Link.sharedBy). A message that no longer exists has no row.
+SELECT k.digest_id, k.external_id, m.author
+FROM unnest($1::bigint[], $2::text[]) AS k(digest_id, external_id)
+JOIN digests d ON d.id = k.digest_id
+JOIN messages m ON m.channel_id = d.channel_id AND m.external_id = k.external_id;
+
 -- name: edited_messages_of_digests
 -- External ids of the messages each digest read whose current revision differs from the one it
 -- read (edited since), for `source_edited` flags.

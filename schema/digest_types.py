@@ -114,6 +114,13 @@ class Link(_Cited):
     description: str
     message_ids: list[str]
 
+    @strawberry.field(description="Who shared it: the authors of the messages it is cited "
+                      "from, in citation order, each once.")  # fmt: skip
+    async def shared_by(self, info: Info[Context, None]) -> list[str]:
+        loader = info.context.loaders.cited_author
+        authors = await loader.load_many([(self.digest_row, m) for m in self.message_ids])
+        return list(dict.fromkeys(a for a in authors if a is not None))
+
 
 @strawberry.type
 class Artifact(_Cited):

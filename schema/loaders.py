@@ -98,6 +98,20 @@ def _revision_texts(pool: asyncpg.Pool) -> Callable[[list[tuple[int, int]]], Awa
     return load
 
 
+def _cited_authors(
+    pool: asyncpg.Pool,
+) -> Callable[[list[tuple[int, str]]], Awaitable[list[str | None]]]:
+    """(digest id, external message id) → who wrote that message."""
+
+    async def load(keys: list[tuple[int, str]]) -> list[str | None]:
+        async with pool.acquire() as connection:
+            rows = await digests.authors_of_cited_messages(connection, keys)
+        authors = {(row.digest_id, row.external_id): row.author for row in rows}
+        return [authors.get(key) for key in keys]
+
+    return load
+
+
 def _edited_messages(pool: asyncpg.Pool) -> BatchLoad:
     """Digest id → external ids of the messages it read that were edited since."""
 
@@ -194,6 +208,7 @@ class Loaders:
     uncovered_count: _Loader[int, int] = _Loader(_uncovered_counts)
     revision_text: _Loader[tuple[int, int], str | None] = _Loader(_revision_texts)
     edited_messages: _Loader[int, frozenset[str]] = _Loader(_edited_messages)
+    cited_author: _Loader[tuple[int, str], str | None] = _Loader(_cited_authors)
 
 
 def create_loaders(pool: asyncpg.Pool) -> Loaders:

@@ -25,7 +25,7 @@ query($id: ID!) {
     decisions { text messageIds flags { code } }
     actionItems { text owner messageIds }
     openQuestions { text messageIds }
-    links { url messageIds }
+    links { url messageIds sharedBy }
     artifacts { kind title pointer { messageId charStart charEnd resolvedText } }
     knowledgeItems { key kind title verbatim content text messageIds
       pointer { messageId charStart charEnd matchKind resolvedText } flags { code message } }
@@ -117,10 +117,12 @@ async def test_ingest_trigger_poll_read_over_http(db: Any, settings: Settings) -
 async def assert_pointers_resolve(client: httpx.AsyncClient, channel_id: str, digest: dict[str, Any]) -> None:
     """Every pointer slices the stored message's normalizedText to exactly its resolved text."""
     texts: dict[str, str] = {}
+    authors: dict[str, str] = {}
     after = None
     while True:
-        page = (await gql(client, "query($c: ID!, $a: String) { messages(filter: {channelId: $c}, first: 100, after: $a) { nodes { messageId normalizedText } pageInfo { hasNextPage endCursor } } }", {"c": channel_id, "a": after}))["messages"]
+        page = (await gql(client, "query($c: ID!, $a: String) { messages(filter: {channelId: $c}, first: 100, after: $a) { nodes { messageId author normalizedText } pageInfo { hasNextPage endCursor } } }", {"c": channel_id, "a": after}))["messages"]
         texts.update({n["messageId"]: n["normalizedText"] for n in page["nodes"]})
+        authors.update({n["messageId"]: n["author"] for n in page["nodes"]})
         if not page["pageInfo"]["hasNextPage"]:
             break
         after = page["pageInfo"]["endCursor"]
@@ -131,6 +133,8 @@ async def assert_pointers_resolve(client: httpx.AsyncClient, channel_id: str, di
         assert text[pointer["charStart"] : pointer["charEnd"]] == pointer["resolvedText"]
     cited = {i for field in ("decisions", "actionItems", "openQuestions", "links") for item in digest[field] for i in item["messageIds"]}
     assert cited <= set(texts), "a cited message id does not exist"
+    for link in digest["links"]:  # who shared a link: the authors of its messages, each once
+        assert link["sharedBy"] == list(dict.fromkeys(authors[m] for m in link["messageIds"]))
 
 
 @pytest.mark.parametrize("role", ["none", "wrong", "reader"])

@@ -158,6 +158,7 @@ QUERY_MODELS: dict[str, type[BaseModel]] = {
     "messages_before": models.ThreadContextRow,
     "message_conversations": models.MessageConversation,
     "conversations_by_ids": models.ConversationWithState,
+    "authors_of_cited_messages": models.CitedAuthor,
 }
 
 

@@ -264,3 +264,14 @@ async def test_a_threaded_windows_overview_tells_what_each_conversation_asked_an
     answered = next(s for s in overview if s.sentence.startswith("bob answered:"))
     assert answered.message_ids == ["p3"]  # not the question back (p1)
     assert not result.validation.rejections  # every sentence passed the validator
+
+
+async def test_every_distinct_link_of_the_window_is_kept_past_a_chunks_cap() -> None:
+    rows = [(f"user{i % 3}", f"the release notes for part {i} are at https://example.org/notes/{i}")
+            for i in range(22)]  # fmt: skip
+    messages = _conversation("l", rows, 0)
+    result = await run_offline(Window("links", tuple(messages)))
+    assert result.chunk_count == 1  # one chunk, whose summary may keep only 15 links
+    urls = {link.url for link in result.digest.links}
+    assert urls == {f"https://example.org/notes/{i}" for i in range(22)}
+    assert all(link.message_ids == [f"l{link.url.rsplit('/', 1)[1]}"] for link in result.digest.links)

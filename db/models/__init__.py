@@ -35,6 +35,7 @@ from db.models.digests import (
     Artifact,
     ArtifactWithMessage,
     ChunkResult,
+    CitedAuthor,
     Decision,
     Digest,
     DigestItemCounts,
@@ -65,7 +66,7 @@ configure_mappers()
 
 __all__ = [
     "ActionItem", "Artifact", "ArtifactWithMessage", "Channel", "ChannelColumns",
-    "ChannelMessageCount", "ChannelUncoveredCount", "ChannelWithServer", "ChunkResult",
+    "ChannelMessageCount", "ChannelUncoveredCount", "ChannelWithServer", "ChunkResult", "CitedAuthor",
     "Conversation", "ConversationWithState", "Decision",
     "Digest", "DigestItemCounts", "DigestJob", "DigestMessage", "Document", "DocumentColumns",
     "DocumentDigest", "DocumentFields", "DocumentListing", "EditedMessage", "Entity",

@@ -211,6 +211,14 @@ class DigestItemCounts(SQLModel):
     knowledge_items: int
 
 
+class CitedAuthor(SQLModel):
+    """Who wrote a message a digest's item cites (`authors_of_cited_messages`)."""
+
+    digest_id: int
+    external_id: str
+    author: str
+
+
 class EditedMessage(SQLModel):
     """A message a digest read that was edited since (`edited_messages_of_digests`)."""
 

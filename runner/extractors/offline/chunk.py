@@ -98,6 +98,26 @@ def _dedupe(ranked: list[_Ranked[Item]], text_of: Callable[[Item], str]) -> list
     return list(kept.values())
 
 
+def add_links(links: dict[str, Link], view: PartView, participants: Participants) -> None:
+    """Record the links of a message part in `links` (by URL without a trailing slash): a new
+    URL with what it is about (`link_description`), a known one with one more citing message
+    (at most the contract's 10). Animated-GIF hosts are noise, not links."""
+    for url in view.urls:
+        if any(host in url.text.casefold() for host in _NOISE_HOSTS):
+            continue
+        key = url.text.rstrip("/")
+        known = links.get(key)
+        if known is not None:
+            if view.message_id not in known.message_ids and len(known.message_ids) < 10:
+                known.message_ids.append(view.message_id)
+            continue
+        links[key] = Link(
+            url=url.text[:2048],
+            description=link_description(view, url, participants),
+            message_ids=[view.message_id],
+        )
+
+
 class _ChunkReader:
     def __init__(self, chunk: Chunk) -> None:
         self.views = [view_part(part) for part in chunk.parts]
@@ -237,20 +257,7 @@ class _ChunkReader:
             self.found.knowledge.append(_Ranked(knowledge, 2, position))
 
     def _links(self, view: PartView) -> None:
-        for url in view.urls:
-            if any(host in url.text.casefold() for host in _NOISE_HOSTS):
-                continue
-            key = url.text.rstrip("/")
-            known = self.found.links.get(key)
-            if known is not None:
-                if view.message_id not in known.message_ids and len(known.message_ids) < 10:
-                    known.message_ids.append(view.message_id)
-                continue
-            self.found.links[key] = Link(
-                url=url.text[:2048],
-                description=link_description(view, url, self.participants),
-                message_ids=[view.message_id],
-            )
+        add_links(self.found.links, view, self.participants)
 
     def _snippets(self, view: PartView, position: int) -> None:
         for snippet in find_snippets(view):

@@ -34,6 +34,7 @@ from runner.contract import (
     SignalQuality,
     Topic,
 )
+from runner.extractors.offline.chunk import add_links
 from runner.extractors.offline.knowledge import answer_item
 from runner.claim_support import token_set
 from runner.extractors.offline.merge import (
@@ -159,7 +160,13 @@ class _Merger:
         return self.cut("open questions", items, 30, lambda q: len(set(content_words(q.text))))
 
     def links(self) -> list[Link]:
-        merged = merge_links(self.every("links"), OFFLINE_RULES)
+        """Every distinct link of the window, read from all its messages (a chunk summary keeps
+        at most the contract's 15), cut to the digest's 60 with "N of M" in the notes."""
+        found: dict[str, Link] = {}
+        for message in self.messages:
+            if "://" in message.normalized_text:  # what `view_message` would find a URL in
+                add_links(found, view_message(message), self.participants)
+        merged = merge_links([*found.values(), *self.every("links")], OFFLINE_RULES)
         return self.cut("links", merged, 60, lambda link: len(link.message_ids))
 
     def artifacts(self) -> list[Artifact]:
