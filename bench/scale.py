@@ -10,7 +10,9 @@ calls them (`runner/jobs/channel.py`: the default DIGESTD_CHUNK_TOKENS, the map 
 server/runtime.py's worker_config, the CPU pool of runner/offload.py at its default size), on
 plain data: the window the worker would load from the database is built in memory from
 bench/_support.py's deterministic generator, and neither the window load nor the store is
-timed (bench/coverage.py measures those). The clock covers chunking, map, reduce and validation.
+timed (bench/coverage.py measures those). The clock covers threading (the disentanglement
+model, `runner.conversations.thread_window`, where the code has it), chunking, map, reduce and
+validation; `threading_seconds` is the threading part.
 
 `--baseline PATH` runs the same children against another checkout (e.g. a `git worktree` of
 main at /tmp/digestd-main) in the same run: its `runner` package is imported instead of this
@@ -99,6 +101,16 @@ def child(count: int, code_root: Path, profile: bool) -> dict[str, Any]:
     # As server/runtime.py's worker_config: the offline map runs one chunk per pool process
     # (code before that change mapped one chunk at a time).
     concurrency = getattr(offline, "offline_map_concurrency", lambda: 1)()
+    # The channel job threads the window first (runner/jobs/conversations.py) and digests it
+    # conversation by conversation; code from before conversations has no threading step.
+    threading_started = time.perf_counter()
+    try:
+        from runner.conversations import thread_window
+    except ImportError:
+        thread_window = None
+    if thread_window is not None:
+        window = thread_window(window)
+    threading_seconds = time.perf_counter() - threading_started
     result = asyncio.run(
         run_pipeline(
             window, offline.OfflineExtractor(), chunk_tokens=chunk_tokens, concurrency=concurrency
@@ -119,6 +131,7 @@ def child(count: int, code_root: Path, profile: bool) -> dict[str, Any]:
         "map_concurrency": concurrency,
         "failed_chunks": len(result.failed_chunks),
         "seconds": round(seconds, 3),
+        "threading_seconds": round(threading_seconds, 3),
         "msgs_per_s": round(count / seconds, 1),
         "us_per_message": round(1e6 * seconds / count, 1),
         "cpu_seconds": round(cpu, 3),
