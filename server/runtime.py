@@ -24,6 +24,7 @@ from db.migrate import migrate
 from db.models import DigestJob
 from runner import offload
 from runner.jobs.document import DocumentJobRunner
+from runner.jobs.report import ReportJobRunner
 from runner.documents.fetch import FetchPolicy
 from runner.documents.policy import DigestConfig, DigestPolicy
 from runner.documents.summarize import OfflineSummarizer, Summarizer
@@ -156,6 +157,30 @@ def summarizer_factory(settings: Settings) -> Callable[[], Summarizer]:
     return lambda: summarizer  # stateless between calls: one instance serves every job
 
 
+def report_runner(settings: Settings) -> ReportJobRunner:
+    """The report job runner: with the LLM writer when the extractor is the LLM (the reduce
+    model, behind the same client, retries, circuit breaker and tool-call path as the chat
+    extractor), else with the offline extractive writer."""
+    runner = ReportJobRunner(
+        min_overlap=settings.digestd_min_claim_overlap,
+        max_messages=settings.digestd_max_window_messages,
+    )
+    if settings.extractor_name == "offline":
+        return runner
+    from runner.llm.breaker import config_breaker
+    from runner.llm.client import ResilientCaller, shared_client
+    from runner.reports.llm_writer import LLMReportWriter, ReportCall
+
+    config = llm_config(settings)
+    caller = ResilientCaller(shared_client(config), config, config_breaker(config))
+    call = ReportCall(
+        caller, config.reduce_model, max_tokens_param=config.max_tokens_param,
+        temperature=config.temperature,
+    )  # fmt: skip
+    runner.llm_writer = LLMReportWriter(call, min_overlap=settings.digestd_min_claim_overlap)
+    return runner
+
+
 class Runtime:
     """The database and worker parts of one process."""
 
@@ -165,6 +190,7 @@ class Runtime:
         self._pool: asyncpg.Pool | None = None
         self._extractor_factory: Callable[[], Extractor] | None = None
         self._documents: DocumentJobRunner | None = None
+        self._reports: ReportJobRunner | None = None
         # Set when the process is asked to stop (SIGTERM/SIGINT): workers stop claiming,
         # checkpoint and release their job.
         self.stopping = asyncio.Event()
@@ -244,10 +270,12 @@ class Runtime:
                 archive_dir=self.settings.digestd_archive_dir,
                 archive_retention_days=self.settings.digestd_archive_retention_days,
             )
+        if self._reports is None:
+            self._reports = report_runner(self.settings)
         assert self.database_url is not None
         return Worker(
             self.pool, self.database_url, self.worker_config(), self._extractor_factory,
-            self._documents,
+            self._documents, self._reports,
         )  # fmt: skip
 
     async def run_until_done(self, job_id: int, run_worker: bool) -> DigestJob:

@@ -1,4 +1,4 @@
-"""Reports across channels and documents (db/migrations/0005_reports.sql)."""
+"""Reports across channels and documents (db/migrations/0005_reports.sql, 0006_report_fidelity.sql)."""
 
 from datetime import datetime
 from typing import Any
@@ -22,4 +22,5 @@ class Report(SQLModel, table=True):
     markdown: str
     audit: dict[str, Any] = jsonb()
     writer: str
+    fidelity: dict[str, Any] = jsonb()
     created_at: datetime = timestamptz()
