@@ -1,5 +1,6 @@
-"""Reports on QMSum meetings: do the offline report's citations land in the gold turns, next to
-a BM25 top-k baseline, and does every report sentence rest on what it cites?
+"""Reports on QMSum meetings: do the report's citations (offline writer, and LLM writer against a
+fake model) land in the gold turns, next to a BM25 top-k baseline, and does every report
+sentence rest on what it cites?
 
 A meeting is given to the report core as one channel: each turn a message (message id = its turn
 index, author = its speaker, text = its content). A channel rather than a document because
