@@ -7,7 +7,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import asyncpg
 
@@ -35,6 +35,7 @@ from server.settings import Settings
 
 if TYPE_CHECKING:
     from runner.llm.config import LLMConfig
+    from runner.llm.toolcall import ModelCall
 
 logger = logging.getLogger(__name__)
 
@@ -137,23 +138,34 @@ def fetch_policy(settings: Settings) -> FetchPolicy:
     return FetchPolicy(allow_loopback=allow, allow_private=allow)
 
 
+Call = TypeVar("Call", bound="ModelCall")
+
+
+def reduce_model_call(settings: Settings, kind: type[Call]) -> Call:
+    """Tool calls of `kind` to the reduce model, over the process's client of the endpoint and
+    its circuit breaker (both per endpoint, so a failing endpoint opens the breaker for the chat
+    extractor, the document summarizer and the report writer alike)."""
+    from runner.llm.breaker import config_breaker
+    from runner.llm.client import ResilientCaller, shared_client
+
+    config = llm_config(settings)
+    caller = ResilientCaller(shared_client(config), config, config_breaker(config))
+    return kind(
+        caller, config.reduce_model, max_tokens_param=config.max_tokens_param,
+        temperature=config.temperature,
+    )  # fmt: skip
+
+
 def summarizer_factory(settings: Settings) -> Callable[[], Summarizer]:
     """Document summarizers of the configured extractor: offline (extractive) or the LLM behind
     the same client, retries, circuit breaker and tool-call path as the chat extractor (client
     and breaker are per endpoint, so a failing endpoint opens the breaker for both)."""
     if settings.extractor_name == "offline":
         return OfflineSummarizer
-    from runner.documents.llm_summary import LLMSummarizer, resilient_tool_call
-    from runner.llm.breaker import config_breaker
-    from runner.llm.client import ResilientCaller, shared_client
+    from runner.documents.llm_summary import LLMSummarizer, SummaryCall
 
-    config = llm_config(settings)
-    caller = ResilientCaller(shared_client(config), config, config_breaker(config))
-    call = resilient_tool_call(
-        caller, config.reduce_model, max_tokens_param=config.max_tokens_param,
-        temperature=config.temperature,
-    )  # fmt: skip
-    summarizer = LLMSummarizer(call, config.reduce_model)
+    call = reduce_model_call(settings, SummaryCall)
+    summarizer = LLMSummarizer(call, call.model)
     return lambda: summarizer  # stateless between calls: one instance serves every job
 
 
@@ -167,16 +179,9 @@ def report_runner(settings: Settings) -> ReportJobRunner:
     )
     if settings.extractor_name == "offline":
         return runner
-    from runner.llm.breaker import config_breaker
-    from runner.llm.client import ResilientCaller, shared_client
     from runner.reports.llm_writer import LLMReportWriter, ReportCall
 
-    config = llm_config(settings)
-    caller = ResilientCaller(shared_client(config), config, config_breaker(config))
-    call = ReportCall(
-        caller, config.reduce_model, max_tokens_param=config.max_tokens_param,
-        temperature=config.temperature,
-    )  # fmt: skip
+    call = reduce_model_call(settings, ReportCall)
     runner.llm_writer = LLMReportWriter(call, min_overlap=settings.digestd_min_claim_overlap)
     return runner
 

@@ -34,11 +34,11 @@ from pydantic import Field
 from runner.claim_support import DEFAULT_MIN_OVERLAP, support_share
 from runner.contract import StrictModel
 from runner.footnotes import FootnotedSentence, Section
-from runner.llm.budget import RequestBudget, count_request_tokens, endpoint_budget
+from runner.llm.budget import count_request_tokens
 from runner.llm.breaker import CircuitOpen
-from runner.llm.client import LLMCallError, ResilientCaller
+from runner.llm.client import LLMCallError
 from runner.llm.prompts import REPORT_PROMPT, load_prompt
-from runner.llm.toolcall import MalformedOutput, RequestTooLarge, ToolCaller
+from runner.llm.toolcall import MalformedOutput, ModelCall, RequestTooLarge
 from runner.reports.audit import ReportAudit, accept_sentences, sentence_problem
 from runner.reports.evidence import RankedEvidence
 from runner.reports.evidence_budget import DEFAULT_MAX_UNITS, EvidenceFit, FittedUnit, fit_evidence
@@ -224,36 +224,17 @@ class LLMReportRun:
 
 
 @dataclass
-class ReportCall:
-    """Forced `emit_report` calls to `model` through the extractor's tool-call path (preflight,
-    one re-ask on malformed output, usage), over a ResilientCaller (retries, breaker)."""
+class ReportCall(ModelCall):
+    """Forced `emit_report` calls to `model` through the tool-call path of the chat extractor
+    (`runner.llm.toolcall.ModelCall`: preflight, one re-ask on malformed output, usage)."""
 
-    caller: ResilientCaller
-    model: str
     max_output_tokens: int = _MAX_OUTPUT_TOKENS
-    max_tokens_param: str = "max_tokens"
-    temperature: float | None = 0.0
-
-    def budget(self) -> RequestBudget:
-        config = self.caller.config
-        context = config.reduce_context_tokens if self.model == config.reduce_model else None
-        return endpoint_budget(
-            config, self.model,
-            wanted_output_tokens=self.max_output_tokens, context_tokens=context, output_tokens=None,
-        )  # fmt: skip
 
     async def __call__(
         self, messages: list[dict[str, Any]], usage: ExtractionUsage
     ) -> WrittenReport:
         """Raises MalformedOutput, RequestTooLarge, LLMCallError or CircuitOpen."""
-        budget = self.budget()
-        tools = ToolCaller(self.caller, usage, temperature=self.temperature,
-                           max_tokens_param=self.max_tokens_param)  # fmt: skip
-        return await tools.call(
-            model=self.model, messages=messages, tool_name=REPORT_TOOL,
-            model_type=WrittenReport, max_output_tokens=budget.max_output_tokens,
-            input_budget=budget.input_tokens, tool=report_tool_schema(),
-        )  # fmt: skip
+        return await self.call_tool(messages, usage, report_tool_schema(), WrittenReport)
 
 
 class LLMReportWriter:
