@@ -580,3 +580,30 @@ LIMIT 1;
 -- name: reports_by_ids
 -- Reports by id (the Report node's loader).
 SELECT * FROM reports WHERE id = ANY($1::bigint[]);
+
+-- name: report_digest_items
+-- The claims of a channel's digests whose window overlaps [$2, $3) (NULL: open), as report
+-- evidence: decisions, action items, open questions, topic summaries and synthesized knowledge
+-- items, each with the external ids of the messages it cites; newest digest first.
+WITH chosen AS (
+    SELECT id, created_at FROM digests
+    WHERE channel_id = $1
+      AND ($2::timestamptz IS NULL OR window_end >= $2::timestamptz)
+      AND ($3::timestamptz IS NULL OR window_start < $3::timestamptz)
+)
+SELECT c.id AS digest_id, c.created_at, i.kind, i.position, i.text, i.message_ids
+FROM chosen c
+JOIN LATERAL (
+    SELECT 'decision' AS kind, position, text, message_ids FROM decisions WHERE digest_id = c.id
+    UNION ALL
+    SELECT 'action_item', position, text, message_ids FROM action_items WHERE digest_id = c.id
+    UNION ALL
+    SELECT 'open_question', position, text, message_ids FROM open_questions WHERE digest_id = c.id
+    UNION ALL
+    SELECT 'topic', position, summary, message_ids FROM topics
+    WHERE digest_id = c.id AND summary <> ''
+    UNION ALL
+    SELECT 'knowledge', position, content, message_ids FROM knowledge_items
+    WHERE digest_id = c.id AND content IS NOT NULL
+) i ON true
+ORDER BY c.created_at DESC, c.id DESC, i.kind, i.position;

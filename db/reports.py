@@ -6,12 +6,13 @@ The SQL is in db/queries.sql (`insert_report_job`, `insert_report`, ...).
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import asyncpg
 
 from db.jobs import JobKind, enqueue_job
-from db.models import DigestJob, Report, as_rows
+from db.models import DigestJob, Report, ReportDigestItem, as_rows
 from db.queries import QUERIES
 
 # The `fidelity` of a report whose writer fitted nothing (the offline writer; 0006's default).
@@ -47,3 +48,15 @@ async def insert_report(
 
 async def reports_by_ids(connection: asyncpg.Connection, ids: list[int]) -> list[Report]:
     return as_rows(Report, await connection.fetch(QUERIES["reports_by_ids"], ids))
+
+
+async def report_digest_items(
+    connection: asyncpg.Connection,
+    channel_id: int,
+    since: datetime | None,
+    until: datetime | None,
+) -> list[ReportDigestItem]:
+    """The claims of the channel's digests whose window overlaps [since, until), newest digest
+    first: the items a report may cite through the messages they rest on."""
+    records = await connection.fetch(QUERIES["report_digest_items"], channel_id, since, until)
+    return as_rows(ReportDigestItem, records)

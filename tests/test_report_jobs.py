@@ -12,11 +12,17 @@ import pytest
 
 from db import jobs
 from db import reports as report_queries
+from db.digests import latest_digest_of_channel
 from db.documents import store_document
 from db.models import DigestJob
 from runner.documents.ingest import ingest_text
 from runner.documents.locators import resolve_locator
-from runner.triggers import SubjectNotFound, TriggerRefused, trigger_report
+from runner.triggers import (
+    SubjectNotFound,
+    TriggerRefused,
+    trigger_channel_digest,
+    trigger_report,
+)
 from tests.db_helpers import BASE_TIME, Msg, add_channel, messages
 from tests.report_helpers import assert_audited, stored_report
 from tests.test_coverage import make_worker
@@ -125,3 +131,22 @@ async def test_a_time_range_reads_only_its_messages(db: asyncpg.Pool, database_u
     async with db.acquire() as connection:
         (row,) = await report_queries.reports_by_ids(connection, [done.report_id or 0])
     assert {source["external_id"] for source in row.sources} == {"m3"}
+
+
+async def test_claims_of_the_channels_digests_are_read_and_key_the_cache(
+    db: asyncpg.Pool, database_url: str
+) -> None:
+    ops, _, _ = await _sources(db)
+    before = await _run(db, database_url, channel_ids=[ops], document_ids=[])
+    assert before.status == "succeeded" and before.stats["digest_claims"] == 0
+    async with db.acquire() as connection:
+        await trigger_channel_digest(connection, ops, max_attempts=3)
+    assert await make_worker(db, database_url).run_once()
+    async with db.acquire() as connection:
+        digest = await latest_digest_of_channel(connection, ops)
+    assert digest is not None
+    after = await _run(db, database_url, channel_ids=[ops], document_ids=[])
+    # The digest's claims are read, so the same question over the same messages is a new report.
+    assert after.status == "succeeded", after.error
+    assert after.stats["cache_hit"] is False and after.stats["digest_claims"] > 0
+    assert after.report_id != before.report_id

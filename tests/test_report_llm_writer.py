@@ -14,7 +14,13 @@ import pytest
 
 from runner.evaluation.fake_report_model import FakeModel, fake_report_writer, quoting_answer, request_sources
 from runner.llm.toolcall import MalformedOutput
-from runner.reports.evidence import ChannelMessage, RankedEvidence, gather_evidence, rank_evidence
+from runner.reports.evidence import (
+    ChannelMessage,
+    DigestClaim,
+    RankedEvidence,
+    gather_evidence,
+    rank_evidence,
+)
 from runner.reports.evidence_budget import content_id, priority_order
 from runner.reports.llm_writer import REPORT_TOOL
 from runner.reports.sources import MessageSource
@@ -192,3 +198,23 @@ async def test_evidence_beyond_the_model_budget_is_dropped_and_not_sent() -> Non
     # The highest priority (relevance, then recency) is what is given, in that order.
     assert sent == [r.evidence.text for r in priority_order(ranked)[: len(sent)]]
     assert sent[: len(sent) // 2] != [r.evidence.text for r in ranked[: len(sent) // 2]]
+
+
+async def test_citing_a_digest_claim_cites_every_message_it_rests_on() -> None:
+    claim = DigestClaim(
+        "decision", "Database migration rollbacks are approved by the on-call lead from now on.",
+        ("m2", "m4"),
+    )  # fmt: skip
+    channel = [
+        ChannelMessage("ops", f"m{i}", 1, author, T0 + timedelta(minutes=i), text, i + 1)
+        for i, (author, text) in enumerate(OPS)
+    ]
+    ranked = rank_evidence(QUESTION, gather_evidence([channel], [], [[claim]]))
+    writer, model = fake_report_writer()
+    run = await writer.write(QUESTION, ranked)
+    shown = model.requests[0]["messages"][1]["content"]
+    assert 'kind="decision"' in shown
+    (sentence,) = [s for s in run.report.sentences() if s.sentence == claim.text]
+    assert [s.message_id for s in sentence.sources if isinstance(s, MessageSource)] == ["m2", "m4"]
+    unit = next(r.evidence for r in ranked if r.evidence.kind == "decision")
+    assert content_id(unit).startswith("decision:") and content_id(unit).endswith("message:ops:m2@1")

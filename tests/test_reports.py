@@ -10,6 +10,7 @@ from runner.footnotes import FootnotedSentence, Section
 from runner.reports.audit import accept_sentences, audit_marked
 from runner.reports.evidence import (
     ChannelMessage,
+    DigestClaim,
     DocumentText,
     gather_evidence,
     rank_evidence,
@@ -193,3 +194,30 @@ def test_evidence_names_two_words_of_the_question_in_any_form() -> None:
     )
     kept = {item.evidence.source.message_id for item in rank_evidence(question, units)}
     assert kept == {"forms"}
+
+
+def test_digest_claims_are_evidence_that_cites_the_messages_they_rest_on() -> None:
+    messages = [
+        ChannelMessage("ops", str(i), 1, author, T0 + timedelta(minutes=i), text)
+        for i, (author, text) in enumerate(CHANNEL, start=1)
+    ]
+    claims = [
+        # Rests on messages 3 and 4: one unit, citing both, in the place of message 3.
+        DigestClaim("decision", "Rollback approval during the database migration comes from "
+                    "the on-call lead.", ("3", "4", "99")),
+        DigestClaim("decision", "Rollback approval during the  database migration comes from "
+                    "the on-call lead.", ("4",)),  # the same claim from an older digest
+        DigestClaim("topic", "Database migration rollback approvals", ("404",)),  # unread
+        DigestClaim("action_item", "Approve it.", ("4",)),  # says too little
+    ]
+    units = gather_evidence([messages], [], [claims])
+    (claim,) = [unit for unit in units if unit.kind != "sentence"]
+    assert claim.kind == "decision" and claim.origin == "#ops"
+    assert [s.message_id for s in claim.sources if isinstance(s, MessageSource)] == ["3", "4"]
+    assert claim.position == min(u.position for u in units if u.source.key == claim.source.key)
+    question = "Who gives approval for rollbacks of the database migration?"
+    report = write_extractive_report(question, rank_evidence(question, units))
+    cited = [s for s in report.sentences() if s.sentence == claim.text]
+    assert cited and cited[0].sources == claim.sources
+    checked, audit = accept_sentences(report)
+    assert claim.text in [s.sentence for s in checked.sentences()] and not audit.problems

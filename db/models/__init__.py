@@ -50,7 +50,7 @@ from db.models.documents import (
     StoredDocument,
 )
 from db.models.jobs import DigestJob
-from db.models.reports import Report
+from db.models.reports import Report, ReportDigestItem
 from db.models.rows import as_row, as_row_or_none, as_rows
 
 # SQLAlchemy sets up a table model's attributes on first ORM use (a session, an `__init__`);
@@ -63,6 +63,6 @@ __all__ = [
     "Digest", "DigestItemCounts", "DigestJob", "DigestMessage", "Document", "DocumentColumns",
     "DocumentDigest", "DocumentFields", "DocumentListing", "EditedMessage", "Entity",
     "KnowledgeItem", "KnowledgeItemWithMessage", "Link", "Message", "MessageId", "MessageRange",
-    "MessageRevision", "OpenQuestion", "Report", "RevisionText", "Server", "StoredDocument", "Topic",
-    "WindowMessageRow", "as_row", "as_row_or_none", "as_rows",
+    "MessageRevision", "OpenQuestion", "Report", "ReportDigestItem", "RevisionText", "Server",
+    "StoredDocument", "Topic", "WindowMessageRow", "as_row", "as_row_or_none", "as_rows",
 ]  # fmt: skip

@@ -24,3 +24,15 @@ class Report(SQLModel, table=True):
     writer: str
     fidelity: dict[str, Any] = jsonb()
     created_at: datetime = timestamptz()
+
+
+class ReportDigestItem(SQLModel):
+    """A claim of a digest read as report evidence (`report_digest_items`): its kind
+    (decision, action_item, open_question, topic, knowledge), text and cited message ids."""
+
+    digest_id: int
+    created_at: datetime
+    kind: str
+    position: int
+    text: str
+    message_ids: list[str]

@@ -4,10 +4,12 @@ changed.
 
 The steps:
 1. read the request (options: question, channel_ids, document_ids, since, until), each channel's
-   messages with since <= ts < until (at most `max_messages` per channel, the oldest first) and
-   each document; a source that no longer exists FAILS the job (`source_gone`);
+   messages with since <= ts < until (at most `max_messages` per channel, the oldest first), the
+   claims of the channel's digests whose window overlaps that range (decisions, action items,
+   open questions, topic summaries, synthesized knowledge: evidence that cites the messages they
+   rest on) and each document; a source that no longer exists FAILS the job (`source_gone`);
 2. compute the cache key (`runner.reports.records.report_cache_key`: the question, the exact
-   message revisions and document texts read, the settings, the writer: the offline
+   message revisions, digests and document texts read, the settings, the writer: the offline
    extractor's version, or the LLM writer's model and prompt version); a stored report with
    that key ends the job at once, with no evidence gathered, no model called, nothing written;
 3. otherwise gather and rank the evidence and write the report: with the LLM writer when the
@@ -47,6 +49,7 @@ from runner.llm.toolcall import MalformedOutput, RequestTooLarge
 from runner.reports.audit import ReportAudit, accept_sentences
 from runner.reports.evidence import (
     ChannelMessage,
+    DigestClaim,
     DocumentText,
     RankedEvidence,
     gather_evidence,
@@ -68,8 +71,10 @@ _MODEL_FAILURES = (LLMCallError, CircuitOpen, MalformedOutput, RequestTooLarge)
 @dataclass(frozen=True)
 class ReportInputs:
     channels: list[list[ChannelMessage]]
+    claims: list[list[DigestClaim]]  # of each channel's digests whose window overlaps the range
     documents: list[DocumentText]
     revisions: list[tuple[int, list[tuple[int, int]]]]
+    digests: list[tuple[int, list[int]]]  # (channel, [digest id]) whose claims were read
 
 
 @dataclass
@@ -104,6 +109,7 @@ class ReportJobRunner:
         stats.update({
             "channels": len(inputs.channels), "documents": len(inputs.documents),
             "messages": sum(len(messages) for messages in inputs.channels), "writer": writer,
+            "digest_claims": sum(len(claims) for claims in inputs.claims),
         })  # fmt: skip
         async with context.pool.acquire() as connection:
             cached = await report_queries.cached_report_id(connection, cache_key)
@@ -120,7 +126,9 @@ class ReportJobRunner:
             await job_queries.update_progress(
                 connection, job.id, context.worker_id, "reduce", 0, 1
             )
-        units = await asyncio.to_thread(gather_evidence, inputs.channels, inputs.documents)
+        units = await asyncio.to_thread(
+            gather_evidence, inputs.channels, inputs.documents, inputs.claims
+        )
         ranked = await asyncio.to_thread(rank_evidence, question, units)
         stats["evidence_units"] = len(units)
         if self.llm_writer is not None:
@@ -139,6 +147,7 @@ class ReportJobRunner:
             question, inputs.revisions,
             [(int(t.document_id), t.source_text_hash) for t in inputs.documents],
             {"min_overlap": self.min_overlap, "max_messages": self.max_messages}, writer,
+            inputs.digests,
         )  # fmt: skip
 
     def _write_offline(
@@ -189,6 +198,8 @@ class ReportJobRunner:
         since = _time(options.get("since"))
         until = _time(options.get("until"))
         channels: list[list[ChannelMessage]] = []
+        claims: list[list[DigestClaim]] = []
+        digests: list[tuple[int, list[int]]] = []
         revisions: list[tuple[int, list[tuple[int, int]]]] = []
         async with context.pool.acquire() as connection:
             found = await channel_queries.channels_by_ids(connection, channel_ids)
@@ -209,6 +220,13 @@ class ReportJobRunner:
                     for row in rows
                 ])  # fmt: skip
                 revisions.append((channel_id, [(row.id, row.revision) for row in rows]))
+                items = await report_queries.report_digest_items(
+                    connection, channel_id, since, until
+                )
+                claims.append([
+                    DigestClaim(item.kind, item.text, tuple(item.message_ids)) for item in items
+                ])  # fmt: skip
+                digests.append((channel_id, sorted({item.digest_id for item in items})))
         texts: list[DocumentText] = []
         for document_id in document_ids:
             row = documents.get(document_id)
@@ -219,7 +237,7 @@ class ReportJobRunner:
                 str(row.id), document.title or f"document {row.id}", document.canonical_text,
                 document.source_text_hash, document.page_spans,
             ))  # fmt: skip
-        return ReportInputs(channels, texts, revisions)
+        return ReportInputs(channels, claims, texts, revisions, digests)
 
     async def _store(self, context: JobContext, job: DigestJob, written: Written) -> None:
         """The report row and the job's end state, in one transaction."""

@@ -66,6 +66,17 @@ class ChannelMessage:
 
 
 @dataclass(frozen=True)
+class DigestClaim:
+    """A claim of a stored digest of a chosen channel (a decision, action item, open question,
+    topic summary or synthesized knowledge item) and the external ids of the messages it cites.
+    Claims are written by the digest pipeline, so a report cites the messages, never the claim."""
+
+    kind: str
+    text: str
+    message_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class DocumentText:
     """A chosen document's canonical text (and page spans for a PDF)."""
 
@@ -78,7 +89,10 @@ class DocumentText:
 
 @dataclass(frozen=True)
 class Evidence:
-    """One quotable unit: its exact text, the source that cites it, and where it comes from."""
+    """One quotable unit: its exact text, the source that cites it, and where it comes from.
+
+    A unit is a sentence of a message or a document, quoted by its one source, or a claim of a
+    stored digest (`DigestClaim`), which rests on the messages it cites (`more_sources`)."""
 
     text: str
     source: ReportSource
@@ -86,6 +100,13 @@ class Evidence:
     origin_index: int  # order of the origin among the chosen sources
     position: int  # order of the unit within its origin
     prose: bool = True  # from running text (a document's reference list or table is not)
+    kind: str = "sentence"  # or the digest claim's kind: decision, action_item, topic, ...
+    more_sources: tuple[ReportSource, ...] = ()
+
+    @property
+    def sources(self) -> tuple[ReportSource, ...]:
+        """What a sentence made of this unit cites."""
+        return (self.source, *self.more_sources)
 
     @property
     def is_question(self) -> bool:
@@ -131,6 +152,43 @@ def message_evidence(messages: list[ChannelMessage], origin_index: int) -> list[
     return units
 
 
+def claim_evidence(
+    claims: list[DigestClaim], messages: list[ChannelMessage], origin_index: int,
+    first_positions: dict[str, int],
+) -> list[Evidence]:  # fmt: skip
+    """Units for a channel's digest claims: the claim's text, citing every message it rests on
+    that the report read (whole, cut at `MAX_UNIT_CHARS`); a claim citing none of them, or
+    saying too little, is skipped, and a claim repeated by several digests counts once. Its
+    position is its first cited message's, so a section keeps the channel's order."""
+    by_id = {message.message_id: message for message in messages}
+    seen: set[str] = set()
+    units: list[Evidence] = []
+    for claim in claims:
+        text = " ".join(claim.text.split())
+        folded = text.casefold()
+        cited = [by_id[i] for i in dict.fromkeys(claim.message_ids) if i in by_id]
+        if not cited or folded in seen or len(content_tokens(text)) < MIN_CONTENT_WORDS:
+            continue
+        seen.add(folded)
+        sources = [
+            MessageSource(
+                channel=m.channel, message_id=m.message_id, revision=m.revision, author=m.author,
+                ts=m.ts, text=m.text, char_start=0, char_end=cut_span(m.text, 0, len(m.text),
+                MAX_UNIT_CHARS)[1], row_id=m.row_id,
+            )
+            for m in cited
+            if m.text.strip()
+        ]  # fmt: skip
+        if not sources:
+            continue
+        position = min(first_positions.get(m.message_id, 0) for m in cited)
+        units.append(
+            Evidence(text, sources[0], f"#{cited[0].channel}", origin_index, position,
+                     kind=claim.kind, more_sources=tuple(sources[1:]))
+        )  # fmt: skip
+    return units
+
+
 def document_evidence(document: DocumentText, origin_index: int) -> list[Evidence]:
     """The quotable sentences of a document, in document order, each with its locator."""
     text = document.canonical_text
@@ -156,13 +214,23 @@ def document_evidence(document: DocumentText, origin_index: int) -> list[Evidenc
 
 
 def gather_evidence(
-    channels: list[list[ChannelMessage]], documents: list[DocumentText]
+    channels: list[list[ChannelMessage]],
+    documents: list[DocumentText],
+    claims: list[list[DigestClaim]] | None = None,
 ) -> list[Evidence]:
-    """Every quotable unit of the chosen channels (each a list of its messages) and documents,
-    channels first, each in the order given."""
+    """Every quotable unit of the chosen channels (each a list of its messages, and of the
+    claims of its digests, `claims[i]` for `channels[i]`) and documents, channels first, each
+    in the order given."""
     units: list[Evidence] = []
     for index, messages in enumerate(channels):
-        units += message_evidence(messages, index)
+        sentences = message_evidence(messages, index)
+        units += sentences
+        if claims is not None and claims[index]:
+            first_positions: dict[str, int] = {}
+            for unit in sentences:
+                assert isinstance(unit.source, MessageSource)
+                first_positions.setdefault(unit.source.message_id, unit.position)
+            units += claim_evidence(claims[index], messages, index, first_positions)
     for index, document in enumerate(documents, start=len(channels)):
         units += document_evidence(document, index)
     return units

@@ -19,6 +19,7 @@ original_tokens, final_tokens, reason}; the ids of the units left out are `dropp
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,9 +38,13 @@ TRUNCATION_MARK = "…"
 
 
 def content_id(unit: Evidence) -> str:
-    """A unit's stable id: its source's canonical key, plus the span for a message (one message
-    may give several units)."""
+    """A unit's stable id: its source's canonical key, plus the span for a message sentence (one
+    message may give several units); a digest's claim is its kind and a hash of its text at its
+    first cited message (several claims may cite one message)."""
     source = unit.source
+    if unit.kind != "sentence":
+        digest = hashlib.sha256(unit.text.encode("utf-8")).hexdigest()[:12]
+        return f"{unit.kind}:{digest}@{source.key}"
     if isinstance(source, MessageSource):
         return f"{source.key}:char:{source.char_start}-{source.char_end}"
     return source.key

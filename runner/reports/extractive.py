@@ -21,6 +21,7 @@ from runner.footnotes import FootnotedSentence, Section
 from runner.reports.audit import ReportAudit, accept_sentences
 from runner.reports.evidence import (
     ChannelMessage,
+    DigestClaim,
     DocumentText,
     Evidence,
     RankedEvidence,
@@ -35,7 +36,7 @@ OPEN_POINTS = 3
 NEAR_DUPLICATE = 0.8
 MAX_TITLE_CHARS = 120
 # The version of these rules: part of a report's cache key, bumped when the output changes.
-EXTRACTOR_VERSION = "extractive-2"
+EXTRACTOR_VERSION = "extractive-3"
 
 
 def report_title(question: str) -> str:
@@ -68,7 +69,7 @@ def write_extractive_report(question: str, ranked: list[RankedEvidence]) -> Repo
     answer, body = statements[:ANSWER_SENTENCES], statements[ANSWER_SENTENCES:]
     open_points = _pick(ranked, questions=True, limit=OPEN_POINTS)
     sections: list[ReportSection] = [
-        Section(ANSWER_HEADING, tuple(FootnotedSentence(u.text, (u.source,)) for u in answer))
+        Section(ANSWER_HEADING, tuple(FootnotedSentence(u.text, u.sources) for u in answer))
     ]
     origins: dict[int, list[Evidence]] = {}
     for unit in body:
@@ -78,13 +79,13 @@ def write_extractive_report(question: str, ranked: list[RankedEvidence]) -> Repo
         sections.append(
             Section(
                 f"In {units[0].origin}",
-                tuple(FootnotedSentence(u.text, (u.source,)) for u in units),
+                tuple(FootnotedSentence(u.text, u.sources) for u in units),
             )
         )
     sections.append(
         Section(
             OPEN_POINTS_HEADING,
-            tuple(FootnotedSentence(u.text, (u.source,)) for u in open_points),
+            tuple(FootnotedSentence(u.text, u.sources) for u in open_points),
             bullets=True,
         )
     )
@@ -107,9 +108,10 @@ def run_extractive_report(
     channels: list[list[ChannelMessage]],
     documents: list[DocumentText],
     min_overlap: float = DEFAULT_MIN_OVERLAP,
+    claims: list[list[DigestClaim]] | None = None,
 ) -> ExtractiveRun:
     """Gather, rank, write and audit: the one sequence the report job and the evaluation run."""
-    units = gather_evidence(channels, documents)
+    units = gather_evidence(channels, documents, claims)
     draft = write_extractive_report(question, rank_evidence(question, units))
     report, audit = accept_sentences(draft, min_overlap)
     return ExtractiveRun(units, draft, report, audit)

@@ -102,10 +102,12 @@ def evidence_id(index: int) -> str:
 
 def _attributes(unit: FittedUnit) -> str:
     source = unit.evidence.source
+    # A digest's claim (a decision, an open question, ...) says which kind it is.
+    kind = "" if unit.evidence.kind == "sentence" else f" kind={quoteattr(unit.evidence.kind)}"
     if isinstance(source, MessageSource):
         return (f"channel={quoteattr(source.channel)} author={quoteattr(source.author)} "
-                f"time={quoteattr(source.ts.isoformat())}")  # fmt: skip
-    return f"document={quoteattr(source.title)} locator={quoteattr(source.locator)}"
+                f"time={quoteattr(source.ts.isoformat())}{kind}")  # fmt: skip
+    return f"document={quoteattr(source.title)} locator={quoteattr(source.locator)}{kind}"
 
 
 def build_messages(question: str, units: list[FittedUnit]) -> list[dict[str, Any]]:
@@ -125,8 +127,17 @@ class SentenceFailure:
     ids: tuple[str, ...]
 
 
+# A request's `E` id → what a sentence citing it cites (a digest claim: every message it rests on).
+SourceMap = dict[str, tuple[ReportSource, ...]]
+
+
+def cited_sources(ids: list[str], sources: SourceMap) -> tuple[ReportSource, ...]:
+    """The sources of known `ids`, each once, in order."""
+    return tuple(dict.fromkeys(s for i in dict.fromkeys(ids) for s in sources[i]))
+
+
 def sentence_failures(
-    written: WrittenReport, sources: dict[str, ReportSource], min_overlap: float
+    written: WrittenReport, sources: SourceMap, min_overlap: float
 ) -> list[SentenceFailure]:
     """The audit's per-sentence problems of an answer, against the request's `E` ids."""
     failures = []
@@ -135,8 +146,9 @@ def sentence_failures(
         if unknown:
             failures.append(SentenceFailure(index, "unknown_source", unknown))
             continue
-        cited = [sources[i] for i in dict.fromkeys(sentence.source_ids)]
-        reason = sentence_problem(sentence.sentence, cited, min_overlap)
+        reason = sentence_problem(
+            sentence.sentence, cited_sources(sentence.source_ids, sources), min_overlap
+        )
         if reason is not None:
             failures.append(SentenceFailure(index, reason, tuple(sentence.source_ids)))
     return failures
@@ -168,17 +180,8 @@ def reask_text(written: WrittenReport, failures: list[SentenceFailure]) -> str:
     )
 
 
-def _sentence(cited: CitedSentence, sources: dict[str, ReportSource]) -> FootnotedSentence[
-    ReportSource
-]:
-    return FootnotedSentence(
-        " ".join(cited.sentence.split()),
-        tuple(sources[i] for i in dict.fromkeys(cited.source_ids)),
-    )
-
-
 def to_report(
-    question: str, written: WrittenReport, sources: dict[str, ReportSource]
+    question: str, written: WrittenReport, sources: SourceMap
 ) -> tuple[Report, Counter[str]]:
     """The draft report of an answer and the sentences left out for unknown ids (they cannot
     be represented as cited: their ids resolve to nothing)."""
@@ -190,7 +193,8 @@ def to_report(
             if any(i not in sources for i in cited.source_ids):
                 unknown["unknown_source"] += 1
             else:
-                out.append(_sentence(cited, sources))
+                text = " ".join(cited.sentence.split())
+                out.append(FootnotedSentence(text, cited_sources(cited.source_ids, sources)))
         return tuple(out)
 
     sections: list[ReportSection] = [Section(ANSWER_HEADING, kept(written.answer))]
@@ -265,7 +269,7 @@ class LLMReportWriter:
         """Raises (from the first call only) MalformedOutput, RequestTooLarge, LLMCallError or
         CircuitOpen; a failing re-ask keeps the first answer with a `re_ask_failed` warning."""
         fit = fit_evidence(ranked, self.evidence_budget(question), max_units=self.max_units)
-        sources = {evidence_id(i): u.evidence.source for i, u in enumerate(fit.units)}
+        sources = {evidence_id(i): u.evidence.sources for i, u in enumerate(fit.units)}
         messages = build_messages(question, fit.units)
         usage = ExtractionUsage()
         written = await self.call(messages, usage)

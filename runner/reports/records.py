@@ -102,15 +102,18 @@ def report_cache_key(
     document_texts: list[tuple[int, str]],
     settings: dict[str, Any],
     writer: str,
+    digests: list[tuple[int, list[int]]] | None = None,
 ) -> str:
     """sha256 of what a report is a function of: the question, the exact message revisions read
-    per channel ((channel, [(row, revision)])), each document's canonical-text hash, the
-    settings and the writer's version. Equal keys give the same report."""
+    per channel ((channel, [(row, revision)])), the digests whose claims were read per channel
+    ((channel, [digest id])), each document's canonical-text hash, the settings and the
+    writer's version. Equal keys give the same report."""
     material = {
         "question": " ".join(question.split()),
         "messages": [
             [channel, [list(pair) for pair in pairs]] for channel, pairs in message_revisions
         ],
+        "digests": [[channel, ids] for channel, ids in digests or []],
         "documents": [list(pair) for pair in document_texts],
         "settings": settings,
         "writer": writer,
