@@ -223,7 +223,6 @@ class LLMReportRun:
     report: Report
     audit: ReportAudit
     usage: ExtractionUsage
-    first_failures: int = 0
     warnings: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -300,5 +299,5 @@ class LLMReportWriter:
         audit.reasons.update(unknown)
         audit.re_asked = re_asked
         report = Report(report.question, checked_title(report, self.min_overlap), report.sections)
-        return LLMReportRun(fit, draft, report, audit, usage, len(failures), run_warnings)
+        return LLMReportRun(fit, draft, report, audit, usage, run_warnings)
 
