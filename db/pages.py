@@ -21,6 +21,7 @@ from sqlmodel import SQLModel
 
 from db.models import (
     ChannelWithServer,
+    ConversationWithState,
     Digest,
     DigestJob,
     DocumentListing,
@@ -160,7 +161,27 @@ MESSAGES = ListSpec(
     sort_column="m.ts",
     id_column="m.id",
     descending=False,
-    filters={"channel_id": "m.channel_id = {}", "since": "m.ts >= {}", "until": "m.ts < {}"},
+    filters={
+        "channel_id": "m.channel_id = {}",
+        "since": "m.ts >= {}",
+        "until": "m.ts < {}",
+        "conversation_id": "m.conversation_id = {}",
+    },
+)
+
+CONVERSATIONS = ListSpec(
+    name="conversations",
+    model=ConversationWithState,
+    select="SELECT c.* FROM conversation_states c",
+    sort_column="c.first_ts",
+    id_column="c.id",
+    descending=True,
+    filters={
+        "channel_id": "c.channel_id = {}",
+        "state": "c.state = {}",
+        "since": "c.last_ts >= {}",
+        "until": "c.first_ts < {}",
+    },
 )
 
 CHANNELS = ListSpec(

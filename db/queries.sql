@@ -607,3 +607,49 @@ JOIN LATERAL (
     WHERE digest_id = c.id AND content IS NOT NULL
 ) i ON true
 ORDER BY c.created_at DESC, c.id DESC, i.kind, i.position;
+
+-- Conversations (0006).
+
+-- name: messages_before
+-- Up to $4 messages of channel $1 before (ts, id) ($2, $3), the latest ones, in time order:
+-- the context a digest threads its messages against.
+SELECT * FROM (
+    SELECT m.id, m.external_id, m.author, m.ts, m.reply_to, m.normalized_text, m.revision,
+           m.conversation_id
+    FROM messages m
+    WHERE m.channel_id = $1 AND (m.ts, m.id) < ($2::timestamptz, $3::bigint)
+    ORDER BY m.ts DESC, m.id DESC
+    LIMIT $4
+) before ORDER BY ts, id;
+
+-- name: message_conversations
+-- The conversation of each message (NULL: not threaded yet).
+SELECT id, conversation_id FROM messages WHERE id = ANY($1::bigint[]);
+
+-- name: conversations_by_ids
+-- Conversations by id, with their state (the Conversation node's loader).
+SELECT * FROM conversation_states WHERE id = ANY($1::bigint[]);
+
+-- name: insert_conversation
+-- A new conversation; its id (the existing one if its first message already opens one).
+INSERT INTO conversations (channel_id, root_message_id, title, title_message_id, title_revision,
+                           title_char_start, title_char_end, participants, message_count,
+                           answered, first_ts, last_ts)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+ON CONFLICT ON CONSTRAINT conversations_root DO UPDATE SET updated_at = now()
+RETURNING id;
+
+-- name: extend_conversation
+-- A stored conversation after new messages joined it: its new totals.
+UPDATE conversations
+SET participants = $2, message_count = $3, first_ts = $4, last_ts = $5, answered = $6,
+    updated_at = now()
+WHERE id = $1;
+
+-- name: thread_messages
+-- Record each message's parent and conversation (arrays of equal length), once: a message a
+-- digest already threaded keeps its place.
+UPDATE messages m
+SET parent_id = t.parent_id, conversation_id = t.conversation_id
+FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS t(id, parent_id, conversation_id)
+WHERE m.id = t.id AND m.conversation_id IS NULL;

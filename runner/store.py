@@ -12,7 +12,7 @@ verbatim and every cited id exists in the window.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Awaitable, Callable, Collection
 from typing import Any
 
 import asyncpg
@@ -175,11 +175,14 @@ async def store_digest(
     warnings: list[dict[str, Any]],
     uncovered: Collection[str] = (),
     window_key: str | None = None,
+    write_threads: Callable[[asyncpg.Connection], Awaitable[None]] | None = None,
 ) -> int:
     """Write everything in one transaction; returns the digest id. Raises LostLease (and
     writes nothing) when another worker holds the job now.
 
-    `uncovered`: external ids of messages in failed chunks (read, not covered)."""
+    `uncovered`: external ids of messages in failed chunks (read, not covered);
+    `write_threads`: writes the window's reply structure and conversations in the same
+    transaction (runner/jobs/conversations.py)."""
     digest = validation.output
     async with connection.transaction():
         await channel_queries.lock_channel(connection, channel_id)
@@ -203,6 +206,8 @@ async def store_digest(
             connection, digest_id,
             [key.message_id for key in window.keys], [key.revision for key in window.keys],
         )  # fmt: skip
+        if write_threads is not None:
+            await write_threads(connection)
         left_out = await _cover(connection, digest_id, channel_id, window, set(uncovered))
         if left_out:
             await digest_queries.set_digest_left_out(connection, digest_id, left_out)

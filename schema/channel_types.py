@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import cast
+from typing import TYPE_CHECKING, Annotated, cast
 
 import strawberry
 from strawberry import relay
@@ -13,6 +13,9 @@ from strawberry.types import Info
 from db import models
 from schema.context import Context
 from schema.ids import CHANNEL, global_id
+
+if TYPE_CHECKING:
+    from schema.conversation_types import Conversation
 
 
 @strawberry.type
@@ -74,6 +77,30 @@ class Message(relay.Node):
     revision: int = strawberry.field(
         description="1-based number of the current text; an import that changes the text adds one."
     )
+    parent_row: strawberry.Private[int | None] = None
+    conversation_row: strawberry.Private[int | None] = None
+
+    @strawberry.field(
+        description="The earlier message this one answers (an explicit reply or the reply "
+        "structure a digest worked out); null if it opens a conversation or no digest has "
+        "read it yet."
+    )
+    async def parent(self, info: Info[Context, None]) -> Message | None:
+        if self.parent_row is None:
+            return None
+        row = await info.context.loaders.message.load(self.parent_row)
+        return Message.from_row(row) if row else None
+
+    @strawberry.field(description="The conversation it belongs to; null until a digest reads it.")
+    async def conversation(
+        self, info: Info[Context, None]
+    ) -> Annotated[Conversation, strawberry.lazy("schema.conversation_types")] | None:
+        from schema.conversation_types import Conversation
+
+        if self.conversation_row is None:
+            return None
+        row = await info.context.loaders.conversation.load(self.conversation_row)
+        return Conversation.from_row(row) if row else None
 
     @classmethod
     def from_row(cls, row: models.Message) -> Message:
@@ -88,4 +115,6 @@ class Message(relay.Node):
             normalized_text=row.normalized_text,
             attachments=cast(JSON, row.attachments),
             revision=row.revision,
+            parent_row=row.parent_id,
+            conversation_row=row.conversation_id,
         )

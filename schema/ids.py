@@ -33,8 +33,10 @@ DIGEST_JOB: Final = "DigestJob"
 DOCUMENT: Final = "Document"
 DOCUMENT_DIGEST: Final = "DocumentDigest"
 REPORT: Final = "Report"
+CONVERSATION: Final = "Conversation"
 NODE_TYPES: Final = frozenset(
-    {CHANNEL, MESSAGE, DIGEST, KNOWLEDGE_ITEM, DIGEST_JOB, DOCUMENT, DOCUMENT_DIGEST, REPORT}
+    {CHANNEL, MESSAGE, DIGEST, KNOWLEDGE_ITEM, DIGEST_JOB, DOCUMENT, DOCUMENT_DIGEST, REPORT,
+     CONVERSATION}
 )
 
 # A legacy id's only spelling: ASCII digits, no sign, spaces, leading zeros or separators.
@@ -71,7 +73,7 @@ IdArgument: TypeAlias = Annotated[strawberry.ID, strawberry.argument(description
 _LABELS: Final = {
     CHANNEL: "channel", MESSAGE: "message", DIGEST: "digest", KNOWLEDGE_ITEM: "knowledge item",
     DIGEST_JOB: "job", DOCUMENT: "document", DOCUMENT_DIGEST: "document digest",
-    REPORT: "report",
+    REPORT: "report", CONVERSATION: "conversation",
 }  # fmt: skip
 
 

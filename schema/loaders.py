@@ -11,9 +11,10 @@ import asyncpg
 from pydantic import BaseModel
 from strawberry.dataloader import DataLoader
 
-from db import channels, digests, documents, jobs, reports
+from db import channels, conversations, digests, documents, jobs, reports
 from db.digests import DigestItem
 from db.models import (
+    ConversationWithState,
     ActionItem,
     ArtifactWithMessage,
     ChannelWithServer,
@@ -186,6 +187,9 @@ class Loaders:
         lambda pool: _by_id(pool, documents.document_digests_by_ids)
     )
     report: _Loader[int, Report | None] = _Loader(lambda pool: _by_id(pool, reports.reports_by_ids))
+    conversation: _Loader[int, ConversationWithState | None] = _Loader(
+        lambda pool: _by_id(pool, conversations.conversations_by_ids)
+    )
     latest_document_digests: _Loader[int, list[DocumentDigest]] = _Loader(_latest_document_digests)
     uncovered_count: _Loader[int, int] = _Loader(_uncovered_counts)
     revision_text: _Loader[tuple[int, int], str | None] = _Loader(_revision_texts)

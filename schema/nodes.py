@@ -17,11 +17,13 @@ from strawberry.types import Info
 
 from schema.channel_types import Channel, Message
 from schema.context import Context
+from schema.conversation_types import Conversation
 from schema.digest_types import Digest, KnowledgeItem
 from schema.document_types import Document, DocumentDigest
 from schema.errors import PAGE_SIZE, client_error
 from schema.ids import (
     CHANNEL,
+    CONVERSATION,
     DIGEST,
     DIGEST_JOB,
     DOCUMENT,
@@ -79,6 +81,11 @@ async def _report(context: Context, row_id: int) -> relay.Node | None:
     return Report.from_row(row) if row else None
 
 
+async def _conversation(context: Context, row_id: int) -> relay.Node | None:
+    row = await context.loaders.conversation.load(row_id)
+    return Conversation.from_row(row) if row else None
+
+
 NODE_LOADS: dict[str, NodeLoad] = {
     CHANNEL: _channel,
     MESSAGE: _message,
@@ -88,6 +95,7 @@ NODE_LOADS: dict[str, NodeLoad] = {
     DOCUMENT: _document,
     DOCUMENT_DIGEST: _document_digest,
     REPORT: _report,
+    CONVERSATION: _conversation,
 }
 
 

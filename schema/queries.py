@@ -11,11 +11,13 @@ from db import pages
 from schema.channel_types import Channel, Message
 from schema.connections import Connection
 from schema.context import Context
+from schema.conversation_types import Conversation, ConversationState
 from schema.digest_types import Digest, DigestSummary, KnowledgeItem
 from schema.documents import DocumentQueries
 from schema.errors import client_error
 from schema.ids import (
     CHANNEL,
+    CONVERSATION,
     DIGEST,
     DIGEST_JOB,
     DOCUMENT,
@@ -36,6 +38,21 @@ class MessageFilter:
     channel_id: strawberry.ID
     since: datetime | None = None
     until: datetime | None = None
+    conversation_id: strawberry.ID | None = strawberry.field(
+        default=None, description="Only the messages of this conversation (global id)."
+    )
+
+
+@strawberry.input
+class ConversationFilter:
+    channel_id: strawberry.ID
+    state: ConversationState | None = None
+    since: datetime | None = strawberry.field(
+        default=None, description="Only conversations with a message at or after this time."
+    )
+    until: datetime | None = strawberry.field(
+        default=None, description="Only conversations opened before this time."
+    )
 
 
 @strawberry.input
@@ -100,15 +117,40 @@ class Query(NodeQueries, DocumentQueries, ReportQueries):
             "channel_id": channel_row,
             "since": filter.since,
             "until": filter.until,
+            "conversation_id": parse_optional_id(filter.conversation_id, CONVERSATION),
         }
         args = PageArgs(first, after, last, before, default_size=50)
         exact = None
-        if filter.since is None and filter.until is None:
+        if filter.since is None and filter.until is None and filter.conversation_id is None:
 
             async def exact() -> int | None:  # counted on the (channel_id, ts, id) index
                 return await info.context.loaders.message_count.load(channel_row)
 
         return await connection_of(info, pages.MESSAGES, filters, args, Message.from_row, exact)
+
+    @strawberry.field(
+        description="A channel's conversations, the most recently opened first: the threads "
+        "its digests found in it (each message answers at most one earlier message)."
+    )
+    async def conversations(
+        self,
+        info: Info[Context, None],
+        filter: ConversationFilter,
+        first: First = None,
+        after: After = None,
+        last: Last = None,
+        before: Before = None,
+    ) -> Connection[Conversation] | None:
+        filters = {
+            "channel_id": parse_id(filter.channel_id, CHANNEL),
+            "state": filter.state.value if filter.state else None,
+            "since": filter.since,
+            "until": filter.until,
+        }
+        args = PageArgs(first, after, last, before, default_size=20)
+        return await connection_of(
+            info, pages.CONVERSATIONS, filters, args, Conversation.from_row
+        )
 
     @strawberry.field(description="Digests, newest first, in their light form.")
     async def digests(

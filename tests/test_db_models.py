@@ -154,6 +154,10 @@ QUERY_MODELS: dict[str, type[BaseModel]] = {
     "documents_by_ids": models.Document,
     "document_digests_by_ids": models.DocumentDigest,
     "latest_digests_of_documents": models.DocumentDigest,
+    "report_digest_items": models.ReportDigestItem,
+    "messages_before": models.ThreadContextRow,
+    "message_conversations": models.MessageConversation,
+    "conversations_by_ids": models.ConversationWithState,
 }
 
 
@@ -174,7 +178,7 @@ async def test_each_query_returns_the_fields_of_its_model(db: asyncpg.Pool, quer
 @pytest.mark.parametrize(
     "spec",
     [pages.DIGESTS, pages.JOBS, pages.KNOWLEDGE_ITEMS, pages.MESSAGES, pages.CHANNELS,
-     pages.DOCUMENTS],
+     pages.DOCUMENTS, pages.CONVERSATIONS],
     ids=lambda spec: spec.name,
 )  # fmt: skip
 async def test_each_keyset_list_returns_the_fields_of_its_model(

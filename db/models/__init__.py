@@ -24,6 +24,12 @@ from db.models.channels import (
     Server,
     WindowMessageRow,
 )
+from db.models.conversations import (
+    Conversation,
+    ConversationWithState,
+    MessageConversation,
+    ThreadContextRow,
+)
 from db.models.digests import (
     ActionItem,
     Artifact,
@@ -59,10 +65,12 @@ configure_mappers()
 
 __all__ = [
     "ActionItem", "Artifact", "ArtifactWithMessage", "Channel", "ChannelColumns",
-    "ChannelMessageCount", "ChannelUncoveredCount", "ChannelWithServer", "ChunkResult", "Decision",
+    "ChannelMessageCount", "ChannelUncoveredCount", "ChannelWithServer", "ChunkResult",
+    "Conversation", "ConversationWithState", "Decision",
     "Digest", "DigestItemCounts", "DigestJob", "DigestMessage", "Document", "DocumentColumns",
     "DocumentDigest", "DocumentFields", "DocumentListing", "EditedMessage", "Entity",
-    "KnowledgeItem", "KnowledgeItemWithMessage", "Link", "Message", "MessageId", "MessageRange",
+    "KnowledgeItem", "KnowledgeItemWithMessage", "Link", "Message", "MessageConversation",
+    "MessageId", "MessageRange",
     "MessageRevision", "OpenQuestion", "Report", "ReportDigestItem", "RevisionText", "Server",
-    "StoredDocument", "Topic", "WindowMessageRow", "as_row", "as_row_or_none", "as_rows",
+    "StoredDocument", "ThreadContextRow", "Topic", "WindowMessageRow", "as_row", "as_row_or_none", "as_rows",
 ]  # fmt: skip

@@ -57,6 +57,8 @@ class Message(SQLModel, table=True):
     revised_at: datetime | None = timestamptz()
     covered_revision: int | None
     covered_by_digest_id: int | None = bigint()
+    parent_id: int | None = bigint()
+    conversation_id: int | None = bigint()
 
 
 class MessageRevision(SQLModel, table=True):

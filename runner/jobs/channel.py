@@ -2,7 +2,9 @@
 
 The steps:
 1. load the channel's window (the messages no digest covers yet, or a catch-up's [since, until));
-   an empty one ends the job SUCCEEDED with "no new messages" and no extraction;
+   an empty one ends the job SUCCEEDED with "no new messages" and no extraction; thread the
+   window's messages not threaded yet into conversations (runner/jobs/conversations.py), written
+   with the digest;
 2. a catch-up window whose messages, revisions and extraction settings a stored digest already
    read completely is served from that digest;
 3. otherwise the pipeline maps the chunks (each result cached by its key, so a reclaimed job
@@ -29,6 +31,7 @@ from runner.coverage import StoredWindow, WindowSpec, load_window, window_key
 from runner.extractors.base import Extractor
 from runner.job_stats import job_stats
 from runner.jobs.base import JobContext
+from runner.jobs.conversations import read_threading_input, store_threading, thread
 from runner.jobs.outcomes import Cancelled, Finished, Outcome, RetryLater, Stored
 from runner.metrics import CHUNK_CACHE, PhaseClock
 from runner.pipeline import PipelineHooks, run_pipeline
@@ -69,6 +72,10 @@ class ChannelJobRunner:
             return Finished(JobStatus.SUCCEEDED, message=empty)
         if context.should_stop():
             raise Cancelled()
+        async with context.pool.acquire() as connection:
+            thread_input = await read_threading_input(connection, channel.id, window, stored)
+        threading = thread(thread_input)
+        stats["conversations"] = sum(1 for c in threading.conversations if c.continues is None)
         extractor = self.extractor_factory()
         chunk_tokens = int((job.options or {}).get("chunk_tokens", self.chunk_tokens))
         # An LLM extractor knows how much chunk its map model's context holds.
@@ -120,6 +127,9 @@ class ChannelJobRunner:
                 uncovered=result.failed_message_ids,
                 # Only a complete digest stands for its input (a catch-up may be served from it).
                 window_key=None if result.failed_chunks else key,
+                write_threads=lambda connection: store_threading(
+                    connection, channel.id, threading, thread_input.internal_ids
+                ),
             )  # fmt: skip
         return Stored(status)
 

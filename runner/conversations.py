@@ -1,0 +1,209 @@
+"""Conversations of a channel: which earlier message each message answers, the connected
+components that makes, and what is stored of each (issue 14).
+
+Plain data in and out, no database: `thread_messages` takes a channel's messages in time
+order, the ones already threaded by an earlier digest (with their stored conversation) first
+as context, and threads the others with a linker (for each message, the index of the earlier
+message it answers, or None: it opens a conversation). A message answering a threaded one
+joins that stored conversation (`continues`); the others make new conversations, identified by
+their first message. A message is threaded once: a catch-up digest that reads it again changes
+nothing, so a conversation's members and counts never depend on how windows were cut.
+
+Each new conversation gets a cited one-line title (`conversation_title`: the first question
+asked in it, else its first informative sentence, cut at a word to `MAX_TITLE_CHARS`), an exact
+span of that message (so it is checked like any pointer); "answered" means someone other than its
+opener wrote in it (the `ongoing` state is added when it is read: db/migrations/0006).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from runner.citations import cut_span, sentence_spans
+from runner.claim_support import content_tokens
+
+MAX_TITLE_CHARS = 100
+MIN_TITLE_WORDS = 3
+TITLE_LOOKAHEAD = 5
+# How many earlier messages an addressee is looked for among ("nick: ..." answers them).
+ADDRESS_LOOKBACK = 100
+_ADDRESS = re.compile(r"^\s*@?([^\s:,]{2,32})[:,]\s")
+
+
+@dataclass(frozen=True)
+class ThreadedMessage:
+    """A message as the threader sees it; `conversation_id` is set when an earlier digest
+    threaded it (context), None when it is to be threaded now."""
+
+    message_id: str  # external id
+    author: str
+    ts: datetime
+    text: str  # normalized text of the revision read
+    reply_to: str | None = None  # an explicit reply (Slack thread, Discord reply, JSONL)
+    revision: int = 1
+    conversation_id: int | None = None
+
+
+@dataclass(frozen=True)
+class StoredConversation:
+    """What a stored conversation that new messages may extend already holds."""
+
+    id: int
+    participants: tuple[str, ...]  # by first appearance: the opener first
+    message_count: int
+    first_ts: datetime
+    last_ts: datetime
+    answered: bool
+
+
+@dataclass(frozen=True)
+class ConversationTitle:
+    message_id: str
+    revision: int
+    char_start: int
+    char_end: int
+    text: str  # exactly the message's text[char_start:char_end]
+
+
+@dataclass(frozen=True)
+class ThreadedConversation:
+    """A conversation new messages were added to: a new one (`continues` None, with its title)
+    or a stored one they extend (its totals after them; its title stays)."""
+
+    continues: int | None
+    root_message_id: str | None  # external id of a new one's first message
+    message_ids: tuple[str, ...]  # the messages threaded now, in time order
+    participants: tuple[str, ...]
+    message_count: int
+    first_ts: datetime
+    last_ts: datetime
+    answered: bool
+    title: ConversationTitle | None
+
+
+@dataclass(frozen=True)
+class Threading:
+    parents: dict[str, str | None]  # each message threaded now → the message it answers
+    conversations: list[ThreadedConversation]
+
+
+Linker = Callable[[Sequence[ThreadedMessage]], list[int | None]]
+
+
+def explicit_and_addressed_links(messages: Sequence[ThreadedMessage]) -> list[int | None]:
+    """The reply structure a channel states: an explicit reply, else a message that opens by
+    addressing a recent author ("ann: try ...", "@ann, ...") answers that author's latest
+    message; anything else opens a conversation."""
+    parents: list[int | None] = []
+    index_of: dict[str, int] = {}
+    latest_by_author: dict[str, int] = {}
+    for index, message in enumerate(messages):
+        parent: int | None = None
+        if message.reply_to is not None:
+            parent = index_of.get(message.reply_to)
+        if parent is None:
+            match = _ADDRESS.match(message.text)
+            if match:
+                candidate = latest_by_author.get(match.group(1).casefold())
+                if candidate is not None and index - candidate <= ADDRESS_LOOKBACK:
+                    parent = candidate
+        parents.append(parent)
+        index_of.setdefault(message.message_id, index)
+        latest_by_author[message.author.casefold()] = index
+    return parents
+
+
+def _title_candidates(message: ThreadedMessage) -> list[ConversationTitle]:
+    """The sentences of a message as titles: cut at a word to `MAX_TITLE_CHARS`, without a
+    leading addressee ("ann: ", "@bob, "), which names a reader, not the subject."""
+    address = _ADDRESS.match(message.text)
+    skip = address.end() if address else 0
+    titles: list[ConversationTitle] = []
+    for start, end in sentence_spans(message.text):
+        if start < skip <= end:
+            start = skip
+        start, end = cut_span(message.text, start, end, MAX_TITLE_CHARS)
+        if end > start:
+            text = message.text[start:end]
+            titles.append(ConversationTitle(message.message_id, message.revision, start, end, text))
+    return titles
+
+
+def conversation_title(messages: Sequence[ThreadedMessage]) -> ConversationTitle | None:
+    """What a conversation is about, quoted: the first question (ends with "?") with
+    `MIN_TITLE_WORDS` content words that its opener asked in its first `TITLE_LOOKAHEAD`
+    messages, since a help thread is named by what was asked (not by a helper's clarifying
+    question); else the first sentence with that many content words;
+    else the first non-empty sentence; None when all are empty."""
+    candidates = [title for m in messages for title in _title_candidates(m)]
+    informative = [t for t in candidates if len(content_tokens(t.text)) >= MIN_TITLE_WORDS]
+    opener = messages[0].author if messages else None
+    early = {m.message_id for m in messages[:TITLE_LOOKAHEAD] if m.author == opener}
+    for title in informative:
+        if title.message_id in early and title.text.rstrip().endswith("?"):
+            return title
+    if informative:
+        return informative[0]
+    return candidates[0] if candidates else None
+
+
+def _root(parent_of: list[int], index: int) -> int:
+    while parent_of[index] != index:
+        parent_of[index] = parent_of[parent_of[index]]
+        index = parent_of[index]
+    return index
+
+
+def thread_messages(
+    messages: Sequence[ThreadedMessage],
+    stored: Mapping[int, StoredConversation],
+    link: Linker = explicit_and_addressed_links,
+) -> Threading:
+    """Thread the messages without a conversation (see the module's docstring)."""
+    links = link(messages)
+    parent_of = list(range(len(messages)))  # union-find over the messages threaded now
+    joins: dict[int, int] = {}  # member index → stored conversation it answers into
+    parents: dict[str, str | None] = {}
+    for index, message in enumerate(messages):
+        if message.conversation_id is not None:
+            continue
+        parent = links[index]
+        if parent is not None and not 0 <= parent < index:
+            parent = None  # a linker may only point back
+        parents[message.message_id] = None if parent is None else messages[parent].message_id
+        if parent is None:
+            continue
+        stored_id = messages[parent].conversation_id
+        if stored_id is None:
+            parent_of[_root(parent_of, index)] = _root(parent_of, parent)
+        elif stored_id in stored:
+            joins[index] = stored_id
+    members: dict[int, list[int]] = {}
+    for index, message in enumerate(messages):
+        if message.conversation_id is None:
+            members.setdefault(_root(parent_of, index), []).append(index)
+    conversations: list[ThreadedConversation] = []
+    for indexes in members.values():
+        threaded = [messages[i] for i in indexes]
+        continued = next((joins[i] for i in indexes if i in joins), None)
+        authors = dict.fromkeys(m.author for m in threaded)
+        if continued is None:
+            participants = tuple(authors)
+            conversations.append(ThreadedConversation(
+                None, threaded[0].message_id, tuple(m.message_id for m in threaded),
+                participants, len(threaded), threaded[0].ts, threaded[-1].ts,
+                len(participants) > 1, conversation_title(threaded),
+            ))  # fmt: skip
+            continue
+        before = stored[continued]
+        participants = tuple(dict.fromkeys((*before.participants, *authors)))
+        conversations.append(ThreadedConversation(
+            continued, None, tuple(m.message_id for m in threaded), participants,
+            before.message_count + len(threaded), min(before.first_ts, threaded[0].ts),
+            max(before.last_ts, threaded[-1].ts), before.answered or len(participants) > 1,
+            None,
+        ))  # fmt: skip
+    return Threading(parents, conversations)

@@ -1,0 +1,114 @@
+"""The channel job's threading step: read the window's messages with the context before it,
+thread the ones no digest threaded yet (runner/conversations.py), and write the parents and
+conversations in the digest's store transaction."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import asyncpg
+
+from db import conversations as conversation_queries
+from runner.conversations import (
+    Linker,
+    StoredConversation,
+    ThreadedMessage,
+    Threading,
+    explicit_and_addressed_links,
+    thread_messages,
+)
+from runner.coverage import StoredWindow
+from runner.window import Window
+
+# Messages before the window that a window's message may answer.
+CONTEXT_MESSAGES = 200
+
+
+@dataclass(frozen=True)
+class ThreadingInput:
+    messages: list[ThreadedMessage]  # context first, then the window, in time order
+    internal_ids: dict[str, int]  # external id → messages row, for every message above
+    stored: dict[int, StoredConversation]
+
+
+async def read_threading_input(
+    connection: asyncpg.Connection, channel_id: int, window: Window, stored_window: StoredWindow
+) -> ThreadingInput:
+    """The window's messages (with the conversation of those already threaded) and the
+    `CONTEXT_MESSAGES` before it, with the stored conversations they belong to."""
+    internal_ids = dict(stored_window.internal_ids)
+    threaded = await conversation_queries.message_conversations(
+        connection, list(internal_ids.values())
+    )
+    messages: list[ThreadedMessage] = []
+    first = stored_window.keys[0] if stored_window.keys else None
+    if first is not None:
+        for row in await conversation_queries.messages_before(
+            connection, channel_id, first.ts, first.message_id, CONTEXT_MESSAGES
+        ):
+            internal_ids[row.external_id] = row.id
+            messages.append(ThreadedMessage(
+                row.external_id, row.author, row.ts, row.normalized_text, row.reply_to,
+                row.revision, row.conversation_id,
+            ))  # fmt: skip
+    for message in window.messages:
+        row_id = internal_ids[message.message_id]
+        messages.append(ThreadedMessage(
+            message.message_id, message.author, message.ts, message.normalized_text,
+            message.reply_to, stored_window.revisions.get(message.message_id, 1),
+            threaded.get(row_id),
+        ))  # fmt: skip
+    ids = sorted({m.conversation_id for m in messages if m.conversation_id is not None})
+    rows = await conversation_queries.conversations_by_ids(connection, ids)
+    stored = {
+        row.id: StoredConversation(
+            row.id, tuple(row.participants), row.message_count, row.first_ts, row.last_ts,
+            row.answered,
+        )
+        for row in rows
+    }  # fmt: skip
+    return ThreadingInput(messages, internal_ids, stored)
+
+
+def thread(inputs: ThreadingInput, link: Linker = explicit_and_addressed_links) -> Threading:
+    return thread_messages(inputs.messages, inputs.stored, link)
+
+
+async def store_threading(
+    connection: asyncpg.Connection, channel_id: int, threading: Threading,
+    internal_ids: dict[str, int],
+) -> None:  # fmt: skip
+    """Write new conversations, extend stored ones, and record each message's parent and
+    conversation (inside the caller's transaction)."""
+    message_ids: list[int] = []
+    parent_ids: list[int | None] = []
+    conversation_ids: list[int] = []
+    for conversation in threading.conversations:
+        if conversation.continues is None:
+            assert conversation.root_message_id is not None
+            title = conversation.title
+            conversation_id = await conversation_queries.insert_conversation(
+                connection, channel_id, internal_ids[conversation.root_message_id],
+                title.text if title else "",
+                None if title is None else (
+                    internal_ids[title.message_id], title.revision, title.char_start,
+                    title.char_end,
+                ),
+                list(conversation.participants), conversation.message_count,
+                conversation.answered, conversation.first_ts, conversation.last_ts,
+            )  # fmt: skip
+        else:
+            conversation_id = conversation.continues
+            await conversation_queries.extend_conversation(
+                connection, conversation_id, list(conversation.participants),
+                conversation.message_count, conversation.first_ts, conversation.last_ts,
+                conversation.answered,
+            )  # fmt: skip
+        for message_id in conversation.message_ids:
+            parent = threading.parents.get(message_id)
+            message_ids.append(internal_ids[message_id])
+            parent_ids.append(None if parent is None else internal_ids.get(parent))
+            conversation_ids.append(conversation_id)
+    await conversation_queries.thread_messages(
+        connection, message_ids, parent_ids, conversation_ids
+    )
