@@ -15,7 +15,7 @@ from db.jobs import JobKind, enqueue_job
 from db.models import DigestJob, Report, ReportDigestItem, as_rows
 from db.queries import QUERIES
 
-# The `fidelity` of a report whose writer fitted nothing (the offline writer; 0006's default).
+# The `fidelity` of a report whose writer fitted nothing (the offline writer; 0007's default).
 EMPTY_FIDELITY: dict[str, Any] = {"fidelity": [], "warnings": [], "dropped_content_ids": []}
 
 

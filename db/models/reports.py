@@ -1,4 +1,4 @@
-"""Reports across channels and documents (db/migrations/0005_reports.sql, 0006_report_fidelity.sql)."""
+"""Reports across channels and documents (db/migrations/0005_reports.sql, 0007_report_fidelity.sql)."""
 
 from datetime import datetime
 from typing import Any

@@ -1,4 +1,4 @@
--- 0006: what a report's writer left out or cut (issue 13, section 2; seed 002 fidelity records).
+-- 0007: what a report's writer left out or cut (issue 13, section 2; seed 002 fidelity records).
 --
 -- `fidelity` is {budget_tokens, fidelity: [{phase, step, original_tokens, final_tokens, reason,
 -- ...}], warnings: [{code, message, phase?, item_ids?}], dropped_content_ids: [...]}: how the
