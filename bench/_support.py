@@ -187,6 +187,26 @@ def write_jsonl(path: Path, count: int, *, channel: str = "bench") -> int:
     return path.stat().st_size
 
 
+def generated_window(count: int, *, seed: int = 5) -> Any:
+    """The generated channel as the pipeline's plain-data `runner.window.Window` (what the
+    worker loads from the database), text normalized as on import."""
+    from runner.importers.dates import parse_iso_timestamp
+    from runner.normalize import normalize_text
+    from runner.window import Window, WindowMessage
+
+    messages = tuple(
+        WindowMessage(
+            message_id=record["id"],
+            author=record["author"],
+            ts=parse_iso_timestamp(record["ts"]),
+            normalized_text=normalize_text(record["text"]),
+            reply_to=record.get("reply_to"),
+        )
+        for record in chat_messages(count, seed=seed)
+    )
+    return Window(channel_name="bench", messages=messages)
+
+
 def utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 

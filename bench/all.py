@@ -18,9 +18,9 @@ from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
 # In the order of issue 5 (and docs/benchmarks.md).
-SCRIPTS = ("ingest", "pipeline", "keyset", "api", "job_queue", "event_loop", "coverage")
-# bench/pipeline.py digests without a database, so it takes no --database-url.
-NEEDS_NO_DATABASE = frozenset({"pipeline"})
+SCRIPTS = ("ingest", "pipeline", "keyset", "api", "job_queue", "event_loop", "coverage", "scale")
+# bench/pipeline.py and bench/scale.py digest without a database: they take no --database-url.
+NEEDS_NO_DATABASE = frozenset({"pipeline", "scale"})
 
 
 def main() -> int:

@@ -49,8 +49,8 @@ import httpx  # noqa: E402
 from bench._pipeline_fake_llm import ScriptedModel  # noqa: E402
 from bench._support import (  # noqa: E402
     REPO,
-    chat_messages,
     emit,
+    generated_window,
     machine_details,
     spread,
     top_functions,
@@ -58,13 +58,11 @@ from bench._support import (  # noqa: E402
 )
 from runner.message_chunks import chunk_messages  # noqa: E402
 from runner.extractors.llm import LLMExtractor  # noqa: E402
-from runner.importers.dates import parse_iso_timestamp  # noqa: E402
 from runner.llm.breaker import CircuitBreaker  # noqa: E402
 from runner.llm.client import build_client  # noqa: E402
 from runner.llm.config import LLMConfig  # noqa: E402
-from runner.normalize import normalize_text  # noqa: E402
 from runner.pipeline import run_pipeline  # noqa: E402
-from runner.window import Window, WindowMessage  # noqa: E402
+from runner.window import Window  # noqa: E402
 from runner.job_stats import job_stats  # noqa: E402
 from server.settings import Settings  # noqa: E402
 
@@ -72,20 +70,6 @@ BENCH_NAME = "pipeline"
 TARGET_PROMPT_PER_CONTENT = 1.15
 TARGET_OVERHEAD_SHARE = 0.05
 _CLOCKS = ("started", "finished")  # perf_counter readings: meaningless outside this process
-
-
-def generated_window(count: int) -> Window:
-    messages = tuple(
-        WindowMessage(
-            message_id=record["id"],
-            author=record["author"],
-            ts=parse_iso_timestamp(record["ts"]),
-            normalized_text=normalize_text(record["text"]),
-            reply_to=record.get("reply_to"),
-        )
-        for record in chat_messages(count)
-    )
-    return Window(channel_name="bench", messages=messages)
 
 
 def default_chunk_tokens() -> int:

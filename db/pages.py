@@ -27,6 +27,7 @@ from db.models import (
     DocumentListing,
     KnowledgeItemWithMessage,
     Message,
+    Report,
     as_rows,
 )
 
@@ -215,6 +216,21 @@ DOCUMENTS = ListSpec(
         "content_type": "d.content_type = {}",
         "since": "d.created_at >= {}",
         "until": "d.created_at < {}",
+    },
+)
+
+# Reports whole (a report is a few kilobytes of sections, sources and Markdown). The channel and
+# document filters test the stored request's id arrays (a JSON array contains a number).
+REPORTS = ListSpec(
+    name="reports",
+    model=Report,
+    select="SELECT r.* FROM reports r",
+    sort_column="r.created_at",
+    id_column="r.id",
+    descending=True,
+    filters={
+        "channel_id": "r.request -> 'channel_ids' @> to_jsonb({}::bigint)",
+        "document_id": "r.request -> 'document_ids' @> to_jsonb({}::bigint)",
     },
 )
 

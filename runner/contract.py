@@ -223,6 +223,66 @@ def tool_schema(name: str) -> dict[str, Any]:
     return schema
 
 
+def model_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """`model`'s JSON schema as a model reads it in every request: what Pydantic generates,
+    less what tells a model nothing (`compact_schema`), with the definitions used once
+    written in place (`inline_single_use`)."""
+    return inline_single_use(compact_schema(model.model_json_schema()))
+
+
+def inline_single_use(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` with each `$defs` entry referenced once written where it is used: a `$ref`
+    and the definition's name cost tokens and say nothing a nested schema does not."""
+    definitions: dict[str, Any] = schema.get("$defs", {})
+    text = json.dumps(schema)
+    shared = {name for name in definitions if text.count(f'"#/$defs/{name}"') > 1}
+
+    def resolve(node: Any) -> Any:
+        if isinstance(node, list):
+            return [resolve(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        reference = node.get("$ref", "")
+        name = reference.removeprefix("#/$defs/")
+        if reference.startswith("#/$defs/") and name not in shared:
+            return resolve({**definitions[name], **{k: v for k, v in node.items() if k != "$ref"}})
+        return {key: resolve(value) for key, value in node.items() if key != "$defs"}
+
+    out: dict[str, Any] = resolve(schema)
+    if shared:
+        out["$defs"] = {name: resolve(definitions[name]) for name in sorted(shared)}
+    return out
+
+
+# Keywords of a schema node that cost tokens in every request and constrain nothing: titles
+# derived from the field names, defaults (leaving a field out means the default), and the
+# models' docstrings (written for this code's readers; what a model needs is in the field
+# descriptions and the prompt).
+_DROPPED_KEYWORDS = ("title", "default")
+
+
+def compact_schema(node: dict[str, Any]) -> dict[str, Any]:
+    """The same constraints in fewer tokens: no titles, defaults or model docstrings, and
+    `anyOf: [{type: T, ...}, {type: null}]` as `type: [T, "null"]` (the same values valid)."""
+    out = {key: value for key, value in node.items() if key not in _DROPPED_KEYWORDS}
+    if "properties" in out:
+        out.pop("description", None)  # a model's docstring, not a field's description
+    options = out.get("anyOf")
+    if isinstance(options, list) and len(options) == 2 and {"type": "null"} in options:
+        (other,) = [option for option in options if option != {"type": "null"}]
+        if isinstance(other.get("type"), str):
+            del out["anyOf"]
+            out = {**compact_schema(other), **out, "type": [other["type"], "null"]}
+    for key in ("properties", "$defs"):
+        if key in out:
+            out[key] = {name: compact_schema(child) for name, child in out[key].items()}
+    if isinstance(out.get("items"), dict):
+        out["items"] = compact_schema(out["items"])
+    if "anyOf" in out:
+        out["anyOf"] = [compact_schema(option) for option in out["anyOf"]]
+    return out
+
+
 @functools.cache
 def _tool_schema_json(name: str) -> str:
     model = TOOL_MODELS[name]
@@ -231,6 +291,6 @@ def _tool_schema_json(name: str) -> str:
         "function": {
             "name": name,
             "description": _TOOL_DESCRIPTIONS[name],
-            "parameters": model.model_json_schema(),
+            "parameters": model_schema(model),
         },
     })

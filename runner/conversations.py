@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from runner.citations import cut_span, sentence_spans
 from runner.claim_support import content_tokens
+from runner.window import Window, WindowMessage
 
 MAX_TITLE_CHARS = 100
 MIN_TITLE_WORDS = 3
@@ -207,3 +208,36 @@ def thread_messages(
             None,
         ))  # fmt: skip
     return Threading(parents, conversations)
+
+
+def order_window(
+    window: Window, messages: Sequence[ThreadedMessage], threading: Threading
+) -> Window:
+    """The window's messages conversation by conversation (conversations in the order of their
+    first message here, each in time order), each marked with its conversation, so chunks hold
+    whole threads rather than time slices of several. `messages` is what was threaded (with
+    the conversation of those threaded before)."""
+    keys: dict[str, str] = {
+        m.message_id: f"stored:{m.conversation_id}" for m in messages if m.conversation_id is not None
+    }
+    for conversation in threading.conversations:
+        key = (
+            f"stored:{conversation.continues}" if conversation.continues is not None
+            else f"new:{conversation.root_message_id}"
+        )  # fmt: skip
+        keys.update(dict.fromkeys(conversation.message_ids, key))
+    groups: dict[str, list[WindowMessage]] = {}
+    for message in window.messages:
+        key = keys.get(message.message_id, f"alone:{message.message_id}")
+        groups.setdefault(key, []).append(replace(message, conversation=key))
+    return Window(window.channel_name, tuple(m for group in groups.values() for m in group))
+
+
+def thread_window(window: Window, link: Linker = explicit_and_addressed_links) -> Window:
+    """A window threaded on its own (no earlier digest) and ordered by conversation: what a
+    digest of exactly these messages chunks, for the evaluator and benchmarks."""
+    messages = [
+        ThreadedMessage(m.message_id, m.author, m.ts, m.normalized_text, m.reply_to)
+        for m in window.messages
+    ]
+    return order_window(window, messages, thread_messages(messages, {}, link))

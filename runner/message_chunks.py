@@ -118,23 +118,62 @@ def chunk_messages(messages: list[WindowMessage], budget_tokens: int) -> list[Ch
 
 def iter_chunks(messages: Iterable[WindowMessage], budget_tokens: int) -> Iterator[Chunk]:
     """`chunk_messages`, one chunk at a time: the pipeline starts mapping the first chunk while
-    later ones are still being cut (counting 100,000 messages' tokens takes seconds)."""
-    lines: list[str] = []
-    parts: list[ChunkPart] = []
-    tokens = 0
-    estimated = False
-    index = 0
+    later ones are still being cut (counting 100,000 messages' tokens takes seconds).
+
+    Consecutive messages of one conversation (`WindowMessage.conversation`) are placed as a
+    unit: one that does not fit what is left of the current chunk but fits an empty one starts
+    a new chunk, so a map call sees whole threads; one bigger than a chunk is split between
+    messages (its own turns), as a window without conversations is."""
+    packer = _Packer(budget_tokens)
+    group: list[tuple[str, ChunkPart, int, bool]] = []
+    group_tokens = 0
+    streaming = False  # the current conversation is bigger than a chunk: no unit to keep
+    key: str | None = None
     for message in messages:
+        if message.conversation is None or message.conversation != key:
+            yield from packer.add(group, as_unit=not streaming)
+            group, group_tokens, streaming = [], 0, False
+            key = message.conversation
         for part in split_message(message, budget_tokens):
             line = part.serialize()
             counted = count_tokens(line + "\n")
-            if parts and tokens + counted.tokens > budget_tokens:
-                yield Chunk(index, tuple(parts), "\n".join(lines), tokens, estimated)
-                index += 1
-                lines, parts, tokens, estimated = [], [], 0, False
-            lines.append(line)
-            parts.append(part)
-            tokens += counted.tokens
-            estimated = estimated or counted.estimated
-    if parts:
-        yield Chunk(index, tuple(parts), "\n".join(lines), tokens, estimated)
+            group.append((line, part, counted.tokens, counted.estimated))
+            group_tokens += counted.tokens
+        if group_tokens > budget_tokens:
+            yield from packer.add(group, as_unit=False)
+            group, group_tokens, streaming = [], 0, True
+    yield from packer.add(group, as_unit=not streaming)
+    yield from packer.flush()
+
+
+class _Packer:
+    """Greedy packing of serialized lines into chunks of at most `budget_tokens`."""
+
+    def __init__(self, budget_tokens: int) -> None:
+        self.budget = budget_tokens
+        self.lines: list[str] = []
+        self.parts: list[ChunkPart] = []
+        self.tokens = 0
+        self.estimated = False
+        self.index = 0
+
+    def add(self, lines: list[tuple[str, ChunkPart, int, bool]], *, as_unit: bool) -> Iterator[Chunk]:
+        """Add `lines` in order; `as_unit`: start a new chunk first if they fit one together but
+        not in what is left of this one."""
+        total = sum(tokens for _, _, tokens, _ in lines)
+        if as_unit and self.parts and self.tokens + total > self.budget >= total:
+            yield from self.flush()
+        for line, part, tokens, estimated in lines:
+            if self.parts and self.tokens + tokens > self.budget:
+                yield from self.flush()
+            self.lines.append(line)
+            self.parts.append(part)
+            self.tokens += tokens
+            self.estimated = self.estimated or estimated
+
+    def flush(self) -> Iterator[Chunk]:
+        if self.parts:
+            yield Chunk(self.index, tuple(self.parts), "\n".join(self.lines), self.tokens,
+                        self.estimated)  # fmt: skip
+            self.index += 1
+            self.lines, self.parts, self.tokens, self.estimated = [], [], 0, False

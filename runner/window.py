@@ -15,11 +15,15 @@ class WindowMessage:
     ts: datetime
     normalized_text: str
     reply_to: str | None = None
+    # The conversation it belongs to (runner/jobs/conversations.py), None when not threaded:
+    # chunking keeps a conversation's messages together where they fit.
+    conversation: str | None = None
 
 
 @dataclass(frozen=True)
 class Window:
-    """The messages of one channel after its last digest, oldest first."""
+    """The messages of one channel after its last digest: oldest first, or, once threaded,
+    conversation by conversation (each oldest first, conversations by their first message)."""
 
     channel_name: str
     messages: tuple[WindowMessage, ...]

@@ -17,6 +17,7 @@ from strawberry.scalars import JSON
 from strawberry.types import Info
 
 from runner.documents.canonical import PageSpan
+from runner.documents.claim_audit import document_citation_audit, document_claims
 from runner.documents.errors import DocumentError
 from runner.documents.locators import locator_context, parse_locator, resolve_locator
 from runner.documents.payload import DigestPayload, validate_payload_dict
@@ -25,6 +26,7 @@ from schema.context import Context
 from schema.errors import PAGE_SIZE, client_error
 from schema.ids import DIGEST_JOB, DOCUMENT, global_id, optional_global_id
 from schema.loaders import LATEST_DIGESTS_PER_DOCUMENT
+from schema.prose_types import CitationAudit
 from schema.shared_types import Flag
 
 CONTEXT_CHARS = 200
@@ -169,6 +171,21 @@ def _payload(row: models.DocumentDigest) -> DigestPayload:
     return DigestPayload.from_dict(data)
 
 
+@strawberry.type(description="A summary sentence or key point of a document digest, and the "
+                 "evidence snippets that support it.")  # fmt: skip
+class DocumentClaim:
+    field: str = strawberry.field(description='"summary" (one of its sentences) or "key_points".')
+    text: str
+    evidence: list[int] = strawberry.field(
+        description="Indexes (0-based) into evidenceSnippets of the snippets holding at least "
+        "half of its content words; empty when no snippet supports it."
+    )
+    support: float | None = strawberry.field(
+        description="The largest share of its content words one snippet holds (null: no "
+        "content word to check)."
+    )
+
+
 @strawberry.type(description="A query-conditioned digest of a document (DigestPayload v1.0).")
 class DocumentDigest(relay.Node):
     id: relay.NodeID[int]
@@ -193,11 +210,22 @@ class DocumentDigest(relay.Node):
     evidence_mode: str = strawberry.field(description="query, or positional for short queries.")
     warnings: list[Flag]
     created_at: datetime
+    claims: list[DocumentClaim] = strawberry.field(
+        description="The summary's sentences, then the key points, each with the evidence "
+        "snippets that support it."
+    )
+    citation_audit: CitationAudit = strawberry.field(
+        description="Summary sentences and key points kept, dropped (and why) and citing "
+        "evidence; computed from the stored digest and its warnings."
+    )
 
     @classmethod
     def from_row(cls, row: models.DocumentDigest) -> DocumentDigest:
         payload = _payload(row)
         document_row = int(row.document_id)
+        claims = document_claims(
+            payload.summary, payload.key_points, [s.text for s in payload.evidence_snippets]
+        )
         return cls(
             id=row.id,
             document_id=global_id(DOCUMENT, document_row),
@@ -235,6 +263,14 @@ class DocumentDigest(relay.Node):
             evidence_mode=row.evidence_mode,
             warnings=Flag.many(row.warnings or []),
             created_at=row.created_at,
+            claims=[
+                DocumentClaim(field=c.field, text=c.text, evidence=list(c.evidence),
+                              support=c.support)  # fmt: skip
+                for c in claims
+            ],
+            citation_audit=CitationAudit.from_json(
+                document_citation_audit(claims, row.warnings or [])
+            ),
         )
 
     @strawberry.field

@@ -60,9 +60,18 @@ class CitedSentence:
 
 @strawberry.type
 class AuditField:
-    field: str = strawberry.field(description="overview, highlights or search_keywords.")
+    field: str = strawberry.field(
+        description="overview, highlights or search_keywords (channel digests); summary (its "
+        "sentences) or key_points (document digests)."
+    )
     proposed: int
     kept: int
+    cited: int | None = strawberry.field(
+        default=None,
+        description="Kept entries that cite evidence: every kept overview or highlight sentence "
+        "(validated); for a document digest, the summary sentences and key points that one of "
+        "its evidence snippets supports; null for search keywords.",
+    )
 
 
 @strawberry.type
@@ -71,13 +80,23 @@ class AuditReason:
     count: int
 
 
+# Channel digests store only sentences whose citations validated: every kept one is cited.
+VALIDATED_PROSE = ("overview", "highlights")
+PROSE_FIELDS = (*VALIDATED_PROSE, "summary", "key_points")
+
+
 @strawberry.type(description="What validation did to the digest's prose and citations.")
 class CitationAudit:
-    sentences_kept: int = strawberry.field(description="Overview and highlight sentences kept.")
+    sentences_kept: int = strawberry.field(
+        description="Overview and highlight sentences kept (document digests: summary sentences "
+        "and key points)."
+    )
     sentences_dropped: int
     overview_cited_share: float | None = strawberry.field(
         description="Share of the stored overview sentences with a valid citation (1.0 for "
-        "every digest stored since citations are checked; null when it has no overview)."
+        "every digest stored since citations are checked; null when it has no overview). For a "
+        "document digest: the share of its summary sentences that one of its evidence snippets "
+        "supports."
     )
     title_replaced: bool
     fields: list[AuditField]
@@ -86,10 +105,14 @@ class CitationAudit:
     @classmethod
     def from_json(cls, audit: dict[str, Any]) -> CitationAudit:
         fields = [
-            AuditField(field=name, proposed=int(v["proposed"]), kept=int(v["kept"]))
+            AuditField(
+                field=name, proposed=int(v["proposed"]), kept=int(v["kept"]),
+                cited=int(v["cited"]) if "cited" in v
+                else int(v["kept"]) if name in VALIDATED_PROSE else None,
+            )  # fmt: skip
             for name, v in sorted(audit.get("fields", {}).items())
         ]
-        prose = [f for f in fields if f.field in ("overview", "highlights")]
+        prose = [f for f in fields if f.field in PROSE_FIELDS]
         share = audit.get("overview_cited_share")
         return cls(
             sentences_kept=sum(f.kept for f in prose),

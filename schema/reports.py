@@ -1,4 +1,5 @@
-"""The report fields of the API: `triggerReport` (writers) and the `report` query. `Query` and
+"""The report fields of the API: `triggerReport` (writers), the `report` query and the `reports`
+list (newest first). `Query` and
 `Mutation` inherit them; a report is also a Relay node (`node(id:)`)."""
 
 from __future__ import annotations
@@ -9,10 +10,13 @@ from typing import Annotated
 import strawberry
 from strawberry.types import Info
 
+from db import pages
 from runner.triggers import TriggerRefused, trigger_report
+from schema.connections import Connection
 from schema.context import Context
-from schema.ids import CHANNEL, DOCUMENT, REPORT, IdArgument, parse_id
+from schema.ids import CHANNEL, DOCUMENT, REPORT, IdArgument, parse_id, parse_optional_id
 from schema.job_types import DigestJob
+from schema.paging import After, Before, First, Last, PageArgs, connection_of
 from schema.permissions import IsWriter
 from schema.report_types import Report
 from schema.shared_types import InvalidInputError, NotFoundError, parse_id_or_error, refusal
@@ -29,6 +33,12 @@ class ReportSources:
     until: datetime | None = strawberry.field(default=None, description="Messages before.")
 
 
+@strawberry.input(description="Reports that read a channel and/or a document.")
+class ReportFilter:
+    channel_id: strawberry.ID | None = None
+    document_id: strawberry.ID | None = None
+
+
 TriggerReportResult = Annotated[
     DigestJob | NotFoundError | InvalidInputError, strawberry.union("TriggerReportResult")
 ]
@@ -40,6 +50,24 @@ class ReportQueries:
     async def report(self, info: Info[Context, None], id: IdArgument) -> Report | None:
         row = await info.context.loaders.report.load(parse_id(id, REPORT))
         return Report.from_row(row) if row else None
+
+    @strawberry.field(description="Reports, newest first.")
+    async def reports(
+        self,
+        info: Info[Context, None],
+        filter: ReportFilter | None = None,
+        first: First = None,
+        after: After = None,
+        last: Last = None,
+        before: Before = None,
+    ) -> Connection[Report] | None:
+        filter = filter or ReportFilter()
+        filters = {
+            "channel_id": parse_optional_id(filter.channel_id, CHANNEL),
+            "document_id": parse_optional_id(filter.document_id, DOCUMENT),
+        }
+        args = PageArgs(first, after, last, before, default_size=20)
+        return await connection_of(info, pages.REPORTS, filters, args, Report.from_row)
 
 
 @strawberry.type

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import asyncpg
@@ -23,12 +23,14 @@ from db.jobs import TERMINAL
 from db.migrate import migrate
 from db.models import DigestJob
 from runner import offload
+from runner.supervision import Backoff
 from runner.jobs.document import DocumentJobRunner
 from runner.jobs.report import ReportJobRunner
 from runner.documents.fetch import FetchPolicy
 from runner.documents.policy import DigestConfig, DigestPolicy
 from runner.documents.summarize import OfflineSummarizer, Summarizer
 from runner.extractors.base import Extractor
+from runner.extractors.offline import offline_map_concurrency
 from runner.worker import Worker, WorkerConfig
 from schema.context import ApiConfig
 from server.settings import Settings
@@ -38,6 +40,8 @@ if TYPE_CHECKING:
     from runner.llm.toolcall import ModelCall
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 class ConfigurationError(ValueError):
@@ -61,10 +65,36 @@ def unavailable(url: str, error: BaseException) -> DatabaseUnavailable:
     )
 
 
+# A server that is starting, or recovering after a backend was killed, refuses connections
+# for a moment with SQLSTATE 57P03 (CannotConnectNowError). A process starting then waits
+# for it, as it would for a server restarting under it later; any other error (a wrong URL,
+# password or database) is reported at once.
+STARTUP_WAIT_SECONDS = 60.0
+
+
+async def while_database_starts(
+    attempt: Callable[[], Awaitable[T]], *, wait_seconds: float = STARTUP_WAIT_SECONDS
+) -> T:
+    """`attempt()`, tried again (capped backoff) while the server says it is starting or
+    recovering, for at most `wait_seconds`."""
+    backoff = Backoff(0.1, 2.0)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + wait_seconds
+    while True:
+        try:
+            return await attempt()
+        except asyncpg.CannotConnectNowError:
+            delay = backoff.next_delay()
+            if loop.time() + delay > deadline:
+                raise
+            logger.warning("database is starting or recovering; retrying in %.1fs", delay)
+            await asyncio.sleep(delay)
+
+
 async def check_database(url: str) -> None:
     """Connect once and leave: DatabaseUnavailable (one line) when `url` cannot be used."""
     try:
-        connection = await connect(url, timeout=10)
+        connection = await while_database_starts(lambda: connect(url, timeout=10))
     except DATABASE_ERRORS as error:
         raise unavailable(url, error) from None
     await connection.close()
@@ -211,17 +241,18 @@ class Runtime:
             self.settings.database_url, self.settings.digestd_home
         )
         logger.info("database: %s", redact_url(self.database_url))
+        url = self.database_url
         try:
             if apply_migrations:
-                connection = await connect(self.database_url)
+                connection = await while_database_starts(lambda: connect(url))
                 try:
                     applied = await migrate(connection)
                 finally:
                     await connection.close()
                 for name in applied:
                     logger.info("migration applied: %s", name)
-            self._pool = await create_pool(
-                self.database_url, max_size=self.settings.digestd_db_pool_size
+            self._pool = await while_database_starts(
+                lambda: create_pool(url, max_size=self.settings.digestd_db_pool_size)
             )
         except DATABASE_ERRORS as error:
             raise unavailable(self.database_url, error) from None
@@ -258,7 +289,11 @@ class Runtime:
             poll_seconds=s.digestd_poll_seconds,
             chunk_tokens=s.digestd_chunk_tokens,
             min_overlap=s.digestd_min_claim_overlap,
-            map_concurrency=s.digest_llm_concurrency if s.extractor_name == "llm" else 1,
+            map_concurrency=(
+                s.digest_llm_concurrency
+                if s.extractor_name == "llm"
+                else offline_map_concurrency(s.digestd_extract_processes)
+            ),
             retry_base_seconds=s.digestd_retry_base_seconds,
             retry_max_seconds=s.digestd_retry_max_seconds,
             max_window_messages=s.digestd_max_window_messages,

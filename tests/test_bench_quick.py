@@ -117,3 +117,15 @@ def test_coverage_bench_quick() -> None:
     assert summary["kind"] == "summary"
     assert {"watermark_seconds", "coverage_seconds", "overhead", "database_overhead",
             "target_met"} <= summary.keys()  # fmt: skip
+
+
+def test_scale_bench_quick() -> None:
+    rows = run_bench("scale.py", timeout=300, database=False, args=("--repeats", "2"))
+    assert all(row["bench"] == "scale" for row in rows)
+    runs = [row for row in rows if row["kind"] == "run"]
+    assert {row["messages"] for row in runs} == {1000, 5000}
+    for row in runs:
+        assert row["failed_chunks"] == 0 and row["msgs_per_s"] > 0 and row["peak_rss_mb"] > 0
+    summary = rows[-1]
+    assert summary["kind"] == "summary" and summary["deterministic"] is True
+    assert {"per_message_ratio", "cpu_per_message_ratio", "target_linear_met"} <= summary.keys()

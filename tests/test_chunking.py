@@ -59,3 +59,30 @@ def test_texts_short_enough_to_skip_counting_really_fit() -> None:
         chunks = chunk_messages([msg(0, text)], budget)
         assert len(chunks) == 1 and len(chunks[0].parts) == 1
         assert count_tokens(escape(text)).tokens <= text_budget
+
+
+def _threaded(i: int, conversation: str, words: int) -> WindowMessage:
+    return WindowMessage(f"m{i}", "ann", datetime(2024, 1, 1, tzinfo=UTC) + timedelta(minutes=i),
+                         " ".join(["word"] * words), conversation=conversation)  # fmt: skip
+
+
+def test_a_conversation_that_fits_an_empty_chunk_is_never_split() -> None:
+    a = [_threaded(i, "a", 40) for i in range(3)]
+    b = [_threaded(10 + i, "b", 40) for i in range(3)]
+    line_tokens = count_tokens(chunk_messages(a[:1], 10_000)[0].xml + "\n").tokens
+    budget = line_tokens * 4  # a and b hold three messages each: only one fits a chunk
+    chunks = chunk_messages(a + b, budget)
+    assert [chunk.message_ids for chunk in chunks] == [["m0", "m1", "m2"], ["m10", "m11", "m12"]]
+    # Without conversations the same messages are packed greedily, splitting b.
+    plain = chunk_messages([WindowMessage(m.message_id, m.author, m.ts, m.normalized_text)
+                            for m in a + b], budget)  # fmt: skip
+    assert [chunk.message_ids for chunk in plain] == [["m0", "m1", "m2", "m10"], ["m11", "m12"]]
+
+
+def test_a_conversation_bigger_than_a_chunk_is_split_between_its_messages() -> None:
+    long = [_threaded(i, "long", 40) for i in range(9)]
+    line_tokens = count_tokens(chunk_messages(long[:1], 10_000)[0].xml + "\n").tokens
+    chunks = chunk_messages([_threaded(100, "short", 40), *long], line_tokens * 4)
+    # The long one starts where the short one ends, and every chunk is full but the last.
+    assert [len(chunk.message_ids) for chunk in chunks] == [4, 4, 2]
+    assert [m for chunk in chunks for m in chunk.message_ids] == ["m100", *[f"m{i}" for i in range(9)]]

@@ -176,7 +176,7 @@ async def test_the_console_shows_a_digest_and_marks_exactly_the_pointed_characte
     watched.assert_clean()
 
 
-async def test_a_document_shows_its_evidence_marked_at_its_char_range(
+async def test_a_document_shows_its_evidence_marked_at_its_char_range_and_its_audit(
     db: asyncpg.Pool, settings: Settings, watched: Watched
 ) -> None:
     # A short document, digested anyway (the default policy digests only long ones).
@@ -185,7 +185,8 @@ async def test_a_document_shows_its_evidence_marked_at_its_char_range(
     async with running_server(app) as base_url, httpx.AsyncClient(base_url=base_url, timeout=60) as http:
         document_id = await seed_document(http, settings, "how are ingest timeouts retried")
         read = """query($id: ID!) { document(id: $id) { canonicalText
-          latestDigests(first: 1) { evidenceSnippets { text charRange } } } }"""
+          latestDigests(first: 1) { evidenceSnippets { text charRange }
+            citationAudit { sentencesKept sentencesDropped overviewCitedShare fields { field proposed kept cited } } } } }"""
         document = (await gql(http, read, {"id": document_id}))["document"]
         snippets = document["latestDigests"][0]["evidenceSnippets"]
         assert snippets and all(s["charRange"] for s in snippets), snippets
@@ -205,6 +206,14 @@ async def test_a_document_shows_its_evidence_marked_at_its_char_range(
         assert shown == [(start, end, canonical[start:end]) for start, end in ranges]
         await page.get_by_role("button", name="Show in the text").first.click()
         await expect(page.locator("mark.evidence:focus")).to_have_count(1)
+        # The digest's citation audit: the API's figures (which claims its evidence supports).
+        audit = document["latestDigests"][0]["citationAudit"]
+        shown_audit = page.locator(".citation-audit")
+        await expect(shown_audit.locator(".audit-sentences")).to_have_text(
+            f"{audit['sentencesKept']} kept, {audit['sentencesDropped']} dropped")
+        await expect(shown_audit.locator(".audit-share")).to_have_text(f"{round(audit['overviewCitedShare'] * 100)}%")
+        await expect(shown_audit.locator(".audit-fields")).to_have_text(" · ".join(
+            f"{f['field']} {f['kept']} of {f['proposed']}, {f['cited']} cited" for f in audit["fields"]))
     watched.assert_clean()
 
 

@@ -4,6 +4,7 @@ participants, times and state, messages filtered by conversation and showing the
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import asyncpg
@@ -15,7 +16,9 @@ from runner.conversations import (
     explicit_and_addressed_links,
     thread_messages,
 )
+from runner.jobs.conversations import ThreadingInput, by_conversation, thread
 from runner.triggers import trigger_channel_digest
+from runner.window import Window, WindowMessage
 from schema import build_schema
 from schema.context import ApiConfig, Context, Role
 from schema.ids import CHANNEL, global_id
@@ -191,3 +194,18 @@ def test_the_title_is_the_openers_question_not_a_helpers_clarifying_one() -> Non
     assert title is not None and title.text == "Why does the cooling fan spin all the time?"
     answer = conversation_title(_messages([("bob", "ann: try the thermald package today", None)]))
     assert answer is not None and answer.text == "try the thermald package today"  # no addressee
+
+
+def test_a_threaded_window_is_ordered_conversation_by_conversation() -> None:
+    messages = _messages(CHANNEL_ROWS)
+    window = Window("help", tuple(
+        WindowMessage(m.message_id, m.author, m.ts, m.text, m.reply_to) for m in messages
+    ))  # fmt: skip
+    inputs = ThreadingInput(messages, {m.message_id: i for i, m in enumerate(messages)}, {})
+    ordered = by_conversation(window, inputs, thread(inputs))
+    assert [m.message_id for m in ordered.messages] == ["m0", "m2", "m4", "m1", "m3", "m5"]
+    assert len({m.conversation for m in ordered.messages}) == 3
+    assert sorted(ordered.messages, key=lambda m: m.ts) == [
+        replace(m, conversation=n.conversation)
+        for m, n in zip(window.messages, sorted(ordered.messages, key=lambda m: m.ts))
+    ]

@@ -104,8 +104,10 @@ async def test_known_items_are_trimmed_before_a_chunk_is_refused() -> None:
     ]
     await extractor.extract_chunk(chunk, known)
     sent = endpoint.requests[0]
-    shown = sent["messages"][1]["content"].count("c000000.K")
+    user = sent["messages"][1]["content"]
+    shown = user.count(" howto: earlier item number ")
     assert 0 < shown < 400
-    assert "c000000.K399" in sent["messages"][1]["content"]  # the most recent ones are kept
+    assert "earlier item number 399 " in user  # the most recent ones are kept
+    assert "earlier item number 0 " not in user
     tokens, _ = count_request_tokens(sent["messages"], sent["tools"])
     assert tokens <= extractor.map_budget.input_tokens

@@ -10,8 +10,9 @@ import random
 import re
 from typing import Any
 
-from runner.message_chunks import chunk_messages
+from runner.message_chunks import Chunk, chunk_messages
 from runner.contract import ChunkSummary
+from runner.extractors.base import KnownItem
 from runner.extractors.llm import LLMExtractor
 from runner.llm.breaker import CircuitBreaker
 from runner.llm.config import LLMConfig
@@ -33,12 +34,12 @@ WINDOW = make_window(
     ]
 )
 CHUNK_TOKENS = 400
-_KNOWN_KEY = re.compile(r"^- (\S+) \[", re.MULTILINE)
+_KNOWN_LINE = re.compile(r"^P\d+ \S+: .*$", re.MULTILINE)
 
 
 class TimedModel:
     """The scripted model answering each map request after `delay(position)` seconds, recording
-    which known-item keys each chunk (named by its first message) was given."""
+    the known-item lines each chunk (named by its first message) was shown."""
 
     def __init__(self, delay: Any) -> None:
         self.delay = delay
@@ -51,24 +52,37 @@ class TimedModel:
             first = chunk_messages_of(body)[0].message_id
             user = body["messages"][1]["content"]
             block = user.split("<chunk", 1)[0]
-            self.known_by_chunk[first] = tuple(_KNOWN_KEY.findall(block))
+            self.known_by_chunk[first] = tuple(_KNOWN_LINE.findall(block))
             position = self._positions.setdefault(first, len(self._positions))
             await asyncio.sleep(self.delay(position))
         return self._answer(body)
 
 
-async def digest_with(delay: Any, concurrency: int = 4) -> tuple[PipelineResult, TimedModel]:
+class RecordingExtractor(LLMExtractor):
+    """The LLM extractor, recording the keys of the known items each chunk was given."""
+
+    given: dict[str, tuple[str, ...]]
+
+    async def extract_chunk(self, chunk: Chunk, known_items: list[KnownItem]) -> ChunkSummary:
+        self.given[chunk.message_ids[0]] = tuple(item.key for item in known_items)
+        return await super().extract_chunk(chunk, known_items)
+
+
+async def digest_with(
+    delay: Any, concurrency: int = 4
+) -> tuple[PipelineResult, TimedModel, dict[str, tuple[str, ...]]]:
     model = TimedModel(delay)
     async with local_openai_server(model) as (base_url, _):
         config = LLMConfig(base_url=base_url, api_key=API_KEY, concurrency=concurrency)
-        extractor = LLMExtractor(config, breaker=CircuitBreaker("known-items"))
+        extractor = RecordingExtractor(config, breaker=CircuitBreaker("known-items"))
+        extractor.given = {}
         try:
             result = await run_pipeline(
                 WINDOW, extractor, chunk_tokens=CHUNK_TOKENS, concurrency=concurrency
             )
         finally:
             await extractor.aclose()
-    return result, model
+    return result, model, extractor.given
 
 
 async def test_the_digest_and_each_chunks_known_items_do_not_depend_on_timing() -> None:
@@ -81,17 +95,23 @@ async def test_the_digest_and_each_chunks_known_items_do_not_depend_on_timing() 
         await digest_with(lambda p: 0.01 * (last - p)),  # later chunks answer first
         await digest_with(lambda p: 0.0),
     ]
-    reference, reference_model = runs[0]
+    reference, reference_model, reference_given = runs[0]
     assert reference.failed_chunks == []
-    for result, model in runs[1:]:
+    for result, model, given in runs[1:]:
+        assert given == reference_given
         assert model.known_by_chunk == reference_model.known_by_chunk
         assert result.digest.model_dump() == reference.digest.model_dump()
     # The rule itself: chunk i was given the item of each chunk 0 .. i-4, in chunk order
-    # (the scripted model finds one item `K1` per chunk, namespaced by the chunk's content).
+    # (the scripted model finds one item `K1` per chunk, namespaced by the chunk's content),
+    # and its request showed each of them, under the aliases P1, P2, ...
     keys = [f"c{chunk.content_hash[:6]}.K1" for chunk in chunks]
     for index, chunk in enumerate(chunks):
-        given = reference_model.known_by_chunk[chunk.message_ids[0]]
-        assert given == tuple(keys[: max(0, index - 3)]), index
+        expected = keys[: max(0, index - 3)]
+        assert reference_given[chunk.message_ids[0]] == tuple(expected), index
+        shown = reference_model.known_by_chunk[chunk.message_ids[0]]
+        assert [line.split(" ", 1)[0] for line in shown] == [
+            f"P{number}" for number in range(1, len(expected) + 1)
+        ], index
 
 
 async def test_a_cached_chunk_result_is_reused_only_with_the_same_known_items() -> None:

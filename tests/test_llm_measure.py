@@ -16,7 +16,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from runner.llm.prompts import Prompt  # noqa: E402
+from runner.llm.prompts import MAP_PROMPT, MAP_PROMPT_VERSION, Prompt, load_prompt  # noqa: E402
 from runner.pipeline import run_pipeline  # noqa: E402
 from runner.tokens import count_tokens  # noqa: E402
 from test_llm_helpers import (  # noqa: E402
@@ -91,12 +91,9 @@ async def test_token_economy_at_the_default_chunk_size() -> None:
 
 async def main() -> None:
     sizes = (1000, 2000, 3000, 4000, 6000, 8000, 12000)
-    no_example = (
-        (Path(__file__).resolve().parents[1] / "runner" / "prompts" / "map.v1.md")
-        .read_text(encoding="utf-8")
-        .split("## Example", 1)[0]
-    )
-    variants = [("map.v1 (prompt+example+schema)", None), ("map.v1 without example", no_example)]
+    name = f"map.{MAP_PROMPT_VERSION}"
+    no_example = load_prompt(MAP_PROMPT, MAP_PROMPT_VERSION).text.split("Example", 1)[0]
+    variants = [(f"{name} (prompt+example+schema)", None), (f"{name} without example", no_example)]
     print(
         f"{'variant':34} {'chunk':>6} {'prefix':>6} {'chunks':>6} {'calls/1k':>8} "
         f"{'prompt/content':>14} {'uncached/content':>16} {'prompt/text':>11}"

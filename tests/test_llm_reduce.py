@@ -196,7 +196,9 @@ def test_plain_merge_dedupes_keeps_keys_unique_and_counts_the_cut() -> None:
 
 async def test_a_reduce_model_too_small_for_its_prompt_falls_back_without_calling() -> None:
     endpoint = FakeEndpoint(faithful)
-    extractor, warnings = reducer_for(endpoint, context=2500, output=100)
+    # (1,900 - 100 output - 256 overhead) x 0.85 = 1,312 input tokens, under the reduce prompt
+    # and schema (about 1,750).
+    extractor, warnings = reducer_for(endpoint, context=1900, output=100)
     digest = await extractor.synthesize_digest(mapped([summary(i) for i in range(3)]), WINDOW, [])
     assert endpoint.requests == []
     assert "cannot hold the reduce prompt" in warnings[0].message

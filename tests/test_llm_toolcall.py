@@ -124,7 +124,7 @@ async def test_the_request_forces_the_tool_and_keeps_a_byte_identical_prefix() -
     assert body["tool_choice"] == {"type": "function", "function": {"name": "emit_chunk_summary"}}
     assert body["temperature"] == 0.0 and body["max_tokens"] == 4096
     user = body["messages"][1]["content"]
-    assert "c1a2b3c.K1 [config] ingress annotations" in user
+    assert "P1 config: ingress annotations" in user  # shown under an alias, not its key
     assert user.index("<known_items>") < user.index("<chunk")
 
 
@@ -191,11 +191,31 @@ async def test_knowledge_keys_are_unique_across_chunks() -> None:
     assert first.knowledge_items[0].conflicts_with_id == "cabcdef.K9"
 
 
+async def test_a_known_item_cited_by_its_alias_gets_its_key() -> None:
+    def respond(body: dict[str, Any]) -> dict[str, Any]:
+        summary = grounded_summary(body)
+        summary["knowledge_items"][0]["supersedes_id"] = "P2"
+        summary["knowledge_items"][0]["conflicts_with_id"] = "P9"  # shown to nobody: kept
+        return completion(tool="emit_chunk_summary", arguments=summary)
+
+    window = make_window(["the retry budget is now 30 seconds " * 5])
+    chunk = chunk_messages(list(window.messages), 400)[0]
+    known = [
+        KnownItem("c000001.K1", "fact", "the retry budget was 20 seconds"),
+        KnownItem("c000002.K3", "fact", "the retry budget was 25 seconds"),
+    ]
+    endpoint = FakeEndpoint(respond)
+    item = (await make_extractor(endpoint).extract_chunk(chunk, known)).knowledge_items[0]
+    assert (item.supersedes_id, item.conflicts_with_id) == ("c000002.K3", "P9")
+    user = endpoint.requests[0]["messages"][1]["content"]
+    assert "P2 fact: the retry budget was 25 seconds" in user and "c000002" not in user
+
+
 async def test_fingerprint_tracks_what_changes_map_output() -> None:
     endpoint = FakeEndpoint(scripted())
     base = make_extractor(endpoint).fingerprint()
     assert base == make_extractor(endpoint).fingerprint()
-    assert base.startswith("llm:v1:gpt-4o-mini:")
+    assert base.startswith("llm:v2:gpt-4o-mini:")
     assert make_extractor(endpoint, reduce_model="gpt-4o").fingerprint() == base
     assert make_extractor(endpoint, map_model="gpt-4o").fingerprint() != base
     assert make_extractor(endpoint, temperature=0.7).fingerprint() != base

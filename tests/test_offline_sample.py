@@ -97,8 +97,11 @@ async def test_deterministic(window: Window, digest: Digest) -> None:
 def test_decisions(digest: Digest) -> None:
     texts = {d.text: d.message_ids for d in digest.decisions}
     retry = next(t for t in texts if "exponential backoff" in t)
-    assert texts[retry] == ["m010"]  # the `[agreed]` marker, marker stripped
-    assert not retry.startswith("[agreed]")
+    # The `[agreed]` marker's wording (marker stripped), citing the proposal and the "+1" it
+    # refined too: one decision, not the proposal and its final form twice.
+    assert texts[retry] == ["m007", "m009", "m010"]
+    assert retry.startswith("Retry the ingest batch fetch")
+    assert sum("exponential backoff" in t for t in texts) == 1
     branch = next(t for t in texts if "release branch" in t)
     assert texts[branch][:3] == ["m031", "m032", "m033"]  # proposal + two agreeing replies
     assert any("Postgres 16 on March 25" in t for t in texts)

@@ -59,18 +59,25 @@ async def _report(pool: asyncpg.Pool, database_url: str, question: str,
     return dict(done)
 
 
-async def test_trigger_report_returns_a_job_whose_report_reads_back_structured(
-    db: asyncpg.Pool, database_url: str
-) -> None:
-    ops = await add_channel(db, "ops", messages([
+async def ops_and_runbook(pool: asyncpg.Pool) -> tuple[int, int]:
+    """An "ops" channel and a "Runbook" document about database migrations: (channel, document)
+    row ids."""
+    ops = await add_channel(pool, "ops", messages([
         ("bob", "The database migration runs on Friday evening after the freeze."),
         ("cid", "Rollbacks of the database migration need approval from the on-call lead."),
     ]))  # fmt: skip
-    async with db.acquire() as connection:
+    async with pool.acquire() as connection:
         document, _ = await store_document(connection, ingest_text(
             "Every database migration has a rollback plan, approved by the on-call lead.",
             title="Runbook").as_record())  # fmt: skip
-    sources = {"channelIds": [global_id(CHANNEL, ops)], "documentIds": [global_id(DOCUMENT, document.id)]}
+    return ops, document.id
+
+
+async def test_trigger_report_returns_a_job_whose_report_reads_back_structured(
+    db: asyncpg.Pool, database_url: str
+) -> None:
+    ops, document_id = await ops_and_runbook(db)
+    sources = {"channelIds": [global_id(CHANNEL, ops)], "documentIds": [global_id(DOCUMENT, document_id)]}
     done = await _report(db, database_url, "Who approves a database migration rollback?", sources)
     report = done["report"]
     assert report["audit"] == {

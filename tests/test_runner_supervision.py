@@ -56,3 +56,36 @@ async def test_a_dead_runner_loop_is_restarted_and_readyz_says_so(
 
         await wait_for(finished, 60, "the restarted runner to digest")
     assert deaths == 2
+
+
+async def test_starting_waits_while_the_server_recovers_and_fails_fast_otherwise() -> None:
+    """A server in crash recovery refuses with 57P03 for a moment: a process starting then
+    waits for it; any other error is reported on the first attempt."""
+    from server.runtime import while_database_starts
+
+    calls: list[int] = []
+
+    async def recovering_twice() -> str:
+        calls.append(1)
+        if len(calls) <= 2:
+            raise asyncpg.CannotConnectNowError("the database system is in recovery mode")
+        return "connected"
+
+    assert await while_database_starts(recovering_twice, wait_seconds=5) == "connected"
+    assert len(calls) == 3
+
+    async def still_recovering() -> str:
+        raise asyncpg.CannotConnectNowError("the database system is in recovery mode")
+
+    with pytest.raises(asyncpg.CannotConnectNowError):
+        await while_database_starts(still_recovering, wait_seconds=0.3)
+
+    refused: list[int] = []
+
+    async def wrong_password() -> str:
+        refused.append(1)
+        raise asyncpg.InvalidPasswordError("password authentication failed")
+
+    with pytest.raises(asyncpg.InvalidPasswordError):
+        await while_database_starts(wrong_password, wait_seconds=5)
+    assert len(refused) == 1

@@ -22,6 +22,7 @@ from runner.evaluation.windows import (
     load_window,
 )
 from runner.extractors.base import Extractor
+from runner.conversations import thread_window
 from runner.pipeline import run_pipeline
 
 
@@ -64,8 +65,9 @@ async def evaluate_window(
     if problems:
         # A broken annotation would score as a miss and look like an extractor fault.
         raise WindowMismatch(f"{gold_path}: " + "; ".join(problems[:5]))
+    # Threaded and ordered by conversation, as the worker's channel job does.
     result = await run_pipeline(
-        window, make_extractor(), chunk_tokens=options.chunk_tokens,
+        thread_window(window), make_extractor(), chunk_tokens=options.chunk_tokens,
         min_overlap=options.min_overlap, concurrency=options.concurrency,
     )  # fmt: skip
     texts = {message.message_id: message.normalized_text for message in window.messages}

@@ -15,7 +15,7 @@ import asyncio
 import hashlib
 import json
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 
 import openai
 
@@ -49,18 +49,18 @@ from runner.llm.client import ContextLimitExceeded, LLMCallError, ResilientCalle
 from runner.llm.config import LLMConfig
 from runner.llm.prompts import (
     MAP_PROMPT,
-    PROMPT_VERSION,
+    MAP_PROMPT_VERSION,
     REDUCE_PROMPT,
     REDUCE_PROMPT_VERSION,
     load_prompt,
 )
 from runner.llm.reduce import FallbackReduce, TreeReducer
-from runner.llm.render import map_user_message, system_message
+from runner.llm.render import map_user_message, shown_known_items, system_message
 from runner.llm.toolcall import MalformedOutput, RequestTooLarge, ToolCaller
 from runner.window import Window, WindowMessage
 
 # Bumped when the post-processing of map output changes (it is part of the cached result).
-_MAP_POSTPROCESS_VERSION = "keys-ns-1"
+_MAP_POSTPROCESS_VERSION = "keys-ns-2"  # 2: known items cited by alias
 # Room in a map request for the chunk's wrapper and the task line around its XML.
 _MAP_WRAPPER_TOKENS = 64
 # Tokens one known-item line costs at most, on average (key, kind, title up to 200 chars).
@@ -80,21 +80,28 @@ def _offline_reduce() -> FallbackReduce | None:
     return OfflineExtractor().synthesize_digest
 
 
-def namespace_keys(summary: ChunkSummary, prefix: str) -> ChunkSummary:
+def namespace_keys(
+    summary: ChunkSummary, prefix: str, known: Mapping[str, str] | None = None
+) -> ChunkSummary:
     """Knowledge-item keys made unique across chunks (`K1` → `c1a2b3c.K1`); in-chunk references
-    follow, references to known items from earlier chunks are kept as they are."""
+    follow, a reference to a known item by the alias it was shown under (`known`: alias → key,
+    runner.llm.render) becomes its key, any other reference is kept as it is."""
     if not summary.knowledge_items:
         return summary
     local = {item.key: f"{prefix}{item.key}"[:40] for item in summary.knowledge_items}
+    earlier = known or {}
+
+    def resolved(reference: str | None) -> str | None:
+        if reference is None:
+            return None
+        return local.get(reference) or earlier.get(reference) or reference
 
     def renamed(item: KnowledgeItem) -> KnowledgeItem:
         return item.model_copy(
             update={
                 "key": local[item.key],
-                "supersedes_id": local.get(item.supersedes_id or "", item.supersedes_id),
-                "conflicts_with_id": local.get(
-                    item.conflicts_with_id or "", item.conflicts_with_id
-                ),
+                "supersedes_id": resolved(item.supersedes_id),
+                "conflicts_with_id": resolved(item.conflicts_with_id),
             }
         )
 
@@ -132,7 +139,7 @@ class LLMExtractor:
             temperature=config.temperature,
             max_tokens_param=config.max_tokens_param,
         )
-        self.map_prompt = load_prompt(MAP_PROMPT)
+        self.map_prompt = load_prompt(MAP_PROMPT, MAP_PROMPT_VERSION)
         self.reduce_prompt = load_prompt(REDUCE_PROMPT, REDUCE_PROMPT_VERSION)
         self._note_limits()
 
@@ -243,7 +250,7 @@ class LLMExtractor:
             "postprocess": _MAP_POSTPROCESS_VERSION,
         }
         digest = hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
-        return f"llm:{PROMPT_VERSION}:{self.config.map_model}:{digest[:16]}"
+        return f"llm:{MAP_PROMPT_VERSION}:{self.config.map_model}:{digest[:16]}"
 
     def static_prefix_tokens(self) -> int:
         """Tokens of what every map request starts with: system prompt and tool schema."""
@@ -265,8 +272,9 @@ class LLMExtractor:
 
     def _map_messages(
         self, chunk: Chunk, known_items: list[KnownItem], budget: RequestBudget
-    ) -> list[dict[str, object]]:
-        """The map request, with fewer known items if that is what it takes to fit."""
+    ) -> tuple[list[dict[str, object]], dict[str, str]]:
+        """The map request, with fewer known items if that is what it takes to fit, and the
+        known items it shows (alias → key)."""
         limit = self.config.max_known_items
         tools = [tool_schema(CHUNK_SUMMARY_TOOL)]
         while True:
@@ -276,7 +284,8 @@ class LLMExtractor:
             ]
             checked = preflight(messages, tools, budget.input_tokens)
             if checked.fits:
-                return messages
+                shown = shown_known_items(known_items, limit)
+                return messages, {alias: item.key for alias, item in shown.items()}
             if limit > 0 and known_items:
                 limit //= 2
                 continue
@@ -291,7 +300,7 @@ class LLMExtractor:
         """Map one chunk; raises ChunkFailed with a reason (never containing the API key), or
         ChunkTooLarge when the model's context turned out too small for it."""
         budget = self.map_budget
-        messages = self._map_messages(chunk, known_items, budget)
+        messages, shown = self._map_messages(chunk, known_items, budget)
         try:
             summary = await self.tools.call(
                 model=budget.model,
@@ -318,7 +327,7 @@ class LLMExtractor:
         finally:
             self._note_estimates()
         self.usage.content_tokens += chunk.token_count
-        return namespace_keys(summary, f"c{chunk.content_hash[:6]}.")
+        return namespace_keys(summary, f"c{chunk.content_hash[:6]}.", shown)
 
     async def synthesize_digest(
         self, chunks: list[MappedChunk], window: Window, top_messages: list[WindowMessage]

@@ -4,7 +4,7 @@ The steps:
 1. load the channel's window (the messages no digest covers yet, or a catch-up's [since, until));
    an empty one ends the job SUCCEEDED with "no new messages" and no extraction; thread the
    window's messages not threaded yet into conversations (runner/jobs/conversations.py), written
-   with the digest;
+   with the digest, and order the window conversation by conversation so chunks hold threads;
 2. a catch-up window whose messages, revisions and extraction settings a stored digest already
    read completely is served from that digest;
 3. otherwise the pipeline maps the chunks (each result cached by its key, so a reclaimed job
@@ -31,7 +31,12 @@ from runner.coverage import StoredWindow, WindowSpec, load_window, window_key
 from runner.extractors.base import Extractor
 from runner.job_stats import job_stats
 from runner.jobs.base import JobContext
-from runner.jobs.conversations import read_threading_input, store_threading, thread
+from runner.jobs.conversations import (
+    by_conversation,
+    read_threading_input,
+    store_threading,
+    thread,
+)
 from runner.jobs.outcomes import Cancelled, Finished, Outcome, RetryLater, Stored
 from runner.metrics import CHUNK_CACHE, PhaseClock
 from runner.pipeline import PipelineHooks, run_pipeline
@@ -75,6 +80,7 @@ class ChannelJobRunner:
         async with context.pool.acquire() as connection:
             thread_input = await read_threading_input(connection, channel.id, window, stored)
         threading = thread(thread_input)
+        window = by_conversation(window, thread_input, threading)
         stats["conversations"] = sum(1 for c in threading.conversations if c.continues is None)
         extractor = self.extractor_factory()
         chunk_tokens = int((job.options or {}).get("chunk_tokens", self.chunk_tokens))

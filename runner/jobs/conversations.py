@@ -15,6 +15,7 @@ from runner.conversations import (
     ThreadedMessage,
     Threading,
     explicit_and_addressed_links,
+    order_window,
     thread_messages,
 )
 from runner.coverage import StoredWindow
@@ -72,6 +73,11 @@ async def read_threading_input(
 
 def thread(inputs: ThreadingInput, link: Linker = explicit_and_addressed_links) -> Threading:
     return thread_messages(inputs.messages, inputs.stored, link)
+
+
+def by_conversation(window: Window, inputs: ThreadingInput, threading: Threading) -> Window:
+    """The window ordered conversation by conversation (`runner.conversations.order_window`)."""
+    return order_window(window, inputs.messages, threading)
 
 
 async def store_threading(

@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
-PROMPT_VERSION = "v1"
+# v2: the same rules in half the words, no duplicate of what the tool schema says, a one-item
+# example (bench/pipeline.py: prompt tokens per content token, docs/benchmarks.md section 2).
+MAP_PROMPT_VERSION = "v2"
 # v2: cited overview and highlight sentences (contract 2.0).
 REDUCE_PROMPT_VERSION = "v2"
 MAP_PROMPT = "map"
@@ -34,7 +36,7 @@ class Prompt:
 
 
 @cache
-def load_prompt(name: str, version: str = PROMPT_VERSION) -> Prompt:
+def load_prompt(name: str, version: str) -> Prompt:
     """The prompt `name` at `version`; raises FileNotFoundError for an unknown one."""
     path = resources.files("runner").joinpath("prompts", f"{name}.{version}.md")
     return Prompt(name=name, version=version, text=path.read_text(encoding="utf-8"))

@@ -25,13 +25,27 @@ def system_message(prompt_text: str) -> dict[str, Any]:
     return {"role": "system", "content": prompt_text}
 
 
+# Known items are shown under short aliases (`P1`, `P2`, ...) rather than their keys
+# (`c1a2b3c.K12`): a line costs about 9 tokens less, in every map request that carries up to 40
+# of them. The extractor maps an alias the model cites back to the key (`shown_known_items`).
+KNOWN_ALIAS_PREFIX = "P"
+
+
+def shown_known_items(known_items: list[KnownItem], limit: int) -> dict[str, KnownItem]:
+    """The most recent `limit` known items by the alias they are shown under, oldest first."""
+    if limit <= 0:
+        return {}
+    shown = known_items[-limit:]
+    return {f"{KNOWN_ALIAS_PREFIX}{number}": item for number, item in enumerate(shown, 1)}
+
+
 def render_known_items(known_items: list[KnownItem], limit: int) -> str:
-    """The most recent `limit` known items as `key [kind] title` lines, or "" when none."""
-    if not known_items or limit <= 0:
+    """The most recent `limit` known items as `alias kind: title` lines, or "" when none."""
+    shown = shown_known_items(known_items, limit)
+    if not shown:
         return ""
     lines = [
-        f"- {escape(item.key)} [{escape(item.kind)}] {escape(item.title)}"
-        for item in known_items[-limit:]
+        f"{alias} {escape(item.kind)}: {escape(item.title)}" for alias, item in shown.items()
     ]
     return "<known_items>\n" + "\n".join(lines) + "\n</known_items>\n"
 

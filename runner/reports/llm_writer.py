@@ -23,16 +23,18 @@ Model text is untrusted: it is never logged, only counts and codes are.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Annotated, Any
 from xml.sax.saxutils import escape, quoteattr
 
 from pydantic import Field
 
 from runner.claim_support import DEFAULT_MIN_OVERLAP, support_share
-from runner.contract import StrictModel
+from runner.contract import StrictModel, model_schema
 from runner.footnotes import FootnotedSentence, Section
 from runner.llm.budget import count_request_tokens
 from runner.llm.breaker import CircuitOpen
@@ -85,15 +87,24 @@ class WrittenReport(StrictModel):
         return [*self.answer, *body, *self.open_points]
 
 
-def report_tool_schema() -> dict[str, Any]:
-    return {
+@cache
+def _report_tool_json() -> str:
+    # Generated once (a schema takes milliseconds to build, and every request sends it), in the
+    # compact form the chat extractor's tools use (`runner.contract.model_schema`).
+    return json.dumps({
         "type": "function",
         "function": {
             "name": REPORT_TOOL,
             "description": "Report the answer to the question, every sentence citing sources.",
-            "parameters": WrittenReport.model_json_schema(),
+            "parameters": model_schema(WrittenReport),
         },
-    }
+    })  # fmt: skip
+
+
+def report_tool_schema() -> dict[str, Any]:
+    """The `emit_report` tool, a fresh copy for each caller."""
+    schema: dict[str, Any] = json.loads(_report_tool_json())
+    return schema
 
 
 def evidence_id(index: int) -> str:

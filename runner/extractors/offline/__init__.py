@@ -35,11 +35,18 @@ from runner.extractors.base import (
 )
 from runner.extractors.offline.chunk import summarize_chunk
 from runner.extractors.offline.digest import build_digest
-from runner.offload import run_cpu
+from runner.offload import default_processes, run_cpu
 from runner.window import Window, WindowMessage
 
 # Bump whenever a rule changes what is extracted: it is part of the chunk cache key.
 OFFLINE_VERSION = "2"
+
+
+def offline_map_concurrency(processes: int | None = None) -> int:
+    """Chunks the worker maps at once with this extractor: one per CPU-pool process
+    (DIGESTD_EXTRACT_PROCESSES; None = the pool's default size). Chunks need no known items, so
+    none waits for another, and the pipeline's result does not depend on which finishes first."""
+    return max(1, default_processes() if processes is None else processes)
 
 
 class OfflineExtractor:

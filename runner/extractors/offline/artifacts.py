@@ -151,6 +151,31 @@ def _hex_heavy(text: str) -> bool:
     return hex_chars > 0.4 * max(1, len(re.sub(r"\s", "", text)))
 
 
+_LEADING_ID = re.compile(
+    r"^\s*(?:0x)?(?:[0-9a-fA-F]{16,}|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-)"
+)
+_ERROR_WORDS = re.compile(
+    r"(?i)\b(?:error|errors|exception|traceback|failed|failure|fatal|denied|refused|mismatch"
+    r"|invalid|couldn'?t|cannot|can't|unable)\b"
+)
+
+
+_SHELL_PROMPT = re.compile(r"^\s*(?:\S*[$#>]\s+)?")
+_STRUCTURED = re.compile(r"\"\s*:|^\s*[\w.-]+\s*[:=]\s+\S", re.MULTILINE)
+
+
+def is_dump(kind: ArtifactKind, text: str) -> bool:
+    """A hex dump, hash or id listing rather than something a person would copy: mostly hex or
+    opening with a hash/UUID. Kept even when hex-heavy: commands (a line of it is one, after
+    any shell prompt), error messages, and structured output (JSON, `key: value`)."""
+    if kind == ArtifactKind.COMMAND or _ERROR_WORDS.search(text) or _STRUCTURED.search(text):
+        return False
+    lines = text.split("\n")
+    if any(command_like(_SHELL_PROMPT.sub("", line, count=1)) for line in lines[:20]):
+        return False
+    return _hex_heavy(text) or bool(_LEADING_ID.match(text))
+
+
 def _guess_code_language(text: str) -> str | None:
     if re.search(r"(?m)^\s*(?:def |import |from \w+ import|async def )", text):
         return "python"
@@ -291,7 +316,7 @@ def find_snippets(view: PartView) -> list[Snippet]:
         if any(k.span.start < snippet.span.end and snippet.span.start < k.span.end for k in kept):
             continue
         kept.append(snippet)
-    return kept
+    return [snippet for snippet in kept if not is_dump(snippet.kind, snippet.span.text)]
 
 
 def snippet_title(snippet: Snippet, view: PartView, limit: int = 200) -> str:

@@ -49,6 +49,7 @@ from runner.extractors.offline.threads import (
     find_answer,
     is_agreement,
     is_social,
+    is_bare_assent,
     is_strong_agreement,
 )
 from runner.extractors.offline.topics import topics_for
@@ -146,9 +147,13 @@ class _ChunkReader:
             text = later.normalized_text
             replies = later.reply_to == message.message_id
             addressed = self.participants.addressee(text) == message.author
-            # An unaddressed "+1" agrees with the proposal only right after it.
+            # An unaddressed "+1" agrees with the proposal only right after it; a bare "ok"
+            # only as the very next message.
             free = later.reply_to is None and self.participants.addressee(text) is None
-            if replies or addressed or (free and offset < 2 and is_strong_agreement(text)):
+            nearby = (offset < 2 and is_strong_agreement(text)) or (
+                offset == 0 and is_bare_assent(text)
+            )
+            if replies or addressed or (free and nearby):
                 agreeing.append(later.message_id)
         return agreeing
 

@@ -36,7 +36,7 @@ from runner.contract import (
 from runner.extractors.offline.knowledge import answer_item
 from runner.claim_support import token_set
 from runner.extractors.offline.merge import (
-    count_phrase,
+    even_sample,
     link_knowledge,
     rank_and_cut,
     signal_quality,
@@ -53,6 +53,12 @@ from runner.window import Window, WindowMessage
 Item = TypeVar("Item", Decision, ActionItem, OpenQuestion, Link, Artifact, KnowledgeItem)
 
 
+# A decision restated within this many messages, sharing this share of the shorter one's
+# content words, is the same decision refined (see _Merger.restated).
+_RESTATED_HORIZON = 30
+_RESTATED_SHARE = 0.6
+
+
 class _Merger:
     """The window and its chunk summaries, merged one item list at a time."""
 
@@ -64,7 +70,7 @@ class _Merger:
         self.order = {m.message_id: i for i, m in enumerate(self.messages)}
         self.by_id = {m.message_id: m for m in self.messages}
         self.participants = Participants.of(self.messages)
-        self.omitted: dict[str, int] = {}
+        self.omitted: dict[str, tuple[int, int]] = {}  # list name → (kept, found)
 
     def position(self, message_ids: Sequence[str]) -> int:
         return min((self.order.get(m, len(self.order)) for m in message_ids), default=0)
@@ -76,14 +82,35 @@ class _Merger:
         what was cut is counted for the coverage notes."""
         kept = rank_and_cut(items, limit, strength, lambda i: self.position(_ids(i)))
         if len(items) > len(kept):
-            self.omitted[name] = len(items) - len(kept)
+            self.omitted[name] = (len(kept), len(items))
         return kept
 
     def every(self, field_name: str) -> list[Any]:
         return [item for summary in self.summaries for item in getattr(summary, field_name)]
 
+    def restated(self, decisions: list[Decision]) -> list[Decision]:
+        """A decision restated a little later with most of its words (the thread refined a
+        proposal: "let's retry 5 times" → "retry 5 times with jitter") is one decision: the
+        later wording, citing both. Only `_RESTATED_HORIZON` messages ahead are compared."""
+        ordered = sorted(decisions, key=lambda d: self.position(d.message_ids))
+        words = [set(content_words(d.text)) for d in ordered]
+        positions = [self.position(d.message_ids) for d in ordered]
+        kept: list[Decision | None] = list(ordered)
+        for i, earlier in enumerate(ordered):
+            for j in range(i + 1, len(ordered)):
+                if positions[j] - positions[i] > _RESTATED_HORIZON:
+                    break
+                shared = len(words[i] & words[j]) / max(1, min(len(words[i]), len(words[j])))
+                later = kept[j]
+                if later is not None and shared >= _RESTATED_SHARE:
+                    ids = list(dict.fromkeys([*earlier.message_ids, *later.message_ids]))
+                    kept[j] = later.model_copy(update={"message_ids": ids[:20]})
+                    kept[i] = None
+                    break
+        return [d for d in kept if d is not None]
+
     def decisions(self) -> list[Decision]:
-        merged = merge_decisions(self.every("decisions"), OFFLINE_RULES)
+        merged = self.restated(merge_decisions(self.every("decisions"), OFFLINE_RULES))
 
         def strength(item: Decision) -> int:
             source = self.by_id.get(item.message_ids[0])
@@ -214,6 +241,18 @@ def _keywords(topics: list, knowledge: list[KnowledgeItem], artifacts: list[Arti
     return list(words)
 
 
+# The window-wide topics and overview read at most this many messages: all cited ones, then
+# evenly spaced others in window order. A window's vocabulary shows in a sample this size, and
+# it keeps the reduce step from growing with the window (the map step already read every
+# message; the item lists are merged from all chunks, not sampled).
+MAX_ANALYSED_MESSAGES = 10_000
+
+
+def analysed_messages(messages: Sequence[WindowMessage], cited: set[str]) -> list[WindowMessage]:
+    """`messages`, or past MAX_ANALYSED_MESSAGES the cited ones and evenly spaced others."""
+    return even_sample(messages, lambda m: m.message_id in cited, MAX_ANALYSED_MESSAGES)
+
+
 def _empty_digest(window: Window) -> Digest:
     return Digest(
         title=truncate_words(window.channel_name or "channel", 120),
@@ -239,7 +278,12 @@ def build_digest(
     knowledge = link_knowledge(merger.cut("knowledge items", pool, 60, _knowledge_strength))
     links = merger.links()
     artifacts = merger.artifacts()
-    views = [view_message(m) for m in merger.messages]
+    messages = merger.messages
+    cited: list[str] = [m.message_id for m in top_messages]
+    for ids in [*(d.message_ids for d in decisions), *(a.message_ids for a in actions)]:
+        cited.extend(ids[:1])
+    cited.extend(k.message_ids[0] for k in knowledge if k.message_ids)
+    views = [view_message(m) for m in analysed_messages(messages, set(cited))]
     # Topics are ranked over the whole window: a phrase every chunk mentions once is a topic
     # of the window even if no chunk saw it twice.
     topics = topics_for(views, 12, frozenset(merger.participants.by_key))
@@ -252,11 +296,6 @@ def build_digest(
         "knowledge items": len(knowledge),
     }
     signal = signal_quality(counts, bool(topics), high=15, medium=6, min_kinds=3)
-    messages = merger.messages
-    cited: list[str] = [m.message_id for m in top_messages]
-    for ids in [*(d.message_ids for d in decisions), *(a.message_ids for a in actions)]:
-        cited.extend(ids[:1])
-    cited.extend(k.message_ids[0] for k in knowledge if k.message_ids)
     central = central_messages(views, set(cited), 8)
     writer = ProseWriter(merger.by_id, merger.participants)
     if signal.level == SignalLevel.EMPTY:
@@ -278,7 +317,11 @@ def build_digest(
             f"skipped), starting at {missing[0][:60]}."
         )
     if merger.omitted:
-        notes.append("Cut to the digest limits: " + count_phrase(merger.omitted) + ".")
+        # "N of M" per capped list, so a reader knows how much was left out (GUIDE 7).
+        capped = ", ".join(
+            f"{kept} of {found} {name}" for name, (kept, found) in merger.omitted.items()
+        )
+        notes.append(f"Cut to the digest limits: kept {capped}.")
     notes.append("Rule-based offline extraction; small talk is left out of the item lists.")
     notable = list(dict.fromkeys([c.view.message_id for c in central] + cited))[:20]
     return Digest(

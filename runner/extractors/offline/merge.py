@@ -4,7 +4,7 @@ items across chunks is runner.chunk_merge's (shared with the LLM stack's plain m
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from runner.contract import KnowledgeItem, SignalLevel, SignalQuality
@@ -24,6 +24,21 @@ def rank_and_cut(
     best = sorted(indexed, key=lambda pair: (-strength(pair[1]), position(pair[1]), pair[0]))
     kept = best[:limit]
     return [item for _, item in sorted(kept, key=lambda pair: (position(pair[1]), pair[0]))]
+
+
+def even_sample(items: Sequence[Item], must: Callable[[Item], bool], limit: int) -> list[Item]:
+    """`items` when there are at most `limit`; else those `must` keeps (the first `limit`) and
+    evenly spaced others up to `limit`, in their order. Positions only: deterministic."""
+    if len(items) <= limit:
+        return list(items)
+    keep = [i for i, item in enumerate(items) if must(item)][:limit]
+    kept = set(keep)
+    others = [i for i in range(len(items)) if i not in kept]
+    room = limit - len(keep)
+    if room > 0:
+        step = len(others) / room
+        keep.extend(others[int(k * step)] for k in range(room))
+    return [items[i] for i in sorted(keep)]
 
 
 def _lines(text: str) -> set[str]:

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from runner.extractors.offline.artifacts import command_like
+from runner.extractors.offline.merge import even_sample
 from runner.extractors.offline.text import PartView, content_words, truncate_words
 from runner.extractors.offline.threads import Participants, is_social, strip_address
 
@@ -59,19 +60,26 @@ def _similarities(vectors: list[dict[str, float]]) -> dict[int, dict[int, float]
     for index, vector in enumerate(vectors):
         for term, weight in vector.items():
             postings[term].append((index, weight))
-    pairs: dict[tuple[int, int], float] = defaultdict(float)
+    # Pair (i, j), i < j, keyed i * n + j: an int hashes faster than a tuple, and this loop is
+    # the hottest of the offline map. Sums run in the same order as ever (terms sorted, then
+    # postings in window order), so the weights are the same floats.
+    n = len(vectors)
+    pairs: dict[int, float] = {}
+    get = pairs.get
     for term in sorted(postings):
         posting = postings[term]
         if len(posting) < 2 or len(posting) > _MAX_POSTINGS:
             continue
-        for a in range(len(posting)):
-            i, wi = posting[a]
-            for b in range(a + 1, len(posting)):
-                j, wj = posting[b]
-                pairs[(i, j)] += wi * wj
+        for a, (i, wi) in enumerate(posting):
+            base = i * n
+            for j, wj in posting[a + 1 :]:
+                key = base + j
+                pairs[key] = get(key, 0.0) + wi * wj
     neighbours: dict[int, list[tuple[float, int]]] = defaultdict(list)
-    for (i, j), weight in sorted(pairs.items()):
+    # Each list is sorted below on (weight, index), a total order: no need to sort the pairs.
+    for key, weight in pairs.items():
         if weight >= _MIN_SIMILARITY:
+            i, j = divmod(key, n)
             neighbours[i].append((weight, j))
             neighbours[j].append((weight, i))
     # Each message keeps its `_NEIGHBOURS` most similar ones: the graph stays sparse (linear in
@@ -121,16 +129,7 @@ def _sample(views: Sequence[PartView], notable_ids: set[str]) -> list[PartView]:
     """At most `_MAX_NODES` messages with something to say: all notable ones, then evenly
     spaced others, so a huge window ranks in seconds and every stretch of it is represented."""
     candidates = [v for v in views if len(content_words(v.prose)) >= 3]
-    if len(candidates) <= _MAX_NODES:
-        return candidates
-    keep = {i for i, v in enumerate(candidates) if v.message_id in notable_ids}
-    keep = set(sorted(keep)[:_MAX_NODES])
-    others = [i for i in range(len(candidates)) if i not in keep]
-    room = _MAX_NODES - len(keep)
-    if room > 0:
-        step = len(others) / room
-        keep.update(others[int(k * step)] for k in range(room))
-    return [candidates[i] for i in sorted(keep)]
+    return even_sample(candidates, lambda v: v.message_id in notable_ids, _MAX_NODES)
 
 
 def central_messages(views: Sequence[PartView], notable_ids: set[str], limit: int) -> list[Central]:

@@ -25,7 +25,10 @@ CLAIM_LIMIT = 500
 
 DECISION_MARKER = re.compile(
     r"(?i)(?:\[(?:agreed|agreement|decision|decided)\]|#(?:agreed|agreement|decision|decided)\b"
-    r"|^\W{0,3}(?:agreed|decision|decided)\s*:)\s*"
+    r"|^\W{0,3}(?:agreed|decision|decided)\s*:"
+    # Agreement reached in chat: "agreed, X" / "ok agreed - X" (X must say something; a bare
+    # "agreed." is an agreement reply, handled with the proposal it answers).
+    r"|^\W{0,3}(?:(?:ok(?:ay)?|yes|yeah)[,!.]?\s+)?agreed\s*[,;.!\u2013\u2014-])\s*"
 )
 ACTION_MARKER = re.compile(
     r"(?:(?i:\[(?:action|action item|todo|ai)\])|(?i:#action)\b|^\W{0,3}(?i:action(?: item)?)\s*:"
@@ -43,11 +46,16 @@ _DECISION_STRONG = re.compile(
     r"|(?:we're|we are|we will|we'll)\s+(?:now\s+)?(?:switch|switching|move|moving|migrate|"
     r"migrating|stick|sticking|keep|keeping|ship|shipping|adopt|adopting|drop|dropping|"
     r"freeze|freezing|postpone|postponing|standardi[sz]e|pin|pinning|roll back|rolling back)\b"
+    # A maintainer's "we'll do X" / "we're going to use X": the group's plan, stated.
+    r"|(?:we'll|we will|we're going to|we are going to)\s+(?:just\s+)?(?:do|use|add|remove|merge"
+    r"|release|revert|deprecate|require|support|drop|switch|go|make|ship|wait|tag|publish)\b"
     r"|(?:is|are) approved|signed off)"
 )
 _PROPOSAL = re.compile(
     r"(?i)^(?:(?:ok(?:ay)?|so|alright|right|then|and|yeah|yes)[,!.]?\s+)*(?:let's|let us|"
-    r"we should|i propose|i suggest|proposal\s*:|suggestion\s*:|how about we)\b"
+    r"we should|i propose|i suggest|proposal\s*:|suggestion\s*:|how about we|why don't we"
+    r"|what if we|we could|i should|i want to|i'd like to|i plan to|the plan is to|stop using)"
+    r"(?!\w)"  # not \b: "proposal:" ends on a colon
 )
 _NEGATED_DECISION = re.compile(
     r"(?i)\b(?:haven't|have not|hasn't|has not|didn't|did not|not yet|yet to|still need to|"
@@ -168,6 +176,28 @@ def proposal(sentence: str, participants: Participants) -> Claim | None:
     return Claim(clean_claim(text), 1) if _substantive(text, 3) else None
 
 
+# Words that carry no task: thanks and courtesy, pronouns standing for something said before,
+# and when ("next time", "now"). "I'll do that next time" and "will explore...thanx" promise no
+# task a reader could check.
+_NO_TASK_WORDS = frozenset(
+    """thanks thank thanx thx ty cheers please pls plz sorry lol np welcome
+    next time now later today tomorrow tonight soon asap again then sometime afterwards""".split()
+)
+_PAST_TENSE = re.compile(
+    r"(?i)^(?:already\s+|just\s+|also\s+)?(?:(?!(?:need|feed|seed|speed|embed|proceed|exceed"
+    r"|succeed|shed|bed)\b)[a-z]{2,}ed|did|done|was|were|had|went|made|got|sent|wrote|found|took"
+    r"|gave|built|ran|set up|fixed up)\b"
+)
+
+
+def is_task(text: str) -> bool:
+    """Whether `text` (what someone is to do) names a task: not past tense ("fixed the X" is a
+    report) and at least two words besides courtesy, pronouns and time words."""
+    if _PAST_TENSE.match(squash(text)):
+        return False
+    return len([w for w in content_words(text) if w not in _NO_TASK_WORDS]) >= 2
+
+
 def _owner_name(name: str, participants: Participants) -> str:
     return participants.lookup(name.lstrip("@")) or name.lstrip("@")
 
@@ -187,7 +217,10 @@ def action(sentence: str, author: str, participants: Participants) -> Claim | No
             owner = assigned.group("name")
         if owner is None:
             owner = _assigned_to(rest, participants) or addressed
-        if not _substantive(rest):
+        # "#action bob migrated X": the task is what follows the name.
+        first, _, after = rest.partition(" ")
+        task = after if participants.lookup(first.lstrip("@")) else rest
+        if not _substantive(rest) or not is_task(task):
             return None
         return Claim(clean_claim(rest), 3, _owner_name(owner, participants) if owner else None)
     if text.endswith("?") and not _REQUEST.match(text):
@@ -197,21 +230,21 @@ def action(sentence: str, author: str, participants: Participants) -> Claim | No
         rest = commit.group("rest")
         if commit.group("lead").casefold() == "let me" and not _WORK_VERB.match(rest):
             rest = ""
-        if rest and not _NOT_A_COMMITMENT.match(rest) and _substantive(rest) and "?" not in rest:
+        if rest and not _NOT_A_COMMITMENT.match(rest) and is_task(rest) and "?" not in rest:
             return Claim(clean_claim(rest), 2, author)
     request = _REQUEST.match(text)
     if request and (addressed or "please" in text.casefold()):
         rest = request.group("rest").rstrip("?!. ")
-        if _WORK_VERB.match(rest) and _substantive(rest):
+        if _WORK_VERB.match(rest) and is_task(rest):
             return Claim(clean_claim(rest), 2, addressed)
     assigned = _ASSIGNMENT.match(text)
     if assigned and participants.lookup(assigned.group("name")) and not text.endswith("?"):
         rest = assigned.group("rest")
-        if _WORK_VERB.match(rest) and _substantive(rest) and not _HEDGE.search(text):
+        if _WORK_VERB.match(rest) and is_task(rest) and not _HEDGE.search(text):
             owner = participants.lookup(assigned.group("name"))
             return Claim(clean_claim(text), 2, owner)
     owner = _assigned_to(text, participants)
-    if owner and _substantive(text, 3):
+    if owner and _substantive(text, 3) and is_task(text):
         return Claim(clean_claim(text), 2, owner)
     return None
 

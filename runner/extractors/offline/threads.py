@@ -33,14 +33,20 @@ _MENTION = re.compile(r"(?<![\w@])@([\w.\-#]{2,40})")
 _AGREEMENT = re.compile(
     r"^\W*(?:agreed|agree|\+1|sounds good|sounds great|sgtm|lgtm|works for me|makes sense"
     r"|ship it|let'?s do (?:it|that|this)|do it|yes|yep|yup|yeah|sure|ok|okay|k|same|"
-    r"fine by me|fine with me|go for it|approved|absolutely|definitely|perfect|"
+    r"fine by me|fine with me|go for it|approved|absolutely|definitely|perfect|merged|"
+    r"that (?:would|will|should) work|that works|"
     r"👍|✅|💯|🙌|👌)(?!\w)",
     re.IGNORECASE,
 )
 _STRONG_AGREEMENT = re.compile(
     r"\b(?:agreed|agree|sounds good|sgtm|lgtm|works for me|makes sense|ship it|"
-    r"let'?s do (?:it|that)|go for it|fine by me)\b|\+1|👍|✅",
+    r"let'?s do (?:it|that)|go for it|fine by me|that (?:would|will|should) work|that works"
+    r"|merged|approved)\b|\+1|👍|✅",
     re.IGNORECASE,
+)
+# A whole message that only assents ("ok", "sure."), with no other words.
+_BARE_ASSENT = re.compile(
+    r"(?i)^\W*(?:ok(?:ay)?|k|sure|yes|yep|yup|yeah|agreed|deal|fine|right|will do)\W*$"
 )
 _RESOLVED = re.compile(
     r"\b(?:thanks|thank you|thx|ty|solved|fixed|works now|that worked|got it|never ?mind|"
@@ -209,3 +215,8 @@ def find_answer(
         if len(question_words & set(content_words(text))) >= 2:
             return Answer(later, "adjacent")
     return None
+
+
+def is_bare_assent(text: str) -> bool:
+    """A message that is only an assent ("ok", "sure"): it agrees with what came just before."""
+    return bool(_BARE_ASSENT.match(text))

@@ -9,10 +9,12 @@ than "retry"). Ties break on the phrase itself, so the ranking is deterministic.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from runner.contract import Topic
 from runner.extractors.offline.artifacts import command_like
@@ -47,17 +49,23 @@ _CHAT_STOPWORDS = frozenset(
 )
 _HEX_OR_ID = re.compile(r"[0-9a-f]{8,}|[0-9a-z]*\d[0-9a-z]*\d[0-9a-z]{6,}", re.IGNORECASE)
 _BRACED = re.compile(r"\{\w+\}")
+# Placeholders that exports and datasets put where content was removed: `[<-LINK->]`,
+# `<-CODE->`, `<URL>`, `[IMAGE]`. They stand for something else, so they are never a topic.
+_PLACEHOLDER = re.compile(r"\[?<-?[A-Z][A-Z_]*-?>\]?|\[[A-Z][A-Z_]+\]")
 _VERSIONISH = re.compile(r"v?\d{1,4}(?:\.\d{1,4}){1,3}")
 
 
-@dataclass(frozen=True)
-class _Token:
+class _Token(NamedTuple):
+    # A tuple, not a dataclass: one is built per word of every message (the hot path).
     key: str
     surface: str
     start: int
     end: int
 
 
+# Words repeat across a channel, so the per-word rules are cached (bounded: a window of unique
+# identifiers cannot grow them without limit). Pure functions of the word: deterministic.
+@functools.lru_cache(maxsize=65536)
 def _valid(key: str) -> bool:
     if key in STOPWORDS or key in _CHAT_STOPWORDS or len(key) > 30:
         return False
@@ -68,6 +76,7 @@ def _valid(key: str) -> bool:
     return not _HEX_OR_ID.fullmatch(key)
 
 
+@functools.lru_cache(maxsize=65536)
 def _singular(key: str) -> str:
     """ "containers" and "container" are one topic (the key only; titles keep the surface)."""
     if len(key) > 4 and key.endswith("s") and not key.endswith(("ss", "us", "is")):
@@ -88,9 +97,12 @@ class _Phrase:
     marked: bool  # written like a name: capitalized mid-sentence, or with digits, _ or dots
 
 
+_NAME_LIKE = re.compile(r"[\d_.]|[a-z][A-Z]")
+
+
 def _marked(token: _Token, first: bool) -> bool:
     surface = token.surface
-    if re.search(r"[\d_.]|[a-z][A-Z]", surface):
+    if _NAME_LIKE.search(surface):
         return True
     return not first and surface[:1].isupper()
 
@@ -101,7 +113,7 @@ def phrases_of(sentences: Sequence[str]) -> dict[str, _Phrase]:
     found: dict[str, _Phrase] = {}
     for sentence in sentences:
         # `{word}` is markup (transcript tags like {vocalsound}, template fields), not a topic.
-        text = _BRACED.sub(" ", without_urls(sentence))
+        text = _PLACEHOLDER.sub(" ", _BRACED.sub(" ", without_urls(sentence)))
         previous: _Token | None = None
         for position, token in enumerate(_tokens(text)):
             number = token.key.isdigit() and len(token.key) <= 4
@@ -135,9 +147,15 @@ def phrases_of(sentences: Sequence[str]) -> dict[str, _Phrase]:
 class _Candidate:
     key: str
     surfaces: Counter[str]
-    message_ids: list[str]
+    # Insertion-ordered set: membership is O(1), so a phrase in most of a 100,000-message
+    # window costs no scan of its earlier messages (a list here made collection quadratic).
+    mentions: dict[str, None]
     authors: set[str]
     marked: int = 0
+
+    @property
+    def message_ids(self) -> list[str]:
+        return list(self.mentions)
 
 
 def _collect(views: Sequence[PartView], names: frozenset[str]) -> dict[str, _Candidate]:
@@ -150,17 +168,18 @@ def _collect(views: Sequence[PartView], names: frozenset[str]) -> dict[str, _Can
         for key, phrase in phrases_of(sentences).items():
             if any(word in names for word in key.split(" ")):
                 continue  # people are not topics (IRC nicks would top every list)
-            candidate = candidates.setdefault(key, _Candidate(key, Counter(), [], set()))
+            candidate = candidates.get(key)
+            if candidate is None:
+                candidate = candidates[key] = _Candidate(key, Counter(), {}, set())
             candidate.surfaces[phrase.surface] += 1
             candidate.marked += phrase.marked
-            if view.message_id not in candidate.message_ids:
-                candidate.message_ids.append(view.message_id)
+            candidate.mentions[view.message_id] = None
             candidate.authors.add(view.author)
     return candidates
 
 
 def _score(candidate: _Candidate) -> float:
-    score = len(candidate.message_ids) + 0.5 * len(candidate.authors)
+    score = len(candidate.mentions) + 0.5 * len(candidate.authors)
     if " " in candidate.key:
         score *= 1.6
     elif re.search(r"(?:ed|ing|ly)$", candidate.key):
@@ -179,13 +198,13 @@ def key_phrases(
 ) -> list[tuple[str, list[str]]]:
     """The top `limit` phrases as (title, message ids in text order); `names` are the
     case-folded ways participants are called, never topics."""
-    candidates = {k: c for k, c in _collect(views, names).items() if len(c.message_ids) >= 2}
+    candidates = {k: c for k, c in _collect(views, names).items() if len(c.mentions) >= 2}
     suppressed: set[str] = set()
     for key, candidate in candidates.items():
         if " " in key:
             for word in key.split(" "):
                 single = candidates.get(word)
-                if single and len(candidate.message_ids) * 2 >= len(single.message_ids):
+                if single and len(candidate.mentions) * 2 >= len(single.mentions):
                     suppressed.add(word)
     ranked = sorted(
         (c for k, c in candidates.items() if k not in suppressed),
@@ -194,9 +213,11 @@ def key_phrases(
     chosen: list[_Candidate] = []
     for candidate in ranked:
         words = set(candidate.key.split(" "))
-        ids = set(candidate.message_ids)
         # A phrase sharing words with a stronger pick and only its messages adds nothing.
-        if any(words & set(c.key.split(" ")) and ids <= set(c.message_ids) for c in chosen):
+        if any(
+            words & set(c.key.split(" ")) and candidate.mentions.keys() <= c.mentions.keys()
+            for c in chosen
+        ):
             continue
         chosen.append(candidate)
         if len(chosen) == limit:
@@ -208,6 +229,7 @@ def topics_for(
     views: Sequence[PartView], limit: int, names: frozenset[str] = frozenset()
 ) -> list[Topic]:
     """Contract topics for a run of parts: title, an extractive summary sentence, message ids.
+    Placeholders (`[<-LINK->]`) and stopwords are never titles (see `phrases_of`).
     A phrase whose words the validator's tokens do not find in its messages (`realpath_chk`
     cut out of `__realpath_chk`) is no topic: its title would be dropped as unsupported."""
     topics: list[Topic] = []
@@ -220,15 +242,23 @@ def topics_for(
         if len(topics) == limit:
             break
         needle = title.casefold()
-        sentences = [
+        sentences = (
             s.text
             for message_id in message_ids
             for s in by_id[message_id].sentences
             if needle in s.text.casefold() and 5 <= len(s.text.split()) <= 60
-        ]
-        # The first sentence no stronger topic already shows, so summaries do not repeat.
-        fresh = [s for s in sentences if s not in used]
-        chosen = (fresh or sentences or [""])[0]
+        )
+        # The first sentence no stronger topic already shows, so summaries do not repeat
+        # (lazily: a window-wide topic would otherwise scan all its messages).
+        first: str | None = None
+        chosen = ""
+        for sentence in sentences:
+            first = sentence if first is None else first
+            if sentence not in used:
+                chosen = sentence
+                break
+        else:
+            chosen = first or ""
         used.add(chosen)
         topics.append(
             Topic(

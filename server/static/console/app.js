@@ -1,6 +1,6 @@
 // The console's shell: the token field, hash routing (#/channels, #/channel/ID, #/digest/ID,
 // #/jobs, #/job/ID, #/search?q=, #/documents, #/document/ID,
-// #/reports/ID), and focus management: after each
+// #/reports, #/reports/ID), and focus management: after each
 // navigation the new page's heading takes focus, so keyboard and screen-reader users start there.
 
 import { ApiError, saveToken, savedToken } from "./graphql.js";
@@ -11,6 +11,7 @@ import { jobPage, jobsPage } from "./views/jobs.js";
 import { searchPage } from "./views/search.js";
 import { documentPage, documentsPage } from "./views/documents.js";
 import { reportPage } from "./views/report.js";
+import { reportsPage } from "./views/reports.js";
 
 const ROUTES = {
   channels: { page: channelsPage, section: "channels" },
@@ -21,7 +22,8 @@ const ROUTES = {
   search: { page: searchPage, section: "search" },
   documents: { page: documentsPage, section: "documents" },
   document: { page: documentPage, section: "documents", needsId: true },
-  reports: { page: reportPage, section: "jobs", needsId: true },
+  // #/reports lists reports and asks for one; #/reports/ID is one report.
+  reports: { page: (view) => (view.id ? reportPage(view) : reportsPage(view)), section: "reports" },
 };
 
 const main = document.getElementById("main");

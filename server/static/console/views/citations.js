@@ -10,7 +10,7 @@ import { renderSources } from "./sources.js";
 
 export const CITED_SENTENCE = "text citations { messageId author ts quote charStart charEnd revision revisionText footnote }";
 export const CITATION_AUDIT = `citationAudit { sentencesKept sentencesDropped overviewCitedShare titleReplaced
-  fields { field proposed kept } reasons { reason count } }`;
+  fields { field proposed kept cited } reasons { reason count } }`;
 
 /** A citation in the shape of an item's pointer, so it is marked like any pointer. */
 function asPointer(citation) {
@@ -124,16 +124,18 @@ function footnoteList(sentences, show) {
   ];
 }
 
-/** The audit in a few lines: kept / dropped, the cited share, each field, the reasons. */
-export function auditSummary(audit) {
+/** The audit in a few lines: kept / dropped, the cited share, each field, the reasons. A
+ * document digest's audit has the same shape, its summary in the overview's place. */
+export function auditSummary(audit, { prose = "overview" } = {}) {
   if (!audit) return h("p", { class: "muted citation-audit" }, "No citation audit: this digest was stored before citations were checked.");
-  const share = audit.overviewCitedShare === null ? "no overview" : `${Math.round(audit.overviewCitedShare * 100)}%`;
+  const share = audit.overviewCitedShare === null ? `no ${prose}` : `${Math.round(audit.overviewCitedShare * 100)}%`;
+  const field = (f) => `${f.field} ${f.kept} of ${f.proposed}${f.cited === null || f.cited === undefined ? "" : `, ${f.cited} cited`}`;
   return h("div", { class: "citation-audit" },
     h("h3", { id: "h-citation-audit" }, "Citation audit"),
     h("dl", { class: "facts", "aria-labelledby": "h-citation-audit" },
       h("dt", {}, "Sentences"), h("dd", { class: "audit-sentences" }, `${audit.sentencesKept} kept, ${audit.sentencesDropped} dropped`),
-      h("dt", {}, "Overview cited"), h("dd", {}, share),
-      h("dt", {}, "Fields"), h("dd", { class: "audit-fields" }, audit.fields.map((f) => `${f.field} ${f.kept} of ${f.proposed}`).join(" · ")),
+      h("dt", {}, `${prose[0].toUpperCase()}${prose.slice(1)} cited`), h("dd", { class: "audit-share" }, share),
+      h("dt", {}, "Fields"), h("dd", { class: "audit-fields" }, audit.fields.map(field).join(" · ")),
       audit.titleReplaced ? [h("dt", {}, "Title"), h("dd", {}, "replaced: the proposed one was not supported")] : null,
       h("dt", {}, "Reasons"), h("dd", { class: "audit-reasons" }, audit.reasons.length
         ? audit.reasons.map((r) => `${r.reason} × ${r.count}`).join(" · ")

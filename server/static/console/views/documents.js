@@ -1,9 +1,11 @@
 // Documents, newest first, and one document: its canonical text with the evidence snippets of
-// one of its digests marked at their charRange (code points of the canonical text, exactly).
+// one of its digests marked at their charRange (code points of the canonical text, exactly),
+// and that digest's citation audit (which summary sentences and key points its evidence supports).
 
 import { gql } from "../graphql.js";
 import { fill, h, link, markRanges, notice, pageHeading, plural, when } from "../dom.js";
 import { jobHref } from "./jobs.js";
+import { CITATION_AUDIT, auditSummary } from "./citations.js";
 
 const DOCUMENTS = `query($after: String) { documents(first: 50, after: $after) {
   nodes { id title contentType sourceUrl chars pageCount createdAt }
@@ -11,7 +13,7 @@ const DOCUMENTS = `query($after: String) { documents(first: 50, after: $after) {
 const DOCUMENT = `query($id: ID!) { document(id: $id) {
   id title contentType sourceUrl chars pageCount createdAt canonicalText warnings { code message }
   latestDigests(first: 10) { id query summary keyPoints createdAt summarizer evidenceMode
-    evidenceSnippets { text locator relevanceScore page charRange verified } } } }`;
+    evidenceSnippets { text locator relevanceScore page charRange verified } ${CITATION_AUDIT} } } }`;
 
 export function documentHref(id, digestId = null) {
   const base = `#/document/${encodeURIComponent(id)}`;
@@ -107,7 +109,8 @@ export async function documentPage(view) {
     digestChoice,
     chosen ? [h("p", { class: "summary" }, chosen.summary),
       h("ul", {}, chosen.keyPoints.map((point) => h("li", {}, point))),
-      h("h3", {}, `Evidence (${plural(snippets.length, "snippet")})`), snippetList] : null,
+      h("h3", {}, `Evidence (${plural(snippets.length, "snippet")})`), snippetList,
+      auditSummary(chosen.citationAudit, { prose: "summary" })] : null,
     h("h2", {}, "Canonical text"),
     h("pre", { class: "canonical", tabindex: "0", "aria-label": "Canonical text" }, fragment),
   );
