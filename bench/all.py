@@ -18,9 +18,13 @@ from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
 # In the order of issue 5 (and docs/benchmarks.md).
-SCRIPTS = ("ingest", "pipeline", "keyset", "api", "job_queue", "event_loop", "coverage", "scale")
-# bench/pipeline.py and bench/scale.py digest without a database: they take no --database-url.
-NEEDS_NO_DATABASE = frozenset({"pipeline", "scale"})
+SCRIPTS = (
+    "ingest", "pipeline", "keyset", "api", "job_queue", "event_loop", "coverage", "scale",
+    "disentangle",
+)
+# bench/pipeline.py and bench/scale.py digest and bench/disentangle.py links without a database:
+# they take no --database-url.
+NEEDS_NO_DATABASE = frozenset({"pipeline", "scale", "disentangle"})
 
 
 def main() -> int:

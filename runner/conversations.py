@@ -4,7 +4,8 @@ components that makes, and what is stored of each (issue 14).
 Plain data in and out, no database: `thread_messages` takes a channel's messages in time
 order, the ones already threaded by an earlier digest (with their stored conversation) first
 as context, and threads the others with a linker (for each message, the index of the earlier
-message it answers, or None: it opens a conversation). A message answering a threaded one
+message it answers, or None: it opens a conversation): by default the disentanglement model
+(`runner.disentangle.link_records`: explicit replies first, then the learned link model). A message answering a threaded one
 joins that stored conversation (`continues`); the others make new conversations, identified by
 their first message. A message is threaded once: a catch-up digest that reads it again changes
 nothing, so a conversation's members and counts never depend on how windows were cut.
@@ -24,13 +25,19 @@ from datetime import datetime
 
 from runner.citations import cut_span, sentence_spans
 from runner.claim_support import content_tokens
+from runner.disentangle import link_records
 from runner.window import Window, WindowMessage
 
 MAX_TITLE_CHARS = 100
 MIN_TITLE_WORDS = 3
 TITLE_LOOKAHEAD = 5
-# How many earlier messages an addressee is looked for among ("nick: ..." answers them).
-ADDRESS_LOOKBACK = 100
+# A leading addressee ("ann: ", "@bob, "): it names a reader, not the subject.
+_ATTENTION_WORDS = frozenset(
+    "anyone anybody someone somebody something anything everyone help helps helping helped "
+    "question questions ask asking asked answer answers answered willing please thanks thank "
+    "hello hi hey here know knows idea ideas thoughts suggestion suggestions".split()
+)
+_URL = re.compile(r"\w+://\S+")  # a link names no subject: its words do not count for a title
 _ADDRESS = re.compile(r"^\s*@?([^\s:,]{2,32})[:,]\s")
 
 
@@ -94,27 +101,10 @@ class Threading:
 Linker = Callable[[Sequence[ThreadedMessage]], list[int | None]]
 
 
-def explicit_and_addressed_links(messages: Sequence[ThreadedMessage]) -> list[int | None]:
-    """The reply structure a channel states: an explicit reply, else a message that opens by
-    addressing a recent author ("ann: try ...", "@ann, ...") answers that author's latest
-    message; anything else opens a conversation."""
-    parents: list[int | None] = []
-    index_of: dict[str, int] = {}
-    latest_by_author: dict[str, int] = {}
-    for index, message in enumerate(messages):
-        parent: int | None = None
-        if message.reply_to is not None:
-            parent = index_of.get(message.reply_to)
-        if parent is None:
-            match = _ADDRESS.match(message.text)
-            if match:
-                candidate = latest_by_author.get(match.group(1).casefold())
-                if candidate is not None and index - candidate <= ADDRESS_LOOKBACK:
-                    parent = candidate
-        parents.append(parent)
-        index_of.setdefault(message.message_id, index)
-        latest_by_author[message.author.casefold()] = index
-    return parents
+def _subject_words(text: str) -> list[str]:
+    """The content words of a sentence that can name a subject: not a link, and not the words
+    every chat uses to ask for attention ("anyone willing to help me with something?")."""
+    return [w for w in content_tokens(_URL.sub(" ", text)) if w not in _ATTENTION_WORDS]
 
 
 def _title_candidates(message: ThreadedMessage) -> list[ConversationTitle]:
@@ -140,7 +130,7 @@ def conversation_title(messages: Sequence[ThreadedMessage]) -> ConversationTitle
     question); else the first sentence with that many content words;
     else the first non-empty sentence; None when all are empty."""
     candidates = [title for m in messages for title in _title_candidates(m)]
-    informative = [t for t in candidates if len(content_tokens(t.text)) >= MIN_TITLE_WORDS]
+    informative = [t for t in candidates if len(_subject_words(t.text)) >= MIN_TITLE_WORDS]
     opener = messages[0].author if messages else None
     early = {m.message_id for m in messages[:TITLE_LOOKAHEAD] if m.author == opener}
     for title in informative:
@@ -161,7 +151,7 @@ def _root(parent_of: list[int], index: int) -> int:
 def thread_messages(
     messages: Sequence[ThreadedMessage],
     stored: Mapping[int, StoredConversation],
-    link: Linker = explicit_and_addressed_links,
+    link: Linker = link_records,
 ) -> Threading:
     """Thread the messages without a conversation (see the module's docstring)."""
     links = link(messages)
@@ -233,7 +223,7 @@ def order_window(
     return Window(window.channel_name, tuple(m for group in groups.values() for m in group))
 
 
-def thread_window(window: Window, link: Linker = explicit_and_addressed_links) -> Window:
+def thread_window(window: Window, link: Linker = link_records) -> Window:
     """A window threaded on its own (no earlier digest) and ordered by conversation: what a
     digest of exactly these messages chunks, for the evaluator and benchmarks."""
     messages = [

@@ -29,6 +29,7 @@ OPTIONAL_SECTIONS = (
     ("runner.evaluation.evidence", "evaluate_evidence"),
     ("runner.evaluation.html_canonical", "evaluate_html"),
     ("runner.evaluation.report_citations", "evaluate_reports"),
+    ("runner.evaluation.disentanglement", "evaluate_disentanglement"),
 )
 
 

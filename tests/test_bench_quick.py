@@ -1,6 +1,7 @@
-"""Smoke test of bench/ingest.py, bench/pipeline.py, bench/keyset.py and bench/all.py: each
-runs with `--quick` as a subprocess and prints valid JSON lines with the expected keys. No thresholds: timings on a
-shared CI machine mean little; each benchmark compares against its peer in the same run."""
+"""Smoke test of bench/ingest.py, bench/pipeline.py, bench/keyset.py, bench/disentangle.py and
+bench/all.py: each runs with `--quick` as a subprocess and prints valid JSON lines with the
+expected keys. No thresholds: timings on a shared CI machine mean little; each benchmark
+compares against its peer in the same run."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.conftest import shared_data
 
 # Smoke runs of bench/ scripts: `.ci/run` runs them after the main suite (`-m bench`), so the
 # README's test command stays fast.
@@ -88,6 +91,21 @@ def test_keyset_bench_quick() -> None:
     assert summary["kind"] == "summary"
     assert {"sql_keyset_deep_over_first", "graphql_keyset_deep_over_first",
             "sql_offset_deep_over_first", "target_met"} <= summary.keys()  # fmt: skip
+
+
+def test_disentangle_bench_quick() -> None:
+    shared_data("chat/ubuntu_irc_disentanglement/dev")
+    rows = run_bench("disentangle.py", timeout=120, database=False)
+    assert all(row["bench"] == "disentangle" for row in rows)
+    assert rows[0]["kind"] == "setup" and rows[0]["logs"] == 1
+    runs = [row for row in rows if row["kind"] == "run"]
+    assert {row["peer"] for row in runs} == {"model", "lowe", "previous"}
+    for row in runs:
+        assert row["messages"] == rows[0]["messages"] and row["msgs_per_cpu_s"] > 0
+    summary = rows[-1]
+    assert summary["kind"] == "summary"
+    assert {"model_msgs_per_cpu_s", "lowe_msgs_per_cpu_s", "scoring_share",
+            "target_rate_met"} <= summary.keys()  # fmt: skip
 
 
 def test_all_runs_the_chosen_benchmarks_and_passes_their_lines_through() -> None:

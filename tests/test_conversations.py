@@ -13,9 +13,9 @@ from runner.conversations import (
     StoredConversation,
     ThreadedMessage,
     conversation_title,
-    explicit_and_addressed_links,
     thread_messages,
 )
+from runner.disentangle import link_records
 from runner.jobs.conversations import ThreadingInput, by_conversation, thread
 from runner.triggers import trigger_channel_digest
 from runner.window import Window, WindowMessage
@@ -48,9 +48,9 @@ CHANNEL_ROWS = [
 ]
 
 
-def test_links_follow_explicit_replies_then_addressed_authors() -> None:
+def test_the_default_linker_follows_explicit_replies_and_addressed_answers() -> None:
     messages = _messages(CHANNEL_ROWS)
-    assert explicit_and_addressed_links(messages) == [None, None, 0, 1, 2, None]
+    assert link_records(messages) == [None, None, 0, 1, 2, None]
 
 
 def test_threading_makes_conversations_with_cited_titles_and_answered_flags() -> None:

@@ -5,6 +5,8 @@ is written here for the rule, not taken from the gold windows."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 from test_offline_helpers import run_offline
 from test_offline_rules import PEOPLE, _message, _window
 
@@ -16,7 +18,7 @@ from runner.extractors.offline.merge import even_sample
 from runner.extractors.offline.text import view_message
 from runner.extractors.offline.topics import key_phrases
 from runner.vocabulary import MappedChunk
-from runner.window import Window
+from runner.window import Window, WindowMessage
 
 # --- action items: an actor and a task ------------------------------------------------------
 
@@ -199,3 +201,66 @@ async def test_a_decision_refined_in_the_thread_is_one_decision() -> None:
     assert len(decisions) == 1
     assert "30 minutes" in decisions[0].text
     assert {"x0", "x2"} <= set(decisions[0].message_ids)
+
+
+def _conversation(key: str, rows: list[tuple[str, str]], start: int) -> list[WindowMessage]:
+    return [
+        WindowMessage(f"{key}{i}", author, datetime(2024, 3, 1, 9, tzinfo=UTC)
+                      + timedelta(minutes=start + i), text, conversation=key)
+        for i, (author, text) in enumerate(rows)
+    ]  # fmt: skip
+
+
+def test_a_threaded_windows_topics_are_its_real_conversations() -> None:
+    from runner.extractors.offline.topics import conversation_topics
+
+    printer = _conversation("p", [
+        ("ann", "hi"),
+        ("ann", "Why does the office printer reject jobs from the laptop?"),
+        ("bob", "ann: which driver does the laptop use for the printer queue?"),
+        ("ann", "the generic postscript driver from the vendor site"),
+        ("bob", "switch to the ipp everywhere driver, the generic one breaks duplex jobs"),
+    ], 0)  # fmt: skip
+    chat = _conversation("c", [("cid", "morning all"), ("dee", "morning!"), ("cid", "coffee?"),
+                               ("dee", "sure")], 10)  # fmt: skip
+    monologue = _conversation("m", [("eve", f"note {i} about the backup rotation schedule")
+                                    for i in range(5)], 20)  # fmt: skip
+    topics = conversation_topics([*printer, *chat, *monologue], 12)
+    assert topics is not None and len(topics) == 1  # small talk and a monologue are no topics
+    (topic,) = topics
+    assert topic.title == "Why does the office printer reject jobs from the laptop?"
+    assert topic.message_ids[0] == "p1" and "p0" not in topic.message_ids
+    unthreaded = [WindowMessage(m.message_id, m.author, m.ts, m.normalized_text) for m in printer]
+    assert conversation_topics(unthreaded, 12) is None  # not threaded: key phrases instead
+
+
+def test_in_a_threaded_window_only_the_questions_own_conversation_answers_it() -> None:
+    from runner.extractors.offline.threads import Participants, find_answer
+
+    asked = _conversation("q", [("ann", "How do I rotate the backup disks every week?")], 0)
+    other = _conversation("o", [("bob", "rotate the logs weekly with logrotate and compress them")], 1)
+    window = [*asked, *other]
+    assert find_answer(window, 0, Participants.of(window), asked[0].normalized_text) is None
+    answered = _conversation("q", [
+        ("ann", "How do I rotate the backup disks every week?"),
+        ("bob", "ann: which disks do you have?"),  # a question back does not answer
+        ("bob", "label them A and B and swap them every Friday"),
+    ], 0)  # fmt: skip
+    answer = find_answer(answered, 0, Participants.of(answered), answered[0].normalized_text)
+    assert answer is not None and answer.message.message_id == "q2" and answer.rule == "conversation"
+
+
+async def test_a_threaded_windows_overview_tells_what_each_conversation_asked_and_got() -> None:
+    printer = _conversation("p", [
+        ("ann", "Why does the office printer reject jobs from the laptop?"),
+        ("bob", "ann: which driver does the laptop use for the printer queue?"),
+        ("ann", "the generic postscript driver from the vendor site"),
+        ("bob", "switch to the ipp everywhere driver, the generic one breaks duplex jobs"),
+    ], 0)  # fmt: skip
+    result = await run_offline(Window("office", tuple(printer)))
+    overview = result.digest.overview
+    asked = next(s for s in overview if s.sentence.startswith("ann asked:"))
+    assert asked.message_ids == ["p0"] and "office printer reject jobs" in asked.sentence
+    answered = next(s for s in overview if s.sentence.startswith("bob answered:"))
+    assert answered.message_ids == ["p3"]  # not the question back (p1)
+    assert not result.validation.rejections  # every sentence passed the validator

@@ -14,11 +14,11 @@ from runner.conversations import (
     StoredConversation,
     ThreadedMessage,
     Threading,
-    explicit_and_addressed_links,
     order_window,
     thread_messages,
 )
 from runner.coverage import StoredWindow
+from runner.disentangle import link_records
 from runner.window import Window
 
 # Messages before the window that a window's message may answer.
@@ -71,7 +71,7 @@ async def read_threading_input(
     return ThreadingInput(messages, internal_ids, stored)
 
 
-def thread(inputs: ThreadingInput, link: Linker = explicit_and_addressed_links) -> Threading:
+def thread(inputs: ThreadingInput, link: Linker = link_records) -> Threading:
     return thread_messages(inputs.messages, inputs.stored, link)
 
 

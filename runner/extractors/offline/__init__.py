@@ -39,7 +39,7 @@ from runner.offload import default_processes, run_cpu
 from runner.window import Window, WindowMessage
 
 # Bump whenever a rule changes what is extracted: it is part of the chunk cache key.
-OFFLINE_VERSION = "2"
+OFFLINE_VERSION = "3"
 
 
 def offline_map_concurrency(processes: int | None = None) -> int:

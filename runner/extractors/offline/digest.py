@@ -32,6 +32,7 @@ from runner.contract import (
     OpenQuestion,
     SignalLevel,
     SignalQuality,
+    Topic,
 )
 from runner.extractors.offline.knowledge import answer_item
 from runner.claim_support import token_set
@@ -46,7 +47,7 @@ from runner.extractors.offline.prose import ProseWriter, window_keywords
 from runner.extractors.offline.patterns import ACTION_MARKER, DECISION_MARKER
 from runner.extractors.offline.text import content_words, squash, truncate_words, view_message
 from runner.extractors.offline.threads import Participants, find_answer
-from runner.extractors.offline.topics import topics_for
+from runner.extractors.offline.topics import conversation_topics, topics_for
 from runner.vocabulary import MappedChunk
 from runner.window import Window, WindowMessage
 
@@ -263,6 +264,26 @@ def _empty_digest(window: Window) -> Digest:
     )
 
 
+# The overview of a threaded window tells this many of its largest conversations (two
+# sentences each at most: the contract allows 12, decisions and open points follow).
+OVERVIEW_CONVERSATIONS = 4
+
+
+def _exchanges(merger: _Merger, topics: Sequence[Topic]) -> list[tuple[WindowMessage, WindowMessage | None]]:
+    """The largest conversations' openings (their topic's quoted title) and first answers."""
+    exchanges: list[tuple[WindowMessage, WindowMessage | None]] = []
+    for topic in topics[:OVERVIEW_CONVERSATIONS]:
+        opening = merger.by_id.get(topic.message_ids[0]) if topic.message_ids else None
+        if opening is None:
+            continue
+        answer = find_answer(
+            merger.messages, merger.order[opening.message_id], merger.participants,
+            opening.normalized_text,
+        )  # fmt: skip
+        exchanges.append((opening, answer.message if answer else None))
+    return exchanges
+
+
 def build_digest(
     chunks: Sequence[MappedChunk], window: Window, top_messages: Sequence[WindowMessage]
 ) -> Digest:
@@ -286,7 +307,12 @@ def build_digest(
     views = [view_message(m) for m in analysed_messages(messages, set(cited))]
     # Topics are ranked over the whole window: a phrase every chunk mentions once is a topic
     # of the window even if no chunk saw it twice.
-    topics = topics_for(views, 12, frozenset(merger.participants.by_key))
+    # A threaded window's topics are its conversations (each a real exchange, titled by what
+    # was asked); key phrases are the topics of a window that was not threaded.
+    topics = conversation_topics(messages, 12)
+    threaded = topics is not None
+    if topics is None:
+        topics = topics_for(views, 12, frozenset(merger.participants.by_key))
     counts = {
         "decisions": len(decisions),
         "action items": len(actions),
@@ -304,7 +330,10 @@ def build_digest(
         overview = []
     else:
         named = [t for t in topics if t.title.casefold() != channel.casefold()]
-        overview = writer.overview(named, central, merger.order, decisions, questions)
+        overview = writer.overview(
+            named, central, merger.order, decisions, questions,
+            _exchanges(merger, topics) if threaded else (),
+        )  # fmt: skip
     covered, parsed = merger.coverage_ids()
     notes: list[str] = []
     if not parsed:

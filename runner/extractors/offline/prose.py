@@ -25,13 +25,14 @@ from runner.contract import (
 )
 from runner.extractors.offline.overview import Central, excerpt
 from runner.extractors.offline.text import squash, truncate_words
-from runner.extractors.offline.threads import Participants
+from runner.extractors.offline.threads import Participants, strip_address
 from runner.window import WindowMessage
 
 _MAX_IDS = 8
 _SENTENCE_CHARS = 300
 _CENTRAL_SENTENCES = 3
 _MIN_CENTRAL_WORDS = 5
+_EXCHANGE_CHARS = 200
 
 
 def _join(names: Sequence[str]) -> str:
@@ -75,6 +76,21 @@ class ProseWriter:
             return None  # "ok, I will have a go now, thanks" tells a reader nothing
         return self.cite([f"{item.view.author}: {text}", text], [item.view.message_id])
 
+    def exchange(self, opening: WindowMessage, answer: WindowMessage | None) -> list[CitedSentence]:
+        """One conversation in a sentence or two: what its opener asked (or said), quoted, and
+        the first answer in it, quoted; each cites its own message."""
+        asked = truncate_words(strip_address(squash(opening.normalized_text), self.participants),
+                               _EXCHANGE_CHARS)  # fmt: skip
+        verb = "asked" if asked.rstrip().endswith("?") else "wrote"
+        sentences = [self.cite([f"{opening.author} {verb}: {asked}", asked],
+                               [opening.message_id])]  # fmt: skip
+        if answer is not None:
+            reply = truncate_words(strip_address(squash(answer.normalized_text),
+                                                 self.participants), _EXCHANGE_CHARS)  # fmt: skip
+            sentences.append(self.cite([f"{answer.author} answered: {reply}", reply],
+                                       [answer.message_id]))  # fmt: skip
+        return [sentence for sentence in sentences if sentence is not None]
+
     def overview(
         self,
         topics: Sequence[Topic],
@@ -82,16 +98,22 @@ class ProseWriter:
         order: Mapping[str, int],
         decisions: Sequence[Decision],
         questions: Sequence[OpenQuestion],
+        exchanges: Sequence[tuple[WindowMessage, WindowMessage | None]] = (),
     ) -> list[CitedSentence]:
-        """Discussed (topics, then the most central messages in window order), decided (two
-        decisions), left open (two questions)."""
+        """Discussed, decided (two decisions), left open (two questions). Discussed is, for a
+        threaded window, its largest conversations (`exchanges`: what each opener asked and the
+        first answer); otherwise the topics, then the most central messages in window order."""
         # A message a decision or question below already cites is not repeated as discussed.
         later = {d.message_ids[0] for d in decisions[:2]} | {q.message_ids[0] for q in questions[:2]}
         fresh = [c for c in central if c.view.message_id not in later]
         picked = sorted(fresh[:_CENTRAL_SENTENCES], key=lambda c: order.get(c.view.message_id, 0))
+        discussed: list[CitedSentence | None] = [
+            sentence for opening, answer in exchanges for sentence in self.exchange(opening, answer)
+        ]
+        if not discussed:
+            discussed = [self.discussed(topics), *(self.central(item) for item in picked)]
         candidates = [
-            self.discussed(topics),
-            *(self.central(item) for item in picked),
+            *discussed,
             *(self.cite([f"Decided: {d.text}", d.text], d.message_ids) for d in decisions[:2]),
             *(self.question(q) for q in questions[:2]),
         ]

@@ -12,6 +12,10 @@ window, by someone other than A, satisfies one of):
 A question is also resolved when A, within `2 * ADJACENT_HORIZON` messages, says it is solved
 ("thanks", "fixed", "never mind") addressing nobody or the person asked. Only messages within
 `ANSWER_WINDOW` of Q count. The first M found is the answer.
+
+In a threaded window (`WindowMessage.conversation` set) the rule is the conversation's instead:
+the first later message of Q's conversation by someone other than A that is not only a question
+answers it, and nothing outside the conversation does (`_answer_in_conversation`).
 """
 
 from __future__ import annotations
@@ -173,6 +177,8 @@ def find_answer(
 ) -> Answer | None:
     """The message answering the question in `messages[index]` (module docstring's rule)."""
     question = messages[index]
+    if question.conversation is not None:
+        return _answer_in_conversation(messages, index)
     asker = question.author
     # Whom the question was put to: the author of the message it replies to, or its addressee.
     by_id = {m.message_id: m for m in messages[max(0, index - ADDRESS_HORIZON) : index]}
@@ -214,6 +220,27 @@ def find_answer(
             return Answer(later, "asked_back")
         if len(question_words & set(content_words(text))) >= 2:
             return Answer(later, "adjacent")
+    return None
+
+
+def _answer_in_conversation(messages: Sequence[WindowMessage], index: int) -> Answer | None:
+    """In a threaded window (its conversations contiguous, `runner.conversations`), a question
+    is answered by the first later message of its own conversation, within `ANSWER_WINDOW`,
+    from someone other than the asker that is not only a question back; or resolved by the
+    asker saying so. Nothing outside the conversation answers it."""
+    question = messages[index]
+    for offset, later in enumerate(messages[index + 1 :], start=1):
+        if later.conversation != question.conversation:
+            break
+        if later.ts - question.ts > ANSWER_WINDOW:
+            break
+        text = later.normalized_text
+        if later.author == question.author:
+            if offset <= 2 * ADJACENT_HORIZON and _RESOLVED.search(text) and not _is_question_only(text):
+                return Answer(later, "resolved_by_asker")
+            continue
+        if not _is_question_only(text) and not text.rstrip().endswith("?"):
+            return Answer(later, "conversation")
     return None
 
 

@@ -17,11 +17,13 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from runner.contract import Topic
+from runner.conversations import ThreadedMessage, conversation_title
 from runner.extractors.offline.artifacts import command_like
-from runner.extractors.offline.text import PartView, truncate_words, without_urls
+from runner.extractors.offline.text import PartView, content_words, truncate_words, without_urls
 from runner.extractors.offline.threads import is_social
 from runner.claim_support import DEFAULT_MIN_OVERLAP as MIN_TOPIC_SUPPORT
 from runner.claim_support import STOPWORDS, support_share
+from runner.window import WindowMessage
 from runner.word_tokens import TECH_WORD, word_matches
 
 _CHAT_STOPWORDS = frozenset(
@@ -268,3 +270,47 @@ def topics_for(
             )
         )
     return topics
+
+
+# A conversation is a topic when it is a real exchange: at least this many messages, two
+# people, and this many messages that say something (not greetings or thanks).
+MIN_CONVERSATION_MESSAGES = 4
+MIN_SUBSTANTIVE_MESSAGES = 2
+MAX_TOPIC_MESSAGES = 30  # the contract's cap on a topic's message_ids
+
+
+def conversation_topics(messages: Sequence[WindowMessage], limit: int) -> list[Topic] | None:
+    """The window's conversations (`WindowMessage.conversation`, set once a digest threaded
+    the window) as topics, the largest first, each titled by a quote of its opening
+    (`runner.conversations.conversation_title`); None when the window is not threaded, so the
+    caller falls back to key phrases."""
+    if not messages or any(m.conversation is None for m in messages):
+        return None
+    groups: dict[str, list[WindowMessage]] = {}
+    for message in messages:
+        groups.setdefault(str(message.conversation), []).append(message)
+    topics: list[tuple[int, int, Topic]] = []
+    for position, members in enumerate(groups.values()):
+        substantive = [m for m in members if len(content_words(m.normalized_text)) >= 3
+                       and not is_social(m.normalized_text)]  # fmt: skip
+        people = {m.author for m in members}
+        if (len(members) < MIN_CONVERSATION_MESSAGES or len(people) < 2
+                or len(substantive) < MIN_SUBSTANTIVE_MESSAGES):  # fmt: skip
+            continue
+        ordered = sorted(members, key=lambda m: m.ts)
+        title = conversation_title([
+            ThreadedMessage(m.message_id, m.author, m.ts, m.normalized_text) for m in ordered
+        ])  # fmt: skip
+        if title is None:
+            continue
+        cited = [title.message_id] + [
+            m.message_id for m in substantive if m.message_id != title.message_id
+        ]
+        authors = list(dict.fromkeys(m.author for m in ordered))
+        others = " and others" if len(authors) > 4 else ""
+        summary = f"{len(members)} messages between {', '.join(authors[:4])}{others}."
+        topics.append((-len(members), position, Topic(
+            title=truncate_words(title.text, 120), summary=summary,
+            message_ids=cited[:MAX_TOPIC_MESSAGES],
+        )))  # fmt: skip
+    return [topic for _, _, topic in sorted(topics, key=lambda t: t[:2])[:limit]]

@@ -1,0 +1,351 @@
+"""What the link model sees: for a message and each earlier candidate it may answer (or itself,
+for "starts a conversation"), a short list of binary features.
+
+The same code makes the features for training (scripts/train_disentangle.py) and for linking, so
+the two cannot drift apart. Nothing here is specific to one platform: nicknames are the authors
+seen earlier in the same channel (no list of Ubuntu regulars), rare words are rare in this
+channel so far (no corpus-wide table), times are differences of whatever clock the export has.
+
+`ChannelState` is updated message by message, so a channel is read once, left to right, and the
+work per message is bounded by the candidate window, whatever the channel's length.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+from runner.claim_support import STOPWORDS
+from runner.disentangle.message import Message
+
+WINDOW = 100  # earliest candidate: 99% of the training links reach back at most this far
+NEAR = 30  # every candidate this close is scored; farther ones only when a name ties them
+MIN_PREFIX = 3  # "nafa:" addresses Nafallo when no other recent author starts that way
+
+_NAME_TOKEN = re.compile(r"[^\s,:;!?()\"'<>]+")
+_WORD = re.compile(r"[a-z0-9][a-z0-9_.+#/-]*[a-z0-9+#]|[a-z0-9]")
+_ADDRESS = re.compile(r"\s*@?([^\s,:;]+)\s*[:,;>]")  # "nick:", "nick," "@nick:" at the start
+
+_DIST_BINS = (1, 2, 3, 4, 5, 8, 12, 20, 35, 60)
+_GAP_BINS = (30, 60, 120, 300, 600, 1800)
+_WORD_BINS = (0.0, 3.0, 6.0, 10.0)
+_LEN_BINS = (3, 8, 20)
+
+
+@dataclass(frozen=True, slots=True)
+class Seen:
+    """A message as the features need it, computed once when it is read."""
+
+    key: str  # case-folded author ("" for system notices)
+    ts: float
+    addressed: str | None  # the author named at the start ("nick: ..."), case-folded
+    mentions: frozenset[str]  # every earlier author named anywhere, case-folded
+    words: frozenset[str]  # content words, case-folded, names removed
+    question: bool
+    system: bool
+    length: int  # words
+
+
+class ChannelState:
+    """What has been read of the channel so far: who spoke when, who talked to whom, how common
+    each word is. `read(message)` appends the message's `Seen`; `commit()` then records who it
+    named and what words it used, after its features are made, so they see only earlier messages."""
+
+    def __init__(self) -> None:
+        self.seen: list[Seen] = []
+        self.last_by_author: dict[str, int] = {}
+        self.first_by_author: dict[str, int] = {}
+        self.talked: dict[tuple[str, str], int] = {}  # sorted author pair -> last addressing
+        self.document_frequency: Counter[str] = Counter()
+        self.messages_read = 0
+        # The conversations decided so far (from the parents chosen for earlier messages).
+        self.conversation_of: list[int] = []
+        self.conversation_first: list[int] = []  # conversation -> its first message
+        self.conversation_last: list[int] = []  # conversation -> its latest message
+        self.conversation_authors: list[set[str]] = []
+        self.parent_of: list[int | None] = []
+        self.conversation_words: list[set[str]] = []
+        # conversation -> its shared-words feature (or -1) for the message being linked
+        self.conversation_word_feature: dict[int, int] = {}
+
+    def _resolve_address(self, text: str, author: str) -> str | None:
+        match = _ADDRESS.match(text)
+        if not match:
+            return None
+        name = match[1].casefold()
+        if name in self.last_by_author:
+            return name if name != author else None
+        if len(name) < MIN_PREFIX:
+            return None
+        # An abbreviated nick: the most recent author whose name starts with it.
+        best: str | None = None
+        best_index = -1
+        for other, index in self.last_by_author.items():
+            if other.startswith(name) and other != author and index > best_index:
+                best, best_index = other, index
+        return best
+
+    def read(self, message: Message) -> Seen:
+        if message.system or not message.author:
+            seen = Seen("", message.ts, None, frozenset(), frozenset(), False, True, 0)
+            self.seen.append(seen)
+            return seen
+        key = message.author.casefold()
+        text = message.text
+        folded = text.casefold()
+        addressed = self._resolve_address(text, key)
+        known = self.last_by_author
+        names = {token for token in _NAME_TOKEN.findall(folded) if token in known}
+        names.discard(key)
+        if addressed:
+            names.add(addressed)
+        tokens = _WORD.findall(folded)
+        words = frozenset(t for t in tokens if t not in STOPWORDS and t not in known and len(t) > 1)
+        seen = Seen(key, message.ts, addressed, frozenset(names), words, "?" in text, False,
+                    len(tokens))  # fmt: skip
+        self.seen.append(seen)
+        self.conversation_word_feature.clear()
+        return seen
+
+    def conversation_overlap(self, conversation: int, words: frozenset[str]) -> int:
+        """The shared-words feature of the message being linked with a whole conversation, -1
+        for none (cached: the candidates of one conversation share it)."""
+        feature = self.conversation_word_feature.get(conversation)
+        if feature is None:
+            shared = words & self.conversation_words[conversation]
+            feature = -1
+            if shared:
+                score = sum(self.rarity(word) for word in shared)
+                feature = CONVERSATION_WORDS[bisect_left(_WORD_BINS, score)]
+            self.conversation_word_feature[conversation] = feature
+        return feature
+
+    def commit(self, parent: int | None) -> None:
+        """Record the message last read, answering `parent` (None: a new conversation), as part
+        of the channel's past."""
+        index = len(self.seen) - 1
+        seen = self.seen[index]
+        if parent is not None and not 0 <= parent < index:
+            parent = None
+        self.parent_of.append(parent)
+        if parent is None:
+            conversation = len(self.conversation_last)
+            self.conversation_first.append(index)
+            self.conversation_last.append(index)
+            self.conversation_authors.append(set())
+            self.conversation_words.append(set())
+        else:
+            conversation = self.conversation_of[parent]
+            self.conversation_last[conversation] = index
+        self.conversation_of.append(conversation)
+        if seen.system:
+            return
+        self.conversation_authors[conversation].add(seen.key)
+        self.conversation_words[conversation].update(seen.words)
+        key = seen.key
+        for name in seen.mentions:
+            self.talked[(key, name) if key < name else (name, key)] = index
+        self.last_by_author[key] = index
+        self.first_by_author.setdefault(key, index)
+        self.document_frequency.update(seen.words)
+        self.messages_read += 1
+
+    def rarity(self, word: str) -> float:
+        """Inverse document frequency of `word` in the channel read so far."""
+        return math.log((self.messages_read + 1) / (self.document_frequency[word] + 1))
+
+
+# Features are small integers (an index into NAMES), so a candidate's score is one C-level sum
+# over a list of weights; the names are what weights.json stores.
+NAMES: list[str] = []
+
+
+def _feature(name: str) -> int:
+    NAMES.append(name)
+    return len(NAMES) - 1
+
+
+def _features(prefix: str, count: int) -> tuple[int, ...]:
+    return tuple(_feature(f"{prefix}{i}") for i in range(count))
+
+
+_NEAR_SUFFIXES = ("@1", "@3", "@10", "@far")
+
+
+def _relation(name: str) -> int:
+    """A feature and its four distance conjunctions, at ids base, base+1..base+4: an addressed
+    message answering the message just before means something else than one 30 lines up."""
+    base = _feature(name)
+    for suffix in _NEAR_SUFFIXES:
+        _feature(name + suffix)
+    return base
+
+
+_SIZE_BINS = (1, 2, 5)
+
+SELF = _feature("self")
+SELF_ADDRESSED = _feature("self:addressed")
+SELF_MENTIONS = _feature("self:mentions")
+SELF_QUESTION = _feature("self:question")
+SELF_FIRST = _feature("self:first_from_author")
+SELF_START = _feature("self:channel_start")
+SELF_LEN = _features("self:len", len(_LEN_BINS) + 1)
+SELF_GAP = _features("self:gap", len(_GAP_BINS) + 1)
+SELF_AUTHOR_GAP = _features("self:author_gap", len(_GAP_BINS) + 1)
+
+DIST = _features("dist", len(_DIST_BINS) + 1)
+GAP = _features("gap", len(_GAP_BINS) + 1)
+PEOPLE = _features("conversation_people", len(_SIZE_BINS) + 1)
+CAND_LATEST = _feature("cand_latest_of_author")
+CAND_ADDRESSES_OTHER = _feature("cand_addresses_other")
+CAND_QUESTION = _feature("cand_question")
+BOTH_QUESTION = _feature("both_question")
+CAND_FIRST = _feature("cand_first_from_author")
+ADJACENT_UNADDRESSED = _feature("adjacent_unaddressed")
+SAME_AUTHOR_LATEST = _relation("same_author_latest")
+SAME_AUTHOR = _relation("same_author")
+ADDRESSES_CAND_LATEST = _relation("addresses_cand_latest")
+ADDRESSES_CAND_AUTHOR = _relation("addresses_cand_author")
+MENTIONS_CAND_AUTHOR = _relation("mentions_cand_author")
+ADDRESSES_OTHER = _relation("addresses_other")
+CAND_ADDRESSES_AUTHOR = _relation("cand_addresses_author")
+CAND_MENTIONS_AUTHOR = _relation("cand_mentions_author")
+PAIR_TALKED = _relation("pair_talked")
+WORDS = tuple(_relation(f"words{i}") for i in range(len(_WORD_BINS) + 1))
+CAND_ENDS = _relation("cand_ends_conversation")
+AUTHOR_IN_CONVERSATION = _relation("author_in_conversation")
+ADDRESSED_IN_CONVERSATION = _relation("addressed_in_conversation")
+CAND_ALONE_QUESTION = _relation("cand_alone_question")
+CAND_ANSWERS_AUTHOR = _relation("cand_answers_author")  # turn taking: j answered i's author
+# The conversation the author (or the person they address) was last in: people carry on there.
+IN_AUTHORS_LAST_CONVERSATION = _relation("in_authors_last_conversation")
+IN_ADDRESSEDS_LAST_CONVERSATION = _relation("in_addresseds_last_conversation")
+CAND_LONG = _feature("cand_long")
+CONVERSATION_WORDS = tuple(_relation(f"conversation_words{i}") for i in range(len(_WORD_BINS) + 1))
+
+
+def self_features(state: ChannelState, index: int) -> list[int]:
+    """Features of "message `index` starts a conversation" (state: read up to `index`)."""
+    seen = state.seen[index]
+    features = [SELF, SELF_LEN[bisect_left(_LEN_BINS, seen.length)]]
+    if seen.addressed:
+        features.append(SELF_ADDRESSED)
+    elif seen.mentions:
+        features.append(SELF_MENTIONS)
+    if seen.question:
+        features.append(SELF_QUESTION)
+    own = state.last_by_author.get(seen.key)
+    if own is None:
+        features.append(SELF_FIRST)
+    else:
+        features.append(SELF_AUTHOR_GAP[bisect_left(_GAP_BINS, seen.ts - state.seen[own].ts)])
+    previous = _previous_spoken(state, index)
+    if previous is None:
+        features.append(SELF_START)
+    else:
+        features.append(SELF_GAP[bisect_left(_GAP_BINS, seen.ts - state.seen[previous].ts)])
+    return features
+
+
+def _previous_spoken(state: ChannelState, index: int) -> int | None:
+    for earlier in range(index - 1, max(-1, index - WINDOW - 1), -1):
+        if not state.seen[earlier].system:
+            return earlier
+    return None
+
+
+def pair_features(state: ChannelState, index: int, candidate: int) -> list[int]:
+    """Features of "message `index` answers message `candidate`" (state: read, not committed,
+    up to `index`). Written for speed: it runs for every candidate of every message."""
+    seen = state.seen
+    message, other = seen[index], seen[candidate]
+    key, other_key, addressed = message.key, other.key, message.addressed
+    distance = index - candidate
+    near = 1 if distance == 1 else 2 if distance <= 3 else 3 if distance <= 10 else 4
+    features = [DIST[bisect_left(_DIST_BINS, distance)],
+                GAP[bisect_left(_GAP_BINS, message.ts - other.ts)]]  # fmt: skip
+    relations = []
+    is_latest = state.last_by_author.get(other_key) == candidate
+    if is_latest:
+        features.append(CAND_LATEST)
+    if other_key == key:
+        relations.append(SAME_AUTHOR_LATEST if is_latest else SAME_AUTHOR)
+    if addressed == other_key:
+        relations.append(ADDRESSES_CAND_LATEST if is_latest else ADDRESSES_CAND_AUTHOR)
+    elif other_key in message.mentions:
+        relations.append(MENTIONS_CAND_AUTHOR)
+    elif addressed:
+        relations.append(ADDRESSES_OTHER)
+    if other.addressed == key:
+        relations.append(CAND_ADDRESSES_AUTHOR)
+    elif key in other.mentions:
+        relations.append(CAND_MENTIONS_AUTHOR)
+    elif other.addressed and other_key != key:
+        features.append(CAND_ADDRESSES_OTHER)
+    talked = state.talked.get((key, other_key) if key < other_key else (other_key, key))
+    if talked is not None and index - talked <= WINDOW:
+        relations.append(PAIR_TALKED)
+    if other.question:
+        features.append(BOTH_QUESTION if message.question else CAND_QUESTION)
+    if state.first_by_author.get(other_key) == candidate:
+        features.append(CAND_FIRST)
+    if message.words and other.words:
+        shared = message.words & other.words
+        if shared:
+            score = sum(state.rarity(word) for word in shared)
+            relations.append(WORDS[bisect_left(_WORD_BINS, score)])
+    conversation = state.conversation_of[candidate]
+    if state.conversation_last[conversation] == candidate:
+        relations.append(CAND_ENDS)
+        if other.question and state.conversation_first[conversation] == candidate:
+            relations.append(CAND_ALONE_QUESTION)
+    answered = state.parent_of[candidate]
+    if answered is not None and other_key != key and seen[answered].key == key:
+        relations.append(CAND_ANSWERS_AUTHOR)
+    if message.words:
+        overlap = state.conversation_overlap(conversation, message.words)
+        if overlap >= 0:
+            relations.append(overlap)
+    own = state.last_by_author.get(key)
+    if own is not None and state.conversation_of[own] == conversation:
+        relations.append(IN_AUTHORS_LAST_CONVERSATION)
+    if addressed is not None:
+        theirs = state.last_by_author.get(addressed)
+        if theirs is not None and state.conversation_of[theirs] == conversation:
+            relations.append(IN_ADDRESSEDS_LAST_CONVERSATION)
+    if other.length > _LEN_BINS[-1]:
+        features.append(CAND_LONG)
+    authors = state.conversation_authors[conversation]
+    if key in authors and other_key != key:
+        relations.append(AUTHOR_IN_CONVERSATION)
+    if addressed is not None and addressed in authors:
+        relations.append(ADDRESSED_IN_CONVERSATION)
+    features.append(PEOPLE[bisect_left(_SIZE_BINS, len(authors))])
+    if distance == 1 and not addressed:
+        features.append(ADJACENT_UNADDRESSED)
+    for relation in relations:
+        features.append(relation)
+        features.append(relation + near)
+    return features
+
+
+def candidates(state: ChannelState, index: int) -> list[int]:
+    """Earlier messages `index` may answer: every spoken message among the NEAR previous ones,
+    and farther back (up to WINDOW) only those tied to it by a name: the same author, the author
+    it names, or a message naming its author."""
+    seen = state.seen
+    message = seen[index]
+    found = []
+    for candidate in range(index - 1, max(-1, index - WINDOW - 1), -1):
+        other = seen[candidate]
+        if other.system:
+            continue
+        if index - candidate <= NEAR or (
+            other.key == message.key or other.key in message.mentions
+            or message.key in other.mentions
+        ):  # fmt: skip
+            found.append(candidate)
+    return found

@@ -1,0 +1,153 @@
+"""Learn the weights of the disentanglement link model from the train split.
+
+    .venv/bin/python scripts/train_disentangle.py [--data ../shared/data] [--out PATH]
+
+Reads ../shared/data/chat/ubuntu_irc_disentanglement/train only (never dev), makes every scored
+message's candidates and features with the runtime's own code (`runner.disentangle.model.
+decisions`), and fits a linear ranking model: the softmax over a message's options (its candidate
+parents and "starts a conversation") of the summed feature weights, maximizing the probability of
+its gold parents, with an L2 penalty. Full-batch Adam from zero weights, a fixed number of steps:
+the same data gives the same weights, byte for byte (rounded to 4 decimals). Needs numpy only.
+
+Features that look at the conversations built so far need parents for the earlier messages:
+round 1 reads each log with no model (every message alone), each later round with the previous
+round's model, so the features are made as linking will make them (the model's own mistakes
+included), and training continues from the previous round's weights.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from runner.disentangle.corpus import AnnotatedLog, read_split  # noqa: E402
+from runner.disentangle.features import NAMES  # noqa: E402
+from runner.disentangle.model import WEIGHTS_PATH, Decision, LinkModel, walk  # noqa: E402
+
+STEPS = 200  # the first round, from zero weights
+STEPS_LATER = 80  # each later round, starting from the previous round's weights
+ROUNDS = 3  # round 1 reads with no model (every message alone), round k with round k-1's
+LEARNING_RATE = 0.05
+L2 = 1e-4
+
+
+class Dataset:
+    """Options as rows; each row's active features flattened, each decision a run of rows."""
+
+    def __init__(self) -> None:
+        self.row_starts: list[int] = []  # into `features`
+        self.features: list[int] = []
+        self.decision_starts: list[int] = []  # into rows
+        self.gold_rows: list[int] = []  # 1 when the row is a gold option
+
+    def add(self, features: list[list[int]], gold: list[bool]) -> None:
+        self.decision_starts.append(len(self.row_starts))
+        for ids, is_gold in zip(features, gold, strict=True):
+            self.row_starts.append(len(self.features))
+            self.features.extend(ids)
+            self.gold_rows.append(int(is_gold))
+
+
+def build(logs: list[AnnotatedLog], model: LinkModel) -> Dataset:
+    """Every scored message's options and features, the channel read with `model` choosing the
+    parents (so features that look at earlier conversations see what linking will see)."""
+    dataset = Dataset()
+    for log in logs:
+
+        def choose(decision: Decision, gold_of: dict[int, set[int]] = log.gold) -> int | None:
+            gold = gold_of.get(decision.index)
+            if gold is not None:  # None: context before the annotated part
+                wanted = [
+                    (option is None and decision.index in gold) or option in gold
+                    for option in decision.options
+                ]
+                if any(wanted):
+                    dataset.add(decision.features, wanted)
+            return model.choose(decision)
+
+        walk(log.messages, choose)
+    return dataset
+
+
+def train(dataset: Dataset, weights: np.ndarray, steps: int) -> np.ndarray:
+    features = np.asarray(dataset.features, dtype=np.int64)
+    row_starts = np.asarray(dataset.row_starts, dtype=np.int64)
+    rows = len(row_starts)
+    row_of_feature = np.repeat(np.arange(rows), np.diff(np.append(row_starts, len(features))))
+    decision_starts = np.asarray(dataset.decision_starts, dtype=np.int64)
+    decision_of_row = np.repeat(
+        np.arange(len(decision_starts)), np.diff(np.append(decision_starts, rows))
+    )
+    gold = np.asarray(dataset.gold_rows, dtype=np.float64)
+    size = len(NAMES)
+    weights = weights.copy()
+    first_moment = np.zeros(size)
+    second_moment = np.zeros(size)
+    count = len(decision_starts)
+    for step in range(1, steps + 1):
+        scores = np.bincount(row_of_feature, weights=weights[features], minlength=rows)
+        top = np.maximum.reduceat(scores, decision_starts)[decision_of_row]
+        exp = np.exp(scores - top)
+        total = np.add.reduceat(exp, decision_starts)[decision_of_row]
+        gold_total = np.add.reduceat(exp * gold, decision_starts)[decision_of_row]
+        # d(-log sum_gold p)/d score = p(row) - p(row | gold)
+        row_gradient = exp / total - exp * gold / gold_total
+        gradient = np.bincount(features, weights=row_gradient[row_of_feature], minlength=size)
+        gradient = gradient / count + L2 * weights
+        first_moment = 0.9 * first_moment + 0.1 * gradient
+        second_moment = 0.999 * second_moment + 0.001 * gradient**2
+        corrected_first = first_moment / (1 - 0.9**step)
+        corrected_second = second_moment / (1 - 0.999**step)
+        weights -= LEARNING_RATE * corrected_first / (np.sqrt(corrected_second) + 1e-8)
+        if step % 100 == 0 or step == steps:
+            gold_probability = np.add.reduceat(exp * gold, decision_starts) / np.add.reduceat(
+                exp, decision_starts
+            )
+            loss = -np.mean(np.log(gold_probability))
+            print(f"step {step}: loss {loss:.4f}", file=sys.stderr)
+    return weights
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    parser.add_argument("--out", type=Path, default=WEIGHTS_PATH)
+    args = parser.parse_args()
+    started = time.monotonic()
+    logs = read_split(args.data, "train")
+    model = LinkModel({})
+    weights = np.zeros(len(NAMES))
+    learned: dict[str, float] = {}
+    for round_number in range(1, ROUNDS + 1):
+        dataset = build(logs, model)
+        print(
+            f"round {round_number}: {len(dataset.decision_starts)} decisions, "
+            f"{len(dataset.row_starts)} options, {len(NAMES)} features "
+            f"({time.monotonic() - started:.1f} s)",
+            file=sys.stderr,
+        )
+        weights = train(dataset, weights, STEPS if round_number == 1 else STEPS_LATER)
+        learned = {name: round(float(weights[i]), 4) for i, name in enumerate(NAMES)}
+        model = LinkModel(learned)
+    document = {
+        "about": "disentanglement link weights; made by scripts/train_disentangle.py from the "
+        "train split of Kummerfeld et al. 2019 (data CC-BY-4.0)",
+        "rounds": ROUNDS, "steps": STEPS, "steps_later": STEPS_LATER,
+        "learning_rate": LEARNING_RATE, "l2": L2,
+        "weights": dict(sorted(learned.items())),
+    }  # fmt: skip
+    args.out.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {args.out} ({time.monotonic() - started:.1f} s)", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
