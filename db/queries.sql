@@ -575,8 +575,8 @@ SELECT id FROM reports WHERE cache_key = $1;
 -- instead (the report is a deterministic function of the key's inputs).
 WITH inserted AS (
     INSERT INTO reports (job_id, question, request, cache_key, title, sections, sources,
-                         markdown, audit, writer)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+                         markdown, audit, writer, fidelity)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
     ON CONFLICT ON CONSTRAINT reports_cache_key DO NOTHING
     RETURNING id
 )

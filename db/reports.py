@@ -15,6 +15,9 @@ from db.jobs import JobKind, enqueue_job
 from db.models import DigestJob, Report, ReportDigestItem, as_rows
 from db.queries import QUERIES
 
+# The `fidelity` of a report whose writer fitted nothing (the offline writer; 0007's default).
+EMPTY_FIDELITY: dict[str, Any] = {"fidelity": [], "warnings": [], "dropped_content_ids": []}
+
 
 async def trigger_report(
     connection: asyncpg.Connection, options: dict[str, Any], *, max_attempts: int
@@ -37,6 +40,7 @@ async def insert_report(
         QUERIES["insert_report"], job_id, values["question"], values["request"],
         values["cache_key"], values["title"], values["sections"], values["sources"],
         values["markdown"], values["audit"], values["writer"],
+        values.get("fidelity", EMPTY_FIDELITY),
     )  # fmt: skip
     assert record is not None  # the insert or the row that beat it
     return int(record["id"])

@@ -65,6 +65,7 @@ class Worker:
         config: WorkerConfig,
         extractor_factory: Callable[[], Extractor],
         documents: DocumentJobRunner | None = None,
+        reports: ReportJobRunner | None = None,
     ) -> None:
         self._pool = pool
         self._database_url = database_url
@@ -78,7 +79,7 @@ class Worker:
                 max_window_messages=config.max_window_messages,
             ),
             JobKind.DOCUMENT: documents or DocumentJobRunner(),
-            JobKind.REPORT: ReportJobRunner(
+            JobKind.REPORT: reports or ReportJobRunner(
                 min_overlap=config.min_overlap, max_messages=config.max_window_messages
             ),
         }

@@ -113,6 +113,49 @@ class ReportAudit:
         )  # fmt: skip
 
 
+@strawberry.type(description="One step of fitting the evidence to the writer model's budget "
+                 "(seed 002 fidelity record).")  # fmt: skip
+class ReportFidelityRecord:
+    phase: str = strawberry.field(description='"synthesis": the evidence given to the writer.')
+    step: str = strawberry.field(
+        description='"none" (it fitted), "cap", "floor", "truncate" or "drop".'
+    )
+    original_tokens: int
+    final_tokens: int
+    reason: str = strawberry.field(
+        description='"within_budget", "unit_cap", "budget_floor" or "budget_limit".'
+    )
+
+    @classmethod
+    def from_json(cls, record: dict[str, Any]) -> ReportFidelityRecord:
+        return cls(
+            phase=str(record.get("phase", "")), step=str(record.get("step", "")),
+            original_tokens=int(record.get("original_tokens", 0)),
+            final_tokens=int(record.get("final_tokens", 0)), reason=str(record.get("reason", "")),
+        )  # fmt: skip
+
+
+@strawberry.type(description="A degradation of the report (seed 002 warning codes such as "
+                 "CONTENT_TRUNCATED, CONTENT_DROPPED, TOKEN_BUDGET_FLOORED; llm_writer_failed, "
+                 "re_ask_failed).")  # fmt: skip
+class ReportWarning:
+    code: str
+    message: str
+    phase: str | None
+    item_ids: list[str] = strawberry.field(
+        description="The evidence units it concerns (ids as in droppedContentIds), if any."
+    )
+
+    @classmethod
+    def from_json(cls, warning: dict[str, Any]) -> ReportWarning:
+        phase = warning.get("phase")
+        return cls(
+            code=str(warning.get("code", "")), message=str(warning.get("message", "")),
+            phase=None if phase is None else str(phase),
+            item_ids=[str(i) for i in warning.get("item_ids", [])],
+        )  # fmt: skip
+
+
 @strawberry.type(description="An answer to a question across channels and documents, every "
                  "sentence citing S1..Sn sources.")  # fmt: skip
 class Report(relay.Node):
@@ -126,7 +169,17 @@ class Report(relay.Node):
     sections: list[ReportSection]
     sources: list[ReportSource]
     audit: ReportAudit
-    writer: str = strawberry.field(description='Who wrote it, e.g. "extractive-2" (offline).')
+    writer: str = strawberry.field(
+        description='Who wrote it: "extractive-2" (offline) or "llm:MODEL:PROMPT_VERSION:MAX_UNITS".'
+    )
+    fidelity: list[ReportFidelityRecord] = strawberry.field(
+        description="How the evidence was fitted to the writer model's budget (empty offline)."
+    )
+    warnings: list[ReportWarning]
+    dropped_content_ids: list[str] = strawberry.field(
+        description="Evidence units not given to the model (source key, and the span of a "
+        "message), lowest priority last."
+    )
     job_id: strawberry.ID | None
     created_at: datetime
 
@@ -155,5 +208,8 @@ class Report(relay.Node):
             id=row.id, question=row.question, title=row.title, markdown=row.markdown,
             request=cast(JSON, row.request), sections=sections, sources=list(sources.values()),
             audit=ReportAudit.from_json(row.audit), writer=row.writer,
+            fidelity=[ReportFidelityRecord.from_json(r) for r in row.fidelity.get("fidelity", [])],
+            warnings=[ReportWarning.from_json(w) for w in row.fidelity.get("warnings", [])],
+            dropped_content_ids=[str(i) for i in row.fidelity.get("dropped_content_ids", [])],
             job_id=optional_global_id(DIGEST_JOB, row.job_id), created_at=row.created_at,
         )  # fmt: skip

@@ -40,7 +40,9 @@ def report_json(row: Report) -> dict[str, Any]:
     return {
         "id": global_id(REPORT, row.id), "question": row.question, "title": row.title,
         "markdown": row.markdown, "sections": row.sections, "sources": row.sources,
-        "audit": row.audit, "writer": row.writer,
+        "audit": row.audit, "writer": row.writer, "fidelity": row.fidelity.get("fidelity", []),
+        "warnings": row.fidelity.get("warnings", []),
+        "dropped_content_ids": row.fidelity.get("dropped_content_ids", []),
     }  # fmt: skip
 
 
@@ -77,7 +79,8 @@ async def report(
     if job.report_id is not None:
         async with runtime.pool.acquire() as connection:
             rows = await report_queries.reports_by_ids(connection, [job.report_id])
-    code = 0 if job.status == JobStatus.SUCCEEDED and rows else 1
+    # PARTIAL: the model failed and the offline report was written instead; a report all the same.
+    code = 0 if job.status in (JobStatus.SUCCEEDED, JobStatus.PARTIAL) and rows else 1
     if args.json:
         emit({"created": created, "job": job_json(job),
               "report": report_json(rows[0]) if rows else None})  # fmt: skip
@@ -94,4 +97,6 @@ async def report(
         f"{audit.get('dropped')} dropped",
         file=sys.stderr,
     )
+    for warning in rows[0].fidelity.get("warnings", []):
+        print(f"warning {warning.get('code')}: {warning.get('message')}", file=sys.stderr)
     return code

@@ -25,6 +25,7 @@ from db.models import DigestJob
 from runner import offload
 from runner.supervision import Backoff
 from runner.jobs.document import DocumentJobRunner
+from runner.jobs.report import ReportJobRunner
 from runner.documents.fetch import FetchPolicy
 from runner.documents.policy import DigestConfig, DigestPolicy
 from runner.documents.summarize import OfflineSummarizer, Summarizer
@@ -36,6 +37,7 @@ from server.settings import Settings
 
 if TYPE_CHECKING:
     from runner.llm.config import LLMConfig
+    from runner.llm.toolcall import ModelCall
 
 logger = logging.getLogger(__name__)
 
@@ -166,24 +168,52 @@ def fetch_policy(settings: Settings) -> FetchPolicy:
     return FetchPolicy(allow_loopback=allow, allow_private=allow)
 
 
+Call = TypeVar("Call", bound="ModelCall")
+
+
+def reduce_model_call(settings: Settings, kind: type[Call]) -> Call:
+    """Tool calls of `kind` to the reduce model, over the process's client of the endpoint and
+    its circuit breaker (both per endpoint, so a failing endpoint opens the breaker for the chat
+    extractor, the document summarizer and the report writer alike)."""
+    from runner.llm.breaker import config_breaker
+    from runner.llm.client import ResilientCaller, shared_client
+
+    config = llm_config(settings)
+    caller = ResilientCaller(shared_client(config), config, config_breaker(config))
+    return kind(
+        caller, config.reduce_model, max_tokens_param=config.max_tokens_param,
+        temperature=config.temperature,
+    )  # fmt: skip
+
+
 def summarizer_factory(settings: Settings) -> Callable[[], Summarizer]:
     """Document summarizers of the configured extractor: offline (extractive) or the LLM behind
     the same client, retries, circuit breaker and tool-call path as the chat extractor (client
     and breaker are per endpoint, so a failing endpoint opens the breaker for both)."""
     if settings.extractor_name == "offline":
         return OfflineSummarizer
-    from runner.documents.llm_summary import LLMSummarizer, resilient_tool_call
-    from runner.llm.breaker import config_breaker
-    from runner.llm.client import ResilientCaller, shared_client
+    from runner.documents.llm_summary import LLMSummarizer, SummaryCall
 
-    config = llm_config(settings)
-    caller = ResilientCaller(shared_client(config), config, config_breaker(config))
-    call = resilient_tool_call(
-        caller, config.reduce_model, max_tokens_param=config.max_tokens_param,
-        temperature=config.temperature,
-    )  # fmt: skip
-    summarizer = LLMSummarizer(call, config.reduce_model)
+    call = reduce_model_call(settings, SummaryCall)
+    summarizer = LLMSummarizer(call, call.model)
     return lambda: summarizer  # stateless between calls: one instance serves every job
+
+
+def report_runner(settings: Settings) -> ReportJobRunner:
+    """The report job runner: with the LLM writer when the extractor is the LLM (the reduce
+    model, behind the same client, retries, circuit breaker and tool-call path as the chat
+    extractor), else with the offline extractive writer."""
+    runner = ReportJobRunner(
+        min_overlap=settings.digestd_min_claim_overlap,
+        max_messages=settings.digestd_max_window_messages,
+    )
+    if settings.extractor_name == "offline":
+        return runner
+    from runner.reports.llm_writer import LLMReportWriter, ReportCall
+
+    call = reduce_model_call(settings, ReportCall)
+    runner.llm_writer = LLMReportWriter(call, min_overlap=settings.digestd_min_claim_overlap)
+    return runner
 
 
 class Runtime:
@@ -195,6 +225,7 @@ class Runtime:
         self._pool: asyncpg.Pool | None = None
         self._extractor_factory: Callable[[], Extractor] | None = None
         self._documents: DocumentJobRunner | None = None
+        self._reports: ReportJobRunner | None = None
         # Set when the process is asked to stop (SIGTERM/SIGINT): workers stop claiming,
         # checkpoint and release their job.
         self.stopping = asyncio.Event()
@@ -279,10 +310,12 @@ class Runtime:
                 archive_dir=self.settings.digestd_archive_dir,
                 archive_retention_days=self.settings.digestd_archive_retention_days,
             )
+        if self._reports is None:
+            self._reports = report_runner(self.settings)
         assert self.database_url is not None
         return Worker(
             self.pool, self.database_url, self.worker_config(), self._extractor_factory,
-            self._documents,
+            self._documents, self._reports,
         )  # fmt: skip
 
     async def run_until_done(self, job_id: int, run_worker: bool) -> DigestJob:

@@ -93,7 +93,8 @@ class Settings(BaseSettings):
     )
     digest_map_model: str = Field(default="gpt-4o-mini", description="Model of the map step.")
     digest_reduce_model: str = Field(
-        default="gpt-4o-mini", description="Model of the reduce step."
+        default="gpt-4o-mini",
+        description="Model of the reduce step, the document summarizer and the report writer.",
     )
     digest_llm_extra_headers: str | None = Field(
         default=None, description="JSON object of extra HTTP headers sent with every LLM call."
@@ -122,7 +123,10 @@ class Settings(BaseSettings):
     digest_reduce_context_tokens: int | None = Field(
         default=None,
         ge=512,
-        description="Context window of the reduce model; unset = known or learned.",
+        description=(
+            "Context window of the reduce model (also the report writer's budget); unset = "
+            "known or learned."
+        ),
     )
     digest_reduce_output_tokens: int | None = Field(
         default=None,

@@ -108,6 +108,10 @@ def test_section_from_files(tmp_path: Path) -> None:
     records = [dict(zip(section.columns, row, strict=True)) for row in section.rows]
     assert [r["meeting"] for r in records] == ["m1", "overall"]
     assert records[-1]["recall"] == 0.5 and records[-1]["support"] == 1.0
+    # The fake model copies the sources it is shown: its sentences are supported, none re-asked,
+    # and it cites the charger turns (1 and 5) like the extractive report.
+    assert records[-1]["fake support"] == 1.0 and records[-1]["fake re-asked"] == 0
+    assert records[-1]["fake recall"] == 0.5 and records[-1]["fake precision"] == 0.5
 
 
 def test_real_meetings() -> None:
@@ -118,5 +122,8 @@ def test_real_meetings() -> None:
     assert sum(s.cited for s in scores) > 0
     # Extractive sentences quote their source: every proposed sentence is supported.
     assert all(s.proposed == s.supported for s in scores)
+    # The fake model's reports go through the LLM writer: cited, supported, nothing re-asked.
+    assert sum(s.fake_cited for s in scores) > 0
+    assert all(s.fake_proposed == s.fake_supported > 0 and s.fake_re_asked == 0 for s in scores)
     section = evaluate_reports(data_dir)
     assert section.rows[-1][0] == "overall" and section.rows[-1][1] == len(scores)

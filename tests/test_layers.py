@@ -137,6 +137,7 @@ DOES_IO = {
     "runner/documents/fetch.py": "the hardened HTTP fetch of a document URL (httpx, socket)",
     "runner/documents/ingest.py": "ingest_url fetches through fetch.py",
     "runner/documents/llm_summary.py": "the document summarizer that calls the LLM (openai)",
+    "runner/reports/llm_writer.py": "the report writer that calls the LLM (openai)",
 }
 PURE_CORE = sorted(
     {path for pattern in PURE_CORE_GLOBS for path in ROOT.glob(pattern)}

@@ -1,4 +1,4 @@
-"""Reports across channels and documents (db/migrations/0005_reports.sql)."""
+"""Reports across channels and documents (db/migrations/0005_reports.sql, 0007_report_fidelity.sql)."""
 
 from datetime import datetime
 from typing import Any
@@ -22,6 +22,7 @@ class Report(SQLModel, table=True):
     markdown: str
     audit: dict[str, Any] = jsonb()
     writer: str
+    fidelity: dict[str, Any] = jsonb()
     created_at: datetime = timestamptz()
 
 

@@ -36,10 +36,9 @@ from runner.documents.summarize import (
     SummaryResult,
     fit_text,
 )
-from runner.llm.budget import RequestBudget, endpoint_budget
 from runner.llm.client import ResilientCaller
 from runner.llm.prompts import DOC_SUMMARY_PROMPT, load_prompt
-from runner.llm.toolcall import MalformedOutput, RequestTooLarge, ToolCaller, is_function_call
+from runner.llm.toolcall import MalformedOutput, ModelCall, RequestTooLarge, is_function_call
 from runner.claim_support import support_share
 from runner.vocabulary import ExtractionUsage, PipelineWarning
 
@@ -189,54 +188,24 @@ class LLMSummarizer:
 
 
 @dataclass
-class SummaryCall:
+class SummaryCall(ModelCall):
     """Forced `emit_document_digest` calls to `model` through the chat extractor's tool-call
-    path. The input budget is the model's, as the chat extractor sizes it (settings, what the
-    endpoint taught, the table), computed per call so a learned limit applies at once."""
+    path (`runner.llm.toolcall.ModelCall`), on the reduce model's budget."""
 
-    caller: ResilientCaller
-    model: str
     max_output_tokens: int = _MAX_OUTPUT_TOKENS
-    max_tokens_param: str = "max_tokens"
-    temperature: float | None = 0.0
-
-    def budget(self) -> RequestBudget:
-        config = self.caller.config
-        # The summarizer runs on the reduce model: its context setting applies. The output stays
-        # the summarizer's own (a summary and ten key points), not DIGEST_REDUCE_OUTPUT_TOKENS.
-        context = config.reduce_context_tokens if self.model == config.reduce_model else None
-        return endpoint_budget(
-            config, self.model,
-            wanted_output_tokens=self.max_output_tokens, context_tokens=context, output_tokens=None,
-        )  # fmt: skip
-
-    def _tools(self, usage: ExtractionUsage) -> ToolCaller:
-        return ToolCaller(
-            self.caller, usage,
-            temperature=self.temperature, max_tokens_param=self.max_tokens_param,
-        )  # fmt: skip
 
     async def summary(
         self, messages: list[dict[str, Any]], usage: ExtractionUsage
     ) -> DocumentSummary:
         """The validated summary, with one re-ask on bad output; usage added to `usage`.
         Raises MalformedOutput, RequestTooLarge, LLMCallError or CircuitOpen."""
-        budget = self.budget()
-        return await self._tools(usage).call(
-            model=self.model,
-            messages=messages,
-            tool_name=DOCUMENT_DIGEST_TOOL,
-            model_type=DocumentSummary,
-            max_output_tokens=budget.max_output_tokens,
-            input_budget=budget.input_tokens,
-            tool=document_tool_schema(),
-        )
+        return await self.call_tool(messages, usage, document_tool_schema(), DocumentSummary)
 
     async def __call__(self, messages: list[dict[str, Any]], tool: dict[str, Any]) -> str:
         """One forced call of `tool` without validation or re-ask: the raw arguments of its
         call ("" when there is none). Raises RequestTooLarge, LLMCallError or CircuitOpen."""
         budget = self.budget()
-        tools = self._tools(ExtractionUsage())
+        tools = self.tools(ExtractionUsage())
         checked = tools.preflight(messages, [tool], budget.input_tokens)
         if not checked.fits:
             raise RequestTooLarge(

@@ -1,6 +1,6 @@
-"""The report job: answer a question from chosen channels and documents with an offline,
-extractive report whose every sentence cites `S1..Sn` sources, served from the report cache when
-nothing it reads has changed.
+"""The report job: answer a question from chosen channels and documents with a report whose
+every sentence cites `S1..Sn` sources, served from the report cache when nothing it reads has
+changed.
 
 The steps:
 1. read the request (options: question, channel_ids, document_ids, since, until), each channel's
@@ -9,11 +9,18 @@ The steps:
    open questions, topic summaries, synthesized knowledge: evidence that cites the messages they
    rest on) and each document; a source that no longer exists FAILS the job (`source_gone`);
 2. compute the cache key (`runner.reports.records.report_cache_key`: the question, the exact
-   message revisions, digests and document texts read, the settings, the writer's version); a stored
-   report with that key ends the job at once, with no evidence gathered and nothing written;
-3. otherwise gather and rank the evidence, write the extractive report, and run the citation
-   audit (`runner.reports.audit.accept_sentences`): what fails is dropped, never stored as cited;
+   message revisions, digests and document texts read, the settings, the writer: the offline
+   extractor's version, or the LLM writer's model and prompt version); a stored report with
+   that key ends the job at once, with no evidence gathered, no model called, nothing written;
+3. otherwise gather and rank the evidence and write the report: with the LLM writer when the
+   worker has one (`runner.reports.llm_writer`: evidence fitted to the model's budget, one
+   re-ask with the audit's errors), else the offline extractive writer; the citation audit
+   (`runner.reports.audit.accept_sentences`) drops what fails, never stored as cited;
 4. the report row and the job's end commit in one transaction (a lost lease rolls both back).
+A failing model (call errors after retries, an open circuit breaker, unusable output twice, a
+request too large for it) does not fail the job: it ends PARTIAL with the offline extractive
+report, stored under the extractive writer's cache key (so a later run asks the model again)
+and an `llm_writer_failed` warning.
 Nothing here logs message or document text: only ids, counts and codes.
 """
 
@@ -21,7 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -30,14 +37,26 @@ from db import documents as document_queries
 from db import jobs as job_queries
 from db import reports as report_queries
 from db.jobs import JobStatus
+from db.reports import EMPTY_FIDELITY
 from db.models import DigestJob
 from runner.claim_support import DEFAULT_MIN_OVERLAP
 from runner.jobs.base import JobContext, finish
 from runner.jobs.outcomes import Cancelled, FailNow, Finished, Outcome, Stored
 from runner.documents.canonical import CanonicalDocument
-from runner.reports.audit import ReportAudit
-from runner.reports.evidence import ChannelMessage, DigestClaim, DocumentText
-from runner.reports.extractive import EXTRACTOR_VERSION, run_extractive_report
+from runner.llm.breaker import CircuitOpen
+from runner.llm.client import LLMCallError
+from runner.llm.toolcall import MalformedOutput, RequestTooLarge
+from runner.reports.audit import ReportAudit, accept_sentences
+from runner.reports.evidence import (
+    ChannelMessage,
+    DigestClaim,
+    DocumentText,
+    RankedEvidence,
+    gather_evidence,
+    rank_evidence,
+)
+from runner.reports.extractive import EXTRACTOR_VERSION, write_extractive_report
+from runner.reports.llm_writer import LLMReportWriter
 from runner.reports.records import report_cache_key, report_json
 from runner.reports.report import Report, report_markdown
 
@@ -46,33 +65,54 @@ logger = logging.getLogger(__name__)
 DEFAULT_MAX_MESSAGES = 20_000
 
 
+_MODEL_FAILURES = (LLMCallError, CircuitOpen, MalformedOutput, RequestTooLarge)
+
+
 @dataclass(frozen=True)
 class ReportInputs:
     channels: list[list[ChannelMessage]]
     claims: list[list[DigestClaim]]  # of each channel's digests whose window overlaps the range
     documents: list[DocumentText]
+    revisions: list[tuple[int, list[tuple[int, int]]]]
+    digests: list[tuple[int, list[int]]]  # (channel, [digest id]) whose claims were read
+
+
+@dataclass
+class Written:
+    """A written, audited report and what goes with it into the row and the job."""
+
+    report: Report
+    audit: ReportAudit
+    writer: str
     cache_key: str
+    status: JobStatus = JobStatus.SUCCEEDED
+    fidelity: dict[str, Any] = field(default_factory=lambda: dict(EMPTY_FIDELITY))
+    warnings: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
 class ReportJobRunner:
-    """Runs report jobs with the claims' overlap minimum and a per-channel message cap."""
+    """Runs report jobs with the claims' overlap minimum, a per-channel message cap and, when
+    the worker has a model, the LLM writer (else the offline extractive writer)."""
 
     min_overlap: float = DEFAULT_MIN_OVERLAP
     max_messages: int = DEFAULT_MAX_MESSAGES
+    llm_writer: LLMReportWriter | None = None
 
     async def run(self, job: DigestJob, context: JobContext) -> Outcome:
         options = job.options or {}
         question = str(options.get("question", ""))
         inputs = await self._read(job, context)
         stats = context.stats
+        writer = self.llm_writer.version if self.llm_writer else EXTRACTOR_VERSION
+        cache_key = self._cache_key(question, inputs, writer)
         stats.update({
             "channels": len(inputs.channels), "documents": len(inputs.documents),
-            "messages": sum(len(messages) for messages in inputs.channels),
+            "messages": sum(len(messages) for messages in inputs.channels), "writer": writer,
             "digest_claims": sum(len(claims) for claims in inputs.claims),
         })  # fmt: skip
         async with context.pool.acquire() as connection:
-            cached = await report_queries.cached_report_id(connection, inputs.cache_key)
+            cached = await report_queries.cached_report_id(connection, cache_key)
         if cached is not None:
             stats["cache_hit"] = True
             logger.info("report.cache_hit job_id=%s report_id=%s", job.id, cached)
@@ -86,13 +126,70 @@ class ReportJobRunner:
             await job_queries.update_progress(
                 connection, job.id, context.worker_id, "reduce", 0, 1
             )
-        report, audit, evidence_units = await asyncio.to_thread(self._write, question, inputs)
-        stats.update({"evidence_units": evidence_units, **audit.as_json()})
+        units = await asyncio.to_thread(
+            gather_evidence, inputs.channels, inputs.documents, inputs.claims
+        )
+        ranked = await asyncio.to_thread(rank_evidence, question, units)
+        stats["evidence_units"] = len(units)
+        if self.llm_writer is not None:
+            written = await self._write_llm(job, question, ranked, inputs, cache_key, stats)
+        else:
+            written = await asyncio.to_thread(self._write_offline, question, ranked, cache_key)
+        stats.update(written.audit.as_json())
         stats.pop("problems", None)
         if context.should_stop():
             raise Cancelled()
-        await self._store(context, job, report, audit, inputs.cache_key)
-        return Stored(JobStatus.SUCCEEDED)
+        await self._store(context, job, written)
+        return Stored(written.status)
+
+    def _cache_key(self, question: str, inputs: ReportInputs, writer: str) -> str:
+        return report_cache_key(
+            question, inputs.revisions,
+            [(int(t.document_id), t.source_text_hash) for t in inputs.documents],
+            {"min_overlap": self.min_overlap, "max_messages": self.max_messages}, writer,
+            inputs.digests,
+        )  # fmt: skip
+
+    def _write_offline(
+        self, question: str, ranked: list[RankedEvidence], cache_key: str
+    ) -> Written:
+        """The extractive report (CPU-bound: run in a thread)."""
+        draft = write_extractive_report(question, ranked)
+        report, audit = accept_sentences(draft, self.min_overlap)
+        return Written(report, audit, EXTRACTOR_VERSION, cache_key)
+
+    async def _write_llm(
+        self, job: DigestJob, question: str, ranked: list[RankedEvidence],
+        inputs: ReportInputs, cache_key: str, stats: dict[str, Any],
+    ) -> Written:  # fmt: skip
+        """The LLM report, or the extractive one (PARTIAL, warned) when the model fails."""
+        assert self.llm_writer is not None
+        try:
+            run = await self.llm_writer.write(question, ranked)
+        except _MODEL_FAILURES as error:
+            logger.warning("report.llm_failed job_id=%s error=%s", job.id, type(error).__name__)
+            key = self._cache_key(question, inputs, EXTRACTOR_VERSION)
+            written = await asyncio.to_thread(self._write_offline, question, ranked, key)
+            written.status = JobStatus.PARTIAL
+            written.warnings.append({"code": "llm_writer_failed", "message": (
+                f"the report model failed ({type(error).__name__}: {str(error)[:200]}); the "
+                "offline extractive report was written instead"
+            )})  # fmt: skip
+            written.fidelity = {**written.fidelity, "warnings": list(written.warnings)}
+            return written
+        usage = run.usage
+        stats.update({
+            "llm_calls": usage.llm_calls, "prompt_tokens": usage.prompt_tokens,
+            "completion_tokens": usage.completion_tokens, "cached_tokens": usage.cached_tokens,
+            "evidence_given": len(run.fit.units), "evidence_tokens": run.fit.tokens,
+            "evidence_dropped": len(run.fit.dropped_content_ids),
+        })  # fmt: skip
+        warnings = [*run.fit.warnings, *run.warnings]
+        status = JobStatus.PARTIAL if run.warnings else JobStatus.SUCCEEDED
+        return Written(
+            run.report, run.audit, self.llm_writer.version, cache_key, status,
+            {**run.fit.as_json(), "warnings": warnings}, warnings,
+        )  # fmt: skip
 
     async def _read(self, job: DigestJob, context: JobContext) -> ReportInputs:
         options = job.options or {}
@@ -102,8 +199,8 @@ class ReportJobRunner:
         until = _time(options.get("until"))
         channels: list[list[ChannelMessage]] = []
         claims: list[list[DigestClaim]] = []
-        revisions: list[tuple[int, list[tuple[int, int]]]] = []
         digests: list[tuple[int, list[int]]] = []
+        revisions: list[tuple[int, list[tuple[int, int]]]] = []
         async with context.pool.acquire() as connection:
             found = await channel_queries.channels_by_ids(connection, channel_ids)
             known = {channel.id: channel for channel in found}
@@ -140,49 +237,38 @@ class ReportJobRunner:
                 str(row.id), document.title or f"document {row.id}", document.canonical_text,
                 document.source_text_hash, document.page_spans,
             ))  # fmt: skip
-        key = report_cache_key(
-            str(options.get("question", "")), revisions,
-            [(int(t.document_id), t.source_text_hash) for t in texts],
-            {"min_overlap": self.min_overlap, "max_messages": self.max_messages},
-            EXTRACTOR_VERSION, digests,
-        )  # fmt: skip
-        return ReportInputs(channels, claims, texts, key)
+        return ReportInputs(channels, claims, texts, revisions, digests)
 
-    def _write(self, question: str, inputs: ReportInputs) -> tuple[Report, ReportAudit, int]:
-        """CPU-bound (BM25 over every sentence): run in a thread."""
-        run = run_extractive_report(
-            question, inputs.channels, inputs.documents, self.min_overlap, inputs.claims
-        )
-        return run.report, run.audit, len(run.units)
-
-    async def _store(
-        self, context: JobContext, job: DigestJob, report: Report, audit: ReportAudit,
-        cache_key: str,
-    ) -> None:  # fmt: skip
+    async def _store(self, context: JobContext, job: DigestJob, written: Written) -> None:
         """The report row and the job's end state, in one transaction."""
+        report, audit = written.report, written.audit
         sections, sources = report_json(report)
         options = job.options or {}
         values: dict[str, Any] = {
             "question": report.question,
             "request": {k: options[k] for k in sorted(options) if k != "request_hash"},
-            "cache_key": cache_key,
+            "cache_key": written.cache_key,
             "title": report.title,
             "sections": sections,
             "sources": sources,
             "markdown": report_markdown(report),
             "audit": audit.as_json(),
-            "writer": EXTRACTOR_VERSION,
+            "writer": written.writer,
+            "fidelity": written.fidelity,
         }
         warnings = [
             {"code": f"sentence_dropped:{reason}", "message": f"{count} sentence(s) dropped"}
             for reason, count in sorted(audit.reasons.items())
         ]
+        warnings += [
+            {"code": w["code"], "message": w["message"]} for w in written.warnings
+        ]
         async with context.pool.acquire() as connection, connection.transaction():
             report_id = await report_queries.insert_report(connection, job.id, values)
-            end = Finished(JobStatus.SUCCEEDED, report_id=report_id, warnings=warnings)
+            end = Finished(written.status, report_id=report_id, warnings=warnings)
             await finish(connection, job.id, context.worker_id, end, context.stats)
-        logger.info("report.stored job_id=%s report_id=%s sentences=%s sources=%s",
-                    job.id, report_id, audit.kept, audit.sources)  # fmt: skip
+        logger.info("report.stored job_id=%s report_id=%s writer=%s sentences=%s sources=%s",
+                    job.id, report_id, written.writer, audit.kept, audit.sources)  # fmt: skip
 
 
 def _time(value: Any) -> datetime | None:

@@ -21,6 +21,7 @@ REDUCE_PROMPT_VERSION = "v2"
 MAP_PROMPT = "map"
 REDUCE_PROMPT = "reduce"
 DOC_SUMMARY_PROMPT = "doc_summary"  # the document summarizer (runner.documents.llm_summary)
+REPORT_PROMPT = "report"  # the report writer (runner.reports.llm_writer)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from openai.types.chat import ChatCompletion, ChatCompletionMessageFunctionToolC
 from pydantic import ValidationError
 
 from runner.contract import TOOL_MODELS, StrictModel, tool_schema
-from runner.llm.budget import Preflight, preflight
+from runner.llm.budget import Preflight, RequestBudget, endpoint_budget, preflight
 from runner.llm.client import ContextLimitExceeded, ResilientCaller
 from runner.tokens import count_tokens
 from runner.vocabulary import ExtractionUsage
@@ -265,4 +265,53 @@ class ToolCaller:
         raise MalformedOutput(f"unusable {tool_name} output: {summary}"[:1000])
 
 
-__all__ = ["MalformedOutput", "RequestTooLarge", "ToolCaller", "is_function_call", "judge_response"]
+@dataclass
+class ModelCall:
+    """Forced tool calls to one `model` through a ToolCaller over `caller` (retries, the
+    endpoint's breaker). The input budget is the model's, as the chat extractor sizes it
+    (settings, what the endpoint taught, the table), computed per call so a learned limit
+    applies at once. The document summarizer and the report writer are built on it."""
+
+    caller: ResilientCaller
+    model: str
+    max_output_tokens: int = 2048  # what one answer may take: each kind sets its own
+    max_tokens_param: str = "max_tokens"
+    temperature: float | None = 0.0
+
+    def budget(self) -> RequestBudget:
+        config = self.caller.config
+        # On the reduce model its context setting applies; the output stays the caller's own,
+        # not DIGEST_REDUCE_OUTPUT_TOKENS.
+        context = config.reduce_context_tokens if self.model == config.reduce_model else None
+        return endpoint_budget(
+            config, self.model,
+            wanted_output_tokens=self.max_output_tokens, context_tokens=context, output_tokens=None,
+        )  # fmt: skip
+
+    def tools(self, usage: ExtractionUsage) -> ToolCaller:
+        return ToolCaller(
+            self.caller, usage,
+            temperature=self.temperature, max_tokens_param=self.max_tokens_param,
+        )  # fmt: skip
+
+    async def call_tool(
+        self,
+        messages: list[dict[str, Any]],
+        usage: ExtractionUsage,
+        tool: dict[str, Any],
+        model_type: type[Model],
+    ) -> Model:
+        """`tool`'s arguments parsed as `model_type`, one re-ask on bad output; usage added to
+        `usage`. Raises MalformedOutput, RequestTooLarge, LLMCallError or CircuitOpen."""
+        budget = self.budget()
+        return await self.tools(usage).call(
+            model=self.model, messages=messages, tool_name=tool["function"]["name"],
+            model_type=model_type, max_output_tokens=budget.max_output_tokens,
+            input_budget=budget.input_tokens, tool=tool,
+        )  # fmt: skip
+
+
+__all__ = [
+    "MalformedOutput", "ModelCall", "RequestTooLarge", "ToolCaller", "is_function_call",
+    "judge_response",
+]  # fmt: skip

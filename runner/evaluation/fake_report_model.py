@@ -1,0 +1,117 @@
+"""A deterministic fake of an OpenAI-compatible model for the report writer, in-process behind
+the real `openai` client (an httpx MockTransport), for `digestd eval` and the tests.
+
+What the fake answers (`quoting_answer`): it reads the `<source id="E..">` elements of the
+request and writes the report out of them verbatim: the answer is the first `ANSWER` sources
+that are statements, a section "What the sources say" the next `BODY` statements, the open
+points the first `OPEN` sources that are questions, each sentence citing the one source it
+copies; the title is the question. So it is a faithful model: its figures measure the writer's
+plumbing (ids, budgets, audit), not a model's judgement.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from xml.sax.saxutils import unescape
+
+import httpx
+
+from runner.llm.breaker import CircuitBreaker
+from runner.llm.client import ResilientCaller, build_client
+from runner.llm.config import LLMConfig
+from runner.reports.llm_writer import REPORT_TOOL, LLMReportWriter, ReportCall
+
+ANSWER, BODY, OPEN = 2, 6, 2
+FAKE_MODEL = "fake-report-model"
+_SOURCE = re.compile(r"<source id=\"(E\d+)\"[^>]*>(.*?)</source>", re.DOTALL)
+_QUESTION = re.compile(r"^Question: (.*)$", re.MULTILINE)
+
+Responder = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def request_sources(body: dict[str, Any]) -> list[tuple[str, str]]:
+    """(id, text) of the sources the request shows, in order."""
+    user = next(m["content"] for m in body["messages"] if m["role"] == "user")
+    return [(identifier, unescape(text)) for identifier, text in _SOURCE.findall(user)]
+
+
+def request_question(body: dict[str, Any]) -> str:
+    user = next(m["content"] for m in body["messages"] if m["role"] == "user")
+    match = _QUESTION.search(user)
+    return match[1] if match else "Report"
+
+
+def quoting_answer(body: dict[str, Any]) -> dict[str, Any]:
+    """The `emit_report` arguments of a faithful model (see the module docstring)."""
+    sources = request_sources(body)
+    statements = [(i, t) for i, t in sources if not t.rstrip().endswith("?")]
+    questions = [(i, t) for i, t in sources if t.rstrip().endswith("?")]
+
+    def cited(pairs: list[tuple[str, str]]) -> list[dict[str, Any]]:
+        return [{"sentence": text[:600], "source_ids": [identifier]} for identifier, text in pairs]
+
+    body_sentences = cited(statements[ANSWER : ANSWER + BODY])
+    return {
+        "title": request_question(body).rstrip("?. ")[:160] or "Report",
+        "answer": cited(statements[:ANSWER]),
+        "sections": (
+            [{"heading": "What the sources say", "sentences": body_sentences}]
+            if body_sentences else []
+        ),  # fmt: skip
+        "open_points": cited(questions[:OPEN]),
+    }
+
+
+def tool_completion(arguments: dict[str, Any], tool: str = REPORT_TOOL) -> dict[str, Any]:
+    """A chat.completion body that calls `tool` with `arguments`."""
+    call = {"id": "call_1", "type": "function",
+            "function": {"name": tool, "arguments": json.dumps(arguments)}}  # fmt: skip
+    return {
+        "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": FAKE_MODEL,
+        "choices": [{"index": 0, "finish_reason": "tool_calls",
+                     "message": {"role": "assistant", "content": None, "tool_calls": [call]}}],
+        "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+    }  # fmt: skip
+
+
+@dataclass
+class FakeModel:
+    """The mocked transport's handler: records every request body, answers with `respond`'s
+    tool arguments (or an httpx.Response it returns as is)."""
+
+    respond: Callable[[dict[str, Any]], Any] = quoting_answer
+    requests: list[dict[str, Any]] = field(default_factory=list)
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        if request.method == "GET":  # limit discovery: not served by the fake
+            return httpx.Response(404, json={"error": {"message": "not found"}})
+        body = json.loads(request.content)
+        self.requests.append(body)
+        answer = self.respond(body)
+        if isinstance(answer, httpx.Response):
+            return answer
+        return httpx.Response(200, json=tool_completion(answer))
+
+
+def fake_config(**settings: Any) -> LLMConfig:
+    values: dict[str, Any] = {"base_url": "http://fake-model.test/v1", "api_key": "",
+                              "reduce_model": FAKE_MODEL, "max_retries": 0, **settings}  # fmt: skip
+    return LLMConfig(**values)
+
+
+def fake_report_writer(
+    model: FakeModel | None = None, *, min_overlap: float | None = None, **settings: Any
+) -> tuple[LLMReportWriter, FakeModel]:
+    """The production writer over the real `openai` client whose transport is `model`."""
+    model = model or FakeModel()
+    config = fake_config(**settings)
+    client = build_client(config, http_client=httpx.AsyncClient(transport=httpx.MockTransport(model)))
+    caller = ResilientCaller(client, config, CircuitBreaker("fake-report-model"))
+    call = ReportCall(caller, config.reduce_model)
+    if min_overlap is None:
+        return LLMReportWriter(call), model
+    return LLMReportWriter(call, min_overlap=min_overlap), model

@@ -1,0 +1,314 @@
+"""The LLM report writer: the model answers the question from numbered evidence through one
+forced tool call with structured citations, the citation audit checks every sentence, the model
+gets ONE re-ask with the concrete audit errors, and what still fails is dropped.
+
+- Evidence: the ranked units (`runner.reports.evidence`), fitted to the model's input budget
+  (`runner.reports.evidence_budget`), shown as `<source id="E1" ...>` in priority order. `E`
+  ids are the request's own: the report's `S1..Sn` are numbered afterwards by first appearance,
+  so a model never decides the numbering.
+- Answer: `emit_report` (`WrittenReport`, a Pydantic model whose JSON schema is the tool's):
+  a title, answer sentences, sections (heading + sentences) and open points, each sentence
+  {sentence, source_ids}. Citations are data, never markers parsed out of prose.
+- Audit: an id that is not one of the request's is `unknown_source`; a sentence without ids
+  `no_citation`; one whose content words its cited text does not hold `low_support`
+  (`runner.reports.audit.sentence_problem`). If any sentence fails, the model's answer and a
+  tool message listing each failing sentence (number, code, ids) go back once
+  (`audit.re_asked` = the sentences sent back); the corrected answer replaces the first one.
+  If the re-ask call itself fails, the first answer stands. Then `accept_sentences` drops what
+  still fails, with its reason: nothing unsupported is stored as cited.
+- The title is kept only when its words are in the question or the kept sentences; otherwise
+  it is the question (`extractive.report_title`).
+Model text is untrusted: it is never logged, only counts and codes are.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import Counter
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Annotated, Any
+from xml.sax.saxutils import escape, quoteattr
+
+from pydantic import Field
+
+from runner.claim_support import DEFAULT_MIN_OVERLAP, support_share
+from runner.contract import StrictModel, model_schema
+from runner.footnotes import FootnotedSentence, Section
+from runner.llm.budget import count_request_tokens
+from runner.llm.breaker import CircuitOpen
+from runner.llm.client import LLMCallError
+from runner.llm.prompts import REPORT_PROMPT, load_prompt
+from runner.llm.toolcall import MalformedOutput, ModelCall, RequestTooLarge
+from runner.reports.audit import ReportAudit, accept_sentences, sentence_problem
+from runner.reports.evidence import RankedEvidence
+from runner.reports.evidence_budget import DEFAULT_MAX_UNITS, EvidenceFit, FittedUnit, fit_evidence
+from runner.reports.extractive import report_title
+from runner.reports.report import ANSWER_HEADING, OPEN_POINTS_HEADING, Report, ReportSection
+from runner.reports.sources import MessageSource, ReportSource
+from runner.vocabulary import ExtractionUsage
+
+logger = logging.getLogger(__name__)
+
+REPORT_TOOL = "emit_report"
+# Part of the writer's name (so of the report cache key): bump with a new prompt file.
+REPORT_PROMPT_VERSION = "report-1"
+_PROMPT_FILE_VERSION = "v1"
+_MAX_OUTPUT_TOKENS = 3000
+# Room kept in the input budget for the re-ask: the echoed answer and the audit errors.
+_REASK_RESERVE_TOKENS = _MAX_OUTPUT_TOKENS + 600
+MAX_SENTENCE_CHARS = 600
+MAX_HEADING_CHARS = 120
+_SHOWN_SENTENCE_CHARS = 100  # of a failing sentence, in the re-ask (enough to recognise it)
+
+
+class CitedSentence(StrictModel):
+    sentence: str = Field(min_length=1, max_length=MAX_SENTENCE_CHARS)
+    source_ids: list[Annotated[str, Field(max_length=12)]] = Field(
+        max_length=8, description="Ids (E1, E2, ...) of the sources the sentence rests on."
+    )
+
+
+class WrittenSection(StrictModel):
+    heading: str = Field(min_length=1, max_length=MAX_HEADING_CHARS)
+    sentences: list[CitedSentence] = Field(max_length=12)
+
+
+class WrittenReport(StrictModel):
+    title: str = Field(min_length=1, max_length=160)
+    answer: list[CitedSentence] = Field(max_length=5)
+    sections: list[WrittenSection] = Field(default_factory=list, max_length=8)
+    open_points: list[CitedSentence] = Field(default_factory=list, max_length=6)
+
+    def sentences(self) -> list[CitedSentence]:
+        """Every sentence in reading order (the order the audit numbers them)."""
+        body = [s for section in self.sections for s in section.sentences]
+        return [*self.answer, *body, *self.open_points]
+
+
+@cache
+def _report_tool_json() -> str:
+    # Generated once (a schema takes milliseconds to build, and every request sends it), in the
+    # compact form the chat extractor's tools use (`runner.contract.model_schema`).
+    return json.dumps({
+        "type": "function",
+        "function": {
+            "name": REPORT_TOOL,
+            "description": "Report the answer to the question, every sentence citing sources.",
+            "parameters": model_schema(WrittenReport),
+        },
+    })  # fmt: skip
+
+
+def report_tool_schema() -> dict[str, Any]:
+    """The `emit_report` tool, a fresh copy for each caller."""
+    schema: dict[str, Any] = json.loads(_report_tool_json())
+    return schema
+
+
+def evidence_id(index: int) -> str:
+    return f"E{index + 1}"
+
+
+def _attributes(unit: FittedUnit) -> str:
+    source = unit.evidence.source
+    # A digest's claim (a decision, an open question, ...) says which kind it is.
+    kind = "" if unit.evidence.kind == "sentence" else f" kind={quoteattr(unit.evidence.kind)}"
+    if isinstance(source, MessageSource):
+        return (f"channel={quoteattr(source.channel)} author={quoteattr(source.author)} "
+                f"time={quoteattr(source.ts.isoformat())}{kind}")  # fmt: skip
+    return f"document={quoteattr(source.title)} locator={quoteattr(source.locator)}{kind}"
+
+
+def build_messages(question: str, units: list[FittedUnit]) -> list[dict[str, Any]]:
+    sources = "\n".join(
+        f"<source id={quoteattr(evidence_id(i))} {_attributes(u)}>{escape(u.text)}</source>"
+        for i, u in enumerate(units)
+    )
+    user = f"Question: {' '.join(question.split())}\n\n<sources>\n{sources}\n</sources>"
+    system = load_prompt(REPORT_PROMPT, _PROMPT_FILE_VERSION).text
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+@dataclass(frozen=True)
+class SentenceFailure:
+    index: int  # in reading order, from 1 as the re-ask names it
+    code: str  # unknown_source, no_citation, low_support
+    ids: tuple[str, ...]
+
+
+# A request's `E` id → what a sentence citing it cites (a digest claim: every message it rests on).
+SourceMap = dict[str, tuple[ReportSource, ...]]
+
+
+def cited_sources(ids: list[str], sources: SourceMap) -> tuple[ReportSource, ...]:
+    """The sources of known `ids`, each once, in order."""
+    return tuple(dict.fromkeys(s for i in dict.fromkeys(ids) for s in sources[i]))
+
+
+def sentence_failures(
+    written: WrittenReport, sources: SourceMap, min_overlap: float
+) -> list[SentenceFailure]:
+    """The audit's per-sentence problems of an answer, against the request's `E` ids."""
+    failures = []
+    for index, sentence in enumerate(written.sentences(), start=1):
+        unknown = tuple(i for i in sentence.source_ids if i not in sources)
+        if unknown:
+            failures.append(SentenceFailure(index, "unknown_source", unknown))
+            continue
+        reason = sentence_problem(
+            sentence.sentence, cited_sources(sentence.source_ids, sources), min_overlap
+        )
+        if reason is not None:
+            failures.append(SentenceFailure(index, reason, tuple(sentence.source_ids)))
+    return failures
+
+
+_EXPLAIN = {
+    "unknown_source": "cites ids that are not among the sources",
+    "no_citation": "cites no source",
+    "low_support": "is not supported by the sources it cites (its content words are not there)",
+}
+
+
+def reask_text(written: WrittenReport, failures: list[SentenceFailure]) -> str:
+    """The tool message of the re-ask: each failing sentence, its code and ids, and the fix."""
+    sentences = written.sentences()
+    lines = []
+    for failure in failures:
+        shown = " ".join(sentences[failure.index - 1].sentence.split())
+        if len(shown) > _SHOWN_SENTENCE_CHARS:
+            shown = shown[:_SHOWN_SENTENCE_CHARS] + "…"
+        ids = ", ".join(failure.ids) or "none"
+        lines.append(f"- sentence {failure.index} ({shown!r}): {failure.code}, ids: {ids}; it "
+                     f"{_EXPLAIN[failure.code]}")  # fmt: skip
+    return (
+        "Citation audit errors:\n" + "\n".join(lines) + "\n"
+        f"Call `{REPORT_TOOL}` again with the whole corrected report: cite only ids of the "
+        "sources, make each sentence say what its cited sources say, and leave out sentences "
+        "no source supports. Sentences without errors may stay as they are."
+    )
+
+
+def to_report(
+    question: str, written: WrittenReport, sources: SourceMap
+) -> tuple[Report, Counter[str]]:
+    """The draft report of an answer and the sentences left out for unknown ids (they cannot
+    be represented as cited: their ids resolve to nothing)."""
+    unknown: Counter[str] = Counter()
+
+    def kept(sentences: list[CitedSentence]) -> tuple[FootnotedSentence[ReportSource], ...]:
+        out = []
+        for cited in sentences:
+            if any(i not in sources for i in cited.source_ids):
+                unknown["unknown_source"] += 1
+            else:
+                text = " ".join(cited.sentence.split())
+                out.append(FootnotedSentence(text, cited_sources(cited.source_ids, sources)))
+        return tuple(out)
+
+    sections: list[ReportSection] = [Section(ANSWER_HEADING, kept(written.answer))]
+    for section in written.sections:
+        heading = " ".join(section.heading.split())[:MAX_HEADING_CHARS]
+        sections.append(Section(heading, kept(section.sentences)))
+    sections.append(Section(OPEN_POINTS_HEADING, kept(written.open_points), bullets=True))
+    return Report(question, " ".join(written.title.split()), tuple(sections)), unknown
+
+
+def checked_title(report: Report, min_overlap: float) -> str:
+    """The model's title when its words are in the question or the kept sentences."""
+    grounds = [report.question, *(s.sentence for s in report.sentences())]
+    share = support_share(report.title, grounds)
+    if share is None or share < min_overlap:
+        return report_title(report.question)
+    return report.title
+
+
+@dataclass
+class LLMReportRun:
+    """One LLM report: the evidence fitting, the final answer as a draft, the audited report."""
+
+    fit: EvidenceFit
+    draft: Report
+    report: Report
+    audit: ReportAudit
+    usage: ExtractionUsage
+    warnings: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class ReportCall(ModelCall):
+    """Forced `emit_report` calls to `model` through the tool-call path of the chat extractor
+    (`runner.llm.toolcall.ModelCall`: preflight, one re-ask on malformed output, usage)."""
+
+    max_output_tokens: int = _MAX_OUTPUT_TOKENS
+
+    async def __call__(
+        self, messages: list[dict[str, Any]], usage: ExtractionUsage
+    ) -> WrittenReport:
+        """Raises MalformedOutput, RequestTooLarge, LLMCallError or CircuitOpen."""
+        return await self.call_tool(messages, usage, report_tool_schema(), WrittenReport)
+
+
+class LLMReportWriter:
+    """Writes a report with the model behind `call` (see the module docstring)."""
+
+    def __init__(
+        self,
+        call: ReportCall,
+        *,
+        min_overlap: float = DEFAULT_MIN_OVERLAP,
+        max_units: int = DEFAULT_MAX_UNITS,
+    ) -> None:
+        self.call = call
+        self.min_overlap = min_overlap
+        self.max_units = max_units
+
+    @property
+    def version(self) -> str:
+        """What the report is a function of besides its inputs: part of the cache key."""
+        return f"llm:{self.call.model}:{REPORT_PROMPT_VERSION}:{self.max_units}"
+
+    def evidence_budget(self, question: str) -> int:
+        """The model's input budget less the request without evidence and the re-ask's room."""
+        static, _ = count_request_tokens(build_messages(question, []), [report_tool_schema()])
+        return self.call.budget().input_tokens - static - _REASK_RESERVE_TOKENS
+
+    async def write(self, question: str, ranked: list[RankedEvidence]) -> LLMReportRun:
+        """Raises (from the first call only) MalformedOutput, RequestTooLarge, LLMCallError or
+        CircuitOpen; a failing re-ask keeps the first answer with a `re_ask_failed` warning."""
+        fit = fit_evidence(ranked, self.evidence_budget(question), max_units=self.max_units)
+        sources = {evidence_id(i): u.evidence.sources for i, u in enumerate(fit.units)}
+        messages = build_messages(question, fit.units)
+        usage = ExtractionUsage()
+        written = await self.call(messages, usage)
+        failures = sentence_failures(written, sources, self.min_overlap)
+        run_warnings: list[dict[str, Any]] = []
+        re_asked = len(failures)
+        if failures:
+            logger.info("report.re_ask sentences=%d codes=%s", len(failures),
+                        ",".join(sorted({f.code for f in failures})))  # fmt: skip
+            followup: list[dict[str, Any]] = [
+                {"role": "assistant", "content": None, "tool_calls": [{
+                    "id": "call_report", "type": "function",
+                    "function": {"name": REPORT_TOOL, "arguments": written.model_dump_json()},
+                }]},
+                {"role": "tool", "tool_call_id": "call_report",
+                 "content": reask_text(written, failures)},
+            ]  # fmt: skip
+            try:
+                written = await self.call([*messages, *followup], usage)
+            except (MalformedOutput, RequestTooLarge, LLMCallError, CircuitOpen) as error:
+                logger.warning("report.re_ask_failed error=%s", type(error).__name__)
+                run_warnings.append({"code": "re_ask_failed", "message": (
+                    f"the re-ask failed ({type(error).__name__}); the first answer was audited"
+                )})  # fmt: skip
+        draft, unknown = to_report(question, written, sources)
+        report, audit = accept_sentences(draft, self.min_overlap)
+        audit.proposed += sum(unknown.values())
+        audit.reasons.update(unknown)
+        audit.re_asked = re_asked
+        report = Report(report.question, checked_title(report, self.min_overlap), report.sections)
+        return LLMReportRun(fit, draft, report, audit, usage, run_warnings)
+
