@@ -7,6 +7,7 @@ position, in the cited revision even after the message was edited)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +16,12 @@ import httpx
 import pytest
 from playwright.async_api import Locator, Page, expect
 
+from runner.citations import sentence_spans
+from runner.normalize import normalize_text
 from server.app import AppOptions, create_app
 from server.settings import Settings
 from tests.conftest import running_server
+from tests.db_helpers import row_id
 from tests.console_helpers import INGEST, messages_by_id, run_queued_jobs, seed_channel, tab_to, trigger_digest
 from tests.test_api_flow import gql, sample_messages
 from tests.test_browser import browser
@@ -68,6 +72,34 @@ async def assert_marked_exactly(page: Page, citation: dict[str, Any], revision_t
     assert await context.locator("article.message").count() >= 2
 
 
+async def cite_a_message_again(db: asyncpg.Pool, digest_id: int) -> None:
+    """Add a highlight that cites a message the overview already cites, by another of its
+    sentences: a source cited twice with different words, which the console must show with
+    each sentence's own span (the offline digest of the sample need not contain one)."""
+    async with db.acquire() as connection:
+        row = await connection.fetchrow(
+            "SELECT overview_sentences, highlight_sentences FROM digests WHERE id = $1", digest_id
+        )
+        assert row is not None
+        texts = {m["id"]: normalize_text(m["text"]) for m in sample_messages()}
+        stored = row["overview_sentences"]  # the pool decodes jsonb
+        for sentence in stored if isinstance(stored, list) else json.loads(stored):
+            for citation in sentence["citations"]:
+                text = texts[citation["external_id"]]
+                others = [(a, b) for a, b in sentence_spans(text)
+                          if (a, b) != (citation["char_start"], citation["char_end"])]  # fmt: skip
+                if others:
+                    start, end = others[-1]
+                    again = {**citation, "char_start": start, "char_end": end}
+                    added = [{"sentence": text[start:end], "citations": [again]}]
+                    await connection.execute(
+                        "UPDATE digests SET highlight_sentences = highlight_sentences || $2::jsonb "
+                        "WHERE id = $1", digest_id, added,
+                    )  # fmt: skip
+                    return
+    raise AssertionError("no overview citation of a message with two sentences")
+
+
 async def test_footnotes_show_each_cited_message_with_exactly_the_cited_characters_marked(
     db: asyncpg.Pool, settings: Settings, watched: Watched
 ) -> None:
@@ -78,6 +110,7 @@ async def test_footnotes_show_each_cited_message_with_exactly_the_cited_characte
         await run_queued_jobs(settings)
         job = (await gql(http, "query($id: ID!) { job(id: $id) { status digestId } }", {"id": job_id}))["job"]
         assert job["status"] == "SUCCEEDED", job
+        await cite_a_message_again(db, row_id(job["digestId"]))
         digest = (await gql(http, PROSE, {"id": job["digestId"]}))["digest"]
         overview, highlights = digest["overviewSentences"], digest["highlightSentences"]
         citations = [c for s in overview + highlights for c in s["citations"]]
@@ -87,7 +120,8 @@ async def test_footnotes_show_each_cited_message_with_exactly_the_cited_characte
         # The test needs a source cited twice with different words (the marker shows the
         # sentence's own span, the footnote list the first) and one cited past its start.
         again = next(c for c in citations if c["quote"] != first_quote[c["footnote"]])
-        inside = next(c for c in reversed(citations) if c["charStart"] > 0)
+        inside = next(c for c in reversed(citations)
+                      if c["charStart"] > 0 and c["messageId"] != again["messageId"])
         before_edit = await messages_by_id(http, channel_id, None)
         cited_text = before_edit[inside["messageId"]]["normalizedText"]
         assert before_edit[inside["messageId"]]["revision"] == inside["revision"]

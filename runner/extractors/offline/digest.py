@@ -223,9 +223,13 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
-def _title(channel: str, topics: list, decisions: list[Decision]) -> str:  # type: ignore[type-arg]
+def _title(channel: str, topics: list, decisions: list[Decision], threaded: bool = False) -> str:  # type: ignore[type-arg]
     # The channel's own name says nothing in its title ("ubuntu: ubuntu, ...").
     topics = [t for t in topics if t.title.casefold() != channel.casefold()]
+    if topics and threaded:
+        # Conversation titles are sentences: the largest one, and how many more there were.
+        more = f" (and {len(topics) - 1} more conversations)" if len(topics) > 1 else ""
+        return truncate_words(f"{channel}: {topics[0].title}", 120 - len(more)) + more
     if topics:
         names = [t.title for t in topics[:3]]
         subject = ", ".join(names[:-1]) + f" and {names[-1]}" if len(names) > 1 else names[0]
@@ -361,7 +365,7 @@ def build_digest(
     notes.append("Rule-based offline extraction; small talk is left out of the item lists.")
     notable = list(dict.fromkeys([c.view.message_id for c in central] + cited))[:20]
     return Digest(
-        title=_title(channel, topics, decisions),
+        title=_title(channel, topics, decisions, threaded),
         overview=overview,
         highlights=writer.highlights(decisions, actions, questions, knowledge),
         coverage=Coverage(

@@ -81,7 +81,7 @@ class ProseWriter:
         the first answer in it, quoted; each cites its own message."""
         asked = truncate_words(strip_address(squash(opening.normalized_text), self.participants),
                                _EXCHANGE_CHARS)  # fmt: skip
-        verb = "asked" if asked.rstrip().endswith("?") else "wrote"
+        verb = "asked" if "?" in asked else "wrote"
         sentences = [self.cite([f"{opening.author} {verb}: {asked}", asked],
                                [opening.message_id])]  # fmt: skip
         if answer is not None:
