@@ -170,7 +170,7 @@ class Report(relay.Node):
     sources: list[ReportSource]
     audit: ReportAudit
     writer: str = strawberry.field(
-        description='Who wrote it: "extractive-2" (offline) or "llm:MODEL:PROMPT_VERSION:MAX_UNITS".'
+        description='Who wrote it: "extractive-4" (offline) or "llm:MODEL:PROMPT_VERSION:MAX_UNITS".'
     )
     fidelity: list[ReportFidelityRecord] = strawberry.field(
         description="How the evidence was fitted to the writer model's budget (empty offline)."

@@ -221,3 +221,13 @@ def test_digest_claims_are_evidence_that_cites_the_messages_they_rest_on() -> No
     assert cited and cited[0].sources == claim.sources
     checked, audit = accept_sentences(report)
     assert claim.text in [s.sentence for s in checked.sentences()] and not audit.problems
+
+
+def test_a_link_with_a_footnote_number_is_no_evidence() -> None:
+    messages = [
+        ChannelMessage("ops", "1", 1, "ann", T0, "1 https://example.org/database-migration-rollback-approvals"),
+        ChannelMessage("ops", "2", 1, "bob", T0, "Rollbacks of the database migration need approval, "
+                       "see https://example.org/runbook for the steps."),
+    ]  # fmt: skip
+    units = gather_evidence([messages], [])
+    assert [u.source.message_id for u in units if isinstance(u.source, MessageSource)] == ["2"]

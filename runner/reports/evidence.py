@@ -6,7 +6,7 @@ into its sentences (`runner.citations.sentence_spans`, never across a line), a d
 evidence chunks (`runner.documents.evidence_chunks`, never across a page) and each chunk into
 the sentences the document path quotes (`runner.documents.prose.sentence_spans`, across wrapped
 lines). A unit with fewer than `MIN_CONTENT_WORDS` content words ("ok, thanks") says too little
-to be quoted on its own, and one opening with a bracket is an aside or the tail of a sentence cut
+to be quoted on its own (a link's words do not count), and one opening with a bracket is an aside or the tail of a sentence cut
 at an abbreviation ("Lowe et al. (2015) showed"); one longer than `MAX_UNIT_CHARS` is cut at a
 word boundary, so a footnote stays readable and still quotes exact characters.
 
@@ -50,6 +50,7 @@ QUESTION_WORDS = frozenset(
     "anyone anybody".split()
 )
 MAX_UNIT_CHARS = 320
+_URL = re.compile(r"\w+://\S+|www\.\S+")
 
 
 @dataclass(frozen=True)
@@ -124,7 +125,9 @@ class RankedEvidence:
 
 def _quotable(text: str, start: int, end: int) -> tuple[int, int] | None:
     start, end = cut_span(text, start, end, MAX_UNIT_CHARS)
-    if len(content_tokens(text[start:end])) < MIN_CONTENT_WORDS:
+    # A link's words are no statement ("1 https://example.org/irc-disentanglement", a PDF's
+    # footnote): only the words around it count.
+    if len(content_tokens(_URL.sub(" ", text[start:end]))) < MIN_CONTENT_WORDS:
         return None
     if text[start] in "([{":  # an aside, or the tail of a citation cut at "et al. (2015)"
         return None

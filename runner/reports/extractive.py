@@ -36,7 +36,7 @@ OPEN_POINTS = 3
 NEAR_DUPLICATE = 0.8
 MAX_TITLE_CHARS = 120
 # The version of these rules: part of a report's cache key, bumped when the output changes.
-EXTRACTOR_VERSION = "extractive-3"
+EXTRACTOR_VERSION = "extractive-4"
 
 
 def report_title(question: str) -> str:
