@@ -13,10 +13,10 @@ from runner.conversations import (
     StoredConversation,
     ThreadedMessage,
     conversation_title,
+    order_window,
     thread_messages,
 )
 from runner.disentangle import link_records
-from runner.jobs.conversations import ThreadingInput, by_conversation, thread
 from runner.triggers import trigger_channel_digest
 from runner.window import Window, WindowMessage
 from schema import build_schema
@@ -201,11 +201,36 @@ def test_a_threaded_window_is_ordered_conversation_by_conversation() -> None:
     window = Window("help", tuple(
         WindowMessage(m.message_id, m.author, m.ts, m.text, m.reply_to) for m in messages
     ))  # fmt: skip
-    inputs = ThreadingInput(messages, {m.message_id: i for i, m in enumerate(messages)}, {})
-    ordered = by_conversation(window, inputs, thread(inputs))
+    ordered = order_window(window, messages, thread_messages(messages, {}))
     assert [m.message_id for m in ordered.messages] == ["m0", "m2", "m4", "m1", "m3", "m5"]
     assert len({m.conversation for m in ordered.messages}) == 3
     assert sorted(ordered.messages, key=lambda m: m.ts) == [
         replace(m, conversation=n.conversation)
         for m, n in zip(window.messages, sorted(ordered.messages, key=lambda m: m.ts))
     ]
+
+
+async def test_a_backfilled_older_message_joins_the_stored_conversation_it_answers(
+    db: asyncpg.Pool, database_url: str
+) -> None:
+    items = [Msg(f"m{i}", a, BASE_TIME + timedelta(minutes=i), t, r)
+             for i, (a, t, r) in enumerate(CHANNEL_ROWS)]  # fmt: skip
+    channel = await add_channel(db, "help", items)
+    async with db.acquire() as connection:
+        await trigger_channel_digest(connection, channel, max_attempts=3)
+    assert await make_worker(db, database_url).run_once()
+    # An export arrives late with a message from between m0 and m2 answering ann's question.
+    late = Msg("b1", "fay", BASE_TIME + timedelta(minutes=1, seconds=30),
+               "ann: mount it with nfs4 and the _netdev option in /etc/fstab", None)  # fmt: skip
+    await add_channel(db, "help", [late])
+    async with db.acquire() as connection:
+        await trigger_channel_digest(connection, channel, max_attempts=3)
+    assert await make_worker(db, database_url).run_once()
+    channel_id = global_id(CHANNEL, channel)
+    nodes = (await gql(db, CONVERSATIONS, filter={"channelId": channel_id}))["conversations"]["nodes"]
+    nfs = next(n for n in nodes if n["rootMessage"]["messageId"] == "m0")
+    assert nfs["messageCount"] == 4 and "fay" in nfs["participants"]
+    listed = (await gql(db, MESSAGES, filter={"channelId": channel_id,
+                                              "conversationId": nfs["id"]}))["messages"]["nodes"]
+    assert [m["messageId"] for m in listed] == ["m0", "b1", "m2", "m4"]  # time order
+    assert next(m for m in listed if m["messageId"] == "b1")["parent"] == {"messageId": "m0"}

@@ -2,19 +2,21 @@
 
 The steps:
 1. load the channel's window (the messages no digest covers yet, or a catch-up's [since, until));
-   an empty one ends the job SUCCEEDED with "no new messages" and no extraction; thread the
-   window's messages not threaded yet into conversations (runner/jobs/conversations.py), written
-   with the digest, and order the window conversation by conversation so chunks hold threads;
+   an empty one ends the job SUCCEEDED with "no new messages" and no extraction;
 2. a catch-up window whose messages, revisions and extraction settings a stored digest already
    read completely is served from that digest;
-3. otherwise the pipeline maps the chunks (each result cached by its key, so a reclaimed job
-   pays only for the chunks not finished yet) and reduces them; `runner/store.py` writes the
+3. otherwise thread the window's messages not threaded yet into conversations
+   (runner/jobs/conversations.py, written with the digest) and order the window conversation by
+   conversation so chunks hold threads; the pipeline maps the chunks (each result cached by its
+   key, so a reclaimed job pays only for the chunks not finished yet) and reduces them; `runner/store.py` writes the
    digest, its coverage and the job's end in one transaction.
 A window none of whose chunks could be extracted (endpoint down, circuit open) is retried later:
 an empty digest would hide that.
 """
 
 from __future__ import annotations
+
+import asyncio
 
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,12 +33,8 @@ from runner.coverage import StoredWindow, WindowSpec, load_window, window_key
 from runner.extractors.base import Extractor
 from runner.job_stats import job_stats
 from runner.jobs.base import JobContext
-from runner.jobs.conversations import (
-    by_conversation,
-    read_threading_input,
-    store_threading,
-    thread,
-)
+from runner.conversations import order_window, thread_messages
+from runner.jobs.conversations import read_threading_input, store_threading
 from runner.jobs.outcomes import Cancelled, Finished, Outcome, RetryLater, Stored
 from runner.metrics import CHUNK_CACHE, PhaseClock
 from runner.pipeline import PipelineHooks, run_pipeline
@@ -77,11 +75,6 @@ class ChannelJobRunner:
             return Finished(JobStatus.SUCCEEDED, message=empty)
         if context.should_stop():
             raise Cancelled()
-        async with context.pool.acquire() as connection:
-            thread_input = await read_threading_input(connection, channel.id, window, stored)
-        threading = thread(thread_input)
-        window = by_conversation(window, thread_input, threading)
-        stats["conversations"] = sum(1 for c in threading.conversations if c.continues is None)
         extractor = self.extractor_factory()
         chunk_tokens = int((job.options or {}).get("chunk_tokens", self.chunk_tokens))
         # An LLM extractor knows how much chunk its map model's context holds.
@@ -93,6 +86,15 @@ class ChannelJobRunner:
             served = await self._serve_identical(context, key)
             if served is not None:
                 return served
+        async with context.pool.acquire() as connection:
+            thread_input = await read_threading_input(connection, channel.id, window, stored)
+        # The link model is pure Python (about 10 s for 100,000 messages): off the event loop,
+        # so the job's heartbeat keeps its lease meanwhile.
+        threading = await asyncio.to_thread(
+            thread_messages, thread_input.messages, thread_input.stored
+        )
+        window = order_window(window, thread_input.messages, threading)
+        stats["conversations"] = sum(1 for c in threading.conversations if c.continues is None)
         result = await run_pipeline(
             window, extractor,
             chunk_tokens=chunk_tokens,

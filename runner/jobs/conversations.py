@@ -9,16 +9,8 @@ from dataclasses import dataclass
 import asyncpg
 
 from db import conversations as conversation_queries
-from runner.conversations import (
-    Linker,
-    StoredConversation,
-    ThreadedMessage,
-    Threading,
-    order_window,
-    thread_messages,
-)
+from runner.conversations import StoredConversation, ThreadedMessage, Threading
 from runner.coverage import StoredWindow
-from runner.disentangle import link_records
 from runner.window import Window
 
 # Messages before the window that a window's message may answer.
@@ -69,15 +61,6 @@ async def read_threading_input(
         for row in rows
     }  # fmt: skip
     return ThreadingInput(messages, internal_ids, stored)
-
-
-def thread(inputs: ThreadingInput, link: Linker = link_records) -> Threading:
-    return thread_messages(inputs.messages, inputs.stored, link)
-
-
-def by_conversation(window: Window, inputs: ThreadingInput, threading: Threading) -> Window:
-    """The window ordered conversation by conversation (`runner.conversations.order_window`)."""
-    return order_window(window, inputs.messages, threading)
 
 
 async def store_threading(
