@@ -10,6 +10,7 @@ invented claim rarely keeps the words.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable
@@ -37,6 +38,15 @@ def content_tokens(text: str) -> list[str]:
     return [
         token for token in words(text, WORD) if len(token) > 1 and token not in STOPWORDS
     ]
+
+
+_LINK = re.compile(r"\w+://\S+|www\.\S+")
+
+
+def prose_tokens(text: str) -> list[str]:
+    """`content_tokens` outside links: a URL's words ("example.org/irc-disentanglement") say
+    nothing by themselves, so they neither name a subject nor make a statement."""
+    return content_tokens(_LINK.sub(" ", text))
 
 
 def token_set(sources: Iterable[str]) -> set[str]:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from runner.citations import cut_span, sentence_spans
-from runner.claim_support import content_tokens
+from runner.claim_support import prose_tokens
 from runner.disentangle import link_records
 from runner.window import Window, WindowMessage
 
@@ -37,7 +37,6 @@ _ATTENTION_WORDS = frozenset(
     "question questions ask asking asked answer answers answered willing please thanks thank "
     "hello hi hey here know knows idea ideas thoughts suggestion suggestions".split()
 )
-_URL = re.compile(r"\w+://\S+")  # a link names no subject: its words do not count for a title
 _ADDRESS = re.compile(r"^\s*@?([^\s:,]{2,32})[:,]\s")
 
 
@@ -104,7 +103,7 @@ Linker = Callable[[Sequence[ThreadedMessage]], list[int | None]]
 def _subject_words(text: str) -> list[str]:
     """The content words of a sentence that can name a subject: not a link, and not the words
     every chat uses to ask for attention ("anyone willing to help me with something?")."""
-    return [w for w in content_tokens(_URL.sub(" ", text)) if w not in _ATTENTION_WORDS]
+    return [w for w in prose_tokens(text) if w not in _ATTENTION_WORDS]
 
 
 def _title_candidates(message: ThreadedMessage) -> list[ConversationTitle]:

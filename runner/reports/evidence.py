@@ -31,7 +31,7 @@ from datetime import datetime
 
 from runner.bm25 import bm25_scores
 from runner.citations import cut_span, sentence_spans
-from runner.claim_support import content_tokens
+from runner.claim_support import content_tokens, prose_tokens
 from runner.documents.canonical import PageSpan
 from runner.documents.evidence_chunks import chunk_document
 from runner.documents.locators import make_locator
@@ -50,7 +50,6 @@ QUESTION_WORDS = frozenset(
     "anyone anybody".split()
 )
 MAX_UNIT_CHARS = 320
-_URL = re.compile(r"\w+://\S+|www\.\S+")
 
 
 @dataclass(frozen=True)
@@ -127,7 +126,7 @@ def _quotable(text: str, start: int, end: int) -> tuple[int, int] | None:
     start, end = cut_span(text, start, end, MAX_UNIT_CHARS)
     # A link's words are no statement ("1 https://example.org/irc-disentanglement", a PDF's
     # footnote): only the words around it count.
-    if len(content_tokens(_URL.sub(" ", text[start:end]))) < MIN_CONTENT_WORDS:
+    if len(prose_tokens(text[start:end])) < MIN_CONTENT_WORDS:
         return None
     if text[start] in "([{":  # an aside, or the tail of a citation cut at "et al. (2015)"
         return None
