@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from runner.extractors.offline.artifacts import command_like
 from runner.extractors.offline.merge import even_sample
-from runner.extractors.offline.text import PartView, content_words, truncate_words
+from runner.extractors.offline.text import PartView, truncate_words
 from runner.extractors.offline.threads import Participants, is_social, strip_address
 
 _DAMPING = 0.85
@@ -37,7 +37,7 @@ class Central:
 
 
 def _vectors(views: Sequence[PartView]) -> list[dict[str, float]]:
-    tokens = [Counter(content_words(view.prose)) for view in views]
+    tokens = [Counter(view.prose_words) for view in views]
     df: Counter[str] = Counter()
     for counts in tokens:
         df.update(counts.keys())
@@ -128,7 +128,7 @@ def _length_prior(words: int) -> float:
 def _sample(views: Sequence[PartView], notable_ids: set[str]) -> list[PartView]:
     """At most `_MAX_NODES` messages with something to say: all notable ones, then evenly
     spaced others, so a huge window ranks in seconds and every stretch of it is represented."""
-    candidates = [v for v in views if len(content_words(v.prose)) >= 3]
+    candidates = [v for v in views if len(v.prose_words) >= 3]
     return even_sample(candidates, lambda v: v.message_id in notable_ids, _MAX_NODES)
 
 
@@ -139,7 +139,7 @@ def central_messages(views: Sequence[PartView], notable_ids: set[str], limit: in
         return []
     vectors = _vectors(views)
     prior = [
-        _length_prior(len(content_words(view.prose)))
+        _length_prior(len(view.prose_words))
         * (2.0 if view.message_id in notable_ids else 1.0)
         * (0.2 if is_social(view.prose) else 1.0)
         for view in views

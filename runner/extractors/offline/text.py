@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 
 from runner.message_chunks import ChunkPart
 from runner.claim_support import content_tokens
@@ -64,10 +65,17 @@ class PartView:
     def author(self) -> str:
         return self.message.author
 
-    @property
+    # Cached: the map asks each part for its prose and its words several times (rules,
+    # topics, centrality), and a cached string also keeps its hash for the caches keyed on it.
+    @cached_property
     def prose(self) -> str:
         """The prose sentences joined: the text claims and topics are made of."""
         return " ".join(sentence.text for sentence in self.sentences)
+
+    @cached_property
+    def prose_words(self) -> list[str]:
+        """`content_words(prose)`; callers read it, never change it."""
+        return content_words(self.prose)
 
 
 def _fences(text: str) -> list[tuple[int, int, int, int, str | None, bool]]:

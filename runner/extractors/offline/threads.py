@@ -20,6 +20,7 @@ answers it, and nothing outside the conversation does (`_answer_in_conversation`
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -153,6 +154,9 @@ def is_strong_agreement(text: str) -> bool:
     return bool(flat) and not flat.endswith("?") and bool(_STRONG_AGREEMENT.search(flat))
 
 
+# Cached: a chunk asks this of each part's prose several times (decisions, topics, centrality),
+# and the regex tries every alternative at every word. Small, as the repeats come close together.
+@functools.lru_cache(maxsize=4096)
 def is_social(text: str) -> bool:
     """Small talk: greetings, food, weekends. Never a decision, a question or a topic."""
     return bool(_SOCIAL.search(text))
