@@ -34,6 +34,8 @@ ADJACENT_HORIZON = 5
 ANSWER_WINDOW = timedelta(hours=24)
 
 _LEADING_ADDRESS = re.compile(r"^\s*@?([^\s:,@]{2,40}?)\s*[:,]\s")
+_LEADING_MENTION = re.compile(r"^\s*@([\w.\-#]{2,40})")
+_LEADING_MENTION_SEPARATED = re.compile(r"^\s*@[\w.\-#]{2,40}[\s:,]+")
 _MENTION = re.compile(r"(?<![\w@])@([\w.\-#]{2,40})")
 _AGREEMENT = re.compile(
     r"^\W*(?:agreed|agree|\+1|sounds good|sounds great|sgtm|lgtm|works for me|makes sense"
@@ -112,7 +114,7 @@ class Participants:
             found = self.lookup(match.group(1).lstrip("@"))
             if found:
                 return found
-        mention = re.match(r"^\s*@([\w.\-#]{2,40})", text)
+        mention = _LEADING_MENTION.match(text)
         if mention:
             return self.lookup(mention.group(1)) or mention.group(1)
         return None
@@ -135,7 +137,7 @@ def strip_address(text: str, participants: Participants) -> str:
     match = _LEADING_ADDRESS.match(text)
     if match and participants.lookup(match.group(1).lstrip("@")):
         return text[match.end() :].lstrip()
-    mention = re.match(r"^\s*@[\w.\-#]{2,40}[\s:,]+", text)
+    mention = _LEADING_MENTION_SEPARATED.match(text)
     if mention:
         return text[mention.end() :].lstrip()
     return text
@@ -233,7 +235,10 @@ def _answer_in_conversation(messages: Sequence[WindowMessage], index: int) -> An
     from someone other than the asker that is not only a question back; or resolved by the
     asker saying so. Nothing outside the conversation answers it."""
     question = messages[index]
-    for offset, later in enumerate(messages[index + 1 :], start=1):
+    # Read in place: slicing off the rest of a 100,000-message window for each question made
+    # the reduce's question pass quadratic.
+    for offset in range(1, len(messages) - index):
+        later = messages[index + offset]
         if later.conversation != question.conversation:
             break
         if later.ts - question.ts > ANSWER_WINDOW:
