@@ -228,10 +228,10 @@ class _ChunkReader:
         """The strongest question of a part; answered in the chunk → Q&A knowledge."""
         best: tuple[int, str] | None = None
         for i, sentence in enumerate(view.sentences):
-            if patterns.action(sentence.text, view.author, self.participants):
-                continue
+            # A question that is an action item ("can you review X?") is the action's; asked
+            # second, as most sentences are no question and the action rules cost more.
             claim = patterns.question(sentence.text, self.participants)
-            if claim is None:
+            if claim is None or patterns.action(sentence.text, view.author, self.participants):
                 continue
             text = claim.text
             previous = view.sentences[i - 1].text if i > 0 else ""

@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 
 from runner.extractors.offline.text import content_words, squash, without_urls
@@ -87,6 +87,9 @@ class Participants:
     """The authors of a window or chunk, looked up by how people address them."""
 
     by_key: dict[str, str]
+    # `strip_address` of texts already seen: the rules strip each sentence's addressee once per
+    # pattern they try on it. Depends on `by_key` only, so it lives (and dies) with it.
+    stripped: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def of(cls, messages: Sequence[WindowMessage]) -> Participants:
@@ -134,6 +137,13 @@ class Participants:
 
 def strip_address(text: str, participants: Participants) -> str:
     """`text` without a leading "nick: " / "@nick " addressee."""
+    stripped = participants.stripped.get(text)
+    if stripped is None:
+        stripped = participants.stripped[text] = _strip_address(text, participants)
+    return stripped
+
+
+def _strip_address(text: str, participants: Participants) -> str:
     match = _LEADING_ADDRESS.match(text)
     if match and participants.lookup(match.group(1).lstrip("@")):
         return text[match.end() :].lstrip()
