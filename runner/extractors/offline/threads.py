@@ -95,12 +95,14 @@ class Participants:
     def of(cls, messages: Sequence[WindowMessage]) -> Participants:
         by_key: dict[str, str] = {}
         ambiguous: set[str] = set()
-        for message in messages:
-            for key in _name_keys(message.author):
+        # Each author once, in order of first appearance: a repeat finds its own name where it
+        # left it and changes nothing (100,000 messages have a few hundred authors).
+        for author in dict.fromkeys(message.author for message in messages):
+            for key in _name_keys(author):
                 known = by_key.get(key)
-                if known is not None and known != message.author:
+                if known is not None and known != author:
                     ambiguous.add(key)
-                by_key.setdefault(key, message.author)
+                by_key.setdefault(key, author)
         for key in sorted(ambiguous):
             # A first name two people share addresses nobody in particular.
             if by_key[key].casefold() != key:
