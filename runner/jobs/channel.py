@@ -38,6 +38,7 @@ from runner.jobs.conversations import read_threading_input, store_threading
 from runner.jobs.outcomes import Cancelled, Finished, Outcome, RetryLater, Stored
 from runner.metrics import CHUNK_CACHE, PhaseClock
 from runner.pipeline import PipelineHooks, run_pipeline
+from runner.digest_entities import analyze_digest
 from runner.store import store_digest
 from runner.window import Window
 
@@ -120,6 +121,10 @@ class ChannelJobRunner:
         rejections = [
             {**r.as_json(), "stage": "map"} for r in result.map_rejections
         ] + [{**r.as_json(), "stage": "reduce"} for r in result.validation.rejections]
+        # Entity finding is pure Python over every message: off the event loop, like threading.
+        entities = await asyncio.to_thread(
+            analyze_digest, window.messages, result.validation.output
+        )
         clock.enter("store")
         async with context.pool.acquire() as connection:
             await job_queries.update_progress(
@@ -138,6 +143,7 @@ class ChannelJobRunner:
                 write_threads=lambda connection: store_threading(
                     connection, channel.id, threading, thread_input.internal_ids
                 ),
+                entities=entities,
             )  # fmt: skip
         return Stored(status)
 
