@@ -7,9 +7,11 @@ Signals, strongest first (a strong one is enough; a weak one needs two messages)
   of `sudo apt-get install x`), a name of the known-software list in prose, a version glued to
   or following a known name (`python3.8`, `Ubuntu 10.10`), `@handle`, and `nick:`/`nick,`
   addressing of someone who wrote in the window;
-- weak: CamelCase (`NetworkManager`), a capitalized word inside a sentence (`Komodo`), a
+- weak: CamelCase (`NetworkManager`), a capitalized word inside a sentence (`Komodo`) that the
+  window does not also write in lower case as often, a
   dotted or hyphenated identifier with a digit or a file extension (`xorg.conf`, `gpt-4`), an
-  acronym (`NFS`; also needs two authors, so one person's shouting is no entity).
+  acronym (`NFS`; also needs two authors, so one person's shouting is no entity; common
+  computing nouns such as `OS`, `RAM`, `URL` are none).
 Dataset placeholders (`[<-LINK->]`, `<-CODE->`) and stopwords are never entities.
 
 Canonical key: NFKC, case-folded, surrounding punctuation and a possessive `'s` stripped,
@@ -31,6 +33,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
+from functools import lru_cache
 from typing import Protocol
 
 from runner.claim_support import STOPWORDS
@@ -100,7 +103,12 @@ NOT_NAMES = frozenset(
     february march april may june july august september october november december today tomorrow
     yesterday morning evening night week i'm i've i'd i'll it's don't can't won't didn't isn't
     doesn't that's let's there's what's you're we're they're good great nice cool fine sir guys
-    man dude mr mrs ms dr english""".split()
+    man dude mr mrs ms dr english xd""".split()
+)
+# Common nouns of computing written as acronyms: things every tech chat has, not named ones.
+GENERIC_ACRONYMS = frozenset(
+    """os ram rom usb hdd ssd cpu gpu ip vm id api app url uri ui ux pc lan wan db cli gui faq
+    pr io ok pm am tb gb mb kb fps""".split()
 )
 # Placeholders some published chat datasets put where links, code or issues were.
 PLACEHOLDER = re.compile(r"\[?<-[A-Z]+->\]?")
@@ -146,6 +154,7 @@ def _separators_removed(text: str) -> str:
 _KNOWN_KEYS = {_separators_removed(name): name for name in KNOWN_SOFTWARE | KNOWN_MODELS}
 
 
+@lru_cache(maxsize=65536)
 def canonical_key(surface: str) -> str:
     """The key every spelling of one thing shares (see the module doc)."""
     text = _separators_removed(fold(surface))
@@ -257,6 +266,7 @@ def _fenced_commands(block: str) -> Iterable[Mention]:
                 yield Mention(key, words[0], known_kind(key) or EntityKind.SOFTWARE, True)
 
 
+@lru_cache(maxsize=65536)  # a chat's vocabulary repeats: most tokens were decided before
 def _token_mention(token: str, sentence_start: bool) -> Mention | None:
     surface = token.strip(_EDGE_PUNCTUATION)
     if len(surface) < 2:
@@ -287,6 +297,8 @@ def _token_mention(token: str, sentence_start: bool) -> Mention | None:
     if _CAMEL.match(surface):
         return Mention(key, surface, EntityKind.NAME, False)
     if _ACRONYM.match(surface):
+        if fold(surface.rstrip("s")) in GENERIC_ACRONYMS or lowered in GENERIC_ACRONYMS:
+            return None
         return Mention(canonical_key(surface.rstrip("s")) if surface.endswith("s") else key,
                        surface.rstrip("s") if surface.endswith("s") else surface,
                        EntityKind.NAME, False)  # fmt: skip
@@ -392,17 +404,36 @@ def window_entities(messages: Sequence[WindowText]) -> dict[str, Entity]:
                 entity.first_seen = message.ts
             if entity.last_seen is None or message.ts > entity.last_seen:
                 entity.last_seen = message.ts
-    return {key: entity for key, entity in entities.items() if _kept(entity)}
+    lowercase = _lowercase_words(messages, entities)
+    return {key: e for key, e in entities.items() if _kept(e, lowercase.get(key, 0))}
 
 
-def _kept(entity: Entity) -> bool:
+def _lowercase_words(messages: Sequence[WindowText], entities: dict[str, Entity]) -> Counter[str]:
+    """How often the window writes each weak capitalized name in lower case, as a word."""
+    names = {
+        key for key, entity in entities.items()
+        if not entity.strong and all(_CAPITALIZED.match(s) for s in entity.surfaces)
+    }  # fmt: skip
+    counts: Counter[str] = Counter()
+    if names:
+        for message in messages:
+            for match in _TOKEN.finditer(message.normalized_text):
+                word = match.group(0)
+                if word.islower() and word in names:
+                    counts[word] += 1
+    return counts
+
+
+def _kept(entity: Entity, lowercase: int) -> bool:
     if entity.strong:
         return True
     if entity.mention_count < 2:
         return False
     if all(_ACRONYM.match(surface) for surface in entity.surfaces):
         return len(entity.authors) >= 2
-    return True
+    # A capitalized word also written in lower case is a common word capitalized for emphasis
+    # or as a label ("the Home button", "click Next"), unless the capitals clearly dominate.
+    return lowercase * 2 < sum(entity.surfaces.values())
 
 
 def text_entity_keys(text: str, known: dict[str, Entity]) -> list[str]:
