@@ -13,20 +13,17 @@ from strawberry import relay
 from strawberry.types import Info
 
 from db import models
+from runner.entities import EntityKind
 from schema.context import Context
 from schema.conversation_types import Conversation
 from schema.digest_types import DigestSummary
 from schema.ids import CHANNEL, DIGEST, global_id
 
 
-@strawberry.enum(description="What kind of thing an entity is, as far as the rules can tell.")
-class EntityKind(Enum):
-    PERSON = "person"
-    SOFTWARE = "software"
-    MODEL = "model"
-    SERVICE = "service"
-    FILE = "file"
-    NAME = "name"
+strawberry.enum(
+    EntityKind, name="EntityKind",
+    description="What kind of thing an entity is, as far as the rules can tell.",
+)  # fmt: skip
 
 
 @strawberry.enum(description="The section of a digest an item belongs to.")
