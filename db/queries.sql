@@ -733,14 +733,22 @@ SELECT * FROM entities WHERE id = ANY($1::bigint[]);
 SELECT * FROM topic_profiles WHERE id = ANY($1::bigint[]);
 
 -- name: entity_item_refs_of
--- The items naming each of several entities, newest digest first.
-SELECT entity_id AS owner_id, digest_id, item_kind, position FROM entity_item_refs
-WHERE entity_id = ANY($1::bigint[]) ORDER BY entity_id, digest_id DESC, item_kind, position;
+-- The items naming each of several entities, the 200 of the newest digests first.
+SELECT owner_id, digest_id, item_kind, position FROM (
+    SELECT entity_id AS owner_id, digest_id, item_kind, position,
+           row_number() OVER (PARTITION BY entity_id
+                              ORDER BY digest_id DESC, item_kind, position) AS n
+    FROM entity_item_refs WHERE entity_id = ANY($1::bigint[])
+) ranked WHERE n <= 200 ORDER BY owner_id, digest_id DESC, item_kind, position;
 
 -- name: topic_profile_items_of
--- The items of each of several topic profiles, newest digest first.
-SELECT profile_id AS owner_id, digest_id, item_kind, position FROM topic_profile_items
-WHERE profile_id = ANY($1::bigint[]) ORDER BY profile_id, digest_id DESC, item_kind, position;
+-- The items of each of several topic profiles, the 200 of the newest digests first.
+SELECT owner_id, digest_id, item_kind, position FROM (
+    SELECT profile_id AS owner_id, digest_id, item_kind, position,
+           row_number() OVER (PARTITION BY profile_id
+                              ORDER BY digest_id DESC, item_kind, position) AS n
+    FROM topic_profile_items WHERE profile_id = ANY($1::bigint[])
+) ranked WHERE n <= 200 ORDER BY owner_id, digest_id DESC, item_kind, position;
 
 -- name: entity_digests_of
 -- The 100 latest digests mentioning each of several entities, with the mentioning messages.

@@ -129,7 +129,7 @@ class Entity(relay.Node):
             first_seen=row.first_seen, last_seen=row.last_seen,
         )  # fmt: skip
 
-    @strawberry.field(description="Digest items naming it, newest digest first.")
+    @strawberry.field(description="Digest items naming it (at most 200), newest digest first.")
     async def items(self, info: Info[Context, None]) -> list[ItemReference]:
         rows = await info.context.loaders.entity_items.load(self.id)
         return [ItemReference.from_row(row) for row in rows]
@@ -177,7 +177,7 @@ class TopicProfile(relay.Node):
 
     @strawberry.field(
         description="Items (decisions, action items, open questions, knowledge items) citing "
-        "its messages, newest digest first."
+        "its messages (at most 200), newest digest first."
     )
     async def items(self, info: Info[Context, None]) -> list[ItemReference]:
         rows = await info.context.loaders.topic_profile_items.load(self.id)

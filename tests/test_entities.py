@@ -21,7 +21,9 @@ from runner.entities import (
     split_version,
     window_entities,
 )
+from db.migrate import available_migrations, migrate
 from runner.importers.detect import iter_records
+from runner.ingest import import_path
 from runner.importers.records import ParsedMessage
 from runner.normalize import normalize_text
 from runner.window import WindowMessage
@@ -29,7 +31,7 @@ from schema.ids import CHANNEL, global_id
 from tests.conftest import shared_data
 from tests.db_helpers import Msg, add_channel
 from tests.test_coverage import digest_once
-from tests.test_revisions import gql
+from tests.test_revisions import gql, old_database  # noqa: F401 (a fixture)
 
 T0 = datetime(2024, 4, 29, 9, 0, tzinfo=UTC)  # a Monday: ISO week 2024-W18
 
@@ -295,3 +297,66 @@ def test_real_channels_top_entities() -> None:
 def _skip_real_data_when_absent(request: pytest.FixtureRequest) -> None:
     if request.node.name == "test_real_channels_top_entities":
         shared_data("chat/gitter/manual_docker.txt")  # skips with the reason when absent
+
+
+async def test_a_catch_up_digest_stores_its_mentions_but_counts_nothing_again(
+    db: asyncpg.Pool, database_url: str
+) -> None:
+    rows = [Msg(f"a{i}", a, T0 + timedelta(minutes=i), t) for i, (a, t) in enumerate(WINDOW_ONE)]
+    channel = await add_channel(db, "ops-catch-up", rows)
+    await digest_once(db, database_url, channel)
+    window = {"since": T0.isoformat(), "until": (T0 + timedelta(hours=1)).isoformat()}
+    catch_up = await digest_once(db, database_url, channel, window, chunk_tokens=150)
+    assert catch_up.status == "succeeded" and catch_up.digest_id is not None
+    page = await gql(db, ENTITIES, filter={"channelId": global_id(CHANNEL, channel), "query": "nginx"})
+    nginx = page["entities"]["nodes"][0]
+    assert nginx["key"] == "nginx" and nginx["mentionCount"] == 3  # not 6
+    detail = (await gql(db, ENTITY, id=nginx["id"]))["entity"]
+    assert len(detail["digests"]) == 2  # both digests record where it appears
+
+
+async def test_migration_0010_folds_legacy_entity_rows_into_keys(
+    old_database: tuple[str, asyncpg.Connection],
+) -> None:
+    """Rows the old store wrote by exact name ("Docker", "docker") become one entity."""
+    _, connection = old_database
+    await connection.execute(
+        "CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, "
+        "applied_at timestamptz NOT NULL DEFAULT now())"
+    )
+    for migration in available_migrations():
+        if migration.version >= 10:
+            break
+        await connection.execute(migration.sql)
+        await connection.execute("INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
+                                 migration.version, migration.name)  # fmt: skip
+    channel = await connection.fetchval("INSERT INTO channels (name) VALUES ('ops') RETURNING id")
+    await connection.executemany(
+        "INSERT INTO entities (channel_id, name, mention_count) VALUES ($1, $2, $3)",
+        [(channel, "Docker", 2), (channel, "docker", 3), (channel, "nginx", 1)],
+    )
+    assert await migrate(connection) == [m.name for m in available_migrations() if m.version >= 10]
+    rows = await connection.fetch(
+        "SELECT key, name, mention_count, aliases, kind FROM entities ORDER BY key"
+    )
+    assert [(r["key"], r["mention_count"], r["kind"]) for r in rows] == [
+        ("docker", 5, "name"), ("nginx", 1, "name")
+    ]
+    assert sorted(rows[0]["aliases"]) == ["Docker", "docker"]
+
+
+async def test_a_real_channel_digested_lists_its_entities(
+    db: asyncpg.Pool, database_url: str
+) -> None:
+    path = shared_data("chat/gitter/manual_docker.txt")
+    report = await import_path(db, path, channel="docker-real")
+    channel = next(iter(report.channels.values()))
+    done = await digest_once(db, database_url, channel, chunk_tokens=1500)
+    assert done.status in {"succeeded", "partial"}
+    page = await gql(db, ENTITIES, filter={"channelId": global_id(CHANNEL, channel)}, first=10)
+    nodes = page["entities"]["nodes"]
+    assert nodes[0]["key"] == "docker" and nodes[0]["mentionCount"] > 100
+    assert "1.13" in nodes[0]["versions"]
+    topics = await gql(db, TOPICS, filter={"channelId": global_id(CHANNEL, channel)})
+    profiles = topics["topics"]["nodes"]
+    assert profiles and all(p["digests"] and p["trend"] for p in profiles)
