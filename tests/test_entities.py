@@ -21,6 +21,7 @@ from runner.entities import (
     split_version,
     window_entities,
 )
+from bench._api_statements import statement_counter
 from db.migrate import available_migrations, migrate
 from runner.importers.detect import iter_records
 from runner.ingest import import_path
@@ -28,6 +29,7 @@ from runner.importers.records import ParsedMessage
 from runner.normalize import normalize_text
 from runner.window import WindowMessage
 from schema.ids import CHANNEL, global_id
+from server.settings import Settings
 from tests.conftest import shared_data
 from tests.db_helpers import Msg, add_channel
 from tests.test_coverage import digest_once
@@ -360,3 +362,30 @@ async def test_a_real_channel_digested_lists_its_entities(
     topics = await gql(db, TOPICS, filter={"channelId": global_id(CHANNEL, channel)})
     profiles = topics["topics"]["nodes"]
     assert profiles and all(p["digests"] and p["trend"] for p in profiles)
+
+
+def _entity_page(first: int) -> str:
+    return (
+        f"{{ entities(first: {first}) {{ nodes {{ id name items {{ kind text digest {{ id }} }} "
+        f"digests {{ digestId messageIds }} }} }} topics(first: {first}) {{ nodes {{ title "
+        f"digests {{ digestId }} conversations {{ id }} items {{ text }} trend {{ week }} }} }} }}"
+    )
+
+
+async def test_a_page_of_entities_and_topics_costs_the_same_statements_whatever_its_size(
+    db: asyncpg.Pool, database_url: str, settings: Settings
+) -> None:
+    rows = [Msg(f"a{i}", a, T0 + timedelta(minutes=i), t) for i, (a, t) in enumerate(WINDOW_ONE)]
+    channel = await add_channel(db, "ops-statements", rows)
+    await digest_once(db, database_url, channel)
+    later = [Msg(f"b{i}", a, T0 + timedelta(days=7, minutes=i), t)
+             for i, (a, t) in enumerate(WINDOW_TWO)]  # fmt: skip
+    await add_channel(db, "ops-statements", later)
+    await digest_once(db, database_url, channel)
+    unguarded = settings.model_copy(update={"digestd_api_tokens": None})
+    async with statement_counter(unguarded) as counter:
+        small = await counter.count(_entity_page(1))
+        large = await counter.count(_entity_page(20))
+    assert small == large, (small, large)
+    # The two pages, then one batch per nested field (10 on this data, whatever the page size).
+    assert large <= 12
