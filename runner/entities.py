@@ -297,11 +297,10 @@ def _token_mention(token: str, sentence_start: bool) -> Mention | None:
     if _CAMEL.match(surface):
         return Mention(key, surface, EntityKind.NAME, False)
     if _ACRONYM.match(surface):
-        if fold(surface.rstrip("s")) in GENERIC_ACRONYMS or lowered in GENERIC_ACRONYMS:
+        singular = surface[:-1] if surface.endswith("s") else surface  # VMs, APIs
+        if fold(singular) in GENERIC_ACRONYMS:
             return None
-        return Mention(canonical_key(surface.rstrip("s")) if surface.endswith("s") else key,
-                       surface.rstrip("s") if surface.endswith("s") else surface,
-                       EntityKind.NAME, False)  # fmt: skip
+        return Mention(canonical_key(singular), singular, EntityKind.NAME, False)
     if _CAPITALIZED.match(surface) and not sentence_start:
         return Mention(key, surface, EntityKind.NAME, False)
     return None
@@ -393,7 +392,8 @@ def window_entities(messages: Sequence[WindowText]) -> dict[str, Entity]:
                 entity.kind = mention.kind
             entity.strong = entity.strong or mention.strong
             entity.surfaces[mention.surface] += 1
-            if mention.version and mention.version not in entity.versions:
+            if (mention.version and mention.version not in entity.versions
+                    and len(entity.versions) < MAX_VERSIONS):  # fmt: skip
                 entity.versions.append(mention.version)
             if mention.key in seen:
                 continue

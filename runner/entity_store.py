@@ -35,7 +35,7 @@ async def store_entities(
     rows = [
         {
             "key": entity.key, "name": entity.name[:200], "kind": entity.kind.value,
-            "aliases": [alias[:200] for alias in entity.aliases], "versions": entity.versions[:10],
+            "aliases": [alias[:200] for alias in entity.aliases], "versions": entity.versions,
             "mentions": entity.mention_count if counted else 0,
             "first_seen": _iso(entity.first_seen), "last_seen": _iso(entity.last_seen),
         }  # fmt: skip
