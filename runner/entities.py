@@ -345,6 +345,8 @@ def message_mentions(text: str, people: dict[str, str]) -> list[Mention]:
         found.extend(_code_mentions(match.group(1)))
     text = _INLINE_CODE.sub(" ", text)
     for match in _MENTION.finditer(text):
+        if text[match.end() : match.end() + 1] == "/":
+            continue  # a scoped package (`@types/node`), not a handle
         handle = match.group(1).rstrip(".-")
         found.append(Mention(person_key(handle), handle, EntityKind.PERSON, True))
     text = _MENTION.sub(" ", text)

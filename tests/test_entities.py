@@ -78,6 +78,8 @@ def test_signals_code_links_handles_and_shapes() -> None:
     # "Note:" addresses nobody who wrote; placeholders and stopwords are no entities.
     plain = {m.key for m in message_mentions("Note: see [<-LINK->] and <-CODE-> for the fix", {})}
     assert plain == set()
+    scoped = message_mentions("npm i @types/node, ask ann@example.com", {})
+    assert {m.key for m in scoped} == {"npm"}  # no person from a package scope or an address
 
 
 def test_weak_signals_need_two_messages_and_acronyms_two_authors() -> None:
