@@ -32,6 +32,8 @@ async def store_entities(
     window: StoredWindow,
 ) -> None:
     counted = not window.catch_up
+    # Rows in key order: a catch-up and a coverage digest of one channel may upsert at once,
+    # and the same lock order on both sides keeps them from deadlocking.
     rows = [
         {
             "key": entity.key, "name": entity.name[:200], "kind": entity.kind.value,
@@ -54,7 +56,10 @@ async def store_entities(
         [(ids[key], kind, position) for key, refs in analysis.item_refs.items()
          for kind, position in refs],
     )  # fmt: skip
-    groups = [group for group in analysis.topics if group.first_seen and group.last_seen]
+    groups = sorted(
+        (group for group in analysis.topics if group.first_seen and group.last_seen),
+        key=lambda group: group.key,
+    )
     profile_ids = await entity_queries.upsert_topic_profiles(
         connection, channel_id,
         [

@@ -30,6 +30,7 @@ from db import jobs as job_queries
 from db.jobs import JobKind, JobStatus
 from runner.contract import ChunkSummary
 from runner.coverage import StoredWindow, WindowSpec, load_window, window_key
+from runner.digest_entities import analyze_digest
 from runner.extractors.base import Extractor
 from runner.job_stats import job_stats
 from runner.jobs.base import JobContext
@@ -38,7 +39,6 @@ from runner.jobs.conversations import read_threading_input, store_threading
 from runner.jobs.outcomes import Cancelled, Finished, Outcome, RetryLater, Stored
 from runner.metrics import CHUNK_CACHE, PhaseClock
 from runner.pipeline import PipelineHooks, run_pipeline
-from runner.digest_entities import analyze_digest
 from runner.store import store_digest
 from runner.window import Window
 
