@@ -68,7 +68,8 @@ class DigestEntities:
 
 
 def _fold_plural(word: str) -> str:
-    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+    plural = word.endswith("s") and not word.endswith(("ss", "us", "is", "ys"))
+    return word[:-1] if len(word) > 3 and plural else word
 
 
 def topic_key(title: str, entities: dict[str, Entity]) -> str | None:
