@@ -123,6 +123,7 @@ PURE_CORE_GLOBS = (
     "runner/word_tokens.py",
     "runner/vocabulary.py",
     "runner/window.py",
+    "runner/cron.py",
     "runner/importers/*.py",
     "runner/documents/*.py",
     "runner/extractors/offline/*.py",
