@@ -27,7 +27,6 @@ from db import channels as channel_queries
 from db import digests as digest_queries
 from runner import offload
 from server.cli_eval import add_eval_parser
-from runner.supervision import RunnerSupervisor
 from runner.triggers import TriggerRefused, channel_digest_options, trigger_channel_digest
 from schema.ids import CHANNEL, channel_row_id, global_id
 from server.cli_documents import add_arguments as add_doc_arguments
@@ -218,7 +217,7 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
         # and releases them (runtime.stopping), then the process exits 0.
         if args.metrics_port is not None:
             _serve_worker_metrics(args.metrics_host, args.metrics_port)
-        runner = RunnerSupervisor(runtime.new_worker, args.concurrency)
+        runner = runtime.runner(args.concurrency)
         print(f"digestd worker: {args.concurrency} loop(s), extractor {settings.extractor_name}",
               file=sys.stderr)  # fmt: skip
         runner.start()

@@ -159,6 +159,13 @@ QUERY_MODELS: dict[str, type[BaseModel]] = {
     "message_conversations": models.MessageConversation,
     "conversations_by_ids": models.ConversationWithState,
     "authors_of_cited_messages": models.CitedAuthor,
+    "insert_schedule": models.Schedule,
+    "schedules_by_ids": models.Schedule,
+    "schedule_for_update": models.Schedule,
+    "pause_schedule": models.Schedule,
+    "resume_schedule": models.Schedule,
+    "delete_schedule": models.Schedule,
+    "due_schedules": models.DueSchedule,
 }
 
 
@@ -179,7 +186,7 @@ async def test_each_query_returns_the_fields_of_its_model(db: asyncpg.Pool, quer
 @pytest.mark.parametrize(
     "spec",
     [pages.DIGESTS, pages.JOBS, pages.KNOWLEDGE_ITEMS, pages.MESSAGES, pages.CHANNELS,
-     pages.DOCUMENTS, pages.REPORTS, pages.CONVERSATIONS],
+     pages.DOCUMENTS, pages.REPORTS, pages.CONVERSATIONS, pages.SCHEDULES],
     ids=lambda spec: spec.name,
 )  # fmt: skip
 async def test_each_keyset_list_returns_the_fields_of_its_model(
