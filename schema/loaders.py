@@ -11,7 +11,7 @@ import asyncpg
 from pydantic import BaseModel
 from strawberry.dataloader import DataLoader
 
-from db import channels, conversations, digests, documents, jobs, reports
+from db import channels, conversations, digests, documents, jobs, reports, schedules
 from db.digests import DigestItem
 from db.models import (
     ConversationWithState,
@@ -29,6 +29,7 @@ from db.models import (
     Message,
     OpenQuestion,
     Report,
+    Schedule,
     Topic,
 )
 
@@ -203,6 +204,9 @@ class Loaders:
     report: _Loader[int, Report | None] = _Loader(lambda pool: _by_id(pool, reports.reports_by_ids))
     conversation: _Loader[int, ConversationWithState | None] = _Loader(
         lambda pool: _by_id(pool, conversations.conversations_by_ids)
+    )
+    schedule: _Loader[int, Schedule | None] = _Loader(
+        lambda pool: _by_id(pool, schedules.schedules_by_ids)
     )
     latest_document_digests: _Loader[int, list[DocumentDigest]] = _Loader(_latest_document_digests)
     uncovered_count: _Loader[int, int] = _Loader(_uncovered_counts)

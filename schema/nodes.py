@@ -31,10 +31,12 @@ from schema.ids import (
     KNOWLEDGE_ITEM,
     MESSAGE,
     REPORT,
+    SCHEDULE,
     decode_global_id,
 )
 from schema.job_types import DigestJob
 from schema.report_types import Report
+from schema.schedule_types import Schedule
 
 MAX_NODES = 100
 
@@ -86,6 +88,11 @@ async def _conversation(context: Context, row_id: int) -> relay.Node | None:
     return Conversation.from_row(row) if row else None
 
 
+async def _schedule(context: Context, row_id: int) -> relay.Node | None:
+    row = await context.loaders.schedule.load(row_id)
+    return Schedule.from_row(row) if row else None
+
+
 NODE_LOADS: dict[str, NodeLoad] = {
     CHANNEL: _channel,
     MESSAGE: _message,
@@ -96,6 +103,7 @@ NODE_LOADS: dict[str, NodeLoad] = {
     DOCUMENT_DIGEST: _document_digest,
     REPORT: _report,
     CONVERSATION: _conversation,
+    SCHEDULE: _schedule,
 }
 
 

@@ -30,6 +30,7 @@ from schema.enums import JobStatus, KnowledgeKind, SignalLevel
 from schema.job_types import DigestJob
 from schema.nodes import NodeQueries
 from schema.reports import ReportQueries
+from schema.schedules import ScheduleQueries
 from schema.paging import After, Before, First, Last, PageArgs, connection_of
 
 
@@ -82,7 +83,7 @@ class DigestJobFilter:
 
 
 @strawberry.type
-class Query(NodeQueries, DocumentQueries, ReportQueries):
+class Query(NodeQueries, DocumentQueries, ReportQueries, ScheduleQueries):
     @strawberry.field(description="Channels, newest first.")
     async def channels(
         self,
