@@ -1,4 +1,5 @@
-"""The `digestd` command: serve, worker, migrate, import, digest, add-doc, eval, demo."""
+"""The `digestd` command: serve, worker, migrate, import, digest, add-doc, report, schedule, eval,
+demo."""
 
 from __future__ import annotations
 
@@ -32,6 +33,8 @@ from schema.ids import CHANNEL, channel_row_id, global_id
 from server.cli_documents import add_arguments as add_doc_arguments
 from server.cli_reports import add_arguments as add_report_arguments
 from server.cli_reports import report
+from server.cli_schedules import add_arguments as add_schedule_arguments
+from server.cli_schedules import checked_cron, schedule
 from server.cli_documents import add_doc
 from server.cli_import import import_and_report
 from server.cli_json import JSON_HELP, emit, job_json, refuse
@@ -426,6 +429,24 @@ def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
     return asyncio.run(_with_runtime(settings, body))
 
 
+def cmd_schedule(args: argparse.Namespace, settings: Settings) -> int:
+    async def body(runtime: Runtime) -> int:
+        channel_id = None
+        if getattr(args, "channel", None):
+            try:
+                channel_id = await _find_channel(runtime, args.channel, args.server)
+            except ValueError as error:
+                return refuse("digestd schedule", str(error), args.json)
+            if channel_id is None:
+                return refuse("digestd schedule", f"no channel {args.channel!r}", args.json)
+        return await schedule(runtime, args, channel_id)
+
+    problem = checked_cron(args)
+    if problem is not None:
+        return refuse("digestd schedule", problem, args.json)
+    return asyncio.run(_with_runtime(settings, body))
+
+
 def cmd_add_doc(args: argparse.Namespace, settings: Settings) -> int:
     return asyncio.run(_with_runtime(settings, lambda runtime: add_doc(runtime, args)))
 
@@ -502,6 +523,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_report_arguments(report_parser)
     report_parser.set_defaults(handler=cmd_report)
+
+    schedule_parser = commands.add_parser(
+        "schedule", help="digest channels on a schedule: add, list, pause, resume, delete"
+    )
+    add_schedule_arguments(schedule_parser)
+    schedule_parser.set_defaults(handler=cmd_schedule)
 
     add_eval_parser(commands)
 
