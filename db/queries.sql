@@ -712,12 +712,12 @@ LIMIT $1
 FOR UPDATE SKIP LOCKED;
 
 -- name: record_schedule_run
--- A firing of schedule $1 for slot $2: its run row, and the schedule moved to its next slot $3
--- with the job $4 it queued ($5) or joined. The unique (schedule_id, slot) refuses a second
--- firing of the same slot whatever happens above it.
+-- A firing of schedule $1 for slot $2 by process $6: its run row, and the schedule moved to its
+-- next slot $3 with the job $4 it queued ($5) or joined. The unique (schedule_id, slot) refuses
+-- a second firing of the same slot whatever happens above it.
 WITH run AS (
-    INSERT INTO schedule_runs (schedule_id, slot, job_id, job_created)
-    VALUES ($1, $2, $4, $5)
+    INSERT INTO schedule_runs (schedule_id, slot, job_id, job_created, fired_by)
+    VALUES ($1, $2, $4, $5, $6)
     RETURNING schedule_id
 )
 UPDATE schedules s

@@ -73,10 +73,13 @@ async def record_schedule_run(
     next_run_at: datetime,
     job_id: int,
     job_created: bool,
+    fired_by: str,
 ) -> None:
-    """The firing of `slot` (its run row) and the schedule's move to `next_run_at`."""
+    """The firing of `slot` by process `fired_by` (its run row) and the schedule's move to
+    `next_run_at`."""
     await connection.execute(
-        QUERIES["record_schedule_run"], schedule_id, slot, next_run_at, job_id, job_created
+        QUERIES["record_schedule_run"], schedule_id, slot, next_run_at, job_id, job_created,
+        fired_by,
     )
 
 

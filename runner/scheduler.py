@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import socket
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -41,10 +43,21 @@ class Fired:
     next_run_at: datetime
 
 
+def process_name() -> str:
+    """Who fired a run, as `schedule_runs.fired_by` records it: host and process id."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
 async def fire_due_schedules(
-    connection: asyncpg.Connection, *, max_attempts: int, limit: int = TICK_BATCH
+    connection: asyncpg.Connection,
+    *,
+    max_attempts: int,
+    fired_by: str | None = None,
+    limit: int = TICK_BATCH,
 ) -> list[Fired]:
-    """Fire the schedules due now (at most `limit`), in one transaction."""
+    """Fire the schedules due now (at most `limit`), in one transaction; the runs record
+    `fired_by` (default: this process)."""
+    fired_by = fired_by or process_name()
     fired: list[Fired] = []
     async with connection.transaction():
         for due in await schedule_queries.due_schedules(connection, limit):
@@ -58,7 +71,7 @@ async def fire_due_schedules(
                 connection, due.channel_id, max_attempts=max_attempts
             )
             await schedule_queries.record_schedule_run(
-                connection, due.id, due.next_run_at, next_run_at, job.id, created
+                connection, due.id, due.next_run_at, next_run_at, job.id, created, fired_by
             )
             fired.append(Fired(due.id, due.next_run_at, job.id, created, next_run_at))
     return fired

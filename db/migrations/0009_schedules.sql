@@ -9,8 +9,9 @@
 -- once, not once each. `paused` schedules are never due; resuming one recomputes its next
 -- slot from now() (what was missed while paused is not caught up).
 --
--- Each firing is a `schedule_runs` row: the slot it fired for, when, and the job it queued
--- or (when a digest of the channel was already queued or running) joined.
+-- Each firing is a `schedule_runs` row: the slot it fired for, when, by which process
+-- (host:pid), and the job it queued or (when a digest of the channel was already queued or
+-- running) joined.
 
 CREATE TABLE schedules (
     id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -34,6 +35,7 @@ CREATE TABLE schedule_runs (
     schedule_id  bigint NOT NULL REFERENCES schedules (id) ON DELETE CASCADE,
     slot         timestamptz NOT NULL,
     fired_at     timestamptz NOT NULL DEFAULT now(),
+    fired_by     text NOT NULL,
     job_id       bigint REFERENCES digest_jobs (id) ON DELETE SET NULL,
     job_created  boolean NOT NULL,
     CONSTRAINT schedule_runs_one_per_slot UNIQUE (schedule_id, slot)

@@ -25,8 +25,9 @@ class Schedule(SQLModel, table=True):
 
 
 class ScheduleRun(SQLModel, table=True):
-    """One firing: the slot it was for, when it fired, and the job it queued (`job_created`)
-    or joined (a digest of the channel was already queued or running)."""
+    """One firing: the slot it was for, when and by which process (host:pid) it fired, and
+    the job it queued (`job_created`) or joined (a digest of the channel was already queued or
+    running)."""
 
     __tablename__ = "schedule_runs"
 
@@ -34,6 +35,7 @@ class ScheduleRun(SQLModel, table=True):
     schedule_id: int = bigint()
     slot: datetime = timestamptz()
     fired_at: datetime = timestamptz()
+    fired_by: str
     job_id: int | None = bigint()
     job_created: bool
 
