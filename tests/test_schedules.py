@@ -20,6 +20,8 @@ from runner.cron import parse_schedule
 from runner.schedules import ScheduleRefused
 from runner.scheduler import fire_due_schedules
 from runner.triggers import SubjectNotFound
+from server.runtime import Runtime
+from server.settings import Settings
 from tests.db_helpers import add_channel, messages
 from tests.test_coverage import make_worker
 
@@ -234,3 +236,32 @@ async def test_deleting_the_channel_deletes_its_schedules(db: asyncpg.Pool) -> N
         await connection.execute("DELETE FROM channels WHERE id = $1", channel_id)
         assert await schedule_queries.schedules_by_ids(connection, [schedule_id]) == []
 
+
+
+async def test_a_process_running_job_loops_also_ticks_and_one_running_none_does_not(
+    db: asyncpg.Pool, settings: Settings
+) -> None:
+    channel_id = await _channel(db)
+    schedule_id = await _create(db, channel_id, "0 9 * * *")
+    await _make_due(db, schedule_id, timedelta(minutes=5))
+    runtime = Runtime(settings.model_copy(update={"digestd_schedule_tick_seconds": 0.1}))
+    await runtime.open()
+    try:
+        idle = runtime.runner(0)  # `digestd serve --no-runner`: no job loop, no tick
+        idle.start()
+        await asyncio.sleep(1.0)
+        await idle.stop(timeout=5)
+        assert await _runs(db, schedule_id) == []
+
+        runner = runtime.runner(1)
+        runner.start()
+        try:
+            async with asyncio.timeout(30):
+                while not await _runs(db, schedule_id):
+                    await asyncio.sleep(0.1)
+            assert runner.running
+        finally:
+            await runner.stop(timeout=10)
+    finally:
+        await runtime.close()
+    assert len(await _runs(db, schedule_id)) == 1
