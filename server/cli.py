@@ -262,6 +262,14 @@ async def _find_channel(runtime: Runtime, name: str, server: str | None) -> int 
     return int(rows[0].id) if rows else None
 
 
+async def _channel_named(runtime: Runtime, name: str, server: str | None) -> int:
+    """The channel a command argument names; ValueError with the line to print otherwise."""
+    channel_id = await _find_channel(runtime, name, server)
+    if channel_id is None:
+        raise ValueError(f"no channel {name!r}")
+    return channel_id
+
+
 async def _digest(
     runtime: Runtime,
     channel_id: int,
@@ -370,11 +378,9 @@ def cmd_digest(args: argparse.Namespace, settings: Settings) -> int:
     @_watches_stopping
     async def body(runtime: Runtime) -> int:
         try:
-            channel_id = await _find_channel(runtime, args.channel, args.server)
+            channel_id = await _channel_named(runtime, args.channel, args.server)
         except ValueError as error:
             return refuse("digestd digest", str(error), args.json)
-        if channel_id is None:
-            return refuse("digestd digest", f"no channel {args.channel!r}", args.json)
         return await _digest(
             runtime, channel_id, wait=args.wait, run_worker=not args.no_worker,
             since=since, until=until, as_json=args.json,
@@ -414,12 +420,9 @@ def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
         channel_ids = []
         for name in args.channel:
             try:
-                channel_id = await _find_channel(runtime, name, args.server)
+                channel_ids.append(await _channel_named(runtime, name, args.server))
             except ValueError as error:
                 return refuse("digestd report", str(error), args.json)
-            if channel_id is None:
-                return refuse("digestd report", f"no channel {name!r}", args.json)
-            channel_ids.append(channel_id)
         return await report(runtime, args, channel_ids, since, until)
 
     try:
@@ -434,11 +437,9 @@ def cmd_schedule(args: argparse.Namespace, settings: Settings) -> int:
         channel_id = None
         if getattr(args, "channel", None):
             try:
-                channel_id = await _find_channel(runtime, args.channel, args.server)
+                channel_id = await _channel_named(runtime, args.channel, args.server)
             except ValueError as error:
                 return refuse("digestd schedule", str(error), args.json)
-            if channel_id is None:
-                return refuse("digestd schedule", f"no channel {args.channel!r}", args.json)
         return await schedule(runtime, args, channel_id)
 
     problem = checked_cron(args)
