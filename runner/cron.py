@@ -51,7 +51,7 @@ class CronSchedule:
         when there is none in the next 50 years (cronsim's horizon)."""
         try:
             slots = CronSim(self.cron, moment.astimezone(ZoneInfo(self.timezone)))
-        except ZoneInfoNotFoundError:  # a stored zone the system's zone data no longer has
+        except (ZoneInfoNotFoundError, ValueError):  # a stored zone the zone data lacks
             raise InvalidSchedule("timezone", f"{self.timezone!r} is unknown here") from None
         except CronSimError as error:
             raise InvalidSchedule("cron", _cron_reason(self.cron, str(error))) from None

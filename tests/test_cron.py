@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from runner.cron import InvalidSchedule, parse_schedule
+from runner.cron import CronSchedule, InvalidSchedule, parse_schedule
 
 BERLIN = ZoneInfo("Europe/Berlin")
 
@@ -91,3 +91,12 @@ def test_half_hourly_slots_run_by_the_clock_through_the_repeated_hour() -> None:
     # 02:30+02, 02:00+01, 02:30+01, 03:00+01, 03:30+01: every real half hour, none twice.
     start = datetime(2026, 10, 25, 0, 30, tzinfo=UTC)
     assert slots == [start + timedelta(minutes=30 * i) for i in range(5)]
+
+
+@pytest.mark.parametrize("zone", ["Gone/Zone", "../etc/passwd"])
+def test_a_stored_zone_the_zone_data_lacks_is_an_invalid_schedule(zone: str) -> None:
+    """What the tick meets when a stored schedule's zone left the zone data (or the row was
+    edited by hand): a refusal naming the field, not a crash of the tick."""
+    with pytest.raises(InvalidSchedule) as refused:
+        CronSchedule("0 9 * * *", zone).next_after(datetime(2026, 1, 1, tzinfo=UTC))
+    assert refused.value.field == "timezone"
