@@ -24,7 +24,7 @@ import asyncpg
 from db import schedules as schedule_queries
 from runner.cron import CronSchedule, InvalidSchedule
 from runner.supervision import Backoff, describe_error, wait_any
-from runner.triggers import trigger_channel_digest
+from runner.triggers import TriggerRefused, trigger_channel_digest
 
 logger = logging.getLogger(__name__)
 
@@ -67,12 +67,20 @@ async def fire_due_schedules(
                 logger.warning("schedule %s paused: %s", due.id, invalid)
                 await schedule_queries.pause_unfireable_schedule(connection, due.id)
                 continue
-            job, created = await trigger_channel_digest(
-                connection, due.channel_id, max_attempts=max_attempts
-            )
-            await schedule_queries.record_schedule_run(
-                connection, due.id, due.next_run_at, next_run_at, job.id, created, fired_by
-            )
+            try:
+                # A savepoint: a schedule that cannot fire stays due and costs the others nothing.
+                async with connection.transaction():
+                    job, created = await trigger_channel_digest(
+                        connection, due.channel_id, max_attempts=max_attempts
+                    )
+                    await schedule_queries.record_schedule_run(
+                        connection, due.id, due.next_run_at, next_run_at, job.id, created, fired_by
+                    )
+            except (asyncpg.PostgresError, TriggerRefused) as error:
+                logger.warning(
+                    "schedule %s could not fire (%s); it stays due", due.id, describe_error(error)
+                )
+                continue
             fired.append(Fired(due.id, due.next_run_at, job.id, created, next_run_at))
     return fired
 

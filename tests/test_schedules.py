@@ -265,3 +265,23 @@ async def test_a_process_running_job_loops_also_ticks_and_one_running_none_does_
     finally:
         await runtime.close()
     assert len(await _runs(db, schedule_id)) == 1
+
+
+async def test_a_schedule_that_cannot_fire_stays_due_and_the_others_fire(db: asyncpg.Pool) -> None:
+    """Its slot already has a run (what UNIQUE (schedule_id, slot) exists to refuse): that
+    firing is rolled back to its savepoint, job included, and the other schedule fires."""
+    blocked_id = await _create(db, await _channel(db, "ops"), "0 9 * * *")
+    other_id = await _create(db, await _channel(db, "web"), "0 9 * * *")
+    slot = await _make_due(db, blocked_id, timedelta(minutes=1))
+    await _make_due(db, other_id, timedelta(minutes=1))
+    async with db.acquire() as connection:
+        await connection.execute(
+            "INSERT INTO schedule_runs (schedule_id, slot, job_created, fired_by) "
+            "VALUES ($1, $2, false, 'elsewhere')", blocked_id, slot,
+        )  # fmt: skip
+    assert await _fire(db) == [other_id]
+    blocked = await _row(db, blocked_id)
+    assert (blocked.next_run_at, blocked.last_job_id) == (slot, None)  # still due, untouched
+    async with db.acquire() as connection:
+        jobs_of = await connection.fetch("SELECT channel_id FROM digest_jobs")
+    assert [r["channel_id"] for r in jobs_of] == [(await _row(db, other_id)).channel_id]
