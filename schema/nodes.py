@@ -20,6 +20,7 @@ from schema.context import Context
 from schema.conversation_types import Conversation
 from schema.digest_types import Digest, KnowledgeItem
 from schema.document_types import Document, DocumentDigest
+from schema.entity_types import Entity, TopicProfile
 from schema.errors import PAGE_SIZE, client_error
 from schema.ids import (
     CHANNEL,
@@ -28,9 +29,11 @@ from schema.ids import (
     DIGEST_JOB,
     DOCUMENT,
     DOCUMENT_DIGEST,
+    ENTITY,
     KNOWLEDGE_ITEM,
     MESSAGE,
     REPORT,
+    TOPIC_PROFILE,
     SCHEDULE,
     decode_global_id,
 )
@@ -93,6 +96,16 @@ async def _schedule(context: Context, row_id: int) -> relay.Node | None:
     return Schedule.from_row(row) if row else None
 
 
+async def _entity(context: Context, row_id: int) -> relay.Node | None:
+    row = await context.loaders.entity.load(row_id)
+    return Entity.from_row(row) if row else None
+
+
+async def _topic_profile(context: Context, row_id: int) -> relay.Node | None:
+    row = await context.loaders.topic_profile.load(row_id)
+    return TopicProfile.from_row(row) if row else None
+
+
 NODE_LOADS: dict[str, NodeLoad] = {
     CHANNEL: _channel,
     MESSAGE: _message,
@@ -103,6 +116,8 @@ NODE_LOADS: dict[str, NodeLoad] = {
     DOCUMENT_DIGEST: _document_digest,
     REPORT: _report,
     CONVERSATION: _conversation,
+    ENTITY: _entity,
+    TOPIC_PROFILE: _topic_profile,
     SCHEDULE: _schedule,
 }
 

@@ -14,6 +14,7 @@ from schema.context import Context
 from schema.conversation_types import Conversation, ConversationState
 from schema.digest_types import Digest, DigestSummary, KnowledgeItem
 from schema.documents import DocumentQueries
+from schema.entities import EntityQueries
 from schema.errors import client_error
 from schema.ids import (
     CHANNEL,
@@ -83,7 +84,7 @@ class DigestJobFilter:
 
 
 @strawberry.type
-class Query(NodeQueries, DocumentQueries, ReportQueries, ScheduleQueries):
+class Query(NodeQueries, DocumentQueries, ReportQueries, EntityQueries, ScheduleQueries):
     @strawberry.field(description="Channels, newest first.")
     async def channels(
         self,

@@ -159,6 +159,15 @@ QUERY_MODELS: dict[str, type[BaseModel]] = {
     "message_conversations": models.MessageConversation,
     "conversations_by_ids": models.ConversationWithState,
     "authors_of_cited_messages": models.CitedAuthor,
+    "upsert_entities": models.StoredEntityKey,
+    "upsert_topic_profiles": models.StoredProfileKey,
+    "entities_by_ids": models.Entity,
+    "topic_profiles_by_ids": models.TopicProfile,
+    "entity_item_refs_of": models.OwnedItemRef,
+    "topic_profile_items_of": models.OwnedItemRef,
+    "entity_digests_of": models.OwnedDigestMention,
+    "topic_profile_digests_of": models.OwnedDigestMention,
+    "topic_profile_trends": models.TrendPoint,
     "insert_schedule": models.Schedule,
     "schedules_by_ids": models.Schedule,
     "schedule_for_update": models.Schedule,
@@ -186,7 +195,8 @@ async def test_each_query_returns_the_fields_of_its_model(db: asyncpg.Pool, quer
 @pytest.mark.parametrize(
     "spec",
     [pages.DIGESTS, pages.JOBS, pages.KNOWLEDGE_ITEMS, pages.MESSAGES, pages.CHANNELS,
-     pages.DOCUMENTS, pages.REPORTS, pages.CONVERSATIONS, pages.SCHEDULES],
+     pages.DOCUMENTS, pages.REPORTS, pages.CONVERSATIONS, pages.ENTITIES,
+     pages.TOPIC_PROFILES, pages.SCHEDULES],
     ids=lambda spec: spec.name,
 )  # fmt: skip
 async def test_each_keyset_list_returns_the_fields_of_its_model(
