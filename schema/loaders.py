@@ -11,9 +11,12 @@ import asyncpg
 from pydantic import BaseModel
 from strawberry.dataloader import DataLoader
 
-from db import channels, conversations, digests, documents, jobs, reports
+from db import channel_items, channels, conversations, digests, documents, jobs, reports
 from db.digests import DigestItem
 from db.models import (
+    ChannelItem,
+    ChannelItemEventWithMessage,
+    ChannelItemMention,
     ConversationWithState,
     ActionItem,
     ArtifactWithMessage,
@@ -126,6 +129,20 @@ def _edited_messages(pool: asyncpg.Pool) -> BatchLoad:
     return load
 
 
+def _by_item(pool: asyncpg.Pool, fetch: FetchByIds[Row]) -> BatchLoad:
+    """Channel item id → its rows of `fetch` (events, mentions), in the query's order."""
+
+    async def load(ids: list[int]) -> list[list[Row]]:
+        async with pool.acquire() as connection:
+            rows = await fetch(connection, ids)
+        groups: dict[int, list[Row]] = defaultdict(list)
+        for row in rows:
+            groups[getattr(row, "item_id")].append(row)
+        return [groups.get(i, []) for i in ids]
+
+    return load
+
+
 LATEST_DIGESTS_PER_DOCUMENT = 10
 
 
@@ -203,6 +220,15 @@ class Loaders:
     report: _Loader[int, Report | None] = _Loader(lambda pool: _by_id(pool, reports.reports_by_ids))
     conversation: _Loader[int, ConversationWithState | None] = _Loader(
         lambda pool: _by_id(pool, conversations.conversations_by_ids)
+    )
+    channel_item: _Loader[int, ChannelItem | None] = _Loader(
+        lambda pool: _by_id(pool, channel_items.channel_items_by_ids)
+    )
+    item_history: _Loader[int, list[ChannelItemEventWithMessage]] = _Loader(
+        lambda pool: _by_item(pool, channel_items.events_of_channel_items)
+    )
+    item_mentions: _Loader[int, list[ChannelItemMention]] = _Loader(
+        lambda pool: _by_item(pool, channel_items.mentions_of_channel_items)
     )
     latest_document_digests: _Loader[int, list[DocumentDigest]] = _Loader(_latest_document_digests)
     uncovered_count: _Loader[int, int] = _Loader(_uncovered_counts)

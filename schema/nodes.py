@@ -19,6 +19,7 @@ from schema.channel_types import Channel, Message
 from schema.context import Context
 from schema.conversation_types import Conversation
 from schema.digest_types import Digest, KnowledgeItem
+from schema.item_types import TrackedItem
 from schema.document_types import Document, DocumentDigest
 from schema.errors import PAGE_SIZE, client_error
 from schema.ids import (
@@ -31,6 +32,7 @@ from schema.ids import (
     KNOWLEDGE_ITEM,
     MESSAGE,
     REPORT,
+    TRACKED_ITEM,
     decode_global_id,
 )
 from schema.job_types import DigestJob
@@ -86,6 +88,11 @@ async def _conversation(context: Context, row_id: int) -> relay.Node | None:
     return Conversation.from_row(row) if row else None
 
 
+async def _tracked_item(context: Context, row_id: int) -> relay.Node | None:
+    row = await context.loaders.channel_item.load(row_id)
+    return TrackedItem.from_row(row) if row else None
+
+
 NODE_LOADS: dict[str, NodeLoad] = {
     CHANNEL: _channel,
     MESSAGE: _message,
@@ -96,6 +103,7 @@ NODE_LOADS: dict[str, NodeLoad] = {
     DOCUMENT_DIGEST: _document_digest,
     REPORT: _report,
     CONVERSATION: _conversation,
+    TRACKED_ITEM: _tracked_item,
 }
 
 

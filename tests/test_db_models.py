@@ -159,6 +159,11 @@ QUERY_MODELS: dict[str, type[BaseModel]] = {
     "message_conversations": models.MessageConversation,
     "conversations_by_ids": models.ConversationWithState,
     "authors_of_cited_messages": models.CitedAuthor,
+    "open_channel_items": models.ChannelItem,
+    "digest_item_rows": models.DigestItemRow,
+    "channel_items_by_ids": models.ChannelItem,
+    "events_of_channel_items": models.ChannelItemEventWithMessage,
+    "mentions_of_channel_items": models.ChannelItemMention,
 }
 
 
@@ -179,7 +184,7 @@ async def test_each_query_returns_the_fields_of_its_model(db: asyncpg.Pool, quer
 @pytest.mark.parametrize(
     "spec",
     [pages.DIGESTS, pages.JOBS, pages.KNOWLEDGE_ITEMS, pages.MESSAGES, pages.CHANNELS,
-     pages.DOCUMENTS, pages.REPORTS, pages.CONVERSATIONS],
+     pages.DOCUMENTS, pages.REPORTS, pages.CONVERSATIONS, pages.CHANNEL_ITEMS],
     ids=lambda spec: spec.name,
 )  # fmt: skip
 async def test_each_keyset_list_returns_the_fields_of_its_model(

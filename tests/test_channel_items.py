@@ -1,0 +1,173 @@
+"""Channel items (issue 15): items with an identity across digests and a cited lifecycle.
+
+The pure rules (runner/item_lifecycle.py) on hand-made windows, then a channel digested in two
+successive windows with the offline extractor (a question of day 1 answered on day 2, with the
+answer's pointer), and the API's lists of open questions, action items and decisions."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import asyncpg
+
+from runner.item_lifecycle import (
+    ItemKind,
+    MemoryMessage,
+    NewItem,
+    TrackedItem,
+    item_key,
+    plan_items,
+)
+from schema.ids import CHANNEL, global_id
+from tests.db_helpers import Msg, add_channel
+from tests.test_coverage import digest_once
+from tests.test_revisions import gql
+
+DAY1 = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
+DAY2 = DAY1 + timedelta(days=1)
+
+
+def _message(mid: str, author: str, minutes: int, text: str, conversation: int | None = 7,
+             start: datetime = DAY2) -> MemoryMessage:  # fmt: skip
+    return MemoryMessage(mid, author, start + timedelta(minutes=minutes), text, conversation)
+
+
+QUESTION = TrackedItem(
+    1, ItemKind.QUESTION, "How do I make the backup script skip the cache directory?", "ann", 7,
+    ("q1",), DAY1,
+)  # fmt: skip
+
+
+def test_a_question_is_answered_across_digests_with_the_answers_pointer() -> None:
+    answer = "ann: add --exclude=cache to the rsync line. That skips it."
+    window = [
+        _message("a0", "ann", 0, "still stuck on that one?"),  # the asker: no answer
+        _message("a1", "dee", 1, "what do you mean?"),  # a question back: no answer
+        _message("a2", "bob", 2, answer),
+    ]
+    plan = plan_items([QUESTION], [], window)
+    (change,) = plan.changes
+    assert (change.item, change.from_status, change.to_status) == (1, "open", "answered")
+    assert change.evidence.message_ids == ("a2",) and change.evidence.at == window[2].ts
+    assert change.evidence.pointer is not None
+    message_id, start, end, quote = change.evidence.pointer
+    assert message_id == "a2" and answer[start:end] == quote and "--exclude=cache" in quote
+
+
+def test_an_answer_in_another_conversation_does_not_answer_it() -> None:
+    window = [_message("a2", "bob", 2, "add --exclude=cache to the rsync line", conversation=8)]
+    assert plan_items([QUESTION], [], window).changes == []
+
+
+def test_the_asker_withdrawing_drops_the_question() -> None:
+    window = [_message("a1", "ann", 3, "never mind, figured it out")]
+    (change,) = plan_items([QUESTION], [], window).changes
+    assert change.to_status == "dropped" and change.evidence.pointer is not None
+
+
+def test_an_action_item_is_done_when_its_owner_says_merged_in_its_conversation() -> None:
+    task = TrackedItem(2, ItemKind.ACTION_ITEM, "update the deploy docs for the backup flow",
+                       "cid", 7, ("t1",), DAY1)  # fmt: skip
+    window = [
+        _message("b1", "cid", 1, "the docs are not merged yet"),  # negated
+        _message("b2", "cid", 2, "is it merged?"),  # a question
+        _message("b3", "cid", 3, "ok, merged: https://github.com/acme/ops/pull/12"),
+    ]
+    (change,) = plan_items([task], [], window).changes
+    assert change.to_status == "done" and change.evidence.message_ids == ("b3",)
+    elsewhere = [_message("c1", "eve", 1, "fixed my bike today", conversation=9)]
+    assert plan_items([task], [], elsewhere).changes == []
+
+
+def test_a_later_decision_replacing_one_in_force_supersedes_it() -> None:
+    old = TrackedItem(3, ItemKind.DECISION, "We will host the wiki on the old VPS", None, 7,
+                      ("d1",), DAY1)  # fmt: skip
+    window = [_message("d2", "bob", 5, "we will host the wiki on github pages instead of the VPS")]
+    new = NewItem(ItemKind.DECISION, 0, "We will host the wiki on GitHub pages instead of the VPS",
+                  None, ("d2",))  # fmt: skip
+    plan = plan_items([old], [new], window)
+    assert [c.new for c in plan.created] == [new] and plan.links == []
+    (change,) = plan.changes
+    assert (change.item, change.to_status, change.related) == (3, "superseded", new)
+    assert change.evidence.message_ids == ("d2",) and change.evidence.pointer is not None
+
+
+def test_the_same_item_said_again_is_linked_not_duplicated() -> None:
+    window = [_message("q9", "ann", 5, "how do I make the backup script skip the cache dir?")]
+    again = NewItem(ItemKind.QUESTION, 0, "How do I make the backup script skip the cache dir?",
+                    "ann", ("q9",))  # fmt: skip
+    plan = plan_items([QUESTION], [again], window)
+    assert plan.created == [] and [(link.new, link.tracked) for link in plan.links] == [(again, 1)]
+    other_owner = NewItem(ItemKind.QUESTION, 0, again.text, "zed", ("q9",))
+    assert plan_items([QUESTION], [other_owner], window).links == []
+
+
+def test_a_change_without_evidence_that_validates_is_not_applied() -> None:
+    # The answer came before the question was asked (a backfill): no evidence of an answer.
+    early = [_message("a2", "bob", -60 * 24, "add --exclude=cache to the rsync line")]
+    plan = plan_items([QUESTION], [], early)
+    assert plan.changes == []
+    # A knowledge item naming a tracked item it supersedes, citing nothing of the window.
+    tip = TrackedItem(4, ItemKind.KNOWLEDGE, "rsync excludes", None, 7, ("k1",), DAY1)
+    later = NewItem(ItemKind.KNOWLEDGE, 0, "rsync exclude patterns", None, ("gone",), "K1",
+                    supersedes=item_key(4))  # fmt: skip
+    assert plan_items([tip], [later], [_message("k2", "bob", 1, "use --exclude")]).changes == []
+    cited = NewItem(ItemKind.KNOWLEDGE, 0, "rsync exclude patterns", None, ("k2",), "K1",
+                    supersedes=item_key(4))  # fmt: skip
+    (change,) = plan_items([tip], [cited], [_message("k2", "bob", 1, "use --exclude")]).changes
+    assert (change.item, change.to_status, change.related) == (4, "superseded", cited)
+
+
+DAY1_ROWS = [
+    ("q1", "ann", "How do I make the nightly backup script skip the cache directory?", None),
+    ("x1", "eve", "the new office printer finally works again", None),
+]
+DAY2_ROWS = [
+    ("a1", "bob", "ann: add --exclude=cache to the rsync line in backup.sh, that skips it",
+     "q1"),
+]
+
+ITEMS = """
+query ($channel: ID!) {
+  openQuestions(filter: {channelId: $channel}) { nodes { id text status } }
+  answered: trackedItems(filter: {channelId: $channel, kind: QUESTION}) {
+    nodes {
+      text status owner firstSaidAt
+      history { fromStatus toStatus at reason evidenceMessageIds
+                pointer { messageId resolvedText } }
+      mentions { digest { id } }
+    }
+  }
+}
+"""
+
+
+async def test_a_question_of_day_one_is_answered_on_day_two(
+    db: asyncpg.Pool, database_url: str
+) -> None:
+    day1 = [Msg(mid, a, DAY1 + timedelta(minutes=i), t, r)
+            for i, (mid, a, t, r) in enumerate(DAY1_ROWS)]  # fmt: skip
+    channel = await add_channel(db, "ops", day1)
+    first = await digest_once(db, database_url, channel)
+    channel_id = global_id(CHANNEL, channel)
+    opened = (await gql(db, ITEMS, channel=channel_id))["openQuestions"]["nodes"]
+    assert [(n["text"], n["status"]) for n in opened] == [(DAY1_ROWS[0][2], "OPEN")]
+
+    day2 = [Msg(mid, a, DAY2 + timedelta(minutes=i), t, r)
+            for i, (mid, a, t, r) in enumerate(DAY2_ROWS)]  # fmt: skip
+    await add_channel(db, "ops", day2)
+    second = await digest_once(db, database_url, channel)
+    assert first.digest_id != second.digest_id
+    data = await gql(db, ITEMS, channel=channel_id)
+    assert data["openQuestions"]["nodes"] == []
+    (item,) = data["answered"]["nodes"]
+    assert item["status"] == "ANSWERED" and item["owner"] == "ann"
+    opened_event, answered = item["history"]
+    assert (opened_event["fromStatus"], opened_event["toStatus"]) == (None, "OPEN")
+    assert opened_event["evidenceMessageIds"] == ["q1"]
+    assert (answered["fromStatus"], answered["toStatus"]) == ("OPEN", "ANSWERED")
+    assert answered["evidenceMessageIds"] == ["a1"]
+    assert answered["at"].startswith("2024-05-02")
+    assert answered["pointer"]["messageId"] == "a1"
+    assert "--exclude=cache" in answered["pointer"]["resolvedText"]
+    assert len(item["mentions"]) == 1  # day 2 did not repeat it as a new question
