@@ -23,8 +23,9 @@ chat):
   item's conversation by its owner or naming the task (`TASK_OVERLAP` of the task's words), or
   naming the task anywhere in the window. → cancelled: the same with "cancelled", "won't do",
   "not needed" and the like, said by the owner or in the item's conversation.
-- Decision in force → reversed / superseded: a later decision of the digest in the same
-  conversation sharing `THREAD_OVERLAP` of its words (or anywhere sharing `TOPIC_OVERLAP`)
+- Decision in force → reversed / superseded: a later decision of the digest repeating at least
+  two of its words and `THREAD_OVERLAP` of them in the same conversation (`TOPIC_COVERAGE`
+  anywhere)
   that reverses it (reverts, undoes, says it no longer holds, or negates what it said) or
   replaces it ("instead", "switch to", "rather than", "replace").
 - Knowledge current → superseded / conflict: a new knowledge item whose `supersedes_id` or
@@ -52,7 +53,7 @@ from runner.pointers import PointerError, resolve_pointer
 
 THREAD_OVERLAP = 0.3
 CONTENT_OVERLAP = 0.6
-TOPIC_OVERLAP = 0.4
+TOPIC_COVERAGE = 0.6
 TASK_OVERLAP = 0.5
 MIN_ANSWER_WORDS = 2
 MAX_EVIDENCE_CHARS = 300
@@ -360,9 +361,12 @@ def _replaces(old: _Item, new: _Item) -> str | None:
     """How decision `new` ends `old` ("reversed", "superseded"), or None."""
     if new.said_at <= old.said_at:
         return None
-    overlap = _jaccard(old.tokens, new.tokens)
+    # The share of the old decision's words the new one repeats: a decision that replaces
+    # another names what it replaces, and adds the new choice (which Jaccard would punish).
+    shared = old.tokens & new.tokens
+    coverage = len(shared) / len(old.tokens) if old.tokens else 0.0
     same_thread = old.conversation_id is not None and old.conversation_id == new.conversation_id
-    if not (overlap >= TOPIC_OVERLAP or (same_thread and overlap >= THREAD_OVERLAP)):
+    if len(shared) < 2 or coverage < (THREAD_OVERLAP if same_thread else TOPIC_COVERAGE):
         return None
     negation_flips = bool(_NEGATION.search(old.text)) != bool(_NEGATION.search(new.text))
     if _REVERSAL.search(new.text) and not _REVERSAL.search(old.text) or negation_flips:

@@ -10,6 +10,12 @@ from datetime import UTC, datetime, timedelta
 
 import asyncpg
 
+from runner.contract import ChunkSummary
+from runner.extractors.offline import OfflineExtractor
+from runner.message_chunks import Chunk
+from runner.pipeline import PipelineHooks, run_pipeline
+from runner.vocabulary import KnownItem
+from runner.window import Window, WindowMessage
 from runner.item_lifecycle import (
     ItemKind,
     MemoryMessage,
@@ -18,7 +24,9 @@ from runner.item_lifecycle import (
     item_key,
     plan_items,
 )
-from schema.ids import CHANNEL, global_id
+from schema import build_schema
+from schema.context import ApiConfig, Context, Role
+from schema.ids import CHANNEL, DIGEST, global_id
 from tests.db_helpers import Msg, add_channel
 from tests.test_coverage import digest_once
 from tests.test_revisions import gql
@@ -120,12 +128,37 @@ def test_a_change_without_evidence_that_validates_is_not_applied() -> None:
 
 DAY1_ROWS = [
     ("q1", "ann", "How do I make the nightly backup script skip the cache directory?", None),
+    ("t1", "cid", "I'll update the deploy docs for the new backup flow tomorrow.", None),
+    ("d1", "dee", "Let's use restic for the offsite backups.", None),
+    ("d2", "bob", "agreed, restic it is", None),
     ("x1", "eve", "the new office printer finally works again", None),
 ]
 DAY2_ROWS = [
     ("a1", "bob", "ann: add --exclude=cache to the rsync line in backup.sh, that skips it",
      "q1"),
+    ("t2", "cid", "deploy docs for the backup flow updated and merged: "
+     "https://github.com/acme/ops/pull/12", None),
+    ("d3", "dee", "We decided to switch to borg instead of restic for the offsite backups.",
+     None),
 ]
+STILL_OPEN = """
+query ($channel: ID!) {
+  trackedItems(filter: {channelId: $channel, open: true}) { nodes { kind status text } }
+}
+"""
+LISTS = """
+query ($channel: ID!) {
+  done: actionItems(filter: {channelId: $channel, status: DONE, owner: "CID"}) {
+    nodes { id text history { toStatus pointer { resolvedText } } }
+  }
+  inForce: decisions(filter: {channelId: $channel, status: IN_FORCE}) { nodes { id text } }
+  superseded: decisions(filter: {channelId: $channel, status: SUPERSEDED}) {
+    nodes { text history { toStatus relatedItemId evidenceMessageIds } }
+  }
+  all: knowledgeItems(filter: {channelId: $channel}) { nodes { id } }
+  current: knowledgeItems(filter: {channelId: $channel, current: true}) { nodes { id } }
+}
+"""
 
 ITEMS = """
 query ($channel: ID!) {
@@ -135,7 +168,7 @@ query ($channel: ID!) {
       text status owner firstSaidAt
       history { fromStatus toStatus at reason evidenceMessageIds
                 pointer { messageId resolvedText } }
-      mentions { digest { id } }
+      mentions { position digest { id } }
     }
   }
 }
@@ -171,3 +204,81 @@ async def test_a_question_of_day_one_is_answered_on_day_two(
     assert answered["pointer"]["messageId"] == "a1"
     assert "--exclude=cache" in answered["pointer"]["resolvedText"]
     assert len(item["mentions"]) == 1  # day 2 did not repeat it as a new question
+    assert item["mentions"][0]["digest"]["id"] == global_id(DIGEST, first.digest_id or 0)
+
+    lists = await gql(db, LISTS, channel=channel_id)
+    (done,) = lists["done"]["nodes"]
+    assert done["text"].startswith("Update the deploy docs")
+    assert "merged" in done["history"][-1]["pointer"]["resolvedText"]
+    (borg,) = lists["inForce"]["nodes"]
+    assert "borg" in borg["text"]
+    (restic,) = lists["superseded"]["nodes"]
+    assert "restic" in restic["text"]
+    assert restic["history"][-1]["relatedItemId"] == borg["id"]
+    assert restic["history"][-1]["evidenceMessageIds"] == ["d3"]
+    assert lists["current"]["nodes"] == lists["all"]["nodes"]  # nothing superseded them
+    node = await gql(db, "query ($id: ID!) { node(id: $id) { ... on TrackedItem { kind } } }",
+                     id=borg["id"])  # fmt: skip
+    assert node["node"] == {"kind": "DECISION"}
+
+
+async def test_what_is_still_open_in_a_channel_is_one_query(
+    db: asyncpg.Pool, database_url: str
+) -> None:
+    day1 = [Msg(mid, a, DAY1 + timedelta(minutes=i), t, r)
+            for i, (mid, a, t, r) in enumerate(DAY1_ROWS)]  # fmt: skip
+    channel = await add_channel(db, "ops", day1)
+    await digest_once(db, database_url, channel)
+    nodes = (await gql(db, STILL_OPEN, channel=global_id(CHANNEL, channel)))["trackedItems"]
+    assert sorted((n["kind"], n["status"]) for n in nodes["nodes"]) == [
+        ("ACTION_ITEM", "OPEN"), ("DECISION", "IN_FORCE"), ("QUESTION", "OPEN"),
+    ]  # fmt: skip
+
+
+async def test_a_status_a_kind_cannot_have_is_a_client_error(db: asyncpg.Pool) -> None:
+    result = await build_schema().execute(
+        "{ decisions(filter: {status: DONE}) { nodes { id } } }",
+        context_value=Context(pool=db, role=Role.READER, config=ApiConfig()),
+    )  # fmt: skip
+    assert result.errors and "a decision is one of" in result.errors[0].message
+
+
+class _RecordingOffline(OfflineExtractor):
+    """The offline extractor taking known items, recording what each chunk was given."""
+
+    uses_known_items = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.given: list[list[str]] = []
+        self.keys: list[str] = []
+
+    async def extract_chunk(self, chunk: Chunk, known_items: list[KnownItem]) -> ChunkSummary:
+        self.given.append([item.key for item in known_items])
+        return await super().extract_chunk(chunk, known_items)
+
+
+async def test_the_map_step_is_given_the_channels_tracked_items_and_keys_its_cache_by_them() -> None:
+    window = Window("ops", tuple(
+        WindowMessage(f"w{i}", "ann", DAY2 + timedelta(minutes=i), f"note {i} about the backup")
+        for i in range(3)
+    ))  # fmt: skip
+    tracked = [KnownItem(item_key(5), "question", "How do I skip the cache directory?")]
+    keys: dict[str, list[str]] = {}
+
+    async def run(items: list[KnownItem]) -> _RecordingOffline:
+        extractor = _RecordingOffline()
+        seen: list[str] = []
+
+        async def load(key: str) -> ChunkSummary | None:
+            seen.append(key)
+            return None
+
+        await run_pipeline(window, extractor, chunk_tokens=2000, tracked_items=items,
+                           hooks=PipelineHooks(load_chunk=load))  # fmt: skip
+        keys[str(len(items))] = seen
+        return extractor
+
+    assert (await run(tracked)).given == [[item_key(5)]]
+    assert (await run([])).given == [[]]
+    assert keys["1"] != keys["0"]  # a chunk's cached result is only reused for the same items
