@@ -87,7 +87,7 @@ async def remember_items(
     # A message edited while the digest ran is no evidence: its text is not the one read.
     messages = [
         MemoryMessage(row.external_id, row.author, row.ts, row.normalized_text,
-                      row.conversation_id)
+                      row.conversation_id, row.reply_to)
         for row in rows if revision_read.get(row.id) == row.revision
     ]  # fmt: skip
     plan = plan_items([tracked_item(row) for row in tracked], new_items(digest), messages)

@@ -11,12 +11,13 @@ Rules (they read only words, authors, times and the reply structure, so they hol
 chat):
 - Link: a new item is the tracked item of the same kind that cites one of its messages, or
   that lives in the same conversation and shares at least `THREAD_OVERLAP` of their content
-  words (Jaccard of `runner.claim_support.content_tokens`), or anywhere in the channel at least
-  `CONTENT_OVERLAP`; an action item or question never links to one of another owner. A
+  words (Jaccard of `runner.claim_support.content_tokens`, two words at least), or anywhere in
+  the channel at least `CONTENT_OVERLAP` and `MIN_SHARED_WORDS` words; an action item or question never links to one of another owner. A
   decision that reverses or replaces the tracked one (below) is never the same one.
 - Question open → answered: a later message of its conversation by someone other than the
-  asker that is not only a question back and says something (`MIN_ANSWER_WORDS` content
-  words); the evidence is that message, the pointer its opening. → dropped: the asker says it
+  asker that is not only a question back, says something (`MIN_ANSWER_WORDS` content
+  words), is not addressed to someone else ("bob: ...") and either is said to the asker (by
+  name or as a reply) or shares `MIN_ANSWER_WORDS` content words with the question; the evidence is that message, the pointer its opening. → dropped: the asker says it
   is solved or withdraws it ("never mind", "figured it out", "solved").
 - Action item open → done: a later message saying it is done ("done", "merged", "shipped",
   "fixed", a pull-request or commit link), not negated and not a question, either in the
@@ -56,6 +57,9 @@ CONTENT_OVERLAP = 0.6
 TOPIC_COVERAGE = 0.6
 TASK_OVERLAP = 0.5
 MIN_ANSWER_WORDS = 2
+# Words two items must share to be linked on content alone: short items ("apt-get install
+# vlc", "apt-get install googleearth") share most of their few words and are different things.
+MIN_SHARED_WORDS = 4
 MAX_EVIDENCE_CHARS = 300
 # The prefix of a tracked item's key, as the map step is shown it (runner/jobs/channel.py).
 KEY_PREFIX = "item:"
@@ -121,6 +125,7 @@ class MemoryMessage:
     ts: datetime
     text: str
     conversation_id: int | None
+    reply_to: str | None = None  # an explicit reply (external id)
 
 
 @dataclass(frozen=True)
@@ -196,6 +201,8 @@ _REPLACEMENT = re.compile(
     r"move(?:d)? to|go(?:ing)? with)\b",
     re.IGNORECASE,
 )
+# A leading addressee ("bob: ...", "@bob, ..."), as chat clients write it.
+_ADDRESSEE = re.compile(r"^\s*@?([^\s:,@]{2,40}?)\s*[:,]\s")
 _NEGATION = re.compile(r"\b(?:not|no|never|n't|don'?t|won'?t)\b", re.IGNORECASE)
 
 
@@ -230,6 +237,20 @@ class _Window:
         self.messages = sorted(messages, key=lambda m: m.ts)
         self.by_id = {m.message_id: m for m in self.messages}
         self.texts = {m.message_id: m.text for m in self.messages}
+        self.authors = {m.author.casefold() for m in self.messages}
+
+    def addressee(self, text: str, also: str) -> str | None:
+        """Whom a message is addressed to by its first word: an author of the window or
+        `also` (casefolded), or None."""
+        match = _ADDRESSEE.match(text)
+        if match is None:
+            return None
+        name = match.group(1).casefold()
+        known = ({also} if also else set()) | self.authors
+        return next(
+            (a for a in sorted(known) if a == name or (len(name) >= 3 and a.startswith(name))),
+            None,
+        )
 
     def conversation_of(self, message_ids: Sequence[str], author: str | None) -> int | None:
         """The conversation of the item's message: the one its owner wrote, else the first."""
@@ -323,6 +344,12 @@ def _question_change(item: _Item, window: _Window) -> StateChange | None:
             continue  # nobody to tell an answer from the question's own follow-ups
         if _is_question(message.text) or len(prose_tokens(message.text)) < MIN_ANSWER_WORDS:
             continue
+        addressed = window.addressee(message.text, asker)
+        if addressed is not None and addressed != asker:
+            continue  # said to someone else in the conversation
+        to_asker = addressed == asker or message.reply_to in item.message_ids
+        if not to_asker and len(item.tokens & _tokens(message.text)) < MIN_ANSWER_WORDS:
+            continue  # neither said to the asker nor about what was asked
         evidence = window.evidence(message, _answer_span(message.text))
         return StateChange(item.ref, "open", "answered", evidence,
                            f"answered by {message.author} in its conversation")  # fmt: skip
@@ -402,14 +429,15 @@ def _link_target(new: _Item, tracked: Sequence[_Item]) -> tuple[_Item, str] | No
         if new.kind == ItemKind.DECISION and _replaces(old, new):
             continue
         overlap = _jaccard(old.tokens, new.tokens)
+        shared = len(old.tokens & new.tokens)
         if set(old.message_ids) & set(new.message_ids):
             score, reason = 2.0 + overlap, "cites the same message"
         elif (
             old.conversation_id is not None and old.conversation_id == new.conversation_id
-            and overlap >= THREAD_OVERLAP
+            and overlap >= THREAD_OVERLAP and shared >= 2
         ):
             score, reason = 1.0 + overlap, f"same conversation, {overlap:.0%} shared words"
-        elif overlap >= CONTENT_OVERLAP:
+        elif overlap >= CONTENT_OVERLAP and shared >= MIN_SHARED_WORDS:
             score, reason = overlap, f"{overlap:.0%} shared words"
         else:
             continue
@@ -448,14 +476,24 @@ def plan_items(
         plan.created.append(Created(new, conversation, said_at))
         fresh.append(item)
     proposed: list[tuple[StateChange, datetime]] = []
+    answers: dict[str, tuple[tuple[int, datetime], StateChange, datetime]] = {}
     for item in [*old, *fresh]:
         change: StateChange | None = None
         if item.kind == ItemKind.QUESTION:
             change = _question_change(item, window)
+            if change is not None:
+                # One message answers one question: of an asker's questions it fits, the one
+                # sharing most words with it, else the latest asked.
+                answer = change.evidence.message_ids[0]
+                fit = (len(item.tokens & _tokens(window.texts[answer])), item.said_at)
+                if answer not in answers or fit > answers[answer][0]:
+                    answers[answer] = (fit, change, item.said_at)
+                continue
         elif item.kind == ItemKind.ACTION_ITEM:
             change = _action_change(item, window)
         if change is not None:
             proposed.append((change, item.said_at))
+    proposed += [(change, said) for _, change, said in answers.values()]
     for before in old:
         if before.kind != ItemKind.DECISION:
             continue
