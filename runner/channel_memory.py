@@ -114,9 +114,10 @@ async def _apply(
         )  # fmt: skip
         created[(item.kind, item.position)] = item_id
         mentions.append((item_id, item))
+        pointer = _pointer_columns(new.evidence.pointer if new.evidence else None, window)
         events.append((
             item_id, None, OPEN_STATUS[item.kind], new.said_at, list(item.message_ids),
-            None, None, None, None, None, digest_id, None, "first said",
+            *pointer, digest_id, None, "first said",
         ))  # fmt: skip
     mentions += [(link.tracked, link.new) for link in plan.links]
     present = [(i, n) for i, n in mentions if (n.kind.value, n.position) in digest_rows]
@@ -143,18 +144,23 @@ async def _apply(
     await item_queries.insert_channel_item_events(connection, events)
 
 
+def _pointer_columns(
+    pointer: tuple[str, int, int, str] | None, window: StoredWindow
+) -> tuple[Any, ...]:
+    """(messages row, revision read, start, end, quote) of an evidence pointer, or NULLs."""
+    if pointer is None:
+        return (None, None, None, None, None)
+    message_id, start, end, quote = pointer
+    return (
+        window.internal_ids[message_id], window.revisions.get(message_id, 1), start, end, quote
+    )
+
+
 def _event_row(
     item_id: int, change: StateChange, digest_id: int, related: int | None, window: StoredWindow
 ) -> tuple[Any, ...]:
     evidence = change.evidence
-    pointer: tuple[Any, ...] = (None, None, None, None, None)
-    if evidence.pointer is not None:
-        message_id, start, end, quote = evidence.pointer
-        pointer = (
-            window.internal_ids[message_id], window.revisions.get(message_id, 1), start, end,
-            quote,
-        )  # fmt: skip
     return (
         item_id, change.from_status, change.to_status, evidence.at, list(evidence.message_ids),
-        *pointer, digest_id, related, change.reason,
+        *_pointer_columns(evidence.pointer, window), digest_id, related, change.reason,
     )  # fmt: skip

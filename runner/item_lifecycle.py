@@ -162,6 +162,8 @@ class Created:
     new: NewItem
     conversation_id: int | None
     said_at: datetime
+    # Where it was said: its cited messages, the words of the latest that say it most.
+    evidence: Evidence | None = None
 
 
 @dataclass
@@ -473,7 +475,10 @@ def plan_items(
             assert isinstance(linked.ref, int)  # only tracked items are link targets
             plan.links.append(Link(new, linked.ref, reason))
             continue
-        plan.created.append(Created(new, conversation, said_at))
+        said = _claim_evidence(item, window)
+        if said is not None and window.check(said, said_at - _SAME_TIME) is not None:
+            said = None  # cited, but its words do not resolve: keep the ids, not the quote
+        plan.created.append(Created(new, conversation, said_at, said))
         fresh.append(item)
     proposed: list[tuple[StateChange, datetime]] = []
     answers: dict[str, tuple[tuple[int, datetime], StateChange, datetime]] = {}
