@@ -37,10 +37,11 @@ from runner.item_lifecycle import (
 MAX_TRACKED_ITEMS = 1000
 
 
-def tracked_item(row: ChannelItem) -> TrackedItem:
+def tracked_item(row: ChannelItem, said_texts: dict[str, str]) -> TrackedItem:
+    said = said_texts.get(row.message_ids[0], "") if row.message_ids else ""
     return TrackedItem(
         row.id, ItemKind(row.kind), row.text, row.owner, row.conversation_id,
-        tuple(row.message_ids), row.said_at,
+        tuple(row.message_ids), row.said_at, said,
     )  # fmt: skip
 
 
@@ -90,7 +91,16 @@ async def remember_items(
                       row.conversation_id, row.reply_to)
         for row in rows if revision_read.get(row.id) == row.revision
     ]  # fmt: skip
-    plan = plan_items([tracked_item(row) for row in tracked], new_items(digest), messages)
+    # Whom each open question was put to is in the message it was asked in.
+    asked = [row.message_ids[0] for row in tracked if row.kind == ItemKind.QUESTION.value
+             and row.message_ids]  # fmt: skip
+    said_texts = {
+        row.external_id: row.normalized_text
+        for row in await channel_queries.messages_by_external_ids(connection, channel_id, asked)
+    }
+    plan = plan_items(
+        [tracked_item(row, said_texts) for row in tracked], new_items(digest), messages
+    )
     await _apply(connection, digest_id, channel_id, plan, window)
     return plan
 

@@ -16,8 +16,10 @@ chat):
   decision that reverses or replaces the tracked one (below) is never the same one.
 - Question open → answered: a later message of its conversation by someone other than the
   asker that is not only a question back, says something (`MIN_ANSWER_WORDS` content
-  words), is not addressed to someone else ("bob: ...") and either is said to the asker (by
-  name or as a reply) or shares `MIN_ANSWER_WORDS` content words with the question; the evidence is that message, the pointer its opening. → dropped: the asker says it
+  words), does not only thank, is not addressed to someone else ("bob: ..."), comes from the
+  person the question was put to when it was put to someone ("ann: does it ...?"), and either
+  is said to the asker (by name or as a reply) or shares `MIN_ANSWER_WORDS` content words with
+  the question; the evidence is that message, the pointer its opening. → dropped: the asker says it
   is solved or withdraws it ("never mind", "figured it out", "solved").
 - Action item open → done: a later message saying it is done ("done", "merged", "shipped",
   "fixed", a pull-request or commit link), not negated and not a question, either in the
@@ -99,6 +101,7 @@ class TrackedItem:
     conversation_id: int | None
     message_ids: tuple[str, ...]
     said_at: datetime
+    said_text: str = ""  # the text of the message it was said in (whom a question was put to)
 
 
 @dataclass(frozen=True)
@@ -205,6 +208,11 @@ _REPLACEMENT = re.compile(
 )
 # A leading addressee ("bob: ...", "@bob, ..."), as chat clients write it.
 _ADDRESSEE = re.compile(r"^\s*@?([^\s:,@]{2,40}?)\s*[:,]\s")
+# A message that only thanks or laughs, whatever follows: no answer.
+_THANKS = re.compile(
+    r"^\W*(?:thanks|thank you|thx|ty|cheers|lol|haha|hehe|np|no problem|you'?re welcome|yw)\b",
+    re.IGNORECASE,
+)
 _NEGATION = re.compile(r"\b(?:not|no|never|n't|don'?t|won'?t)\b", re.IGNORECASE)
 
 
@@ -328,10 +336,30 @@ class _Item:
     said_at: datetime
     message_ids: tuple[str, ...]
     tokens: set[str]
+    said_text: str = ""
+
+
+def _put_to(said_text: str, asker: str) -> str | None:
+    """Whom a question was put to: the leading addressee of its message, when not the asker."""
+    match = _ADDRESSEE.match(said_text)
+    name = match.group(1).casefold() if match else None
+    return name if name and name != asker else None
+
+
+def _is_named(author: str, name: str) -> bool:
+    """Whether `name` (as someone addressed them) names `author`."""
+    folded = author.casefold()
+    return folded == name or (len(name) >= 3 and folded.startswith(name))
+
+
+def _without_address(text: str) -> str:
+    match = _ADDRESSEE.match(text)
+    return text[match.end() :] if match else text
 
 
 def _question_change(item: _Item, window: _Window) -> StateChange | None:
     asker = (item.owner or "").casefold()
+    put_to = _put_to(item.said_text, asker)
     for message in window.after(item.said_at):
         if item.conversation_id is None or message.conversation_id != item.conversation_id:
             continue
@@ -346,6 +374,10 @@ def _question_change(item: _Item, window: _Window) -> StateChange | None:
             continue  # nobody to tell an answer from the question's own follow-ups
         if _is_question(message.text) or len(prose_tokens(message.text)) < MIN_ANSWER_WORDS:
             continue
+        if _THANKS.match(_without_address(message.text)):
+            continue
+        if put_to is not None and not _is_named(message.author, put_to):
+            continue  # the question was put to someone else
         addressed = window.addressee(message.text, asker)
         if addressed is not None and addressed != asker:
             continue  # said to someone else in the conversation
@@ -436,7 +468,7 @@ def _link_target(new: _Item, tracked: Sequence[_Item]) -> tuple[_Item, str] | No
             score, reason = 2.0 + overlap, "cites the same message"
         elif (
             old.conversation_id is not None and old.conversation_id == new.conversation_id
-            and overlap >= THREAD_OVERLAP and shared >= 2
+            and overlap >= THREAD_OVERLAP and shared >= 2 and new.kind != ItemKind.KNOWLEDGE
         ):
             score, reason = 1.0 + overlap, f"same conversation, {overlap:.0%} shared words"
         elif overlap >= CONTENT_OVERLAP and shared >= MIN_SHARED_WORDS:
@@ -458,7 +490,7 @@ def plan_items(
     plan = MemoryPlan()
     old = [
         _Item(t.id, t.kind, t.text, t.owner, t.conversation_id, t.said_at, t.message_ids,
-              _tokens(t.text))
+              _tokens(t.text), t.said_text)
         for t in tracked
     ]  # fmt: skip
     fresh: list[_Item] = []
@@ -467,8 +499,9 @@ def plan_items(
         if said_at is None:
             continue  # cites nothing of this window: nothing to anchor it to
         conversation = window.conversation_of(new.message_ids, new.owner)
+        first = window.by_id.get(new.message_ids[0]) if new.message_ids else None
         item = _Item(new, new.kind, new.text, new.owner, conversation, said_at,
-                     new.message_ids, _tokens(new.text))  # fmt: skip
+                     new.message_ids, _tokens(new.text), first.text if first else "")  # fmt: skip
         target = _link_target(item, old)
         if target is not None:
             linked, reason = target

@@ -67,6 +67,25 @@ def test_an_answer_in_another_conversation_does_not_answer_it() -> None:
     assert plan_items([QUESTION], [], window).changes == []
 
 
+def test_thanks_or_a_word_to_someone_else_is_no_answer() -> None:
+    window = [
+        _message("a1", "bob", 1, "ann, thanks for all your help with the backup cache"),
+        _message("a2", "dee", 2, "eve: the backup cache is fine on my side"),  # to someone else
+        _message("a3", "eve", 3, "dee: good, then the cache stays"),
+    ]
+    assert plan_items([QUESTION], [], window).changes == []
+
+
+def test_a_question_put_to_someone_is_answered_by_them_only() -> None:
+    put = TrackedItem(9, ItemKind.QUESTION, "Do you see the new drive in fdisk?", "zen", 7,
+                      ("q5",), DAY1, "vee: ok so do you see the new drive in fdisk?")  # fmt: skip
+    other = [_message("a1", "stevie", 1, "zen, well the drive shows up in fdisk for me")]
+    assert plan_items([put], [], other).changes == []
+    asked = [_message("a2", "vee", 2, "zen: yes, the drive is listed as /dev/sdb in fdisk")]
+    (change,) = plan_items([put], [], asked).changes
+    assert change.evidence.message_ids == ("a2",)
+
+
 def test_the_asker_withdrawing_drops_the_question() -> None:
     window = [_message("a1", "ann", 3, "never mind, figured it out")]
     (change,) = plan_items([QUESTION], [], window).changes

@@ -120,6 +120,7 @@ QUERY_MODELS: dict[str, type[BaseModel]] = {
     "channel_message_counts": models.ChannelMessageCount,
     "channel_uncovered_counts": models.ChannelUncoveredCount,
     "messages_by_ids": models.Message,
+    "messages_by_external_ids": models.Message,
     "window_messages": models.WindowMessageRow,
     "catch_up_messages": models.WindowMessageRow,
     "uncovered_after": models.MessageRange,
