@@ -70,14 +70,10 @@ class ItemEvent:
 
     @classmethod
     def from_row(cls, row: models.ChannelItemEventWithMessage) -> ItemEvent:
-        pointer = None
-        if row.pointer_message_id is not None and row.pointer_external_id is not None:
-            assert row.pointer_char_start is not None and row.pointer_char_end is not None
-            pointer = Pointer(
-                message_id=row.pointer_external_id, char_start=row.pointer_char_start,
-                char_end=row.pointer_char_end, match_kind="exact",
-                revision=row.pointer_revision or 1, message_row=row.pointer_message_id,
-            )  # fmt: skip
+        pointer = Pointer.stored(
+            row.pointer_message_id, row.pointer_external_id, row.pointer_char_start,
+            row.pointer_char_end, row.pointer_revision,
+        )  # fmt: skip
         return cls(
             from_status=TrackedItemStatus(row.from_status) if row.from_status else None,
             to_status=TrackedItemStatus(row.to_status), at=row.at,

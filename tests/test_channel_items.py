@@ -160,6 +160,14 @@ DAY2_ROWS = [
     ("d3", "dee", "We decided to switch to borg instead of restic for the offsite backups.",
      None),
 ]
+
+
+def _day(rows: list[tuple[str, str, str, str | None]], start: datetime) -> list[Msg]:
+    """(id, author, text, reply_to) rows as messages one minute apart from `start`."""
+    return [Msg(mid, author, start + timedelta(minutes=i), text, reply)
+            for i, (mid, author, text, reply) in enumerate(rows)]  # fmt: skip
+
+
 STILL_OPEN = """
 query ($channel: ID!) {
   trackedItems(filter: {channelId: $channel, open: true}) { nodes { kind status text } }
@@ -197,17 +205,13 @@ query ($channel: ID!) {
 async def test_a_question_of_day_one_is_answered_on_day_two(
     db: asyncpg.Pool, database_url: str
 ) -> None:
-    day1 = [Msg(mid, a, DAY1 + timedelta(minutes=i), t, r)
-            for i, (mid, a, t, r) in enumerate(DAY1_ROWS)]  # fmt: skip
-    channel = await add_channel(db, "ops", day1)
+    channel = await add_channel(db, "ops", _day(DAY1_ROWS, DAY1))
     first = await digest_once(db, database_url, channel)
     channel_id = global_id(CHANNEL, channel)
     opened = (await gql(db, ITEMS, channel=channel_id))["openQuestions"]["nodes"]
     assert [(n["text"], n["status"]) for n in opened] == [(DAY1_ROWS[0][2], "OPEN")]
 
-    day2 = [Msg(mid, a, DAY2 + timedelta(minutes=i), t, r)
-            for i, (mid, a, t, r) in enumerate(DAY2_ROWS)]  # fmt: skip
-    await add_channel(db, "ops", day2)
+    await add_channel(db, "ops", _day(DAY2_ROWS, DAY2))
     second = await digest_once(db, database_url, channel)
     assert first.digest_id != second.digest_id
     data = await gql(db, ITEMS, channel=channel_id)
@@ -244,9 +248,7 @@ async def test_a_question_of_day_one_is_answered_on_day_two(
 async def test_what_is_still_open_in_a_channel_is_one_query(
     db: asyncpg.Pool, database_url: str
 ) -> None:
-    day1 = [Msg(mid, a, DAY1 + timedelta(minutes=i), t, r)
-            for i, (mid, a, t, r) in enumerate(DAY1_ROWS)]  # fmt: skip
-    channel = await add_channel(db, "ops", day1)
+    channel = await add_channel(db, "ops", _day(DAY1_ROWS, DAY1))
     await digest_once(db, database_url, channel)
     nodes = (await gql(db, STILL_OPEN, channel=global_id(CHANNEL, channel)))["trackedItems"]
     assert sorted((n["kind"], n["status"]) for n in nodes["nodes"]) == [
