@@ -44,6 +44,7 @@ pointer, and is checked against the window exactly like a digest's pointers
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -248,6 +249,23 @@ class _Window:
         self.by_id = {m.message_id: m for m in self.messages}
         self.texts = {m.message_id: m.text for m in self.messages}
         self.authors = {m.author.casefold() for m in self.messages}
+        # Indexes, so each tracked item costs its conversation's messages, not the window's.
+        self.by_conversation: dict[int, list[MemoryMessage]] = {}
+        for message in self.messages:
+            if message.conversation_id is not None:
+                self.by_conversation.setdefault(message.conversation_id, []).append(message)
+        # The messages saying something is done or cancelled (not negated, not a question),
+        # with the marker found: computed once, read by every open action item.
+        self.markers: dict[str, tuple[re.Match[str] | None, re.Match[str] | None]] = {}
+        for message in self.messages:
+            if _is_question(message.text):
+                continue
+            done, cancelled = _marker(_DONE, message.text), _marker(_CANCELLED, message.text)
+            if done or cancelled:
+                self.markers[message.message_id] = (done, cancelled)
+        self.marked = [m for m in self.messages if m.message_id in self.markers]
+        self.marked_times = [m.ts for m in self.marked]
+        self._tokens: dict[str, set[str]] = {}
 
     def addressee(self, text: str, also: str) -> str | None:
         """Whom a message is addressed to by its first word: an author of the window or
@@ -275,8 +293,21 @@ class _Window:
         times = [self.by_id[m].ts for m in message_ids if m in self.by_id]
         return min(times) if times else None
 
-    def after(self, when: datetime) -> list[MemoryMessage]:
-        return [m for m in self.messages if m.ts > when]
+    def in_conversation(self, conversation: int | None, when: datetime) -> list[MemoryMessage]:
+        """The conversation's messages after `when`, in time order."""
+        if conversation is None:
+            return []
+        return [m for m in self.by_conversation.get(conversation, ()) if m.ts > when]
+
+    def marked_after(self, when: datetime) -> list[MemoryMessage]:
+        """The messages after `when` that say something is done or cancelled."""
+        return self.marked[bisect_right(self.marked_times, when) :]
+
+    def tokens(self, message: MemoryMessage) -> set[str]:
+        found = self._tokens.get(message.message_id)
+        if found is None:
+            found = self._tokens[message.message_id] = _tokens(message.text)
+        return found
 
     def evidence(self, message: MemoryMessage, span: tuple[int, int] | None) -> Evidence:
         pointer = None
@@ -360,9 +391,7 @@ def _without_address(text: str) -> str:
 def _question_change(item: _Item, window: _Window) -> StateChange | None:
     asker = (item.owner or "").casefold()
     put_to = _put_to(item.said_text, asker)
-    for message in window.after(item.said_at):
-        if item.conversation_id is None or message.conversation_id != item.conversation_id:
-            continue
+    for message in window.in_conversation(item.conversation_id, item.said_at):
         if asker and message.author.casefold() == asker:
             found = _marker(_WITHDRAWN, message.text)
             if found is not None and not _is_question(message.text):
@@ -382,7 +411,7 @@ def _question_change(item: _Item, window: _Window) -> StateChange | None:
         if addressed is not None and addressed != asker:
             continue  # said to someone else in the conversation
         to_asker = addressed == asker or message.reply_to in item.message_ids
-        if not to_asker and len(item.tokens & _tokens(message.text)) < MIN_ANSWER_WORDS:
+        if not to_asker and len(item.tokens & window.tokens(message)) < MIN_ANSWER_WORDS:
             continue  # neither said to the asker nor about what was asked
         evidence = window.evidence(message, _answer_span(message.text))
         return StateChange(item.ref, "open", "answered", evidence,
@@ -392,25 +421,25 @@ def _question_change(item: _Item, window: _Window) -> StateChange | None:
 
 def _action_change(item: _Item, window: _Window) -> StateChange | None:
     owner = (item.owner or "").casefold()
-    for message in window.after(item.said_at):
-        if _is_question(message.text) or message.message_id in item.message_ids:
+    for message in window.marked_after(item.said_at):
+        if message.message_id in item.message_ids:
             continue
         same_thread = (
             item.conversation_id is not None and message.conversation_id == item.conversation_id
         )
-        words = _tokens(message.text)
+        shared = len(item.tokens & window.tokens(message))
         names_task = bool(item.tokens) and (
-            len(item.tokens & words) / len(item.tokens) >= TASK_OVERLAP
-            and len(item.tokens & words) >= 2
+            shared / len(item.tokens) >= TASK_OVERLAP and shared >= 2
         )
+        if not (same_thread or names_task):
+            continue
         by_owner = bool(owner) and message.author.casefold() == owner
-        done = _marker(_DONE, message.text)
+        done, cancelled = window.markers[message.message_id]
         if done is not None and (names_task or (same_thread and by_owner)):
             evidence = window.evidence(message, _marker_span(message.text, done))
             how = "names the task" if names_task else "its owner, in its conversation"
             return StateChange(item.ref, "open", "done", evidence,
                                f"{message.author} says it is done ({how})")  # fmt: skip
-        cancelled = _marker(_CANCELLED, message.text)
         if cancelled is not None and same_thread and (by_owner or names_task):
             evidence = window.evidence(message, _marker_span(message.text, cancelled))
             return StateChange(item.ref, "open", "cancelled", evidence,
@@ -523,7 +552,7 @@ def plan_items(
                 # One message answers one question: of an asker's questions it fits, the one
                 # sharing most words with it, else the latest asked.
                 answer = change.evidence.message_ids[0]
-                fit = (len(item.tokens & _tokens(window.texts[answer])), item.said_at)
+                fit = (len(item.tokens & window.tokens(window.by_id[answer])), item.said_at)
                 if answer not in answers or fit > answers[answer][0]:
                     answers[answer] = (fit, change, item.said_at)
                 continue
