@@ -16,14 +16,16 @@ chat):
   decision that reverses or replaces the tracked one (below) is never the same one.
 - Question open → answered: a later message of its conversation by someone other than the
   asker that is not only a question back, says something (`MIN_ANSWER_WORDS` content
-  words), does not only thank, is not addressed to someone else ("bob: ..."), comes from the
+  words), does not only thank nor go on from its writer's previous line ("and ...", "well
+  ..."), is not addressed to someone else ("bob: ..."), comes from the
   person the question was put to when it was put to someone ("ann: does it ...?"), and either
   is said to the asker (by name or as a reply) or shares `MIN_ANSWER_WORDS` content words with
   the question; the evidence is that message, the pointer its opening. → dropped: the asker says it
   is solved or withdraws it ("never mind", "figured it out", "solved").
 - Action item open → done: a later message saying it is done ("done", "merged", "shipped",
   "fixed", a pull-request or commit link), not negated and not a question, either in the
-  item's conversation by its owner or naming the task (`TASK_OVERLAP` of the task's words), or
+  item's conversation by its owner or naming the task (`TASK_OVERLAP` of the task's words and
+  `MIN_TASK_WORDS` at least), or
   naming the task anywhere in the window. → cancelled: the same with "cancelled", "won't do",
   "not needed" and the like, said by the owner or in the item's conversation.
 - Decision in force → reversed / superseded: a later decision of the digest repeating at least
@@ -63,6 +65,11 @@ MIN_ANSWER_WORDS = 2
 # Words two items must share to be linked on content alone: short items ("apt-get install
 # vlc", "apt-get install googleearth") share most of their few words and are different things.
 MIN_SHARED_WORDS = 4
+# A knowledge item is often a command or a config line, where one other word ("grep Driver",
+# "grep radeon") is another thing: linked on content only when nearly all words are the same.
+KNOWLEDGE_OVERLAP = 0.9
+# Words a message must share with a task to name it ("take a look" is no task's name).
+MIN_TASK_WORDS = 3
 MAX_EVIDENCE_CHARS = 300
 # The prefix of a tracked item's key, as the map step is shown it (runner/jobs/channel.py).
 KEY_PREFIX = "item:"
@@ -209,6 +216,9 @@ _REPLACEMENT = re.compile(
 )
 # A leading addressee ("bob: ...", "@bob, ..."), as chat clients write it.
 _ADDRESSEE = re.compile(r"^\s*@?([^\s:,@]{2,40}?)\s*[:,]\s")
+# A message going on from its writer's own previous line ("and try ...", "well then"): it
+# continues what they said before, it does not answer what was asked since.
+_CONTINUATION = re.compile(r"^\W*(?:and|also|well|but|or|plus)\b", re.IGNORECASE)
 # A message that only thanks or laughs, whatever follows: no answer.
 _THANKS = re.compile(
     r"^\W*(?:thanks|thank you|thx|ty|cheers|lol|haha|hehe|np|no problem|you'?re welcome|yw)\b",
@@ -403,7 +413,8 @@ def _question_change(item: _Item, window: _Window) -> StateChange | None:
             continue  # nobody to tell an answer from the question's own follow-ups
         if _is_question(message.text) or len(prose_tokens(message.text)) < MIN_ANSWER_WORDS:
             continue
-        if _THANKS.match(_without_address(message.text)):
+        spoken = _without_address(message.text)
+        if _THANKS.match(spoken) or _CONTINUATION.match(spoken):
             continue
         if put_to is not None and not _is_named(message.author, put_to):
             continue  # the question was put to someone else
@@ -429,7 +440,7 @@ def _action_change(item: _Item, window: _Window) -> StateChange | None:
         )
         shared = len(item.tokens & window.tokens(message))
         names_task = bool(item.tokens) and (
-            shared / len(item.tokens) >= TASK_OVERLAP and shared >= 2
+            shared / len(item.tokens) >= TASK_OVERLAP and shared >= MIN_TASK_WORDS
         )
         if not (same_thread or names_task):
             continue
@@ -500,7 +511,9 @@ def _link_target(new: _Item, tracked: Sequence[_Item]) -> tuple[_Item, str] | No
             and overlap >= THREAD_OVERLAP and shared >= 2 and new.kind != ItemKind.KNOWLEDGE
         ):
             score, reason = 1.0 + overlap, f"same conversation, {overlap:.0%} shared words"
-        elif overlap >= CONTENT_OVERLAP and shared >= MIN_SHARED_WORDS:
+        elif shared >= MIN_SHARED_WORDS and overlap >= (
+            KNOWLEDGE_OVERLAP if new.kind == ItemKind.KNOWLEDGE else CONTENT_OVERLAP
+        ):
             score, reason = overlap, f"{overlap:.0%} shared words"
         else:
             continue

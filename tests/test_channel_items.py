@@ -67,11 +67,12 @@ def test_an_answer_in_another_conversation_does_not_answer_it() -> None:
     assert plan_items([QUESTION], [], window).changes == []
 
 
-def test_thanks_or_a_word_to_someone_else_is_no_answer() -> None:
+def test_thanks_a_word_to_someone_else_or_a_speakers_continuation_is_no_answer() -> None:
     window = [
         _message("a1", "bob", 1, "ann, thanks for all your help with the backup cache"),
         _message("a2", "dee", 2, "eve: the backup cache is fine on my side"),  # to someone else
         _message("a3", "eve", 3, "dee: good, then the cache stays"),
+        _message("a4", "bob", 4, "ann: and try the backup script with the cache flag too"),
     ]
     assert plan_items([QUESTION], [], window).changes == []
 
