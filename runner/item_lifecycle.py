@@ -9,30 +9,31 @@ are new, and the state changes, each with its evidence.
 
 Rules (they read only words, authors, times and the reply structure, so they hold for any
 chat):
-- Link: a new item is the tracked item of the same kind that cites one of its messages, or
-  that lives in the same conversation and shares at least `THREAD_OVERLAP` of their content
-  words (Jaccard of `runner.claim_support.content_tokens`, two words at least), or anywhere in
-  the channel at least `CONTENT_OVERLAP` and `MIN_SHARED_WORDS` words; an action item or question never links to one of another owner. A
-  decision that reverses or replaces the tracked one (below) is never the same one.
-- Question open → answered: a later message of its conversation by someone other than the
-  asker that is not only a question back, says something (`MIN_ANSWER_WORDS` content
-  words), does not only thank nor go on from its writer's previous line ("and ...", "well
-  ..."), is not addressed to someone else ("bob: ..."), comes from the
-  person the question was put to when it was put to someone ("ann: does it ...?"), and either
-  is said to the asker (by name or as a reply) or shares `MIN_ANSWER_WORDS` content words with
-  the question; the evidence is that message, the pointer its opening. → dropped: the asker says it
-  is solved or withdraws it ("never mind", "figured it out", "solved").
+- Link: a new item is the tracked item of the same kind that cites one of its messages; or
+  that lives in the same conversation and shares `THREAD_OVERLAP` of their content words
+  (Jaccard of `runner.claim_support.content_tokens`, two words at least; not for knowledge
+  items); or, anywhere in the channel, `CONTENT_OVERLAP` (knowledge items, often a command
+  where one word makes another thing: `KNOWLEDGE_OVERLAP`) and `MIN_SHARED_WORDS` words. An
+  action item or question never links to one of another owner; a decision that reverses or
+  replaces the tracked one (below) is never the same one.
+- Question open → answered: the first later message of its conversation by someone other
+  than the asker that is not a question, says something (`MIN_ANSWER_WORDS` content words),
+  does not only thank, does not go on from its writer's own previous line ("and ...",
+  "well ..."), is not addressed to someone else ("bob: ..."), comes from the person the
+  question was put to when it was put to someone ("ann: does it ...?"), and is either said
+  to the asker (by name or as a reply) or shares `MIN_ANSWER_WORDS` words with the question.
+  One message answers one question (of those it fits, the one sharing most words). The
+  evidence is that message, the pointer its opening. → dropped: the asker says it is solved
+  or withdraws it ("never mind", "figured it out", "solved").
 - Action item open → done: a later message saying it is done ("done", "merged", "shipped",
-  "fixed", a pull-request or commit link), not negated and not a question, either in the
-  item's conversation by its owner or naming the task (`TASK_OVERLAP` of the task's words and
-  `MIN_TASK_WORDS` at least), or
-  naming the task anywhere in the window. → cancelled: the same with "cancelled", "won't do",
-  "not needed" and the like, said by the owner or in the item's conversation.
+  "fixed", a pull-request or commit link), not negated and not a question, either by its
+  owner in its conversation or naming the task (`TASK_OVERLAP` of the task's words, at least
+  `MIN_TASK_WORDS`). → cancelled: the same with "cancelled", "won't do", "not needed" and the
+  like, in its conversation, by its owner or naming the task.
 - Decision in force → reversed / superseded: a later decision of the digest repeating at least
-  two of its words and `THREAD_OVERLAP` of them in the same conversation (`TOPIC_COVERAGE`
-  anywhere)
-  that reverses it (reverts, undoes, says it no longer holds, or negates what it said) or
-  replaces it ("instead", "switch to", "rather than", "replace").
+  two of its words, `THREAD_OVERLAP` of them in the same conversation (`TOPIC_COVERAGE`
+  elsewhere), that reverses it (reverts, undoes, says it no longer holds, or negates what it
+  said) or replaces it ("instead", "switch to", "rather than", "replace").
 - Knowledge current → superseded / conflict: a new knowledge item whose `supersedes_id` or
   `conflicts_with_id` names a tracked item's key (`item:<id>`, what the map step was shown) or
   another item of the same digest.
@@ -470,7 +471,7 @@ def _replaces(old: _Item, new: _Item) -> str | None:
     if len(shared) < 2 or coverage < (THREAD_OVERLAP if same_thread else TOPIC_COVERAGE):
         return None
     negation_flips = bool(_NEGATION.search(old.text)) != bool(_NEGATION.search(new.text))
-    if _REVERSAL.search(new.text) and not _REVERSAL.search(old.text) or negation_flips:
+    if (_REVERSAL.search(new.text) and not _REVERSAL.search(old.text)) or negation_flips:
         return "reversed"
     if _REPLACEMENT.search(new.text):
         return "superseded"
@@ -574,25 +575,12 @@ def plan_items(
         if change is not None:
             proposed.append((change, item.said_at))
     proposed += [(change, said) for _, change, said in answers.values()]
-    for before in old:
-        if before.kind != ItemKind.DECISION:
-            continue
-        for later in fresh:
-            if later.kind != ItemKind.DECISION:
-                continue
-            how = _replaces(before, later)
-            evidence = _claim_evidence(later, window) if how else None
-            if how and evidence is not None:
-                proposed.append((StateChange(
-                    before.ref, "in_force", how, evidence,
-                    f"a later decision in {'its conversation' if later.conversation_id == before.conversation_id else 'its topic'}",
-                    related=later.ref,
-                ), before.said_at))  # fmt: skip
-                break
+    proposed += _decision_changes(old, fresh, window)
     proposed += _knowledge_changes(old, fresh, window)
-    changed: set[int | str] = set()
+    changed: set[int | tuple[ItemKind, int]] = set()
     for change, since in proposed:
-        ref = change.item if isinstance(change.item, int) else f"new:{change.item.position}"
+        target = change.item
+        ref = target if isinstance(target, int) else (target.kind, target.position)
         if ref in changed:
             continue
         problem = window.check(change.evidence, since)
@@ -602,6 +590,27 @@ def plan_items(
         changed.add(ref)
         plan.changes.append(change)
     return plan
+
+
+def _decision_changes(
+    old: Sequence[_Item], fresh: Sequence[_Item], window: _Window
+) -> list[tuple[StateChange, datetime]]:
+    """Decisions in force that a decision of this digest reverses or replaces."""
+    changes: list[tuple[StateChange, datetime]] = []
+    for before in (o for o in old if o.kind == ItemKind.DECISION):
+        for later in (f for f in fresh if f.kind == ItemKind.DECISION):
+            how = _replaces(before, later)
+            evidence = _claim_evidence(later, window) if how else None
+            if how is None or evidence is None:
+                continue
+            where = "its conversation" if later.conversation_id == before.conversation_id else (
+                "its topic"
+            )  # fmt: skip
+            changes.append((StateChange(before.ref, "in_force", how, evidence,
+                                        f"a later decision in {where}", related=later.ref),
+                            before.said_at))  # fmt: skip
+            break
+    return changes
 
 
 def _knowledge_changes(
