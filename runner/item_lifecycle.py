@@ -577,19 +577,27 @@ def plan_items(
     proposed += [(change, said) for _, change, said in answers.values()]
     proposed += _decision_changes(old, fresh, window)
     proposed += _knowledge_changes(old, fresh, window)
+    _keep_checked(plan, proposed, window)
+    return plan
+
+
+def _keep_checked(
+    plan: MemoryPlan, proposed: Sequence[tuple[StateChange, datetime]], window: _Window
+) -> None:
+    """The first proposed change of each item whose evidence stands (`_Window.check`, against
+    the time the item was said) into `plan.changes`; the others into `plan.rejected`."""
     changed: set[int | tuple[ItemKind, int]] = set()
     for change, since in proposed:
-        target = change.item
-        ref = target if isinstance(target, int) else (target.kind, target.position)
-        if ref in changed:
+        subject = change.item
+        key = subject if isinstance(subject, int) else (subject.kind, subject.position)
+        if key in changed:
             continue
         problem = window.check(change.evidence, since)
         if problem is not None:
             plan.rejected.append((change, problem))
             continue
-        changed.add(ref)
+        changed.add(key)
         plan.changes.append(change)
-    return plan
 
 
 def _decision_changes(
