@@ -186,9 +186,11 @@ class MemoryPlan:
     rejected: list[tuple[StateChange, str]] = field(default_factory=list)
 
 
+# Whole words only: "mount-fixed" or "fixed.conf" names a thing, it says nothing is done.
 _DONE = re.compile(
-    r"\b(?:done|merged|shipped|fixed|landed|deployed|released|pushed|finished|completed|"
-    r"implemented|resolved)\b|https?://\S+/(?:pull|merge_requests|commit|commits)/\w+",
+    r"(?<![\w.-])(?:done|merged|shipped|fixed|landed|deployed|released|pushed|finished|"
+    r"completed|implemented|resolved)(?![\w-]|\.\w)"
+    r"|https?://\S+/(?:pull|merge_requests|commit|commits)/\w+",
     re.IGNORECASE,
 )
 _CANCELLED = re.compile(

@@ -103,6 +103,9 @@ def test_an_action_item_is_done_when_its_owner_says_merged_in_its_conversation()
     ]
     (change,) = plan_items([task], [], window).changes
     assert change.to_status == "done" and change.evidence.message_ids == ("b3",)
+    # A "fixed" inside a name is no "fixed".
+    named = [_message("b4", "cid", 4, "the error: storage.mount-fixed auth_admin_keep_always")]
+    assert plan_items([task], [], named).changes == []
     elsewhere = [_message("c1", "eve", 1, "fixed my bike today", conversation=9)]
     assert plan_items([task], [], elsewhere).changes == []
 
