@@ -1,8 +1,11 @@
 """Channel items (issue 15): items with an identity across digests and a cited lifecycle.
 
-The pure rules (runner/item_lifecycle.py) on hand-made windows, then a channel digested in two
-successive windows with the offline extractor (a question of day 1 answered on day 2, with the
-answer's pointer), and the API's lists of open questions, action items and decisions."""
+The pure rules (runner/item_lifecycle.py) on hand-made windows; the map step given the
+channel's tracked items; then a channel digested in two successive windows with the offline
+extractor (a question of day 1 answered on day 2 with the answer's pointer, a task done by a
+"merged" PR link, a decision replaced), and the API's lists: open questions, action items by
+status and owner, decisions by status, everything still open in one field, and knowledge items
+filtered on whether they are current."""
 
 from __future__ import annotations
 
@@ -10,12 +13,9 @@ from datetime import UTC, datetime, timedelta
 
 import asyncpg
 
+from db import channel_items as item_queries
 from runner.contract import ChunkSummary
 from runner.extractors.offline import OfflineExtractor
-from runner.message_chunks import Chunk
-from runner.pipeline import PipelineHooks, run_pipeline
-from runner.vocabulary import KnownItem
-from runner.window import Window, WindowMessage
 from runner.item_lifecycle import (
     ItemKind,
     MemoryMessage,
@@ -24,10 +24,14 @@ from runner.item_lifecycle import (
     item_key,
     plan_items,
 )
+from runner.message_chunks import Chunk
+from runner.pipeline import PipelineHooks, run_pipeline
+from runner.vocabulary import KnownItem
+from runner.window import Window, WindowMessage
 from schema import build_schema
 from schema.context import ApiConfig, Context, Role
 from schema.ids import CHANNEL, DIGEST, global_id
-from tests.db_helpers import Msg, add_channel
+from tests.db_helpers import Msg, add_channel, row_id
 from tests.test_coverage import digest_once
 from tests.test_revisions import gql
 
@@ -307,3 +311,40 @@ async def test_the_map_step_is_given_the_channels_tracked_items_and_keys_its_cac
     assert (await run(tracked)).given == [[item_key(5)]]
     assert (await run([])).given == [[]]
     assert keys["1"] != keys["0"]  # a chunk's cached result is only reused for the same items
+
+
+PORTS_ROWS = [
+    ("p1", "ann", "How do I list the open ports on the server?", None),
+    ("p2", "bob", "ann: run `sudo ss -tlnp` to list the listening ports with their processes",
+     None),
+    ("p3", "ann", "thanks, that worked", None),
+]
+KNOWLEDGE = """
+query ($channel: ID!, $current: Boolean) {
+  knowledgeItems(filter: {channelId: $channel, current: $current}) { nodes { title } }
+  trackedItems(filter: {channelId: $channel, kind: KNOWLEDGE}) { nodes { id text status } }
+}
+"""
+
+
+async def test_knowledge_items_filter_on_whether_their_tracked_item_is_current(
+    db: asyncpg.Pool, database_url: str
+) -> None:
+    channel = await add_channel(db, "ops", _day(PORTS_ROWS, DAY1))
+    await digest_once(db, database_url, channel)
+    channel_id = global_id(CHANNEL, channel)
+    data = await gql(db, KNOWLEDGE, channel=channel_id, current=True)
+    titles = sorted(n["title"] for n in data["knowledgeItems"]["nodes"])
+    assert "sudo ss -tlnp" in titles and len(titles) == 2
+    assert {n["status"] for n in data["trackedItems"]["nodes"]} == {"CURRENT"}
+    command = next(n for n in data["trackedItems"]["nodes"] if n["text"] == "sudo ss -tlnp")
+    async with db.acquire() as connection:  # as a later digest superseding it would
+        assert await item_queries.change_channel_item_status(
+            connection, row_id(command["id"]), "current", "superseded"
+        )
+    current = await gql(db, KNOWLEDGE, channel=channel_id, current=True)
+    assert [n["title"] for n in current["knowledgeItems"]["nodes"]] == [
+        t for t in titles if t != "sudo ss -tlnp"
+    ]
+    stale = await gql(db, KNOWLEDGE, channel=channel_id, current=False)
+    assert [n["title"] for n in stale["knowledgeItems"]["nodes"]] == ["sudo ss -tlnp"]
