@@ -26,9 +26,11 @@ from db.models import (
     Digest,
     DigestJob,
     DocumentListing,
+    Entity,
     KnowledgeItemWithMessage,
     Message,
     Report,
+    TopicProfile,
     as_rows,
 )
 
@@ -61,12 +63,20 @@ def search_text(query: str) -> str:
 
 @dataclass(frozen=True)
 class KeysetCursor:
+    """A list's name and the last row's key: a time (most lists) or a count (entities, by
+    mention count), and the row id."""
+
     list_name: str
-    sort_value: datetime
+    sort_value: datetime | int
     row_id: int
 
     def encode(self) -> str:
-        payload = json.dumps([self.list_name, self.sort_value.isoformat(), self.row_id])
+        sort_value = self.sort_value
+        payload = json.dumps([
+            self.list_name,
+            sort_value.isoformat() if isinstance(sort_value, datetime) else sort_value,
+            self.row_id,
+        ])
         return base64.urlsafe_b64encode(payload.encode()).decode().rstrip("=")
 
     @classmethod
@@ -80,13 +90,20 @@ class KeysetCursor:
             name, sort_value, row_id = json.loads(base64.urlsafe_b64decode(padded))
             if type(row_id) is not int or not 0 <= row_id <= MAX_ROW_ID:
                 raise ValueError("row id out of range")
-            if not isinstance(name, str) or not isinstance(sort_value, str):
+            if not isinstance(name, str):
                 raise ValueError("not a cursor")
-            when = datetime.fromisoformat(sort_value)
-            if when.tzinfo is None:
-                raise ValueError("naive time")
-            when.astimezone(timezone.utc)
-            cursor = cls(name, when, row_id)
+            if type(sort_value) is int:
+                if not -MAX_ROW_ID <= sort_value <= MAX_ROW_ID:
+                    raise ValueError("count out of range")
+                cursor = cls(name, sort_value, row_id)
+            else:
+                if not isinstance(sort_value, str):
+                    raise ValueError("not a cursor")
+                when = datetime.fromisoformat(sort_value)
+                if when.tzinfo is None:
+                    raise ValueError("naive time")
+                when.astimezone(timezone.utc)
+                cursor = cls(name, when, row_id)
         except (ValueError, TypeError, OverflowError, RecursionError, binascii.Error):
             raise InvalidCursor("the cursor is not one this API produced") from None
         if cursor.list_name != list_name:
@@ -258,6 +275,33 @@ REPORTS = ListSpec(
         "channel_id": "r.request -> 'channel_ids' @> to_jsonb({}::bigint)",
         "document_id": "r.request -> 'document_ids' @> to_jsonb({}::bigint)",
     },
+)
+
+
+# Entities by mention count (ties: newest id first). `key_contains` takes a canonical key
+# (runner.entities.canonical_key of the client's text), so any spelling finds the entity.
+ENTITIES = ListSpec(
+    name="entities",
+    model=Entity,
+    select="SELECT e.* FROM entities e",
+    sort_column="e.mention_count",
+    id_column="e.id",
+    descending=True,
+    filters={
+        "channel_id": "e.channel_id = {}",
+        "key_contains": "strpos(e.key, {}) > 0",
+    },
+)
+
+# A channel's recurring topics, the most recently seen first.
+TOPIC_PROFILES = ListSpec(
+    name="topics",
+    model=TopicProfile,
+    select="SELECT t.* FROM topic_profiles t",
+    sort_column="t.last_seen",
+    id_column="t.id",
+    descending=True,
+    filters={"channel_id": "t.channel_id = {}"},
 )
 
 

@@ -405,13 +405,6 @@ UPDATE chunk_results SET last_used_at = now() WHERE cache_key = $1 RETURNING sum
 INSERT INTO chunk_results (cache_key, extractor, summary) VALUES ($1, $2, $3)
 ON CONFLICT (cache_key) DO UPDATE SET summary = EXCLUDED.summary, last_used_at = now();
 
--- name: upsert_entity
--- Count a mention of a canonical entity in a channel.
-INSERT INTO entities (channel_id, name, mention_count, last_digest_id) VALUES ($1, $2, $3, $4)
-ON CONFLICT ON CONSTRAINT entities_channel_name
-DO UPDATE SET mention_count = entities.mention_count + EXCLUDED.mention_count,
-              last_digest_id = EXCLUDED.last_digest_id;
-
 -- name: database_ready
 -- Readiness: the database answers and is migrated.
 SELECT max(version) AS version FROM schema_migrations;
@@ -733,3 +726,133 @@ SELECT item_id, digest_id, row_id, position, created_at
 FROM channel_item_mentions
 WHERE item_id = ANY($1::bigint[])
 ORDER BY item_id, digest_id, position;
+-- name: upsert_entities
+-- A digest's entities of one channel ($1), digest $2, rows as JSON ($3): new keys are added,
+-- known ones get the mentions added, new spellings and versions (at most 10 each, first seen
+-- first), a more specific kind than `name`, and a wider first/last seen.
+INSERT INTO entities AS e (channel_id, key, name, kind, aliases, versions, mention_count,
+                           last_digest_id, first_seen, last_seen)
+SELECT $1, r.key, r.name, r.kind, r.aliases, r.versions, r.mentions, $2, r.first_seen, r.last_seen
+FROM jsonb_to_recordset($3::jsonb) AS r(key text, name text, kind text, aliases text[],
+                                        versions text[], mentions integer,
+                                        first_seen timestamptz, last_seen timestamptz)
+ON CONFLICT ON CONSTRAINT entities_channel_key DO UPDATE SET
+    mention_count = e.mention_count + EXCLUDED.mention_count,
+    last_digest_id = EXCLUDED.last_digest_id,
+    kind = CASE WHEN e.kind = 'name' THEN EXCLUDED.kind ELSE e.kind END,
+    aliases = ARRAY(
+        SELECT a FROM unnest(e.aliases || EXCLUDED.aliases) WITH ORDINALITY AS u(a, o)
+        GROUP BY a ORDER BY min(o) LIMIT 10),
+    versions = ARRAY(
+        SELECT v FROM unnest(e.versions || EXCLUDED.versions) WITH ORDINALITY AS u(v, o)
+        GROUP BY v ORDER BY min(o) LIMIT 10),
+    first_seen = least(e.first_seen, EXCLUDED.first_seen),
+    last_seen = greatest(e.last_seen, EXCLUDED.last_seen)
+RETURNING e.id, e.key;
+
+-- name: insert_entity_mentions
+-- The messages of digest $1 mentioning each entity: JSON rows {entity_id, message_ids}.
+INSERT INTO entity_mentions (entity_id, digest_id, message_ids)
+SELECT r.entity_id, $1, r.message_ids
+FROM jsonb_to_recordset($2::jsonb) AS r(entity_id bigint, message_ids bigint[]);
+
+-- name: insert_entity_item_refs
+-- The items of digest $1 that name each entity: (entity, item kind, position) as arrays.
+INSERT INTO entity_item_refs (entity_id, digest_id, item_kind, position)
+SELECT u.entity_id, $1, u.item_kind, u.position
+FROM unnest($2::bigint[], $3::text[], $4::integer[]) AS u(entity_id, item_kind, position)
+ON CONFLICT DO NOTHING;
+
+-- name: upsert_topic_profiles
+-- A digest's recurring topics of one channel ($1), rows as JSON ($2): new keys are added,
+-- known ones get the mentions added and a wider first/last seen; the first title stays.
+INSERT INTO topic_profiles AS t (channel_id, key, title, mention_count, first_seen, last_seen)
+SELECT $1, r.key, r.title, r.mentions, r.first_seen, r.last_seen
+FROM jsonb_to_recordset($2::jsonb) AS r(key text, title text, mentions integer,
+                                        first_seen timestamptz, last_seen timestamptz)
+ON CONFLICT ON CONSTRAINT topic_profiles_channel_key DO UPDATE SET
+    mention_count = t.mention_count + EXCLUDED.mention_count,
+    first_seen = least(t.first_seen, EXCLUDED.first_seen),
+    last_seen = greatest(t.last_seen, EXCLUDED.last_seen)
+RETURNING t.id, t.key;
+
+-- name: insert_topic_profile_digests
+-- Where each profile appears in digest $1: JSON rows {profile_id, topic_positions,
+-- message_ids}; the conversations are those of the messages (threaded in this transaction).
+INSERT INTO topic_profile_digests (profile_id, digest_id, topic_positions, message_ids,
+                                   conversation_ids)
+SELECT r.profile_id, $1, r.topic_positions, r.message_ids,
+       ARRAY(SELECT DISTINCT m.conversation_id FROM messages m
+             WHERE m.id = ANY(r.message_ids) AND m.conversation_id IS NOT NULL
+             ORDER BY m.conversation_id)
+FROM jsonb_to_recordset($2::jsonb) AS r(profile_id bigint, topic_positions integer[],
+                                        message_ids bigint[]);
+
+-- name: insert_topic_profile_items
+-- The items of digest $1 belonging to each profile: (profile, item kind, position) as arrays.
+INSERT INTO topic_profile_items (profile_id, digest_id, item_kind, position)
+SELECT u.profile_id, $1, u.item_kind, u.position
+FROM unnest($2::bigint[], $3::text[], $4::integer[]) AS u(profile_id, item_kind, position)
+ON CONFLICT DO NOTHING;
+
+-- name: entities_by_ids
+-- Entities by id, for the DataLoader.
+SELECT * FROM entities WHERE id = ANY($1::bigint[]);
+
+-- name: topic_profiles_by_ids
+-- Topic profiles by id, for the DataLoader.
+SELECT * FROM topic_profiles WHERE id = ANY($1::bigint[]);
+
+-- name: entity_item_refs_of
+-- The items naming each of several entities, the 200 of the newest digests first.
+SELECT owner_id, digest_id, item_kind, position FROM (
+    SELECT entity_id AS owner_id, digest_id, item_kind, position,
+           row_number() OVER (PARTITION BY entity_id
+                              ORDER BY digest_id DESC, item_kind, position) AS n
+    FROM entity_item_refs WHERE entity_id = ANY($1::bigint[])
+) ranked WHERE n <= 200 ORDER BY owner_id, digest_id DESC, item_kind, position;
+
+-- name: topic_profile_items_of
+-- The items of each of several topic profiles, the 200 of the newest digests first.
+SELECT owner_id, digest_id, item_kind, position FROM (
+    SELECT profile_id AS owner_id, digest_id, item_kind, position,
+           row_number() OVER (PARTITION BY profile_id
+                              ORDER BY digest_id DESC, item_kind, position) AS n
+    FROM topic_profile_items WHERE profile_id = ANY($1::bigint[])
+) ranked WHERE n <= 200 ORDER BY owner_id, digest_id DESC, item_kind, position;
+
+-- name: entity_digests_of
+-- The 100 latest digests mentioning each of several entities, with the mentioning messages.
+SELECT owner_id, digest_id, message_ids, conversation_ids, created_at FROM (
+    SELECT em.entity_id AS owner_id, em.digest_id, d.created_at,
+           ARRAY(SELECT m.external_id FROM messages m WHERE m.id = ANY(em.message_ids)
+                 ORDER BY m.ts, m.id) AS message_ids,
+           '{}'::bigint[] AS conversation_ids,
+           row_number() OVER (PARTITION BY em.entity_id ORDER BY d.created_at DESC, d.id DESC) AS n
+    FROM entity_mentions em JOIN digests d ON d.id = em.digest_id
+    WHERE em.entity_id = ANY($1::bigint[])
+) ranked WHERE n <= 100 ORDER BY owner_id, created_at DESC, digest_id DESC;
+
+-- name: topic_profile_digests_of
+-- The 100 latest digests of each of several topic profiles, with its messages and
+-- conversations there.
+SELECT owner_id, digest_id, message_ids, conversation_ids, created_at FROM (
+    SELECT t.profile_id AS owner_id, t.digest_id, d.created_at,
+           ARRAY(SELECT m.external_id FROM messages m WHERE m.id = ANY(t.message_ids)
+                 ORDER BY m.ts, m.id) AS message_ids,
+           t.conversation_ids,
+           row_number() OVER (PARTITION BY t.profile_id ORDER BY d.created_at DESC, d.id DESC) AS n
+    FROM topic_profile_digests t JOIN digests d ON d.id = t.digest_id
+    WHERE t.profile_id = ANY($1::bigint[])
+) ranked WHERE n <= 100 ORDER BY owner_id, created_at DESC, digest_id DESC;
+
+-- name: topic_profile_trends
+-- Distinct messages of each of several profiles per ISO week of their time, oldest week first
+-- (a message read by two digests counts once).
+SELECT t.profile_id AS owner_id, to_char(m.ts AT TIME ZONE 'UTC', 'IYYY-"W"IW') AS week,
+       count(DISTINCT m.id)::integer AS mentions
+FROM topic_profile_digests t
+CROSS JOIN LATERAL unnest(t.message_ids) AS u(message_id)
+JOIN messages m ON m.id = u.message_id
+WHERE t.profile_id = ANY($1::bigint[])
+GROUP BY 1, 2 ORDER BY 1, 2;

@@ -35,9 +35,11 @@ DOCUMENT_DIGEST: Final = "DocumentDigest"
 REPORT: Final = "Report"
 CONVERSATION: Final = "Conversation"
 TRACKED_ITEM: Final = "TrackedItem"
+ENTITY: Final = "Entity"
+TOPIC_PROFILE: Final = "TopicProfile"
 NODE_TYPES: Final = frozenset(
     {CHANNEL, MESSAGE, DIGEST, KNOWLEDGE_ITEM, DIGEST_JOB, DOCUMENT, DOCUMENT_DIGEST, REPORT,
-     CONVERSATION, TRACKED_ITEM}
+     CONVERSATION, TRACKED_ITEM, ENTITY, TOPIC_PROFILE}
 )
 
 # A legacy id's only spelling: ASCII digits, no sign, spaces, leading zeros or separators.
@@ -75,6 +77,7 @@ _LABELS: Final = {
     CHANNEL: "channel", MESSAGE: "message", DIGEST: "digest", KNOWLEDGE_ITEM: "knowledge item",
     DIGEST_JOB: "job", DOCUMENT: "document", DOCUMENT_DIGEST: "document digest",
     REPORT: "report", CONVERSATION: "conversation", TRACKED_ITEM: "tracked item",
+    ENTITY: "entity", TOPIC_PROFILE: "topic profile",
 }  # fmt: skip
 
 

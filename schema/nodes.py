@@ -21,6 +21,7 @@ from schema.conversation_types import Conversation
 from schema.digest_types import Digest, KnowledgeItem
 from schema.item_types import TrackedItem
 from schema.document_types import Document, DocumentDigest
+from schema.entity_types import Entity, TopicProfile
 from schema.errors import PAGE_SIZE, client_error
 from schema.ids import (
     CHANNEL,
@@ -29,9 +30,11 @@ from schema.ids import (
     DIGEST_JOB,
     DOCUMENT,
     DOCUMENT_DIGEST,
+    ENTITY,
     KNOWLEDGE_ITEM,
     MESSAGE,
     REPORT,
+    TOPIC_PROFILE,
     TRACKED_ITEM,
     decode_global_id,
 )
@@ -93,6 +96,16 @@ async def _tracked_item(context: Context, row_id: int) -> relay.Node | None:
     return TrackedItem.from_row(row) if row else None
 
 
+async def _entity(context: Context, row_id: int) -> relay.Node | None:
+    row = await context.loaders.entity.load(row_id)
+    return Entity.from_row(row) if row else None
+
+
+async def _topic_profile(context: Context, row_id: int) -> relay.Node | None:
+    row = await context.loaders.topic_profile.load(row_id)
+    return TopicProfile.from_row(row) if row else None
+
+
 NODE_LOADS: dict[str, NodeLoad] = {
     CHANNEL: _channel,
     MESSAGE: _message,
@@ -104,6 +117,8 @@ NODE_LOADS: dict[str, NodeLoad] = {
     REPORT: _report,
     CONVERSATION: _conversation,
     TRACKED_ITEM: _tracked_item,
+    ENTITY: _entity,
+    TOPIC_PROFILE: _topic_profile,
 }
 
 

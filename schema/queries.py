@@ -14,6 +14,7 @@ from schema.context import Context
 from schema.conversation_types import Conversation, ConversationState
 from schema.digest_types import Digest, DigestSummary, KnowledgeItem
 from schema.documents import DocumentQueries
+from schema.entities import EntityQueries
 from schema.errors import client_error
 from schema.ids import (
     CHANNEL,
@@ -88,7 +89,7 @@ class DigestJobFilter:
 
 
 @strawberry.type
-class Query(NodeQueries, DocumentQueries, ReportQueries, ItemQueries):
+class Query(NodeQueries, DocumentQueries, ReportQueries, EntityQueries, ItemQueries):
     @strawberry.field(description="Channels, newest first.")
     async def channels(
         self,

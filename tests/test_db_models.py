@@ -165,6 +165,15 @@ QUERY_MODELS: dict[str, type[BaseModel]] = {
     "channel_items_by_ids": models.ChannelItem,
     "events_of_channel_items": models.ChannelItemEventWithMessage,
     "mentions_of_channel_items": models.ChannelItemMention,
+    "upsert_entities": models.StoredEntityKey,
+    "upsert_topic_profiles": models.StoredProfileKey,
+    "entities_by_ids": models.Entity,
+    "topic_profiles_by_ids": models.TopicProfile,
+    "entity_item_refs_of": models.OwnedItemRef,
+    "topic_profile_items_of": models.OwnedItemRef,
+    "entity_digests_of": models.OwnedDigestMention,
+    "topic_profile_digests_of": models.OwnedDigestMention,
+    "topic_profile_trends": models.TrendPoint,
 }
 
 
@@ -185,7 +194,8 @@ async def test_each_query_returns_the_fields_of_its_model(db: asyncpg.Pool, quer
 @pytest.mark.parametrize(
     "spec",
     [pages.DIGESTS, pages.JOBS, pages.KNOWLEDGE_ITEMS, pages.MESSAGES, pages.CHANNELS,
-     pages.DOCUMENTS, pages.REPORTS, pages.CONVERSATIONS, pages.CHANNEL_ITEMS],
+     pages.DOCUMENTS, pages.REPORTS, pages.CONVERSATIONS, pages.CHANNEL_ITEMS, pages.ENTITIES,
+     pages.TOPIC_PROFILES],
     ids=lambda spec: spec.name,
 )  # fmt: skip
 async def test_each_keyset_list_returns_the_fields_of_its_model(

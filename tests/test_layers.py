@@ -123,6 +123,8 @@ PURE_CORE_GLOBS = (
     "runner/word_tokens.py",
     "runner/vocabulary.py",
     "runner/window.py",
+    "runner/entities.py",
+    "runner/digest_entities.py",
     "runner/importers/*.py",
     "runner/documents/*.py",
     "runner/extractors/offline/*.py",

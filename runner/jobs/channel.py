@@ -31,6 +31,7 @@ from db.jobs import JobKind, JobStatus
 from runner.contract import ChunkSummary
 from runner.channel_memory import known_items_of, read_tracked_items
 from runner.coverage import StoredWindow, WindowSpec, load_window, window_key
+from runner.digest_entities import analyze_digest
 from runner.extractors.base import Extractor
 from runner.job_stats import job_stats
 from runner.jobs.base import JobContext
@@ -128,6 +129,10 @@ class ChannelJobRunner:
         rejections = [
             {**r.as_json(), "stage": "map"} for r in result.map_rejections
         ] + [{**r.as_json(), "stage": "reduce"} for r in result.validation.rejections]
+        # Entity finding is pure Python over every message: off the event loop, like threading.
+        entities = await asyncio.to_thread(
+            analyze_digest, window.messages, result.validation.output
+        )
         clock.enter("store")
         async with context.pool.acquire() as connection:
             await job_queries.update_progress(
@@ -146,6 +151,7 @@ class ChannelJobRunner:
                 write_threads=lambda connection: store_threading(
                     connection, channel.id, threading, thread_input.internal_ids
                 ),
+                entities=entities,
             )  # fmt: skip
         return Stored(status)
 
