@@ -655,6 +655,77 @@ SET parent_id = t.parent_id, conversation_id = t.conversation_id
 FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS t(id, parent_id, conversation_id)
 WHERE m.id = t.id AND m.conversation_id IS NULL;
 
+-- Channel items (0008).
+
+-- name: open_channel_items
+-- The channel's items still open (open, in force, current), the $2 most recent: what a digest
+-- links its items against.
+SELECT * FROM channel_items
+WHERE channel_id = $1 AND status IN ('open', 'in_force', 'current')
+ORDER BY created_at DESC, id DESC
+LIMIT $2;
+
+-- name: digest_item_rows
+-- The rows of digest $1's questions, action items, decisions and knowledge items, by kind and
+-- position: what a mention of a channel item points at.
+SELECT 'question' AS kind, position, id FROM open_questions WHERE digest_id = $1
+UNION ALL
+SELECT 'action_item', position, id FROM action_items WHERE digest_id = $1
+UNION ALL
+SELECT 'decision', position, id FROM decisions WHERE digest_id = $1
+UNION ALL
+SELECT 'knowledge', position, id FROM knowledge_items WHERE digest_id = $1;
+
+-- name: insert_channel_item
+INSERT INTO channel_items (channel_id, kind, status, text, owner, conversation_id, message_ids,
+                           said_at, first_digest_id, last_digest_id)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)
+RETURNING id;
+
+-- name: mention_channel_items
+-- Digest rows that speak of items (arrays of equal length); the items' last digest moves on.
+WITH mentioned AS (
+    INSERT INTO channel_item_mentions (item_id, digest_id, row_id, position)
+    SELECT t.item_id, $2, t.row_id, t.position
+    FROM unnest($1::bigint[], $3::bigint[], $4::int[]) AS t(item_id, row_id, position)
+    ON CONFLICT DO NOTHING
+    RETURNING item_id
+)
+UPDATE channel_items SET last_digest_id = $2, updated_at = now()
+WHERE id IN (SELECT item_id FROM mentioned);
+
+-- name: change_channel_item_status
+-- An item's new state, only from the state the change was derived from (a concurrent change
+-- wins; the caller then records nothing). Returns the id when changed.
+UPDATE channel_items SET status = $3, updated_at = now()
+WHERE id = $1 AND status = $2
+RETURNING id;
+
+-- name: insert_channel_item_event
+INSERT INTO channel_item_events (item_id, from_status, to_status, at, evidence_ids,
+                                 pointer_message_id, pointer_revision, pointer_char_start,
+                                 pointer_char_end, pointer_quote, digest_id, related_item_id,
+                                 reason)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13);
+
+-- name: channel_items_by_ids
+-- Channel items by id (the TrackedItem node's loader).
+SELECT * FROM channel_items WHERE id = ANY($1::bigint[]);
+
+-- name: events_of_channel_items
+-- The history of items, oldest first, with the external id of each pointer's message.
+SELECT e.*, m.external_id AS pointer_external_id
+FROM channel_item_events e
+LEFT JOIN messages m ON m.id = e.pointer_message_id
+WHERE e.item_id = ANY($1::bigint[])
+ORDER BY e.item_id, e.at, e.id;
+
+-- name: mentions_of_channel_items
+-- The digests that mention items, oldest first.
+SELECT item_id, digest_id, row_id, position, created_at
+FROM channel_item_mentions
+WHERE item_id = ANY($1::bigint[])
+ORDER BY item_id, digest_id, position;
 -- name: upsert_entities
 -- A digest's entities of one channel ($1), digest $2, rows as JSON ($3): new keys are added,
 -- known ones get the mentions added, new spellings and versions (at most 10 each, first seen

@@ -134,6 +134,7 @@ PURE_CORE_GLOBS = (
     "runner/bm25.py",
     "runner/reports/*.py",
     "runner/disentangle/*.py",
+    "runner/item_lifecycle.py",
 )
 # Modules under those globs that do I/O on purpose, and why.
 DOES_IO = {

@@ -24,6 +24,13 @@ from db.models.channels import (
     Server,
     WindowMessageRow,
 )
+from db.models.channel_items import (
+    ChannelItem,
+    ChannelItemEvent,
+    ChannelItemEventWithMessage,
+    ChannelItemMention,
+    DigestItemRow,
+)
 from db.models.conversations import (
     Conversation,
     ConversationWithState,
@@ -79,6 +86,8 @@ configure_mappers()
 
 __all__ = [
     "ActionItem", "Artifact", "ArtifactWithMessage", "Channel", "ChannelColumns",
+    "ChannelItem", "ChannelItemEvent", "ChannelItemEventWithMessage", "ChannelItemMention",
+    "DigestItemRow",
     "ChannelMessageCount", "ChannelUncoveredCount", "ChannelWithServer", "ChunkResult", "CitedAuthor",
     "Conversation", "ConversationWithState", "Decision",
     "Digest", "DigestItemCounts", "DigestJob", "DigestMessage", "Document", "DocumentColumns",

@@ -1,8 +1,10 @@
-// Channels with their message counts and last digest; one channel with its digests, its digest
+// Channels with their message counts and last digest; one channel with its current state
+// (open questions, action items, decisions in force: views/items.js), its digests, its digest
 // schedules, and a button that queues a digest of its new messages (then shows the job, live).
 
 import { gql } from "../graphql.js";
 import { fill, h, link, notice, pageHeading, plural, when } from "../dom.js";
+import { channelStateSection } from "./items.js";
 
 const CHANNELS = `query($after: String) { channels(first: 100, after: $after) {
   nodes { id name serverName messageCount uncoveredMessageCount }
@@ -79,6 +81,8 @@ export async function channelPage(view) {
     fill(view.main, pageHeading("Channel not found"), notice(`No channel ${view.id}.`, "error"));
     return;
   }
+  const state = await channelStateSection(channel.id);
+  if (!view.isCurrent()) return;
   const status = h("p", { role: "status", class: "muted" });
   const trigger = h("button", {
     type: "button",
@@ -109,6 +113,7 @@ export async function channelPage(view) {
       h("dt", {}, "Not yet digested"), h("dd", {}, channel.uncoveredMessageCount)),
     h("p", {}, trigger, " ", link(`#/jobs?channel=${encodeURIComponent(channel.id)}`, "Jobs of this channel")),
     status,
+    state,
     h("h2", {}, "Digests"),
     data.digests.nodes.length
       ? h("ul", { class: "cards" }, data.digests.nodes.map((digest) => h("li", {},
