@@ -30,6 +30,7 @@ from db.models import (
     KnowledgeItemWithMessage,
     Message,
     Report,
+    Schedule,
     TopicProfile,
     as_rows,
 )
@@ -275,6 +276,17 @@ REPORTS = ListSpec(
         "channel_id": "r.request -> 'channel_ids' @> to_jsonb({}::bigint)",
         "document_id": "r.request -> 'document_ids' @> to_jsonb({}::bigint)",
     },
+)
+
+
+SCHEDULES = ListSpec(
+    name="schedules",
+    model=Schedule,
+    select="SELECT s.* FROM schedules s",
+    sort_column="s.created_at",
+    id_column="s.id",
+    descending=True,
+    filters={"channel_id": "s.channel_id = {}", "paused": "s.paused = {}"},
 )
 
 

@@ -856,3 +856,71 @@ CROSS JOIN LATERAL unnest(t.message_ids) AS u(message_id)
 JOIN messages m ON m.id = u.message_id
 WHERE t.profile_id = ANY($1::bigint[])
 GROUP BY 1, 2 ORDER BY 1, 2;
+
+-- Schedules (db/schedules.py; migration 0009). The tick's statements run in one transaction:
+-- due_schedules locks the due rows, then per row the job is queued (insert_channel_job) and
+-- record_schedule_run moves the schedule to its next slot.
+
+-- name: database_now
+-- The database's clock: schedules are due by it, never by a process's clock.
+SELECT now();
+
+-- name: insert_schedule
+-- A new schedule of a channel with its first slot.
+INSERT INTO schedules (channel_id, cron, timezone, next_run_at)
+VALUES ($1, $2, $3, $4)
+RETURNING *;
+
+-- name: schedules_by_ids
+-- Schedules by id (the Schedule node's loader).
+SELECT * FROM schedules WHERE id = ANY($1::bigint[]);
+
+-- name: schedule_for_update
+-- One schedule, locked until the transaction ends (a resume recomputes its next slot).
+SELECT * FROM schedules WHERE id = $1 FOR UPDATE;
+
+-- name: pause_schedule
+-- Pause: never due until resumed.
+UPDATE schedules SET paused = true WHERE id = $1 RETURNING *;
+
+-- name: resume_schedule
+-- Resume a paused schedule from the slot $2 (the first after now()); a running one is unchanged.
+UPDATE schedules
+SET next_run_at = CASE WHEN paused THEN $2 ELSE next_run_at END, paused = false
+WHERE id = $1
+RETURNING *;
+
+-- name: delete_schedule
+-- Delete a schedule (its runs go with it); the row as it was.
+DELETE FROM schedules WHERE id = $1 RETURNING *;
+
+-- name: due_schedules
+-- The schedules whose slot has come by the database's clock, oldest slot first, locked for
+-- this transaction. SKIP LOCKED: a schedule another worker is firing right now is left to it,
+-- and once that worker commits, its next_run_at is past now() and the row no longer matches
+-- (READ COMMITTED re-checks the WHERE on the committed row), so each slot fires once.
+SELECT id, channel_id, cron, timezone, next_run_at, now() AS database_now
+FROM schedules
+WHERE NOT paused AND next_run_at <= now()
+ORDER BY next_run_at, id
+LIMIT $1
+FOR UPDATE SKIP LOCKED;
+
+-- name: record_schedule_run
+-- A firing of schedule $1 for slot $2 by process $6: its run row, and the schedule moved to its
+-- next slot $3 with the job $4 it queued ($5) or joined. The unique (schedule_id, slot) refuses
+-- a second firing of the same slot whatever happens above it.
+WITH run AS (
+    INSERT INTO schedule_runs (schedule_id, slot, job_id, job_created, fired_by)
+    VALUES ($1, $2, $4, $5, $6)
+    RETURNING schedule_id
+)
+UPDATE schedules s
+SET next_run_at = $3, last_run_at = now(), last_job_id = $4
+FROM run
+WHERE s.id = run.schedule_id;
+
+-- name: pause_unfireable_schedule
+-- A due schedule whose next slot cannot be computed any more (its time zone vanished from the
+-- system's zone data): paused rather than found due again at every tick.
+UPDATE schedules SET paused = true WHERE id = $1;

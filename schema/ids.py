@@ -37,9 +37,10 @@ CONVERSATION: Final = "Conversation"
 TRACKED_ITEM: Final = "TrackedItem"
 ENTITY: Final = "Entity"
 TOPIC_PROFILE: Final = "TopicProfile"
+SCHEDULE: Final = "Schedule"
 NODE_TYPES: Final = frozenset(
     {CHANNEL, MESSAGE, DIGEST, KNOWLEDGE_ITEM, DIGEST_JOB, DOCUMENT, DOCUMENT_DIGEST, REPORT,
-     CONVERSATION, TRACKED_ITEM, ENTITY, TOPIC_PROFILE}
+     CONVERSATION, TRACKED_ITEM, ENTITY, TOPIC_PROFILE, SCHEDULE}
 )
 
 # A legacy id's only spelling: ASCII digits, no sign, spaces, leading zeros or separators.
@@ -77,7 +78,7 @@ _LABELS: Final = {
     CHANNEL: "channel", MESSAGE: "message", DIGEST: "digest", KNOWLEDGE_ITEM: "knowledge item",
     DIGEST_JOB: "job", DOCUMENT: "document", DOCUMENT_DIGEST: "document digest",
     REPORT: "report", CONVERSATION: "conversation", TRACKED_ITEM: "tracked item",
-    ENTITY: "entity", TOPIC_PROFILE: "topic profile",
+    ENTITY: "entity", TOPIC_PROFILE: "topic profile", SCHEDULE: "schedule",
 }  # fmt: skip
 
 

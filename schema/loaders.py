@@ -11,7 +11,9 @@ import asyncpg
 from pydantic import BaseModel
 from strawberry.dataloader import DataLoader
 
-from db import channel_items, channels, conversations, digests, documents, entities, jobs, reports
+from db import (
+    channel_items, channels, conversations, digests, documents, entities, jobs, reports, schedules,
+)
 from db.digests import DigestItem
 from db.models import (
     ChannelItem,
@@ -35,6 +37,7 @@ from db.models import (
     OwnedDigestMention,
     OwnedItemRef,
     Report,
+    Schedule,
     Topic,
     TopicProfile,
     TrendPoint,
@@ -255,6 +258,9 @@ class Loaders:
         lambda pool: _group_rows(
             pool, channel_items.mentions_of_channel_items, lambda row: row.item_id
         )
+    )
+    schedule: _Loader[int, Schedule | None] = _Loader(
+        lambda pool: _by_id(pool, schedules.schedules_by_ids)
     )
     latest_document_digests: _Loader[int, list[DocumentDigest]] = _Loader(_latest_document_digests)
     uncovered_count: _Loader[int, int] = _Loader(_uncovered_counts)

@@ -36,10 +36,12 @@ from schema.ids import (
     REPORT,
     TOPIC_PROFILE,
     TRACKED_ITEM,
+    SCHEDULE,
     decode_global_id,
 )
 from schema.job_types import DigestJob
 from schema.report_types import Report
+from schema.schedule_types import Schedule
 
 MAX_NODES = 100
 
@@ -96,6 +98,11 @@ async def _tracked_item(context: Context, row_id: int) -> relay.Node | None:
     return TrackedItem.from_row(row) if row else None
 
 
+async def _schedule(context: Context, row_id: int) -> relay.Node | None:
+    row = await context.loaders.schedule.load(row_id)
+    return Schedule.from_row(row) if row else None
+
+
 async def _entity(context: Context, row_id: int) -> relay.Node | None:
     row = await context.loaders.entity.load(row_id)
     return Entity.from_row(row) if row else None
@@ -119,6 +126,7 @@ NODE_LOADS: dict[str, NodeLoad] = {
     TRACKED_ITEM: _tracked_item,
     ENTITY: _entity,
     TOPIC_PROFILE: _topic_profile,
+    SCHEDULE: _schedule,
 }
 
 

@@ -32,6 +32,7 @@ from schema.items import ItemQueries
 from schema.job_types import DigestJob
 from schema.nodes import NodeQueries
 from schema.reports import ReportQueries
+from schema.schedules import ScheduleQueries
 from schema.paging import After, Before, First, Last, PageArgs, connection_of
 
 
@@ -89,7 +90,9 @@ class DigestJobFilter:
 
 
 @strawberry.type
-class Query(NodeQueries, DocumentQueries, ReportQueries, EntityQueries, ItemQueries):
+class Query(
+    NodeQueries, DocumentQueries, ReportQueries, EntityQueries, ItemQueries, ScheduleQueries
+):
     @strawberry.field(description="Channels, newest first.")
     async def channels(
         self,

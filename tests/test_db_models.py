@@ -174,6 +174,13 @@ QUERY_MODELS: dict[str, type[BaseModel]] = {
     "entity_digests_of": models.OwnedDigestMention,
     "topic_profile_digests_of": models.OwnedDigestMention,
     "topic_profile_trends": models.TrendPoint,
+    "insert_schedule": models.Schedule,
+    "schedules_by_ids": models.Schedule,
+    "schedule_for_update": models.Schedule,
+    "pause_schedule": models.Schedule,
+    "resume_schedule": models.Schedule,
+    "delete_schedule": models.Schedule,
+    "due_schedules": models.DueSchedule,
 }
 
 
@@ -195,7 +202,7 @@ async def test_each_query_returns_the_fields_of_its_model(db: asyncpg.Pool, quer
     "spec",
     [pages.DIGESTS, pages.JOBS, pages.KNOWLEDGE_ITEMS, pages.MESSAGES, pages.CHANNELS,
      pages.DOCUMENTS, pages.REPORTS, pages.CONVERSATIONS, pages.CHANNEL_ITEMS, pages.ENTITIES,
-     pages.TOPIC_PROFILES],
+     pages.TOPIC_PROFILES, pages.SCHEDULES],
     ids=lambda spec: spec.name,
 )  # fmt: skip
 async def test_each_keyset_list_returns_the_fields_of_its_model(

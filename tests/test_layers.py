@@ -125,6 +125,7 @@ PURE_CORE_GLOBS = (
     "runner/window.py",
     "runner/entities.py",
     "runner/digest_entities.py",
+    "runner/cron.py",
     "runner/importers/*.py",
     "runner/documents/*.py",
     "runner/extractors/offline/*.py",
