@@ -20,6 +20,7 @@ import asyncpg
 from sqlmodel import SQLModel
 
 from db.models import (
+    ChannelItem,
     ChannelWithServer,
     ConversationWithState,
     Digest,
@@ -29,6 +30,7 @@ from db.models import (
     KnowledgeItemWithMessage,
     Message,
     Report,
+    Schedule,
     TopicProfile,
     as_rows,
 )
@@ -169,6 +171,13 @@ KNOWLEDGE_ITEMS = ListSpec(
         "digest_id": "k.digest_id = {}",
         "kind": "k.kind = {}",
         "query": "k.search @@ websearch_to_tsquery('simple', {})",
+        # Whether the channel item it is a mention of is still current (0008); an item no
+        # digest stored as a channel item (before 0008) counts as current.
+        "current": (
+            "NOT EXISTS (SELECT 1 FROM channel_item_mentions cm JOIN channel_items ci "
+            "ON ci.id = cm.item_id WHERE cm.digest_id = k.digest_id AND cm.row_id = k.id "
+            "AND ci.kind = 'knowledge' AND ci.status <> 'current') = {}"
+        ),
     },
 )
 
@@ -199,6 +208,24 @@ CONVERSATIONS = ListSpec(
         "state": "c.state = {}",
         "since": "c.last_ts >= {}",
         "until": "c.first_ts < {}",
+    },
+)
+
+# Channel items (0008), the newest first. `open` is the set of states an item is still
+# pending in; `current` (knowledge items) is matched on knowledge_items rows instead.
+CHANNEL_ITEMS = ListSpec(
+    name="channelItems",
+    model=ChannelItem,
+    select="SELECT i.* FROM channel_items i",
+    sort_column="i.created_at",
+    id_column="i.id",
+    descending=True,
+    filters={
+        "channel_id": "i.channel_id = {}",
+        "kind": "i.kind = {}",
+        "status": "i.status = {}",
+        "owner": "lower(i.owner) = lower({})",
+        "open": "(i.status IN ('open', 'in_force', 'current')) = {}",
     },
 )
 
@@ -249,6 +276,17 @@ REPORTS = ListSpec(
         "channel_id": "r.request -> 'channel_ids' @> to_jsonb({}::bigint)",
         "document_id": "r.request -> 'document_ids' @> to_jsonb({}::bigint)",
     },
+)
+
+
+SCHEDULES = ListSpec(
+    name="schedules",
+    model=Schedule,
+    select="SELECT s.* FROM schedules s",
+    sort_column="s.created_at",
+    id_column="s.id",
+    descending=True,
+    filters={"channel_id": "s.channel_id = {}", "paused": "s.paused = {}"},
 )
 
 

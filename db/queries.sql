@@ -655,6 +655,77 @@ SET parent_id = t.parent_id, conversation_id = t.conversation_id
 FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS t(id, parent_id, conversation_id)
 WHERE m.id = t.id AND m.conversation_id IS NULL;
 
+-- Channel items (0008).
+
+-- name: open_channel_items
+-- The channel's items still open (open, in force, current), the $2 most recent: what a digest
+-- links its items against.
+SELECT * FROM channel_items
+WHERE channel_id = $1 AND status IN ('open', 'in_force', 'current')
+ORDER BY created_at DESC, id DESC
+LIMIT $2;
+
+-- name: digest_item_rows
+-- The rows of digest $1's questions, action items, decisions and knowledge items, by kind and
+-- position: what a mention of a channel item points at.
+SELECT 'question' AS kind, position, id FROM open_questions WHERE digest_id = $1
+UNION ALL
+SELECT 'action_item', position, id FROM action_items WHERE digest_id = $1
+UNION ALL
+SELECT 'decision', position, id FROM decisions WHERE digest_id = $1
+UNION ALL
+SELECT 'knowledge', position, id FROM knowledge_items WHERE digest_id = $1;
+
+-- name: insert_channel_item
+INSERT INTO channel_items (channel_id, kind, status, text, owner, conversation_id, message_ids,
+                           said_at, first_digest_id, last_digest_id)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)
+RETURNING id;
+
+-- name: mention_channel_items
+-- Digest rows that speak of items (arrays of equal length); the items' last digest moves on.
+WITH mentioned AS (
+    INSERT INTO channel_item_mentions (item_id, digest_id, row_id, position)
+    SELECT t.item_id, $2, t.row_id, t.position
+    FROM unnest($1::bigint[], $3::bigint[], $4::int[]) AS t(item_id, row_id, position)
+    ON CONFLICT DO NOTHING
+    RETURNING item_id
+)
+UPDATE channel_items SET last_digest_id = $2, updated_at = now()
+WHERE id IN (SELECT item_id FROM mentioned);
+
+-- name: change_channel_item_status
+-- An item's new state, only from the state the change was derived from (a concurrent change
+-- wins; the caller then records nothing). Returns the id when changed.
+UPDATE channel_items SET status = $3, updated_at = now()
+WHERE id = $1 AND status = $2
+RETURNING id;
+
+-- name: insert_channel_item_event
+INSERT INTO channel_item_events (item_id, from_status, to_status, at, evidence_ids,
+                                 pointer_message_id, pointer_revision, pointer_char_start,
+                                 pointer_char_end, pointer_quote, digest_id, related_item_id,
+                                 reason)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13);
+
+-- name: channel_items_by_ids
+-- Channel items by id (the TrackedItem node's loader).
+SELECT * FROM channel_items WHERE id = ANY($1::bigint[]);
+
+-- name: events_of_channel_items
+-- The history of items, oldest first, with the external id of each pointer's message.
+SELECT e.*, m.external_id AS pointer_external_id
+FROM channel_item_events e
+LEFT JOIN messages m ON m.id = e.pointer_message_id
+WHERE e.item_id = ANY($1::bigint[])
+ORDER BY e.item_id, e.at, e.id;
+
+-- name: mentions_of_channel_items
+-- The digests that mention items, oldest first.
+SELECT item_id, digest_id, row_id, position, created_at
+FROM channel_item_mentions
+WHERE item_id = ANY($1::bigint[])
+ORDER BY item_id, digest_id, position;
 -- name: upsert_entities
 -- A digest's entities of one channel ($1), digest $2, rows as JSON ($3): new keys are added,
 -- known ones get the mentions added, new spellings and versions (at most 10 each, first seen
@@ -785,3 +856,71 @@ CROSS JOIN LATERAL unnest(t.message_ids) AS u(message_id)
 JOIN messages m ON m.id = u.message_id
 WHERE t.profile_id = ANY($1::bigint[])
 GROUP BY 1, 2 ORDER BY 1, 2;
+
+-- Schedules (db/schedules.py; migration 0009). The tick's statements run in one transaction:
+-- due_schedules locks the due rows, then per row the job is queued (insert_channel_job) and
+-- record_schedule_run moves the schedule to its next slot.
+
+-- name: database_now
+-- The database's clock: schedules are due by it, never by a process's clock.
+SELECT now();
+
+-- name: insert_schedule
+-- A new schedule of a channel with its first slot.
+INSERT INTO schedules (channel_id, cron, timezone, next_run_at)
+VALUES ($1, $2, $3, $4)
+RETURNING *;
+
+-- name: schedules_by_ids
+-- Schedules by id (the Schedule node's loader).
+SELECT * FROM schedules WHERE id = ANY($1::bigint[]);
+
+-- name: schedule_for_update
+-- One schedule, locked until the transaction ends (a resume recomputes its next slot).
+SELECT * FROM schedules WHERE id = $1 FOR UPDATE;
+
+-- name: pause_schedule
+-- Pause: never due until resumed.
+UPDATE schedules SET paused = true WHERE id = $1 RETURNING *;
+
+-- name: resume_schedule
+-- Resume a paused schedule from the slot $2 (the first after now()); a running one is unchanged.
+UPDATE schedules
+SET next_run_at = CASE WHEN paused THEN $2 ELSE next_run_at END, paused = false
+WHERE id = $1
+RETURNING *;
+
+-- name: delete_schedule
+-- Delete a schedule (its runs go with it); the row as it was.
+DELETE FROM schedules WHERE id = $1 RETURNING *;
+
+-- name: due_schedules
+-- The schedules whose slot has come by the database's clock, oldest slot first, locked for
+-- this transaction. SKIP LOCKED: a schedule another worker is firing right now is left to it,
+-- and once that worker commits, its next_run_at is past now() and the row no longer matches
+-- (READ COMMITTED re-checks the WHERE on the committed row), so each slot fires once.
+SELECT id, channel_id, cron, timezone, next_run_at, now() AS database_now
+FROM schedules
+WHERE NOT paused AND next_run_at <= now()
+ORDER BY next_run_at, id
+LIMIT $1
+FOR UPDATE SKIP LOCKED;
+
+-- name: record_schedule_run
+-- A firing of schedule $1 for slot $2 by process $6: its run row, and the schedule moved to its
+-- next slot $3 with the job $4 it queued ($5) or joined. The unique (schedule_id, slot) refuses
+-- a second firing of the same slot whatever happens above it.
+WITH run AS (
+    INSERT INTO schedule_runs (schedule_id, slot, job_id, job_created, fired_by)
+    VALUES ($1, $2, $4, $5, $6)
+    RETURNING schedule_id
+)
+UPDATE schedules s
+SET next_run_at = $3, last_run_at = now(), last_job_id = $4
+FROM run
+WHERE s.id = run.schedule_id;
+
+-- name: pause_unfireable_schedule
+-- A due schedule whose next slot cannot be computed any more (its time zone vanished from the
+-- system's zone data): paused rather than found due again at every tick.
+UPDATE schedules SET paused = true WHERE id = $1;

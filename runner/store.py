@@ -20,6 +20,7 @@ import asyncpg
 from db.jobs import JobStatus
 from db import channels as channel_queries
 from db import digests as digest_queries
+from runner.channel_memory import remember_items
 from runner.contract import Digest
 from runner.coverage import (
     REASON_CHUNK_FAILED,
@@ -207,6 +208,7 @@ async def store_digest(
                 connection, digest_id=digest_id, channel_id=channel_id, analysis=entities,
                 window=window,
             )  # fmt: skip
+        await remember_items(connection, digest_id, channel_id, digest, window)
         left_out = await _cover(connection, digest_id, channel_id, window, set(uncovered))
         if left_out:
             await digest_queries.set_digest_left_out(connection, digest_id, left_out)

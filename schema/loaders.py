@@ -11,9 +11,14 @@ import asyncpg
 from pydantic import BaseModel
 from strawberry.dataloader import DataLoader
 
-from db import channels, conversations, digests, documents, entities, jobs, reports
+from db import (
+    channel_items, channels, conversations, digests, documents, entities, jobs, reports, schedules,
+)
 from db.digests import DigestItem
 from db.models import (
+    ChannelItem,
+    ChannelItemEventWithMessage,
+    ChannelItemMention,
     ConversationWithState,
     ActionItem,
     ArtifactWithMessage,
@@ -32,6 +37,7 @@ from db.models import (
     OwnedDigestMention,
     OwnedItemRef,
     Report,
+    Schedule,
     Topic,
     TopicProfile,
     TrendPoint,
@@ -131,6 +137,23 @@ def _edited_messages(pool: asyncpg.Pool) -> BatchLoad:
     return load
 
 
+def _group_rows(
+    pool: asyncpg.Pool, fetch: Callable[[asyncpg.Connection, list[int]], Awaitable[list[V]]],
+    key: Callable[[V], int],
+) -> BatchLoad:  # fmt: skip
+    """Id → the rows of `fetch` whose `key` is that id, in the query's order."""
+
+    async def load(ids: list[int]) -> list[list[V]]:
+        async with pool.acquire() as connection:
+            rows = await fetch(connection, ids)
+        groups: dict[int, list[V]] = defaultdict(list)
+        for row in rows:
+            groups[key(row)].append(row)
+        return [groups.get(i, []) for i in ids]
+
+    return load
+
+
 class _Owned(Protocol):
     owner_id: int
 
@@ -142,16 +165,7 @@ def _owned(
     pool: asyncpg.Pool, fetch: Callable[[asyncpg.Connection, list[int]], Awaitable[list[Owned]]]
 ) -> BatchLoad:
     """Owner id (an entity, a topic profile) → its rows, in the query's order."""
-
-    async def load(ids: list[int]) -> list[list[Owned]]:
-        async with pool.acquire() as connection:
-            rows = await fetch(connection, ids)
-        groups: dict[int, list[Owned]] = defaultdict(list)
-        for row in rows:
-            groups[row.owner_id].append(row)
-        return [groups.get(i, []) for i in ids]
-
-    return load
+    return _group_rows(pool, fetch, lambda row: row.owner_id)
 
 
 LATEST_DIGESTS_PER_DOCUMENT = 10
@@ -231,6 +245,22 @@ class Loaders:
     report: _Loader[int, Report | None] = _Loader(lambda pool: _by_id(pool, reports.reports_by_ids))
     conversation: _Loader[int, ConversationWithState | None] = _Loader(
         lambda pool: _by_id(pool, conversations.conversations_by_ids)
+    )
+    channel_item: _Loader[int, ChannelItem | None] = _Loader(
+        lambda pool: _by_id(pool, channel_items.channel_items_by_ids)
+    )
+    item_history: _Loader[int, list[ChannelItemEventWithMessage]] = _Loader(
+        lambda pool: _group_rows(
+            pool, channel_items.events_of_channel_items, lambda row: row.item_id
+        )
+    )
+    item_mentions: _Loader[int, list[ChannelItemMention]] = _Loader(
+        lambda pool: _group_rows(
+            pool, channel_items.mentions_of_channel_items, lambda row: row.item_id
+        )
+    )
+    schedule: _Loader[int, Schedule | None] = _Loader(
+        lambda pool: _by_id(pool, schedules.schedules_by_ids)
     )
     latest_document_digests: _Loader[int, list[DocumentDigest]] = _Loader(_latest_document_digests)
     uncovered_count: _Loader[int, int] = _Loader(_uncovered_counts)
