@@ -2,7 +2,7 @@
 show whether the per-message cost stays flat (linear) as the window grows.
 
     /tmp/venv/bin/python bench/scale.py [--quick] [--sizes 10000,100000] [--repeats 1]
-                                        [--baseline PATH] [--profile]
+                                        [--baseline PATH] [--profile] [--stages]
 
 Each size runs in its own child process (so each has its own peak memory) with
 `runner.pipeline.run_pipeline` and the `OfflineExtractor` exactly as the worker's channel job
@@ -13,6 +13,14 @@ bench/_support.py's deterministic generator, and neither the window load nor the
 timed (bench/coverage.py measures those). The clock covers threading (the disentanglement
 model, `runner.conversations.thread_window`, where the code has it), chunking, map, reduce and
 validation; `threading_seconds` is the threading part.
+
+`--stages` adds, per code root, one more child at the largest size run inline (no CPU pool:
+`runner.offload.set_inline`, so every step runs in this process, one after the other) that
+reports the CPU seconds (`time.process_time`) of each step: threading (the link model and the
+rest: titles, ordering), chunking, the map (the extractor's rules), the validation of each
+chunk's result, the reduce and the final validation; `other` is what is left (the pipeline's
+own bookkeeping). It names where a message's CPU goes, which the pooled run's cProfile cannot
+see (the map runs in other processes). With `--profile`, that child is also profiled.
 
 `--baseline PATH` runs the same children against another checkout (e.g. a `git worktree` of
 main at /tmp/digestd-main) in the same run: its `runner` package is imported instead of this
@@ -41,6 +49,7 @@ import resource
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -80,8 +89,62 @@ def _pool_peak_rss_mb() -> float:
     return round(max(peaks), 1)
 
 
-def child(count: int, code_root: Path, profile: bool) -> dict[str, Any]:
-    """One digest of a `count`-message channel with the code under `code_root`."""
+class _StageClock:
+    """CPU seconds per pipeline step, by wrapping the step functions where the pipeline and the
+    offline extractor look them up. Meaningful inline only: pooled steps run elsewhere."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    def _add(self, name: str, started: float) -> None:
+        self.seconds[name] = self.seconds.get(name, 0.0) + time.process_time() - started
+
+    def wrap(self, name: str, function: Callable[..., Any]) -> Callable[..., Any]:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            started = time.process_time()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                self._add(name, started)
+
+        return timed
+
+    def wrap_iterator(self, name: str, function: Callable[..., Iterator[Any]]) -> Callable[..., Iterator[Any]]:
+        def timed(*args: Any, **kwargs: Any) -> Iterator[Any]:
+            iterator = function(*args, **kwargs)
+            while True:
+                started = time.process_time()
+                try:
+                    item = next(iterator)
+                except StopIteration:
+                    self._add(name, started)
+                    return
+                self._add(name, started)
+                yield item
+
+        return timed
+
+    def instrument(self) -> None:
+        """Time chunking, the map, each validation and the reduce where `run_pipeline` and the
+        offline extractor call them (module globals, looked up at call time)."""
+        from runner import pipeline
+        from runner.extractors import offline
+
+        pipeline.iter_chunks = self.wrap_iterator("chunking", pipeline.iter_chunks)  # type: ignore[assignment]
+        validate = pipeline.validate_output
+
+        def validate_output(*args: Any, **kwargs: Any) -> Any:
+            name = "validate_digest" if "channel_name" in kwargs else "validate_chunks"
+            return self.wrap(name, validate)(*args, **kwargs)
+
+        pipeline.validate_output = validate_output  # type: ignore[assignment]
+        offline.summarize_chunk = self.wrap("map", offline.summarize_chunk)  # type: ignore[assignment]
+        offline.build_digest = self.wrap("reduce", offline.build_digest)  # type: ignore[assignment]
+
+
+def child(count: int, code_root: Path, profile: bool, stages: bool = False) -> dict[str, Any]:
+    """One digest of a `count`-message channel with the code under `code_root`; `stages`: inline,
+    with the CPU seconds of each step (see the module docstring)."""
     sys.path.insert(0, str(_BENCH.parent))
     from bench._support import generated_window, top_functions  # this checkout's, always
 
@@ -93,6 +156,10 @@ def child(count: int, code_root: Path, profile: bool) -> dict[str, Any]:
 
     chunk_tokens = int(Settings.model_fields["digestd_chunk_tokens"].default)
     window = generated_window(count)
+    clock = _StageClock()
+    if stages:
+        offload.set_inline(True)
+        clock.instrument()
     profiler = cProfile.Profile() if profile else None
     cpu_before = _cpu_seconds()  # the pool starts with the run: only this process so far
     started = time.perf_counter()
@@ -104,13 +171,16 @@ def child(count: int, code_root: Path, profile: bool) -> dict[str, Any]:
     # The channel job threads the window first (runner/jobs/conversations.py) and digests it
     # conversation by conversation; code from before conversations has no threading step.
     threading_started = time.perf_counter()
+    threading_cpu_started = time.process_time()
     try:
         from runner.conversations import thread_window
+        from runner.disentangle import link_records
     except ImportError:
         thread_window = None
     if thread_window is not None:
-        window = thread_window(window)
+        window = thread_window(window, clock.wrap("threading_link", link_records))
     threading_seconds = time.perf_counter() - threading_started
+    threading_cpu = time.process_time() - threading_cpu_started
     result = asyncio.run(
         run_pipeline(
             window, offline.OfflineExtractor(), chunk_tokens=chunk_tokens, concurrency=concurrency
@@ -126,6 +196,7 @@ def child(count: int, code_root: Path, profile: bool) -> dict[str, Any]:
     figures: dict[str, Any] = {
         "messages": count,
         "code_root": str(code_root),
+        "inline": stages,
         "chunk_tokens": chunk_tokens,
         "chunks": result.chunk_count,
         "map_concurrency": concurrency,
@@ -138,19 +209,26 @@ def child(count: int, code_root: Path, profile: bool) -> dict[str, Any]:
         "cpu_us_per_message": round(1e6 * cpu / count, 1),
         "peak_rss_mb": _peak_rss_mb(),
         "pool_peak_rss_mb": pool_peak,
-        "pool_processes": offload.pool_size(),
+        "pool_processes": 0 if stages else offload.pool_size(),
         "digest_sha256": hashlib.sha256(digest.encode("utf-8")).hexdigest()[:16],
         "knowledge_items": len(result.digest.knowledge_items),
         "topics": len(result.digest.topics),
     }
+    if stages:
+        steps = dict(clock.seconds)
+        link_cpu = steps.pop("threading_link", 0.0)
+        steps = {"threading_link": link_cpu, "threading_other": threading_cpu - link_cpu, **steps}
+        steps["other"] = cpu - sum(steps.values())
+        figures["stage_cpu_seconds"] = {name: round(value, 3) for name, value in steps.items()}
     if profiler:
-        figures["top_by_own_time"] = top_functions(profiler, limit=20)
+        figures["top_by_own_time"] = top_functions(profiler, limit=30 if stages else 20)
     return figures
 
 
-def run_child(count: int, code_root: Path, profile: bool) -> dict[str, Any]:
+def run_child(count: int, code_root: Path, profile: bool, stages: bool = False) -> dict[str, Any]:
     command = [sys.executable, str(Path(__file__).resolve()), "--child", str(count),
                "--code-root", str(code_root)] + (["--profile"] if profile else [])  # fmt: skip
+    command += ["--stages"] if stages else []
     completed = subprocess.run(command, cwd=code_root, capture_output=True, text=True)
     if completed.returncode != 0:
         raise SystemExit(f"child {count} @ {code_root} failed:\n{completed.stderr[-3000:]}")
@@ -164,11 +242,14 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=1, help="runs of each size")
     parser.add_argument("--baseline", type=Path, help="another checkout to time in the same run")
     parser.add_argument("--profile", action="store_true", help="cProfile the largest size")
+    parser.add_argument("--stages", action="store_true",
+                        help="CPU seconds per step at the largest size (inline run)")  # fmt: skip
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--code-root", type=Path, default=_BENCH.parent, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(child(args.child, args.code_root.resolve(), args.profile)), flush=True)
+        figures = child(args.child, args.code_root.resolve(), args.profile, args.stages)
+        print(json.dumps(figures), flush=True)
         return 0
 
     sys.path.insert(0, str(_BENCH.parent))
@@ -190,7 +271,14 @@ def main() -> int:
                 figures = run_child(size, root, profile=False)
                 per_size.setdefault(size, []).append(figures)
                 emit(BENCH_NAME, kind="run", code=label, run=run, **figures)
-        if args.profile:
+        if args.stages:
+            inline = run_child(sizes[-1], root, profile=args.profile, stages=True)
+            emit(BENCH_NAME, kind="stages", code=label, messages=sizes[-1],
+                 seconds=inline["seconds"], cpu_seconds=inline["cpu_seconds"],
+                 stage_cpu_seconds=inline["stage_cpu_seconds"],
+                 digest_sha256=inline["digest_sha256"],
+                 **({"top_by_own_time": inline["top_by_own_time"]} if args.profile else {}))  # fmt: skip
+        elif args.profile:
             profiled = run_child(sizes[-1], root, profile=True)
             emit(BENCH_NAME, kind="profile", code=label, messages=sizes[-1],
                  note="cProfile slows Python code ~1.5-2x; read the shares, not the seconds",

@@ -127,17 +127,30 @@ def conversation_title(messages: Sequence[ThreadedMessage]) -> ConversationTitle
     `MIN_TITLE_WORDS` content words that its opener asked in its first `TITLE_LOOKAHEAD`
     messages, since a help thread is named by what was asked (not by a helper's clarifying
     question); else the first sentence with that many content words;
-    else the first non-empty sentence; None when all are empty."""
-    candidates = [title for m in messages for title in _title_candidates(m)]
-    informative = [t for t in candidates if len(_subject_words(t.text)) >= MIN_TITLE_WORDS]
+    else the first non-empty sentence; None when all are empty.
+
+    Read lazily, message by message: a long conversation is decided by its first messages (a
+    conversation's title costs no pass over all its sentences, the bulk of threading a window
+    outside the link model)."""
     opener = messages[0].author if messages else None
-    early = {m.message_id for m in messages[:TITLE_LOOKAHEAD] if m.author == opener}
-    for title in informative:
-        if title.message_id in early and title.text.rstrip().endswith("?"):
-            return title
-    if informative:
-        return informative[0]
-    return candidates[0] if candidates else None
+    first: ConversationTitle | None = None
+    informative: ConversationTitle | None = None
+    for position, message in enumerate(messages):
+        early = position < TITLE_LOOKAHEAD and message.author == opener
+        if informative is not None and position >= TITLE_LOOKAHEAD:
+            break  # no later message can hold the opener's early question
+        for title in _title_candidates(message):
+            if first is None:
+                first = title
+            if informative is not None and not early:
+                break  # only an early question could still win
+            if len(_subject_words(title.text)) < MIN_TITLE_WORDS:
+                continue
+            if early and title.text.rstrip().endswith("?"):
+                return title
+            if informative is None:
+                informative = title
+    return informative or first
 
 
 def _root(parent_of: list[int], index: int) -> int:

@@ -228,10 +228,10 @@ class _ChunkReader:
         """The strongest question of a part; answered in the chunk → Q&A knowledge."""
         best: tuple[int, str] | None = None
         for i, sentence in enumerate(view.sentences):
-            if patterns.action(sentence.text, view.author, self.participants):
-                continue
+            # A question that is an action item ("can you review X?") is the action's; asked
+            # second, as most sentences are no question and the action rules cost more.
             claim = patterns.question(sentence.text, self.participants)
-            if claim is None:
+            if claim is None or patterns.action(sentence.text, view.author, self.participants):
                 continue
             text = claim.text
             previous = view.sentences[i - 1].text if i > 0 else ""
@@ -340,7 +340,7 @@ def summarize_chunk(chunk: Chunk) -> ChunkSummary:
         "knowledge items": len(keyed),
     }
     substantive = [
-        v for v in reader.views if len(content_words(v.prose)) >= 4 and not is_social(v.prose)
+        v for v in reader.views if len(v.prose_words) >= 4 and not is_social(v.prose)
     ]
     names = frozenset(reader.participants.by_key)
     topics = topics_for(reader.views, 6, names) if len(substantive) >= 3 else []

@@ -8,7 +8,9 @@ from one is `normalized_text[start:end]` by construction and a claim built from 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cached_property, lru_cache
 
 from runner.message_chunks import ChunkPart
 from runner.claim_support import content_tokens
@@ -23,6 +25,12 @@ _URL_TRAILING = ".,;:!?*_'\"\u00bb\u203a>"
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+|\n+")
 _SPACES = re.compile(r"\s+")
 _WORD_CHAR = re.compile(r"\w")
+
+
+def _urls(text: str) -> Iterator[re.Match[str]]:
+    """`_URL`'s matches; a text without "://" has none, and the case-insensitive scheme
+    alternatives are slow to try at every character of every message."""
+    return _URL.finditer(text) if "://" in text else iter(())
 
 
 @dataclass(frozen=True)
@@ -64,10 +72,17 @@ class PartView:
     def author(self) -> str:
         return self.message.author
 
-    @property
+    # Cached: the map asks each part for its prose and its words several times (rules,
+    # topics, centrality), and a cached string also keeps its hash for the caches keyed on it.
+    @cached_property
     def prose(self) -> str:
         """The prose sentences joined: the text claims and topics are made of."""
         return " ".join(sentence.text for sentence in self.sentences)
+
+    @cached_property
+    def prose_words(self) -> list[str]:
+        """`content_words(prose)`; callers read it, never change it."""
+        return content_words(self.prose)
 
 
 def _fences(text: str) -> list[tuple[int, int, int, int, str | None, bool]]:
@@ -154,10 +169,10 @@ def view_part(part: ChunkPart) -> PartView:
         if region_end <= region_start:
             continue
         region = text[region_start:region_end]
-        for match in _INLINE_CODE.finditer(region):
+        for match in _INLINE_CODE.finditer(region) if "`" in region else ():
             s = base + region_start + match.start(1)
             inline.append(Span(s, s + len(match.group(1)), match.group(1)))
-        for match in _URL.finditer(region):
+        for match in _urls(region):
             url = clean_url(match.group(0))
             if len(url) > len(match.group(0).split("://", 1)[0]) + 4:
                 s = base + region_start + match.start()
@@ -203,7 +218,7 @@ def _whole_words(full: str, start: int, end: int) -> tuple[int, int]:
 def _split_sentences(full: str, start: int, end: int) -> list[Span]:
     """Sentences of one prose line; URLs are never split (their dots and `?` are not ends)."""
     line = full[start:end]
-    protected = [(m.start(), m.end()) for m in _URL.finditer(line)]
+    protected = [(m.start(), m.end()) for m in _urls(line)]
     cuts: list[int] = []
     for match in _SENTENCE_END.finditer(line):
         if any(s <= match.start() < e for s, e in protected):
@@ -224,10 +239,14 @@ def view_message(message: WindowMessage) -> PartView:
     return view_part(ChunkPart(message=message, start=0, end=len(message.normalized_text)))
 
 
+# The rules squash a sentence and drop its URLs again for every pattern they try on it (about
+# ten times a sentence): a small cache answers the repeats, which come close together.
+@lru_cache(maxsize=4096)
 def without_urls(text: str) -> str:
-    return _URL.sub(" ", text)
+    return _URL.sub(" ", text) if "://" in text else text
 
 
+@lru_cache(maxsize=4096)
 def squash(text: str) -> str:
     """Whitespace runs (newlines included) as one space, trimmed; typographic apostrophes as
     ASCII ones so "I\u2019ll" and "I'll" read alike."""

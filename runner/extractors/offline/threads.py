@@ -20,9 +20,10 @@ answers it, and nothing outside the conversation does (`_answer_in_conversation`
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 
 from runner.extractors.offline.text import content_words, squash, without_urls
@@ -33,6 +34,8 @@ ADJACENT_HORIZON = 5
 ANSWER_WINDOW = timedelta(hours=24)
 
 _LEADING_ADDRESS = re.compile(r"^\s*@?([^\s:,@]{2,40}?)\s*[:,]\s")
+_LEADING_MENTION = re.compile(r"^\s*@([\w.\-#]{2,40})")
+_LEADING_MENTION_SEPARATED = re.compile(r"^\s*@[\w.\-#]{2,40}[\s:,]+")
 _MENTION = re.compile(r"(?<![\w@])@([\w.\-#]{2,40})")
 _AGREEMENT = re.compile(
     r"^\W*(?:agreed|agree|\+1|sounds good|sounds great|sgtm|lgtm|works for me|makes sense"
@@ -84,17 +87,22 @@ class Participants:
     """The authors of a window or chunk, looked up by how people address them."""
 
     by_key: dict[str, str]
+    # `strip_address` of texts already seen: the rules strip each sentence's addressee once per
+    # pattern they try on it. Depends on `by_key` only, so it lives (and dies) with it.
+    stripped: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def of(cls, messages: Sequence[WindowMessage]) -> Participants:
         by_key: dict[str, str] = {}
         ambiguous: set[str] = set()
-        for message in messages:
-            for key in _name_keys(message.author):
+        # Each author once, in order of first appearance: a repeat finds its own name where it
+        # left it and changes nothing (100,000 messages have a few hundred authors).
+        for author in dict.fromkeys(message.author for message in messages):
+            for key in _name_keys(author):
                 known = by_key.get(key)
-                if known is not None and known != message.author:
+                if known is not None and known != author:
                     ambiguous.add(key)
-                by_key.setdefault(key, message.author)
+                by_key.setdefault(key, author)
         for key in sorted(ambiguous):
             # A first name two people share addresses nobody in particular.
             if by_key[key].casefold() != key:
@@ -111,7 +119,7 @@ class Participants:
             found = self.lookup(match.group(1).lstrip("@"))
             if found:
                 return found
-        mention = re.match(r"^\s*@([\w.\-#]{2,40})", text)
+        mention = _LEADING_MENTION.match(text)
         if mention:
             return self.lookup(mention.group(1)) or mention.group(1)
         return None
@@ -131,10 +139,17 @@ class Participants:
 
 def strip_address(text: str, participants: Participants) -> str:
     """`text` without a leading "nick: " / "@nick " addressee."""
+    stripped = participants.stripped.get(text)
+    if stripped is None:
+        stripped = participants.stripped[text] = _strip_address(text, participants)
+    return stripped
+
+
+def _strip_address(text: str, participants: Participants) -> str:
     match = _LEADING_ADDRESS.match(text)
     if match and participants.lookup(match.group(1).lstrip("@")):
         return text[match.end() :].lstrip()
-    mention = re.match(r"^\s*@[\w.\-#]{2,40}[\s:,]+", text)
+    mention = _LEADING_MENTION_SEPARATED.match(text)
     if mention:
         return text[mention.end() :].lstrip()
     return text
@@ -153,6 +168,9 @@ def is_strong_agreement(text: str) -> bool:
     return bool(flat) and not flat.endswith("?") and bool(_STRONG_AGREEMENT.search(flat))
 
 
+# Cached: a chunk asks this of each part's prose several times (decisions, topics, centrality),
+# and the regex tries every alternative at every word. Small, as the repeats come close together.
+@functools.lru_cache(maxsize=4096)
 def is_social(text: str) -> bool:
     """Small talk: greetings, food, weekends. Never a decision, a question or a topic."""
     return bool(_SOCIAL.search(text))
@@ -229,7 +247,10 @@ def _answer_in_conversation(messages: Sequence[WindowMessage], index: int) -> An
     from someone other than the asker that is not only a question back; or resolved by the
     asker saying so. Nothing outside the conversation answers it."""
     question = messages[index]
-    for offset, later in enumerate(messages[index + 1 :], start=1):
+    # Read in place: slicing off the rest of a 100,000-message window for each question made
+    # the reduce's question pass quadratic.
+    for offset in range(1, len(messages) - index):
+        later = messages[index + offset]
         if later.conversation != question.conversation:
             break
         if later.ts - question.ts > ANSWER_WINDOW:

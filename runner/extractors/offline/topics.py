@@ -291,11 +291,12 @@ def conversation_topics(messages: Sequence[WindowMessage], limit: int) -> list[T
         groups.setdefault(str(message.conversation), []).append(message)
     topics: list[tuple[int, int, Topic]] = []
     for position, members in enumerate(groups.values()):
+        # The cheap tests first: most conversations of a busy channel are a message or two.
+        if len(members) < MIN_CONVERSATION_MESSAGES or len({m.author for m in members}) < 2:
+            continue
         substantive = [m for m in members if len(content_words(m.normalized_text)) >= 3
                        and not is_social(m.normalized_text)]  # fmt: skip
-        people = {m.author for m in members}
-        if (len(members) < MIN_CONVERSATION_MESSAGES or len(people) < 2
-                or len(substantive) < MIN_SUBSTANTIVE_MESSAGES):  # fmt: skip
+        if len(substantive) < MIN_SUBSTANTIVE_MESSAGES:
             continue
         ordered = sorted(members, key=lambda m: m.ts)
         title = conversation_title([

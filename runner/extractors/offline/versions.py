@@ -33,16 +33,19 @@ _PATTERNS = (
     re.compile(r"(?<![\w.])(?:" + _TOOLS + r")[ -]?v?" + _NUMBER + r"(?![\w.]*\d)", re.I),
 )
 _IP_LIKE = re.compile(r"\d+\.\d+\.\d+\.\d+")
+_DIGIT = re.compile(r"\d")
 
 
 def find_versions(text: str, limit: int = 3) -> list[str]:
     """The distinct version mentions of `text`, in order of appearance, at most `limit`."""
+    if not _DIGIT.search(text):
+        return []  # every shape above holds a digit: spare the tool-name scans
     found: list[tuple[int, str]] = []
     taken: list[tuple[int, int]] = []
     for pattern in _PATTERNS:
         for match in pattern.finditer(text):
             value = match.group(0).strip()
-            if _IP_LIKE.search(value) or not re.search(r"\d", value):
+            if _IP_LIKE.search(value) or not _DIGIT.search(value):
                 continue
             if any(s < match.end() and match.start() < e for s, e in taken):
                 continue
