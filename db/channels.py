@@ -51,6 +51,14 @@ async def messages_by_ids(connection: asyncpg.Connection, ids: list[int]) -> lis
     return as_rows(Message, await connection.fetch(QUERIES["messages_by_ids"], ids))
 
 
+async def messages_by_external_ids(
+    connection: asyncpg.Connection, channel_id: int, external_ids: list[str]
+) -> list[Message]:
+    """Messages of one channel by external id."""
+    records = await connection.fetch(QUERIES["messages_by_external_ids"], channel_id, external_ids)
+    return as_rows(Message, records)
+
+
 async def channel_message_counts(
     connection: asyncpg.Connection, ids: list[int]
 ) -> list[ChannelMessageCount]:

@@ -71,13 +71,6 @@ async def link_knowledge_item(
     await connection.execute(QUERIES["link_knowledge_item"], item_id, supersedes, conflicts)
 
 
-async def upsert_entities(
-    connection: asyncpg.Connection, rows: Iterable[tuple[int, str, int, int]]
-) -> None:
-    """Count entity mentions: rows of (channel_id, name, mention_count, digest_id)."""
-    await connection.executemany(QUERIES["upsert_entity"], rows)
-
-
 async def insert_digest_messages(
     connection: asyncpg.Connection, digest_id: int, message_ids: list[int], revisions: list[int]
 ) -> None:

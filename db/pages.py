@@ -20,14 +20,18 @@ import asyncpg
 from sqlmodel import SQLModel
 
 from db.models import (
+    ChannelItem,
     ChannelWithServer,
     ConversationWithState,
     Digest,
     DigestJob,
     DocumentListing,
+    Entity,
     KnowledgeItemWithMessage,
     Message,
     Report,
+    Schedule,
+    TopicProfile,
     as_rows,
 )
 
@@ -60,12 +64,20 @@ def search_text(query: str) -> str:
 
 @dataclass(frozen=True)
 class KeysetCursor:
+    """A list's name and the last row's key: a time (most lists) or a count (entities, by
+    mention count), and the row id."""
+
     list_name: str
-    sort_value: datetime
+    sort_value: datetime | int
     row_id: int
 
     def encode(self) -> str:
-        payload = json.dumps([self.list_name, self.sort_value.isoformat(), self.row_id])
+        sort_value = self.sort_value
+        payload = json.dumps([
+            self.list_name,
+            sort_value.isoformat() if isinstance(sort_value, datetime) else sort_value,
+            self.row_id,
+        ])
         return base64.urlsafe_b64encode(payload.encode()).decode().rstrip("=")
 
     @classmethod
@@ -79,13 +91,20 @@ class KeysetCursor:
             name, sort_value, row_id = json.loads(base64.urlsafe_b64decode(padded))
             if type(row_id) is not int or not 0 <= row_id <= MAX_ROW_ID:
                 raise ValueError("row id out of range")
-            if not isinstance(name, str) or not isinstance(sort_value, str):
+            if not isinstance(name, str):
                 raise ValueError("not a cursor")
-            when = datetime.fromisoformat(sort_value)
-            if when.tzinfo is None:
-                raise ValueError("naive time")
-            when.astimezone(timezone.utc)
-            cursor = cls(name, when, row_id)
+            if type(sort_value) is int:
+                if not -MAX_ROW_ID <= sort_value <= MAX_ROW_ID:
+                    raise ValueError("count out of range")
+                cursor = cls(name, sort_value, row_id)
+            else:
+                if not isinstance(sort_value, str):
+                    raise ValueError("not a cursor")
+                when = datetime.fromisoformat(sort_value)
+                if when.tzinfo is None:
+                    raise ValueError("naive time")
+                when.astimezone(timezone.utc)
+                cursor = cls(name, when, row_id)
         except (ValueError, TypeError, OverflowError, RecursionError, binascii.Error):
             raise InvalidCursor("the cursor is not one this API produced") from None
         if cursor.list_name != list_name:
@@ -152,6 +171,13 @@ KNOWLEDGE_ITEMS = ListSpec(
         "digest_id": "k.digest_id = {}",
         "kind": "k.kind = {}",
         "query": "k.search @@ websearch_to_tsquery('simple', {})",
+        # Whether the channel item it is a mention of is still current (0008); an item no
+        # digest stored as a channel item (before 0008) counts as current.
+        "current": (
+            "NOT EXISTS (SELECT 1 FROM channel_item_mentions cm JOIN channel_items ci "
+            "ON ci.id = cm.item_id WHERE cm.digest_id = k.digest_id AND cm.row_id = k.id "
+            "AND ci.kind = 'knowledge' AND ci.status <> 'current') = {}"
+        ),
     },
 )
 
@@ -182,6 +208,24 @@ CONVERSATIONS = ListSpec(
         "state": "c.state = {}",
         "since": "c.last_ts >= {}",
         "until": "c.first_ts < {}",
+    },
+)
+
+# Channel items (0008), the newest first. `open` is the set of states an item is still
+# pending in; `current` (knowledge items) is matched on knowledge_items rows instead.
+CHANNEL_ITEMS = ListSpec(
+    name="channelItems",
+    model=ChannelItem,
+    select="SELECT i.* FROM channel_items i",
+    sort_column="i.created_at",
+    id_column="i.id",
+    descending=True,
+    filters={
+        "channel_id": "i.channel_id = {}",
+        "kind": "i.kind = {}",
+        "status": "i.status = {}",
+        "owner": "lower(i.owner) = lower({})",
+        "open": "(i.status IN ('open', 'in_force', 'current')) = {}",
     },
 )
 
@@ -232,6 +276,44 @@ REPORTS = ListSpec(
         "channel_id": "r.request -> 'channel_ids' @> to_jsonb({}::bigint)",
         "document_id": "r.request -> 'document_ids' @> to_jsonb({}::bigint)",
     },
+)
+
+
+SCHEDULES = ListSpec(
+    name="schedules",
+    model=Schedule,
+    select="SELECT s.* FROM schedules s",
+    sort_column="s.created_at",
+    id_column="s.id",
+    descending=True,
+    filters={"channel_id": "s.channel_id = {}", "paused": "s.paused = {}"},
+)
+
+
+# Entities by mention count (ties: newest id first). `key_contains` takes a canonical key
+# (runner.entities.canonical_key of the client's text), so any spelling finds the entity.
+ENTITIES = ListSpec(
+    name="entities",
+    model=Entity,
+    select="SELECT e.* FROM entities e",
+    sort_column="e.mention_count",
+    id_column="e.id",
+    descending=True,
+    filters={
+        "channel_id": "e.channel_id = {}",
+        "key_contains": "strpos(e.key, {}) > 0",
+    },
+)
+
+# A channel's recurring topics, the most recently seen first.
+TOPIC_PROFILES = ListSpec(
+    name="topics",
+    model=TopicProfile,
+    select="SELECT t.* FROM topic_profiles t",
+    sort_column="t.last_seen",
+    id_column="t.id",
+    descending=True,
+    filters={"channel_id": "t.channel_id = {}"},
 )
 
 

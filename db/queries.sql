@@ -405,13 +405,6 @@ UPDATE chunk_results SET last_used_at = now() WHERE cache_key = $1 RETURNING sum
 INSERT INTO chunk_results (cache_key, extractor, summary) VALUES ($1, $2, $3)
 ON CONFLICT (cache_key) DO UPDATE SET summary = EXCLUDED.summary, last_used_at = now();
 
--- name: upsert_entity
--- Count a mention of a canonical entity in a channel.
-INSERT INTO entities (channel_id, name, mention_count, last_digest_id) VALUES ($1, $2, $3, $4)
-ON CONFLICT ON CONSTRAINT entities_channel_name
-DO UPDATE SET mention_count = entities.mention_count + EXCLUDED.mention_count,
-              last_digest_id = EXCLUDED.last_digest_id;
-
 -- name: database_ready
 -- Readiness: the database answers and is migrated.
 SELECT max(version) AS version FROM schema_migrations;
@@ -661,3 +654,273 @@ UPDATE messages m
 SET parent_id = t.parent_id, conversation_id = t.conversation_id
 FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS t(id, parent_id, conversation_id)
 WHERE m.id = t.id AND m.conversation_id IS NULL;
+
+-- Channel items (0008).
+
+-- name: open_channel_items
+-- The channel's items still open (open, in force, current), the $2 most recent: what a digest
+-- links its items against.
+SELECT * FROM channel_items
+WHERE channel_id = $1 AND status IN ('open', 'in_force', 'current')
+ORDER BY created_at DESC, id DESC
+LIMIT $2;
+
+-- name: digest_item_rows
+-- The rows of digest $1's questions, action items, decisions and knowledge items, by kind and
+-- position: what a mention of a channel item points at.
+SELECT 'question' AS kind, position, id FROM open_questions WHERE digest_id = $1
+UNION ALL
+SELECT 'action_item', position, id FROM action_items WHERE digest_id = $1
+UNION ALL
+SELECT 'decision', position, id FROM decisions WHERE digest_id = $1
+UNION ALL
+SELECT 'knowledge', position, id FROM knowledge_items WHERE digest_id = $1;
+
+-- name: insert_channel_item
+INSERT INTO channel_items (channel_id, kind, status, text, owner, conversation_id, message_ids,
+                           said_at, first_digest_id, last_digest_id)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)
+RETURNING id;
+
+-- name: mention_channel_items
+-- Digest rows that speak of items (arrays of equal length); the items' last digest moves on.
+WITH mentioned AS (
+    INSERT INTO channel_item_mentions (item_id, digest_id, row_id, position)
+    SELECT t.item_id, $2, t.row_id, t.position
+    FROM unnest($1::bigint[], $3::bigint[], $4::int[]) AS t(item_id, row_id, position)
+    ON CONFLICT DO NOTHING
+    RETURNING item_id
+)
+UPDATE channel_items SET last_digest_id = $2, updated_at = now()
+WHERE id IN (SELECT item_id FROM mentioned);
+
+-- name: change_channel_item_status
+-- An item's new state, only from the state the change was derived from (a concurrent change
+-- wins; the caller then records nothing). Returns the id when changed.
+UPDATE channel_items SET status = $3, updated_at = now()
+WHERE id = $1 AND status = $2
+RETURNING id;
+
+-- name: insert_channel_item_event
+INSERT INTO channel_item_events (item_id, from_status, to_status, at, evidence_ids,
+                                 pointer_message_id, pointer_revision, pointer_char_start,
+                                 pointer_char_end, pointer_quote, digest_id, related_item_id,
+                                 reason)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13);
+
+-- name: channel_items_by_ids
+-- Channel items by id (the TrackedItem node's loader).
+SELECT * FROM channel_items WHERE id = ANY($1::bigint[]);
+
+-- name: events_of_channel_items
+-- The history of items, oldest first, with the external id of each pointer's message.
+SELECT e.*, m.external_id AS pointer_external_id
+FROM channel_item_events e
+LEFT JOIN messages m ON m.id = e.pointer_message_id
+WHERE e.item_id = ANY($1::bigint[])
+ORDER BY e.item_id, e.at, e.id;
+
+-- name: mentions_of_channel_items
+-- The digests that mention items, oldest first.
+SELECT item_id, digest_id, row_id, position, created_at
+FROM channel_item_mentions
+WHERE item_id = ANY($1::bigint[])
+ORDER BY item_id, digest_id, position;
+-- name: upsert_entities
+-- A digest's entities of one channel ($1), digest $2, rows as JSON ($3): new keys are added,
+-- known ones get the mentions added, new spellings and versions (at most 10 each, first seen
+-- first), a more specific kind than `name`, and a wider first/last seen.
+INSERT INTO entities AS e (channel_id, key, name, kind, aliases, versions, mention_count,
+                           last_digest_id, first_seen, last_seen)
+SELECT $1, r.key, r.name, r.kind, r.aliases, r.versions, r.mentions, $2, r.first_seen, r.last_seen
+FROM jsonb_to_recordset($3::jsonb) AS r(key text, name text, kind text, aliases text[],
+                                        versions text[], mentions integer,
+                                        first_seen timestamptz, last_seen timestamptz)
+ON CONFLICT ON CONSTRAINT entities_channel_key DO UPDATE SET
+    mention_count = e.mention_count + EXCLUDED.mention_count,
+    last_digest_id = EXCLUDED.last_digest_id,
+    kind = CASE WHEN e.kind = 'name' THEN EXCLUDED.kind ELSE e.kind END,
+    aliases = ARRAY(
+        SELECT a FROM unnest(e.aliases || EXCLUDED.aliases) WITH ORDINALITY AS u(a, o)
+        GROUP BY a ORDER BY min(o) LIMIT 10),
+    versions = ARRAY(
+        SELECT v FROM unnest(e.versions || EXCLUDED.versions) WITH ORDINALITY AS u(v, o)
+        GROUP BY v ORDER BY min(o) LIMIT 10),
+    first_seen = least(e.first_seen, EXCLUDED.first_seen),
+    last_seen = greatest(e.last_seen, EXCLUDED.last_seen)
+RETURNING e.id, e.key;
+
+-- name: insert_entity_mentions
+-- The messages of digest $1 mentioning each entity: JSON rows {entity_id, message_ids}.
+INSERT INTO entity_mentions (entity_id, digest_id, message_ids)
+SELECT r.entity_id, $1, r.message_ids
+FROM jsonb_to_recordset($2::jsonb) AS r(entity_id bigint, message_ids bigint[]);
+
+-- name: insert_entity_item_refs
+-- The items of digest $1 that name each entity: (entity, item kind, position) as arrays.
+INSERT INTO entity_item_refs (entity_id, digest_id, item_kind, position)
+SELECT u.entity_id, $1, u.item_kind, u.position
+FROM unnest($2::bigint[], $3::text[], $4::integer[]) AS u(entity_id, item_kind, position)
+ON CONFLICT DO NOTHING;
+
+-- name: upsert_topic_profiles
+-- A digest's recurring topics of one channel ($1), rows as JSON ($2): new keys are added,
+-- known ones get the mentions added and a wider first/last seen; the first title stays.
+INSERT INTO topic_profiles AS t (channel_id, key, title, mention_count, first_seen, last_seen)
+SELECT $1, r.key, r.title, r.mentions, r.first_seen, r.last_seen
+FROM jsonb_to_recordset($2::jsonb) AS r(key text, title text, mentions integer,
+                                        first_seen timestamptz, last_seen timestamptz)
+ON CONFLICT ON CONSTRAINT topic_profiles_channel_key DO UPDATE SET
+    mention_count = t.mention_count + EXCLUDED.mention_count,
+    first_seen = least(t.first_seen, EXCLUDED.first_seen),
+    last_seen = greatest(t.last_seen, EXCLUDED.last_seen)
+RETURNING t.id, t.key;
+
+-- name: insert_topic_profile_digests
+-- Where each profile appears in digest $1: JSON rows {profile_id, topic_positions,
+-- message_ids}; the conversations are those of the messages (threaded in this transaction).
+INSERT INTO topic_profile_digests (profile_id, digest_id, topic_positions, message_ids,
+                                   conversation_ids)
+SELECT r.profile_id, $1, r.topic_positions, r.message_ids,
+       ARRAY(SELECT DISTINCT m.conversation_id FROM messages m
+             WHERE m.id = ANY(r.message_ids) AND m.conversation_id IS NOT NULL
+             ORDER BY m.conversation_id)
+FROM jsonb_to_recordset($2::jsonb) AS r(profile_id bigint, topic_positions integer[],
+                                        message_ids bigint[]);
+
+-- name: insert_topic_profile_items
+-- The items of digest $1 belonging to each profile: (profile, item kind, position) as arrays.
+INSERT INTO topic_profile_items (profile_id, digest_id, item_kind, position)
+SELECT u.profile_id, $1, u.item_kind, u.position
+FROM unnest($2::bigint[], $3::text[], $4::integer[]) AS u(profile_id, item_kind, position)
+ON CONFLICT DO NOTHING;
+
+-- name: entities_by_ids
+-- Entities by id, for the DataLoader.
+SELECT * FROM entities WHERE id = ANY($1::bigint[]);
+
+-- name: topic_profiles_by_ids
+-- Topic profiles by id, for the DataLoader.
+SELECT * FROM topic_profiles WHERE id = ANY($1::bigint[]);
+
+-- name: entity_item_refs_of
+-- The items naming each of several entities, the 200 of the newest digests first.
+SELECT owner_id, digest_id, item_kind, position FROM (
+    SELECT entity_id AS owner_id, digest_id, item_kind, position,
+           row_number() OVER (PARTITION BY entity_id
+                              ORDER BY digest_id DESC, item_kind, position) AS n
+    FROM entity_item_refs WHERE entity_id = ANY($1::bigint[])
+) ranked WHERE n <= 200 ORDER BY owner_id, digest_id DESC, item_kind, position;
+
+-- name: topic_profile_items_of
+-- The items of each of several topic profiles, the 200 of the newest digests first.
+SELECT owner_id, digest_id, item_kind, position FROM (
+    SELECT profile_id AS owner_id, digest_id, item_kind, position,
+           row_number() OVER (PARTITION BY profile_id
+                              ORDER BY digest_id DESC, item_kind, position) AS n
+    FROM topic_profile_items WHERE profile_id = ANY($1::bigint[])
+) ranked WHERE n <= 200 ORDER BY owner_id, digest_id DESC, item_kind, position;
+
+-- name: entity_digests_of
+-- The 100 latest digests mentioning each of several entities, with the mentioning messages.
+SELECT owner_id, digest_id, message_ids, conversation_ids, created_at FROM (
+    SELECT em.entity_id AS owner_id, em.digest_id, d.created_at,
+           ARRAY(SELECT m.external_id FROM messages m WHERE m.id = ANY(em.message_ids)
+                 ORDER BY m.ts, m.id) AS message_ids,
+           '{}'::bigint[] AS conversation_ids,
+           row_number() OVER (PARTITION BY em.entity_id ORDER BY d.created_at DESC, d.id DESC) AS n
+    FROM entity_mentions em JOIN digests d ON d.id = em.digest_id
+    WHERE em.entity_id = ANY($1::bigint[])
+) ranked WHERE n <= 100 ORDER BY owner_id, created_at DESC, digest_id DESC;
+
+-- name: topic_profile_digests_of
+-- The 100 latest digests of each of several topic profiles, with its messages and
+-- conversations there.
+SELECT owner_id, digest_id, message_ids, conversation_ids, created_at FROM (
+    SELECT t.profile_id AS owner_id, t.digest_id, d.created_at,
+           ARRAY(SELECT m.external_id FROM messages m WHERE m.id = ANY(t.message_ids)
+                 ORDER BY m.ts, m.id) AS message_ids,
+           t.conversation_ids,
+           row_number() OVER (PARTITION BY t.profile_id ORDER BY d.created_at DESC, d.id DESC) AS n
+    FROM topic_profile_digests t JOIN digests d ON d.id = t.digest_id
+    WHERE t.profile_id = ANY($1::bigint[])
+) ranked WHERE n <= 100 ORDER BY owner_id, created_at DESC, digest_id DESC;
+
+-- name: topic_profile_trends
+-- Distinct messages of each of several profiles per ISO week of their time, oldest week first
+-- (a message read by two digests counts once).
+SELECT t.profile_id AS owner_id, to_char(m.ts AT TIME ZONE 'UTC', 'IYYY-"W"IW') AS week,
+       count(DISTINCT m.id)::integer AS mentions
+FROM topic_profile_digests t
+CROSS JOIN LATERAL unnest(t.message_ids) AS u(message_id)
+JOIN messages m ON m.id = u.message_id
+WHERE t.profile_id = ANY($1::bigint[])
+GROUP BY 1, 2 ORDER BY 1, 2;
+
+-- Schedules (db/schedules.py; migration 0009). The tick's statements run in one transaction:
+-- due_schedules locks the due rows, then per row the job is queued (insert_channel_job) and
+-- record_schedule_run moves the schedule to its next slot.
+
+-- name: database_now
+-- The database's clock: schedules are due by it, never by a process's clock.
+SELECT now();
+
+-- name: insert_schedule
+-- A new schedule of a channel with its first slot.
+INSERT INTO schedules (channel_id, cron, timezone, next_run_at)
+VALUES ($1, $2, $3, $4)
+RETURNING *;
+
+-- name: schedules_by_ids
+-- Schedules by id (the Schedule node's loader).
+SELECT * FROM schedules WHERE id = ANY($1::bigint[]);
+
+-- name: schedule_for_update
+-- One schedule, locked until the transaction ends (a resume recomputes its next slot).
+SELECT * FROM schedules WHERE id = $1 FOR UPDATE;
+
+-- name: pause_schedule
+-- Pause: never due until resumed.
+UPDATE schedules SET paused = true WHERE id = $1 RETURNING *;
+
+-- name: resume_schedule
+-- Resume a paused schedule from the slot $2 (the first after now()); a running one is unchanged.
+UPDATE schedules
+SET next_run_at = CASE WHEN paused THEN $2 ELSE next_run_at END, paused = false
+WHERE id = $1
+RETURNING *;
+
+-- name: delete_schedule
+-- Delete a schedule (its runs go with it); the row as it was.
+DELETE FROM schedules WHERE id = $1 RETURNING *;
+
+-- name: due_schedules
+-- The schedules whose slot has come by the database's clock, oldest slot first, locked for
+-- this transaction. SKIP LOCKED: a schedule another worker is firing right now is left to it,
+-- and once that worker commits, its next_run_at is past now() and the row no longer matches
+-- (READ COMMITTED re-checks the WHERE on the committed row), so each slot fires once.
+SELECT id, channel_id, cron, timezone, next_run_at, now() AS database_now
+FROM schedules
+WHERE NOT paused AND next_run_at <= now()
+ORDER BY next_run_at, id
+LIMIT $1
+FOR UPDATE SKIP LOCKED;
+
+-- name: record_schedule_run
+-- A firing of schedule $1 for slot $2 by process $6: its run row, and the schedule moved to its
+-- next slot $3 with the job $4 it queued ($5) or joined. The unique (schedule_id, slot) refuses
+-- a second firing of the same slot whatever happens above it.
+WITH run AS (
+    INSERT INTO schedule_runs (schedule_id, slot, job_id, job_created, fired_by)
+    VALUES ($1, $2, $4, $5, $6)
+    RETURNING schedule_id
+)
+UPDATE schedules s
+SET next_run_at = $3, last_run_at = now(), last_job_id = $4
+FROM run
+WHERE s.id = run.schedule_id;
+
+-- name: pause_unfireable_schedule
+-- A due schedule whose next slot cannot be computed any more (its time zone vanished from the
+-- system's zone data): paused rather than found due again at every tick.
+UPDATE schedules SET paused = true WHERE id = $1;

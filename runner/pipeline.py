@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from runner.message_chunks import Chunk, iter_chunks
@@ -87,13 +87,17 @@ def chunk_cache_key(
 
 class _KnownItems:
     """The knowledge items of the chunks finished so far, in chunk order: chunk `i` gets those
-    of chunks `0 .. i - concurrency` (see run_pipeline). Kept as one list with a count and a
-    running hash per chunk, so each chunk's share costs no re-scan of the earlier ones."""
+    of chunks `0 .. i - concurrency` (see run_pipeline), after the items the channel already
+    tracks (`base`, given to every chunk). Kept as one list with a count and a running hash per
+    chunk, so each chunk's share costs no re-scan of the earlier ones."""
 
-    def __init__(self) -> None:
-        self.items: list[KnownItem] = []
+    def __init__(self, base: Sequence[KnownItem] = ()) -> None:
+        self.base = len(base)
+        self.items: list[KnownItem] = list(base)
         self.counts: list[int] = []  # len(items) after chunk j
         self.hashes: list[str] = []  # hash of items[:counts[j]]
+        # No base: the hashes (and so the cache keys) a chunk always had.
+        self.base_hash = _hash_items("", base) if base else ""
 
     def add(self, summary: ChunkSummary | None) -> None:
         """Append the next chunk's items (none for a failed chunk)."""
@@ -101,23 +105,29 @@ class _KnownItems:
             summary is not None
         ) else []  # fmt: skip
         self.items.extend(new)
-        previous = self.hashes[-1] if self.hashes else ""
+        previous = self.hashes[-1] if self.hashes else self.base_hash
         if new:
-            lines = "".join(f"{i.key}\t{i.kind}\t{i.title}\n" for i in new)
-            previous = hashlib.sha256(f"{previous}\n{lines}".encode("utf-8")).hexdigest()
+            previous = _hash_items(previous, new)
         self.counts.append(len(self.items))
         self.hashes.append(previous)
 
     def upto(self, last: int) -> tuple[list[KnownItem], str | None]:
-        """The items of chunks `0 .. last` and their hash (None when there are none)."""
-        if last < 0 or not self.counts[last]:
+        """The items of chunks `0 .. last` (after the base) and their hash (None when none)."""
+        if last < 0:
+            return (self.items[: self.base], self.base_hash) if self.base else ([], None)
+        if not self.counts[last]:
             return [], None
         return self.items[: self.counts[last]], self.hashes[last]
 
     def truncate(self, chunks: int) -> None:
         """Forget every chunk from `chunks` on (they are cut again)."""
         del self.counts[chunks:], self.hashes[chunks:]
-        del self.items[self.counts[-1] if self.counts else 0 :]
+        del self.items[self.counts[-1] if self.counts else self.base :]
+
+
+def _hash_items(previous: str, items: Sequence[KnownItem]) -> str:
+    lines = "".join(f"{i.key}\t{i.kind}\t{i.title}\n" for i in items)
+    return hashlib.sha256(f"{previous}\n{lines}".encode("utf-8")).hexdigest()
 
 
 def _smaller(current: int, fit: int) -> bool:
@@ -140,6 +150,7 @@ async def run_pipeline(
     min_overlap: float = 0.5,
     concurrency: int = 1,
     hooks: PipelineHooks | None = None,
+    tracked_items: Sequence[KnownItem] = (),
 ) -> PipelineResult:
     """Digest `window` with `extractor`; a chunk whose result is cached is not extracted
     again; a failed chunk is recorded, not fatal.
@@ -151,7 +162,10 @@ async def run_pipeline(
     A chunk the model's context turns out too small for (ChunkTooLarge: an endpoint's 400, or
     limits learned from it) is cut again: chunks already started finish, then mapping resumes
     at the first chunk that did not fit (from the start of its message), cut to the size that
-    fits now."""
+    fits now.
+
+    `tracked_items`: the channel's open items from earlier digests, shown to every chunk
+    before its known items (and hashed into its cache key), so the map step links to them."""
     hooks = hooks or PipelineHooks()
     started = time.perf_counter()
     concurrency = max(1, concurrency)
@@ -179,7 +193,7 @@ async def run_pipeline(
     failed: list[dict[str, object]] = []
     map_rejections: dict[int, list[Rejection]] = {}
     cached: set[int] = set()
-    known = _KnownItems()
+    known = _KnownItems(tracked_items)
     ended: list[bool] = []
     prefix_done: list[asyncio.Event] = []  # [j] set once chunks 0 .. j have all finished
     too_large: dict[int, ChunkTooLarge] = {}

@@ -20,6 +20,7 @@ import asyncpg
 from db.jobs import JobStatus
 from db import channels as channel_queries
 from db import digests as digest_queries
+from runner.channel_memory import remember_items
 from runner.contract import Digest
 from runner.coverage import (
     REASON_CHUNK_FAILED,
@@ -28,6 +29,8 @@ from runner.coverage import (
     StoredWindow,
     left_out_ranges,
 )
+from runner.digest_entities import DigestEntities
+from runner.entity_store import store_entities
 from runner.jobs.base import finish
 from runner.jobs.outcomes import Finished
 from runner.pointers import MatchKind
@@ -147,16 +150,6 @@ async def _store_items(
             await digest_queries.link_knowledge_item(
                 connection, ids_by_key[item.key], supersedes, conflicts
             )
-    mentions: dict[str, int] = {}
-    for item in digest.knowledge_items:
-        for entity in item.entity_refs:
-            name = entity.strip()
-            if name:
-                mentions[name] = mentions.get(name, 0) + 1
-    await digest_queries.upsert_entities(
-        connection,
-        [(channel_id, name, count, digest_id) for name, count in sorted(mentions.items())],
-    )
 
 
 async def store_digest(
@@ -176,13 +169,15 @@ async def store_digest(
     uncovered: Collection[str] = (),
     window_key: str | None = None,
     write_threads: Callable[[asyncpg.Connection], Awaitable[None]] | None = None,
+    entities: DigestEntities | None = None,
 ) -> int:
     """Write everything in one transaction; returns the digest id. Raises LostLease (and
     writes nothing) when another worker holds the job now.
 
     `uncovered`: external ids of messages in failed chunks (read, not covered);
     `write_threads`: writes the window's reply structure and conversations in the same
-    transaction (runner/jobs/conversations.py)."""
+    transaction (runner/jobs/conversations.py); `entities`: the digest's entities and topic
+    profiles (runner/digest_entities.py), written after the conversations."""
     digest = validation.output
     async with connection.transaction():
         await channel_queries.lock_channel(connection, channel_id)
@@ -208,6 +203,12 @@ async def store_digest(
         )  # fmt: skip
         if write_threads is not None:
             await write_threads(connection)
+        if entities is not None:
+            await store_entities(
+                connection, digest_id=digest_id, channel_id=channel_id, analysis=entities,
+                window=window,
+            )  # fmt: skip
+        await remember_items(connection, digest_id, channel_id, digest, window)
         left_out = await _cover(connection, digest_id, channel_id, window, set(uncovered))
         if left_out:
             await digest_queries.set_digest_left_out(connection, digest_id, left_out)

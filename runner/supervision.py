@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 import random
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
 import asyncpg
@@ -131,27 +131,30 @@ class WorkerLoop(Protocol):
 
 
 class RunnerSupervisor:
-    """Runs `count` worker loops as tasks, restarts any that ends or dies before `stop()`, and
-    says whether all of them are running (for `/readyz`)."""
+    """Runs `count` worker loops as tasks, plus one of each loop in `also` (the schedule tick),
+    restarts any that ends or dies before `stop()`, and says whether all of them are running
+    (for `/readyz`)."""
 
     def __init__(
         self,
         new_worker: Callable[[], WorkerLoop],
         count: int,
         *,
+        also: Sequence[Callable[[], WorkerLoop]] = (),
         restart_base_seconds: float = 1.0,
         restart_max_seconds: float = 30.0,
     ) -> None:
-        self._new_worker = new_worker
-        self._count = count
+        self._factories = [new_worker] * count + list(also)
         self._restart = (restart_base_seconds, restart_max_seconds)
         self._stop = asyncio.Event()
-        self._alive = [False] * count
+        self._alive = [False] * len(self._factories)
         self._tasks: list[asyncio.Task[None]] = []
         self.restarts = 0
 
     def start(self) -> None:
-        self._tasks = [asyncio.create_task(self._supervise(i)) for i in range(self._count)]
+        self._tasks = [
+            asyncio.create_task(self._supervise(i)) for i in range(len(self._factories))
+        ]
 
     @property
     def running(self) -> bool:
@@ -162,7 +165,7 @@ class RunnerSupervisor:
         backoff = Backoff(*self._restart)
         while not self._stop.is_set():
             try:
-                worker = self._new_worker()
+                worker = self._factories[index]()
                 self._alive[index] = True
                 await worker.run(self._stop)
             except Exception as error:  # noqa: BLE001 - a dead loop is restarted, loudly

@@ -50,14 +50,10 @@ class Conversation(relay.Node):
 
     @classmethod
     def from_row(cls, row: models.ConversationWithState) -> Conversation:
-        pointer = None
-        if row.title_message_id is not None and row.title_message_external_id is not None:
-            assert row.title_char_start is not None and row.title_char_end is not None
-            pointer = Pointer(
-                message_id=row.title_message_external_id, char_start=row.title_char_start,
-                char_end=row.title_char_end, match_kind="exact",
-                revision=row.title_revision or 1, message_row=row.title_message_id,
-            )  # fmt: skip
+        pointer = Pointer.stored(
+            row.title_message_id, row.title_message_external_id, row.title_char_start,
+            row.title_char_end, row.title_revision,
+        )  # fmt: skip
         return cls(
             id=row.id, channel_id=global_id(CHANNEL, row.channel_id), title=row.title,
             title_pointer=pointer, state=ConversationState(row.state),

@@ -49,6 +49,20 @@ class Pointer:
         text = await self.revision_text(info)
         return text[self.char_start : self.char_end] if text is not None else None
 
+    @classmethod
+    def stored(
+        cls, message_row: int | None, message_id: str | None, char_start: int | None,
+        char_end: int | None, revision: int | None,
+    ) -> Pointer | None:  # fmt: skip
+        """An exact span stored as nullable columns (all NULL: none) as a Pointer."""
+        if message_row is None or message_id is None:
+            return None
+        assert char_start is not None and char_end is not None  # the tables' span checks
+        return cls(
+            message_id=message_id, char_start=char_start, char_end=char_end, match_kind="exact",
+            revision=revision or 1, message_row=message_row,
+        )  # fmt: skip
+
 
 def _pointer(row: models.ArtifactWithMessage | models.KnowledgeItemWithMessage) -> Pointer | None:
     if row.message_id is None:

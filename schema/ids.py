@@ -34,9 +34,13 @@ DOCUMENT: Final = "Document"
 DOCUMENT_DIGEST: Final = "DocumentDigest"
 REPORT: Final = "Report"
 CONVERSATION: Final = "Conversation"
+TRACKED_ITEM: Final = "TrackedItem"
+ENTITY: Final = "Entity"
+TOPIC_PROFILE: Final = "TopicProfile"
+SCHEDULE: Final = "Schedule"
 NODE_TYPES: Final = frozenset(
     {CHANNEL, MESSAGE, DIGEST, KNOWLEDGE_ITEM, DIGEST_JOB, DOCUMENT, DOCUMENT_DIGEST, REPORT,
-     CONVERSATION}
+     CONVERSATION, TRACKED_ITEM, ENTITY, TOPIC_PROFILE, SCHEDULE}
 )
 
 # A legacy id's only spelling: ASCII digits, no sign, spaces, leading zeros or separators.
@@ -73,7 +77,8 @@ IdArgument: TypeAlias = Annotated[strawberry.ID, strawberry.argument(description
 _LABELS: Final = {
     CHANNEL: "channel", MESSAGE: "message", DIGEST: "digest", KNOWLEDGE_ITEM: "knowledge item",
     DIGEST_JOB: "job", DOCUMENT: "document", DOCUMENT_DIGEST: "document digest",
-    REPORT: "report", CONVERSATION: "conversation",
+    REPORT: "report", CONVERSATION: "conversation", TRACKED_ITEM: "tracked item",
+    ENTITY: "entity", TOPIC_PROFILE: "topic profile", SCHEDULE: "schedule",
 }  # fmt: skip
 
 

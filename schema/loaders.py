@@ -5,15 +5,20 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Generic, TypeVar, overload
+from typing import Any, Generic, Protocol, TypeVar, overload
 
 import asyncpg
 from pydantic import BaseModel
 from strawberry.dataloader import DataLoader
 
-from db import channels, conversations, digests, documents, jobs, reports
+from db import (
+    channel_items, channels, conversations, digests, documents, entities, jobs, reports, schedules,
+)
 from db.digests import DigestItem
 from db.models import (
+    ChannelItem,
+    ChannelItemEventWithMessage,
+    ChannelItemMention,
     ConversationWithState,
     ActionItem,
     ArtifactWithMessage,
@@ -24,12 +29,18 @@ from db.models import (
     DigestJob,
     Document,
     DocumentDigest,
+    Entity,
     KnowledgeItemWithMessage,
     Link,
     Message,
     OpenQuestion,
+    OwnedDigestMention,
+    OwnedItemRef,
     Report,
+    Schedule,
     Topic,
+    TopicProfile,
+    TrendPoint,
 )
 
 BatchLoad = Callable[[list[int]], Awaitable[Sequence[Any]]]
@@ -126,6 +137,37 @@ def _edited_messages(pool: asyncpg.Pool) -> BatchLoad:
     return load
 
 
+def _group_rows(
+    pool: asyncpg.Pool, fetch: Callable[[asyncpg.Connection, list[int]], Awaitable[list[V]]],
+    key: Callable[[V], int],
+) -> BatchLoad:  # fmt: skip
+    """Id → the rows of `fetch` whose `key` is that id, in the query's order."""
+
+    async def load(ids: list[int]) -> list[list[V]]:
+        async with pool.acquire() as connection:
+            rows = await fetch(connection, ids)
+        groups: dict[int, list[V]] = defaultdict(list)
+        for row in rows:
+            groups[key(row)].append(row)
+        return [groups.get(i, []) for i in ids]
+
+    return load
+
+
+class _Owned(Protocol):
+    owner_id: int
+
+
+Owned = TypeVar("Owned", bound=_Owned)
+
+
+def _owned(
+    pool: asyncpg.Pool, fetch: Callable[[asyncpg.Connection, list[int]], Awaitable[list[Owned]]]
+) -> BatchLoad:
+    """Owner id (an entity, a topic profile) → its rows, in the query's order."""
+    return _group_rows(pool, fetch, lambda row: row.owner_id)
+
+
 LATEST_DIGESTS_PER_DOCUMENT = 10
 
 
@@ -204,11 +246,46 @@ class Loaders:
     conversation: _Loader[int, ConversationWithState | None] = _Loader(
         lambda pool: _by_id(pool, conversations.conversations_by_ids)
     )
+    channel_item: _Loader[int, ChannelItem | None] = _Loader(
+        lambda pool: _by_id(pool, channel_items.channel_items_by_ids)
+    )
+    item_history: _Loader[int, list[ChannelItemEventWithMessage]] = _Loader(
+        lambda pool: _group_rows(
+            pool, channel_items.events_of_channel_items, lambda row: row.item_id
+        )
+    )
+    item_mentions: _Loader[int, list[ChannelItemMention]] = _Loader(
+        lambda pool: _group_rows(
+            pool, channel_items.mentions_of_channel_items, lambda row: row.item_id
+        )
+    )
+    schedule: _Loader[int, Schedule | None] = _Loader(
+        lambda pool: _by_id(pool, schedules.schedules_by_ids)
+    )
     latest_document_digests: _Loader[int, list[DocumentDigest]] = _Loader(_latest_document_digests)
     uncovered_count: _Loader[int, int] = _Loader(_uncovered_counts)
     revision_text: _Loader[tuple[int, int], str | None] = _Loader(_revision_texts)
     edited_messages: _Loader[int, frozenset[str]] = _Loader(_edited_messages)
     cited_author: _Loader[tuple[int, str], str | None] = _Loader(_cited_authors)
+    entity: _Loader[int, Entity | None] = _Loader(lambda pool: _by_id(pool, entities.entities_by_ids))
+    topic_profile: _Loader[int, TopicProfile | None] = _Loader(
+        lambda pool: _by_id(pool, entities.topic_profiles_by_ids)
+    )
+    entity_items: _Loader[int, list[OwnedItemRef]] = _Loader(
+        lambda pool: _owned(pool, entities.entity_item_refs)
+    )
+    entity_digests: _Loader[int, list[OwnedDigestMention]] = _Loader(
+        lambda pool: _owned(pool, entities.entity_digests)
+    )
+    topic_profile_items: _Loader[int, list[OwnedItemRef]] = _Loader(
+        lambda pool: _owned(pool, entities.topic_profile_items)
+    )
+    topic_profile_digests: _Loader[int, list[OwnedDigestMention]] = _Loader(
+        lambda pool: _owned(pool, entities.topic_profile_digests)
+    )
+    topic_profile_trend: _Loader[int, list[TrendPoint]] = _Loader(
+        lambda pool: _owned(pool, entities.topic_profile_trends)
+    )
 
 
 def create_loaders(pool: asyncpg.Pool) -> Loaders:

@@ -1,4 +1,5 @@
-"""Mutations: ingest messages, trigger a digest, cancel a job (documents: schema/documents.py).
+"""Mutations: ingest messages, trigger a digest, cancel a job (documents: schema/documents.py;
+reports: schema/reports.py; schedules: schema/schedules.py).
 Writers only.
 
 Expected failures (an unknown channel, a bad input) come back as typed results in the union, so
@@ -25,6 +26,7 @@ from schema.channel_types import Channel
 from schema.context import Context
 from schema.documents import DocumentMutations
 from schema.reports import ReportMutations
+from schema.schedules import ScheduleMutations
 from schema.ids import CHANNEL, DIGEST_JOB, IdArgument
 from schema.job_types import DigestJob
 from schema.permissions import IsWriter
@@ -95,7 +97,7 @@ MAX_ERRORS_SHOWN = 20
 
 
 @strawberry.type
-class Mutation(DocumentMutations, ReportMutations):
+class Mutation(DocumentMutations, ReportMutations, ScheduleMutations):
     @strawberry.mutation(
         permission_classes=[IsWriter],
         description="Store messages of one channel (upsert on channel + message id).",

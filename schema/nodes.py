@@ -19,7 +19,9 @@ from schema.channel_types import Channel, Message
 from schema.context import Context
 from schema.conversation_types import Conversation
 from schema.digest_types import Digest, KnowledgeItem
+from schema.item_types import TrackedItem
 from schema.document_types import Document, DocumentDigest
+from schema.entity_types import Entity, TopicProfile
 from schema.errors import PAGE_SIZE, client_error
 from schema.ids import (
     CHANNEL,
@@ -28,13 +30,18 @@ from schema.ids import (
     DIGEST_JOB,
     DOCUMENT,
     DOCUMENT_DIGEST,
+    ENTITY,
     KNOWLEDGE_ITEM,
     MESSAGE,
     REPORT,
+    TOPIC_PROFILE,
+    TRACKED_ITEM,
+    SCHEDULE,
     decode_global_id,
 )
 from schema.job_types import DigestJob
 from schema.report_types import Report
+from schema.schedule_types import Schedule
 
 MAX_NODES = 100
 
@@ -86,6 +93,26 @@ async def _conversation(context: Context, row_id: int) -> relay.Node | None:
     return Conversation.from_row(row) if row else None
 
 
+async def _tracked_item(context: Context, row_id: int) -> relay.Node | None:
+    row = await context.loaders.channel_item.load(row_id)
+    return TrackedItem.from_row(row) if row else None
+
+
+async def _schedule(context: Context, row_id: int) -> relay.Node | None:
+    row = await context.loaders.schedule.load(row_id)
+    return Schedule.from_row(row) if row else None
+
+
+async def _entity(context: Context, row_id: int) -> relay.Node | None:
+    row = await context.loaders.entity.load(row_id)
+    return Entity.from_row(row) if row else None
+
+
+async def _topic_profile(context: Context, row_id: int) -> relay.Node | None:
+    row = await context.loaders.topic_profile.load(row_id)
+    return TopicProfile.from_row(row) if row else None
+
+
 NODE_LOADS: dict[str, NodeLoad] = {
     CHANNEL: _channel,
     MESSAGE: _message,
@@ -96,6 +123,10 @@ NODE_LOADS: dict[str, NodeLoad] = {
     DOCUMENT_DIGEST: _document_digest,
     REPORT: _report,
     CONVERSATION: _conversation,
+    TRACKED_ITEM: _tracked_item,
+    ENTITY: _entity,
+    TOPIC_PROFILE: _topic_profile,
+    SCHEDULE: _schedule,
 }
 
 

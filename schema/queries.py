@@ -14,6 +14,7 @@ from schema.context import Context
 from schema.conversation_types import Conversation, ConversationState
 from schema.digest_types import Digest, DigestSummary, KnowledgeItem
 from schema.documents import DocumentQueries
+from schema.entities import EntityQueries
 from schema.errors import client_error
 from schema.ids import (
     CHANNEL,
@@ -27,9 +28,11 @@ from schema.ids import (
     parse_server_id,
 )
 from schema.enums import JobStatus, KnowledgeKind, SignalLevel
+from schema.items import ItemQueries
 from schema.job_types import DigestJob
 from schema.nodes import NodeQueries
 from schema.reports import ReportQueries
+from schema.schedules import ScheduleQueries
 from schema.paging import After, Before, First, Last, PageArgs, connection_of
 
 
@@ -72,6 +75,11 @@ class KnowledgeItemFilter:
     query: str | None = strawberry.field(
         default=None, description="Full-text search (websearch syntax) over title and text."
     )
+    current: bool | None = strawberry.field(
+        default=None,
+        description="true: only items still current (not superseded by a later item nor in "
+        "conflict with one, across the channel's digests); false: only those that are not.",
+    )
 
 
 @strawberry.input
@@ -82,7 +90,9 @@ class DigestJobFilter:
 
 
 @strawberry.type
-class Query(NodeQueries, DocumentQueries, ReportQueries):
+class Query(
+    NodeQueries, DocumentQueries, ReportQueries, EntityQueries, ItemQueries, ScheduleQueries
+):
     @strawberry.field(description="Channels, newest first.")
     async def channels(
         self,
@@ -197,6 +207,7 @@ class Query(NodeQueries, DocumentQueries, ReportQueries):
             "digest_id": parse_optional_id(filter.digest_id, DIGEST),
             "kind": filter.kind.value if filter.kind else None,
             "query": query or None,
+            "current": filter.current,
         }
         args = PageArgs(first, after, last, before, default_size=20)
         return await connection_of(info, pages.KNOWLEDGE_ITEMS, filters, args, KnowledgeItem.from_row)

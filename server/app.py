@@ -132,7 +132,7 @@ def create_app(settings: Settings, options: AppOptions | None = None) -> Starlet
         job_events = JobEventHub(runtime.database_url)
         app.state.job_events = job_events
         # The in-process runner: loops restarted if they die; /readyz reports when one is down.
-        runner = RunnerSupervisor(runtime.new_worker, options.run_workers)
+        runner = runtime.runner(options.run_workers)
         app.state.runner = runner
         runner.start()
         try:

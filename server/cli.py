@@ -1,4 +1,5 @@
-"""The `digestd` command: serve, worker, migrate, import, digest, add-doc, eval, demo."""
+"""The `digestd` command: serve, worker, migrate, import, digest, add-doc, report, schedule, eval,
+demo."""
 
 from __future__ import annotations
 
@@ -27,12 +28,13 @@ from db import channels as channel_queries
 from db import digests as digest_queries
 from runner import offload
 from server.cli_eval import add_eval_parser
-from runner.supervision import RunnerSupervisor
 from runner.triggers import TriggerRefused, channel_digest_options, trigger_channel_digest
 from schema.ids import CHANNEL, channel_row_id, global_id
 from server.cli_documents import add_arguments as add_doc_arguments
 from server.cli_reports import add_arguments as add_report_arguments
 from server.cli_reports import report
+from server.cli_schedules import add_arguments as add_schedule_arguments
+from server.cli_schedules import checked_cron, schedule
 from server.cli_documents import add_doc
 from server.cli_import import import_and_report
 from server.cli_json import JSON_HELP, emit, job_json, refuse
@@ -218,7 +220,7 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
         # and releases them (runtime.stopping), then the process exits 0.
         if args.metrics_port is not None:
             _serve_worker_metrics(args.metrics_host, args.metrics_port)
-        runner = RunnerSupervisor(runtime.new_worker, args.concurrency)
+        runner = runtime.runner(args.concurrency)
         print(f"digestd worker: {args.concurrency} loop(s), extractor {settings.extractor_name}",
               file=sys.stderr)  # fmt: skip
         runner.start()
@@ -258,6 +260,14 @@ async def _find_channel(runtime: Runtime, name: str, server: str | None) -> int 
     if len(rows) > 1:
         raise ValueError(f"several channels are named {name!r}; pass --server or the channel id")
     return int(rows[0].id) if rows else None
+
+
+async def _channel_named(runtime: Runtime, name: str, server: str | None) -> int:
+    """The channel a command argument names; ValueError with the line to print otherwise."""
+    channel_id = await _find_channel(runtime, name, server)
+    if channel_id is None:
+        raise ValueError(f"no channel {name!r}")
+    return channel_id
 
 
 async def _digest(
@@ -368,11 +378,9 @@ def cmd_digest(args: argparse.Namespace, settings: Settings) -> int:
     @_watches_stopping
     async def body(runtime: Runtime) -> int:
         try:
-            channel_id = await _find_channel(runtime, args.channel, args.server)
+            channel_id = await _channel_named(runtime, args.channel, args.server)
         except ValueError as error:
             return refuse("digestd digest", str(error), args.json)
-        if channel_id is None:
-            return refuse("digestd digest", f"no channel {args.channel!r}", args.json)
         return await _digest(
             runtime, channel_id, wait=args.wait, run_worker=not args.no_worker,
             since=since, until=until, as_json=args.json,
@@ -412,18 +420,31 @@ def cmd_report(args: argparse.Namespace, settings: Settings) -> int:
         channel_ids = []
         for name in args.channel:
             try:
-                channel_id = await _find_channel(runtime, name, args.server)
+                channel_ids.append(await _channel_named(runtime, name, args.server))
             except ValueError as error:
                 return refuse("digestd report", str(error), args.json)
-            if channel_id is None:
-                return refuse("digestd report", f"no channel {name!r}", args.json)
-            channel_ids.append(channel_id)
         return await report(runtime, args, channel_ids, since, until)
 
     try:
         since, until = _catch_up_window(args.since, args.until)
     except ValueError as error:
         return refuse("digestd report", str(error), args.json)
+    return asyncio.run(_with_runtime(settings, body))
+
+
+def cmd_schedule(args: argparse.Namespace, settings: Settings) -> int:
+    async def body(runtime: Runtime) -> int:
+        channel_id = None
+        if getattr(args, "channel", None):
+            try:
+                channel_id = await _channel_named(runtime, args.channel, args.server)
+            except ValueError as error:
+                return refuse("digestd schedule", str(error), args.json)
+        return await schedule(runtime, args, channel_id)
+
+    problem = checked_cron(args)
+    if problem is not None:
+        return refuse("digestd schedule", problem, args.json)
     return asyncio.run(_with_runtime(settings, body))
 
 
@@ -503,6 +524,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_report_arguments(report_parser)
     report_parser.set_defaults(handler=cmd_report)
+
+    schedule_parser = commands.add_parser(
+        "schedule", help="digest channels on a schedule: add, list, pause, resume, delete"
+    )
+    add_schedule_arguments(schedule_parser)
+    schedule_parser.set_defaults(handler=cmd_schedule)
 
     add_eval_parser(commands)
 

@@ -23,7 +23,8 @@ from db.jobs import TERMINAL
 from db.migrate import migrate
 from db.models import DigestJob
 from runner import offload
-from runner.supervision import Backoff
+from runner.scheduler import ScheduleTicker
+from runner.supervision import Backoff, RunnerSupervisor
 from runner.jobs.document import DocumentJobRunner
 from runner.jobs.report import ReportJobRunner
 from runner.documents.fetch import FetchPolicy
@@ -317,6 +318,19 @@ class Runtime:
             self.pool, self.database_url, self.worker_config(), self._extractor_factory,
             self._documents, self._reports,
         )  # fmt: skip
+
+    def new_schedule_ticker(self) -> ScheduleTicker:
+        return ScheduleTicker(
+            self.pool,
+            tick_seconds=self.settings.digestd_schedule_tick_seconds,
+            max_attempts=self.settings.digestd_max_attempts,
+        )
+
+    def runner(self, workers: int) -> RunnerSupervisor:
+        """The supervised loops of a process that runs jobs: `workers` job loops and, with at
+        least one, the schedule tick (schedules are fired where jobs are run)."""
+        ticker = [self.new_schedule_ticker] if workers > 0 else []
+        return RunnerSupervisor(self.new_worker, workers, also=ticker)
 
     async def run_until_done(self, job_id: int, run_worker: bool) -> DigestJob:
         """The job once it is terminal: run here by a worker of this runtime (`run_worker`), or

@@ -66,6 +66,10 @@ class Settings(BaseSettings):
     digestd_retry_max_seconds: float = Field(
         default=300.0, ge=0, description="Cap of the retry delay."
     )
+    digestd_schedule_tick_seconds: float = Field(
+        default=10.0, gt=0, le=3600,
+        description="How often each worker process fires the digest schedules that are due (a slot fires at most this late).",
+    )
     digestd_shutdown_grace_seconds: float = Field(
         default=10.0, ge=0,
         description="On SIGTERM/SIGINT, how long a running job may take to checkpoint before its lease is released.",

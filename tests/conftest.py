@@ -23,7 +23,8 @@ DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
 TABLES = (
     "servers, channels, messages, digest_jobs, digests, topics, decisions, action_items, "
     "open_questions, links, artifacts, knowledge_items, entities, chunk_results, "
-    "message_revisions, digest_messages, documents, document_digests, reports"
+    "message_revisions, digest_messages, documents, document_digests, reports, schedules, "
+    "schedule_runs"
 )
 
 

@@ -120,6 +120,7 @@ QUERY_MODELS: dict[str, type[BaseModel]] = {
     "channel_message_counts": models.ChannelMessageCount,
     "channel_uncovered_counts": models.ChannelUncoveredCount,
     "messages_by_ids": models.Message,
+    "messages_by_external_ids": models.Message,
     "window_messages": models.WindowMessageRow,
     "catch_up_messages": models.WindowMessageRow,
     "uncovered_after": models.MessageRange,
@@ -159,6 +160,27 @@ QUERY_MODELS: dict[str, type[BaseModel]] = {
     "message_conversations": models.MessageConversation,
     "conversations_by_ids": models.ConversationWithState,
     "authors_of_cited_messages": models.CitedAuthor,
+    "open_channel_items": models.ChannelItem,
+    "digest_item_rows": models.DigestItemRow,
+    "channel_items_by_ids": models.ChannelItem,
+    "events_of_channel_items": models.ChannelItemEventWithMessage,
+    "mentions_of_channel_items": models.ChannelItemMention,
+    "upsert_entities": models.StoredEntityKey,
+    "upsert_topic_profiles": models.StoredProfileKey,
+    "entities_by_ids": models.Entity,
+    "topic_profiles_by_ids": models.TopicProfile,
+    "entity_item_refs_of": models.OwnedItemRef,
+    "topic_profile_items_of": models.OwnedItemRef,
+    "entity_digests_of": models.OwnedDigestMention,
+    "topic_profile_digests_of": models.OwnedDigestMention,
+    "topic_profile_trends": models.TrendPoint,
+    "insert_schedule": models.Schedule,
+    "schedules_by_ids": models.Schedule,
+    "schedule_for_update": models.Schedule,
+    "pause_schedule": models.Schedule,
+    "resume_schedule": models.Schedule,
+    "delete_schedule": models.Schedule,
+    "due_schedules": models.DueSchedule,
 }
 
 
@@ -179,7 +201,8 @@ async def test_each_query_returns_the_fields_of_its_model(db: asyncpg.Pool, quer
 @pytest.mark.parametrize(
     "spec",
     [pages.DIGESTS, pages.JOBS, pages.KNOWLEDGE_ITEMS, pages.MESSAGES, pages.CHANNELS,
-     pages.DOCUMENTS, pages.REPORTS, pages.CONVERSATIONS],
+     pages.DOCUMENTS, pages.REPORTS, pages.CONVERSATIONS, pages.CHANNEL_ITEMS, pages.ENTITIES,
+     pages.TOPIC_PROFILES, pages.SCHEDULES],
     ids=lambda spec: spec.name,
 )  # fmt: skip
 async def test_each_keyset_list_returns_the_fields_of_its_model(

@@ -123,6 +123,9 @@ PURE_CORE_GLOBS = (
     "runner/word_tokens.py",
     "runner/vocabulary.py",
     "runner/window.py",
+    "runner/entities.py",
+    "runner/digest_entities.py",
+    "runner/cron.py",
     "runner/importers/*.py",
     "runner/documents/*.py",
     "runner/extractors/offline/*.py",
@@ -131,6 +134,7 @@ PURE_CORE_GLOBS = (
     "runner/bm25.py",
     "runner/reports/*.py",
     "runner/disentangle/*.py",
+    "runner/item_lifecycle.py",
 )
 # Modules under those globs that do I/O on purpose, and why.
 DOES_IO = {

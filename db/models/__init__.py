@@ -24,6 +24,13 @@ from db.models.channels import (
     Server,
     WindowMessageRow,
 )
+from db.models.channel_items import (
+    ChannelItem,
+    ChannelItemEvent,
+    ChannelItemEventWithMessage,
+    ChannelItemMention,
+    DigestItemRow,
+)
 from db.models.conversations import (
     Conversation,
     ConversationWithState,
@@ -41,12 +48,24 @@ from db.models.digests import (
     DigestItemCounts,
     DigestMessage,
     EditedMessage,
-    Entity,
     KnowledgeItem,
     KnowledgeItemWithMessage,
     Link,
     OpenQuestion,
     Topic,
+)
+from db.models.entities import (
+    Entity,
+    EntityItemRef,
+    EntityMention,
+    OwnedDigestMention,
+    OwnedItemRef,
+    StoredEntityKey,
+    StoredProfileKey,
+    TopicProfile,
+    TopicProfileDigest,
+    TopicProfileItem,
+    TrendPoint,
 )
 from db.models.documents import (
     Document,
@@ -58,6 +77,7 @@ from db.models.documents import (
 )
 from db.models.jobs import DigestJob
 from db.models.reports import Report, ReportDigestItem
+from db.models.schedules import DueSchedule, Schedule, ScheduleRun
 from db.models.rows import as_row, as_row_or_none, as_rows
 
 # SQLAlchemy sets up a table model's attributes on first ORM use (a session, an `__init__`);
@@ -66,12 +86,17 @@ configure_mappers()
 
 __all__ = [
     "ActionItem", "Artifact", "ArtifactWithMessage", "Channel", "ChannelColumns",
+    "ChannelItem", "ChannelItemEvent", "ChannelItemEventWithMessage", "ChannelItemMention",
+    "DigestItemRow",
     "ChannelMessageCount", "ChannelUncoveredCount", "ChannelWithServer", "ChunkResult", "CitedAuthor",
     "Conversation", "ConversationWithState", "Decision",
     "Digest", "DigestItemCounts", "DigestJob", "DigestMessage", "Document", "DocumentColumns",
-    "DocumentDigest", "DocumentFields", "DocumentListing", "EditedMessage", "Entity",
+    "DocumentDigest", "DocumentFields", "DocumentListing", "DueSchedule", "EditedMessage", "Entity", "EntityItemRef", "EntityMention",
+    "OwnedDigestMention", "OwnedItemRef", "StoredEntityKey", "StoredProfileKey", "TopicProfile",
+    "TopicProfileDigest", "TopicProfileItem", "TrendPoint",
     "KnowledgeItem", "KnowledgeItemWithMessage", "Link", "Message", "MessageConversation",
     "MessageId", "MessageRange",
-    "MessageRevision", "OpenQuestion", "Report", "ReportDigestItem", "RevisionText", "Server",
+    "MessageRevision", "OpenQuestion", "Report", "ReportDigestItem", "RevisionText", "Schedule",
+    "ScheduleRun", "Server",
     "StoredDocument", "ThreadContextRow", "Topic", "WindowMessageRow", "as_row", "as_row_or_none", "as_rows",
 ]  # fmt: skip

@@ -176,16 +176,6 @@ class KnowledgeItemWithMessage(KnowledgeItemColumns):
     message_external_id: str | None
 
 
-class Entity(SQLModel, table=True):
-    __tablename__ = "entities"
-
-    id: int = bigint(primary_key=True)
-    channel_id: int = bigint()
-    name: str
-    mention_count: int
-    last_digest_id: int | None = bigint()
-
-
 class ChunkResult(SQLModel, table=True):
     """A cached map result, keyed by (extractor fingerprint, chunk content)."""
 

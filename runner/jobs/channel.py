@@ -29,7 +29,9 @@ from db import digests as digest_queries
 from db import jobs as job_queries
 from db.jobs import JobKind, JobStatus
 from runner.contract import ChunkSummary
+from runner.channel_memory import known_items_of, read_tracked_items
 from runner.coverage import StoredWindow, WindowSpec, load_window, window_key
+from runner.digest_entities import analyze_digest
 from runner.extractors.base import Extractor
 from runner.job_stats import job_stats
 from runner.jobs.base import JobContext
@@ -88,6 +90,12 @@ class ChannelJobRunner:
                 return served
         async with context.pool.acquire() as connection:
             thread_input = await read_threading_input(connection, channel.id, window, stored)
+            # The channel's open items, so the map step links to them instead of repeating
+            # them (an extractor that takes no known items is not given them).
+            tracked = (
+                known_items_of(await read_tracked_items(connection, channel.id))
+                if getattr(extractor, "uses_known_items", True) and not spec.catch_up else []
+            )  # fmt: skip
         # The link model is pure Python (about 10 s for 100,000 messages): off the event loop,
         # so the job's heartbeat keeps its lease meanwhile.
         threading = await asyncio.to_thread(
@@ -101,6 +109,7 @@ class ChannelJobRunner:
             min_overlap=self.min_overlap,
             concurrency=self.map_concurrency,
             hooks=_hooks(job.id, extractor, context, clock),
+            tracked_items=tracked,
         )  # fmt: skip
         stats.update(job_stats(result, extractor, stored.message_count))
         if result.chunk_count and len(result.failed_chunks) == result.chunk_count:
@@ -120,6 +129,10 @@ class ChannelJobRunner:
         rejections = [
             {**r.as_json(), "stage": "map"} for r in result.map_rejections
         ] + [{**r.as_json(), "stage": "reduce"} for r in result.validation.rejections]
+        # Entity finding is pure Python over every message: off the event loop, like threading.
+        entities = await asyncio.to_thread(
+            analyze_digest, window.messages, result.validation.output
+        )
         clock.enter("store")
         async with context.pool.acquire() as connection:
             await job_queries.update_progress(
@@ -138,6 +151,7 @@ class ChannelJobRunner:
                 write_threads=lambda connection: store_threading(
                     connection, channel.id, threading, thread_input.internal_ids
                 ),
+                entities=entities,
             )  # fmt: skip
         return Stored(status)
 

@@ -1,13 +1,16 @@
-// Channels with their message counts and last digest; one channel with its digests and a
-// button that queues a digest of its new messages (then shows the job, live).
+// Channels with their message counts and last digest; one channel with its current state
+// (open questions, action items, decisions in force: views/items.js), its digests, its digest
+// schedules, and a button that queues a digest of its new messages (then shows the job, live).
 
 import { gql } from "../graphql.js";
 import { fill, h, link, notice, pageHeading, plural, when } from "../dom.js";
+import { channelStateSection } from "./items.js";
 
 const CHANNELS = `query($after: String) { channels(first: 100, after: $after) {
   nodes { id name serverName messageCount uncoveredMessageCount }
   pageInfo { hasNextPage endCursor } } }`;
 const DIGEST_SUMMARY = "id title createdAt messageCount signalQuality { level }";
+const SCHEDULE_FIELDS = "id cron timezone paused nextRunAt lastRunAt lastJob { id status resultMessage }";
 
 export function digestHref(id) {
   return `#/digest/${encodeURIComponent(id)}`;
@@ -68,7 +71,8 @@ export async function channelsPage(view) {
 export async function channelPage(view) {
   const data = await gql(
     `query($id: ID!) { channel(id: $id) { id name serverName messageCount uncoveredMessageCount createdAt }
-       digests(filter: {channelId: $id}, first: 50) { nodes { ${DIGEST_SUMMARY} excerpt } } }`,
+       digests(filter: {channelId: $id}, first: 50) { nodes { ${DIGEST_SUMMARY} excerpt } }
+       schedules(filter: {channelId: $id}, first: 20) { nodes { ${SCHEDULE_FIELDS} } } }`,
     { id: view.id },
   );
   if (!view.isCurrent()) return;
@@ -77,6 +81,8 @@ export async function channelPage(view) {
     fill(view.main, pageHeading("Channel not found"), notice(`No channel ${view.id}.`, "error"));
     return;
   }
+  const state = await channelStateSection(channel.id);
+  if (!view.isCurrent()) return;
   const status = h("p", { role: "status", class: "muted" });
   const trigger = h("button", {
     type: "button",
@@ -107,6 +113,7 @@ export async function channelPage(view) {
       h("dt", {}, "Not yet digested"), h("dd", {}, channel.uncoveredMessageCount)),
     h("p", {}, trigger, " ", link(`#/jobs?channel=${encodeURIComponent(channel.id)}`, "Jobs of this channel")),
     status,
+    state,
     h("h2", {}, "Digests"),
     data.digests.nodes.length
       ? h("ul", { class: "cards" }, data.digests.nodes.map((digest) => h("li", {},
@@ -114,5 +121,27 @@ export async function channelPage(view) {
           h("small", {}, ` ${when(digest.createdAt)} · ${plural(digest.messageCount, "message")} · signal ${digest.signalQuality.level}`),
           h("p", { class: "excerpt" }, digest.excerpt))))
       : notice("No digest of this channel yet."),
+    h("h2", {}, "Schedules"),
+    scheduleTable(data.schedules.nodes),
   );
+}
+
+/** The channel's digest schedules: cron and zone, next and last run, the last job's state. */
+function scheduleTable(schedules) {
+  if (!schedules.length) {
+    return notice("No schedule: add one with `digestd schedule add` or the createSchedule mutation.");
+  }
+  const lastJob = (job) => job
+    ? link(`#/job/${encodeURIComponent(job.id)}`, job.resultMessage ? `${job.status} · ${job.resultMessage}` : job.status)
+    : "—";
+  return h("table", {},
+    h("caption", {}, plural(schedules.length, "schedule")),
+    h("thead", {}, h("tr", {},
+      ["Cron", "Time zone", "Next run", "Last run", "Last job"].map((t) => h("th", { scope: "col" }, t)))),
+    h("tbody", {}, schedules.map((schedule) => h("tr", { dataset: { schedule: schedule.id } },
+      h("th", { scope: "row" }, h("code", {}, schedule.cron)),
+      h("td", {}, schedule.timezone),
+      h("td", { class: "schedule-next" }, schedule.paused ? "paused" : when(schedule.nextRunAt)),
+      h("td", {}, when(schedule.lastRunAt)),
+      h("td", { class: "schedule-job" }, lastJob(schedule.lastJob))))));
 }

@@ -1,0 +1,128 @@
+"""The schedule tick: the workers fire each due schedule exactly once, by the database's clock.
+
+Every process that runs workers (`digestd worker`, `digestd serve` with its in-process runner)
+runs one `ScheduleTicker` beside its job loops. Each tick is one transaction: lock the
+schedules due by now() (FOR UPDATE SKIP LOCKED), queue an ordinary channel digest for each
+through `runner.triggers` (an already queued or running digest of the channel is joined, not
+doubled), record the run and move the schedule to its first slot after now(). Any number of
+tickers on any number of machines can run: a schedule one of them holds is skipped by the
+others, and after its commit the schedule is no longer due, so a slot fires once; a schedule
+whose slots passed while no worker ran is due once and moves past all of them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+from dataclasses import dataclass
+from datetime import datetime
+
+import asyncpg
+
+from db import schedules as schedule_queries
+from runner.cron import CronSchedule, InvalidSchedule
+from runner.supervision import Backoff, describe_error, wait_any
+from runner.triggers import TriggerRefused, trigger_channel_digest
+
+logger = logging.getLogger(__name__)
+
+# Schedules fired per transaction; a full batch is followed by the next one at once.
+TICK_BATCH = 100
+
+
+@dataclass(frozen=True)
+class Fired:
+    """One firing: the schedule, the slot it was due for, and the job it queued or joined."""
+
+    schedule_id: int
+    slot: datetime
+    job_id: int
+    job_created: bool
+    next_run_at: datetime
+
+
+def process_name() -> str:
+    """Who fired a run, as `schedule_runs.fired_by` records it: host and process id."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+async def fire_due_schedules(
+    connection: asyncpg.Connection,
+    *,
+    max_attempts: int,
+    fired_by: str | None = None,
+    limit: int = TICK_BATCH,
+) -> list[Fired]:
+    """Fire the schedules due now (at most `limit`), in one transaction; the runs record
+    `fired_by` (default: this process)."""
+    fired_by = fired_by or process_name()
+    fired: list[Fired] = []
+    async with connection.transaction():
+        for due in await schedule_queries.due_schedules(connection, limit):
+            try:
+                next_run_at = CronSchedule(due.cron, due.timezone).next_after(due.database_now)
+            except InvalidSchedule as invalid:
+                logger.warning("schedule %s paused: %s", due.id, invalid)
+                await schedule_queries.pause_unfireable_schedule(connection, due.id)
+                continue
+            try:
+                # A savepoint: a schedule that cannot fire stays due and costs the others nothing.
+                async with connection.transaction():
+                    job, created = await trigger_channel_digest(
+                        connection, due.channel_id, max_attempts=max_attempts
+                    )
+                    await schedule_queries.record_schedule_run(
+                        connection, due.id, due.next_run_at, next_run_at, job.id, created, fired_by
+                    )
+            except (asyncpg.PostgresError, TriggerRefused) as error:
+                logger.warning(
+                    "schedule %s could not fire (%s); it stays due", due.id, describe_error(error)
+                )
+                continue
+            fired.append(Fired(due.id, due.next_run_at, job.id, created, next_run_at))
+    return fired
+
+
+class ScheduleTicker:
+    """A loop running `fire_due_schedules` every `tick_seconds` until stopped. Like the worker
+    loop, no error ends it: a database that is down costs a retry after a capped backoff."""
+
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        *,
+        tick_seconds: float,
+        max_attempts: int,
+        reconnect_base_seconds: float = 0.5,
+        reconnect_max_seconds: float = 30.0,
+    ) -> None:
+        self._pool = pool
+        self._tick_seconds = tick_seconds
+        self._max_attempts = max_attempts
+        self._backoff = Backoff(reconnect_base_seconds, reconnect_max_seconds)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            try:
+                async with self._pool.acquire() as connection:
+                    fired = await fire_due_schedules(connection, max_attempts=self._max_attempts)
+            except Exception as error:  # noqa: BLE001 - the loop outlives any error
+                delay = self._backoff.next_delay()
+                logger.warning(
+                    "schedule tick failed (%s); retrying in %.1fs", describe_error(error), delay
+                )
+                logger.debug("schedule tick failed", exc_info=True)
+                await wait_any((stop,), delay)
+                continue
+            self._backoff.reset()
+            for firing in fired:
+                logger.info(
+                    "schedule %s fired for %s: job %s %s; next at %s", firing.schedule_id,
+                    firing.slot.isoformat(), firing.job_id,
+                    "queued" if firing.job_created else "already active",
+                    firing.next_run_at.isoformat(),
+                )  # fmt: skip
+            if len(fired) < TICK_BATCH:
+                await wait_any((stop,), self._tick_seconds)

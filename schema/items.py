@@ -1,0 +1,161 @@
+"""The tracked-item lists of the API (issue 15): `openQuestions`, `actionItems`, `decisions`
+and the general `trackedItems`, per channel or across channels, newest first, keyset-paginated
+like every list. `Query` inherits them; a tracked item is also a Relay node (`node(id:)`).
+
+"What is still open in this channel" is one field: `trackedItems(filter: {channelId, open:
+true})`, or the three named lists side by side in one request."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import strawberry
+from strawberry.types import Info
+
+from db import pages
+from schema.connections import Connection
+from schema.context import Context
+from schema.errors import client_error
+from schema.ids import CHANNEL, parse_optional_id
+from schema.item_types import TrackedItem, TrackedItemKind, TrackedItemStatus
+from schema.paging import After, Before, First, Last, PageArgs, connection_of
+
+# The states each kind can be in (as in db/migrations/0008_channel_items.sql).
+KIND_STATUSES: dict[TrackedItemKind, frozenset[TrackedItemStatus]] = {
+    TrackedItemKind.QUESTION: frozenset(
+        {TrackedItemStatus.OPEN, TrackedItemStatus.ANSWERED, TrackedItemStatus.DROPPED}
+    ),
+    TrackedItemKind.ACTION_ITEM: frozenset(
+        {TrackedItemStatus.OPEN, TrackedItemStatus.DONE, TrackedItemStatus.CANCELLED}
+    ),
+    TrackedItemKind.DECISION: frozenset(
+        {TrackedItemStatus.IN_FORCE, TrackedItemStatus.SUPERSEDED, TrackedItemStatus.REVERSED}
+    ),
+    TrackedItemKind.KNOWLEDGE: frozenset(
+        {TrackedItemStatus.CURRENT, TrackedItemStatus.SUPERSEDED, TrackedItemStatus.CONFLICT}
+    ),
+}
+
+
+@strawberry.input(description="Open questions of one channel, or of every channel.")
+class OpenQuestionFilter:
+    channel_id: strawberry.ID | None = None
+
+
+@strawberry.input(description="Action items of one channel or every channel.")
+class ActionItemFilter:
+    channel_id: strawberry.ID | None = None
+    status: TrackedItemStatus | None = strawberry.field(
+        default=None, description="OPEN, DONE or CANCELLED; all when null."
+    )
+    owner: str | None = strawberry.field(
+        default=None, description="Only the items this person owes (case-insensitive)."
+    )
+
+
+@strawberry.input(description="Decisions of one channel or every channel.")
+class DecisionFilter:
+    channel_id: strawberry.ID | None = None
+    status: TrackedItemStatus | None = strawberry.field(
+        default=None, description="IN_FORCE, SUPERSEDED or REVERSED; all when null."
+    )
+
+
+@strawberry.input(description="Tracked items of any kind.")
+class TrackedItemFilter:
+    channel_id: strawberry.ID | None = None
+    kind: TrackedItemKind | None = None
+    status: TrackedItemStatus | None = None
+    open: bool | None = strawberry.field(
+        default=None,
+        description="true: only items still pending (OPEN, IN_FORCE, CURRENT); false: the others.",
+    )
+    owner: str | None = None
+
+
+def _filters(
+    channel_id: strawberry.ID | None, kind: TrackedItemKind | None,
+    status: TrackedItemStatus | None, owner: str | None = None, open: bool | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    if kind is not None and status is not None and status not in KIND_STATUSES[kind]:
+        allowed = ", ".join(sorted(s.name for s in KIND_STATUSES[kind]))
+        raise client_error(f"filter.status: a {kind.value} is one of {allowed}")
+    if owner is not None and len(owner) > 120:
+        raise client_error("filter.owner is too long: at most 120 characters")
+    return {
+        "channel_id": parse_optional_id(channel_id, CHANNEL),
+        "kind": kind.value if kind else None,
+        "status": status.value if status else None,
+        "owner": owner.strip() if owner and owner.strip() else None,
+        "open": open,
+    }
+
+
+async def _items(
+    info: Info[Context, None], filters: dict[str, Any], args: PageArgs
+) -> Connection[TrackedItem]:
+    return await connection_of(info, pages.CHANNEL_ITEMS, filters, args, TrackedItem.from_row)
+
+
+@strawberry.type
+class ItemQueries:
+    @strawberry.field(description="Questions nobody has answered yet, newest first.")
+    async def open_questions(
+        self,
+        info: Info[Context, None],
+        filter: OpenQuestionFilter | None = None,
+        first: First = None,
+        after: After = None,
+        last: Last = None,
+        before: Before = None,
+    ) -> Connection[TrackedItem]:
+        filter = filter or OpenQuestionFilter()
+        filters = _filters(filter.channel_id, TrackedItemKind.QUESTION, TrackedItemStatus.OPEN)
+        return await _items(info, filters, PageArgs(first, after, last, before, default_size=20))
+
+    @strawberry.field(description="Action items, newest first.")
+    async def action_items(
+        self,
+        info: Info[Context, None],
+        filter: ActionItemFilter | None = None,
+        first: First = None,
+        after: After = None,
+        last: Last = None,
+        before: Before = None,
+    ) -> Connection[TrackedItem]:
+        filter = filter or ActionItemFilter()
+        filters = _filters(
+            filter.channel_id, TrackedItemKind.ACTION_ITEM, filter.status, filter.owner
+        )
+        return await _items(info, filters, PageArgs(first, after, last, before, default_size=20))
+
+    @strawberry.field(description="Decisions, newest first.")
+    async def decisions(
+        self,
+        info: Info[Context, None],
+        filter: DecisionFilter | None = None,
+        first: First = None,
+        after: After = None,
+        last: Last = None,
+        before: Before = None,
+    ) -> Connection[TrackedItem]:
+        filter = filter or DecisionFilter()
+        filters = _filters(filter.channel_id, TrackedItemKind.DECISION, filter.status)
+        return await _items(info, filters, PageArgs(first, after, last, before, default_size=20))
+
+    @strawberry.field(
+        description="Tracked items of every kind, newest first; `open: true` with a channel is "
+        "what is still open there."
+    )
+    async def tracked_items(
+        self,
+        info: Info[Context, None],
+        filter: TrackedItemFilter | None = None,
+        first: First = None,
+        after: After = None,
+        last: Last = None,
+        before: Before = None,
+    ) -> Connection[TrackedItem]:
+        filter = filter or TrackedItemFilter()
+        filters = _filters(filter.channel_id, filter.kind, filter.status, filter.owner, filter.open)
+        return await _items(info, filters, PageArgs(first, after, last, before, default_size=20))

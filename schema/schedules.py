@@ -1,0 +1,152 @@
+"""The schedule fields of the API: `createSchedule`, `pauseSchedule`, `resumeSchedule` and
+`deleteSchedule` (writers), the `schedule` query and the `schedules` list (newest first).
+`Query` and `Mutation` inherit them; a schedule is also a Relay node (`node(id:)`).
+
+The work is `runner/schedules.py`'s, shared with `digestd schedule`; a refusal (an unknown
+channel or schedule, a bad cron or time zone) is a typed member of the result union.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Annotated
+
+import asyncpg
+import strawberry
+from strawberry.types import Info
+
+from db import pages
+from db.models import Schedule as ScheduleRow
+from runner import schedules
+from runner.triggers import TriggerRefused
+from schema.connections import Connection
+from schema.context import Context
+from schema.ids import CHANNEL, SCHEDULE, IdArgument, global_id, parse_id, parse_optional_id
+from schema.paging import After, Before, First, Last, PageArgs, connection_of
+from schema.permissions import IsWriter
+from schema.schedule_types import Schedule
+from schema.shared_types import InvalidInputError, NotFoundError, parse_id_or_error, refusal
+
+
+@strawberry.input(description="Schedules of one channel, and/or paused or running ones.")
+class ScheduleFilter:
+    channel_id: strawberry.ID | None = None
+    paused: bool | None = None
+
+
+@strawberry.type(description="What deleteSchedule removed (its runs went with it; its jobs stay).")
+class DeletedSchedule:
+    deleted_id: strawberry.ID
+
+
+CreateScheduleResult = Annotated[
+    Schedule | NotFoundError | InvalidInputError, strawberry.union("CreateScheduleResult")
+]
+PauseScheduleResult = Annotated[
+    Schedule | NotFoundError | InvalidInputError, strawberry.union("PauseScheduleResult")
+]
+ResumeScheduleResult = Annotated[
+    Schedule | NotFoundError | InvalidInputError, strawberry.union("ResumeScheduleResult")
+]
+DeleteScheduleResult = Annotated[
+    DeletedSchedule | NotFoundError | InvalidInputError, strawberry.union("DeleteScheduleResult")
+]
+
+Change = Callable[[asyncpg.Connection, int], Awaitable[ScheduleRow]]
+
+
+async def _change(
+    info: Info[Context, None], id: strawberry.ID, change: Change
+) -> ScheduleRow | NotFoundError | InvalidInputError:
+    """Apply `change` to the schedule `id` names, or the typed refusal."""
+    schedule_id = parse_id_or_error(id, SCHEDULE)
+    if isinstance(schedule_id, InvalidInputError):
+        return schedule_id
+    try:
+        async with info.context.pool.acquire() as connection:
+            return await change(connection, schedule_id)
+    except TriggerRefused as refused:
+        return refusal(refused)
+
+
+@strawberry.type
+class ScheduleQueries:
+    @strawberry.field(description="One digest schedule.")
+    async def schedule(self, info: Info[Context, None], id: IdArgument) -> Schedule | None:
+        row = await info.context.loaders.schedule.load(parse_id(id, SCHEDULE))
+        return Schedule.from_row(row) if row else None
+
+    @strawberry.field(description="Digest schedules, newest first.")
+    async def schedules(
+        self,
+        info: Info[Context, None],
+        filter: ScheduleFilter | None = None,
+        first: First = None,
+        after: After = None,
+        last: Last = None,
+        before: Before = None,
+    ) -> Connection[Schedule] | None:
+        filter = filter or ScheduleFilter()
+        filters = {
+            "channel_id": parse_optional_id(filter.channel_id, CHANNEL),
+            "paused": filter.paused,
+        }
+        args = PageArgs(first, after, last, before, default_size=20)
+        return await connection_of(info, pages.SCHEDULES, filters, args, Schedule.from_row)
+
+
+@strawberry.type
+class ScheduleMutations:
+    @strawberry.mutation(
+        permission_classes=[IsWriter],
+        description="Digest the channel at each slot of `cron` in `timezone` (an IANA name): "
+        "e.g. \"0 9 * * 1-5\" in \"Europe/Berlin\" is 09:00 Berlin time on weekdays. A bad "
+        "expression or zone is an InvalidInputError naming the argument (reason invalid_cron "
+        "or invalid_timezone).",
+    )
+    async def create_schedule(
+        self,
+        info: Info[Context, None],
+        channel_id: IdArgument,
+        cron: str,
+        timezone: str = "UTC",
+    ) -> CreateScheduleResult:
+        channel_key = parse_id_or_error(channel_id, CHANNEL)
+        if isinstance(channel_key, InvalidInputError):
+            return channel_key
+        try:
+            async with info.context.pool.acquire() as connection:
+                row = await schedules.create_schedule(connection, channel_key, cron, timezone)
+        except TriggerRefused as refused:
+            return refusal(refused)
+        return Schedule.from_row(row)
+
+    @strawberry.mutation(
+        permission_classes=[IsWriter],
+        description="Pause a schedule: no slot fires until it is resumed.",
+    )
+    async def pause_schedule(self, info: Info[Context, None], id: IdArgument) -> PauseScheduleResult:
+        row = await _change(info, id, schedules.pause_schedule)
+        return Schedule.from_row(row) if isinstance(row, ScheduleRow) else row
+
+    @strawberry.mutation(
+        permission_classes=[IsWriter],
+        description="Resume a paused schedule from its next slot after now (the slots missed "
+        "while paused are not caught up).",
+    )
+    async def resume_schedule(
+        self, info: Info[Context, None], id: IdArgument
+    ) -> ResumeScheduleResult:
+        row = await _change(info, id, schedules.resume_schedule)
+        return Schedule.from_row(row) if isinstance(row, ScheduleRow) else row
+
+    @strawberry.mutation(
+        permission_classes=[IsWriter], description="Delete a schedule; the jobs it queued stay."
+    )
+    async def delete_schedule(
+        self, info: Info[Context, None], id: IdArgument
+    ) -> DeleteScheduleResult:
+        row = await _change(info, id, schedules.delete_schedule)
+        if isinstance(row, ScheduleRow):
+            return DeletedSchedule(deleted_id=global_id(SCHEDULE, row.id))
+        return row
