@@ -60,6 +60,26 @@ def test_slack_style_mentions_and_abbreviated_nicks_address_an_earlier_author() 
     assert parents[3] == 0 and parents[4] == 2
 
 
+def test_a_sigil_before_a_name_still_names_the_author() -> None:
+    state = ChannelState()
+    for message in [say("halgeir", 0, "how do I install a .deb I downloaded?"),
+                    say("bitmastro", 1, "#halgeir sudo dpkg -i package.deb")]:  # fmt: skip
+        seen = state.read(message)
+        state.commit(None)
+    assert seen.mentions == {"halgeir"}
+
+
+def test_thanks_goes_to_the_helper_not_to_the_latest_message() -> None:
+    channel = [
+        say("alice", 0, "how do I mount an iso image from the terminal?"),
+        say("bob", 0.3, "anyone tried the new gnome release yet?"),
+        say("carol", 1, "alice: sudo mount -o loop image.iso /mnt"),
+        say("dave", 1.2, "bob: yes, it is fast"),
+        say("alice", 2, "thanks, that worked"),
+    ]
+    assert link(channel)[4] == 2
+
+
 def test_explicit_reply_wins_over_the_model() -> None:
     channel = [*INTERLEAVED, say("erin", 4, "alice: unrelated, but see the wiki", reply_to=1)]
     assert link(channel)[-1] == 1

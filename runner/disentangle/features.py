@@ -28,6 +28,7 @@ MIN_PREFIX = 3  # "nafa:" addresses Nafallo when no other recent author starts t
 _NAME_TOKEN = re.compile(r"[^\s,:;!?()\"'<>]+")
 _WORD = re.compile(r"[a-z0-9][a-z0-9_.+#/-]*[a-z0-9+#]|[a-z0-9]")
 _ADDRESS = re.compile(r"\s*@?([^\s,:;]+)\s*[:,;>]")  # "nick:", "nick," "@nick:" at the start
+_THANKS = re.compile(r"\b(?:thanks|thank you|thx|thanx|ty|cheers)\b")  # closes an exchange
 
 _DIST_BINS = (1, 2, 3, 4, 5, 8, 12, 20, 35, 60)
 _GAP_BINS = (30, 60, 120, 300, 600, 1800)
@@ -47,6 +48,12 @@ class Seen:
     question: bool
     system: bool
     length: int  # words
+    thanks: bool
+
+
+def _strip_sigil(token: str) -> str:
+    """"@nick" and "#nick" name nick (Slack and Discord style, and some IRC users)."""
+    return token.lstrip("@#")
 
 
 class ChannelState:
@@ -67,6 +74,7 @@ class ChannelState:
         self.conversation_last: list[int] = []  # conversation -> its latest message
         self.conversation_authors: list[set[str]] = []
         self.parent_of: list[int | None] = []
+        self.answered: set[int] = set()  # messages some later message was linked to
         self.conversation_words: list[set[str]] = []
         # conversation -> its shared-words feature (or -1) for the message being linked
         self.conversation_word_feature: dict[int, int] = {}
@@ -90,7 +98,7 @@ class ChannelState:
 
     def read(self, message: Message) -> Seen:
         if message.system or not message.author:
-            seen = Seen("", message.ts, None, frozenset(), frozenset(), False, True, 0)
+            seen = Seen("", message.ts, None, frozenset(), frozenset(), False, True, 0, False)
             self.seen.append(seen)
             return seen
         key = message.author.casefold()
@@ -98,14 +106,15 @@ class ChannelState:
         folded = text.casefold()
         addressed = self._resolve_address(text, key)
         known = self.last_by_author
-        names = {token for token in _NAME_TOKEN.findall(folded) if token in known}
+        names = {token for token in map(_strip_sigil, _NAME_TOKEN.findall(folded))
+                 if token in known}  # fmt: skip
         names.discard(key)
         if addressed:
             names.add(addressed)
         tokens = _WORD.findall(folded)
         words = frozenset(t for t in tokens if t not in STOPWORDS and t not in known and len(t) > 1)
         seen = Seen(key, message.ts, addressed, frozenset(names), words, "?" in text, False,
-                    len(tokens))  # fmt: skip
+                    len(tokens), _THANKS.search(folded) is not None)  # fmt: skip
         self.seen.append(seen)
         self.conversation_word_feature.clear()
         return seen
@@ -140,6 +149,7 @@ class ChannelState:
         else:
             conversation = self.conversation_of[parent]
             self.conversation_last[conversation] = index
+            self.answered.add(parent)
         self.conversation_of.append(conversation)
         if seen.system:
             return
@@ -185,6 +195,8 @@ def _relation(name: str) -> int:
 
 
 _SIZE_BINS = (1, 2, 5)
+_BUSY_BINS = (0, 2, 5, 10)  # spoken messages in the BUSY_SECONDS before
+BUSY_SECONDS = 120
 
 SELF = _feature("self")
 SELF_ADDRESSED = _feature("self:addressed")
@@ -195,11 +207,13 @@ SELF_START = _feature("self:channel_start")
 SELF_LEN = _features("self:len", len(_LEN_BINS) + 1)
 SELF_GAP = _features("self:gap", len(_GAP_BINS) + 1)
 SELF_AUTHOR_GAP = _features("self:author_gap", len(_GAP_BINS) + 1)
+SELF_BUSY = _features("self:busy", len(_BUSY_BINS) + 1)
+SELF_THANKS = _feature("self:thanks")
 
 DIST = _features("dist", len(_DIST_BINS) + 1)
 GAP = _features("gap", len(_GAP_BINS) + 1)
 PEOPLE = _features("conversation_people", len(_SIZE_BINS) + 1)
-CAND_LATEST = _feature("cand_latest_of_author")
+CAND_LATEST = _relation("cand_latest_of_author")
 CAND_ADDRESSES_OTHER = _feature("cand_addresses_other")
 CAND_QUESTION = _feature("cand_question")
 BOTH_QUESTION = _feature("both_question")
@@ -225,6 +239,22 @@ IN_AUTHORS_LAST_CONVERSATION = _relation("in_authors_last_conversation")
 IN_ADDRESSEDS_LAST_CONVERSATION = _relation("in_addresseds_last_conversation")
 CAND_LONG = _feature("cand_long")
 CONVERSATION_WORDS = tuple(_relation(f"conversation_words{i}") for i in range(len(_WORD_BINS) + 1))
+# "thanks" goes to whoever addressed the author, rarely to the author's own message.
+THANKS_HELPER = _relation("thanks_cand_addressed_author")
+THANKS_SAME_AUTHOR = _feature("thanks_same_author")
+# The author spoke after the candidate (elsewhere: in another conversation): people seldom go
+# back past their own last word, unless they were busy in another conversation meanwhile.
+AUTHOR_SPOKE_SINCE = _relation("author_spoke_since")
+AUTHOR_SPOKE_ELSEWHERE = _feature("author_spoke_since_elsewhere")
+CAND_ANSWERED = _relation("cand_answered")  # a later message was already linked to it
+CAND_SHORT = _feature("cand_short")  # "hi", "lol": two words or fewer
+# Distance means something else for an addressed message (the name finds the parent), and a
+# gap something else for the same author continuing.
+DIST_ADDRESSED = _features("dist_addressed", len(_DIST_BINS) + 1)
+GAP_SAME_AUTHOR = _features("gap_same_author", len(_GAP_BINS) + 1)
+_RECENT_BINS = (0, 1, 3, 7, 15, 31)  # messages since the candidate's conversation last spoke
+CONVERSATION_RECENT = _features("conversation_recent", len(_RECENT_BINS) + 1)
+ANSWERS_QUESTION = _relation("answers_question")  # another author's question, no question back
 
 
 def self_features(state: ChannelState, index: int) -> list[int]:
@@ -237,6 +267,9 @@ def self_features(state: ChannelState, index: int) -> list[int]:
         features.append(SELF_MENTIONS)
     if seen.question:
         features.append(SELF_QUESTION)
+    if seen.thanks:
+        features.append(SELF_THANKS)
+    features.append(SELF_BUSY[bisect_left(_BUSY_BINS, _recent_spoken(state, index))])
     own = state.last_by_author.get(seen.key)
     if own is None:
         features.append(SELF_FIRST)
@@ -248,6 +281,19 @@ def self_features(state: ChannelState, index: int) -> list[int]:
     else:
         features.append(SELF_GAP[bisect_left(_GAP_BINS, seen.ts - state.seen[previous].ts)])
     return features
+
+
+def _recent_spoken(state: ChannelState, index: int) -> int:
+    """Spoken messages in the BUSY_SECONDS before `index`: in a busy channel a message is less
+    often a new conversation than the same gap in a quiet one suggests."""
+    now = state.seen[index].ts
+    count = 0
+    for earlier in range(index - 1, max(-1, index - WINDOW - 1), -1):
+        other = state.seen[earlier]
+        if now - other.ts > BUSY_SECONDS:
+            break
+        count += not other.system
+    return count
 
 
 def _previous_spoken(state: ChannelState, index: int) -> int | None:
@@ -270,9 +316,16 @@ def pair_features(state: ChannelState, index: int, candidate: int) -> list[int]:
     relations = []
     is_latest = state.last_by_author.get(other_key) == candidate
     if is_latest:
-        features.append(CAND_LATEST)
+        relations.append(CAND_LATEST)
     if other_key == key:
         relations.append(SAME_AUTHOR_LATEST if is_latest else SAME_AUTHOR)
+        features.append(GAP_SAME_AUTHOR[bisect_left(_GAP_BINS, message.ts - other.ts)])
+        if message.thanks:
+            features.append(THANKS_SAME_AUTHOR)
+    elif message.thanks and (other.addressed == key or key in other.mentions):
+        relations.append(THANKS_HELPER)
+    if addressed:
+        features.append(DIST_ADDRESSED[bisect_left(_DIST_BINS, distance)])
     if addressed == other_key:
         relations.append(ADDRESSES_CAND_LATEST if is_latest else ADDRESSES_CAND_AUTHOR)
     elif other_key in message.mentions:
@@ -298,6 +351,10 @@ def pair_features(state: ChannelState, index: int, candidate: int) -> list[int]:
             score = sum(state.rarity(word) for word in shared)
             relations.append(WORDS[bisect_left(_WORD_BINS, score)])
     conversation = state.conversation_of[candidate]
+    quiet_for = index - 1 - state.conversation_last[conversation]
+    features.append(CONVERSATION_RECENT[bisect_left(_RECENT_BINS, quiet_for)])
+    if other.question and not message.question and other_key != key:
+        relations.append(ANSWERS_QUESTION)
     if state.conversation_last[conversation] == candidate:
         relations.append(CAND_ENDS)
         if other.question and state.conversation_first[conversation] == candidate:
@@ -312,12 +369,20 @@ def pair_features(state: ChannelState, index: int, candidate: int) -> list[int]:
     own = state.last_by_author.get(key)
     if own is not None and state.conversation_of[own] == conversation:
         relations.append(IN_AUTHORS_LAST_CONVERSATION)
+    if own is not None and own > candidate and other_key != key:
+        relations.append(AUTHOR_SPOKE_SINCE)
+        if state.conversation_of[own] != conversation:
+            features.append(AUTHOR_SPOKE_ELSEWHERE)
+    if candidate in state.answered:
+        relations.append(CAND_ANSWERED)
     if addressed is not None:
         theirs = state.last_by_author.get(addressed)
         if theirs is not None and state.conversation_of[theirs] == conversation:
             relations.append(IN_ADDRESSEDS_LAST_CONVERSATION)
     if other.length > _LEN_BINS[-1]:
         features.append(CAND_LONG)
+    elif other.length <= 2:
+        features.append(CAND_SHORT)
     authors = state.conversation_authors[conversation]
     if key in authors and other_key != key:
         relations.append(AUTHOR_IN_CONVERSATION)
