@@ -250,8 +250,19 @@ def _marker(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
     return None
 
 
+# Openings that ask back even without a "?" (chat users often leave it out): "are u getting
+# files from windows", "did you try the live cd", "what version do you run".
+_ASKS_BACK = re.compile(
+    r"^\W*(?:(?:are|did|have|do|does|can|could|would|were|will|is|was|should)\s+"
+    r"(?:u|you|ya|it|that|this|there|your|the)\b"
+    r"|(?:what|which|how|why|where|who)\s+(?:is|are|do|does|did|can|could|would|should|was|"
+    r"were|kind|version|exactly)\b)",
+    re.IGNORECASE,
+)
+
+
 def _is_question(text: str) -> bool:
-    return text.rstrip().endswith("?")
+    return text.rstrip().endswith("?") or bool(_ASKS_BACK.match(_without_address(text)))
 
 
 class _Window:

@@ -134,6 +134,14 @@ def test_a_reply_that_is_only_an_addressee_and_a_shrug_answers_nothing() -> None
     assert plan_items([QUESTION], [], window).changes == []
 
 
+def test_a_question_back_without_a_question_mark_is_no_answer() -> None:
+    window = [
+        _message("a1", "bob", 1, "ann: are u running the backup script from cron"),
+        _message("a2", "dee", 2, "ann, what version of rsync does the backup script use"),
+    ]
+    assert plan_items([QUESTION], [], window).changes == []
+
+
 def test_a_later_decision_replacing_one_in_force_supersedes_it() -> None:
     old = TrackedItem(3, ItemKind.DECISION, "We will host the wiki on the old VPS", None, 7,
                       ("d1",), DAY1)  # fmt: skip
