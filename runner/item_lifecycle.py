@@ -250,8 +250,19 @@ def _marker(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
     return None
 
 
+# Openings that ask back even without a "?" (chat users often leave it out): "are u getting
+# files from windows", "did you try the live cd", "what version do you run".
+_ASKS_BACK = re.compile(
+    r"^\W*(?:(?:are|did|have|do|does|can|could|would|were|will|is|was|should)\s+"
+    r"(?:u|you|ya|it|that|this|there|your|the)\b"
+    r"|(?:what|which|how|why|where|who)\s+(?:is|are|do|does|did|can|could|would|should|was|"
+    r"were|kind|version|exactly)\b)",
+    re.IGNORECASE,
+)
+
+
 def _is_question(text: str) -> bool:
-    return text.rstrip().endswith("?")
+    return text.rstrip().endswith("?") or bool(_ASKS_BACK.match(_without_address(text)))
 
 
 class _Window:
@@ -414,9 +425,10 @@ def _question_change(item: _Item, window: _Window) -> StateChange | None:
             continue
         if not asker:
             continue  # nobody to tell an answer from the question's own follow-ups
-        if _is_question(message.text) or len(prose_tokens(message.text)) < MIN_ANSWER_WORDS:
-            continue
         spoken = _without_address(message.text)
+        # The addressee is no word of the answer: "bob: nvm :)" says nothing about the question.
+        if _is_question(message.text) or len(prose_tokens(spoken)) < MIN_ANSWER_WORDS:
+            continue
         if _THANKS.match(spoken) or _CONTINUATION.match(spoken):
             continue
         if put_to is not None and not _is_named(message.author, put_to):
@@ -431,6 +443,22 @@ def _question_change(item: _Item, window: _Window) -> StateChange | None:
         return StateChange(item.ref, "open", "answered", evidence,
                            f"answered by {message.author} in its conversation")  # fmt: skip
     return None
+
+
+# How many words may come before the "done" of a completion report that does not name its
+# task ("ok done", "just merged it", "I've pushed the fix"): further in, the word is part of
+# something else the owner says ("you can set that somewhere, done this a year ago").
+MAX_WORDS_BEFORE_DONE = 3
+
+
+def _reports_completion(text: str, done: re.Match[str]) -> bool:
+    """Whether the owner's message reports a task done, not merely uses a "done" word: a PR or
+    commit link, or the word among the first words of what they say (after an addressee)."""
+    if "://" in done.group(0):
+        return True
+    lead = _ADDRESSEE.match(text)
+    start = lead.end() if lead and lead.end() <= done.start() else 0
+    return len(text[start : done.start()].split()) <= MAX_WORDS_BEFORE_DONE
 
 
 def _action_change(item: _Item, window: _Window) -> StateChange | None:
@@ -449,7 +477,9 @@ def _action_change(item: _Item, window: _Window) -> StateChange | None:
             continue
         by_owner = bool(owner) and message.author.casefold() == owner
         done, cancelled = window.markers[message.message_id]
-        if done is not None and (names_task or (same_thread and by_owner)):
+        if done is not None and (
+            names_task or (same_thread and by_owner and _reports_completion(message.text, done))
+        ):
             evidence = window.evidence(message, _marker_span(message.text, done))
             how = "names the task" if names_task else "its owner, in its conversation"
             return StateChange(item.ref, "open", "done", evidence,

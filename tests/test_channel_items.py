@@ -114,6 +114,34 @@ def test_an_action_item_is_done_when_its_owner_says_merged_in_its_conversation()
     assert plan_items([task], [], elsewhere).changes == []
 
 
+def test_a_done_word_deep_in_the_owners_message_is_no_completion_report() -> None:
+    task = TrackedItem(4, ItemKind.ACTION_ITEM, "paste the default.pa file for the headphones",
+                       "gus", 7, ("t2",), DAY1)  # fmt: skip
+    # Said by the owner, in the task's conversation, but about something else.
+    aside = [_message("e1", "gus", 1, "ray: correct, you can set that somewhere, done this "
+                                      "over a year ago, give us a minute")]  # fmt: skip
+    assert plan_items([task], [], aside).changes == []
+    watched = [_message("e2", "gus", 2, "ray: all software is installed, I just finished "
+                                        "watching the dvd")]  # fmt: skip
+    assert plan_items([task], [], watched).changes == []
+    report = [_message("e3", "gus", 3, "ray: ok done, it is on the pastebin")]
+    (change,) = plan_items([task], [], report).changes
+    assert change.to_status == "done" and change.evidence.message_ids == ("e3",)
+
+
+def test_a_reply_that_is_only_an_addressee_and_a_shrug_answers_nothing() -> None:
+    window = [_message("a1", "bob", 1, "ann: nvm :)")]
+    assert plan_items([QUESTION], [], window).changes == []
+
+
+def test_a_question_back_without_a_question_mark_is_no_answer() -> None:
+    window = [
+        _message("a1", "bob", 1, "ann: are u running the backup script from cron"),
+        _message("a2", "dee", 2, "ann, what version of rsync does the backup script use"),
+    ]
+    assert plan_items([QUESTION], [], window).changes == []
+
+
 def test_a_later_decision_replacing_one_in_force_supersedes_it() -> None:
     old = TrackedItem(3, ItemKind.DECISION, "We will host the wiki on the old VPS", None, 7,
                       ("d1",), DAY1)  # fmt: skip
