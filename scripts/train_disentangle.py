@@ -2,6 +2,7 @@
 
     .venv/bin/python scripts/train_disentangle.py [--data ../shared/data] [--out PATH]
     .venv/bin/python scripts/train_disentangle.py --hold-out-every 5 [--hold-out-offset K]
+    .venv/bin/python scripts/train_disentangle.py --hidden 32 [...]   (the feed-forward model)
 
 Reads ../shared/data/chat/ubuntu_irc_disentanglement/train only (never dev), makes every scored
 message's candidates and features with the runtime's own code (`runner.disentangle.model.
@@ -9,6 +10,10 @@ walk`), and fits a linear ranking model: the softmax over a message's options (i
 parents and "starts a conversation") of the summed feature weights, maximizing the probability of
 its gold parents, with an L2 penalty. Full-batch Adam from zero weights, a fixed number of steps:
 the same data gives the same weights, byte for byte (rounded to 4 decimals). Needs numpy only.
+
+`--hidden H` adds H tanh units over the same features to the linear score (a feed-forward model
+like the paper's, one small layer), fitted on the same objective by minibatch Adam from a fixed
+seed (deterministic too).
 
 Features that look at the conversations built so far need parents for the earlier messages:
 round 1 reads each log with no model (every message alone), each later round with the previous
@@ -35,7 +40,14 @@ sys.path.insert(0, str(ROOT))
 
 from runner.disentangle.corpus import AnnotatedLog, read_split  # noqa: E402
 from runner.disentangle.features import NAMES  # noqa: E402
-from runner.disentangle.model import WEIGHTS_PATH, Decision, LinkModel, link, walk  # noqa: E402
+from runner.disentangle.model import (  # noqa: E402
+    WEIGHTS_PATH,
+    Decision,
+    HiddenLayer,
+    LinkModel,
+    link,
+    walk,
+)
 from runner.evaluation.disentanglement import score_system  # noqa: E402
 
 STEPS = 200  # the first round, from zero weights
@@ -48,6 +60,13 @@ L2 = 1e-4
 # folds, see docs/quality.md) -0.2 scored better link and exact-match F1 than 0.
 SELF_BIAS = -0.2
 HELD_OUT_BIASES = (-0.4, -0.3, -0.2, -0.1, 0.0)
+# `--hidden H`: the same objective with H tanh units beside the linear part, fitted by
+# minibatch Adam (runs of consecutive decisions, their order shuffled with a fixed seed).
+HIDDEN_EPOCHS = 6  # the first round
+HIDDEN_EPOCHS_LATER = 3
+HIDDEN_BATCH = 512  # decisions
+HIDDEN_LEARNING_RATE = 0.005
+HIDDEN_SEED = 14
 
 
 class Dataset:
@@ -127,6 +146,94 @@ def train(dataset: Dataset, weights: np.ndarray, steps: int) -> np.ndarray:
     return weights
 
 
+class HiddenParameters:
+    """The feed-forward model while it is fitted: `table` is features x (units + 1), each
+    feature's weights into the units then its linear weight (as `LinkModel` holds them)."""
+
+    def __init__(self, units: int) -> None:
+        rng = np.random.default_rng(HIDDEN_SEED)
+        self.table = np.zeros((len(NAMES), units + 1))
+        self.table[:, :units] = rng.normal(0.0, 0.1, (len(NAMES), units))
+        self.biases = np.zeros(units)
+        self.outputs = rng.normal(0.0, 0.1, units)
+
+    def model(self, self_bias: float = 0.0) -> LinkModel:
+        """Rounded to 4 decimals, as written to weights.json."""
+        units = len(self.biases)
+        linear = {name: round(float(self.table[i, units]), 4) for i, name in enumerate(NAMES)}
+        linear = with_self_bias(linear, self_bias)
+        inputs = {name: [round(float(v), 4) for v in self.table[i, :units]]
+                  for i, name in enumerate(NAMES)}  # fmt: skip
+        return LinkModel(linear, HiddenLayer(inputs, [round(float(v), 4) for v in self.biases],
+                                             [round(float(v), 4) for v in self.outputs]))
+
+
+def train_hidden(dataset: Dataset, parameters: HiddenParameters, epochs: int) -> None:
+    """Minibatch Adam on the softmax objective of `train`, with the hidden units."""
+    features = np.asarray(dataset.features, dtype=np.int64)
+    row_starts = np.asarray(dataset.row_starts + [len(features)], dtype=np.int64)
+    decision_starts = np.asarray(dataset.decision_starts + [len(dataset.row_starts)], np.int64)
+    gold_all = np.asarray(dataset.gold_rows, dtype=np.float64)
+    count = len(dataset.decision_starts)
+    units = len(parameters.biases)
+    groups = [parameters.table, parameters.biases, parameters.outputs]
+    moments = [(np.zeros_like(g), np.zeros_like(g)) for g in groups]
+    rng = np.random.default_rng(HIDDEN_SEED)
+    batches = list(range(0, count, HIDDEN_BATCH))
+    step = 0
+    for epoch in range(1, epochs + 1):
+        total_loss = 0.0
+        for first in rng.permutation(batches):
+            last = min(first + HIDDEN_BATCH, count)
+            row_lo, row_hi = decision_starts[first], decision_starts[last]
+            occ_lo, occ_hi = row_starts[row_lo], row_starts[row_hi]
+            ids = features[occ_lo:occ_hi]
+            local_rows = row_starts[row_lo:row_hi] - occ_lo
+            rows = row_hi - row_lo
+            row_of_feature = np.repeat(np.arange(rows), np.diff(np.append(local_rows, len(ids))))
+            local_decisions = decision_starts[first:last] - row_lo
+            decision_of_row = np.repeat(
+                np.arange(last - first), np.diff(np.append(local_decisions, rows))
+            )
+            gold = gold_all[row_lo:row_hi]
+            summed = np.add.reduceat(parameters.table[ids], local_rows)
+            hidden = np.tanh(summed[:, :units] + parameters.biases)
+            scores = hidden @ parameters.outputs + summed[:, units]
+            top = np.maximum.reduceat(scores, local_decisions)[decision_of_row]
+            exp = np.exp(scores - top)
+            total = np.add.reduceat(exp, local_decisions)
+            gold_total = np.add.reduceat(exp * gold, local_decisions)
+            total_loss -= float(np.sum(np.log(gold_total / total)))
+            # d(-log sum_gold p)/d score = p(row) - p(row | gold), averaged over the batch
+            probability = exp / total[decision_of_row]
+            gold_probability = exp * gold / gold_total[decision_of_row]
+            row_gradient = (probability - gold_probability) / (last - first)
+            d_summed = np.empty((rows, units + 1))
+            d_summed[:, units] = row_gradient
+            d_summed[:, :units] = np.outer(row_gradient, parameters.outputs) * (1 - hidden**2)
+            d_table = np.stack(
+                [np.bincount(ids, weights=d_summed[row_of_feature, j], minlength=len(NAMES))
+                 for j in range(units + 1)], axis=1,
+            )  # fmt: skip
+            gradients = [
+                d_table + L2 * parameters.table,
+                d_summed[:, :units].sum(axis=0),
+                hidden.T @ row_gradient + L2 * parameters.outputs,
+            ]
+            step += 1
+            for group, gradient, (first_moment, second_moment) in zip(
+                groups, gradients, moments, strict=True
+            ):
+                first_moment *= 0.9
+                first_moment += 0.1 * gradient
+                second_moment *= 0.999
+                second_moment += 0.001 * gradient**2
+                corrected_first = first_moment / (1 - 0.9**step)
+                corrected_second = second_moment / (1 - 0.999**step)
+                group -= HIDDEN_LEARNING_RATE * corrected_first / (np.sqrt(corrected_second) + 1e-8)
+        print(f"epoch {epoch}: loss {total_loss / count:.4f}", file=sys.stderr, flush=True)
+
+
 def held_out_split(
     logs: list[AnnotatedLog], every: int, offset: int
 ) -> tuple[list[AnnotatedLog], list[AnnotatedLog]]:
@@ -141,9 +248,14 @@ def with_self_bias(learned: dict[str, float], bias: float) -> dict[str, float]:
     return {**learned, "self": round(learned.get("self", 0.0) + bias, 4)}
 
 
-def report_held_out(learned: dict[str, float], held: list[AnnotatedLog]) -> None:
+def report_held_out(
+    learned: dict[str, float], held: list[AnnotatedLog], hidden: HiddenParameters | None = None
+) -> None:
     for bias in HELD_OUT_BIASES:
-        model = LinkModel(with_self_bias(learned, bias))
+        if hidden is None:
+            model = LinkModel(with_self_bias(learned, bias))
+        else:
+            model = hidden.model(bias)
         score = score_system("held out", lambda messages: link(messages, model), held)
         print(f"held out ({len(held)} train logs), self bias {bias:+.1f}: link P/R/F1 "
               f"{score.links.precision:.4f} {score.links.recall:.4f} {score.links.f1:.4f}, "
@@ -159,6 +271,8 @@ def main() -> int:
     parser.add_argument("--hold-out-every", type=int, default=0, metavar="N",
                         help="fit on the train files but every N-th, score those, write nothing")
     parser.add_argument("--hold-out-offset", type=int, default=0, metavar="K")
+    parser.add_argument("--hidden", type=int, default=0, metavar="H",
+                        help="add H tanh units to the linear score (a feed-forward model)")
     args = parser.parse_args()
     started = time.monotonic()
     logs = read_split(args.data, "train")
@@ -168,6 +282,7 @@ def main() -> int:
     model = LinkModel({})
     weights = np.zeros(len(NAMES))
     learned: dict[str, float] = {}
+    hidden = HiddenParameters(args.hidden) if args.hidden else None
     for round_number in range(1, ROUNDS + 1):
         dataset = build(logs, model)
         print(
@@ -176,11 +291,37 @@ def main() -> int:
             f"({time.monotonic() - started:.1f} s)",
             file=sys.stderr,
         )
+        if hidden is not None:
+            epochs = HIDDEN_EPOCHS if round_number == 1 else HIDDEN_EPOCHS_LATER
+            train_hidden(dataset, hidden, epochs)
+            model = hidden.model()
+            continue
         weights = train(dataset, weights, STEPS if round_number == 1 else STEPS_LATER)
         learned = {name: round(float(weights[i]), 4) for i, name in enumerate(NAMES)}
         model = LinkModel(learned)
     if held:
-        report_held_out(learned, held)
+        report_held_out(learned, held, hidden)
+        return 0
+    if hidden is not None:
+        shipped = hidden.model(SELF_BIAS)
+        assert shipped.hidden is not None
+        units = len(shipped.hidden.biases)
+        learned = {name: round(float(shipped.table[i, units]), 4) for i, name in enumerate(NAMES)}
+        layer = {
+            "units": units, "epochs": HIDDEN_EPOCHS, "epochs_later": HIDDEN_EPOCHS_LATER,
+            "batch": HIDDEN_BATCH, "learning_rate": HIDDEN_LEARNING_RATE, "seed": HIDDEN_SEED,
+            "biases": list(shipped.hidden.biases), "outputs": list(shipped.hidden.outputs),
+            "inputs": dict(sorted(shipped.hidden.inputs.items())),
+        }  # fmt: skip
+        document = {
+            "about": "disentanglement link weights (linear + one tanh layer); made by "
+            "scripts/train_disentangle.py --hidden from the train split of Kummerfeld et al. "
+            "2019 (data CC-BY-4.0)",
+            "rounds": ROUNDS, "l2": L2, "self_bias": SELF_BIAS,
+            "weights": dict(sorted(learned.items())), "hidden": layer,
+        }  # fmt: skip
+        args.out.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+        print(f"wrote {args.out} ({time.monotonic() - started:.1f} s)", file=sys.stderr)
         return 0
     learned = with_self_bias(learned, SELF_BIAS)
     document = {

@@ -10,8 +10,8 @@ from runner.conversations import ThreadedMessage, thread_messages
 from runner.disentangle import Message, disentangle, explicit_parents, link, link_records
 from runner.disentangle.api import components
 from runner.disentangle.baselines import lowe_links, previous_links
-from runner.disentangle.features import ChannelState
-from runner.disentangle.model import LinkModel, default_model
+from runner.disentangle.features import NAMES, ChannelState
+from runner.disentangle.model import HiddenLayer, LinkModel, default_model
 
 
 def say(author: str, minute: float, text: str, reply_to: int | None = None) -> Message:
@@ -120,12 +120,36 @@ def test_an_empty_model_starts_a_conversation_at_every_message() -> None:
     assert link(INTERLEAVED, LinkModel({})) == [None] * len(INTERLEAVED)
 
 
+def test_a_silent_hidden_layer_links_as_the_linear_part_alone() -> None:
+    linear = default_model().weights
+    weights = dict(zip(NAMES, linear, strict=True))
+    silent = HiddenLayer({name: [0.3, -0.2] for name in NAMES}, [0.1, 0.0], [0.0, 0.0])
+    assert link(INTERLEAVED, LinkModel(weights, silent)) == link(INTERLEAVED, LinkModel(weights))
+
+
+def test_a_hidden_unit_can_overrule_the_linear_part() -> None:
+    # Linear part empty (every option scores 0: all start conversations); one unit that fires on
+    # "self" with a negative output makes every candidate beat "starts a conversation".
+    unit = HiddenLayer({"self": [5.0]}, [0.0], [-1.0])
+    parents = link(INTERLEAVED, LinkModel({}, unit))
+    assert parents[0] is None  # no candidate at all
+    assert all(parent == index - 1 for index, parent in enumerate(parents) if index)
+
+
 def test_the_shipped_weights_are_learned() -> None:
     model = default_model()
-    # What a reader expects from the training data: naming the candidate's author weighs more
-    # than naming someone else, and nearer candidates weigh more than far ones.
-    assert model.weight("addresses_cand_latest") > model.weight("addresses_other") + 1
-    assert model.weight("dist1") > model.weight("dist5") > model.weight("dist10")
+    assert model.hidden is not None and len(model.hidden.biases) == 32  # the feed-forward model
+
+    def score(*names: str) -> float:
+        return float(model.scores([[NAMES.index(name) for name in names]])[0])
+
+    # What a reader expects from the training data, through the whole (nonlinear) score: naming
+    # the candidate's author weighs more than naming someone else, and nearer candidates weigh
+    # more than far ones.
+    named = score("dist1", "gap0", "addresses_cand_latest", "addresses_cand_latest@1")
+    other = score("dist1", "gap0", "addresses_other", "addresses_other@1")
+    assert named > other + 1
+    assert score("dist1", "gap0") > score("dist5", "gap0") > score("dist10", "gap0")
 
 
 def test_baselines() -> None:

@@ -1,6 +1,9 @@
-"""The link model: a linear score over the features of each candidate parent (and of "starts a
-conversation"), the best one wins. Weights come from `weights.json` beside this module, written
-by scripts/train_disentangle.py from the train split of the Ubuntu IRC corpus.
+"""The link model: a score over the features of each candidate parent (and of "starts a
+conversation"), the best one wins. The score is linear in the features, plus, when the weights
+give one, a small hidden layer (tanh units over the same features: one feature's meaning
+depends on the others, e.g. a shared word matters less when the message names someone else).
+Weights come from `weights.json` beside this module, written by scripts/train_disentangle.py
+from the train split of the Ubuntu IRC corpus.
 """
 
 from __future__ import annotations
@@ -9,7 +12,10 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
+from itertools import chain
 from pathlib import Path
+
+import numpy as np
 
 from runner.disentangle.features import (
     NAMES,
@@ -55,20 +61,66 @@ def walk(messages: Sequence[Message], choose: Callable[[Decision], int | None]) 
     return parents
 
 
-class LinkModel:
-    """One weight per feature of `features.NAMES`; a name the weights do not give weighs 0, and
-    a name they give that the features no longer make is ignored."""
+@dataclass(frozen=True)
+class HiddenLayer:
+    """tanh units over the features: `inputs[name]` is a feature's weight into each unit, the
+    unit's output weight is `outputs`."""
 
-    def __init__(self, weights: Mapping[str, float]) -> None:
+    inputs: Mapping[str, Sequence[float]]
+    biases: Sequence[float]
+    outputs: Sequence[float]
+
+
+class LinkModel:
+    """One weight per feature of `features.NAMES` (and, with `hidden`, one per feature and
+    unit); a name the weights do not give weighs 0, and a name they give that the features no
+    longer make is ignored."""
+
+    def __init__(self, weights: Mapping[str, float], hidden: HiddenLayer | None = None) -> None:
         self.weights = [float(weights.get(name, 0.0)) for name in NAMES]
+        self.hidden = hidden
+        if hidden is not None:
+            units = len(hidden.biases)
+            zero = [0.0] * units
+            # One row per feature: its unit inputs, then its linear weight, so one gather and
+            # one segment sum give both parts of every option's score.
+            self.table = np.array(
+                [[*map(float, hidden.inputs.get(name, zero)), self.weights[i]]
+                 for i, name in enumerate(NAMES)], dtype=np.float64,
+            )  # fmt: skip
+            self.biases = np.array(hidden.biases, dtype=np.float64)
+            self.outputs = np.array(hidden.outputs, dtype=np.float64)
+            self.choose = self._choose_hidden  # type: ignore[method-assign]
 
     @classmethod
     def from_json(cls, path: Path) -> LinkModel:
         data = json.loads(path.read_text(encoding="utf-8"))
-        return cls({str(name): float(value) for name, value in data["weights"].items()})
+        weights = {str(name): float(value) for name, value in data["weights"].items()}
+        layer = data.get("hidden")
+        hidden = None
+        if layer is not None:
+            hidden = HiddenLayer(
+                {str(name): [float(v) for v in row] for name, row in layer["inputs"].items()},
+                [float(v) for v in layer["biases"]],
+                [float(v) for v in layer["outputs"]],
+            )
+        return cls(weights, hidden)
 
     def weight(self, name: str) -> float:
         return self.weights[NAMES.index(name)]
+
+    def scores(self, features: Sequence[Sequence[int]]) -> np.ndarray:
+        """The score of each option (a list of feature ids)."""
+        if self.hidden is None:
+            weight = self.weights.__getitem__
+            return np.array([sum(map(weight, ids)) for ids in features])
+        lengths = np.fromiter(map(len, features), dtype=np.int64, count=len(features))
+        starts = np.cumsum(lengths) - lengths
+        flat = np.fromiter(chain.from_iterable(features), dtype=np.int64, count=int(lengths.sum()))
+        summed = np.add.reduceat(self.table[flat], starts)  # every option has a feature
+        units = np.tanh(summed[:, :-1] + self.biases)
+        result: np.ndarray = units @ self.outputs + summed[:, -1]
+        return result
 
     def choose(self, decision: Decision) -> int | None:
         """The best-scoring option; a tie goes to "starts a conversation", then to the nearest
@@ -82,6 +134,16 @@ class LinkModel:
             if score > best_score:
                 best, best_score = options[position], score
         return best
+
+    def _choose_hidden(self, decision: Decision) -> int | None:
+        """`choose` with the hidden layer, the same tie rule (argmax takes the first, nearest,
+        of equal candidates; a candidate must beat "starts a conversation")."""
+        scores = self.scores(decision.features)
+        if len(scores) > 1:
+            position = int(scores[:-1].argmax())
+            if scores[position] > scores[-1]:
+                return decision.options[position]
+        return decision.options[-1]
 
 
 @cache
