@@ -458,7 +458,11 @@ def _reports_completion(text: str, done: re.Match[str]) -> bool:
         return True
     lead = _ADDRESSEE.match(text)
     start = lead.end() if lead and lead.end() <= done.start() else 0
-    return len(text[start : done.start()].split()) <= MAX_WORDS_BEFORE_DONE
+    before = text[start : done.start()]
+    # "Reading package lists... Done": a program's progress line pasted into the chat.
+    if before.rstrip().endswith(("...", "\u2026")):
+        return False
+    return len(before.split()) <= MAX_WORDS_BEFORE_DONE
 
 
 def _action_change(item: _Item, window: _Window) -> StateChange | None:

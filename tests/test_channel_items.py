@@ -124,6 +124,8 @@ def test_a_done_word_deep_in_the_owners_message_is_no_completion_report() -> Non
     watched = [_message("e2", "gus", 2, "ray: all software is installed, I just finished "
                                         "watching the dvd")]  # fmt: skip
     assert plan_items([task], [], watched).changes == []
+    pasted = [_message("e4", "gus", 2, "Reading package lists... Done")]
+    assert plan_items([task], [], pasted).changes == []
     report = [_message("e3", "gus", 3, "ray: ok done, it is on the pastebin")]
     (change,) = plan_items([task], [], report).changes
     assert change.to_status == "done" and change.evidence.message_ids == ("e3",)
