@@ -111,7 +111,7 @@ def disentanglement_section(scores: list[SystemScore], logs: int) -> EvalSection
             "VI / 1-1 / exact F1 Elsner & Charniak 82.1 / 51.4 / 15.5, Lowe 80.6 / 53.7 / 8.9, "
             "previous 66.1 / 27.6 / 0.0, feed-forward 91.3 / 75.6 / 36.2",
             "msg/s: lines linked per CPU second of this process in this run (all lines, one core, "
-            "pure Python; bench/disentangle.py measures it properly)",
+            "numpy for the hidden layer; bench/disentangle.py measures it properly)",
         ],
     )
 

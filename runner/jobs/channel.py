@@ -96,7 +96,7 @@ class ChannelJobRunner:
                 known_items_of(await read_tracked_items(connection, channel.id))
                 if getattr(extractor, "uses_known_items", True) and not spec.catch_up else []
             )  # fmt: skip
-        # The link model is pure Python (about 10 s for 100,000 messages): off the event loop,
+        # The link model is CPU-bound (about 15 s for 100,000 messages): off the event loop,
         # so the job's heartbeat keeps its lease meanwhile.
         threading = await asyncio.to_thread(
             thread_messages, thread_input.messages, thread_input.stored
