@@ -215,7 +215,7 @@ async def test_fingerprint_tracks_what_changes_map_output() -> None:
     endpoint = FakeEndpoint(scripted())
     base = make_extractor(endpoint).fingerprint()
     assert base == make_extractor(endpoint).fingerprint()
-    assert base.startswith("llm:v2:gpt-4o-mini:")
+    assert base.startswith("llm:v3:gpt-4o-mini:")
     assert make_extractor(endpoint, reduce_model="gpt-4o").fingerprint() == base
     assert make_extractor(endpoint, map_model="gpt-4o").fingerprint() != base
     assert make_extractor(endpoint, temperature=0.7).fingerprint() != base
