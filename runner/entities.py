@@ -36,6 +36,7 @@ from enum import Enum
 from functools import lru_cache
 from typing import Protocol
 
+from runner.addressing import LEADING_ADDRESS
 from runner.claim_support import STOPWORDS
 
 
@@ -117,7 +118,6 @@ _URL = re.compile(r"(?:https?|ftp)://([^\s/<>\"'`?#:]+)[^\s<>\"'`]*|\bwww\.([^\s
 _FENCE = re.compile(r"```(.*?)(?:```|\Z)", re.S)
 _INLINE_CODE = re.compile(r"`([^`\n]{1,200})`")
 _MENTION = re.compile(r"(?<![\w@])@([\w][\w.\-#]{1,39})")
-_ADDRESS = re.compile(r"^\s*@?([^\s:,@]{2,40}?)\s*[:,]\s")
 _TOKEN = re.compile(r"[A-Za-z0-9][\w.+#\-]*[\w+#]|[A-Za-z]")
 _VERSION = re.compile(r"v?\d{1,4}(?:\.\d{1,4}){0,3}(?:-?(?:rc|beta|alpha)\d*)?", re.I)
 _GLUED_VERSION = re.compile(r"^([a-z][a-z.+#\-]*?)[\-_]?v?(\d{1,4}(?:\.\d{1,4}){0,3})$")
@@ -350,7 +350,7 @@ def message_mentions(text: str, people: dict[str, str]) -> list[Mention]:
         handle = match.group(1).rstrip(".-")
         found.append(Mention(person_key(handle), handle, EntityKind.PERSON, True))
     text = _MENTION.sub(" ", text)
-    address = _ADDRESS.match(text)
+    address = LEADING_ADDRESS.match(text)
     if address:
         key = person_key(address.group(1))
         if key in people:

@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import Enum
 
+from runner.addressing import LEADING_ADDRESS
 from runner.citations import anchor_span, cut_span, sentence_spans
 from runner.claim_support import content_tokens, prose_tokens
 from runner.contract import ContentPointer
@@ -217,8 +218,6 @@ _REPLACEMENT = re.compile(
     r"move(?:d)? to|go(?:ing)? with)\b",
     re.IGNORECASE,
 )
-# A leading addressee ("bob: ...", "@bob, ..."), as chat clients write it.
-_ADDRESSEE = re.compile(r"^\s*@?([^\s:,@]{2,40}?)\s*[:,]\s")
 # A message going on from its writer's own previous line ("and try ...", "well then"): it
 # continues what they said before, it does not answer what was asked since.
 _CONTINUATION = re.compile(r"^\W*(?:and|also|well|but|or|plus)\b", re.IGNORECASE)
@@ -294,7 +293,7 @@ class _Window:
     def addressee(self, text: str, also: str) -> str | None:
         """Whom a message is addressed to by its first word: an author of the window or
         `also` (casefolded), or None."""
-        match = _ADDRESSEE.match(text)
+        match = LEADING_ADDRESS.match(text)
         if match is None:
             return None
         name = match.group(1).casefold()
@@ -396,7 +395,7 @@ class _Item:
 
 def _put_to(said_text: str, asker: str) -> str | None:
     """Whom a question was put to: the leading addressee of its message, when not the asker."""
-    match = _ADDRESSEE.match(said_text)
+    match = LEADING_ADDRESS.match(said_text)
     name = match.group(1).casefold() if match else None
     return name if name and name != asker else None
 
@@ -408,7 +407,7 @@ def _is_named(author: str, name: str) -> bool:
 
 
 def _without_address(text: str) -> str:
-    match = _ADDRESSEE.match(text)
+    match = LEADING_ADDRESS.match(text)
     return text[match.end() :] if match else text
 
 
@@ -456,7 +455,7 @@ def _reports_completion(text: str, done: re.Match[str]) -> bool:
     commit link, or the word among the first words of what they say (after an addressee)."""
     if "://" in done.group(0):
         return True
-    lead = _ADDRESSEE.match(text)
+    lead = LEADING_ADDRESS.match(text)
     start = lead.end() if lead and lead.end() <= done.start() else 0
     before = text[start : done.start()]
     # "Reading package lists... Done": a program's progress line pasted into the chat.

@@ -135,6 +135,7 @@ PURE_CORE_GLOBS = (
     "runner/reports/*.py",
     "runner/disentangle/*.py",
     "runner/item_lifecycle.py",
+    "runner/addressing.py",
 )
 # Modules under those globs that do I/O on purpose, and why.
 DOES_IO = {

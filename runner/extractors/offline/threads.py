@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 
+from runner.addressing import LEADING_ADDRESS
 from runner.extractors.offline.text import content_words, squash, without_urls
 from runner.window import WindowMessage
 
@@ -33,7 +34,6 @@ ADDRESS_HORIZON = 40
 ADJACENT_HORIZON = 5
 ANSWER_WINDOW = timedelta(hours=24)
 
-_LEADING_ADDRESS = re.compile(r"^\s*@?([^\s:,@]{2,40}?)\s*[:,]\s")
 _LEADING_MENTION = re.compile(r"^\s*@([\w.\-#]{2,40})")
 _LEADING_MENTION_SEPARATED = re.compile(r"^\s*@[\w.\-#]{2,40}[\s:,]+")
 _MENTION = re.compile(r"(?<![\w@])@([\w.\-#]{2,40})")
@@ -114,7 +114,7 @@ class Participants:
 
     def addressee(self, text: str) -> str | None:
         """The participant a message or sentence is addressed to by its first word, or None."""
-        match = _LEADING_ADDRESS.match(text)
+        match = LEADING_ADDRESS.match(text)
         if match:
             found = self.lookup(match.group(1).lstrip("@"))
             if found:
@@ -146,7 +146,7 @@ def strip_address(text: str, participants: Participants) -> str:
 
 
 def _strip_address(text: str, participants: Participants) -> str:
-    match = _LEADING_ADDRESS.match(text)
+    match = LEADING_ADDRESS.match(text)
     if match and participants.lookup(match.group(1).lstrip("@")):
         return text[match.end() :].lstrip()
     mention = _LEADING_MENTION_SEPARATED.match(text)
