@@ -153,3 +153,77 @@ async def test_several_worker_processes_fire_each_slot_exactly_once(
         f"{len(fast) - len(created)} firings joined an active job; {len(nothing_new)} jobs "
         f"ended 'no new messages'"
     )
+
+
+async def test_a_worker_killed_while_firing_costs_no_slot_and_fires_none_twice(
+    db: asyncpg.Pool, database_url: str, tmp_path: Path
+) -> None:
+    """SIGKILL one of two worker processes while every-second schedules fire: a tick it was in
+    the middle of rolls back with its connection (the row locks go with it), so the survivor
+    fires every later slot, once (the unique constraint stays off, as above)."""
+    quiet = [
+        await add_channel(db, f"crash-{i}", messages([("ann", f"Deploy {i} waits for the freeze.")]))
+        for i in range(FAST_SCHEDULES)
+    ]
+    async with db.acquire() as connection:
+        fast_ids = [
+            (await schedules.create_schedule(connection, channel, "* * * * * *", "UTC")).id
+            for channel in quiet
+        ]
+        await connection.execute(DROP_UNIQUE)
+    environment = cli_environment(
+        DATABASE_URL=database_url, DIGESTD_HOME=str(tmp_path / "home"), DIGEST_EXTRACTOR="offline",
+        DIGESTD_SCHEDULE_TICK_SECONDS="0.1", DIGESTD_POLL_SECONDS="0.2",
+        DIGESTD_EXTRACT_PROCESSES="0", DIGESTD_DB_POOL_SIZE="3",
+    )  # fmt: skip
+    logs = [tmp_path / f"worker{i}.log" for i in range(2)]
+    victim, survivor = workers = [start_cli(["worker"], environment, log) for log in logs]
+    try:
+
+        async def both_started() -> bool:
+            return all("digestd worker: 1 loop(s)" in log.read_text() for log in logs)
+
+        async def victim_fired() -> bool:
+            async with db.acquire() as connection:
+                return bool(await connection.fetchval(
+                    "SELECT count(*) FROM schedule_runs WHERE fired_by LIKE '%:' || $1::text",
+                    str(victim.pid),
+                ))  # fmt: skip
+
+        await _wait_for(both_started, 90, logs)
+        await _wait_for(victim_fired, 30, logs)
+        victim.kill()  # SIGKILL: no shutdown, whatever it was doing
+        assert await wait_exit(victim, 30) == -signal.SIGKILL
+        async with db.acquire() as connection:
+            killed_at = await connection.fetchval("SELECT now()")
+        await asyncio.sleep(FAST_SECONDS / 2)
+        async with db.acquire() as connection:
+            stopped = await connection.fetchval(
+                "UPDATE schedules SET paused = true WHERE cron = '* * * * * *' RETURNING now()"
+            )
+        survivor.send_signal(signal.SIGTERM)
+        assert await wait_exit(survivor, 60) == 0
+        async with db.acquire() as connection:
+            runs = await connection.fetch(
+                "SELECT schedule_id, slot, fired_by FROM schedule_runs ORDER BY schedule_id, slot"
+            )
+    finally:
+        for worker in workers:
+            if worker.poll() is None:
+                worker.kill()
+                worker.wait()
+        async with db.acquire() as connection:
+            await connection.execute("TRUNCATE schedule_runs")
+            await connection.execute(ADD_UNIQUE)
+    survivor_log = logs[1].read_text()
+    for trouble in ("schedule tick failed", "could not fire", "Traceback"):
+        assert trouble not in survivor_log, survivor_log
+    per_slot = Counter((r["schedule_id"], r["slot"]) for r in runs if r["schedule_id"] in fast_ids)
+    assert {key: n for key, n in per_slot.items() if n > 1} == {}
+    # After the kill, every schedule keeps firing (at most a slot skipped under load, never one
+    # fired twice), and only by the survivor.
+    after = [r for r in runs if r["slot"] > killed_at + timedelta(seconds=1)]
+    assert {r["fired_by"].rsplit(":", 1)[1] for r in after} == {str(survivor.pid)}
+    measured = Counter(r["schedule_id"] for r in after if r["slot"] <= stopped)
+    assert set(measured) == set(fast_ids)
+    assert min(measured.values()) >= FAST_SECONDS / 5, measured
