@@ -6,22 +6,34 @@ machine that uses the same home: pgserver keeps the pids of the processes using 
 without running its exit handlers leaves its pid there, and pgserver would then never stop the
 server again; so dead pids are pruned when a process joins and when it leaves
 (`stop_embedded_server`, called on every clean exit). Same SQL either way.
+
+A postmaster that dies (crashes, or is killed) is started again by the first process that finds
+it gone: its pool's connection attempt is refused, `revive_embedded_server` restarts it under
+pgserver's lock, and the attempt is made again. The last process out stops whichever postmaster
+is running then, read from `postmaster.pid`, not the one it joined.
+
+Every wait on the database is bounded: a pool's statements by its command timeout, its acquire
+by the same, its release (which waits for a cancelled statement) by a few seconds; a database
+that stops answering then fails requests in bounded time instead of holding them.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
-import os
-import subprocess
 import logging
+import os
+import re
+import subprocess
+import threading
 import warnings
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import re
-
 import asyncpg
+import psutil
 
 logger = logging.getLogger(__name__)
 
@@ -99,20 +111,75 @@ def stop_embedded_server(home: Path) -> None:
 _FAST_STOP_SECONDS = 10
 
 
+def _running_postmaster(pgdata: Path) -> Any | None:
+    """The postmaster serving `pgdata` now, from its `postmaster.pid` (pgserver's
+    PostmasterInfo), or None when no live process holds it. A killed postmaster nobody has reaped
+    yet is a zombie: its pid exists, but it serves nothing."""
+    from pgserver.utils import PostmasterInfo
+
+    try:
+        info = PostmasterInfo.read_from_pgdata(pgdata)
+    except (AssertionError, ValueError, OSError):  # being written by a starting server
+        return None
+    if info is None or info.process is None:
+        return None
+    try:
+        if info.process.status() == psutil.STATUS_ZOMBIE:
+            return None
+    except psutil.NoSuchProcess:
+        return None
+    return info
+
+
+# One restart at a time in this process: pgserver's inter-process lock is a file lock, which
+# two threads of one process would both hold.
+_revive_lock = threading.Lock()
+
+
+def revive_embedded_server(home: Path) -> bool:
+    """Start the embedded server under `home` again if its postmaster is gone. True when a
+    postmaster is running afterwards (started here, or by another process first); False when
+    this process never joined that server or the start failed (said in one warning line; the
+    next connection attempt tries again)."""
+    pgdata = (home / "pgdata").expanduser().resolve()
+    server = _pgserver().PostgresServer._instances.get(pgdata)
+    if server is None:
+        return False
+    with _revive_lock, server._lock:
+        info = _running_postmaster(pgdata)
+        if info is not None:
+            server._postmaster_info = info
+            return True
+        logger.warning("embedded server: the postmaster of %s is gone; starting it again", pgdata)
+        # A dead postmaster's pid file would make the new one refuse to start if the old pid
+        # is still a zombie (postgres checks it with kill(pid, 0)).
+        with contextlib.suppress(FileNotFoundError):
+            (pgdata / "postmaster.pid").unlink()
+        try:
+            with _quiet_pgserver():
+                server.ensure_postgres_running()
+        except Exception as error:  # noqa: BLE001 - reported in one line; the caller retries later
+            # Typically the dead postmaster's backends have not all exited yet.
+            logger.warning(
+                "embedded server: could not start it yet (%s); the next connection tries again",
+                type(error).__name__,
+            )
+            return False
+    logger.warning("embedded server: started again (pid %s)", server.get_pid())
+    return True
+
+
 def _stop_postmaster(server: Any, pgdata: Path) -> None:
-    """Stop the embedded server within a bounded time: fast shutdown, then immediate."""
+    """Stop the embedded server within a bounded time: fast shutdown, then immediate. The
+    postmaster stopped is the one running now (postmaster.pid): after a crash and a restart by
+    any digestd process, the one this process joined is long gone."""
     # pg_ctl is made at import time by a factory, so type checkers cannot see it.
     from pgserver._commands import pg_ctl  # type: ignore[attr-defined]
 
-    info = getattr(server, "_postmaster_info", None)
-    if info is None or not info.process.is_running():
+    info = _running_postmaster(pgdata)
+    if info is None:
         return
-    # pgserver logs a failed pg_ctl with its whole output; here a timeout is expected and
-    # handled, so one line of ours says it instead.
-    pgserver_logger = logging.getLogger("pgserver")
-    level = pgserver_logger.level
-    pgserver_logger.setLevel(logging.CRITICAL)
-    try:
+    with _quiet_pgserver():
         for mode in ("fast", "immediate"):
             try:
                 pg_ctl(["-w", "-t", str(_FAST_STOP_SECONDS), "-m", mode, "stop"], pgdata=pgdata,
@@ -124,6 +191,17 @@ def _stop_postmaster(server: Any, pgdata: Path) -> None:
                 )
         with contextlib.suppress(Exception):
             info.process.wait(_FAST_STOP_SECONDS)
+
+
+@contextlib.contextmanager
+def _quiet_pgserver() -> Iterator[None]:
+    """pgserver logs a failed pg_ctl with its whole output and the server's log; here such a
+    failure is expected and handled, so one line of ours says it instead."""
+    pgserver_logger = logging.getLogger("pgserver")
+    level = pgserver_logger.level
+    pgserver_logger.setLevel(logging.CRITICAL)
+    try:
+        yield
     finally:
         pgserver_logger.setLevel(level)
 
@@ -155,6 +233,48 @@ async def _init_connection(connection: asyncpg.Connection) -> None:
 # How long one connection attempt of a pool may take. asyncpg's default is 60 s: a connection
 # opened while the server restarts after a crash could hold an import or a worker that long.
 CONNECT_TIMEOUT_SECONDS = 10.0
+# How long one statement may run (DIGESTD_DB_COMMAND_TIMEOUT_SECONDS); statements known to be
+# long pass their own `timeout=`.
+DEFAULT_COMMAND_TIMEOUT_SECONDS = 30.0
+# How long giving a connection back may take: on a healthy server it is instant, but after a
+# timed-out statement it waits for the server to acknowledge the cancel, which a silent server
+# never does (the connection is then dropped; the pool opens a new one).
+RELEASE_TIMEOUT_SECONDS = 5.0
+
+
+class BoundedPool(asyncpg.Pool):  # type: ignore[misc]  # asyncpg is untyped
+    """An asyncpg pool none of whose waits is unbounded: `acquire()` without a timeout waits at
+    most `acquire_timeout`, and a release at most RELEASE_TIMEOUT_SECONDS (asyncpg waits for
+    ever on both by default). A release that fails has already dropped its connection, so the
+    failure is not the caller's: the error of the work itself, if any, is what propagates."""
+
+    acquire_timeout: float = DEFAULT_COMMAND_TIMEOUT_SECONDS
+
+    def acquire(self, *, timeout: float | None = None) -> Any:
+        return super().acquire(timeout=self.acquire_timeout if timeout is None else timeout)
+
+    async def release(self, connection: Any, *, timeout: float | None = None) -> None:
+        try:
+            await super().release(
+                connection, timeout=RELEASE_TIMEOUT_SECONDS if timeout is None else timeout
+            )
+        except (TimeoutError, OSError, asyncpg.PostgresConnectionError) as error:
+            logger.debug("pool: dropped a connection that could not be released (%r)", error)
+
+
+def _reviving_connect(revive: Callable[[], bool]) -> Callable[..., Awaitable[asyncpg.Connection]]:
+    """asyncpg's connect, which on a refused connection has `revive` (run in a thread) start
+    the server again and, when it did, tries once more."""
+
+    async def connect_or_revive(*args: Any, **kwargs: Any) -> asyncpg.Connection:
+        try:
+            return await asyncpg.connect(*args, **kwargs)
+        except (ConnectionRefusedError, FileNotFoundError):
+            if not await asyncio.to_thread(revive):
+                raise
+        return await asyncpg.connect(*args, **kwargs)
+
+    return connect_or_revive
 
 
 async def _keep_session(connection: asyncpg.Connection) -> None:
@@ -170,15 +290,29 @@ async def _keep_session(connection: asyncpg.Connection) -> None:
     own connection."""
 
 
-async def create_pool(url: str, *, max_size: int = 10, **kwargs: Any) -> asyncpg.Pool:
-    """An asyncpg pool with JSON codecs installed on every connection, whose release costs no
-    round trip (see `_keep_session`)."""
+async def create_pool(
+    url: str,
+    *,
+    max_size: int = 10,
+    command_timeout: float = DEFAULT_COMMAND_TIMEOUT_SECONDS,
+    revive: Callable[[], bool] | None = None,
+    **kwargs: Any,
+) -> asyncpg.Pool:
+    """A BoundedPool with JSON codecs installed on every connection, whose release costs no
+    round trip (see `_keep_session`). Each statement may run `command_timeout` seconds unless
+    it passes its own `timeout=`; waiting for a connection is bounded the same. With `revive`
+    (the embedded server), a refused connection first has it start the server again."""
     kwargs.setdefault("timeout", CONNECT_TIMEOUT_SECONDS)
     kwargs.setdefault("reset", _keep_session)
-    pool = await asyncpg.create_pool(
-        url, min_size=1, max_size=max_size, init=_init_connection, **kwargs
-    )
-    assert pool is not None
+    pool = BoundedPool(
+        url, min_size=1, max_size=max_size, max_queries=50_000,
+        max_inactive_connection_lifetime=300.0, init=_init_connection,
+        connect=_reviving_connect(revive) if revive is not None else None,
+        command_timeout=command_timeout, loop=None, connection_class=asyncpg.Connection,
+        record_class=asyncpg.Record, **kwargs,
+    )  # fmt: skip
+    pool.acquire_timeout = command_timeout
+    await pool
     return pool
 
 

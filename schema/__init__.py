@@ -18,7 +18,7 @@ from strawberry.extensions import (
 from strawberry.schema.config import StrawberryConfig
 from strawberry.types import ExecutionContext
 
-from schema.errors import EnumValuesInErrors, code_of, is_client_error
+from schema.errors import UNAVAILABLE, EnumValuesInErrors, code_of, is_client_error
 from schema.mutations import Mutation
 from schema.queries import Query
 from schema.scalars import DATETIME
@@ -57,8 +57,9 @@ class QueryLimitRules(AddValidationRules):
 
 class DigestSchema(strawberry.Schema):
     """The schema, logging its errors the way schema/errors.py classifies them: a client's
-    mistake in one line at info level without a traceback, a server fault at error level with
-    its traceback, both under the request id the client was given."""
+    mistake in one line at info level without a traceback, a database outage in one line at
+    warning level without one (the database's state, not a fault of this code), a server fault
+    at error level with its traceback, all under the request id the client was given."""
 
     def process_errors(
         self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None
@@ -70,6 +71,11 @@ class DigestSchema(strawberry.Schema):
                 logger.info(
                     "graphql.client_error request_id=%s code=%s path=%s message=%r",
                     request_id, code_of(error), error.path, error.message[:200],
+                )  # fmt: skip
+            elif code_of(error) == UNAVAILABLE:
+                logger.warning(
+                    "graphql.unavailable request_id=%s path=%s error=%s",
+                    request_id, error.path, type(error.original_error).__name__,
                 )  # fmt: skip
             else:
                 logger.error(

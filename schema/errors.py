@@ -2,9 +2,11 @@
 
 Every GraphQL error a client sees carries `extensions.code`, one of the codes below (the list
 clients branch on: docs/api-errors.md). A client's mistake (a parse or validation error, a bad
-input value, a refused operation) keeps its message, which says where and why. Anything else is a
-server fault: the client sees only "Internal server error" with the request id, and the details
-go to the log under that id. The typed error members of mutation results carry the same codes.
+input value, a refused operation) keeps its message, which says where and why. A database outage
+(unreachable, silent past its bound, restarting) is neither: the client sees `UNAVAILABLE`, a
+generic message and the request id, and may try again. Anything else is a server fault: the
+client sees only "Internal server error" with the request id, and the details go to the log under
+that id. The typed error members of mutation results carry the same codes.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from typing import Any
 
 from graphql import GraphQLEnumType, GraphQLError, GraphQLSchema, GraphQLSyntaxError
 from strawberry.extensions import SchemaExtension
+
+from db.outage import is_database_outage
 
 # The request itself
 BAD_REQUEST = "BAD_REQUEST"  # the HTTP body is no GraphQL request (HTTP 400)
@@ -33,13 +37,18 @@ BAD_USER_INPUT = "BAD_USER_INPUT"  # any other value the API refuses, said where
 NOT_FOUND = "NOT_FOUND"  # no object with that id (typed mutation results, jobProgress)
 RESPONSE_TOO_LARGE = "RESPONSE_TOO_LARGE"  # the answer would be over the response cap
 INTERNAL = "INTERNAL"  # a server fault: only the request id is shown
+UNAVAILABLE = "UNAVAILABLE"  # the database is unreachable or did not answer in time: try again
 
 CODES = (
     BAD_REQUEST, REQUEST_TOO_LARGE, UNAUTHENTICATED, FORBIDDEN, PARSE, VALIDATION, TOO_COMPLEX,
     BAD_ID, BAD_CURSOR, PAGE_SIZE, BAD_USER_INPUT, NOT_FOUND, RESPONSE_TOO_LARGE, INTERNAL,
+    UNAVAILABLE,
 )  # fmt: skip
 
 INTERNAL_MESSAGE = "Internal server error"
+UNAVAILABLE_MESSAGE = "The database is unavailable; try again later"
+# The codes whose message is generic, shown with the request id only.
+_GENERIC_MESSAGES = {INTERNAL: INTERNAL_MESSAGE, UNAVAILABLE: UNAVAILABLE_MESSAGE}
 
 
 def client_error(message: str, code: str = BAD_USER_INPUT, **extensions: Any) -> GraphQLError:
@@ -69,7 +78,7 @@ def code_of(error: GraphQLError) -> str:
     to its type, such as an unknown enum value) is VALIDATION. A value our scalar refuses keeps
     the scalar's code (BAD_USER_INPUT for a date out of range)."""
     if not is_client_error(error):
-        return INTERNAL
+        return UNAVAILABLE if is_database_outage(error.original_error) else INTERNAL
     # graphql-core wraps the error of a scalar's coercion into its own about the variable.
     for source in (error, error.original_error):
         code = (getattr(source, "extensions", None) or {}).get("code")
@@ -85,8 +94,8 @@ def code_of(error: GraphQLError) -> str:
 def formatted(error: GraphQLError, request_id: str) -> dict[str, Any]:
     """The client's view of one error."""
     code = code_of(error)
-    if code == INTERNAL:
-        return {"message": INTERNAL_MESSAGE, "extensions": {"code": INTERNAL, "requestId": request_id}}
+    if code in _GENERIC_MESSAGES:
+        return {"message": _GENERIC_MESSAGES[code], "extensions": {"code": code, "requestId": request_id}}
     shown = error.formatted
     shown["extensions"] = {**(shown.get("extensions") or {}), "code": code}
     return dict(shown)

@@ -8,6 +8,7 @@ in-process workers, so `digestd serve` alone is a working service.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
@@ -111,6 +112,39 @@ def cors(origins: list[str]) -> list[Middleware]:
     ]
 
 
+# How long /readyz waits for the database: a probe is asked often and must answer, 503 included.
+READY_PROBE_SECONDS = 2.0
+# Probes given up on, finishing in the background (a task must be referenced until it ends).
+_abandoned_probes: set[asyncio.Task[int | None]] = set()
+
+
+async def _schema_version(pool: asyncpg.Pool) -> int | None:
+    async with pool.acquire(timeout=READY_PROBE_SECONDS) as connection:
+        return await database_version(connection)
+
+
+def _forget_probe(probe: asyncio.Task[int | None]) -> None:
+    _abandoned_probes.discard(probe)
+    if not probe.cancelled():
+        probe.exception()  # retrieved: its failure is the 503 already given
+
+
+async def probe_database(pool: asyncpg.Pool) -> tuple[bool, int | None]:
+    """(answered, schema version) within READY_PROBE_SECONDS. The probe runs as its own task
+    and is abandoned, not awaited, when late: cancelling a statement to a silent server, and
+    handing its connection back, can take longer than the probe may."""
+    probe = asyncio.ensure_future(_schema_version(pool))
+    done, _ = await asyncio.wait({probe}, timeout=READY_PROBE_SECONDS)
+    if not done:
+        probe.cancel()
+        _abandoned_probes.add(probe)
+        probe.add_done_callback(_forget_probe)
+        return False, None
+    if probe.cancelled() or probe.exception() is not None:
+        return False, None
+    return True, probe.result()
+
+
 @dataclass
 class AppOptions:
     run_workers: int = 1
@@ -151,10 +185,8 @@ def create_app(settings: Settings, options: AppOptions | None = None) -> Starlet
         pool: asyncpg.Pool | None = getattr(request.app.state, "pool", None)
         if pool is None:
             return JSONResponse({"status": "not_ready", "reason": "starting"}, status_code=503)
-        try:
-            async with pool.acquire(timeout=2) as connection:
-                version = await database_version(connection)
-        except Exception:  # noqa: BLE001 - any failure to answer means not ready
+        answered, version = await probe_database(pool)
+        if not answered:
             return JSONResponse({"status": "not_ready", "reason": "database"}, status_code=503)
         runner: RunnerSupervisor | None = getattr(request.app.state, "runner", None)
         if runner is not None and not runner.running:

@@ -4,6 +4,7 @@ pool, the extractor factory and workers. Shared by the app, the CLI and the test
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 from collections.abc import Awaitable, Callable
@@ -16,6 +17,7 @@ from db.engine import (
     create_pool,
     redact_url,
     resolve_database_url,
+    revive_embedded_server,
     stop_embedded_server,
 )
 from db import jobs as job_queries
@@ -252,8 +254,19 @@ class Runtime:
                     await connection.close()
                 for name in applied:
                     logger.info("migration applied: %s", name)
+            # The embedded server is started again by this process if it finds it dead.
+            revive = (
+                None
+                if self.settings.database_url
+                else functools.partial(revive_embedded_server, self.settings.digestd_home)
+            )
             self._pool = await while_database_starts(
-                lambda: create_pool(url, max_size=self.settings.digestd_db_pool_size)
+                lambda: create_pool(
+                    url,
+                    max_size=self.settings.digestd_db_pool_size,
+                    command_timeout=self.settings.digestd_db_command_timeout_seconds,
+                    revive=revive,
+                )
             )
         except DATABASE_ERRORS as error:
             raise unavailable(self.database_url, error) from None

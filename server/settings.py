@@ -45,6 +45,12 @@ class Settings(BaseSettings):
     digestd_db_pool_size: int = Field(
         default=10, ge=1, le=200, description="Database connections per process."
     )
+    digestd_db_command_timeout_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        description="How long one database statement may run, and a request wait for a pool "
+        "connection; past it the database counts as unavailable (`UNAVAILABLE`).",
+    )
     digestd_log_format: Literal["text", "json"] = Field(
         default="text", description="Log lines as text, or one JSON object per line."
     )
