@@ -22,6 +22,7 @@ from typing import Any
 import httpx
 import psutil
 
+from db.engine import embedded_database_url, stop_embedded_server
 from tests.conftest import free_port
 from tests.process_helpers import cli_environment, postmaster_running, start_cli, wait_exit
 from tests.test_api_flow import gql, poll_job, sample_messages
@@ -171,4 +172,26 @@ async def test_serve_restarts_a_killed_embedded_postmaster_and_stops_it_on_exit(
         if serve.poll() is None:
             serve.kill()
             serve.wait()
+        kill_leftover_postgres(home)
+
+
+async def test_the_last_one_out_stops_the_postmaster_another_process_restarted(tmp_path: Path) -> None:
+    """This process joins the embedded server, its postmaster dies, another digestd process
+    (`digestd migrate`) starts it again and exits; this process, the last one out, must stop
+    the postmaster running now, not look at the dead one it joined."""
+    home, log = tmp_path / "home", tmp_path / "migrate.log"
+    await asyncio.to_thread(embedded_database_url, home)
+    try:
+        processes = postgres_processes(home)
+        processes[0].kill()
+        _, alive = psutil.wait_procs(processes, timeout=30)  # its backends follow it
+        assert not alive, alive
+        migrate = start_cli(["migrate"], cli_environment(DIGESTD_HOME=str(home)), log)
+        assert await wait_exit(migrate, 90) == 0, log.read_text()
+        assert postmaster_running(home), "migrate should leave the server to the process still using it"
+    finally:
+        await asyncio.to_thread(stop_embedded_server, home)
+    try:
+        assert not postmaster_running(home), "a postmaster was left running"
+    finally:
         kill_leftover_postgres(home)
