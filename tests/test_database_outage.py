@@ -19,10 +19,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import httpx
 import psutil
+import pytest
+from graphql import GraphQLError
 
 from db.engine import embedded_database_url, stop_embedded_server
+from db.outage import is_database_outage
+from schema.errors import INTERNAL, UNAVAILABLE, code_of, formatted
 from tests.conftest import free_port
 from tests.process_helpers import cli_environment, postmaster_running, start_cli, wait_exit
 from tests.test_api_flow import gql, poll_job, sample_messages
@@ -35,6 +40,44 @@ INGEST = """mutation($c: ChannelInput!, $m: [MessageInput!]!) {
     ... on IngestResult { inserted channel { id } } ... on InvalidInputError { message } } }"""
 TRIGGER = """mutation($id: ID!) { triggerDigest(channelId: $id) {
   ... on DigestJob { id status } ... on NotFoundError { message } } }"""
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        TimeoutError(),
+        ConnectionRefusedError(111, "Connection refused"),
+        FileNotFoundError(2, "No such file or directory"),
+        asyncpg.ConnectionDoesNotExistError("connection was closed in the middle of operation"),
+        asyncpg.CannotConnectNowError("the database system is starting up"),
+        asyncpg.AdminShutdownError("terminating connection due to administrator command"),
+        asyncpg.InterfaceError("cannot call Connection.fetch(): connection is closed"),
+        RuntimeError("the job could not be saved"),  # raised from an outage, below
+    ],
+)
+def test_a_database_outage_is_unavailable(error: BaseException) -> None:
+    if isinstance(error, RuntimeError):
+        error.__cause__ = ConnectionResetError()
+    assert is_database_outage(error)
+    shown = formatted(GraphQLError("secret detail", original_error=error), "req-1")
+    assert shown == {
+        "message": "The database is unavailable; try again later",
+        "extensions": {"code": UNAVAILABLE, "requestId": "req-1"},
+    }
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        ValueError("a bug"),
+        asyncpg.UniqueViolationError("duplicate key"),
+        asyncpg.InterfaceError("cannot perform operation: another operation is in progress"),
+        PermissionError(13, "Permission denied"),
+    ],
+)
+def test_other_failures_stay_server_faults(error: BaseException) -> None:
+    assert not is_database_outage(error)
+    assert code_of(GraphQLError("secret detail", original_error=error)) == INTERNAL
 
 
 def postgres_processes(home: Path) -> list[psutil.Process]:
