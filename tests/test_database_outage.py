@@ -55,7 +55,7 @@ TRIGGER = """mutation($id: ID!) { triggerDigest(channelId: $id) {
         RuntimeError("the job could not be saved"),  # raised from an outage, below
     ],
 )
-def test_a_database_outage_is_unavailable(error: BaseException) -> None:
+def test_a_database_outage_is_unavailable(error: Exception) -> None:
     if isinstance(error, RuntimeError):
         error.__cause__ = ConnectionResetError()
     assert is_database_outage(error)
@@ -75,7 +75,7 @@ def test_a_database_outage_is_unavailable(error: BaseException) -> None:
         PermissionError(13, "Permission denied"),
     ],
 )
-def test_other_failures_stay_server_faults(error: BaseException) -> None:
+def test_other_failures_stay_server_faults(error: Exception) -> None:
     assert not is_database_outage(error)
     assert code_of(GraphQLError("secret detail", original_error=error)) == INTERNAL
 
