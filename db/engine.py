@@ -233,13 +233,16 @@ async def _init_connection(connection: asyncpg.Connection) -> None:
 # How long one connection attempt of a pool may take. asyncpg's default is 60 s: a connection
 # opened while the server restarts after a crash could hold an import or a worker that long.
 CONNECT_TIMEOUT_SECONDS = 10.0
-# How long one statement may run (DIGESTD_DB_COMMAND_TIMEOUT_SECONDS); statements known to be
-# long pass their own `timeout=`.
+# How long one statement may run (DIGESTD_DB_COMMAND_TIMEOUT_SECONDS). The longest statements of
+# a worker fit many times over (a 50,000-message digest's store took 0.7-1.3 s, its window read
+# 0.2-0.4 s on a loaded machine: docs/benchmarks.md); an import batch's COPY passes its own
+# `timeout=`, as must any statement known to be longer. Migrations run on their own connection,
+# unbounded: rewriting a big table may take minutes.
 DEFAULT_COMMAND_TIMEOUT_SECONDS = 30.0
 # How long giving a connection back may take: on a healthy server it is instant, but after a
 # timed-out statement it waits for the server to acknowledge the cancel, which a silent server
 # never does (the connection is then dropped; the pool opens a new one).
-RELEASE_TIMEOUT_SECONDS = 5.0
+RELEASE_TIMEOUT_SECONDS = 2.0
 
 
 class BoundedPool(asyncpg.Pool):  # type: ignore[misc]  # asyncpg is untyped
