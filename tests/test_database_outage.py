@@ -29,7 +29,12 @@ from db.engine import embedded_database_url, stop_embedded_server
 from db.outage import is_database_outage
 from schema.errors import INTERNAL, UNAVAILABLE, code_of, formatted
 from tests.conftest import free_port
-from tests.process_helpers import cli_environment, postmaster_running, start_cli, wait_exit
+from tests.process_helpers import (
+    cli_environment,
+    postmaster_running,
+    start_cli,
+    wait_exit,
+)
 from tests.test_api_flow import gql, poll_job, sample_messages
 from tests.test_shutdown import wait_embedded
 from tests.test_worker import wait_for
