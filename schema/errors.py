@@ -33,13 +33,16 @@ BAD_USER_INPUT = "BAD_USER_INPUT"  # any other value the API refuses, said where
 NOT_FOUND = "NOT_FOUND"  # no object with that id (typed mutation results, jobProgress)
 RESPONSE_TOO_LARGE = "RESPONSE_TOO_LARGE"  # the answer would be over the response cap
 INTERNAL = "INTERNAL"  # a server fault: only the request id is shown
+UNAVAILABLE = "UNAVAILABLE"  # the database is unreachable or did not answer in time: try again
 
 CODES = (
     BAD_REQUEST, REQUEST_TOO_LARGE, UNAUTHENTICATED, FORBIDDEN, PARSE, VALIDATION, TOO_COMPLEX,
     BAD_ID, BAD_CURSOR, PAGE_SIZE, BAD_USER_INPUT, NOT_FOUND, RESPONSE_TOO_LARGE, INTERNAL,
+    UNAVAILABLE,
 )  # fmt: skip
 
 INTERNAL_MESSAGE = "Internal server error"
+UNAVAILABLE_MESSAGE = "The database is unavailable; try again later"
 
 
 def client_error(message: str, code: str = BAD_USER_INPUT, **extensions: Any) -> GraphQLError:
