@@ -23,6 +23,7 @@ import httpx
 import pytest
 
 from db.engine import connect, embedded_database_url, stop_embedded_server
+from db.ingest import BATCH_SIZE
 from db.migrate import migrate
 from tests.conftest import free_port
 from tests.process_helpers import (
@@ -79,9 +80,12 @@ def large_message(number: int) -> dict[str, Any]:
             "ts": 1_600_000_000 + number}  # fmt: skip
 
 
-async def kill_the_copy(url: str, deadline: float, still_running: Any) -> int:
-    """SIGKILL the backend receiving a COPY into the staging table as soon as one is at work;
-    returns its pid. The postmaster then restarts every backend (a crash)."""
+async def kill_the_copy(
+    url: str, deadline: float, still_running: Any, *, once_stored: int = 0
+) -> int:
+    """SIGKILL the backend receiving a COPY into the staging table as soon as one is at work
+    and at least `once_stored` messages are committed; returns its pid. The postmaster then
+    restarts every backend (a crash)."""
     loop = asyncio.get_running_loop()
     admin = await asyncpg.connect(url)
     try:
@@ -90,7 +94,9 @@ async def kill_the_copy(url: str, deadline: float, still_running: Any) -> int:
             pid = await admin.fetchval(
                 """SELECT pid FROM pg_stat_activity
                    WHERE pid <> pg_backend_pid() AND state = 'active'
-                     AND query ILIKE 'COPY%message_staging%' LIMIT 1"""
+                     AND query ILIKE 'COPY%message_staging%'
+                     AND (SELECT count(*) FROM messages) >= $1 LIMIT 1""",
+                once_stored,
             )
             if pid:
                 os.kill(int(pid), signal.SIGKILL)
@@ -129,7 +135,10 @@ async def test_an_import_whose_copy_loses_its_backend_exits_1_in_bounded_time(
     process = start_cli(["import", str(path), "--channel", "large"], environment, log)
     try:
         deadline = asyncio.get_running_loop().time() + 120
-        await kill_the_copy(empty_server, deadline, lambda: process.poll() is None)
+        # The second batch's COPY: the first one is committed and must stay.
+        await kill_the_copy(
+            empty_server, deadline, lambda: process.poll() is None, once_stored=BATCH_SIZE
+        )
         assert await wait_exit(process, ANSWER_WITHIN_SECONDS) == 1, log.read_text()
     finally:
         if process.poll() is None:
@@ -141,6 +150,7 @@ async def test_an_import_whose_copy_loses_its_backend_exits_1_in_bounded_time(
     assert len(errors) == 1, stderr
     assert errors[0].startswith("digestd: error: database connection lost after "), errors[0]
     said_stored = int(errors[0].split(" after ")[1].split(" messages")[0].replace(",", ""))
+    assert said_stored >= BATCH_SIZE
     total, whole = await stored(empty_server)
     assert total == whole >= said_stored  # every batch it counted is there, whole
     assert total < FILE_MESSAGES  # the killed batch was not committed
