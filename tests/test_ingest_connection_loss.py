@@ -15,6 +15,8 @@ import json
 import os
 import signal
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +24,11 @@ import asyncpg
 import httpx
 import pytest
 
-from db.engine import connect, embedded_database_url, stop_embedded_server
-from db.ingest import BATCH_SIZE
+import db.ingest
+from db.engine import connect, create_pool, embedded_database_url, stop_embedded_server
+from db.ingest import BATCH_SIZE, ChannelKey, MessageIngestor
 from db.migrate import migrate
+from runner.normalize import normalize_text
 from tests.conftest import free_port
 from tests.process_helpers import (
     cli_environment,
@@ -81,11 +85,16 @@ def large_message(number: int) -> dict[str, Any]:
 
 
 async def kill_the_copy(
-    url: str, deadline: float, still_running: Any, *, once_stored: int = 0
+    url: str,
+    deadline: float,
+    still_running: Any,
+    *,
+    once_stored: int = 0,
+    signum: signal.Signals = signal.SIGKILL,
 ) -> int:
-    """SIGKILL the backend receiving a COPY into the staging table as soon as one is at work
-    and at least `once_stored` messages are committed; returns its pid. The postmaster then
-    restarts every backend (a crash)."""
+    """SIGKILL (or `signum`) the backend receiving a COPY into the staging table as soon as one
+    is at work and at least `once_stored` messages are committed; returns its pid. After a
+    SIGKILL the postmaster restarts every backend (a crash)."""
     loop = asyncio.get_running_loop()
     admin = await asyncpg.connect(url)
     try:
@@ -99,7 +108,7 @@ async def kill_the_copy(
                 once_stored,
             )
             if pid:
-                os.kill(int(pid), signal.SIGKILL)
+                os.kill(int(pid), signum)
                 return int(pid)
             await asyncio.sleep(0.005)
     finally:
@@ -231,3 +240,56 @@ async def test_ingest_messages_whose_copy_loses_its_backend_answers_unavailable(
         assert result == {"__typename": "IngestResult", "accepted": API_MESSAGES,
                           "inserted": API_MESSAGES}, again.text  # fmt: skip
     assert await stored(empty_server) == (API_MESSAGES, API_MESSAGES)
+
+
+@dataclass(frozen=True)
+class Message:
+    external_id: str
+    author: str
+    ts: datetime
+    text: str
+    reply_to: str | None = None
+    attachments: list[dict[str, Any]] = field(default_factory=list)
+
+
+async def test_a_copy_whose_backend_stops_answering_ends_at_its_bound(
+    empty_server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A backend that stops reading (SIGSTOP, as a blackholed network looks) is never reported
+    lost: the COPY's own bound ends the write and closes the connection. The bound is made
+    short here; its real size only matters to a healthy server."""
+    monkeypatch.setattr(db.ingest, "_COPY_BASE_SECONDS", 2.0)
+    monkeypatch.setattr(db.ingest, "_COPY_SECONDS_PER_MB", 0.0)
+    pool = await create_pool(empty_server, max_size=2)
+    ingestor = MessageIngestor(pool, normalize_text)
+    key = ChannelKey(server=None, channel="stalled")
+    messages = [
+        Message(str(number), "ann", datetime(2020, 9, 13, tzinfo=UTC), large_message(number)["text"])
+        for number in range(BATCH_SIZE)
+    ]
+
+    async def write() -> None:
+        await ingestor.add_many(key, messages)
+        await ingestor.flush()
+
+    loop = asyncio.get_running_loop()
+    writing = asyncio.create_task(write())
+    stopped = 0
+    try:
+        stopped = await kill_the_copy(
+            empty_server, loop.time() + 120, lambda: not writing.done(), signum=signal.SIGSTOP
+        )
+        done, _ = await asyncio.wait({writing}, timeout=ANSWER_WITHIN_SECONDS)
+        assert writing in done, f"the stalled COPY did not end within {ANSWER_WITHIN_SECONDS}s"
+        with pytest.raises(asyncpg.ConnectionDoesNotExistError):
+            writing.result()
+    finally:
+        if stopped:
+            os.kill(stopped, signal.SIGCONT)
+        writing.cancel()
+        try:
+            async with asyncio.timeout(10):
+                await pool.close()
+        except TimeoutError:
+            pool.terminate()
+    assert await stored(empty_server) == (0, 0)
