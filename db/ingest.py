@@ -7,8 +7,10 @@ while one batch is written, the caller parses the next (see `MessageIngestor`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-from collections.abc import Iterable
+import logging
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -17,6 +19,8 @@ import asyncpg
 
 from db.models import Channel, as_row
 from db.queries import QUERIES
+
+logger = logging.getLogger(__name__)
 
 BATCH_SIZE = 5000
 # While a batch is being written, `add` yields to the event loop every this many rows so the
@@ -72,10 +76,10 @@ SELECT count(*) FILTER (WHERE inserted) AS inserted, count(*) AS written FROM me
 """
 
 
-# A COPY whose server died while the client was sending could wait forever (asyncpg waits for the
-# socket to drain; seen when a backend was SIGKILLed mid-import). A batch is bounded instead:
-# 30 s plus 1 s per MB of text, far above what a healthy server needs (5,000 messages in well
-# under a second), so only a dead connection ever reaches it.
+# A batch's COPY is bounded as a whole: 30 s plus 1 s per MB of text, far above what a healthy
+# server needs (5,000 messages in well under a second), so only a connection that stopped
+# answering without being reported lost ever reaches it. asyncpg's own `timeout=` does not do
+# this: it bounds the wait for the server's reply, not the wait for the socket to take the data.
 _COPY_BASE_SECONDS = 30.0
 _COPY_SECONDS_PER_MB = 1.0
 
@@ -83,6 +87,75 @@ _COPY_SECONDS_PER_MB = 1.0
 def _copy_timeout(rows: list[tuple[Any, ...]]) -> float:
     text_chars = sum(len(row[6]) + len(row[7]) for row in rows)  # raw_text, normalized_text
     return _COPY_BASE_SECONDS + _COPY_SECONDS_PER_MB * text_chars / 1_000_000
+
+
+@contextlib.asynccontextmanager
+async def _interrupted_when_lost(connection: asyncpg.Connection) -> AsyncIterator[None]:
+    """Run the block until it ends or `connection` is lost, whichever comes first; a loss
+    raises `ConnectionDoesNotExistError` at once.
+
+    asyncpg (0.32) wakes a query waiting for its reply when the connection is lost, but not a
+    COPY waiting for the socket to take more data: the transport paused writing
+    (`pause_writing`) while the rows were flowing and never resumes once the connection is
+    gone, so `copy_in` waits on its `writing_allowed` event for ever. The connection's
+    termination listener does run (asyncpg calls it when it sees the loss): here it ends the
+    block. Whatever asyncpg raises while the block unwinds (a transaction's exit on a closed
+    connection says `cannot call Transaction.__aexit__()`) becomes that one error."""
+    loop = asyncio.get_running_loop()
+    lost = False
+    watching = True
+    try:
+        async with asyncio.timeout(None) as scope:
+
+            def on_lost(_connection: object) -> None:
+                nonlocal lost
+                if watching:  # asyncpg calls listeners soon after the loss, maybe too late
+                    lost = True
+                    scope.reschedule(loop.time())  # cancels the block where it waits
+
+            connection.add_termination_listener(on_lost)
+            try:
+                yield
+            finally:
+                watching = False
+                if not scope.expired():
+                    scope.reschedule(None)
+                # A lost pool connection is already detached from its proxy (which then
+                # refuses every call), and asyncpg dropped its listeners.
+                with contextlib.suppress(asyncpg.InterfaceError):
+                    connection.remove_termination_listener(on_lost)
+    except Exception as error:
+        if lost or _is_gone(connection):
+            raise asyncpg.ConnectionDoesNotExistError(
+                "the database connection was lost while a batch was written; nothing of that "
+                "batch is stored"
+            ) from error
+        raise
+
+
+def _is_gone(connection: asyncpg.Connection) -> bool:
+    try:
+        return bool(connection.is_closed())
+    except asyncpg.InterfaceError:  # a pool's proxy whose connection was lost and released
+        return True
+
+
+async def _copy_batch(connection: asyncpg.Connection, rows: list[tuple[Any, ...]]) -> None:
+    seconds = _copy_timeout(rows)
+    try:
+        async with asyncio.timeout(seconds):
+            await connection.copy_records_to_table(
+                "message_staging", records=rows, columns=_STAGING_COLUMNS
+            )
+    except TimeoutError:
+        # Whatever waits on this connection next (the transaction's rollback, the pool's
+        # reset) would wait on the same silent socket: close it without a word to the server.
+        logger.warning(
+            "COPY of a batch of %d messages did not finish in %.0fs: closing its connection",
+            len(rows), seconds,
+        )  # fmt: skip
+        connection.terminate()
+        raise
 
 
 class IncomingMessage(Protocol):
@@ -220,12 +293,13 @@ class MessageIngestor:
             await task
 
     async def _write(self, rows: list[tuple[Any, ...]]) -> None:
-        async with self._pool.acquire() as connection, connection.transaction():
+        async with (
+            self._pool.acquire() as connection,
+            _interrupted_when_lost(connection),
+            connection.transaction(),
+        ):
             await connection.execute(_STAGING_DDL)
-            await connection.copy_records_to_table(
-                "message_staging", records=rows, columns=_STAGING_COLUMNS,
-                timeout=_copy_timeout(rows),
-            )  # fmt: skip
+            await _copy_batch(connection, rows)
             await connection.execute(_LOCK_CHANNELS)
             result = await connection.fetchrow(_MERGE_COUNTED)
         assert result is not None
