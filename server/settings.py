@@ -171,6 +171,16 @@ class Settings(BaseSettings):
         description="Allow loopback/private hosts in document URLs (never link-local).",
     )
 
+    @field_validator("digestd_api_tokens")
+    @classmethod
+    def _tokens_parse(cls, spec: SecretStr | None) -> SecretStr | None:
+        """Checked here, like every other setting, so a malformed list is one line and exit 2
+        before any command starts (the message names the entry, never a token)."""
+        from server.auth import parse_tokens  # the format's one definition; imports the schema
+
+        parse_tokens(spec.get_secret_value() if spec else None)
+        return spec
+
     @field_validator("digestd_cors_origins")
     @classmethod
     def _origins_are_exact(cls, spec: str | None) -> str | None:
