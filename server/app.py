@@ -34,6 +34,7 @@ from server.console import console_page
 from server.graphiql import static_files
 from server.graphql_http import GraphQLEndpoint
 from server.graphql_ws import SubscriptionEndpoint
+from server.hosts import HostGuardMiddleware, HostPolicy, parse_allowed_hosts
 from server.job_events import JobEventHub
 from server.metrics import metrics_endpoint
 from server.request_id import RequestIdMiddleware
@@ -114,6 +115,18 @@ def cors(origins: list[str]) -> list[Middleware]:
 @dataclass
 class AppOptions:
     run_workers: int = 1
+    # The address `serve --host` listens on: one of the names the server answers to.
+    listen_host: str = "127.0.0.1"
+
+
+def host_guard(settings: Settings, tokens_set: bool, listen_host: str) -> list[Middleware]:
+    """The Host allow-list (server/hosts.py): always without tokens, where a rebinding page
+    could otherwise write; with tokens only when DIGESTD_ALLOWED_HOSTS is given (a page has no
+    token, and a proxy's many names need not be listed)."""
+    listed = parse_allowed_hosts(settings.digestd_allowed_hosts)
+    if tokens_set and not listed:
+        return []
+    return [Middleware(HostGuardMiddleware, policy=HostPolicy.for_server(listen_host, listed))]
 
 
 def create_app(settings: Settings, options: AppOptions | None = None) -> Starlette:
@@ -185,6 +198,9 @@ def create_app(settings: Settings, options: AppOptions | None = None) -> Starlet
             Middleware(RequestIdMiddleware),
             # Inside the request id, so its line carries it; labels are the app's own paths.
             Middleware(AccessLogMiddleware, paths=route_paths(routes)),
+            # Before CORS and authentication: a request to a name not the server's is answered
+            # nothing else, preflight or not.
+            *host_guard(settings, bool(tokens), options.listen_host),
             *cors(settings.cors_origins),
             Middleware(BodySizeLimitMiddleware),
             Middleware(TokenAuthMiddleware, tokens=tokens),

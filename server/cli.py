@@ -81,7 +81,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         asyncio.run(check_database(settings.database_url))  # DatabaseUnavailable: one line
     enable_access_log()
     workers = 0 if args.no_runner else args.workers
-    app = create_app(settings, AppOptions(run_workers=workers))
+    app = create_app(settings, AppOptions(run_workers=workers, listen_host=args.host))
     print(f"digestd: GraphiQL at http://{args.host}:{args.port}/graphql", file=sys.stderr)
     tune_gc_for_serving()
     server = uvicorn.Server(

@@ -42,6 +42,14 @@ class Settings(BaseSettings):
         default=None,
         description="Comma-separated origins (`https://dash.example`) whose pages may call the API; unset = none.",
     )
+    digestd_allowed_hosts: str | None = Field(
+        default=None,
+        description=(
+            "Comma-separated host names (`digest.example`, `*.example.com`) the server answers to "
+            "besides localhost, loopback addresses and its `--host`; checked when no tokens are set, "
+            "or when this is set."
+        ),
+    )
     digestd_db_pool_size: int = Field(
         default=10, ge=1, le=200, description="Database connections per process."
     )
@@ -179,6 +187,17 @@ class Settings(BaseSettings):
         from server.auth import parse_tokens  # the format's one definition; imports the schema
 
         parse_tokens(spec.get_secret_value() if spec else None)
+        return spec
+
+    @field_validator("digestd_allowed_hosts")
+    @classmethod
+    def _hosts_are_names(cls, spec: str | None) -> str | None:
+        """Each entry a host name or address as a Host header carries it, without a port, or
+        `*.` and a domain. No bare `*`: it would answer a rebinding page again."""
+        for name in (spec or "").split(","):
+            name = name.strip()
+            if name and not re.fullmatch(r"(\*\.)?[A-Za-z0-9][A-Za-z0-9.\-]*|\[?[0-9A-Fa-f:.]+\]?", name):
+                raise ValueError(f"{name[:80]!r} is not a host name like digest.example or *.example.com")
         return spec
 
     @field_validator("digestd_cors_origins")
