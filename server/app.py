@@ -30,6 +30,7 @@ from schema.errors import REQUEST_TOO_LARGE
 from schema.request_gate import GateLimits
 from server.access_log import AccessLogMiddleware, route_paths
 from server.auth import TokenAuthMiddleware, parse_tokens
+from server.connection_limits import WebSocketCaps, websocket_limit
 from server.console import console_page
 from server.graphiql import static_files
 from server.graphql_http import GraphQLEndpoint
@@ -201,6 +202,8 @@ def create_app(settings: Settings, options: AppOptions | None = None) -> Starlet
             # Before CORS and authentication: a request to a name not the server's is answered
             # nothing else, preflight or not.
             *host_guard(settings, bool(tokens), options.listen_host),
+            Middleware(WebSocketCaps, per_process=websocket_limit(settings),
+                       per_client=settings.digestd_max_websockets_per_client),  # fmt: skip
             *cors(settings.cors_origins),
             Middleware(BodySizeLimitMiddleware),
             Middleware(TokenAuthMiddleware, tokens=tokens),

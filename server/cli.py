@@ -65,6 +65,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     import uvicorn
 
     from server.app import AppOptions, create_app
+    from server.connection_limits import connection_limit
 
     if not settings.digestd_api_tokens and not _is_loopback(args.host):
         logger.warning(
@@ -91,6 +92,9 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
             # WebSocket frames are subscribe messages (server/graphql_ws.py caps them at 128 Ki
             # characters): uvicorn's 16 MiB default would buffer far more before that check.
             ws_max_size=WS_MAX_BYTES,
+            # Within the descriptors RLIMIT_NOFILE allows (server/connection_limits.py): past it
+            # nothing, a writer's request included, would be accepted.
+            limit_concurrency=connection_limit(settings),
         )
     )  # fmt: skip
     # uvicorn turns SIGTERM/SIGINT into a graceful stop (the lifespan releases running jobs and

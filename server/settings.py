@@ -53,6 +53,21 @@ class Settings(BaseSettings):
     digestd_db_pool_size: int = Field(
         default=10, ge=1, le=200, description="Database connections per process."
     )
+    digestd_max_connections: int | None = Field(
+        default=None, ge=16,
+        description=(
+            "Client connections `serve` holds at once (more are answered 503); unset = the "
+            "descriptor limit (`ulimit -n`) less the pool and 64."
+        ),
+    )
+    digestd_max_websockets: int | None = Field(
+        default=None, ge=1,
+        description="WebSocket connections per `serve` process; unset = half of the connection limit.",
+    )
+    digestd_max_websockets_per_client: int = Field(
+        default=32, ge=1,
+        description="WebSocket connections per client address (behind a proxy, all of its clients are one).",
+    )
     digestd_log_format: Literal["text", "json"] = Field(
         default="text", description="Log lines as text, or one JSON object per line."
     )
