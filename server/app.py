@@ -202,8 +202,12 @@ def create_app(settings: Settings, options: AppOptions | None = None) -> Starlet
             # Before CORS and authentication: a request to a name not the server's is answered
             # nothing else, preflight or not.
             *host_guard(settings, bool(tokens), options.listen_host),
-            Middleware(WebSocketCaps, per_process=websocket_limit(settings),
-                       per_client=settings.digestd_max_websockets_per_client),  # fmt: skip
+            # Before anything a WebSocket costs: one over a cap is closed at once.
+            Middleware(
+                WebSocketCaps,
+                per_process=websocket_limit(settings),
+                per_client=settings.digestd_max_websockets_per_client,
+            ),
             *cors(settings.cors_origins),
             Middleware(BodySizeLimitMiddleware),
             Middleware(TokenAuthMiddleware, tokens=tokens),

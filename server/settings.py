@@ -199,7 +199,8 @@ class Settings(BaseSettings):
     def _tokens_parse(cls, spec: SecretStr | None) -> SecretStr | None:
         """Checked here, like every other setting, so a malformed list is one line and exit 2
         before any command starts (the message names the entry, never a token)."""
-        from server.auth import parse_tokens  # the format's one definition; imports the schema
+        # The format's one definition; imported here as server.auth imports the schema.
+        from server.auth import parse_tokens
 
         parse_tokens(spec.get_secret_value() if spec else None)
         return spec
