@@ -76,8 +76,9 @@ class WebSocketCaps:
         client = scope["client"][0] if scope.get("client") else "-"
         refusal = self._refusal(client)
         if refusal is not None:
-            # INFO, not WARNING: a flood would write one line per connection.
-            logger.info("websocket.refused client=%s reason=%s", client[:64], refusal)
+            # For the operator (a cap reached), not a fault; a flood of these is folded to one
+            # line per interval by server/logs.py.
+            logger.warning("websocket.refused client=%s reason=%s", client[:64], refusal)
             await _accept_and_close(scope, receive, send, refusal)
             return
         self.open += 1

@@ -63,7 +63,8 @@ class CollapseRepeats(logging.Filter):
     """Lets through one record of a repeating kind per interval, on one line, saying how many
     more of that kind were held back since. Out of descriptors, asyncio logs a traceback for
     every failed `accept()`, thousands a second (51 MB in 11 s); uvicorn a line per request over
-    its concurrency limit. The first says what happened; the count says how often."""
+    its concurrency limit; digestd a line per WebSocket over a cap. The first says what
+    happened; the count says how often."""
 
     def __init__(self, interval: float = 10.0, clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__()
@@ -108,11 +109,13 @@ def repeating_kind(record: logging.LogRecord) -> str | None:
         return "accept"
     if record.name == "uvicorn.error" and record.msg == "Exceeded concurrency limit.":
         return "concurrency"
+    if record.name == "server.connection_limits" and str(record.msg).startswith("websocket.refused"):
+        return "websocket cap"
     return None
 
 
 # The loggers whose floods CollapseRepeats folds (records are filtered where they are logged).
-REPEATING_LOGGERS = ("asyncio", "uvicorn.error")
+REPEATING_LOGGERS = ("asyncio", "uvicorn.error", "server.connection_limits")
 
 
 def collapse_repeats() -> None:

@@ -96,5 +96,7 @@ def test_a_flood_of_accept_errors_is_one_line_per_interval() -> None:
     now[0] += 11
     later = accept_error()
     assert folding.filter(later) and "4999 more like it in the last 11s" in later.getMessage()
+    refused = logging.LogRecord("server.connection_limits", logging.WARNING, __file__, 1, "websocket.refused client=%s reason=%s", ("127.0.0.1", "too many"), None)
+    assert folding.filter(refused) and not folding.filter(refused)  # a kind of its own, folded too
     other = logging.LogRecord("asyncio", logging.ERROR, __file__, 1, "Task exception was never retrieved", None, None)
     assert folding.filter(other) and other.getMessage() == "Task exception was never retrieved"
