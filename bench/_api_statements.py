@@ -69,5 +69,5 @@ async def statement_counter(settings: Settings) -> AsyncIterator[StatementCounte
         app = create_app(settings, AppOptions(run_workers=0))
         async with app.router.lifespan_context(app):
             transport = httpx.ASGITransport(app=app)
-            async with httpx.AsyncClient(transport=transport, base_url="http://app") as client:
+            async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:  # a name the app answers to
                 yield StatementCounter(client, statements)

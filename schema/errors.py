@@ -24,6 +24,7 @@ from db.outage import is_database_outage
 BAD_REQUEST = "BAD_REQUEST"  # the HTTP body is no GraphQL request (HTTP 400)
 REQUEST_TOO_LARGE = "REQUEST_TOO_LARGE"  # the body is over the cap of its operation (HTTP 413)
 UNAUTHENTICATED = "UNAUTHENTICATED"  # no or unknown token (HTTP 401, server/auth.py)
+BAD_HOST = "BAD_HOST"  # a Host header the server does not answer to (HTTP 400, server/hosts.py)
 FORBIDDEN = "FORBIDDEN"  # the token's role may not run this operation
 PARSE = "PARSE"  # the query text is not GraphQL
 VALIDATION = "VALIDATION"  # the query or its variables do not fit the schema's types
@@ -40,7 +41,7 @@ INTERNAL = "INTERNAL"  # a server fault: only the request id is shown
 UNAVAILABLE = "UNAVAILABLE"  # the database is unreachable or did not answer in time: try again
 
 CODES = (
-    BAD_REQUEST, REQUEST_TOO_LARGE, UNAUTHENTICATED, FORBIDDEN, PARSE, VALIDATION, TOO_COMPLEX,
+    BAD_REQUEST, REQUEST_TOO_LARGE, UNAUTHENTICATED, BAD_HOST, FORBIDDEN, PARSE, VALIDATION, TOO_COMPLEX,
     BAD_ID, BAD_CURSOR, PAGE_SIZE, BAD_USER_INPUT, NOT_FOUND, RESPONSE_TOO_LARGE, INTERNAL,
     UNAVAILABLE,
 )  # fmt: skip

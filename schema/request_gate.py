@@ -136,7 +136,7 @@ def admit(schema: GraphQLSchema, request: GraphQLRequest, role: Role, limits: Ga
             )  # fmt: skip
     elif request.method == WEBSOCKET:
         raise _refuse(
-            f"only subscriptions are served over WebSocket: send {operation.operation.value}s "
+            "only subscriptions are served over WebSocket: send queries and mutations "
             "over HTTP (POST /graphql)",
             BAD_REQUEST,
         )  # fmt: skip

@@ -31,10 +31,12 @@ from schema.errors import REQUEST_TOO_LARGE
 from schema.request_gate import GateLimits
 from server.access_log import AccessLogMiddleware, route_paths
 from server.auth import TokenAuthMiddleware, parse_tokens
+from server.connection_limits import WebSocketCaps, websocket_limit
 from server.console import console_page
 from server.graphiql import static_files
 from server.graphql_http import GraphQLEndpoint
 from server.graphql_ws import SubscriptionEndpoint
+from server.hosts import HostGuardMiddleware, HostPolicy, parse_allowed_hosts
 from server.job_events import JobEventHub
 from server.metrics import metrics_endpoint
 from server.request_id import RequestIdMiddleware
@@ -148,6 +150,18 @@ async def probe_database(pool: asyncpg.Pool) -> tuple[bool, int | None]:
 @dataclass
 class AppOptions:
     run_workers: int = 1
+    # The address `serve --host` listens on: one of the names the server answers to.
+    listen_host: str = "127.0.0.1"
+
+
+def host_guard(settings: Settings, tokens_set: bool, listen_host: str) -> list[Middleware]:
+    """The Host allow-list (server/hosts.py): always without tokens, where a rebinding page
+    could otherwise write; with tokens only when DIGESTD_ALLOWED_HOSTS is given (a page has no
+    token, and a proxy's many names need not be listed)."""
+    listed = parse_allowed_hosts(settings.digestd_allowed_hosts)
+    if tokens_set and not listed:
+        return []
+    return [Middleware(HostGuardMiddleware, policy=HostPolicy.for_server(listen_host, listed))]
 
 
 def create_app(settings: Settings, options: AppOptions | None = None) -> Starlette:
@@ -217,6 +231,15 @@ def create_app(settings: Settings, options: AppOptions | None = None) -> Starlet
             Middleware(RequestIdMiddleware),
             # Inside the request id, so its line carries it; labels are the app's own paths.
             Middleware(AccessLogMiddleware, paths=route_paths(routes)),
+            # Before CORS and authentication: a request to a name not the server's is answered
+            # nothing else, preflight or not.
+            *host_guard(settings, bool(tokens), options.listen_host),
+            # Before anything a WebSocket costs: one over a cap is closed at once.
+            Middleware(
+                WebSocketCaps,
+                per_process=websocket_limit(settings),
+                per_client=settings.digestd_max_websockets_per_client,
+            ),
             *cors(settings.cors_origins),
             Middleware(BodySizeLimitMiddleware),
             Middleware(TokenAuthMiddleware, tokens=tokens),

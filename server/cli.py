@@ -65,6 +65,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     import uvicorn
 
     from server.app import AppOptions, create_app
+    from server.connection_limits import connection_limit
 
     if not settings.digestd_api_tokens and not _is_loopback(args.host):
         logger.warning(
@@ -81,7 +82,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         asyncio.run(check_database(settings.database_url))  # DatabaseUnavailable: one line
     enable_access_log()
     workers = 0 if args.no_runner else args.workers
-    app = create_app(settings, AppOptions(run_workers=workers))
+    app = create_app(settings, AppOptions(run_workers=workers, listen_host=args.host))
     print(f"digestd: GraphiQL at http://{args.host}:{args.port}/graphql", file=sys.stderr)
     tune_gc_for_serving()
     server = uvicorn.Server(
@@ -91,6 +92,9 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
             # WebSocket frames are subscribe messages (server/graphql_ws.py caps them at 128 Ki
             # characters): uvicorn's 16 MiB default would buffer far more before that check.
             ws_max_size=WS_MAX_BYTES,
+            # Within the descriptors RLIMIT_NOFILE allows (server/connection_limits.py): past it
+            # nothing, a writer's request included, would be accepted.
+            limit_concurrency=connection_limit(settings),
         )
     )  # fmt: skip
     # uvicorn turns SIGTERM/SIGINT into a graceful stop (the lifespan releases running jobs and

@@ -62,7 +62,8 @@ logger = logging.getLogger(__name__)
 # A subscribe message carries a query (at most request_gate.MAX_QUERY_CHARS) and its variables.
 MAX_MESSAGE_CHARS = 128 * 1024
 MAX_SUBSCRIPTIONS = 20
-CONNECTION_INIT_SECONDS = 10
+# A client sends connection_init as soon as the socket opens; an idle socket is let go soon.
+CONNECTION_INIT_SECONDS = 5
 # WebSocket close code for a message over the size limit (RFC 6455: "message too big").
 MESSAGE_TOO_BIG = 1009
 

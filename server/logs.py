@@ -13,8 +13,12 @@ on one line; `-v` shows everything.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
+import time
+from collections import Counter
+from collections.abc import Callable
 from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Literal
@@ -55,6 +59,75 @@ class OneLineLibraryRetries(logging.Filter):
         return True
 
 
+class CollapseRepeats(logging.Filter):
+    """Lets through one record of a repeating kind per interval, on one line, saying how many
+    more of that kind were held back since. Out of descriptors, asyncio logs a traceback for
+    every failed `accept()`, thousands a second (51 MB in 11 s); uvicorn a line per request over
+    its concurrency limit; digestd a line per WebSocket over a cap. The first says what
+    happened; the count says how often."""
+
+    def __init__(self, interval: float = 10.0, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__()
+        self.interval = interval
+        self.clock = clock
+        self.last_shown: dict[str, float] = {}
+        self.held_back: Counter[str] = Counter()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        kind = repeating_kind(record)
+        if kind is None:
+            return True
+        now = self.clock()
+        shown = self.last_shown.get(kind)
+        if shown is not None and now - shown < self.interval:
+            self.held_back[kind] += 1
+            return False
+        self.last_shown[kind] = now
+        line = record.getMessage().splitlines()[0]
+        error = record.exc_info[1] if record.exc_info else None
+        if error is not None:
+            line += f" ({type(error).__name__}: {getattr(error, 'strerror', None) or error})"
+        held = self.held_back.pop(kind, 0)
+        if held and shown is not None:
+            line += f"; {held} more like it in the last {now - shown:.0f}s"
+        record.msg, record.args = line, None
+        record.exc_info = record.exc_text = None
+        return True
+
+
+# errno values of an accept() that failed for want of resources (not of the client's doing).
+_OUT_OF_RESOURCES = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
+
+
+def repeating_kind(record: logging.LogRecord) -> str | None:
+    """Which kind of flood line `record` is (see CollapseRepeats), or None."""
+    error = record.exc_info[1] if record.exc_info else None
+    if record.name == "asyncio" and (
+        str(record.msg).startswith("socket.accept() out of system resource")
+        or (isinstance(error, OSError) and error.errno in _OUT_OF_RESOURCES)
+    ):
+        return "accept"
+    if record.name == "uvicorn.error" and record.msg == "Exceeded concurrency limit.":
+        return "concurrency"
+    if record.name == "server.connection_limits" and str(record.msg).startswith("websocket.refused"):
+        return "websocket cap"
+    return None
+
+
+# The loggers whose floods CollapseRepeats folds (records are filtered where they are logged).
+REPEATING_LOGGERS = ("asyncio", "uvicorn.error", "server.connection_limits")
+
+
+def collapse_repeats() -> None:
+    """Install one CollapseRepeats on each of REPEATING_LOGGERS (again: replacing it)."""
+    shared = CollapseRepeats()
+    for name in REPEATING_LOGGERS:
+        target = logging.getLogger(name)
+        for old in [f for f in target.filters if isinstance(f, CollapseRepeats)]:
+            target.removeFilter(old)
+        target.addFilter(shared)
+
+
 class JsonFormatter(logging.Formatter):
     """One JSON object per line: time, level, logger, message, request_id, and for a record
     with an exception its class and traceback (only ERROR records carry one by then)."""
@@ -84,6 +157,7 @@ def configure_logging(verbose: bool, log_format: LogFormat = "text") -> None:
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(logging.DEBUG if verbose else logging.WARNING)
+    collapse_repeats()  # even with -v: a traceback per failed accept() is no more use than one
 
 
 def enable_access_log() -> None:

@@ -42,6 +42,14 @@ class Settings(BaseSettings):
         default=None,
         description="Comma-separated origins (`https://dash.example`) whose pages may call the API; unset = none.",
     )
+    digestd_allowed_hosts: str | None = Field(
+        default=None,
+        description=(
+            "Comma-separated host names (`digest.example`, `*.example.com`) the server answers to "
+            "besides localhost, loopback addresses and its `--host`; checked when no tokens are set, "
+            "or when this is set."
+        ),
+    )
     digestd_db_pool_size: int = Field(
         default=10, ge=1, le=200, description="Database connections per process."
     )
@@ -50,6 +58,21 @@ class Settings(BaseSettings):
         gt=0,
         description="How long one database statement may run, and a request wait for a pool "
         "connection; past it the database counts as unavailable (`UNAVAILABLE`).",
+    )
+    digestd_max_connections: int | None = Field(
+        default=None, ge=16,
+        description=(
+            "Client connections `serve` holds at once (more are answered 503); unset = the "
+            "descriptor limit (`ulimit -n`) less the pool and 64."
+        ),
+    )
+    digestd_max_websockets: int | None = Field(
+        default=None, ge=1,
+        description="WebSocket connections per `serve` process; unset = half of the connection limit.",
+    )
+    digestd_max_websockets_per_client: int = Field(
+        default=32, ge=1,
+        description="WebSocket connections per client address (behind a proxy, all of its clients are one).",
     )
     digestd_log_format: Literal["text", "json"] = Field(
         default="text", description="Log lines as text, or one JSON object per line."
@@ -176,6 +199,28 @@ class Settings(BaseSettings):
         default=False,
         description="Allow loopback/private hosts in document URLs (never link-local).",
     )
+
+    @field_validator("digestd_api_tokens")
+    @classmethod
+    def _tokens_parse(cls, spec: SecretStr | None) -> SecretStr | None:
+        """Checked here, like every other setting, so a malformed list is one line and exit 2
+        before any command starts (the message names the entry, never a token)."""
+        # The format's one definition; imported here as server.auth imports the schema.
+        from server.auth import parse_tokens
+
+        parse_tokens(spec.get_secret_value() if spec else None)
+        return spec
+
+    @field_validator("digestd_allowed_hosts")
+    @classmethod
+    def _hosts_are_names(cls, spec: str | None) -> str | None:
+        """Each entry a host name or address as a Host header carries it, without a port, or
+        `*.` and a domain. No bare `*`: it would answer a rebinding page again."""
+        for name in (spec or "").split(","):
+            name = name.strip()
+            if name and not re.fullmatch(r"(\*\.)?[A-Za-z0-9][A-Za-z0-9.\-]*|\[?[0-9A-Fa-f:.]+\]?", name):
+                raise ValueError(f"{name[:80]!r} is not a host name like digest.example or *.example.com")
+        return spec
 
     @field_validator("digestd_cors_origins")
     @classmethod

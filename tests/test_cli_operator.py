@@ -164,3 +164,14 @@ def test_serve_with_an_unreachable_database_is_one_line_before_announcing_a_url(
         result = run(env, "serve", "--port", str(free_port()))
     line = one_line_error(result)
     assert "s3cret-pw" not in line and "refused" in line.lower() and "GraphiQL" not in result.stderr
+
+
+def test_a_short_api_token_is_one_line_naming_the_entry_not_the_token(database_url: str, tmp_path: Path) -> None:
+    from tests.conftest import free_port
+
+    env = environment(database_url, tmp_path)  # a database that answers: serve gets that far
+    env["DIGESTD_API_TOKENS"] = "reader:long-enough-1,writer:shrt"
+    result = run(env, "serve", "--port", str(free_port()))
+    line = one_line_error(result)
+    assert "DIGESTD_API_TOKENS" in line and "entry 2" in line and "under 8" in line
+    assert "shrt" not in line and "long-enough-1" not in line and "GraphiQL" not in result.stderr

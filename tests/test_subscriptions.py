@@ -229,6 +229,7 @@ async def test_errors_of_a_subscription_carry_codes(db: asyncpg.Pool, settings: 
         await subscribe(ws, "query", "1", query="query($id: ID!) { job(id: $id) { id } }")
         refused = await receive(ws)
         assert refused["type"] == "error" and refused["payload"][0]["extensions"]["code"] == "BAD_REQUEST"
+        assert "send queries and mutations over HTTP" in refused["payload"][0]["message"]
         await subscribe(ws, "typo", "1", query="subscription($id: ID!) { jobProgress(id: $id) { nope } }")
         invalid = await receive(ws)
         assert invalid["type"] == "error" and invalid["payload"][0]["extensions"]["code"] == "VALIDATION"
