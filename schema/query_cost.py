@@ -36,6 +36,8 @@ MAX_QUERY_COST = 20_000
 # Rows assumed for a list that has no `first` (the items of one digest, a document's digests).
 LIST_ROWS = 10
 MAX_PAGE_SIZE = 100
+# Rows counted for a bounded list whose `first` is not a number (its largest maximum).
+MAX_BOUNDED_ROWS = 1000
 # Rows counted for a connection asked for without first or last: the largest default page size.
 DEFAULT_PAGE_ROWS = 50
 
@@ -141,9 +143,14 @@ class _Estimator:
             if not given:
                 default = args["first"].default_value if "first" in args else None
                 return default if isinstance(default, int) and default > 0 else DEFAULT_PAGE_ROWS
+            # A page's size over MAX_PAGE_SIZE is refused when it runs (PAGE_SIZE); a bounded list
+            # (schema/bounded_lists.py) may be longer, up to its own maximum.
+            named = get_named_type(output)
+            is_page = isinstance(named, GraphQLObjectType) and "pageInfo" in named.fields
             if all(isinstance(size, int) and not isinstance(size, bool) for size in given):
-                return max(1, min(int(max(given)), MAX_PAGE_SIZE))
-            return MAX_PAGE_SIZE
+                asked = max(1, int(max(given)))
+                return min(asked, MAX_PAGE_SIZE) if is_page else asked
+            return MAX_PAGE_SIZE if is_page else MAX_BOUNDED_ROWS
         if "ids" in args:
             ids = self.argument(node, "ids")
             return len(ids) if isinstance(ids, list) else MAX_PAGE_SIZE
