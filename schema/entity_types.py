@@ -32,7 +32,6 @@ from schema.conversation_types import Conversation
 from schema.digest_types import DigestSummary
 from schema.ids import CHANNEL, DIGEST, global_id
 
-
 strawberry.enum(
     EntityKind, name="EntityKind",
     description="What kind of thing an entity is, as far as the rules can tell.",
