@@ -45,6 +45,20 @@ GROUP BY channel_id;
 -- Messages by internal id, for pointer resolution in the API.
 SELECT * FROM messages WHERE id = ANY($1::bigint[]);
 
+-- name: message_fields_by_ids
+-- Messages by internal id without their texts, for the API's DataLoader (columns of MessageFields).
+SELECT id, channel_id, external_id, author, ts, reply_to, attachments, created_at, revision,
+       revised_at, covered_revision, covered_by_digest_id, parent_id, conversation_id
+FROM messages WHERE id = ANY($1::bigint[]);
+
+-- name: message_raw_texts
+-- The texts as imported of messages by internal id: only the texts a query asks for are read.
+SELECT id, raw_text AS text FROM messages WHERE id = ANY($1::bigint[]);
+
+-- name: message_normalized_texts
+-- The current normalized texts of messages by internal id.
+SELECT id, normalized_text AS text FROM messages WHERE id = ANY($1::bigint[]);
+
 -- name: messages_by_external_ids
 -- Messages of one channel by external id.
 SELECT * FROM messages WHERE channel_id = $1 AND external_id = ANY($2::text[]);
