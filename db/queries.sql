@@ -735,10 +735,15 @@ WHERE e.item_id = ANY($1::bigint[])
 ORDER BY e.item_id, e.at, e.id;
 
 -- name: mentions_of_channel_items
--- The digests that mention items, oldest first.
-SELECT item_id, digest_id, row_id, position, created_at
-FROM channel_item_mentions
-WHERE item_id = ANY($1::bigint[])
+-- The latest 100 digests that mention each of several items, oldest first (owner_total: how
+-- many mentions the item has in all; keep 100 equal to schema/bounded_lists.py's
+-- MAX_ITEM_MENTIONS).
+SELECT item_id, digest_id, row_id, position, created_at, owner_total FROM (
+    SELECT item_id, digest_id, row_id, position, created_at,
+           count(*) OVER (PARTITION BY item_id) AS owner_total,
+           row_number() OVER (PARTITION BY item_id ORDER BY digest_id DESC, position DESC) AS n
+    FROM channel_item_mentions WHERE item_id = ANY($1::bigint[])
+) ranked WHERE n <= 100
 ORDER BY item_id, digest_id, position;
 -- name: upsert_entities
 -- A digest's entities of one channel ($1), digest $2, rows as JSON ($3): new keys are added,

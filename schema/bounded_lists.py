@@ -21,10 +21,10 @@ def first_argument(maximum: int, count_field: str) -> Any:
     )
 
 
-def capped(rows: list[Row], first: int, maximum: int) -> list[Row]:
-    """The first `first` rows; a `first` outside 1..maximum is the client's mistake."""
+def capped(rows: list[Row], first: int, maximum: int, argument: str = "first") -> list[Row]:
+    """The first `first` rows; a size outside 1..maximum is the client's mistake."""
     if not 1 <= first <= maximum:
-        raise client_error(f"first must be between 1 and {maximum}", PAGE_SIZE, argument="first")
+        raise client_error(f"{argument} must be between 1 and {maximum}", PAGE_SIZE, argument=argument)
     return rows[:first]
 
 
@@ -39,3 +39,5 @@ MAX_PROFILE_CONVERSATIONS = 100
 PROFILE_CONVERSATIONS = 20
 MAX_LEFT_OUT_RANGES = 1000
 LEFT_OUT_RANGES = 100
+MAX_ITEM_MENTIONS = 100  # = the n <= 100 of db/queries.sql's mentions_of_channel_items
+ITEM_MENTIONS = 10

@@ -18,7 +18,7 @@ from db.digests import DigestItem
 from db.models import (
     ChannelItem,
     ChannelItemEventWithMessage,
-    ChannelItemMention,
+    CountedItemMention,
     ConversationWithState,
     ActionItem,
     ArtifactWithMessage,
@@ -267,7 +267,7 @@ class Loaders:
             pool, channel_items.events_of_channel_items, lambda row: row.item_id
         )
     )
-    item_mentions: _Loader[int, list[ChannelItemMention]] = _Loader(
+    item_mentions: _Loader[int, list[CountedItemMention]] = _Loader(
         lambda pool: _group_rows(
             pool, channel_items.mentions_of_channel_items, lambda row: row.item_id
         )

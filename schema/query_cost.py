@@ -141,8 +141,9 @@ class _Estimator:
             sizes = [self.argument(node, name) for name in ("first", "last")]
             given = [size for size in sizes if size is not None]
             if not given:
-                default = args["first"].default_value if "first" in args else None
-                return default if isinstance(default, int) and default > 0 else DEFAULT_PAGE_ROWS
+                defaults = [args[name].default_value for name in ("first", "last") if name in args]
+                default = next((d for d in defaults if isinstance(d, int) and d > 0), None)
+                return default if default is not None else DEFAULT_PAGE_ROWS
             # A page's size over MAX_PAGE_SIZE is refused when it runs (PAGE_SIZE); a bounded list
             # (schema/bounded_lists.py) may be longer, up to its own maximum.
             named = get_named_type(output)

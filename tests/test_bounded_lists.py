@@ -14,7 +14,7 @@ from schema import build_schema
 from schema.context import ApiConfig, Context, Role
 from schema.ids import CHANNEL, global_id
 from schema.request_gate import GateLimits, GraphQLRequest, Refused, admit
-from tests.db_helpers import Msg, add_channel
+from tests.db_helpers import Msg, add_channel, row_id
 from tests.test_coverage import digest_once
 from tests.test_entities import T0, WINDOW_ONE
 
@@ -138,3 +138,30 @@ def test_bounded_lists_are_costed_by_their_bound() -> None:
         '{ entities(filter: {channelId: "Q2hhbm5lbDox"}, first: 20) { nodes { items { kind text } '
         "digests { digestId messageIds } } } }"
     ) is None
+
+
+async def test_an_item_mentioned_by_many_digests_lists_the_latest(db: asyncpg.Pool, database_url: str) -> None:
+    """Every digest mentioning a tracked item (one a minute under a schedule) was listed."""
+    channel = global_id(CHANNEL, await _crowded_channel(db, database_url))
+    async with db.acquire() as connection:
+        digest = await connection.fetchval("SELECT id FROM digests LIMIT 1")
+        item = await connection.fetchval(
+            "INSERT INTO channel_items (channel_id, kind, status, text, message_ids, said_at) "
+            "VALUES ($1, 'question', 'open', 'why 502?', ARRAY['a0'], now()) RETURNING id",
+            row_id(channel),
+        )  # fmt: skip
+        await connection.execute(
+            "INSERT INTO channel_item_mentions (item_id, digest_id, row_id, position) "
+            "SELECT $1, $2, 0, 1000 + n FROM generate_series(1, 150) AS n",
+            item, digest,
+        )  # fmt: skip
+        total = await connection.fetchval("SELECT count(*) FROM channel_item_mentions WHERE item_id = $1", item)
+    query = """query($c: ID!) { trackedItems(filter: {channelId: $c}, first: 100) { nodes { id
+      mentionCount mentions { position } all: mentions(last: 100) { position } } } }"""
+    data, codes = await _run(db, query, c=channel)
+    assert codes == [] and data is not None
+    node = next(n for n in data["trackedItems"]["nodes"] if n["mentionCount"] == total)
+    assert [m["position"] for m in node["mentions"]] == list(range(1141, 1151))
+    assert len(node["all"]) == 100 and node["all"][-1]["position"] == 1150
+    _, codes = await _run(db, "query($c: ID!) { trackedItems(filter: {channelId: $c}) { nodes { mentions(last: 101) { position } } } }", c=channel)
+    assert set(codes) == {"PAGE_SIZE"}

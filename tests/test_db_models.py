@@ -167,7 +167,7 @@ QUERY_MODELS: dict[str, type[BaseModel]] = {
     "digest_item_rows": models.DigestItemRow,
     "channel_items_by_ids": models.ChannelItem,
     "events_of_channel_items": models.ChannelItemEventWithMessage,
-    "mentions_of_channel_items": models.ChannelItemMention,
+    "mentions_of_channel_items": models.CountedItemMention,
     "upsert_entities": models.StoredEntityKey,
     "upsert_topic_profiles": models.StoredProfileKey,
     "entities_by_ids": models.Entity,

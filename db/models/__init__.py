@@ -31,6 +31,7 @@ from db.models.channel_items import (
     ChannelItemEvent,
     ChannelItemEventWithMessage,
     ChannelItemMention,
+    CountedItemMention,
     DigestItemRow,
 )
 from db.models.conversations import (
@@ -90,7 +91,7 @@ __all__ = [
     "ActionItem", "Artifact", "ArtifactWithMessage", "Channel", "ChannelColumns",
     "ChannelItem", "ChannelItemEvent", "ChannelItemEventWithMessage", "ChannelItemMention",
     "DigestItemRow",
-    "ChannelMessageCount", "ChannelUncoveredCount", "ChannelWithServer", "ChunkResult", "CitedAuthor",
+    "ChannelMessageCount", "CountedItemMention", "ChannelUncoveredCount", "ChannelWithServer", "ChunkResult", "CitedAuthor",
     "Conversation", "ConversationWithState", "Decision",
     "Digest", "DigestItemCounts", "DigestJob", "DigestMessage", "Document", "DocumentColumns",
     "DocumentDigest", "DocumentFields", "DocumentListing", "DueSchedule", "EditedMessage", "Entity", "EntityItemRef", "EntityMention",
