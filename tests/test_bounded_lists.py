@@ -4,7 +4,9 @@ of them in one digest), a digest every left-out range (1,000), each costed as 10
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import asyncpg
@@ -109,9 +111,9 @@ async def test_over_the_maximum_is_a_page_size_error(db: asyncpg.Pool, database_
     assert codes and set(codes) == {"PAGE_SIZE"}, codes
 
 
-def _cost_refusal(query: str) -> int | None:
+def _cost_refusal(query: str, role: Role = Role.READER) -> int | None:
     try:
-        admit(build_schema()._schema, GraphQLRequest(query, {}, None, len(query)), Role.READER, GateLimits())
+        admit(build_schema()._schema, GraphQLRequest(query, {}, None, len(query)), role, GateLimits())
     except Refused as refused:
         assert (refused.error.extensions or {})["code"] == "TOO_COMPLEX"
         return int((refused.error.extensions or {})["cost"])
@@ -165,3 +167,36 @@ async def test_an_item_mentioned_by_many_digests_lists_the_latest(db: asyncpg.Po
     assert len(node["all"]) == 100 and node["all"][-1]["position"] == 1150
     _, codes = await _run(db, "query($c: ID!) { trackedItems(filter: {channelId: $c}) { nodes { mentions(last: 101) { position } } } }", c=channel)
     assert set(codes) == {"PAGE_SIZE"}
+
+
+CONSOLE = Path(__file__).resolve().parents[1] / "server" / "static" / "console"
+
+
+def _console_queries() -> dict[str, str]:
+    """The console's GraphQL texts, with their `${NAME}` constants filled in."""
+    constants: dict[str, str] = {}
+    for path in sorted(CONSOLE.rglob("*.js")):
+        text = path.read_text("utf-8")
+        for match in re.finditer(r'(?:export )?const (\w+) = (`[^`]*`|"[^"]*")', text):
+            constants[match.group(1)] = match.group(2)[1:-1]
+        for match in re.finditer(r"const (\w+) = \{([^}]*)\};", text):
+            for key, value in re.findall(r"(\w+): (\d+)", match.group(2)):
+                constants[f"{match.group(1)}.{key}"] = value
+
+    def filled(text: str) -> str:
+        for _ in range(5):
+            text = re.sub(r"\$\{([\w.]+)\}", lambda m: constants.get(m.group(1), m.group(0)), text)
+        return text.strip()
+
+    return {
+        name: filled(text) for name, text in constants.items()
+        if re.match(r"(query|mutation)\b", filled(text)) and "${" not in filled(text)
+    }  # fmt: skip
+
+
+def test_the_console_queries_stay_within_the_cost_limit() -> None:
+    """The texts weigh what they can hold, and the console's pages still pass."""
+    queries = _console_queries()
+    assert {"DIGEST", "MESSAGES", "STATE", "REPORT"} <= set(queries)
+    for name, query in queries.items():
+        assert _cost_refusal(query, Role.WRITER) is None, name
