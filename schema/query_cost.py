@@ -5,7 +5,8 @@ Depth, alias and token limits bound the shape of a query, not what it returns: 3
 counts every selected field once per row it can return (a page's `first` multiplies what is
 selected under it, and a list of ids given a `first` counts its ids; other lists count as
 LIST_ROWS rows) and weighs the fields that can hold a large text by how large they can be (a
-message's text by DIGESTD_MAX_MESSAGE_CHARS). Variables are known, so `first: $n` counts as its value.
+message's text by DIGESTD_MAX_MESSAGE_CHARS). Variables are known, so `first: $n` counts as its
+value.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ DEFAULT_PAGE_ROWS = 50
 CHARS_PER_COST = 4_000
 # Fields holding a message's text or one revision of it: up to DIGESTD_MAX_MESSAGE_CHARS each
 # (200,000 by default: 50 units). Nine aliases of `messages(first: 100) { nodes { text
-# normalizedText } }` (351 MB of text at 195,000 characters a message) cost 90,000.
+# normalizedText } }` (351 MB of text at 195,000 characters a message) cost 90,909.
 MESSAGE_TEXT_FIELDS: frozenset[tuple[str, str]] = frozenset({
     ("Message", "text"),
     ("Message", "normalizedText"),
