@@ -16,7 +16,7 @@ import asyncpg
 from db.models import (
     ChannelItem,
     ChannelItemEventWithMessage,
-    ChannelItemMention,
+    CountedItemMention,
     DigestItemRow,
     as_rows,
 )
@@ -98,6 +98,6 @@ async def events_of_channel_items(
 
 async def mentions_of_channel_items(
     connection: asyncpg.Connection, ids: list[int]
-) -> list[ChannelItemMention]:
+) -> list[CountedItemMention]:
     records = await connection.fetch(QUERIES["mentions_of_channel_items"], ids)
-    return as_rows(ChannelItemMention, records)
+    return as_rows(CountedItemMention, records)

@@ -16,8 +16,10 @@ from db.models import (
     ChannelUncoveredCount,
     ChannelWithServer,
     Message,
+    MessageFields,
     MessageId,
     MessageRange,
+    MessageText,
     RevisionText,
     WindowMessageRow,
     as_row_or_none,
@@ -49,6 +51,19 @@ async def channels_by_ids(
 
 async def messages_by_ids(connection: asyncpg.Connection, ids: list[int]) -> list[Message]:
     return as_rows(Message, await connection.fetch(QUERIES["messages_by_ids"], ids))
+
+
+async def message_fields_by_ids(connection: asyncpg.Connection, ids: list[int]) -> list[MessageFields]:
+    """Messages by internal id without their texts (see message_texts)."""
+    return as_rows(MessageFields, await connection.fetch(QUERIES["message_fields_by_ids"], ids))
+
+
+async def message_texts(
+    connection: asyncpg.Connection, ids: list[int], normalized: bool
+) -> list[MessageText]:
+    """One text of each message: the normalized one, or the one as imported."""
+    query = "message_normalized_texts" if normalized else "message_raw_texts"
+    return as_rows(MessageText, await connection.fetch(QUERIES[query], ids))
 
 
 async def messages_by_external_ids(

@@ -28,7 +28,7 @@ from db.models import (
     DocumentListing,
     Entity,
     KnowledgeItemWithMessage,
-    Message,
+    MessageFields,
     Report,
     Schedule,
     TopicProfile,
@@ -181,10 +181,18 @@ KNOWLEDGE_ITEMS = ListSpec(
     },
 )
 
+# Messages without their texts (a page of 100 could carry 40 MB of them): `Message.text` and
+# `normalizedText` load the one a query asks for by id.
+MESSAGE_COLUMNS = (
+    "m.id, m.channel_id, m.external_id, m.author, m.ts, m.reply_to, m.attachments, m.created_at, "
+    "m.revision, m.revised_at, m.covered_revision, m.covered_by_digest_id, m.parent_id, "
+    "m.conversation_id"
+)
+
 MESSAGES = ListSpec(
     name="messages",
-    model=Message,
-    select="SELECT m.* FROM messages m",
+    model=MessageFields,
+    select=f"SELECT {MESSAGE_COLUMNS} FROM messages m",
     sort_column="m.ts",
     id_column="m.id",
     descending=False,

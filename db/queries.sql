@@ -45,6 +45,20 @@ GROUP BY channel_id;
 -- Messages by internal id, for pointer resolution in the API.
 SELECT * FROM messages WHERE id = ANY($1::bigint[]);
 
+-- name: message_fields_by_ids
+-- Messages by internal id without their texts, for the API's DataLoader (columns of MessageFields).
+SELECT id, channel_id, external_id, author, ts, reply_to, attachments, created_at, revision,
+       revised_at, covered_revision, covered_by_digest_id, parent_id, conversation_id
+FROM messages WHERE id = ANY($1::bigint[]);
+
+-- name: message_raw_texts
+-- The texts as imported of messages by internal id: only the texts a query asks for are read.
+SELECT id, raw_text AS text FROM messages WHERE id = ANY($1::bigint[]);
+
+-- name: message_normalized_texts
+-- The current normalized texts of messages by internal id.
+SELECT id, normalized_text AS text FROM messages WHERE id = ANY($1::bigint[]);
+
 -- name: messages_by_external_ids
 -- Messages of one channel by external id.
 SELECT * FROM messages WHERE channel_id = $1 AND external_id = ANY($2::text[]);
@@ -721,10 +735,15 @@ WHERE e.item_id = ANY($1::bigint[])
 ORDER BY e.item_id, e.at, e.id;
 
 -- name: mentions_of_channel_items
--- The digests that mention items, oldest first.
-SELECT item_id, digest_id, row_id, position, created_at
-FROM channel_item_mentions
-WHERE item_id = ANY($1::bigint[])
+-- The latest 100 digests that mention each of several items, oldest first (owner_total: how
+-- many mentions the item has in all; keep 100 equal to schema/bounded_lists.py's
+-- MAX_ITEM_MENTIONS).
+SELECT item_id, digest_id, row_id, position, created_at, owner_total FROM (
+    SELECT item_id, digest_id, row_id, position, created_at,
+           count(*) OVER (PARTITION BY item_id) AS owner_total,
+           row_number() OVER (PARTITION BY item_id ORDER BY digest_id DESC, position DESC) AS n
+    FROM channel_item_mentions WHERE item_id = ANY($1::bigint[])
+) ranked WHERE n <= 100
 ORDER BY item_id, digest_id, position;
 -- name: upsert_entities
 -- A digest's entities of one channel ($1), digest $2, rows as JSON ($3): new keys are added,
@@ -804,43 +823,55 @@ SELECT * FROM entities WHERE id = ANY($1::bigint[]);
 SELECT * FROM topic_profiles WHERE id = ANY($1::bigint[]);
 
 -- name: entity_item_refs_of
--- The items naming each of several entities, the 200 of the newest digests first.
-SELECT owner_id, digest_id, item_kind, position FROM (
+-- The items naming each of several entities, the 200 of the newest digests first (owner_total:
+-- how many there are in all).
+SELECT owner_id, digest_id, item_kind, position, owner_total FROM (
     SELECT entity_id AS owner_id, digest_id, item_kind, position,
+           count(*) OVER (PARTITION BY entity_id) AS owner_total,
            row_number() OVER (PARTITION BY entity_id
                               ORDER BY digest_id DESC, item_kind, position) AS n
     FROM entity_item_refs WHERE entity_id = ANY($1::bigint[])
 ) ranked WHERE n <= 200 ORDER BY owner_id, digest_id DESC, item_kind, position;
 
 -- name: topic_profile_items_of
--- The items of each of several topic profiles, the 200 of the newest digests first.
-SELECT owner_id, digest_id, item_kind, position FROM (
+-- The items of each of several topic profiles, the 200 of the newest digests first
+-- (owner_total: how many there are in all).
+SELECT owner_id, digest_id, item_kind, position, owner_total FROM (
     SELECT profile_id AS owner_id, digest_id, item_kind, position,
+           count(*) OVER (PARTITION BY profile_id) AS owner_total,
            row_number() OVER (PARTITION BY profile_id
                               ORDER BY digest_id DESC, item_kind, position) AS n
     FROM topic_profile_items WHERE profile_id = ANY($1::bigint[])
 ) ranked WHERE n <= 200 ORDER BY owner_id, digest_id DESC, item_kind, position;
 
 -- name: entity_digests_of
--- The 100 latest digests mentioning each of several entities, with the mentioning messages.
-SELECT owner_id, digest_id, message_ids, conversation_ids, created_at FROM (
+-- The 100 latest digests mentioning each of several entities (owner_total: how many in all),
+-- with the first 1,000 mentioning
+-- messages (message_count: how many there are in all; keep 1,000 equal to
+-- schema/entity_types.py's MAX_APPEARANCE_MESSAGE_IDS).
+SELECT owner_id, digest_id, message_ids, message_count, conversation_ids, created_at, owner_total FROM (
     SELECT em.entity_id AS owner_id, em.digest_id, d.created_at,
            ARRAY(SELECT m.external_id FROM messages m WHERE m.id = ANY(em.message_ids)
-                 ORDER BY m.ts, m.id) AS message_ids,
+                 ORDER BY m.ts, m.id LIMIT 1000) AS message_ids,
+           cardinality(em.message_ids) AS message_count,
            '{}'::bigint[] AS conversation_ids,
+           count(*) OVER (PARTITION BY em.entity_id) AS owner_total,
            row_number() OVER (PARTITION BY em.entity_id ORDER BY d.created_at DESC, d.id DESC) AS n
     FROM entity_mentions em JOIN digests d ON d.id = em.digest_id
     WHERE em.entity_id = ANY($1::bigint[])
 ) ranked WHERE n <= 100 ORDER BY owner_id, created_at DESC, digest_id DESC;
 
 -- name: topic_profile_digests_of
--- The 100 latest digests of each of several topic profiles, with its messages and
--- conversations there.
-SELECT owner_id, digest_id, message_ids, conversation_ids, created_at FROM (
+-- The 100 latest digests of each of several topic profiles (owner_total: how many in all),
+-- with the first 1,000 of its
+-- messages there (message_count: how many in all) and its conversations there.
+SELECT owner_id, digest_id, message_ids, message_count, conversation_ids, created_at, owner_total FROM (
     SELECT t.profile_id AS owner_id, t.digest_id, d.created_at,
            ARRAY(SELECT m.external_id FROM messages m WHERE m.id = ANY(t.message_ids)
-                 ORDER BY m.ts, m.id) AS message_ids,
+                 ORDER BY m.ts, m.id LIMIT 1000) AS message_ids,
+           cardinality(t.message_ids) AS message_count,
            t.conversation_ids,
+           count(*) OVER (PARTITION BY t.profile_id) AS owner_total,
            row_number() OVER (PARTITION BY t.profile_id ORDER BY d.created_at DESC, d.id DESC) AS n
     FROM topic_profile_digests t JOIN digests d ON d.id = t.digest_id
     WHERE t.profile_id = ANY($1::bigint[])

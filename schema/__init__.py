@@ -21,6 +21,7 @@ from strawberry.types import ExecutionContext
 from schema.errors import UNAVAILABLE, EnumValuesInErrors, code_of, is_client_error
 from schema.mutations import Mutation
 from schema.queries import Query
+from schema.response_budget import BudgetedExecutor
 from schema.scalars import DATETIME
 from schema.subscriptions import Subscription
 from schema.validation_cache import validation_cache
@@ -91,6 +92,8 @@ def build_schema() -> strawberry.Schema:
         mutation=Mutation,
         subscription=Subscription,
         config=StrawberryConfig(scalar_map={datetime: DATETIME}),
+        # The response size counted while the answer is built (schema/response_budget.py).
+        execution_context_class=BudgetedExecutor,
         # Factories, so every request gets fresh extension state. The parse and validation
         # caches are module-level LRUs inside Strawberry, shared by those instances; a cached
         # result is that of the same text, parsed with the same token limit and validated by

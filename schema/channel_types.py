@@ -68,17 +68,25 @@ class Message(relay.Node):
     author: str
     ts: datetime
     reply_to: str | None
-    text: str = strawberry.field(description="The text as imported.")
-    normalized_text: str = strawberry.field(
-        description="The current revision's text as extractors see it; pointers index the "
-        "revision they were made from (Pointer.revisionText)."
-    )
     attachments: JSON
     revision: int = strawberry.field(
         description="1-based number of the current text; an import that changes the text adds one."
     )
     parent_row: strawberry.Private[int | None] = None
     conversation_row: strawberry.Private[int | None] = None
+
+    @strawberry.field(description="The text as imported.")
+    async def text(self, info: Info[Context, None]) -> str:
+        row = await info.context.loaders.message_text.load(self.id)
+        return row.text if row else ""
+
+    @strawberry.field(
+        description="The current revision's text as extractors see it; pointers index the "
+        "revision they were made from (Pointer.revisionText)."
+    )
+    async def normalized_text(self, info: Info[Context, None]) -> str:
+        row = await info.context.loaders.message_normalized_text.load(self.id)
+        return row.text if row else ""
 
     @strawberry.field(
         description="The earlier message this one answers (an explicit reply or the reply "
@@ -103,7 +111,9 @@ class Message(relay.Node):
         return Conversation.from_row(row) if row else None
 
     @classmethod
-    def from_row(cls, row: models.Message) -> Message:
+    def from_row(cls, row: models.MessageFields) -> Message:
+        """The message without its texts: `text` and `normalizedText` load theirs when asked
+        for (one query per request for each, and only if a query selects it)."""
         return cls(
             id=row.id,
             channel_id=global_id(CHANNEL, row.channel_id),
@@ -111,8 +121,6 @@ class Message(relay.Node):
             author=row.author,
             ts=row.ts,
             reply_to=row.reply_to,
-            text=row.raw_text,
-            normalized_text=row.normalized_text,
             attachments=cast(JSON, row.attachments),
             revision=row.revision,
             parent_row=row.parent_id,

@@ -10,7 +10,6 @@ import asyncpg
 
 from runner.documents.fetch import FetchPolicy
 from runner.documents.policy import DigestConfig
-from schema.errors import response_too_large
 from schema.job_watch import JobEvents
 from schema.loaders import Loaders, create_loaders
 
@@ -27,7 +26,8 @@ class ApiConfig:
     max_attempts: int = 3
     max_message_chars: int = 200_000
     max_ingest_batch: int = 5000
-    # The largest JSON response (bytes); larger answers are refused with RESPONSE_TOO_LARGE.
+    # The largest JSON response (bytes); larger answers are refused with RESPONSE_TOO_LARGE,
+    # counted while the answer is built (schema/response_budget.py).
     max_response_bytes: int = 16 * 1024 * 1024
     digest_config: DigestConfig = field(default_factory=DigestConfig)
     fetch_policy: FetchPolicy = field(default_factory=FetchPolicy)
@@ -42,23 +42,12 @@ class Context:
     # The process's job events, for the jobProgress subscription (None: none served here).
     job_events: JobEvents | None = None
     loaders: Loaders = field(init=False)
-    # Characters of large texts (document texts) resolved so far in this request.
-    text_chars: int = field(init=False, default=0)
 
     def __post_init__(self) -> None:
         self.loaders = create_loaders(self.pool)
 
     def begin_event(self) -> None:
-        """Fresh DataLoaders and text count for the next event of a subscription: one context
+        """Fresh DataLoaders for the next event of a subscription: one context
         lasts a whole WebSocket connection, but each event answers like its own request (rows
         read now, not remembered from the first event)."""
         self.loaders = create_loaders(self.pool)
-        self.text_chars = 0
-
-    def charge_text(self, text: str) -> str:
-        """`text`, counted against the response cap: a request that resolves more large text
-        than the cap allows stops here instead of building the whole answer first."""
-        self.text_chars += len(text)
-        if self.text_chars > self.config.max_response_bytes:
-            raise response_too_large(self.config.max_response_bytes)
-        return text

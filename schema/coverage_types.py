@@ -8,12 +8,18 @@ with the messages' current revisions.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 import strawberry
 from strawberry.types import Info
 
 from db import models
+from schema.bounded_lists import (
+    LEFT_OUT_RANGES,
+    MAX_LEFT_OUT_RANGES,
+    capped,
+    first_argument,
+)
 from schema.context import Context
 from schema.shared_types import Flag
 
@@ -55,7 +61,19 @@ class MessageCoverage:
     )
     since: datetime | None
     until: datetime | None
-    left_out: list[LeftOutRange]
+    left_out_range_count: int = strawberry.field(
+        description="How many ranges the digest left out (leftOut lists the first ones)."
+    )
+    ranges: strawberry.Private[list[dict[str, Any]]]
+
+    @strawberry.field(description="The runs of messages it left out, in conversation order.")
+    def left_out(
+        self,
+        first: Annotated[
+            int, first_argument(MAX_LEFT_OUT_RANGES, "leftOutRangeCount")
+        ] = LEFT_OUT_RANGES,
+    ) -> list[LeftOutRange]:
+        return [LeftOutRange.from_json(value) for value in capped(self.ranges, first, MAX_LEFT_OUT_RANGES)]
 
     @classmethod
     def from_row(cls, row: models.Digest) -> MessageCoverage:
@@ -66,7 +84,8 @@ class MessageCoverage:
             catch_up=row.catch_up,
             since=row.window_since,
             until=row.window_until,
-            left_out=[LeftOutRange.from_json(value) for value in row.left_out or []],
+            left_out_range_count=len(row.left_out or []),
+            ranges=list(row.left_out or []),
         )
 
 

@@ -83,9 +83,9 @@ class Document(relay.Node):
     @strawberry.field(description="The canonical text every locator indexes (may be large).")
     async def canonical_text(self, info: Info[Context, None]) -> str:
         if self.text is not None:
-            return info.context.charge_text(self.text)
+            return self.text
         row = await info.context.loaders.document.load(self.id)
-        return info.context.charge_text(row.canonical_text) if row else ""
+        return row.canonical_text if row else ""
 
     @strawberry.field(description="The newest digests of this document, newest first.")
     async def latest_digests(

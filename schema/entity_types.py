@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import Enum
+from typing import Annotated
 
 import strawberry
 from strawberry import relay
@@ -14,11 +15,22 @@ from strawberry.types import Info
 
 from db import models
 from runner.entities import EntityKind
+from schema.bounded_lists import (
+    APPEARANCE_MESSAGE_IDS,
+    MAX_APPEARANCE_MESSAGE_IDS,
+    MAX_OWNER_DIGESTS,
+    MAX_OWNER_ITEMS,
+    MAX_PROFILE_CONVERSATIONS,
+    OWNER_DIGESTS,
+    OWNER_ITEMS,
+    PROFILE_CONVERSATIONS,
+    capped,
+    first_argument,
+)
 from schema.context import Context
 from schema.conversation_types import Conversation
 from schema.digest_types import DigestSummary
 from schema.ids import CHANNEL, DIGEST, global_id
-
 
 strawberry.enum(
     EntityKind, name="EntityKind",
@@ -79,9 +91,20 @@ class ItemReference:
 @strawberry.type(description="A digest where an entity or a topic appears, and with which messages.")
 class Appearance:
     digest_id: strawberry.ID
-    message_ids: list[str] = strawberry.field(description="External ids, in time order.")
+    message_count: int = strawberry.field(
+        description=f"How many of its messages there are (messageIds lists the first "
+        f"{MAX_APPEARANCE_MESSAGE_IDS:,} at most)."
+    )
     digest_row: strawberry.Private[int]
     conversation_rows: strawberry.Private[list[int]]
+    listed_message_ids: strawberry.Private[list[str]]
+
+    @strawberry.field(description="External ids, in time order.")
+    def message_ids(
+        self,
+        first: Annotated[int, first_argument(MAX_APPEARANCE_MESSAGE_IDS, "messageCount")] = APPEARANCE_MESSAGE_IDS,
+    ) -> list[str]:
+        return capped(self.listed_message_ids, first, MAX_APPEARANCE_MESSAGE_IDS)
 
     @strawberry.field
     async def digest(self, info: Info[Context, None]) -> DigestSummary | None:
@@ -91,8 +114,9 @@ class Appearance:
     @classmethod
     def from_row(cls, row: models.OwnedDigestMention) -> Appearance:
         return cls(
-            digest_id=global_id(DIGEST, row.digest_id), message_ids=list(row.message_ids),
-            digest_row=row.digest_id, conversation_rows=list(row.conversation_ids),
+            digest_id=global_id(DIGEST, row.digest_id), message_count=row.message_count,
+            listed_message_ids=list(row.message_ids), digest_row=row.digest_id,
+            conversation_rows=list(row.conversation_ids),
         )  # fmt: skip
 
 
@@ -129,15 +153,33 @@ class Entity(relay.Node):
             first_seen=row.first_seen, last_seen=row.last_seen,
         )  # fmt: skip
 
-    @strawberry.field(description="Digest items naming it (at most 200), newest digest first.")
-    async def items(self, info: Info[Context, None]) -> list[ItemReference]:
+    @strawberry.field(description=f"Digest items naming it, newest digest first (the newest {MAX_OWNER_ITEMS}).")
+    async def items(
+        self,
+        info: Info[Context, None],
+        first: Annotated[int, first_argument(MAX_OWNER_ITEMS, "itemCount")] = OWNER_ITEMS,
+    ) -> list[ItemReference]:
         rows = await info.context.loaders.entity_items.load(self.id)
-        return [ItemReference.from_row(row) for row in rows]
+        return [ItemReference.from_row(row) for row in capped(rows, first, MAX_OWNER_ITEMS)]
 
-    @strawberry.field(description="The 100 latest digests mentioning it, newest first.")
-    async def digests(self, info: Info[Context, None]) -> list[Appearance]:
+    @strawberry.field(description="How many digest items name it (items lists the newest).")
+    async def item_count(self, info: Info[Context, None]) -> int:
+        rows = await info.context.loaders.entity_items.load(self.id)
+        return rows[0].owner_total if rows else 0
+
+    @strawberry.field(description=f"The latest digests mentioning it, newest first (the latest {MAX_OWNER_DIGESTS}).")
+    async def digests(
+        self,
+        info: Info[Context, None],
+        first: Annotated[int, first_argument(MAX_OWNER_DIGESTS, "digestCount")] = OWNER_DIGESTS,
+    ) -> list[Appearance]:
         rows = await info.context.loaders.entity_digests.load(self.id)
-        return [Appearance.from_row(row) for row in rows]
+        return [Appearance.from_row(row) for row in capped(rows, first, MAX_OWNER_DIGESTS)]
+
+    @strawberry.field(description="How many digests mention it (digests lists the latest).")
+    async def digest_count(self, info: Info[Context, None]) -> int:
+        rows = await info.context.loaders.entity_digests.load(self.id)
+        return rows[0].owner_total if rows else 0
 
 
 @strawberry.type(
@@ -163,25 +205,59 @@ class TopicProfile(relay.Node):
             last_seen=row.last_seen,
         )  # fmt: skip
 
-    @strawberry.field(description="The 100 latest digests where it appears, newest first.")
-    async def digests(self, info: Info[Context, None]) -> list[Appearance]:
+    @strawberry.field(description=f"The latest digests where it appears, newest first (the latest {MAX_OWNER_DIGESTS}).")
+    async def digests(
+        self,
+        info: Info[Context, None],
+        first: Annotated[int, first_argument(MAX_OWNER_DIGESTS, "digestCount")] = OWNER_DIGESTS,
+    ) -> list[Appearance]:
         rows = await info.context.loaders.topic_profile_digests.load(self.id)
-        return [Appearance.from_row(row) for row in rows]
+        return [Appearance.from_row(row) for row in capped(rows, first, MAX_OWNER_DIGESTS)]
 
-    @strawberry.field(description="The conversations of its messages, in those digests.")
-    async def conversations(self, info: Info[Context, None]) -> list[Conversation]:
+    @strawberry.field(description="How many digests it appears in (digests lists the latest).")
+    async def digest_count(self, info: Info[Context, None]) -> int:
         rows = await info.context.loaders.topic_profile_digests.load(self.id)
-        ids = list(dict.fromkeys(i for row in rows for i in row.conversation_ids))
+        return rows[0].owner_total if rows else 0
+
+    async def _conversation_rows(self, info: Info[Context, None]) -> list[int]:
+        rows = await info.context.loaders.topic_profile_digests.load(self.id)
+        return list(dict.fromkeys(i for row in rows for i in row.conversation_ids))
+
+    @strawberry.field(
+        description=f"The conversations of its messages in its latest {MAX_OWNER_DIGESTS} "
+        "digests, newest digest first."
+    )
+    async def conversations(
+        self,
+        info: Info[Context, None],
+        first: Annotated[
+            int, first_argument(MAX_PROFILE_CONVERSATIONS, "conversationCount")
+        ] = PROFILE_CONVERSATIONS,
+    ) -> list[Conversation]:
+        ids = capped(await self._conversation_rows(info), first, MAX_PROFILE_CONVERSATIONS)
         found = await info.context.loaders.conversation.load_many(ids)
         return [Conversation.from_row(row) for row in found if row is not None]
 
+    @strawberry.field(description="How many conversations `conversations` can list.")
+    async def conversation_count(self, info: Info[Context, None]) -> int:
+        return len(await self._conversation_rows(info))
+
     @strawberry.field(
         description="Items (decisions, action items, open questions, knowledge items) citing "
-        "its messages (at most 200), newest digest first."
+        f"its messages, newest digest first (the newest {MAX_OWNER_ITEMS})."
     )
-    async def items(self, info: Info[Context, None]) -> list[ItemReference]:
+    async def items(
+        self,
+        info: Info[Context, None],
+        first: Annotated[int, first_argument(MAX_OWNER_ITEMS, "itemCount")] = OWNER_ITEMS,
+    ) -> list[ItemReference]:
         rows = await info.context.loaders.topic_profile_items.load(self.id)
-        return [ItemReference.from_row(row) for row in rows]
+        return [ItemReference.from_row(row) for row in capped(rows, first, MAX_OWNER_ITEMS)]
+
+    @strawberry.field(description="How many items cite its messages (items lists the newest).")
+    async def item_count(self, info: Info[Context, None]) -> int:
+        rows = await info.context.loaders.topic_profile_items.load(self.id)
+        return rows[0].owner_total if rows else 0
 
     @strawberry.field(description="Mentions per ISO week, oldest week first.")
     async def trend(self, info: Info[Context, None]) -> list[TrendPoint]:

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import Enum
+from typing import Annotated
 
 import strawberry
 from strawberry import relay
 from strawberry.types import Info
 
 from db import models
+from schema.bounded_lists import ITEM_MENTIONS, MAX_ITEM_MENTIONS, capped
 from schema.context import Context
 from schema.digest_types import DigestSummary, Pointer
 from schema.ids import CHANNEL, CONVERSATION, TRACKED_ITEM, global_id, optional_global_id
@@ -139,7 +141,23 @@ class TrackedItem(relay.Node):
         rows = await info.context.loaders.item_history.load(self.id)
         return [ItemEvent.from_row(row) for row in rows]
 
-    @strawberry.field(description="The digests that mention it, oldest first.")
-    async def mentions(self, info: Info[Context, None]) -> list[ItemMention]:
+    @strawberry.field(
+        description="The latest digests that mention it, oldest first (`last` of them; "
+        "mentionCount counts them all)."
+    )
+    async def mentions(
+        self,
+        info: Info[Context, None],
+        last: Annotated[
+            int,
+            strawberry.argument(description=f"How many of the latest to return, 1 to {MAX_ITEM_MENTIONS}."),
+        ] = ITEM_MENTIONS,
+    ) -> list[ItemMention]:
         rows = await info.context.loaders.item_mentions.load(self.id)
-        return [ItemMention(position=row.position, digest_row=row.digest_id) for row in rows]
+        latest = capped(rows[::-1], last, MAX_ITEM_MENTIONS, argument="last")[::-1]
+        return [ItemMention(position=row.position, digest_row=row.digest_id) for row in latest]
+
+    @strawberry.field(description="How many digests mention it (mentions lists the latest).")
+    async def mention_count(self, info: Info[Context, None]) -> int:
+        rows = await info.context.loaders.item_mentions.load(self.id)
+        return rows[0].owner_total if rows else 0

@@ -18,7 +18,7 @@ from db.digests import DigestItem
 from db.models import (
     ChannelItem,
     ChannelItemEventWithMessage,
-    ChannelItemMention,
+    CountedItemMention,
     ConversationWithState,
     ActionItem,
     ArtifactWithMessage,
@@ -32,7 +32,8 @@ from db.models import (
     Entity,
     KnowledgeItemWithMessage,
     Link,
-    Message,
+    MessageFields,
+    MessageText,
     OpenQuestion,
     OwnedDigestMention,
     OwnedItemRef,
@@ -210,6 +211,13 @@ class _Loader(Generic[K, V]):
         return loader
 
 
+def _texts(normalized: bool) -> FetchByIds[MessageText]:
+    async def fetch(connection: asyncpg.Connection, ids: list[int]) -> list[MessageText]:
+        return await channels.message_texts(connection, ids, normalized)
+
+    return fetch
+
+
 class Loaders:
     """The DataLoaders of one request (each made when a resolver first asks for it)."""
 
@@ -217,7 +225,12 @@ class Loaders:
         self.pool = pool
 
     channel: _Loader[int, ChannelWithServer | None] = _Loader(lambda pool: _by_id(pool, channels.channels_by_ids))
-    message: _Loader[int, Message | None] = _Loader(lambda pool: _by_id(pool, channels.messages_by_ids))
+    # Messages without their texts; each text is loaded only when a query asks for it.
+    message: _Loader[int, MessageFields | None] = _Loader(lambda pool: _by_id(pool, channels.message_fields_by_ids))
+    message_text: _Loader[int, MessageText | None] = _Loader(lambda pool: _by_id(pool, _texts(normalized=False)))
+    message_normalized_text: _Loader[int, MessageText | None] = _Loader(
+        lambda pool: _by_id(pool, _texts(normalized=True))
+    )
     digest: _Loader[int, Digest | None] = _Loader(lambda pool: _by_id(pool, digests.digests_by_ids))
     job: _Loader[int, DigestJob | None] = _Loader(lambda pool: _by_id(pool, jobs.jobs_by_ids))
     message_count: _Loader[int, int] = _Loader(_message_counts)
@@ -254,7 +267,7 @@ class Loaders:
             pool, channel_items.events_of_channel_items, lambda row: row.item_id
         )
     )
-    item_mentions: _Loader[int, list[ChannelItemMention]] = _Loader(
+    item_mentions: _Loader[int, list[CountedItemMention]] = _Loader(
         lambda pool: _group_rows(
             pool, channel_items.mentions_of_channel_items, lambda row: row.item_id
         )

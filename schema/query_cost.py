@@ -3,24 +3,27 @@
 Depth, alias and token limits bound the shape of a query, not what it returns: 30 aliases of
 `document { canonicalText }` are a shallow query of 30 fields that returned 282 MB. The cost
 counts every selected field once per row it can return (a page's `first` multiplies what is
-selected under it; other lists count as LIST_ROWS rows) and weighs the fields that can hold a
-large text by how large they can be. Variables are known, so `first: $n` counts as its value.
+selected under it, and a list of ids given a `first` counts its ids; other lists count as
+LIST_ROWS rows) and weighs the fields that can hold a large text by how large they can be (a
+message's text by DIGESTD_MAX_MESSAGE_CHARS). Variables are known, so `first: $n` counts as its
+value.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 from graphql import (
     FieldNode,
     FragmentDefinitionNode,
     FragmentSpreadNode,
+    GraphQLInterfaceType,
     GraphQLList,
+    GraphQLNamedType,
     GraphQLNonNull,
     GraphQLObjectType,
-    GraphQLInterfaceType,
-    GraphQLNamedType,
     GraphQLOutputType,
     GraphQLSchema,
     InlineFragmentNode,
@@ -34,27 +37,50 @@ MAX_QUERY_COST = 20_000
 # Rows assumed for a list that has no `first` (the items of one digest, a document's digests).
 LIST_ROWS = 10
 MAX_PAGE_SIZE = 100
+# Rows counted for a bounded list whose `first` is not a number (its largest maximum).
+MAX_BOUNDED_ROWS = 1000
 # Rows counted for a connection asked for without first or last: the largest default page size.
 DEFAULT_PAGE_ROWS = 50
 
-# Fields that can return a large text, by (type, field), weighed against an ordinary field (1).
-# A document's canonical text can be 10 MB: a query may ask for at most 3 of them. A message
-# text (up to DIGESTD_MAX_MESSAGE_CHARS) or a stored payload is weighed as 10 ordinary fields.
-HEAVY_FIELDS: Mapping[tuple[str, str], int] = {
+# One unit of cost is an ordinary field, or this many characters of a field that can hold a
+# longer text: a text field weighs what its longest value can hold.
+CHARS_PER_COST = 4_000
+# Fields holding a message's text or one revision of it: up to DIGESTD_MAX_MESSAGE_CHARS each
+# (200,000 by default: 50 units). Nine aliases of `messages(first: 100) { nodes { text
+# normalizedText } }` (351 MB of text at 195,000 characters a message) cost 90,909.
+MESSAGE_TEXT_FIELDS: frozenset[tuple[str, str]] = frozenset({
+    ("Message", "text"),
+    ("Message", "normalizedText"),
+    ("Pointer", "revisionText"),
+    ("Citation", "revisionText"),
+    ("ReportSource", "revisionText"),
+})  # fmt: skip
+# Other large texts, by (type, field). A document's canonical text can be 10 MB: a query may ask
+# for at most 3 of them. A stored payload is weighed as 10 ordinary fields.
+FIXED_WEIGHTS: Mapping[tuple[str, str], int] = {
     ("Document", "canonicalText"): 5_000,
-    ("Message", "text"): 10,
-    ("Message", "normalizedText"): 10,
-    ("Pointer", "revisionText"): 10,
-    ("ReportSource", "revisionText"): 10,
     ("DocumentDigest", "payload"): 10,
 }
+DEFAULT_MAX_MESSAGE_CHARS = 200_000
+
+
+@lru_cache(maxsize=8)
+def field_weights(max_message_chars: int = DEFAULT_MAX_MESSAGE_CHARS) -> Mapping[tuple[str, str], int]:
+    """Every weighed field's weight, a message text's from the largest message allowed."""
+    message_text = max(1, -(-max_message_chars // CHARS_PER_COST))
+    return {**FIXED_WEIGHTS, **dict.fromkeys(MESSAGE_TEXT_FIELDS, message_text)}
 
 
 class _Estimator:
     def __init__(
-        self, schema: GraphQLSchema, fragments: dict[str, FragmentDefinitionNode], variables: Mapping[str, Any]
+        self,
+        schema: GraphQLSchema,
+        fragments: dict[str, FragmentDefinitionNode],
+        variables: Mapping[str, Any],
+        weights: Mapping[tuple[str, str], int],
     ) -> None:
         self.schema = schema
+        self.weights = weights
         self.fragments = fragments
         self.variables = variables
         # A fragment costs the same wherever it is spread: remembered, so a fragment spread
@@ -95,28 +121,38 @@ class _Estimator:
         definition = fields.get(name) if fields else None
         if fields is None or definition is None:  # __typename, introspection, or a refused field
             return 1
-        own = HEAVY_FIELDS.get((parent.name, name), 1) if parent is not None else 1
+        own = self.weights.get((parent.name, name), 1) if parent is not None else 1
         if node.selection_set is None:
-            return own
+            # A list of scalars given a `first` (a bounded list of ids) weighs each of its rows.
+            bounded = "first" in definition.args
+            return own * self.rows(fields, node, definition.type, definition.args) if bounded else own
         below = self.selection_set(get_named_type(definition.type), node.selection_set, visiting)
         return own + self.rows(fields, node, definition.type, definition.args) * below
 
     def rows(
         self, siblings: Mapping[str, Any], node: FieldNode, output: GraphQLOutputType, args: Mapping[str, Any]
     ) -> int:
-        """How many rows the field can return: its `first` or `last` (DEFAULT_PAGE_ROWS if it
-        has neither), the length of `nodes(ids:)`, or LIST_ROWS for a plain list. The `edges`
-        and `nodes` of a connection are the page its `first`/`last` already counted."""
+        """How many rows the field can return: its `first` or `last` (the argument's default if
+        it has neither, else DEFAULT_PAGE_ROWS), the length of `nodes(ids:)`, or LIST_ROWS for a
+        plain list. The `edges` and `nodes` of a connection are the page its `first`/`last`
+        already counted."""
         if "pageInfo" in siblings:
             return 1
         if "first" in args or "last" in args:
             sizes = [self.argument(node, name) for name in ("first", "last")]
             given = [size for size in sizes if size is not None]
             if not given:
-                return DEFAULT_PAGE_ROWS
+                defaults = [args[name].default_value for name in ("first", "last") if name in args]
+                default = next((d for d in defaults if isinstance(d, int) and d > 0), None)
+                return default if default is not None else DEFAULT_PAGE_ROWS
+            # A page's size over MAX_PAGE_SIZE is refused when it runs (PAGE_SIZE); a bounded list
+            # (schema/bounded_lists.py) may be longer, up to its own maximum.
+            named = get_named_type(output)
+            is_page = isinstance(named, GraphQLObjectType) and "pageInfo" in named.fields
             if all(isinstance(size, int) and not isinstance(size, bool) for size in given):
-                return max(1, min(int(max(given)), MAX_PAGE_SIZE))
-            return MAX_PAGE_SIZE
+                asked = max(1, int(max(given)))
+                return min(asked, MAX_PAGE_SIZE) if is_page else asked
+            return MAX_PAGE_SIZE if is_page else MAX_BOUNDED_ROWS
         if "ids" in args:
             ids = self.argument(node, "ids")
             return len(ids) if isinstance(ids, list) else MAX_PAGE_SIZE
@@ -140,6 +176,9 @@ def query_cost(
     selections: SelectionSetNode,
     fragments: dict[str, FragmentDefinitionNode],
     variables: Mapping[str, Any],
+    weights: Mapping[tuple[str, str], int] | None = None,
 ) -> int:
-    """The estimated cost of the operation whose root selections are given."""
-    return _Estimator(schema, fragments, variables).selection_set(root, selections, frozenset())
+    """The estimated cost of the operation whose root selections are given (`weights`: those of
+    field_weights() with the largest message allowed; the default's when not given)."""
+    estimator = _Estimator(schema, fragments, variables, weights if weights is not None else field_weights())
+    return estimator.selection_set(root, selections, frozenset())

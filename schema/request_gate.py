@@ -54,7 +54,7 @@ from schema.errors import (
     client_error,
 )
 from schema.input_values import InputProblem, check_literal, check_variables, variables_in
-from schema.query_cost import MAX_QUERY_COST, query_cost
+from schema.query_cost import DEFAULT_MAX_MESSAGE_CHARS, MAX_QUERY_COST, field_weights, query_cost
 
 MAX_QUERY_CHARS = 100_000
 MB = 1024 * 1024
@@ -73,6 +73,8 @@ class GateLimits:
     max_ingest_body_bytes: int = 32 * MB
     max_ingest_messages: int = 5000
     max_query_cost: int = MAX_QUERY_COST
+    # The longest message text (DIGESTD_MAX_MESSAGE_CHARS): what a message's text weighs.
+    max_message_chars: int = DEFAULT_MAX_MESSAGE_CHARS
 
 
 @dataclass(frozen=True)
@@ -172,13 +174,15 @@ def admit(schema: GraphQLSchema, request: GraphQLRequest, role: Role, limits: Ga
     root_type = schema.get_root_type(operation.operation)
     if root_type is not None:
         try:
-            cost = query_cost(schema, root_type, operation.selection_set, fragments, request.variables)
+            weights = field_weights(limits.max_message_chars)
+            cost = query_cost(schema, root_type, operation.selection_set, fragments, request.variables, weights)
         except RecursionError:
             raise _refuse("the query is nested too deeply", VALIDATION) from None
         if cost > limits.max_query_cost:
             raise _refuse(
                 f"the query would cost {cost}, over the limit of {limits.max_query_cost}: ask for "
-                "smaller pages, fewer aliases or fewer large texts (canonicalText) per request",
+                "smaller pages, fewer aliases or fewer large texts (message texts, canonicalText) per "
+                "request",
                 TOO_COMPLEX, cost=cost, maxCost=limits.max_query_cost,
             )  # fmt: skip
     return document

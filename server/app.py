@@ -209,7 +209,11 @@ def create_app(settings: Settings, options: AppOptions | None = None) -> Starlet
 
     api_config = runtime.api_config()
     schema = build_schema()
-    limits = GateLimits(max_ingest_body_bytes=MAX_REQUEST_BYTES, max_ingest_messages=api_config.max_ingest_batch)
+    limits = GateLimits(
+        max_ingest_body_bytes=MAX_REQUEST_BYTES,
+        max_ingest_messages=api_config.max_ingest_batch,
+        max_message_chars=api_config.max_message_chars,
+    )
     graphql = GraphQLEndpoint(schema, api_config, limits)
     subscriptions = SubscriptionEndpoint(
         schema, api_config, limits, tokens=tokens, allowed_origins=settings.cors_origins

@@ -26,14 +26,23 @@ class ChannelItem(SQLModel, table=True):
     updated_at: datetime = timestamptz()
 
 
-class ChannelItemMention(SQLModel, table=True):
-    __tablename__ = "channel_item_mentions"
-
+class ChannelItemMentionColumns(SQLModel):
     item_id: int = bigint(primary_key=True)
     digest_id: int = bigint(primary_key=True)
     row_id: int = bigint()
     position: int = Field(primary_key=True)
     created_at: datetime = timestamptz()
+
+
+class ChannelItemMention(ChannelItemMentionColumns, table=True):
+    __tablename__ = "channel_item_mentions"
+
+
+class CountedItemMention(ChannelItemMentionColumns):
+    """A mention of an item, with how many mentions the item has in all (`owner_total`; the
+    query returns the latest 100 of them)."""
+
+    owner_total: int
 
 
 class ChannelItemEventColumns(SQLModel):

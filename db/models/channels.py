@@ -38,10 +38,10 @@ class ChannelWithServer(ChannelColumns):
     server_name: str | None
 
 
-class Message(SQLModel, table=True):
-    """A message at its current revision (older texts are `MessageRevision` rows)."""
-
-    __tablename__ = "messages"
+class MessageFields(SQLModel):
+    """The columns of `messages` but its two texts: what the API's message pages and its message
+    DataLoader read (a text can be DIGESTD_MAX_MESSAGE_CHARS long: `MessageText` rows bring the
+    one a query asks for)."""
 
     id: int = bigint(primary_key=True)
     channel_id: int = bigint()
@@ -49,8 +49,6 @@ class Message(SQLModel, table=True):
     author: str
     ts: datetime = timestamptz()
     reply_to: str | None
-    raw_text: str
-    normalized_text: str
     attachments: list[dict[str, Any]] = jsonb()
     created_at: datetime = timestamptz()
     revision: int
@@ -59,6 +57,22 @@ class Message(SQLModel, table=True):
     covered_by_digest_id: int | None = bigint()
     parent_id: int | None = bigint()
     conversation_id: int | None = bigint()
+
+
+class Message(MessageFields, table=True):
+    """A message at its current revision (older texts are `MessageRevision` rows)."""
+
+    __tablename__ = "messages"
+
+    raw_text: str
+    normalized_text: str
+
+
+class MessageText(SQLModel):
+    """One text of a message, by the message's id (`message_raw_texts`, `message_normalized_texts`)."""
+
+    id: int
+    text: str
 
 
 class MessageRevision(SQLModel, table=True):

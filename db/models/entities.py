@@ -101,21 +101,27 @@ class StoredProfileKey(SQLModel):
 
 class OwnedItemRef(SQLModel):
     """A digest item referring to an entity or belonging to a topic profile, by its owner's id
-    (`owner_id`: the entity or the profile)."""
+    (`owner_id`: the entity or the profile; `owner_total`: how many items the owner has in all,
+    of which the query returns the newest 200)."""
 
     owner_id: int
     digest_id: int
     item_kind: str
     position: int
+    owner_total: int
 
 
 class OwnedDigestMention(SQLModel):
-    """A digest where an entity or a profile appears: the external ids of its messages there,
-    and the conversations (profiles only)."""
+    """A digest where an entity or a profile appears: the external ids of its messages there
+    (the first 1,000 in time order; `message_count` counts them all), and the conversations
+    (profiles only)."""
 
     owner_id: int
     digest_id: int
     message_ids: list[str] = text_array()
+    message_count: int
+    # How many digests the owner appears in, of which the query returns the latest 100.
+    owner_total: int
     conversation_ids: list[int] = _bigint_array()
     created_at: datetime = timestamptz()
 
