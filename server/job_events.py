@@ -8,10 +8,11 @@ for it arrives (events arriving during a read count once) and gives the same sna
 its watches, so reads grow with events, not with watches.
 
 The connection opens with the first watch and is reopened with capped, jittered backoff whenever
-the database drops it (a restart, pg_terminate_backend, a dead socket found by a periodic probe).
-While it is down no event can arrive, so each feed re-reads its job every `fallback_seconds`;
-when it is lost and again when it is back, every feed re-reads at once, so a change made in
-between is never missed.
+the database drops it (a restart, pg_terminate_backend, a dead socket found by a periodic probe);
+the backoff starts over only once a connection has stayed up for a while, so a database that
+drops each new connection at once is retried ever more slowly, never in a loop. While it is down
+no event can arrive, so each feed re-reads its job every `fallback_seconds`; when it is lost and
+again when it is back, every feed re-reads at once, so a change made in between is never missed.
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ FALLBACK_SECONDS = 3.0
 PROBE_SECONDS = 30.0
 # How long a probe may take before the connection counts as dead.
 PROBE_TIMEOUT_SECONDS = 5.0
+# How long a connection must stay up before a loss of it starts the backoff over.
+HEALTHY_SECONDS = 10.0
 
 JobOutcome = asyncio.Future[DigestJob | None]
 
@@ -112,6 +115,7 @@ class JobEventHub:
         fallback_seconds: float = FALLBACK_SECONDS,
         probe_seconds: float = PROBE_SECONDS,
         probe_timeout_seconds: float = PROBE_TIMEOUT_SECONDS,
+        healthy_seconds: float = HEALTHY_SECONDS,
         backoff: Backoff | None = None,
     ) -> None:
         self._url = database_url
@@ -119,6 +123,7 @@ class JobEventHub:
         self.fallback_seconds = fallback_seconds
         self._probe_seconds = probe_seconds
         self._probe_timeout_seconds = probe_timeout_seconds
+        self._healthy_seconds = healthy_seconds
         self._backoff = backoff or Backoff(0.5, 30.0)
         self._feeds: dict[int, JobFeed] = {}
         self._connection: asyncpg.Connection | None = None
@@ -223,12 +228,10 @@ class JobEventHub:
             feed.due.set()
 
     async def _listen_forever(self) -> None:
+        loop = asyncio.get_running_loop()
         while not self._closed.is_set():
-            lost = asyncio.Event()
             try:
-                connection = await connect(self._url, timeout=5.0)
-                connection.add_termination_listener(lambda *_: lost.set())
-                await connection.add_listener(JOB_EVENTS_CHANNEL, self._on_event)
+                connection, lost = await self._open_listening()
             except Exception as error:  # noqa: BLE001 - the feeds poll meanwhile
                 delay = self._backoff.next_delay()
                 logger.warning(
@@ -241,14 +244,39 @@ class JobEventHub:
             # Listening only now that LISTEN is in place: until then the feeds keep polling.
             self._connection = connection
             self.connections_opened += 1
-            self._backoff.reset()
+            opened_at = loop.time()
             self._wake_all()  # whatever changed before LISTEN began is read now
             await self._until_lost(connection, lost)
             await self._drop_connection()
             if self._closed.is_set():
                 return
-            logger.warning("job events: LISTEN connection lost; reconnecting")
+            # A connection lost soon after it opened (a database that drops every new one)
+            # counts as one more failure, so the retries slow down instead of looping.
+            if loop.time() - opened_at >= self._healthy_seconds:
+                self._backoff.reset()
+            delay = self._backoff.next_delay()
+            logger.warning("job events: LISTEN connection lost; reconnecting in %.1fs", delay)
             self._wake_all()  # to their fallback reads until the connection is back
+            await wait_any((self._closed,), delay)
+
+    async def _open_listening(self) -> tuple[asyncpg.Connection, asyncio.Event]:
+        """A new connection LISTENing for job events, and the event its termination sets."""
+        # A fresh event per connection, bound here: asyncpg calls a termination listener on a
+        # later tick, so one bound to a variable the loop reassigns would mark the NEXT
+        # connection lost when a dropped one's late call arrives (and that one's the next...).
+        lost = asyncio.Event()
+
+        def mark_lost(_: object) -> None:
+            lost.set()
+
+        connection = await connect(self._url, timeout=5.0)
+        try:
+            connection.add_termination_listener(mark_lost)
+            await connection.add_listener(JOB_EVENTS_CHANNEL, self._on_event)
+        except BaseException:
+            connection.terminate()
+            raise
+        return connection, lost
 
     async def _until_lost(self, connection: asyncpg.Connection, lost: asyncio.Event) -> None:
         while not self._closed.is_set() and not lost.is_set():

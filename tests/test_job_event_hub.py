@@ -1,11 +1,14 @@
 """The process's job event hub against a real Postgres: one read of a job per change for all of
-its watches, and polling while it cannot listen."""
+its watches, polling while it cannot listen, and a LISTEN connection that, when its probe finds
+it dead, is replaced once (not in a loop) and goes on delivering events."""
 
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 
 import asyncpg
 import pytest
@@ -133,3 +136,46 @@ async def test_a_watch_cancelled_as_its_state_arrives_is_cancelled() -> None:
     done, _ = await asyncio.wait({watch}, timeout=5)
     assert done, "the cancelled watch never ended"
     assert watch.cancelled()
+
+
+async def test_a_listener_found_dead_by_its_probe_is_replaced_once(db: asyncpg.Pool, database_url: str) -> None:
+    """The LISTEN backend stops answering (SIGSTOP: a dead socket, as a NAT drops it). Its probe
+    fails and the connection is dropped; asyncpg calls its termination listener a tick later,
+    while the next connection is opening. That late call must not mark the new connection lost
+    (it did, and each new one then the next: thousands of reconnects a second)."""
+    job_id = await _queued(db)
+    async with AsyncExitStack() as stack:
+        hub = await stack.enter_async_context(
+            _hub(database_url, db, probe_seconds=0.2, probe_timeout_seconds=0.5, fallback_seconds=60)
+        )
+        watch = await stack.enter_async_context(hub.watch(job_id))
+        first = await asyncio.wait_for(watch.next_state(), 10)
+        assert first is not None and first.status == "queued"
+        await _until(lambda: hub.listening)
+        stopped = hub.listener_pid
+        assert stopped is not None
+        try:
+            os.kill(stopped, signal.SIGSTOP)
+        except PermissionError:
+            pytest.skip("the database's backends are not this user's to signal")
+        stack.push_async_callback(_release, db, stopped)
+        await _until(lambda: hub.connections_opened >= 2, 30)
+        replaced_at = hub.connections_opened
+        # A while for a loop to show: the new connection stays, with no reconnect after it.
+        await asyncio.sleep(2)
+        reconnects = hub.connections_opened - replaced_at
+        assert reconnects < 3, f"{reconnects} more connections opened in 2 s after the replacement"
+        await _until(lambda: hub.listening)
+        assert hub.listener_pid not in (None, stopped)
+        # And it listens: an event arrives at once (no fallback read for a minute).
+        async with db.acquire() as connection:
+            await jobs.cancel_job(connection, job_id)
+        later = await asyncio.wait_for(watch.next_state(), 10)
+        assert later is not None and later.status == "cancelled"
+
+
+async def _release(pool: asyncpg.Pool, pid: int) -> None:
+    """The stopped backend goes on and is ended."""
+    os.kill(pid, signal.SIGCONT)
+    async with pool.acquire() as connection:
+        await connection.fetchval("SELECT pg_terminate_backend($1)", pid)
