@@ -1,10 +1,12 @@
 """A thousand jobProgress subscriptions of one job, over real WebSockets to a live server and a
 real Postgres: each change of the job is read from the database once for all of them (not once
-per subscription), and every subscriber still gets every state, in order."""
+per subscription), and every subscriber still gets every state, in order; and the caps on open
+subscriptions per client address and per process."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from typing import Any
@@ -130,3 +132,62 @@ async def test_a_thousand_subscriptions_cost_one_read_per_job_event(
 
 async def _true(value: bool) -> bool:
     return value
+
+
+@pytest.fixture
+def capped(settings: Settings) -> Settings:
+    return settings.model_copy(update={"digestd_max_subscriptions_per_client": 3, "digestd_max_subscriptions": 5})
+
+
+async def _refused(ws: ClientConnection, op_id: str, job_id: str) -> str:
+    """The message of the TOO_MANY_SUBSCRIPTIONS error a subscribe gets."""
+    await subscribe(ws, op_id, job_id, STATE)
+    answer = await receive(ws)
+    assert answer["type"] == "error" and answer["id"] == op_id, answer
+    (error,) = answer["payload"]
+    assert error["extensions"] == {"code": "TOO_MANY_SUBSCRIPTIONS"}, error
+    return str(error["message"])
+
+
+async def _admitted(ws: ClientConnection, op_id: str, job_id: str) -> None:
+    await subscribe(ws, op_id, job_id, STATE)
+    answer = await receive(ws)
+    assert answer["type"] == "next" and answer["id"] == op_id, answer
+
+
+async def test_open_subscriptions_are_capped_per_client_and_per_process(db: asyncpg.Pool, capped: Settings) -> None:
+    """One client may not hold more than its share however many connections it opens (50 x 20
+    was the attack), nor all clients together more than the process's cap; a subscription that
+    ends gives its place back."""
+    app = create_app(capped, AppOptions(run_workers=0))
+    async with running_server(app) as base_url, httpx.AsyncClient(base_url=base_url, timeout=30) as client:
+        job_id = await queued_job(db, client)
+        async with socket(base_url, init={}) as first, socket(base_url, init={}) as second:
+            for op in ("1", "2", "3"):
+                await _admitted(first, op, job_id)
+            assert "per client address" in await _refused(first, "4", job_id)
+            assert "per client address" in await _refused(second, "1", job_id)  # another connection
+            async with socket(base_url, init={}, source="127.0.0.2") as other:  # another client
+                await _admitted(other, "1", job_id)
+                await _admitted(other, "2", job_id)
+                assert "server holds" in await _refused(other, "3", job_id)
+                # A completed subscription frees its place (for any client).
+                await first.send(json.dumps({"id": "1", "type": "complete"}))
+                await _eventually_admitted(other, job_id)
+            # So does a closed connection: `other` held 3, and is gone.
+            await _eventually_admitted(second, job_id)
+            await second.send(json.dumps({"type": "ping"}))
+            assert await receive(second) == {"type": "pong"}  # refusals never closed a connection
+
+
+async def _eventually_admitted(ws: ClientConnection, job_id: str, timeout: float = 10) -> None:
+    """Subscribe until admitted (the place is given back when the server has ended the other)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    for attempt in range(1000):
+        await subscribe(ws, f"retry-{attempt}", job_id, STATE)
+        answer = await receive(ws)
+        if answer["type"] == "next":
+            return
+        assert answer["payload"][0]["extensions"]["code"] == "TOO_MANY_SUBSCRIPTIONS", answer
+        assert asyncio.get_running_loop().time() < deadline, "the place was never given back"
+        await asyncio.sleep(0.05)

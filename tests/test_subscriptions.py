@@ -173,6 +173,7 @@ async def test_bounds_of_a_connection(db: asyncpg.Pool, settings: Settings) -> N
             await subscribe(ws, "one-too-many", job_id)
             refused = await receive(ws)
             assert refused["type"] == "error" and "at most 20" in refused["payload"][0]["message"]
+            assert refused["payload"][0]["extensions"]["code"] == "TOO_MANY_SUBSCRIPTIONS"
         async with socket(base_url, init={}) as ws:
             await ws.send(json.dumps({"id": "big", "type": "subscribe", "payload": {"query": "#" * 200_000}}))
             assert await closed_with(ws) == 1009
