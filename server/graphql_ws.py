@@ -86,26 +86,26 @@ class SubscriptionQuota:
     def __init__(self, per_client: int, total: int) -> None:
         self.per_client = per_client
         self.total = total
-        self._open: dict[str, int] = {}
-        self.open = 0
+        self._by_client: dict[str, int] = {}
+        self.held = 0
 
     def take(self, client: str) -> str | None:
         """Count one more subscription of `client`, or say why not (nothing counted)."""
-        if self._open.get(client, 0) >= self.per_client:
+        if self._by_client.get(client, 0) >= self.per_client:
             return f"at most {self.per_client} open subscriptions per client address: complete one first"
-        if self.open >= self.total:
+        if self.held >= self.total:
             return f"the server holds its most open subscriptions ({self.total}): try again later or poll job(id)"
-        self._open[client] = self._open.get(client, 0) + 1
-        self.open += 1
+        self._by_client[client] = self._by_client.get(client, 0) + 1
+        self.held += 1
         return None
 
     def give_back(self, client: str) -> None:
-        left = self._open.get(client, 0) - 1
+        left = self._by_client.get(client, 0) - 1
         if left > 0:
-            self._open[client] = left
+            self._by_client[client] = left
         else:
-            self._open.pop(client, None)
-        self.open -= 1
+            self._by_client.pop(client, None)
+        self.held -= 1
 
 
 class BoundedSocket(ASGIWebSocketAdapter):
