@@ -4,8 +4,10 @@ one read of a job per change, handed to every jobProgress subscription watching 
 A connection per subscriber would cost the database a backend per open browser tab; one per
 process costs one. Likewise a read per watch would cost a thousand reads per event for a thousand
 watches of one job; the hub keeps one feed per watched job, which re-reads the row when an event
-for it arrives (events arriving during a read count once) and gives the same snapshot to all
-its watches, so reads grow with events, not with watches.
+for it arrives and gives the same snapshot to all its watches, so reads grow with events, not
+with watches. A burst of events between two reads counts once, and reads of a job are spaced
+(MIN_SPACING_SECONDS, more when many watch), so the states handed out stay bounded whatever the
+rate of events and the number of watches.
 
 The connection opens with the first watch and is reopened with capped, jittered backoff whenever
 the database drops it (a restart, pg_terminate_backend, a dead socket found by a periodic probe);
@@ -44,6 +46,13 @@ PROBE_SECONDS = 30.0
 PROBE_TIMEOUT_SECONDS = 5.0
 # How long a connection must stay up before a loss of it starts the backoff over.
 HEALTHY_SECONDS = 10.0
+# Each state handed out costs every watch of the job a GraphQL execution and a message, in the
+# process's loop (the in-process workers' too). So a job's states are at least MIN_SPACING_SECONDS
+# apart (a burst of events between two reads counts once), and wider apart when many watch: about
+# DELIVERIES_PER_SECOND states a second in all, however many watches (a job's final state too
+# comes at most one spacing late).
+MIN_SPACING_SECONDS = 0.25
+DELIVERIES_PER_SECOND = 500.0
 
 JobOutcome = asyncio.Future[DigestJob | None]
 
@@ -116,6 +125,8 @@ class JobEventHub:
         probe_seconds: float = PROBE_SECONDS,
         probe_timeout_seconds: float = PROBE_TIMEOUT_SECONDS,
         healthy_seconds: float = HEALTHY_SECONDS,
+        min_spacing_seconds: float = MIN_SPACING_SECONDS,
+        deliveries_per_second: float = DELIVERIES_PER_SECOND,
         backoff: Backoff | None = None,
     ) -> None:
         self._url = database_url
@@ -124,6 +135,9 @@ class JobEventHub:
         self._probe_seconds = probe_seconds
         self._probe_timeout_seconds = probe_timeout_seconds
         self._healthy_seconds = healthy_seconds
+        self._min_spacing_seconds = min_spacing_seconds
+        self._deliveries_per_second = deliveries_per_second
+        self._watch_count = 0
         self._backoff = backoff or Backoff(0.5, 30.0)
         self._feeds: dict[int, JobFeed] = {}
         self._connection: asyncpg.Connection | None = None
@@ -149,7 +163,12 @@ class JobEventHub:
 
     @property
     def watches(self) -> int:
-        return sum(len(feed.watches) for feed in self._feeds.values())
+        return self._watch_count
+
+    @property
+    def spacing_seconds(self) -> float:
+        """The least time between two reads (and states) of one job, now."""
+        return max(self._min_spacing_seconds, self._watch_count / self._deliveries_per_second)
 
     @contextlib.asynccontextmanager
     async def watch(self, job_id: int) -> AsyncIterator[JobWatchHandle]:
@@ -164,12 +183,14 @@ class JobEventHub:
             handle.skip_current()
             feed.due.set()
         feed.watches.add(handle)
+        self._watch_count += 1
         if self._task is None:
             self._task = asyncio.create_task(self._listen_forever(), name="job-events")
         try:
             yield handle
         finally:
             feed.watches.discard(handle)
+            self._watch_count -= 1
             if not feed.watches and self._feeds.get(job_id) is feed:
                 del self._feeds[job_id]
                 if feed.task is not None:
@@ -210,6 +231,8 @@ class JobEventHub:
             if feed.changed_by(row):
                 outcome.set_result(row)
                 feed.publish(outcome)
+                # Events meanwhile make one read after the spacing.
+                await wait_any((self._closed,), self.spacing_seconds)
 
     async def _until_due(self, feed: JobFeed) -> None:
         timeout = None if self.listening else self.fallback_seconds
