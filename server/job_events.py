@@ -52,7 +52,7 @@ HEALTHY_SECONDS = 10.0
 # DELIVERIES_PER_SECOND states a second in all, however many watches (a job's final state too
 # comes at most one spacing late).
 MIN_SPACING_SECONDS = 0.25
-DELIVERIES_PER_SECOND = 500.0
+DELIVERIES_PER_SECOND = 200.0
 
 JobOutcome = asyncio.Future[DigestJob | None]
 
