@@ -31,6 +31,9 @@ class ApiConfig:
     max_response_bytes: int = 16 * 1024 * 1024
     digest_config: DigestConfig = field(default_factory=DigestConfig)
     fetch_policy: FetchPolicy = field(default_factory=FetchPolicy)
+    # Open subscriptions: at most this many per client address, and per process.
+    max_subscriptions_per_client: int = 100
+    max_subscriptions: int = 1000
 
 
 @dataclass

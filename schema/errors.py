@@ -29,6 +29,8 @@ FORBIDDEN = "FORBIDDEN"  # the token's role may not run this operation
 PARSE = "PARSE"  # the query text is not GraphQL
 VALIDATION = "VALIDATION"  # the query or its variables do not fit the schema's types
 TOO_COMPLEX = "TOO_COMPLEX"  # the query would cost more than the limit
+# a subscription over the cap of its connection, its client address or the server
+TOO_MANY_SUBSCRIPTIONS = "TOO_MANY_SUBSCRIPTIONS"
 # The values of arguments
 BAD_ID = "BAD_ID"  # an id this API did not produce, or one naming another type
 BAD_CURSOR = "BAD_CURSOR"  # a cursor this API did not hand out
@@ -44,6 +46,7 @@ CODES = (
     BAD_REQUEST, REQUEST_TOO_LARGE, UNAUTHENTICATED, BAD_HOST, FORBIDDEN, PARSE, VALIDATION, TOO_COMPLEX,
     BAD_ID, BAD_CURSOR, PAGE_SIZE, BAD_USER_INPUT, NOT_FOUND, RESPONSE_TOO_LARGE, INTERNAL,
     UNAVAILABLE,
+    TOO_MANY_SUBSCRIPTIONS,
 )  # fmt: skip
 
 INTERNAL_MESSAGE = "Internal server error"

@@ -2,26 +2,24 @@
 (graphql-transport-ws, server/graphql_ws.py).
 
 It yields the job as it is now, then the job again each time it changed (the server hears of a
-change through the process's job events and re-reads the row; changes arriving during a read
-count once), and completes after yielding a terminal state. Polling `job(id)` answers the same.
+change through the process's job events and re-reads the row once for every subscriber of that
+job; changes arriving during a read count once), and completes after yielding a terminal state.
+Polling `job(id)` answers the same.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator
+
 import strawberry
 from strawberry.types import Info
 
-from db import jobs, models
+from db import jobs
 from schema.context import Context
 from schema.errors import NOT_FOUND, client_error
 from schema.ids import DIGEST_JOB, IdArgument, parse_id
 from schema.job_types import DigestJob
-
-
-async def _read(context: Context, job_id: int) -> models.DigestJob | None:
-    async with context.pool.acquire() as connection:
-        return await jobs.job_by_id(connection, job_id)
+from schema.job_watch import WatchClosed
 
 
 @strawberry.type
@@ -39,20 +37,20 @@ class Subscription:
         events = info.context.job_events
         if events is None:
             raise RuntimeError("jobProgress needs the server's job events (Context.job_events)")
-        # Watching starts before the first read, so no change after that read goes unheard.
-        async with events.watch(job_id) as watch:
-            row = await _read(info.context, job_id)
-            if row is None:
-                raise client_error(f"no job with id {id}", NOT_FOUND)
-            while True:
-                job = DigestJob.from_row(row)
-                info.context.begin_event()
-                yield job
-                if job.status in jobs.TERMINAL:
-                    return
-                unchanged = row
-                while row == unchanged:
-                    await watch.changed()
-                    row = await _read(info.context, job_id)
+        # The process's hub reads the job, once per change for all of its watches.
+        try:
+            async with events.watch(job_id) as watch:
+                row = await watch.next_state()
+                if row is None:
+                    raise client_error(f"no job with id {id}", NOT_FOUND)
+                while True:
+                    job = DigestJob.from_row(row)
+                    info.context.begin_event()
+                    yield job
+                    if job.status in jobs.TERMINAL:
+                        return
+                    row = await watch.next_state()
                     if row is None:  # deleted meanwhile (an operator's cleanup): nothing to follow
                         return
+        except WatchClosed:  # the server is stopping
+            return

@@ -177,7 +177,7 @@ def create_app(settings: Settings, options: AppOptions | None = None) -> Starlet
         await runtime.open()
         app.state.pool = runtime.pool
         assert runtime.database_url is not None
-        job_events = JobEventHub(runtime.database_url)
+        job_events = JobEventHub(runtime.database_url, runtime.pool)
         app.state.job_events = job_events
         # The in-process runner: loops restarted if they die; /readyz reports when one is down.
         runner = runtime.runner(options.run_workers)

@@ -10,8 +10,9 @@ complete, the close codes of the protocol); what digestd adds is what its HTTP e
   Authorization header or, since browsers cannot set headers on a WebSocket, in the
   connection_init payload (`{"Authorization": "Bearer ..."}`); without a valid one the
   connection is closed with 4403 Forbidden. Any role may subscribe;
-- bounds: messages of at most MAX_MESSAGE_CHARS, decoded as strict JSON; at most
-  MAX_SUBSCRIPTIONS operations per connection; each subscribe message admitted by
+- bounds: messages of at most MAX_MESSAGE_CHARS, decoded as strict JSON; open subscriptions
+  capped per connection (MAX_SUBSCRIPTIONS), per client address and per process
+  (SubscriptionQuota; over a cap: TOO_MANY_SUBSCRIPTIONS); each subscribe message admitted by
   schema/request_gate.py (subscriptions only, input values, cost) before it runs;
 - errors: every error goes out with its code, a server fault as "Internal server error" with
   the connection's request id (schema/errors.py), as over HTTP.
@@ -50,7 +51,7 @@ from strawberry.types import ExecutionResult
 from strawberry.types.unset import UnsetType
 
 from schema.context import ApiConfig, Context, Role
-from schema.errors import code_of, formatted
+from schema.errors import TOO_MANY_SUBSCRIPTIONS, code_of, formatted
 from schema.request_gate import WEBSOCKET, GateLimits, Refused, admit
 from server.auth import ApiToken, role_for
 from server.graphql_http import BadBody, decode_json, graphql_request
@@ -74,6 +75,38 @@ class SocketContext(Context):
 
     header_role: Role | None = None
     connection_params: dict[str, object] = field(default_factory=dict)
+    # The client's address (as uvicorn resolved it, behind a trusted proxy too): its quota key.
+    client: str = "-"
+
+
+class SubscriptionQuota:
+    """Open subscriptions of the process, counted per client address: each costs a watch of a
+    job and a message per change, so neither one client nor all of them may hold unboundedly
+    many (the per-connection cap alone let one client open 50 connections of 20)."""
+
+    def __init__(self, per_client: int, total: int) -> None:
+        self.per_client = per_client
+        self.total = total
+        self._by_client: dict[str, int] = {}
+        self.held = 0
+
+    def take(self, client: str) -> str | None:
+        """Count one more subscription of `client`, or say why not (nothing counted)."""
+        if self._by_client.get(client, 0) >= self.per_client:
+            return f"at most {self.per_client} open subscriptions per client address: complete one first"
+        if self.held >= self.total:
+            return f"the server holds its most open subscriptions ({self.total}): try again later or poll job(id)"
+        self._by_client[client] = self._by_client.get(client, 0) + 1
+        self.held += 1
+        return None
+
+    def give_back(self, client: str) -> None:
+        left = self._by_client.get(client, 0) - 1
+        if left > 0:
+            self._by_client[client] = left
+        else:
+            self._by_client.pop(client, None)
+        self.held -= 1
 
 
 class BoundedSocket(ASGIWebSocketAdapter):
@@ -125,7 +158,7 @@ class AdmittingHandler(BaseGraphQLTransportWSHandler[SocketContext, None]):
         if not self.connection_acknowledged or message["id"] in self.operations:
             await super().handle_subscribe(message)  # closes with 4401 or 4409, per the protocol
             return
-        problem = self._refusal(message)
+        problem = self._refusal(message) or self._reserve()
         if problem is not None:
             await self.send_message({"id": message["id"], "type": "error", "payload": [problem]})
             return
@@ -135,14 +168,29 @@ class AdmittingHandler(BaseGraphQLTransportWSHandler[SocketContext, None]):
         )
         operation.task = asyncio.create_task(self.run_operation(operation))
         operation.task.add_done_callback(self._task_done)
+        # Its place is given back however it ends: completed, cancelled by the client or the close.
+        quota, client = cast(SubscriptionEndpoint, self.view).quota, self.context.client
+        operation.task.add_done_callback(lambda _: quota.give_back(client))
         self.operations[message["id"]] = operation
+
+    def _reserve(self) -> GraphQLFormattedError | None:
+        """A place in the process's quota for an admitted subscription, or the refusal."""
+        refusal = cast(SubscriptionEndpoint, self.view).quota.take(self.context.client)
+        if refusal is None:
+            return None
+        return self._too_many(refusal)
+
+    def _too_many(self, why: str) -> GraphQLFormattedError:
+        observe_graphql("none", [TOO_MANY_SUBSCRIPTIONS])
+        logger.info("graphql.refused request_id=%s code=%s message=%r", self.context.request_id, TOO_MANY_SUBSCRIPTIONS, why)
+        return _error(why, TOO_MANY_SUBSCRIPTIONS)
 
     def _refusal(self, message: SubscribeMessage) -> GraphQLFormattedError | None:
         """Why this subscribe message is refused, as the error to send, or None."""
         view = cast(SubscriptionEndpoint, self.view)
         request_id = self.context.request_id
         if len(self.operations) >= MAX_SUBSCRIPTIONS:
-            return _error(f"at most {MAX_SUBSCRIPTIONS} subscriptions per connection", "BAD_REQUEST")
+            return self._too_many(f"at most {MAX_SUBSCRIPTIONS} subscriptions per connection")
         try:
             payload = message.get("payload")
             size = len(json.dumps(payload, ensure_ascii=False).encode())
@@ -190,6 +238,7 @@ class SubscriptionEndpoint(GraphQL[SocketContext, None]):
         self.config = config
         self.limits = limits
         self.tokens = tokens
+        self.quota = SubscriptionQuota(config.max_subscriptions_per_client, config.max_subscriptions)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "websocket":  # never routed here; HTTP is GraphQLEndpoint's
@@ -207,6 +256,7 @@ class SubscriptionEndpoint(GraphQL[SocketContext, None]):
             request_id=request_id_from(request.scope["headers"]),
             job_events=request.app.state.job_events,
             header_role=header_role,
+            client=request.client.host if request.client else "-",
         )
 
     async def on_ws_connect(self, context: SocketContext) -> UnsetType | dict[str, object] | None:

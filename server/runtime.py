@@ -293,6 +293,8 @@ class Runtime:
             max_message_chars=self.settings.digestd_max_message_chars,
             digest_config=digest_config(self.settings),
             fetch_policy=fetch_policy(self.settings),
+            max_subscriptions_per_client=self.settings.digestd_max_subscriptions_per_client,
+            max_subscriptions=self.settings.digestd_max_subscriptions,
         )
 
     def worker_config(self) -> WorkerConfig:

@@ -181,6 +181,14 @@ class Settings(BaseSettings):
         default=200_000, ge=1000, description="Longer messages are rejected with their location."
     )
 
+    # Subscriptions (jobProgress over WebSocket; at most 20 per connection).
+    digestd_max_subscriptions_per_client: int = Field(
+        default=100, ge=1, description="Subscriptions one client address may hold open at once."
+    )
+    digestd_max_subscriptions: int = Field(
+        default=1000, ge=1, description="Subscriptions one server process holds open at most."
+    )
+
     # Documents.
     digestd_doc_digest_policy: Literal["off", "auto", "always"] = Field(
         default="auto",

@@ -7,107 +7,35 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from typing import Any
 
 import asyncpg
 import httpx
 import pytest
 from pydantic import SecretStr
-from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosed, InvalidStatus
+from websockets.asyncio.client import connect
+from websockets.exceptions import InvalidStatus
 
 from server.app import AppOptions, create_app
 from server.job_events import JobEventHub
-from server.runtime import Runtime
 from server.settings import Settings
 from tests.conftest import running_server
-from tests.db_helpers import add_channel, messages
+from tests.subscription_helpers import (
+    PROGRESS,
+    PROTOCOL,
+    TERMINAL,
+    closed_with,
+    listener_pids,
+    queued_job,
+    receive,
+    run_worker,
+    socket,
+    subscribe,
+    until_complete,
+    wait_for,
+    ws_url,
+)
 
-PROTOCOL = "graphql-transport-ws"
-PROGRESS = """subscription($id: ID!) {
-  jobProgress(id: $id) { id status phase progress { chunksDone chunksTotal } digestId }
-}"""
-TERMINAL = {"SUCCEEDED", "PARTIAL", "FAILED", "CANCELLED"}
 TOKENS = SecretStr("reader:read-secret-1,writer:write-secret-1")
-LISTENERS = "SELECT pid FROM pg_stat_activity WHERE query = 'LISTEN \"digestd_job_events\"'"
-
-
-def ws_url(base_url: str) -> str:
-    return base_url.replace("http://", "ws://") + "/graphql"
-
-
-@asynccontextmanager
-async def socket(base_url: str, *, init: dict[str, Any] | None = None, headers: dict[str, str] | None = None,
-                 origin: str | None = None) -> AsyncIterator[ClientConnection]:  # fmt: skip
-    """A graphql-transport-ws connection, acknowledged (init None: no connection_init sent)."""
-    async with connect(ws_url(base_url), subprotocols=[PROTOCOL], additional_headers=headers or {},  # type: ignore[list-item]
-                       origin=origin, open_timeout=10) as ws:  # type: ignore[arg-type]  # fmt: skip
-        assert ws.subprotocol == PROTOCOL
-        if init is not None:
-            await ws.send(json.dumps({"type": "connection_init", "payload": init}))
-            assert await receive(ws) == {"type": "connection_ack"}
-        yield ws
-
-
-async def receive(ws: ClientConnection, timeout: float = 30) -> dict[str, Any]:
-    message: dict[str, Any] = json.loads(await asyncio.wait_for(ws.recv(), timeout))
-    return message
-
-
-async def subscribe(ws: ClientConnection, op_id: str, job_id: str, query: str = PROGRESS) -> None:
-    await ws.send(json.dumps({"id": op_id, "type": "subscribe", "payload": {"query": query, "variables": {"id": job_id}}}))
-
-
-async def until_complete(ws: ClientConnection, op_id: str, timeout: float = 60) -> list[dict[str, Any]]:
-    """The `next` payloads of one operation, up to its `complete` (which must come)."""
-    payloads: list[dict[str, Any]] = []
-    while True:
-        message = await receive(ws, timeout)
-        assert message.get("id") == op_id, message
-        if message["type"] == "complete":
-            return payloads
-        assert message["type"] == "next", message
-        payloads.append(message["payload"])
-
-
-async def closed_with(ws: ClientConnection) -> int | None:
-    with pytest.raises(ConnectionClosed) as closed:
-        await receive(ws, 15)
-    return closed.value.rcvd.code if closed.value.rcvd else None
-
-
-async def queued_job(pool: asyncpg.Pool, client: httpx.AsyncClient, name: str = "general") -> str:
-    channel_id = await add_channel(pool, name, messages([("ann", "we decided to ship on friday"), ("bob", "ok, I will write the notes")]))
-    trigger = 'mutation($id: ID!) { triggerDigest(channelId: $id) { ... on DigestJob { id status } } }'
-    response = await client.post("/graphql", json={"query": trigger, "variables": {"id": str(channel_id)}},
-                                 headers={"Authorization": "Bearer write-secret-1"})  # fmt: skip
-    job = response.json()["data"]["triggerDigest"]
-    assert job["status"] == "QUEUED"
-    return str(job["id"])
-
-
-async def run_worker(settings: Settings) -> None:
-    """One worker of another process's runtime takes the queued job and runs it to its end."""
-    runtime = Runtime(settings)
-    await runtime.open()
-    try:
-        assert await runtime.new_worker().run_once()
-    finally:
-        await runtime.close()
-
-
-async def listener_pids(pool: asyncpg.Pool) -> list[int]:
-    async with pool.acquire() as connection:
-        return [row["pid"] for row in await connection.fetch(LISTENERS)]
-
-
-async def wait_for(condition: Any, timeout: float = 30) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not await condition():
-        assert asyncio.get_running_loop().time() < deadline, "condition never held"
-        await asyncio.sleep(0.05)
 
 
 async def test_a_subscriber_follows_a_job_to_its_end(db: asyncpg.Pool, settings: Settings) -> None:
@@ -202,20 +130,6 @@ async def test_subscribers_reach_the_end_when_the_listener_is_dropped(db: asyncp
         await wait_for(lambda: _listening_are(db, [hub.listener_pid]))
 
 
-async def test_a_watch_falls_back_to_reading_while_no_listen_is_possible() -> None:
-    hub = JobEventHub("postgresql://digestd@127.0.0.1:1/nowhere", fallback_seconds=0.2)
-    try:
-        async with hub.watch(7) as watch:
-            started = asyncio.get_running_loop().time()
-            await asyncio.wait_for(watch.changed(), 5)
-            await asyncio.wait_for(watch.changed(), 5)
-            assert asyncio.get_running_loop().time() - started >= 0.2
-            assert not hub.listening and hub.watched_jobs == 1
-        assert hub.watched_jobs == 0
-    finally:
-        await hub.close()
-
-
 async def test_errors_of_a_subscription_carry_codes(db: asyncpg.Pool, settings: Settings) -> None:
     app = create_app(settings, AppOptions(run_workers=0))
     async with running_server(app) as base_url, socket(base_url, init={}) as ws:
@@ -260,6 +174,7 @@ async def test_bounds_of_a_connection(db: asyncpg.Pool, settings: Settings) -> N
             await subscribe(ws, "one-too-many", job_id)
             refused = await receive(ws)
             assert refused["type"] == "error" and "at most 20" in refused["payload"][0]["message"]
+            assert refused["payload"][0]["extensions"]["code"] == "TOO_MANY_SUBSCRIPTIONS"
         async with socket(base_url, init={}) as ws:
             await ws.send(json.dumps({"id": "big", "type": "subscribe", "payload": {"query": "#" * 200_000}}))
             assert await closed_with(ws) == 1009
