@@ -609,6 +609,35 @@ JOIN LATERAL (
 ) i ON true
 ORDER BY c.created_at DESC, c.id DESC, i.kind, i.position;
 
+-- name: report_window_messages
+-- A report's read of one channel: its NEWEST $4 messages with $2 <= ts < $3 (either bound may
+-- be NULL), current revisions, returned in conversation order. Newest, because the cap should
+-- cut what a question is least likely about; walked backwards on messages_channel_ts.
+SELECT n.* FROM (
+    SELECT m.id, m.external_id, m.author, m.ts, m.reply_to, m.normalized_text, m.revision
+    FROM messages m
+    WHERE m.channel_id = $1
+      AND ($2::timestamptz IS NULL OR m.ts >= $2::timestamptz)
+      AND ($3::timestamptz IS NULL OR m.ts < $3::timestamptz)
+    ORDER BY m.ts DESC, m.id DESC
+    LIMIT $4
+) n
+ORDER BY n.ts, n.id;
+
+-- name: report_window_left_out
+-- What a report's capped read left out: count and bounds of the channel's messages with
+-- ts >= $4 (NULL: no start) before (ts, id) ($2, $3), the oldest read; no row when none.
+WITH rest AS NOT MATERIALIZED (
+    SELECT m.external_id, m.ts, m.id FROM messages m
+    WHERE m.channel_id = $1 AND (m.ts, m.id) < ($2::timestamptz, $3::bigint)
+      AND ($4::timestamptz IS NULL OR m.ts >= $4::timestamptz)
+)
+SELECT (SELECT count(*) FROM rest) AS message_count,
+       f.external_id AS first_message_id, f.ts AS first_at,
+       l.external_id AS last_message_id, l.ts AS last_at
+FROM (SELECT * FROM rest ORDER BY ts, id LIMIT 1) f,
+     (SELECT * FROM rest ORDER BY ts DESC, id DESC LIMIT 1) l;
+
 -- Conversations (0006).
 
 -- name: messages_before

@@ -139,7 +139,8 @@ class Settings(BaseSettings):
     )
 
     digestd_max_window_messages: int = Field(
-        default=100_000, ge=100, description="Messages one digest covers at most; the rest wait."
+        default=100_000, ge=100,
+        description="Messages one digest covers at most (the rest wait); also the messages a report reads per channel (the newest in its range, with a `window_cap` warning counting the rest).",
     )
 
     # Validation.
