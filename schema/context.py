@@ -10,6 +10,7 @@ import asyncpg
 
 from runner.documents.fetch import FetchPolicy
 from runner.documents.policy import DigestConfig
+from runner.schedules import ScheduleLimits
 from schema.errors import response_too_large
 from schema.job_watch import JobEvents
 from schema.loaders import Loaders, create_loaders
@@ -31,6 +32,7 @@ class ApiConfig:
     max_response_bytes: int = 16 * 1024 * 1024
     digest_config: DigestConfig = field(default_factory=DigestConfig)
     fetch_policy: FetchPolicy = field(default_factory=FetchPolicy)
+    schedule_limits: ScheduleLimits = field(default_factory=ScheduleLimits)
 
 
 @dataclass

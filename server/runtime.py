@@ -7,6 +7,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import asyncpg
@@ -24,6 +25,7 @@ from db.migrate import migrate
 from db.models import DigestJob
 from runner import offload
 from runner.scheduler import ScheduleTicker
+from runner.schedules import ScheduleLimits
 from runner.supervision import Backoff, RunnerSupervisor
 from runner.jobs.document import DocumentJobRunner
 from runner.jobs.report import ReportJobRunner
@@ -156,6 +158,15 @@ def _llm_factory(settings: Settings) -> Callable[[], Extractor]:
     return lambda: LLMExtractor(config, client=client, min_overlap=min_overlap)
 
 
+def schedule_limits(settings: Settings) -> ScheduleLimits:
+    """What one schedule and one channel's schedules may cost."""
+    return ScheduleLimits(
+        min_interval=timedelta(seconds=settings.digestd_schedule_min_interval_seconds),
+        per_channel=settings.digestd_schedules_per_channel,
+        run_retention_days=settings.digestd_schedule_run_retention_days,
+    )
+
+
 def digest_config(settings: Settings) -> DigestConfig:
     """The document digest configuration (the seed's defaults where no setting exists)."""
     return DigestConfig(
@@ -280,6 +291,7 @@ class Runtime:
             max_message_chars=self.settings.digestd_max_message_chars,
             digest_config=digest_config(self.settings),
             fetch_policy=fetch_policy(self.settings),
+            schedule_limits=schedule_limits(self.settings),
         )
 
     def worker_config(self) -> WorkerConfig:
@@ -324,6 +336,7 @@ class Runtime:
             self.pool,
             tick_seconds=self.settings.digestd_schedule_tick_seconds,
             max_attempts=self.settings.digestd_max_attempts,
+            limits=schedule_limits(self.settings),
         )
 
     def runner(self, workers: int) -> RunnerSupervisor:
