@@ -623,6 +623,35 @@ JOIN LATERAL (
 ) i ON true
 ORDER BY c.created_at DESC, c.id DESC, i.kind, i.position;
 
+-- name: report_window_messages
+-- A report's read of one channel: its NEWEST $4 messages with $2 <= ts < $3 (either bound may
+-- be NULL), current revisions, returned in conversation order. Newest, because the cap should
+-- cut what a question is least likely about; walked backwards on messages_channel_ts.
+SELECT n.* FROM (
+    SELECT m.id, m.external_id, m.author, m.ts, m.reply_to, m.normalized_text, m.revision
+    FROM messages m
+    WHERE m.channel_id = $1
+      AND ($2::timestamptz IS NULL OR m.ts >= $2::timestamptz)
+      AND ($3::timestamptz IS NULL OR m.ts < $3::timestamptz)
+    ORDER BY m.ts DESC, m.id DESC
+    LIMIT $4
+) n
+ORDER BY n.ts, n.id;
+
+-- name: report_window_left_out
+-- What a report's capped read left out: count and bounds of the channel's messages with
+-- ts >= $4 (NULL: no start) before (ts, id) ($2, $3), the oldest read; no row when none.
+WITH rest AS NOT MATERIALIZED (
+    SELECT m.external_id, m.ts, m.id FROM messages m
+    WHERE m.channel_id = $1 AND (m.ts, m.id) < ($2::timestamptz, $3::bigint)
+      AND ($4::timestamptz IS NULL OR m.ts >= $4::timestamptz)
+)
+SELECT (SELECT count(*) FROM rest) AS message_count,
+       f.external_id AS first_message_id, f.ts AS first_at,
+       l.external_id AS last_message_id, l.ts AS last_at
+FROM (SELECT * FROM rest ORDER BY ts, id LIMIT 1) f,
+     (SELECT * FROM rest ORDER BY ts DESC, id DESC LIMIT 1) l;
+
 -- Conversations (0006).
 
 -- name: messages_before
@@ -939,17 +968,52 @@ FOR UPDATE SKIP LOCKED;
 
 -- name: record_schedule_run
 -- A firing of schedule $1 for slot $2 by process $6: its run row, and the schedule moved to its
--- next slot $3 with the job $4 it queued ($5) or joined. The unique (schedule_id, slot) refuses
--- a second firing of the same slot whatever happens above it.
+-- next slot $3 with the job $4 it queued ($5) or joined; or, skipped ($7: the channel had no
+-- new message), no job and the last job kept. The unique (schedule_id, slot) refuses a second
+-- firing of the same slot whatever happens above it.
 WITH run AS (
-    INSERT INTO schedule_runs (schedule_id, slot, job_id, job_created, fired_by)
-    VALUES ($1, $2, $4, $5, $6)
+    INSERT INTO schedule_runs (schedule_id, slot, job_id, job_created, fired_by, skipped)
+    VALUES ($1, $2, $4, $5, $6, $7)
     RETURNING schedule_id
 )
 UPDATE schedules s
-SET next_run_at = $3, last_run_at = now(), last_job_id = $4
+SET next_run_at = $3, last_run_at = now(), last_job_id = coalesce($4, s.last_job_id)
 FROM run
 WHERE s.id = run.schedule_id;
+
+-- name: channel_has_new_messages
+-- Whether channel $1 has a message no digest covers at its current revision (the partial index
+-- messages_uncovered answers it without reading the covered ones).
+SELECT EXISTS (
+    SELECT 1 FROM messages
+    WHERE channel_id = $1 AND covered_revision IS DISTINCT FROM revision
+);
+
+-- name: lock_channel_for_schedules
+-- Lock channel $1 for the rest of the transaction (a schedule create counts the channel's
+-- schedules under it); no row when there is no such channel.
+SELECT id FROM channels WHERE id = $1 FOR NO KEY UPDATE;
+
+-- name: channel_schedule_count
+-- How many schedules channel $1 has, paused ones included.
+SELECT count(*) FROM schedules WHERE channel_id = $1;
+
+-- name: prune_schedule_runs
+-- Delete up to $2 runs fired more than $1 days ago that queued nothing: skipped ones, and ones
+-- whose job ended without a digest (a quiet channel's "no new messages"). Rows another tick is
+-- deleting are skipped, not waited for. Returns how many were deleted.
+WITH old AS (
+    SELECT r.id FROM schedule_runs r
+    LEFT JOIN digest_jobs j ON j.id = r.job_id
+    WHERE r.fired_at < now() - make_interval(days => $1::int)
+      AND (r.skipped OR (j.status = 'succeeded' AND j.digest_id IS NULL))
+    ORDER BY r.fired_at
+    LIMIT $2
+    FOR UPDATE OF r SKIP LOCKED
+), gone AS (
+    DELETE FROM schedule_runs WHERE id IN (SELECT id FROM old) RETURNING 1
+)
+SELECT count(*) FROM gone;
 
 -- name: pause_unfireable_schedule
 -- A due schedule whose next slot cannot be computed any more (its time zone vanished from the

@@ -12,7 +12,15 @@ from typing import Any
 import asyncpg
 
 from db.jobs import JobKind, enqueue_job
-from db.models import DigestJob, Report, ReportDigestItem, as_rows
+from db.models import (
+    DigestJob,
+    MessageRange,
+    Report,
+    ReportDigestItem,
+    WindowMessageRow,
+    as_row_or_none,
+    as_rows,
+)
 from db.queries import QUERIES
 
 # The `fidelity` of a report whose writer fitted nothing (the offline writer; 0007's default).
@@ -60,3 +68,31 @@ async def report_digest_items(
     first: the items a report may cite through the messages they rest on."""
     records = await connection.fetch(QUERIES["report_digest_items"], channel_id, since, until)
     return as_rows(ReportDigestItem, records)
+
+
+async def report_window_messages(
+    connection: asyncpg.Connection,
+    channel_id: int,
+    since: datetime | None,
+    until: datetime | None,
+    max_messages: int,
+) -> list[WindowMessageRow]:
+    """The newest `max_messages` messages with since <= ts < until, in conversation order: what
+    a report reads of a channel."""
+    records = await connection.fetch(
+        QUERIES["report_window_messages"], channel_id, since, until, max_messages
+    )
+    return as_rows(WindowMessageRow, records)
+
+
+async def report_window_left_out(
+    connection: asyncpg.Connection,
+    channel_id: int,
+    oldest_read: WindowMessageRow,
+    since: datetime | None,
+) -> MessageRange | None:
+    """The messages since `since` older than `oldest_read`: what a capped report read left out."""
+    record = await connection.fetchrow(
+        QUERIES["report_window_left_out"], channel_id, oldest_read.ts, oldest_read.id, since
+    )
+    return as_row_or_none(MessageRange, record)

@@ -1,5 +1,6 @@
-"""Digest schedules in Postgres: create, read, pause, resume, delete, and the tick's two
-statements (lock the due schedules; record a firing and move to the next slot).
+"""Digest schedules in Postgres: create, read, pause, resume, delete; the tick's statements
+(lock the due schedules; record a firing, or a skipped one, and move to the next slot; prune old
+runs that queued nothing); and the per-channel count a create checks under a channel lock.
 
 Which slot is next is runner/cron.py's to compute; this module only stores what it is given.
 What makes a slot fire exactly once is here: `due_schedules` locks due rows FOR UPDATE SKIP
@@ -71,16 +72,44 @@ async def record_schedule_run(
     schedule_id: int,
     slot: datetime,
     next_run_at: datetime,
-    job_id: int,
+    job_id: int | None,
     job_created: bool,
     fired_by: str,
 ) -> None:
     """The firing of `slot` by process `fired_by` (its run row) and the schedule's move to
-    `next_run_at`."""
+    `next_run_at`; `job_id` None records it skipped (no job queued)."""
     await connection.execute(
         QUERIES["record_schedule_run"], schedule_id, slot, next_run_at, job_id, job_created,
-        fired_by,
+        fired_by, job_id is None,
     )
+
+
+async def channel_has_new_messages(connection: asyncpg.Connection, channel_id: int) -> bool:
+    """Whether the channel has a message no digest covers at its current revision."""
+    found: bool = await connection.fetchval(QUERIES["channel_has_new_messages"], channel_id)
+    return found
+
+
+async def lock_channel_for_schedules(connection: asyncpg.Connection, channel_id: int) -> bool:
+    """Lock the channel until the caller's transaction (which must be open) ends; False when
+    there is no such channel."""
+    return await connection.fetchval(QUERIES["lock_channel_for_schedules"], channel_id) is not None
+
+
+async def channel_schedule_count(connection: asyncpg.Connection, channel_id: int) -> int:
+    count: int = await connection.fetchval(QUERIES["channel_schedule_count"], channel_id)
+    return count
+
+
+async def prune_schedule_runs(
+    connection: asyncpg.Connection, retention_days: int, limit: int
+) -> int:
+    """Delete up to `limit` runs older than `retention_days` that queued nothing (skipped, or
+    whose job ended without a digest); how many were deleted."""
+    deleted: int = await connection.fetchval(
+        QUERIES["prune_schedule_runs"], retention_days, limit
+    )
+    return deleted
 
 
 async def pause_unfireable_schedule(connection: asyncpg.Connection, schedule_id: int) -> None:

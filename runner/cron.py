@@ -6,12 +6,17 @@ Five fields (minute hour day-of-month month day-of-week), or six with seconds fi
 stays at 09:00 local across DST. Like Debian's cron, a daily slot that falls into the hour
 skipped in spring runs at the first valid minute after it, and one in the hour repeated in
 autumn runs once; expressions finer than an hour run by the clock (every real minute).
+
+Bounds: only real IANA zone names (not `localtime` or `Factory`, which the zone data also
+lists: a slot would then depend on the machine that fires it), and `check_min_interval`
+refuses an expression whose slots come closer than a minimum (a `* * * * * *` schedule is
+86,400 firings a day).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from functools import cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
@@ -20,6 +25,12 @@ from cronsim import CronSim, CronSimError
 MAX_CRON_CHARS = 100
 MAX_TIMEZONE_CHARS = 64
 CRON_FIELDS = "minute hour day-of-month month day-of-week"
+# Names the zone data lists that are no zone of their own: `localtime` is whatever zone the
+# machine is set to, `Factory` a placeholder ("-00"); `posixrules` is a rules template.
+NOT_IANA_ZONES = frozenset({"localtime", "Factory", "posixrules"})
+# Slots checked by `check_min_interval`: enough for several days of a 5-minute schedule, so a
+# gap that happens every matching day, or across midnight, is seen.
+INTERVAL_CHECK_SLOTS = 1_000
 
 
 class InvalidSchedule(ValueError):
@@ -36,7 +47,7 @@ class InvalidSchedule(ValueError):
 def _zone_names() -> frozenset[str]:
     """The IANA names the system's zone data (or the tzdata package) knows. Names are looked up
     in this set rather than handed to ZoneInfo, which would also try a path like "../x"."""
-    return frozenset(available_timezones())
+    return frozenset(available_timezones()) - NOT_IANA_ZONES
 
 
 @dataclass(frozen=True)
@@ -49,6 +60,8 @@ class CronSchedule:
     def next_after(self, moment: datetime) -> datetime:
         """The first slot strictly after `moment` (an aware datetime), in UTC. InvalidSchedule
         when there is none in the next 50 years (cronsim's horizon)."""
+        if self.timezone in NOT_IANA_ZONES:  # stored before such names were refused
+            raise InvalidSchedule("timezone", _not_a_zone(self.timezone))
         try:
             slots = CronSim(self.cron, moment.astimezone(ZoneInfo(self.timezone)))
         except (ZoneInfoNotFoundError, ValueError):  # a stored zone the zone data lacks
@@ -75,6 +88,8 @@ def parse_schedule(cron: str, timezone_name: str) -> CronSchedule:
     if len(expression) > MAX_CRON_CHARS:
         raise InvalidSchedule("cron", f"longer than {MAX_CRON_CHARS} characters")
     name = timezone_name.strip()
+    if name in NOT_IANA_ZONES:
+        raise InvalidSchedule("timezone", _not_a_zone(name))
     if not name or len(name) > MAX_TIMEZONE_CHARS or name not in _zone_names():
         raise InvalidSchedule(
             "timezone", f"{name[:MAX_TIMEZONE_CHARS]!r} is not an IANA time zone name such as "
@@ -83,6 +98,49 @@ def parse_schedule(cron: str, timezone_name: str) -> CronSchedule:
     schedule = CronSchedule(expression, name)
     schedule.next_after(datetime.now(timezone.utc))  # parses it; a never matching one is refused
     return schedule
+
+
+def check_min_interval(schedule: CronSchedule, minimum: timedelta, start: datetime) -> None:
+    """InvalidSchedule naming `cron` when two consecutive slots among the next
+    INTERVAL_CHECK_SLOTS after `start` (or the next 50 years) are closer than `minimum`."""
+    previous: datetime | None = None
+    moment = start
+    for _ in range(INTERVAL_CHECK_SLOTS):
+        try:
+            slot = schedule.next_after(moment)
+        except InvalidSchedule:  # no slot left within cronsim's horizon
+            return
+        if previous is not None and slot - previous < minimum:
+            raise InvalidSchedule("cron", (
+                f"{schedule.cron!r} has slots {_duration(slot - previous)} apart (at "
+                f"{previous.isoformat()} and {slot.isoformat()}); a schedule may fire at most "
+                f"every {_duration(minimum)} (DIGESTD_SCHEDULE_MIN_INTERVAL_SECONDS)"
+            ))  # fmt: skip
+        previous = moment = slot
+
+
+def earliest_next_slot(
+    schedule: CronSchedule, fired_slot: datetime, now: datetime, minimum: timedelta
+) -> datetime:
+    """The slot after `fired_slot` that the tick moves a schedule to: its first slot after
+    `now` that is also at least `minimum` after `fired_slot`. A schedule stored before the
+    minimum (or under a lower one) fires no more often than it allows."""
+    return schedule.next_after(max(now, fired_slot + minimum - timedelta(microseconds=1)))
+
+
+def _duration(span: timedelta) -> str:
+    seconds = span.total_seconds()
+    if seconds < 60 or seconds % 60:
+        return f"{seconds:g} second{'' if seconds == 1 else 's'}"
+    return f"{seconds / 60:g} minute{'' if seconds == 60 else 's'}"
+
+
+def _not_a_zone(name: str) -> str:
+    return (
+        f"{name!r} is not a real IANA time zone ('localtime' is whatever zone the machine that "
+        "fires it is set to; 'Factory' and 'posixrules' are placeholders): name one such as "
+        "'Europe/Berlin' or 'UTC'"
+    )
 
 
 def _cron_reason(expression: str, problem: str) -> str:

@@ -3,20 +3,41 @@ schedule, and its pause, resume and delete, shared by the API (`createSchedule`,
 CLI (`digestd schedule ...`).
 
 Refusals are `runner.triggers` refusals (`SubjectNotFound` for a missing channel or schedule,
-`ScheduleRefused` with code `invalid_cron` or `invalid_timezone`), so each caller words
-them as it words a trigger's. Slots are computed from the database's now(), the clock the
+`ScheduleRefused` with code `invalid_cron` or `invalid_timezone`, `TooManySchedules` with code
+`too_many_schedules`), so each caller words them as it words a trigger's. `ScheduleLimits`
+bounds what one schedule and one channel may cost: slots at least `min_interval` apart, at
+most `per_channel` schedules per channel. Slots are computed from the database's now(), the clock the
 workers' tick fires by (runner/scheduler.py).
 """
 
 from __future__ import annotations
 
+import asyncio
+from dataclasses import dataclass
+from datetime import timedelta
+
 import asyncpg
 
-from db import channels as channel_queries
 from db import schedules as schedule_queries
 from db.models import Schedule
-from runner.cron import InvalidSchedule, parse_schedule
+from runner.cron import InvalidSchedule, check_min_interval, parse_schedule
 from runner.triggers import SubjectNotFound, TriggerRefused
+
+DEFAULT_MIN_INTERVAL = timedelta(minutes=5)
+DEFAULT_SCHEDULES_PER_CHANNEL = 20
+DEFAULT_RUN_RETENTION_DAYS = 7
+
+
+@dataclass(frozen=True)
+class ScheduleLimits:
+    """What schedules may cost (DIGESTD_SCHEDULE_MIN_INTERVAL_SECONDS,
+    DIGESTD_SCHEDULES_PER_CHANNEL, DIGESTD_SCHEDULE_RUN_RETENTION_DAYS)."""
+
+    min_interval: timedelta = DEFAULT_MIN_INTERVAL
+    per_channel: int = DEFAULT_SCHEDULES_PER_CHANNEL
+    # Skipped and empty runs older than this are pruned by the tick.
+    run_retention_days: int = DEFAULT_RUN_RETENTION_DAYS
+
 
 class ScheduleRefused(TriggerRefused):
     """A cron expression or time zone that cannot schedule; `field` names the argument and the
@@ -27,18 +48,37 @@ class ScheduleRefused(TriggerRefused):
         self.field = invalid.field
 
 
+class TooManySchedules(TriggerRefused):
+    """The channel already has the most schedules one channel may have."""
+
+    def __init__(self, channel_id: int, limit: int) -> None:
+        super().__init__(
+            f"channel {channel_id} already has {limit} schedules, the most one channel may "
+            "have (DIGESTD_SCHEDULES_PER_CHANNEL): delete one first",
+            code="too_many_schedules",
+        )  # fmt: skip
+
+
 async def create_schedule(
-    connection: asyncpg.Connection, channel_id: int, cron: str, timezone: str
-) -> Schedule:
+    connection: asyncpg.Connection, channel_id: int, cron: str, timezone: str,
+    limits: ScheduleLimits = ScheduleLimits(),
+) -> Schedule:  # fmt: skip
     """A schedule digesting the channel at each slot of `cron` in `timezone`, first due at the
-    next slot after now. Raises ScheduleRefused or SubjectNotFound."""
+    next slot after now. Raises ScheduleRefused (a bad expression or zone, or slots closer than
+    `limits.min_interval`), TooManySchedules or SubjectNotFound."""
     try:
         spec = parse_schedule(cron, timezone)
+        start = await schedule_queries.database_now(connection)
+        # Up to a thousand slots walked: off the event loop, and before any lock is taken.
+        await asyncio.to_thread(check_min_interval, spec, limits.min_interval, start)
     except InvalidSchedule as invalid:
         raise ScheduleRefused(invalid) from None
     async with connection.transaction():
-        if await channel_queries.channel_by_id(connection, channel_id) is None:
+        # The channel row locked: two creates at once cannot both pass the count below.
+        if not await schedule_queries.lock_channel_for_schedules(connection, channel_id):
             raise SubjectNotFound(f"no channel with id {channel_id}")
+        if await schedule_queries.channel_schedule_count(connection, channel_id) >= limits.per_channel:
+            raise TooManySchedules(channel_id, limits.per_channel)
         now = await schedule_queries.database_now(connection)
         return await schedule_queries.insert_schedule(
             connection, channel_id, spec.cron, spec.timezone, spec.next_after(now)

@@ -10,6 +10,7 @@ import asyncpg
 
 from runner.documents.fetch import FetchPolicy
 from runner.documents.policy import DigestConfig
+from runner.schedules import ScheduleLimits
 from schema.job_watch import JobEvents
 from schema.loaders import Loaders, create_loaders
 
@@ -34,6 +35,7 @@ class ApiConfig:
     # Open subscriptions: at most this many per client address, and per process.
     max_subscriptions_per_client: int = 100
     max_subscriptions: int = 1000
+    schedule_limits: ScheduleLimits = field(default_factory=ScheduleLimits)
 
 
 @dataclass

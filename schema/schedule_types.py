@@ -32,10 +32,11 @@ class Schedule(relay.Node):
         description="The next slot; null while paused (resuming computes it from then on)."
     )
     last_run_at: datetime | None = strawberry.field(
-        description="When it last fired (the database's clock); null before its first slot."
+        description="When it last fired (the database's clock), a skipped slot (no new "
+        "messages) included; null before its first slot."
     )
     last_job_id: strawberry.ID | None = strawberry.field(
-        description="The job its last firing queued or joined."
+        description="The job the last firing that was not skipped queued or joined."
     )
     created_at: datetime
     row: strawberry.Private[models.Schedule]
@@ -55,7 +56,9 @@ class Schedule(relay.Node):
         row = await info.context.loaders.channel.load(self.row.channel_id)
         return Channel.from_row(row) if row else None
 
-    @strawberry.field(description="The job its last firing queued or joined, while it exists.")
+    @strawberry.field(
+        description="The job the last firing that was not skipped queued or joined, while it exists."
+    )
     async def last_job(self, info: Info[Context, None]) -> DigestJob | None:
         if self.row.last_job_id is None:
             return None

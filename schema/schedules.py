@@ -101,8 +101,10 @@ class ScheduleMutations:
         permission_classes=[IsWriter],
         description="Digest the channel at each slot of `cron` in `timezone` (an IANA name): "
         "e.g. \"0 9 * * 1-5\" in \"Europe/Berlin\" is 09:00 Berlin time on weekdays. A bad "
-        "expression or zone is an InvalidInputError naming the argument (reason invalid_cron "
-        "or invalid_timezone).",
+        "expression or zone, or slots closer than the minimum interval (5 minutes by default), "
+        "is an InvalidInputError naming the argument (reason invalid_cron or invalid_timezone); "
+        "a channel with the most schedules allowed refuses another (too_many_schedules). A slot "
+        "of a channel with no new message since its last digest queues no job.",
     )
     async def create_schedule(
         self,
@@ -116,7 +118,9 @@ class ScheduleMutations:
             return channel_key
         try:
             async with info.context.pool.acquire() as connection:
-                row = await schedules.create_schedule(connection, channel_key, cron, timezone)
+                row = await schedules.create_schedule(
+                    connection, channel_key, cron, timezone, info.context.config.schedule_limits
+                )
         except TriggerRefused as refused:
             return refusal(refused)
         return Schedule.from_row(row)

@@ -21,7 +21,7 @@ from runner.cron import InvalidSchedule, parse_schedule
 from runner.triggers import TriggerRefused
 from schema.ids import CHANNEL, DIGEST_JOB, SCHEDULE, cli_row_id, global_id, optional_global_id
 from server.cli_json import JSON_HELP, emit, refuse
-from server.runtime import Runtime
+from server.runtime import Runtime, schedule_limits
 
 COMMAND = "digestd schedule"
 CHANGES = {
@@ -97,7 +97,9 @@ async def schedule(runtime: Runtime, args: argparse.Namespace, channel_id: int |
         async with runtime.pool.acquire() as connection:
             if args.action == "add":
                 assert channel_id is not None
-                row = await schedules.create_schedule(connection, channel_id, args.cron, args.tz)
+                row = await schedules.create_schedule(
+                    connection, channel_id, args.cron, args.tz, schedule_limits(runtime.settings)
+                )
             else:
                 schedule_id = cli_row_id(args.id, SCHEDULE)
                 if schedule_id is None:

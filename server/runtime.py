@@ -8,6 +8,7 @@ import functools
 import json
 import logging
 from collections.abc import Awaitable, Callable
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import asyncpg
@@ -26,6 +27,7 @@ from db.migrate import migrate
 from db.models import DigestJob
 from runner import offload
 from runner.scheduler import ScheduleTicker
+from runner.schedules import ScheduleLimits
 from runner.supervision import Backoff, RunnerSupervisor
 from runner.jobs.document import DocumentJobRunner
 from runner.jobs.report import ReportJobRunner
@@ -156,6 +158,15 @@ def _llm_factory(settings: Settings) -> Callable[[], Extractor]:
     client = shared_client(config)
     min_overlap = settings.digestd_min_claim_overlap
     return lambda: LLMExtractor(config, client=client, min_overlap=min_overlap)
+
+
+def schedule_limits(settings: Settings) -> ScheduleLimits:
+    """What one schedule and one channel's schedules may cost."""
+    return ScheduleLimits(
+        min_interval=timedelta(seconds=settings.digestd_schedule_min_interval_seconds),
+        per_channel=settings.digestd_schedules_per_channel,
+        run_retention_days=settings.digestd_schedule_run_retention_days,
+    )
 
 
 def digest_config(settings: Settings) -> DigestConfig:
@@ -295,6 +306,7 @@ class Runtime:
             fetch_policy=fetch_policy(self.settings),
             max_subscriptions_per_client=self.settings.digestd_max_subscriptions_per_client,
             max_subscriptions=self.settings.digestd_max_subscriptions,
+            schedule_limits=schedule_limits(self.settings),
         )
 
     def worker_config(self) -> WorkerConfig:
@@ -339,6 +351,7 @@ class Runtime:
             self.pool,
             tick_seconds=self.settings.digestd_schedule_tick_seconds,
             max_attempts=self.settings.digestd_max_attempts,
+            limits=schedule_limits(self.settings),
         )
 
     def runner(self, workers: int) -> RunnerSupervisor:

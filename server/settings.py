@@ -99,6 +99,17 @@ class Settings(BaseSettings):
         default=10.0, gt=0, le=3600,
         description="How often each worker process fires the digest schedules that are due (a slot fires at most this late).",
     )
+    digestd_schedule_min_interval_seconds: float = Field(
+        default=300.0, gt=0,
+        description="Shortest time between two slots of a schedule: a cron whose slots come closer is refused, and the tick never fires a schedule more often.",
+    )
+    digestd_schedules_per_channel: int = Field(
+        default=20, ge=1, description="Schedules one channel may have at most."
+    )
+    digestd_schedule_run_retention_days: int = Field(
+        default=7, ge=1,
+        description="Days a schedule run that queued nothing (skipped: no new messages, or its digest found none) is kept before the tick prunes it.",
+    )
     digestd_shutdown_grace_seconds: float = Field(
         default=10.0, ge=0,
         description="On SIGTERM/SIGINT, how long a running job may take to checkpoint before its lease is released.",
@@ -168,7 +179,8 @@ class Settings(BaseSettings):
     )
 
     digestd_max_window_messages: int = Field(
-        default=100_000, ge=100, description="Messages one digest covers at most; the rest wait."
+        default=100_000, ge=100,
+        description="Messages one digest covers at most (the rest wait); also the messages a report reads per channel (the newest in its range, with a `window_cap` warning counting the rest).",
     )
 
     # Validation.

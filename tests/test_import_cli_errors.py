@@ -58,16 +58,40 @@ def _slack_export(root: Path, channels: list[dict[str, str]]) -> None:
     (root / "general" / "2020-09-13.json").write_text(json.dumps(day), encoding="utf-8")
 
 
-def test_a_fifo_in_a_slack_folder_is_refused_not_waited_on(
+def _day(text: str, ts: str) -> str:
+    return json.dumps([{"type": "message", "user": "U1", "text": text, "ts": ts}])
+
+
+async def test_a_fifo_day_file_and_an_escaping_channel_are_skipped_and_the_rest_imported(
     database_url: str, tmp_path: Path
 ) -> None:
+    """Two good channels, a FIFO day file in one of them and a channel named `../outside`: the
+    good days are imported, each bad entry is reported with where and why, exit 0. The FIFO is
+    never opened (opening it would block the import until TIMEOUT fails the test)."""
+    marker = f"good-{uuid.uuid4().hex}"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "2020-09-13.json").write_text(_day(f"outside {marker}", "1600000000.000900"))
     root = tmp_path / "slack"
-    _slack_export(root, [{"id": "C1", "name": "general"}])
-    os.mkfifo(root / "general" / "2020-09-14.json")
-    result = digestd(database_url, tmp_path, str(root), "--channel", f"fifo-{uuid.uuid4().hex}")
-    assert result.returncode == 2, result.stderr
-    line = one_error_line(result)
-    assert "2020-09-14.json is a FIFO (named pipe)" in line and "refusing to read it" in line
+    _slack_export(root, [
+        {"id": "C1", "name": "general"}, {"id": "C2", "name": "../outside"},
+        {"id": "C3", "name": "random"},
+    ])  # fmt: skip
+    (root / "general" / "2020-09-14.json").write_text(_day(f"general {marker}", "1600090000.000100"))
+    os.mkfifo(root / "general" / "2020-09-15.json")
+    (root / "random").mkdir()
+    (root / "random" / "2020-09-13.json").write_text(_day(f"random {marker}", "1600000000.000300"))
+
+    result = digestd(database_url, tmp_path, str(root))
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+    output = result.stdout + result.stderr
+    assert "3 accepted, 2 rejected" in output, output
+    assert "rejected general/2020-09-15.json: is a FIFO (named pipe)" in output, output
+    assert "rejected channels.json entry 2: names the channel '../outside'" in output, output
+    assert await count_messages(database_url, f"general {marker}") == 1
+    assert await count_messages(database_url, f"random {marker}") == 1
+    assert await count_messages(database_url, f"outside {marker}") == 0
 
 
 async def test_a_slack_channel_named_to_escape_the_folder_reads_nothing_outside(
@@ -90,15 +114,18 @@ async def test_a_slack_channel_named_to_escape_the_folder_reads_nothing_outside(
     _slack_export(day_link, [{"id": "C1", "name": "general"}])
     (day_link / "general" / "2020-09-15.json").symlink_to(outside / "2020-09-13.json")
 
-    for root, says in (
-        (relative, "names the channel '../outside'"),
-        (absolute, f"names the channel {str(outside)!r}"),
-        (linked, "link points outside the export folder"),
-        (day_link, "2020-09-15.json points outside the export folder"),
+    # Each bad entry is skipped with where and why; the good `general` is imported (exit 0),
+    # and an export whose only channel is bad imports nothing (exit 1).
+    for root, says, status in (
+        (relative, "channels.json entry 2: names the channel '../outside'", 0),
+        (absolute, f"channels.json entry 1: names the channel {str(outside)!r}", 1),
+        (linked, "link: the channel's folder points outside the export folder", 0),
+        (day_link, "general/2020-09-15.json: points outside the export folder", 0),
     ):
         result = digestd(database_url, tmp_path, str(root))
-        assert result.returncode == 2, (root, result.stdout, result.stderr)
-        assert says in one_error_line(result), result.stderr
+        assert result.returncode == status, (root, result.stdout, result.stderr)
+        assert "Traceback" not in result.stderr + result.stdout
+        assert f"rejected {says}" in result.stdout + result.stderr, (root, result.stdout)
     assert await count_messages(database_url, marker) == 0
 
 

@@ -4,7 +4,8 @@ three days. Each slot fires exactly once, counted per slot in schedule_runs with
 (schedule_id, slot) constraint dropped for the run, so the count measures the locking alone
 (FOR UPDATE SKIP LOCKED and the database's now()), not the constraint that backs it up. The
 daily schedule is caught up once; every job is an ordinary channel digest, and the quiet
-channels' later ones end "no new messages"."""
+channels' later slots queue none (their runs are recorded skipped). The minimum interval between
+slots is lowered to a second for these runs (DIGESTD_SCHEDULE_MIN_INTERVAL_SECONDS)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import asyncpg
 
 from runner import schedules
 from runner.cron import parse_schedule
+from runner.schedules import ScheduleLimits
 from tests.db_helpers import add_channel, messages
 from tests.process_helpers import cli_environment, start_cli, wait_exit
 
@@ -30,6 +32,7 @@ FAST_SCHEDULES = 10
 FAST_SECONDS = 10.0
 DROP_UNIQUE = "ALTER TABLE schedule_runs DROP CONSTRAINT schedule_runs_one_per_slot"
 ADD_UNIQUE = "ALTER TABLE schedule_runs ADD CONSTRAINT schedule_runs_one_per_slot UNIQUE (schedule_id, slot)"
+EVERY_SECOND = ScheduleLimits(min_interval=timedelta(seconds=1))
 
 
 async def _wait_for(check: Callable[[], Awaitable[bool]], timeout: float, logs: list[Path]) -> None:
@@ -53,7 +56,7 @@ async def test_several_worker_processes_fire_each_slot_exactly_once(
     web = await add_channel(db, "web", messages([("cid", "The review of the frontend moved to Tuesday.")]))
     async with db.acquire() as connection:
         fast_ids = [
-            (await schedules.create_schedule(connection, channel, "* * * * * *", "UTC")).id
+            (await schedules.create_schedule(connection, channel, "* * * * * *", "UTC", EVERY_SECOND)).id
             for channel in quiet
         ]
         daily = (await schedules.create_schedule(connection, web, "0 9 * * *", "Europe/Berlin")).id
@@ -66,6 +69,7 @@ async def test_several_worker_processes_fire_each_slot_exactly_once(
         DATABASE_URL=database_url, DIGESTD_HOME=str(tmp_path / "home"), DIGEST_EXTRACTOR="offline",
         DIGESTD_SCHEDULE_TICK_SECONDS="0.1", DIGESTD_POLL_SECONDS="0.2",
         DIGESTD_EXTRACT_PROCESSES="0", DIGESTD_DB_POOL_SIZE="3",
+        DIGESTD_SCHEDULE_MIN_INTERVAL_SECONDS="1",
     )  # fmt: skip
     logs = [tmp_path / f"worker{i}.log" for i in range(WORKERS)]
     workers = [start_cli(["worker"], environment, log) for log in logs]
@@ -88,8 +92,8 @@ async def test_several_worker_processes_fire_each_slot_exactly_once(
             assert await wait_exit(worker, 60) == 0
         async with db.acquire() as connection:
             runs = await connection.fetch(
-                "SELECT schedule_id, slot, fired_at, job_id, job_created, fired_by FROM schedule_runs "
-                "ORDER BY schedule_id, slot"
+                "SELECT schedule_id, slot, fired_at, job_id, job_created, fired_by, skipped "
+                "FROM schedule_runs ORDER BY schedule_id, slot"
             )
             channel_jobs = await connection.fetch(
                 "SELECT id, channel_id, kind, options, status, result_message, digest_id "
@@ -134,8 +138,14 @@ async def test_several_worker_processes_fire_each_slot_exactly_once(
     finished = [j for j in quiet_jobs if j["status"] == "succeeded"]
     digested = Counter(j["channel_id"] for j in finished if j["digest_id"] is not None)
     assert set(digested.values()) <= {1}  # a channel's first digest read its two messages
+    # Once a quiet channel is digested, its slots queue nothing: runs recorded skipped. (A
+    # firing that saw the messages uncovered just before the digest committed may queue one
+    # more job, which ends "no new messages".)
     nothing_new = [j for j in finished if j["digest_id"] is None]
-    assert nothing_new and all(j["result_message"] == "no new messages" for j in nothing_new)
+    assert all(j["result_message"] == "no new messages" for j in nothing_new)
+    skipped = [r for r in fast if r["skipped"]]
+    assert skipped and all((r["job_id"], r["job_created"]) == (None, False) for r in skipped)
+    assert len(quiet_jobs) <= 2 * FAST_SCHEDULES < len(fast)
 
     # The daily schedule, three days overdue: fired once, now due at tomorrow's 09:00 Berlin.
     slow = [r for r in runs if r["schedule_id"] == daily]
@@ -150,8 +160,8 @@ async def test_several_worker_processes_fire_each_slot_exactly_once(
         f"{len(per_slot)} slots, 0 slots twice; in the {seconds:.1f} s all workers ran, "
         f"{min(measured.values())}..{max(measured.values())} slots per schedule; by process "
         f"{sorted(firers.values(), reverse=True)}; {len(created)} jobs queued, "
-        f"{len(fast) - len(created)} firings joined an active job; {len(nothing_new)} jobs "
-        f"ended 'no new messages'"
+        f"{len(fast) - len(created) - len(skipped)} firings joined an active job, "
+        f"{len(skipped)} skipped (no new messages); {len(nothing_new)} jobs ended 'no new messages'"
     )
 
 
@@ -167,7 +177,7 @@ async def test_a_worker_killed_while_firing_costs_no_slot_and_fires_none_twice(
     ]
     async with db.acquire() as connection:
         fast_ids = [
-            (await schedules.create_schedule(connection, channel, "* * * * * *", "UTC")).id
+            (await schedules.create_schedule(connection, channel, "* * * * * *", "UTC", EVERY_SECOND)).id
             for channel in quiet
         ]
         await connection.execute(DROP_UNIQUE)
@@ -175,6 +185,7 @@ async def test_a_worker_killed_while_firing_costs_no_slot_and_fires_none_twice(
         DATABASE_URL=database_url, DIGESTD_HOME=str(tmp_path / "home"), DIGEST_EXTRACTOR="offline",
         DIGESTD_SCHEDULE_TICK_SECONDS="0.1", DIGESTD_POLL_SECONDS="0.2",
         DIGESTD_EXTRACT_PROCESSES="0", DIGESTD_DB_POOL_SIZE="3",
+        DIGESTD_SCHEDULE_MIN_INTERVAL_SECONDS="1",
     )  # fmt: skip
     logs = [tmp_path / f"worker{i}.log" for i in range(2)]
     victim, survivor = workers = [start_cli(["worker"], environment, log) for log in logs]

@@ -27,7 +27,7 @@ class Schedule(SQLModel, table=True):
 class ScheduleRun(SQLModel, table=True):
     """One firing: the slot it was for, when and by which process (host:pid) it fired, and
     the job it queued (`job_created`) or joined (a digest of the channel was already queued or
-    running)."""
+    running), or `skipped` with no job (the channel had no new message since its last digest)."""
 
     __tablename__ = "schedule_runs"
 
@@ -38,6 +38,7 @@ class ScheduleRun(SQLModel, table=True):
     fired_by: str
     job_id: int | None = bigint()
     job_created: bool
+    skipped: bool
 
 
 class DueSchedule(SQLModel):

@@ -18,10 +18,13 @@ holds each day's messages as a JSON array (streamed with ijson, one day file aft
 
 Safety: nothing outside the export folder is ever read, and nothing but regular files. The whole
 plan (conversations, their folders, their day files) is checked before the first message is
-yielded, and the import is refused (`UnusableInput`, naming the file) when a channel name is not
-a plain folder name (`../outside`, `/etc`), a file or folder resolves outside the export (a
-symbolic link), or a day file is a FIFO, a device, a socket or a folder. Each file is opened
-through `inputs.open_regular`, so a file swapped for a FIFO after the check cannot hang the import.
+yielded. A bad entry is rejected with where and why, like a bad record, and the rest is
+imported: a channel whose name is not a plain folder name (`../outside`, `/etc`) or whose folder
+resolves outside the export (a symbolic link), a day file that resolves outside it or is a FIFO,
+a device, a socket or a folder (never opened). Only a metadata file that points outside the
+export refuses the import whole (`UnusableInput`). Each file is opened through
+`inputs.open_regular`, so a file swapped for a FIFO after the check cannot hang the import: it
+is rejected too.
 """
 
 from __future__ import annotations
@@ -126,8 +129,8 @@ def _plain_name(name: str) -> bool:
 def conversations(
     folder: Path, root: Path | None = None
 ) -> tuple[list[Conversation], list[RecordError]]:
-    """Each conversation the metadata lists, and the metadata entries rejected. A name that is
-    not a plain folder name refuses the whole import (`UnusableInput`)."""
+    """Each conversation the metadata lists, and the metadata entries rejected: among them each
+    whose name is not a plain folder name (it would be read outside the export)."""
     root = root or folder.resolve()
     found: list[Conversation] = []
     rejected: list[RecordError] = []
@@ -142,36 +145,46 @@ def conversations(
             if not name:
                 continue
             if not _plain_name(name):
-                raise UnusableInput(
-                    f"{folder / file_name} entry {number} names the channel {name[:80]!r}, which "
-                    "is not a folder name inside the export: refusing to read outside the folder"
-                )
+                rejected.append(RecordError(
+                    f"{file_name} entry {number}",
+                    f"names the channel {name[:80]!r}, which is not a folder name inside the "
+                    "export: skipped, nothing outside the folder is read",
+                ))  # fmt: skip
+                continue
             found.append((name, name, channel_id))
     return found, rejected
 
 
-def _day_files(folder: Path, root: Path, name: str) -> list[Path]:
-    """The day files of one channel's folder, each checked: inside the export, a regular file."""
+def _day_files(folder: Path, root: Path, name: str) -> tuple[list[Path], list[RecordError]]:
+    """The day files of one channel's folder, each checked (inside the export, a regular file),
+    and the rejected ones: the folder itself when it resolves outside the export, each day file
+    that does or that is not a regular file (a FIFO is never opened)."""
     channel_folder = folder / name
     if not os.path.lexists(channel_folder):
-        return []
+        return [], []
     if not inside(root, channel_folder):
-        raise UnusableInput(
-            f"{channel_folder} points outside the export folder: refusing to read it"
-        )
+        return [], [RecordError(
+            name, "the channel's folder points outside the export folder: skipped, not read"
+        )]  # fmt: skip
     if not channel_folder.is_dir():
-        return []
+        return [], []
     found: list[Path] = []
+    rejected: list[RecordError] = []
     for day_file in sorted(channel_folder.iterdir()):
         if not _DAY_FILE.fullmatch(day_file.name):
             continue
+        location = f"{name}/{day_file.name}"
         if not inside(root, day_file):
-            raise UnusableInput(f"{day_file} points outside the export folder: refusing to read it")
+            rejected.append(RecordError(
+                location, "points outside the export folder: skipped, not read"
+            ))  # fmt: skip
+            continue
         problem = describe_file(day_file)
         if problem is not None:
-            raise UnusableInput(f"{day_file} {problem}, not a day file: refusing to read it")
+            rejected.append(RecordError(location, f"{problem}, not a day file: skipped, not read"))
+            continue
         found.append(day_file)
-    return found
+    return found, rejected
 
 
 def _author(message: dict[str, Any], users: dict[str, str]) -> str | None:
@@ -259,29 +272,49 @@ def parse_slack(folder: Path, options: ParseOptions, stats: ParseStats) -> Itera
         yield from rejected
         yield RecordError(error.file_name, f"{error}; nothing was imported")
         return
-    # Every path is checked before the first record: an unsafe export is refused whole.
-    plan = [(channel, _day_files(folder, root, channel[0])) for channel in listed]
+    # Every path is checked before the first record: an unsafe entry is rejected, not read.
+    plan: list[tuple[Conversation, list[Path]]] = []
+    unsafe: list[RecordError] = []
+    for channel in listed:
+        day_files, skipped = _day_files(folder, root, channel[0])
+        plan.append((channel, day_files))
+        unsafe.extend(skipped)
     yield from rejected
     yield from listing_errors
+    yield from unsafe
     known = {name for name, _, _ in listed}
     for child in sorted(folder.iterdir()):
         if child.is_dir() and child.name not in known:
             stats.skip("folder not listed in channels.json")
     for channel, day_files in plan:
         for day_file in day_files:
-            prefix = f"{channel[0]}/{day_file.name}"
-            with open_regular(day_file) as raw:
-                number = 0
-                for item in iter_items(raw, "item"):
-                    if isinstance(item, JsonStreamError):
-                        yield RecordError(f"{prefix} record {number + 1}", item.reason())
-                        break
-                    number += 1
-                    if isinstance(item, BadItem):
-                        yield RecordError(f"{prefix} record {number}", item.reason)
-                        continue
-                    record = slack_message(
-                        item, f"{prefix} record {number}", channel, users, options, stats
-                    )
-                    if record is not None:
-                        yield record
+            yield from _day_records(day_file, f"{channel[0]}/{day_file.name}", channel, users,
+                                    options, stats)  # fmt: skip
+
+
+def _day_records(
+    day_file: Path, prefix: str, channel: Conversation, users: dict[str, str],
+    options: ParseOptions, stats: ParseStats,
+) -> Iterator[Record]:  # fmt: skip
+    """The records of one day file; the file rejected whole when it stopped being a regular
+    file since it was checked (swapped for a FIFO: never waited on)."""
+    try:
+        raw = open_regular(day_file, shown_as=prefix)
+    except UnusableInput as unusable:
+        yield RecordError(prefix, f"{unusable}; skipped")
+        return
+    with raw:
+        number = 0
+        for item in iter_items(raw, "item"):
+            if isinstance(item, JsonStreamError):
+                yield RecordError(f"{prefix} record {number + 1}", item.reason())
+                break
+            number += 1
+            if isinstance(item, BadItem):
+                yield RecordError(f"{prefix} record {number}", item.reason)
+                continue
+            record = slack_message(
+                item, f"{prefix} record {number}", channel, users, options, stats
+            )
+            if record is not None:
+                yield record

@@ -4,7 +4,8 @@ changed.
 
 The steps:
 1. read the request (options: question, channel_ids, document_ids, since, until), each channel's
-   messages with since <= ts < until (at most `max_messages` per channel, the oldest first), the
+   messages with since <= ts < until (at most `max_messages` per channel: the newest, and a
+   `window_cap` warning saying how many older ones of which channel were not read), the
    claims of the channel's digests whose window overlaps that range (decisions, action items,
    open questions, topic summaries, synthesized knowledge: evidence that cites the messages they
    rest on) and each document; a source that no longer exists FAILS the job (`source_gone`);
@@ -38,7 +39,7 @@ from db import jobs as job_queries
 from db import reports as report_queries
 from db.jobs import JobStatus
 from db.reports import EMPTY_FIDELITY
-from db.models import DigestJob
+from db.models import DigestJob, MessageRange, WindowMessageRow
 from runner.claim_support import DEFAULT_MIN_OVERLAP
 from runner.jobs.base import JobContext, finish
 from runner.jobs.outcomes import Cancelled, FailNow, Finished, Outcome, Stored
@@ -75,6 +76,8 @@ class ReportInputs:
     documents: list[DocumentText]
     revisions: list[tuple[int, list[tuple[int, int]]]]
     digests: list[tuple[int, list[int]]]  # (channel, [digest id]) whose claims were read
+    # `window_cap` warnings: channels with more messages in the range than the cap.
+    window_warnings: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -110,6 +113,7 @@ class ReportJobRunner:
             "channels": len(inputs.channels), "documents": len(inputs.documents),
             "messages": sum(len(messages) for messages in inputs.channels), "writer": writer,
             "digest_claims": sum(len(claims) for claims in inputs.claims),
+            "messages_not_read": sum(w["messages_not_read"] for w in inputs.window_warnings),
         })  # fmt: skip
         async with context.pool.acquire() as connection:
             cached = await report_queries.cached_report_id(connection, cache_key)
@@ -135,6 +139,11 @@ class ReportJobRunner:
             written = await self._write_llm(job, question, ranked, inputs, cache_key, stats)
         else:
             written = await asyncio.to_thread(self._write_offline, question, ranked, cache_key)
+        if inputs.window_warnings:  # first: they say what every later step could not see
+            written.warnings = [*inputs.window_warnings, *written.warnings]
+            written.fidelity = {**written.fidelity, "warnings": [
+                *inputs.window_warnings, *written.fidelity.get("warnings", []),
+            ]}  # fmt: skip
         stats.update(written.audit.as_json())
         stats.pop("problems", None)
         if context.should_stop():
@@ -201,6 +210,7 @@ class ReportJobRunner:
         claims: list[list[DigestClaim]] = []
         digests: list[tuple[int, list[int]]] = []
         revisions: list[tuple[int, list[tuple[int, int]]]] = []
+        window_warnings: list[dict[str, Any]] = []
         async with context.pool.acquire() as connection:
             found = await channel_queries.channels_by_ids(connection, channel_ids)
             known = {channel.id: channel for channel in found}
@@ -211,9 +221,17 @@ class ReportJobRunner:
                 channel = known.get(channel_id)
                 if channel is None:
                     raise FailNow("source_gone", f"channel {channel_id} no longer exists")
-                rows = await channel_queries.catch_up_messages(
+                rows = await report_queries.report_window_messages(
                     connection, channel_id, since, until, self.max_messages
                 )
+                if rows and len(rows) >= self.max_messages:
+                    left_out = await report_queries.report_window_left_out(
+                        connection, channel_id, rows[0], since
+                    )
+                    if left_out is not None:
+                        window_warnings.append(window_cap_warning(
+                            channel_id, channel.name, rows, left_out, self.max_messages
+                        ))  # fmt: skip
                 channels.append([
                     ChannelMessage(channel.name, row.external_id, row.revision, row.author,
                                    row.ts, row.normalized_text, row.id)
@@ -237,7 +255,7 @@ class ReportJobRunner:
                 str(row.id), document.title or f"document {row.id}", document.canonical_text,
                 document.source_text_hash, document.page_spans,
             ))  # fmt: skip
-        return ReportInputs(channels, claims, texts, revisions, digests)
+        return ReportInputs(channels, claims, texts, revisions, digests, window_warnings)
 
     async def _store(self, context: JobContext, job: DigestJob, written: Written) -> None:
         """The report row and the job's end state, in one transaction."""
@@ -269,6 +287,29 @@ class ReportJobRunner:
             await finish(connection, job.id, context.worker_id, end, context.stats)
         logger.info("report.stored job_id=%s report_id=%s writer=%s sentences=%s sources=%s",
                     job.id, report_id, written.writer, audit.kept, audit.sources)  # fmt: skip
+
+
+def window_cap_warning(
+    channel_id: int, channel_name: str, read: list[WindowMessageRow], left_out: MessageRange,
+    cap: int,
+) -> dict[str, Any]:  # fmt: skip
+    """The `window_cap` warning of a channel read up to the cap: which channel, how many older
+    messages were not read and from when to when, and which range was read (the newest)."""
+    name = channel_name if len(channel_name) <= 80 else channel_name[:79] + "…"
+    first, last = read[0].ts.isoformat(), read[-1].ts.isoformat()
+    skipped_from, skipped_to = left_out.first_at.isoformat(), left_out.last_at.isoformat()
+    return {
+        "code": "window_cap", "phase": "read", "channel_id": channel_id,
+        "messages_read": len(read), "messages_not_read": left_out.message_count,
+        "read_from": first, "read_to": last,
+        "not_read_from": skipped_from, "not_read_to": skipped_to,
+        "message": (
+            f"channel {channel_id} ({name!r}): {left_out.message_count:,} older messages, "
+            f"{skipped_from} to {skipped_to}, were not read; a report reads at most {cap:,} "
+            f"messages per channel (DIGESTD_MAX_WINDOW_MESSAGES), the newest: here {len(read):,} "
+            f"from {first} to {last}. Narrow since/until to read the others."
+        ),
+    }  # fmt: skip
 
 
 def _time(value: Any) -> datetime | None:
