@@ -17,9 +17,7 @@ names anyway (`escape_inline`); one line at ingest also keeps names stored befor
 
 from __future__ import annotations
 
-import unicodedata
-
-from runner.markdown_text import single_line
+from runner.markdown_text import is_break_or_control, single_line
 
 MAX_NAME_CHARS = 200
 ELLIPSIS = "…"
@@ -40,10 +38,9 @@ def clean_name(text: str, max_chars: int = MAX_NAME_CHARS) -> str:
 def name_problem(text: str, max_chars: int = MAX_NAME_CHARS) -> str | None:
     """Why a typed name cannot be stored as given (None: it can): a line break or another
     control character, nothing but whitespace, or more than `max_chars` characters."""
-    for char in text:
-        category = unicodedata.category(char)
-        if category == "Cc" or category in ("Zl", "Zp"):
-            return f"must be one line without control characters (found U+{ord(char):04X})"
+    found = next((char for char in text if is_break_or_control(char)), None)
+    if found is not None:
+        return f"must be one line without control characters (found U+{ord(found):04X})"
     stripped = text.strip()
     if not stripped:
         return "must not be empty"

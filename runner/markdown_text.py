@@ -31,11 +31,11 @@ _INLINE_MARKUP = re.compile(r"([\\`*_~\[\]<>&!|])")
 _LINE_START = re.compile(r"^(?:([#+=-])|(\d{1,9})([.)]))")
 
 
-def _visible_char(char: str) -> str:
-    """A control character (C0, DEL, C1) or a line/paragraph separator as a space; the rest as
-    is. Spaces are then collapsed, so a removed control never glues two words together."""
+def is_break_or_control(char: str) -> bool:
+    """A control character (C0, DEL, C1: line breaks and tabs included) or a line or paragraph
+    separator: nothing a one-line name or a Markdown line may hold as is."""
     category = unicodedata.category(char)
-    return " " if category == "Cc" or category in ("Zl", "Zp") else char
+    return category == "Cc" or category in ("Zl", "Zp")
 
 
 def single_line(text: str) -> str:
@@ -43,7 +43,8 @@ def single_line(text: str) -> str:
     included) one space, trimmed."""
     if text.isprintable():  # the common case: nothing to drop or replace
         return " ".join(text.split())
-    return " ".join("".join(_visible_char(char) for char in text).split())
+    # A dropped control becomes a space first, so it never glues two words together.
+    return " ".join("".join(" " if is_break_or_control(c) else c for c in text).split())
 
 
 def escape_inline(text: str) -> str:
@@ -51,5 +52,7 @@ def escape_inline(text: str) -> str:
     docstring for what is escaped and why)."""
     escaped = _INLINE_MARKUP.sub(r"\\\1", single_line(text))
     return _LINE_START.sub(
-        lambda match: "\\" + match[1] if match[1] else f"{match[2]}\\{match[3]}", escaped, count=1
+        lambda match: "\\" + match[1] if match[1] else f"{match[2]}\\{match[3]}",
+        escaped,
+        count=1,
     )

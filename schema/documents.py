@@ -20,9 +20,9 @@ from strawberry.types import Info
 
 from db import documents as document_queries
 from db import pages
+from runner.display_names import name_problem
 from runner.documents.canonical import CanonicalDocument
 from runner.documents.errors import DocumentError
-from runner.display_names import name_problem
 from runner.documents.ingest import ingest_bytes, ingest_text, ingest_url
 from runner.triggers import TriggerRefused, trigger_document_digest
 from schema.connections import Connection
