@@ -5,6 +5,11 @@ gets one number, by first appearance over the
 sections in order; numbering is contiguous from 1 and a source cited again reuses its number.
 A footnote reads `[^1]: ann, 2024-05-01 10:02 UTC, "the quoted words" (message 12)`: the quote
 is the exact characters the first citation of that source was anchored to.
+
+Every text of a section (its heading, its sentences) and of a footnote (author, quote, ids,
+titles) is plain text, escaped here by `runner.markdown_text.escape_inline`: the only markers and
+footnote definitions a reader's renderer finds are the ones written below, for the sources the
+citation audit kept.
 """
 
 from __future__ import annotations
@@ -14,10 +19,13 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Generic, Protocol, TypeVar
 
+from runner.markdown_text import escape_inline
+
 
 class Footnotable(Protocol):
     """What a footnote needs of a source: the key that makes two citations one source, and the
-    footnote's text (after `[^n]: `), already safe for one Markdown line (`inline`)."""
+    footnote's text (after `[^n]: `), already Markdown: its untrusted parts escaped by
+    `runner.markdown_text.escape_inline`."""
 
     @property
     def key(self) -> str: ...
@@ -44,8 +52,8 @@ class Source:
     def footnote_text(self) -> str:
         when = self.ts.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
         return (
-            f'{inline(self.author)}, {when}, "{inline(self.quote)}" '
-            f"(message {inline(self.message_id)})"
+            f'{escape_inline(self.author)}, {when}, "{escape_inline(self.quote)}" '
+            f"(message {escape_inline(self.message_id)})"
         )
 
 
@@ -57,7 +65,8 @@ class FootnotedSentence(Generic[SourceT]):
 
 @dataclass(frozen=True)
 class Section(Generic[SourceT]):
-    """A heading (None: no heading) and its sentences; `bullets` lists them, else one paragraph."""
+    """A heading (None: no heading) and its sentences, plain text both; `bullets` lists the
+    sentences, else they make one paragraph."""
 
     heading: str | None
     sentences: tuple[FootnotedSentence[SourceT], ...]
@@ -74,20 +83,13 @@ def footnote_numbers(sections: Sequence[Section[SourceT]]) -> dict[str, int]:
     return numbers
 
 
-def inline(text: str) -> str:
-    """Chat text made safe to place in one Markdown line: no line breaks (a `## ` or a `[^9]: `
-    at the start of a line of its own would be a heading or a footnote of the reader's), and
-    no footnote reference it did not earn (`[^` is written `\\[^`, which renders the same)."""
-    return " ".join(text.splitlines()).replace("[^", "\\[^")
-
-
 def footnote_line(number: int, source: Footnotable) -> str:
     return f"[^{number}]: {source.footnote_text()}"
 
 
 def _with_markers(sentence: FootnotedSentence[SourceT], numbers: dict[str, int]) -> str:
     cited = dict.fromkeys(numbers[source.key] for source in sentence.sources)
-    return inline(sentence.sentence) + "".join(f"[^{number}]" for number in cited)
+    return escape_inline(sentence.sentence) + "".join(f"[^{number}]" for number in cited)
 
 
 def footnoted_markdown(sections: Sequence[Section[SourceT]]) -> str:
@@ -98,7 +100,7 @@ def footnoted_markdown(sections: Sequence[Section[SourceT]]) -> str:
         if not section.sentences:
             continue
         if section.heading:
-            blocks.append(f"## {section.heading}")
+            blocks.append(f"## {escape_inline(section.heading)}")
         marked = [_with_markers(sentence, numbers) for sentence in section.sentences]
         blocks.append("\n".join(f"- {m}" for m in marked) if section.bullets else " ".join(marked))
     first: dict[str, SourceT] = {}

@@ -8,6 +8,10 @@ database going away), every good row already parsed is still written when the da
 it (`MessageIngestor.flush`), and `ImportStopped` says what was stored and why it stopped, so the
 caller can print one line instead of a traceback. A re-run of the same import is always safe: it
 only adds or updates what is missing.
+
+Channel and server names are shown on one line everywhere (runner.display_names): the ones an
+export or a file's name gives are normalized to one line; the ones the caller typed (`channel`,
+`server`) are refused with the reason when they are not one line already.
 """
 
 from __future__ import annotations
@@ -20,7 +24,9 @@ from pathlib import Path
 import asyncpg
 
 from db.ingest import ChannelKey, MessageIngestor
+from runner.display_names import clean_name, name_problem
 from runner.importers.detect import check_input, detect_format, iter_records
+from runner.importers.inputs import UnusableInput
 from runner.importers.records import ParsedMessage, ParseStats, RecordError
 from runner.normalize import normalize_text
 
@@ -62,8 +68,17 @@ class ImportStopped(Exception):
 
 
 def default_channel_name(path: Path) -> str:
-    """Formats that do not name their channel (IRC logs, CSV) get the file's stem."""
-    return path.stem if path.is_file() else path.name
+    """Formats that do not name their channel (IRC logs, CSV) get the file's stem, on one line
+    (a file name may hold a line break); `import` when nothing printable is left."""
+    return clean_name(path.stem if path.is_file() else path.name) or "import"
+
+
+def _checked_names(channel: str | None, server: str | None) -> None:
+    """Refuse a typed channel or server name that is not one printable line (UnusableInput)."""
+    for option, value in (("channel", channel), ("server", server)):
+        problem = None if value is None else name_problem(value)
+        if problem:
+            raise UnusableInput(f"the {option} name {problem}")
 
 
 async def import_path(
@@ -80,6 +95,9 @@ async def import_path(
     export does not say (and override a single-channel export's own name when given);
     `export_format` skips detection. An input unusable from the start raises
     `UnusableInput`; a stop after that raises `ImportStopped`."""
+    _checked_names(channel, server)
+    channel = channel.strip() if channel else channel
+    server = server.strip() if server else server
     if export_format is None:
         chosen = detect_format(path)
     else:
@@ -93,7 +111,7 @@ async def import_path(
         path, max_message_chars=max_message_chars, export_format=chosen, stats=stats
     )
     # Most exports hold one channel: build its key once, not once per message.
-    last_fields: tuple[str | None, str, str | None] | None = None
+    last_fields: tuple[str | None, str | None, str | None] | None = None
     key = ChannelKey(server=None, channel=fallback)
     storing = False  # which side failed: the parser (False) or the database (True)
     try:
@@ -108,15 +126,13 @@ async def import_path(
                 report.repaired += 1
                 if len(report.repairs) < MAX_ERRORS_KEPT:
                     report.repairs.append(f"{record.location}: {'; '.join(record.repairs)}")
-            fields = (
-                server or record.server,
-                channel or record.channel or fallback,
-                None if channel else record.channel_external_id,
-            )
+            fields = (record.server, record.channel, record.channel_external_id)
             if fields != last_fields:
                 last_fields = fields
                 key = ChannelKey(
-                    server=fields[0], channel=fields[1], channel_external_id=fields[2]
+                    server=server or clean_name(record.server or "") or None,
+                    channel=channel or clean_name(record.channel or "") or fallback,
+                    channel_external_id=None if channel else record.channel_external_id,
                 )
             storing = True
             await ingestor.add(key, record)

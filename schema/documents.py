@@ -20,6 +20,7 @@ from strawberry.types import Info
 
 from db import documents as document_queries
 from db import pages
+from runner.display_names import name_problem
 from runner.documents.canonical import CanonicalDocument
 from runner.documents.errors import DocumentError
 from runner.documents.ingest import ingest_bytes, ingest_text, ingest_url
@@ -74,6 +75,9 @@ async def canonical_document(source: DocumentInput, info: Info[Context, None]) -
     if len(given) != 1:
         raise ValueError("give exactly one of url, text or contentBase64")
     title = source.title.strip() if source.title and source.title.strip() else None
+    problem = name_problem(title) if title else None
+    if problem:  # typed: refused, where a title read from the document is made one line
+        raise ValueError(f"title {problem}")
     if source.url:
         return await ingest_url(
             source.url.strip(), policy=info.context.config.fetch_policy, title=title,

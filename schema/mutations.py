@@ -21,6 +21,7 @@ from strawberry.types import Info
 
 from db import jobs as job_queries
 from db.ingest import ChannelKey, MessageIngestor
+from runner.display_names import name_problem
 from runner.importers.records import RecordError as ParseError
 from runner.importers.records import message_from_fields
 from runner.normalize import normalize_text
@@ -125,11 +126,18 @@ class Mutation(DocumentMutations, ReportMutations, ScheduleMutations):
                 message=f"too many messages in one call: {len(messages)} "
                 f"(at most {config.max_ingest_batch}; send several calls)"
             )
+        # Names are shown on one line (report headings, footnotes): a typed name that is not
+        # one line is refused, not rewritten into a name the caller did not choose.
+        for field_name, value in (("channel.name", channel.name), ("channel.server", channel.server)):
+            if field_name == "channel.server" and not (value or "").strip():
+                continue  # no server: the channel stands alone
+            problem = name_problem(value or "")
+            if problem:
+                return InvalidInputError(message=f"{field_name} {problem}")
         name = channel.name.strip()
-        if not name or len(name) > 200:
-            return InvalidInputError(message="channel.name must be 1 to 200 characters")
+        server = channel.server.strip() if channel.server and channel.server.strip() else None
         ingestor = MessageIngestor(info.context.pool, normalize_text)
-        key = ChannelKey(server=channel.server, channel=name, channel_external_id=channel.external_id)
+        key = ChannelKey(server=server, channel=name, channel_external_id=channel.external_id)
         errors: list[ParseError] = []
         rejected = 0
         for index, message in enumerate(messages):

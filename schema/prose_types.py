@@ -24,6 +24,7 @@ from runner.footnotes import (
     footnoted_markdown,
     stored_sentences,
 )
+from runner.markdown_text import escape_inline
 from schema.context import Context
 
 
@@ -185,8 +186,8 @@ async def sentences_of(info: Info[Context, None], row: models.Digest, field: str
 
 async def overview_markdown(info: Info[Context, None], row: models.Digest) -> str:
     """The overview with `[^n]` markers and its footnotes; a digest stored before citations
-    (no sentences) gives its overview text as it was."""
+    (no sentences) gives its overview text, escaped like any other text."""
     if not row.overview_sentences:
-        return row.overview
+        return escape_inline(row.overview)
     overview, _ = await load_prose(info, row)
     return footnoted_markdown([Section(None, overview)])

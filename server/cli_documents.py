@@ -12,6 +12,7 @@ from typing import Any
 
 from db import documents as document_queries
 from db.jobs import JobStatus
+from runner.display_names import name_problem
 from runner.documents.canonical import CanonicalDocument
 from runner.documents.errors import DocumentError
 from runner.documents.ingest import ingest_bytes, ingest_url
@@ -28,6 +29,9 @@ MAX_FILE_BYTES = 10 * 1024 * 1024
 async def _canonical(
     source: str, args: argparse.Namespace, settings: Settings
 ) -> CanonicalDocument:
+    problem = name_problem(args.title) if args.title else None
+    if problem:  # typed: refused, where a title read from the document is made one line
+        raise ValueError(f"--title {problem}")
     path = Path(source)
     if path.is_file():
         if path.stat().st_size > MAX_FILE_BYTES:

@@ -1,5 +1,7 @@
 """Plain-text rendering of a stored digest for the terminal (`digestd digest`, `digestd demo`):
-the overview and highlights as Markdown with numbered footnotes (runner.footnotes), then items."""
+the overview and highlights as Markdown with numbered footnotes (runner.footnotes), then items.
+Every stored text (titles, item texts, owners, links, excerpts) is escaped
+(runner.markdown_text.escape_inline): a message cannot add a heading, a footnote or markup."""
 
 from __future__ import annotations
 
@@ -21,18 +23,19 @@ from db.models import (
     Topic,
 )
 from runner.footnotes import Section, citation_keys, footnoted_markdown, stored_sentences
+from runner.markdown_text import escape_inline as md
 
 EXCERPT_CHARS = 160
 
 
 def _cites(ids: list[str]) -> str:
-    shown = ", ".join(ids[:4]) + (" …" if len(ids) > 4 else "")
+    shown = ", ".join(md(i) for i in ids[:4]) + (" …" if len(ids) > 4 else "")
     return f"  [msg {shown}]" if ids else ""
 
 
 def _excerpt(text: str) -> str:
     flat = " ".join(text.split())
-    return flat if len(flat) <= EXCERPT_CHARS else flat[: EXCERPT_CHARS - 1] + "…"
+    return md(flat if len(flat) <= EXCERPT_CHARS else flat[: EXCERPT_CHARS - 1] + "…")
 
 
 def _flags(flags: list[dict[str, Any]]) -> str:
@@ -43,9 +46,9 @@ async def _prose_markdown(connection: asyncpg.Connection, digest: Digest) -> str
     """Overview and highlights with one footnote numbering; a digest stored before citations
     (no sentences) shows its overview and highlights as they were."""
     if not digest.overview_sentences and not digest.highlight_sentences:
-        legacy = [digest.overview]
+        legacy = [md(digest.overview)]
         if digest.highlights:
-            legacy += ["", "## Highlights"] + [f"- {h}" for h in digest.highlights]
+            legacy += ["", "## Highlights"] + [f"- {md(h)}" for h in digest.highlights]
         return "\n".join(legacy)
     stored = [*digest.overview_sentences, *digest.highlight_sentences]
     keys = citation_keys(stored)
@@ -95,9 +98,9 @@ async def render_digest(connection: asyncpg.Connection, digest_id: int) -> str:
         return text[row.char_start : row.char_end]
 
     lines = [
-        f"# {digest.title}",
+        f"# {md(digest.title)}",
         f"digest {digest.id} · {digest.message_count} messages · signal "
-        f"{digest.signal_quality} ({digest.signal_reason}) · extractor {digest.extractor}",
+        f"{digest.signal_quality} ({md(digest.signal_reason)}) · extractor {digest.extractor}",
         "",
         await _prose_markdown(connection, digest),
     ]
@@ -106,22 +109,22 @@ async def render_digest(connection: asyncpg.Connection, digest_id: int) -> str:
         if rows:
             lines.extend(["", f"## {title}", *rows])
 
-    section("Topics", [f"- {r.title}{_cites(list(r.message_ids))}" for r in topics])
-    section("Decisions", [f"- {r.text}{_cites(list(r.message_ids))}{_flags(r.flags)}" for r in decisions])
+    section("Topics", [f"- {md(r.title)}{_cites(list(r.message_ids))}" for r in topics])
+    section("Decisions", [f"- {md(r.text)}{_cites(list(r.message_ids))}{_flags(r.flags)}" for r in decisions])
     section(
         "Action items",
         [
-            f"- {r.text}" + (f" — owner: {r.owner}" if r.owner else "")
+            f"- {md(r.text)}" + (f" — owner: {md(r.owner)}" if r.owner else "")
             + _cites(list(r.message_ids)) + _flags(r.flags)
             for r in action_items
         ],
     )
-    section("Open questions", [f"- {r.text}{_cites(list(r.message_ids))}" for r in open_questions])
-    section("Links", [f"- {r.url} — {r.description}" for r in links])
+    section("Open questions", [f"- {md(r.text)}{_cites(list(r.message_ids))}" for r in open_questions])
+    section("Links", [f"- {md(r.url)} — {md(r.description)}" for r in links])
     section(
         "Artifacts",
         [
-            f"- [{r.kind}] {r.title} (msg {r.message_external_id} "
+            f"- [{r.kind}] {md(r.title)} (msg {md(r.message_external_id)} "
             f"{r.char_start}:{r.char_end}): {_excerpt(pointer_text(r))}"
             for r in artifacts
         ],
@@ -130,11 +133,11 @@ async def render_digest(connection: asyncpg.Connection, digest_id: int) -> str:
     for r in knowledge_items:
         body = _excerpt(pointer_text(r)) if r.message_id else _excerpt(r.content or "")
         where = (
-            f" (msg {r.message_external_id} {r.char_start}:{r.char_end})"
+            f" (msg {md(r.message_external_id or '')} {r.char_start}:{r.char_end})"
             if r.message_id else _cites(list(r.message_ids))
         )  # fmt: skip
-        version = f" [{r.context_version}]" if r.context_version else ""
-        knowledge.append(f"- {r.kind}: {r.title}{version}{where}{_flags(r.flags)}\n    {body}")
+        version = f" \\[{md(r.context_version)}\\]" if r.context_version else ""
+        knowledge.append(f"- {r.kind}: {md(r.title)}{version}{where}{_flags(r.flags)}\n    {body}")
     section("Knowledge", knowledge)
     if digest.rejections:
         lines += ["", f"({len(digest.rejections)} extracted items failed validation and were dropped)"]

@@ -183,6 +183,6 @@ def test_chat_text_cannot_forge_footnotes_or_headings() -> None:
     ])  # fmt: skip
     assert not any(line.startswith("## ") for line in markdown.splitlines())
     definitions = [line for line in markdown.splitlines() if re.match(r"\[\^\d+\]:", line)]
-    assert definitions == ['[^1]: user5, 2024-05-01 10:01 UTC, "see \\[^1] and \\[^2]: fake source" (message 5)']
+    assert definitions == ['[^1]: user5, 2024-05-01 10:01 UTC, "see \\[^1\\] and \\[^2\\]: fake source" (message 5)']
     references = re.findall(r"(?<!\\)\[\^(\d+)\](?!:)", markdown)
     assert references == ["1"]

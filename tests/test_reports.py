@@ -179,6 +179,12 @@ def test_title_is_the_question_cut_at_a_word() -> None:
     assert len(long) <= 121 and long.endswith("…") and " …" not in long
 
 
+def test_a_question_without_a_word_still_gives_a_title() -> None:
+    assert report_title("???!!!") == "Report"
+    assert report_title(" ?! \n ...") == "Report"
+    assert report_title("¿Qué pasó?") == "¿Qué pasó"
+
+
 def test_evidence_names_two_words_of_the_question_in_any_form() -> None:
     """One shared word is chance ("meta data" for a question about annotated data); two words of
     the question, in any of their forms ("approves" for "approved"), make a unit evidence."""

@@ -3,6 +3,10 @@
 What to store per document: `canonical_text`, `source_text_hash`, `content_type`, `title`,
 `page_spans` (PDFs) and `warnings`. Everything a digest needs later is derived from these; the
 original bytes are not needed again (and are not kept: they may be large and are untrusted).
+
+A title, given or read from the document (an HTML `<title>`, PDF metadata), is stored on one line
+(`document_title`, runner.display_names): a title with line breaks would otherwise be shown as
+several lines wherever titles are shown (a report's headings and footnotes).
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ import asyncio
 import codecs
 from dataclasses import replace
 
+from runner.display_names import clean_name
 from runner.documents.canonical import CanonicalDocument, canonicalize, source_text_hash
 from runner.documents.errors import ExtractionError
 from runner.documents.fetch import FetchPolicy, Resolver, fetch_document
@@ -24,6 +29,11 @@ CONTENT_TYPES: dict[DocumentKind, str] = {
     "html": "text/html",
     "text": "text/plain",
 }
+
+
+def document_title(title: str | None) -> str | None:
+    """A title as stored: canonical text on one line, capped; None when nothing is left."""
+    return (clean_name(canonicalize(title)) or None) if title else None
 
 
 def decode_text(body: bytes, charset: str | None) -> tuple[str, list[PipelineWarning]]:
@@ -63,7 +73,7 @@ def ingest_text(
         canonical_text=canonical,
         source_text_hash=source_text_hash(canonical),
         content_type="text/plain",
-        title=canonicalize(title) if title else None,
+        title=document_title(title),
         source_url=source_url,
     )
 
@@ -83,14 +93,14 @@ def ingest_bytes(
     `ingest_url` does. Raises `ExtractionError` with a clear code on anything unreadable.
     """
     kind = classify_content(data, content_type)
-    given_title = canonicalize(title) if title else None
+    given_title = document_title(title)
     if kind == "pdf":
         pdf = extract_pdf(data, password=password, limits=pdf_limits)
         return CanonicalDocument(
             canonical_text=pdf.canonical_text,
             source_text_hash=source_text_hash(pdf.canonical_text),
             content_type=CONTENT_TYPES["pdf"],
-            title=given_title or pdf.title,
+            title=given_title or document_title(pdf.title),
             page_spans=pdf.page_spans,
             warnings=pdf.warnings,
             source_url=source_url,
@@ -101,7 +111,7 @@ def ingest_bytes(
             canonical_text=page.canonical_text,
             source_text_hash=source_text_hash(page.canonical_text),
             content_type=CONTENT_TYPES["html"],
-            title=given_title or page.title,
+            title=given_title or document_title(page.title),
             warnings=page.warnings,
             source_url=source_url,
         )

@@ -8,7 +8,7 @@ each citing the source it was taken from, so reports work without a model.
 - Open points: up to `OPEN_POINTS` of the best-ranked questions asked in the sources.
 - A unit that repeats a chosen one (`NEAR_DUPLICATE` of its content words already said by one
   chosen sentence, `runner.claim_support.share_in`) is skipped: a chat says the same thing often.
-- The title is the question, without its final punctuation.
+- The title is the question, without its final punctuation (`Report` when no word is left).
 Rules are about ranks and sentence shapes only, never about any one data set.
 """
 
@@ -35,12 +35,17 @@ BODY_SENTENCES = 8
 OPEN_POINTS = 3
 NEAR_DUPLICATE = 0.8
 MAX_TITLE_CHARS = 120
+FALLBACK_TITLE = "Report"
 # The version of these rules: part of a report's cache key, bumped when the output changes.
 EXTRACTOR_VERSION = "extractive-4"
 
 
 def report_title(question: str) -> str:
+    """The question on one line without its final punctuation, capitalized and capped; a
+    question without a letter or digit (`???!!!`) would leave nothing to read: `FALLBACK_TITLE`."""
     title = " ".join(question.split()).rstrip("?.! ")
+    if not any(char.isalnum() for char in title):
+        return FALLBACK_TITLE
     if len(title) > MAX_TITLE_CHARS:
         cut = title.rfind(" ", 0, MAX_TITLE_CHARS)
         title = title[: cut if cut > MAX_TITLE_CHARS // 2 else MAX_TITLE_CHARS] + "…"

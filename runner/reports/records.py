@@ -96,6 +96,11 @@ def report_from_json(
     return Report(question, title, tuple(rebuilt))
 
 
+# How a report's Markdown is written (runner.footnotes, runner.markdown_text): part of the cache
+# key, so a report stored before a change of the Markdown is written again, not served as it was.
+MARKDOWN_VERSION = "escaped-1"
+
+
 def report_cache_key(
     question: str,
     message_revisions: list[tuple[int, list[tuple[int, int]]]],
@@ -106,8 +111,8 @@ def report_cache_key(
 ) -> str:
     """sha256 of what a report is a function of: the question, the exact message revisions read
     per channel ((channel, [(row, revision)])), the digests whose claims were read per channel
-    ((channel, [digest id])), each document's canonical-text hash, the settings and the
-    writer's version. Equal keys give the same report."""
+    ((channel, [digest id])), each document's canonical-text hash, the settings, the
+    writer's version and the Markdown's. Equal keys give the same report."""
     material = {
         "question": " ".join(question.split()),
         "messages": [
@@ -117,6 +122,7 @@ def report_cache_key(
         "documents": [list(pair) for pair in document_texts],
         "settings": settings,
         "writer": writer,
+        "markdown": MARKDOWN_VERSION,
     }
     encoded = json.dumps(material, sort_keys=True, separators=(",", ":")).encode()
     return hashlib.sha256(encoded).hexdigest()

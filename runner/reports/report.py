@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from runner.footnotes import FootnotedSentence, Section, footnoted_markdown, inline
+from runner.footnotes import FootnotedSentence, Section, footnoted_markdown
+from runner.markdown_text import escape_inline
 from runner.reports.sources import ReportSource, SourceRegistry, registry_of
 
 ReportSentence = FootnotedSentence[ReportSource]
@@ -50,7 +51,7 @@ def marked_sentence(sentence: ReportSentence, registry: SourceRegistry) -> str:
 
 def report_markdown(report: Report) -> str:
     """`# title`, the sections with `[^n]` markers, then one footnote per cited source."""
-    title = f"# {inline(report.title)}"
+    title = f"# {escape_inline(report.title)}"
     if not any(True for _ in report.sentences()):
         return f"{title}\n\n{NO_EVIDENCE_NOTE}"
     return f"{title}\n\n{footnoted_markdown(report.sections)}"

@@ -15,7 +15,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 
-from runner.footnotes import Source, inline
+from runner.footnotes import Source
+from runner.markdown_text import escape_inline
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,8 @@ class MessageSource:
 
     def footnote_text(self) -> str:
         message = Source(self.message_id, self.author, self.ts, self.quote)
-        return f"#{inline(self.channel)}, {message.footnote_text()}"
+        # `#name` is never a heading: an escaped name never starts with a space.
+        return f"#{escape_inline(self.channel)}, {message.footnote_text()}"
 
 
 @dataclass(frozen=True)
@@ -72,8 +74,8 @@ class DocumentSource:
 
     def footnote_text(self) -> str:
         return (
-            f'{inline(self.title)}, {self.locator}, "{inline(self.quote)}" '
-            f"(document {inline(self.document_id)})"
+            f'{escape_inline(self.title)}, {escape_inline(self.locator)}, '
+            f'"{escape_inline(self.quote)}" (document {escape_inline(self.document_id)})'
         )
 
 
