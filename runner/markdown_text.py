@@ -10,8 +10,9 @@ character alone, so escaping changes the source, never the visible text:
 
 - everywhere: `\\` (or a backslash already there would escape what follows it: `\\[^1]` is a
   live footnote marker), `[ ]` (links, images, footnotes, reference definitions), `` ` * _ ~ ``
-  (code and emphasis), `< > &` (HTML, autolinks, entities), `!` (an image, or `![^1]` read as
-  one), `|` (table cells);
+  (code and emphasis), `< >` (HTML, autolinks), `|` (table cells), and `&` where it would start
+  an entity (`&amp;`, `&#60;`); a `!` opens an image only before a `[`, which is escaped, so
+  chat's "Great!" and "AT&T" stay as written;
 - at the start of the line, where they open blocks: `#`, `-`, `+`, `=`, and a number followed
   by `.` or `)` (ordered lists); four leading spaces (code) cannot occur: the text is trimmed.
 
@@ -25,7 +26,7 @@ import re
 import unicodedata
 
 # Characters that open inline markup wherever they stand.
-_INLINE_MARKUP = re.compile(r"([\\`*_~\[\]<>&!|])")
+_INLINE_MARKUP = re.compile(r"([\\`*_~\[\]<>|]|&(?=#|[A-Za-z0-9]+;))")
 # What opens a block when it begins a line: an ATX heading, a list item, a thematic break or
 # setext underline, an ordered list item (`1.` / `1)`: the punctuation is escaped).
 _LINE_START = re.compile(r"^(?:([#+=-])|(\d{1,9})([.)]))")
