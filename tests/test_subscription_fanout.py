@@ -76,9 +76,14 @@ class Received:
 
 @pytest.fixture
 def roomy(settings: Settings) -> Settings:
-    """Caps high enough for the thousand subscriptions of one client this test opens."""
+    """Caps high enough for the fifty connections and thousand subscriptions of one client
+    this test opens."""
     return settings.model_copy(
-        update={"digestd_max_subscriptions_per_client": 1000, "digestd_max_subscriptions": 1000}
+        update={
+            "digestd_max_subscriptions_per_client": 1000,
+            "digestd_max_subscriptions": 1000,
+            "digestd_max_websockets_per_client": 50,
+        }
     )
 
 
