@@ -9,8 +9,8 @@ HTML tag can come out of it. CommonMark renders a backslash before any ASCII pun
 character alone, so escaping changes the source, never the visible text:
 
 - everywhere: `\\` (or a backslash already there would escape what follows it: `\\[^1]` is a
-  live footnote marker), `[ ]` (links, images, footnotes, reference definitions), `` ` * _ ~ ``
-  (code and emphasis), `< >` (HTML, autolinks), `|` (table cells), and `&` where it would start
+  live footnote marker), `[ ]` (links, images, footnotes, reference definitions), `` ` * ~ ``
+  and `_` unless it stands between two letters or digits (code and emphasis), `< >` (HTML, autolinks), `|` (table cells), and `&` where it would start
   an entity (`&amp;`, `&#60;`); a `!` opens an image only before a `[`, which is escaped, so
   chat's "Great!" and "AT&T" stay as written;
 - at the start of the line, where they open blocks: `#`, `-`, `+`, `=`, and a number followed
@@ -26,7 +26,9 @@ import re
 import unicodedata
 
 # Characters that open inline markup wherever they stand.
-_INLINE_MARKUP = re.compile(r"([\\`*_~\[\]<>|]|&(?=#|[A-Za-z0-9]+;))")
+_INLINE_MARKUP = re.compile(r"([\\`*~\[\]<>|]|&(?=#|[A-Za-z0-9]+;))")
+# A run of underscores, with the characters on either side of it.
+_UNDERSCORES = re.compile(r"(?<=(.))?_+(?=(.))?")
 # What opens a block when it begins a line: an ATX heading, a list item, a thematic break or
 # setext underline, an ordered list item (`1.` / `1)`: the punctuation is escaped).
 _LINE_START = re.compile(r"^(?:([#+=-])|(\d{1,9})([.)]))")
@@ -51,9 +53,18 @@ def single_line(text: str) -> str:
 def escape_inline(text: str) -> str:
     """`text` as one line of Markdown whose rendering is exactly its words (see the module
     docstring for what is escaped and why)."""
-    escaped = _INLINE_MARKUP.sub(r"\\\1", single_line(text))
+    escaped = _UNDERSCORES.sub(_escape_underscores, _INLINE_MARKUP.sub(r"\\\1", single_line(text)))
     return _LINE_START.sub(
         lambda match: "\\" + match[1] if match[1] else f"{match[2]}\\{match[3]}",
         escaped,
         count=1,
     )
+
+
+def _escape_underscores(match: re.Match[str]) -> str:
+    """A run of `_` between two letters or digits (`pg_upgrade`, `requests_per_minute`) can
+    neither open nor close emphasis in CommonMark, so it stays as written; any other is escaped."""
+    before, after = match.group(1), match.group(2)
+    if before is not None and after is not None and before.isalnum() and after.isalnum():
+        return match.group(0)
+    return "\\_" * len(match.group(0))

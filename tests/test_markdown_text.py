@@ -41,6 +41,9 @@ def words(text: str) -> str:
 @example("| a | b |")
 @example("a\\")
 @example("![^1]")
+@example("pg_upgrade and requests_per_minute")
+@example("_a_ __b__ a_b_ _a_b a__b__c")
+@example("x_\u0301y_ \u00e9_b_")
 def test_escaped_text_renders_as_one_paragraph_of_exactly_its_words(text: str) -> None:
     tokens = renderer().parse(escape_inline(text))
     if not words(text):
