@@ -25,8 +25,10 @@ from schema.job_watch import WatchClosed
 @strawberry.type
 class Subscription:
     @strawberry.subscription(
-        description="A job's state now, then each new state until a terminal one (SUCCEEDED, "
-        "PARTIAL, FAILED or CANCELLED), after which the subscription completes. Served over "
+        description="A job's state now, then its new states until a terminal one (SUCCEEDED, "
+        "PARTIAL, FAILED or CANCELLED), after which the subscription completes. States that "
+        "follow each other within a fraction of a second (more with many subscribers) come as "
+        "the newest one; the terminal state always comes. Served over "
         "WebSocket (graphql-transport-ws) at /graphql; an unknown id is an error with code "
         "NOT_FOUND."
     )
