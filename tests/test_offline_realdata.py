@@ -51,6 +51,12 @@ def _assert_grounded(window: Window, result: PipelineResult) -> None:
     _assert_cited_overview(window, result)
 
 
+def _unescaped(markdown: str) -> str:
+    """What CommonMark shows for text escaped by runner.markdown_text: a backslash before ASCII
+    punctuation is the punctuation alone."""
+    return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", markdown)
+
+
 def _assert_cited_overview(window: Window, result: PipelineResult) -> None:
     """An extractive overview of a few sentences, every one citing messages of the window,
     each citation anchored to exact characters; its Markdown numbers sources contiguously and
@@ -77,7 +83,11 @@ def _assert_cited_overview(window: Window, result: PipelineResult) -> None:
     for number, line in enumerate(lines, start=1):
         match = re.fullmatch(r'\[\^(\d+)\]: (.+), (\d{4}-\d\d-\d\d \d\d:\d\d) UTC, "(.*)" \(message (.+)\)', line)
         assert match is not None and int(match[1]) == number, line
-        assert match[4] in by_id[match[5]].normalized_text and match[2] == by_id[match[5]].author
+        # The footnote is Markdown: its author, quote and id are escaped text (runner.markdown_text).
+        message = by_id[_unescaped(match[5])]
+        # ... and on one line, runs of spaces as one, as a renderer shows them anyway.
+        assert _unescaped(match[4]) in " ".join(message.normalized_text.split())
+        assert _unescaped(match[2]) == message.author
 
 
 async def test_ubuntu_irc_questions_and_links() -> None:
