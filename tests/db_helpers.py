@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
-
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import asyncpg
 
+from db.engine import connect, embedded_database_url, stop_embedded_server
 from db.ingest import ChannelKey, MessageIngestor
+from db.migrate import migrate
 from runner.normalize import normalize_text
 
 BASE_TIME = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
@@ -47,3 +52,25 @@ async def add_channel(
 def row_id(global_id: str) -> int:
     """The row id inside an API global id, base64("Type:pk"), for reading the row in SQL."""
     return int(base64.b64decode(global_id).decode().split(":", 1)[1])
+
+
+@contextmanager
+def own_embedded_server(home: Path, *, migrated: bool = True) -> Iterator[str]:
+    """An embedded server in `home` for one test module, which its tests may crash or freeze
+    without touching the session's: its URL (the schema migrated unless told not to), stopped
+    at the end."""
+    url = embedded_database_url(home)
+
+    async def prepare() -> None:
+        connection = await connect(url)
+        try:
+            await migrate(connection)
+        finally:
+            await connection.close()
+
+    try:
+        if migrated:
+            asyncio.run(prepare())
+        yield url
+    finally:
+        stop_embedded_server(home)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -15,6 +15,8 @@ import pytest
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
+from db import jobs
+from db.models import DigestJob
 from server.runtime import Runtime
 from server.settings import Settings
 from tests.db_helpers import add_channel, messages
@@ -103,3 +105,19 @@ async def wait_for(condition: Any, timeout: float = 30) -> None:
     while not await condition():
         assert asyncio.get_running_loop().time() < deadline, "condition never held"
         await asyncio.sleep(0.05)
+
+
+class Reads:
+    """Calls of db.jobs.job_by_id for one job (the one read every subscription path and the
+    hub go through), counted."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, job_id: int) -> None:
+        self.count = 0
+        real: Callable[[asyncpg.Connection, int], Awaitable[DigestJob | None]] = jobs.job_by_id
+
+        async def counted(connection: asyncpg.Connection, wanted: int) -> DigestJob | None:
+            if wanted == job_id:
+                self.count += 1
+            return await real(connection, wanted)
+
+        monkeypatch.setattr(jobs, "job_by_id", counted)

@@ -15,7 +15,6 @@ import json
 import os
 import signal
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -25,11 +24,11 @@ import httpx
 import pytest
 
 import db.ingest
-from db.engine import connect, create_pool, embedded_database_url, stop_embedded_server
+from db.engine import create_pool
 from db.ingest import BATCH_SIZE, ChannelKey, MessageIngestor
-from db.migrate import migrate
 from runner.normalize import normalize_text
 from tests.conftest import free_port
+from tests.db_helpers import Msg, own_embedded_server
 from tests.process_helpers import (
     cli_environment,
     start_cli,
@@ -52,19 +51,8 @@ API_MESSAGES = 5_000
 @pytest.fixture(scope="module")
 def crash_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """An embedded server of this module's own, which its tests may crash."""
-    home = tmp_path_factory.mktemp("copy-crash-home")
-    url = embedded_database_url(home)
-
-    async def prepare() -> None:
-        connection = await connect(url)
-        try:
-            await migrate(connection)
-        finally:
-            await connection.close()
-
-    asyncio.run(prepare())
-    yield url
-    stop_embedded_server(home)
+    with own_embedded_server(tmp_path_factory.mktemp("copy-crash-home")) as url:
+        yield url
 
 
 @pytest.fixture
@@ -242,16 +230,6 @@ async def test_ingest_messages_whose_copy_loses_its_backend_answers_unavailable(
     assert await stored(empty_server) == (API_MESSAGES, API_MESSAGES)
 
 
-@dataclass(frozen=True)
-class Message:
-    external_id: str
-    author: str
-    ts: datetime
-    text: str
-    reply_to: str | None = None
-    attachments: list[dict[str, Any]] = field(default_factory=list)
-
-
 async def test_a_copy_whose_backend_stops_answering_ends_at_its_bound(
     empty_server: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -264,7 +242,7 @@ async def test_a_copy_whose_backend_stops_answering_ends_at_its_bound(
     ingestor = MessageIngestor(pool, normalize_text)
     key = ChannelKey(server=None, channel="stalled")
     messages = [
-        Message(str(number), "ann", datetime(2020, 9, 13, tzinfo=UTC), large_message(number)["text"])
+        Msg(str(number), "ann", datetime(2020, 9, 13, tzinfo=UTC), large_message(number)["text"])
         for number in range(BATCH_SIZE)
     ]
 

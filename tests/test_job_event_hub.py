@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 
 import asyncpg
@@ -17,6 +17,7 @@ from db import jobs
 from db.models import DigestJob
 from server.job_events import JobEventHub, JobFeed, JobWatchHandle
 from tests.db_helpers import add_channel, messages
+from tests.subscription_helpers import Reads
 
 UNREACHABLE = "postgresql://digestd@127.0.0.1:1/nowhere"
 
@@ -33,21 +34,6 @@ async def _until(condition: Callable[[], bool], timeout: float = 30) -> None:
     while not condition():
         assert asyncio.get_running_loop().time() < deadline, "condition never held"
         await asyncio.sleep(0.02)
-
-
-class Reads:
-    """Calls of db.jobs.job_by_id for one job (the read the hub makes), counted."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch, job_id: int) -> None:
-        self.count = 0
-        real: Callable[[asyncpg.Connection, int], Awaitable[DigestJob | None]] = jobs.job_by_id
-
-        async def counted(connection: asyncpg.Connection, wanted: int) -> DigestJob | None:
-            if wanted == job_id:
-                self.count += 1
-            return await real(connection, wanted)
-
-        monkeypatch.setattr(jobs, "job_by_id", counted)
 
 
 @asynccontextmanager

@@ -19,8 +19,8 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from db.engine import embedded_database_url, stop_embedded_server
 from db.migrate import MIGRATION_LOCK, available_migrations
+from tests.db_helpers import own_embedded_server
 from tests.process_helpers import (
     cli_environment,
     start_cli,
@@ -32,10 +32,8 @@ from tests.process_helpers import (
 @pytest.fixture(scope="module")
 def crash_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """An embedded server of this module's own, which its test may crash."""
-    home = tmp_path_factory.mktemp("migrate-crash-home")
-    url = embedded_database_url(home)
-    yield url
-    stop_embedded_server(home)
+    with own_embedded_server(tmp_path_factory.mktemp("migrate-crash-home"), migrated=False) as url:
+        yield url
 
 
 async def fresh_database(url: str) -> str:

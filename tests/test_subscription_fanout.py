@@ -17,31 +17,15 @@ import pytest
 from websockets.asyncio.client import ClientConnection
 
 from db import jobs
-from db.models import DigestJob
 from schema.ids import decode_global_id
 from server.app import AppOptions, create_app
 from server.settings import Settings
 from tests.conftest import running_server
-from tests.subscription_helpers import queued_job, receive, socket, subscribe, wait_for
+from tests.subscription_helpers import Reads, queued_job, receive, socket, subscribe, wait_for
 
 CONNECTIONS = 50
 PER_CONNECTION = 20  # the per-connection cap
 STATE = """subscription($id: ID!) { jobProgress(id: $id) { status progress { chunksDone chunksTotal } } }"""
-
-
-class Reads:
-    """Calls of db.jobs.job_by_id for one job: the one read every subscription path goes through."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch, job_id: int) -> None:
-        self.count = 0
-        real: Callable[[asyncpg.Connection, int], Awaitable[DigestJob | None]] = jobs.job_by_id
-
-        async def counted(connection: asyncpg.Connection, wanted: int) -> DigestJob | None:
-            if wanted == job_id:
-                self.count += 1
-            return await real(connection, wanted)
-
-        monkeypatch.setattr(jobs, "job_by_id", counted)
 
 
 class Received:

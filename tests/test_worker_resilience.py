@@ -19,11 +19,10 @@ import asyncpg
 import pytest
 
 from db import jobs
-from db.engine import connect, create_pool, embedded_database_url, stop_embedded_server
-from db.migrate import migrate
+from db.engine import create_pool
 from server.runtime import Runtime
 from server.settings import Settings
-from tests.db_helpers import add_channel
+from tests.db_helpers import add_channel, own_embedded_server
 from tests.process_helpers import (
     cli_environment,
     kill_a_backend,
@@ -40,19 +39,8 @@ TABLES = "servers, channels, messages, digest_jobs, digests, chunk_results"
 @pytest.fixture(scope="module")
 def crash_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """An embedded server of this module's own, which its tests may crash."""
-    home = tmp_path_factory.mktemp("crash-home")
-    url = embedded_database_url(home)
-
-    async def prepare() -> None:
-        connection = await connect(url)
-        try:
-            await migrate(connection)
-        finally:
-            await connection.close()
-
-    asyncio.run(prepare())
-    yield url
-    stop_embedded_server(home)
+    with own_embedded_server(tmp_path_factory.mktemp("crash-home")) as url:
+        yield url
 
 
 @pytest.fixture
