@@ -9,13 +9,10 @@ permissions.
 
 from __future__ import annotations
 
-import logging
 from datetime import datetime
 from typing import Annotated
 
-import asyncpg
 import strawberry
-from graphql import GraphQLError
 from strawberry.scalars import JSON
 from strawberry.types import Info
 
@@ -34,7 +31,6 @@ from schema.schedules import ScheduleMutations
 from schema.ids import CHANNEL, DIGEST_JOB, IdArgument
 from schema.job_types import DigestJob
 from schema.permissions import IsWriter
-from schema.errors import BAD_USER_INPUT, UNAVAILABLE, UNAVAILABLE_MESSAGE
 from schema.shared_types import (
     InvalidInputError,
     NotFoundError,
@@ -99,18 +95,6 @@ CancelJobResult = Annotated[
 
 MAX_ERRORS_SHOWN = 20
 
-logger = logging.getLogger(__name__)
-
-
-def _ingest_interrupted(count: int) -> GraphQLError:
-    """The database connection was lost while the messages were written (db.ingest ends a
-    batch whose connection is gone at once): an outage the client retries, not a server fault.
-    Batches already committed stay; sending the same call again stores the rest and leaves
-    them as they are."""
-    logger.warning("ingestMessages: database connection lost while storing %d messages", count)
-    return GraphQLError(UNAVAILABLE_MESSAGE, extensions={"code": UNAVAILABLE})
-
-
 @strawberry.type
 class Mutation(DocumentMutations, ReportMutations, ScheduleMutations):
     @strawberry.mutation(
@@ -156,14 +140,11 @@ class Mutation(DocumentMutations, ReportMutations, ScheduleMutations):
                 if len(errors) < MAX_ERRORS_SHOWN:
                     errors.append(parsed)
                 continue
-            try:
-                await ingestor.add(key, parsed)
-            except asyncpg.PostgresConnectionError:
-                raise _ingest_interrupted(len(messages)) from None
-        try:
-            await ingestor.flush()
-        except asyncpg.PostgresConnectionError:
-            raise _ingest_interrupted(len(messages)) from None
+            # A connection lost while writing (db.ingest ends such a batch at once) is an
+            # outage the client retries: schema.errors reports it as UNAVAILABLE. Batches
+            # already committed stay; the same call again stores the rest.
+            await ingestor.add(key, parsed)
+        await ingestor.flush()
         channel_id = await ingestor.channel_id(key)
         row = await info.context.loaders.channel.load(channel_id)
         assert row is not None  # the ingestor has just found or created it
