@@ -188,11 +188,11 @@ def write_jsonl(path: Path, count: int, *, channel: str = "bench") -> int:
 
 
 def generated_window(count: int, *, seed: int = 5) -> Any:
-    """The generated channel as the pipeline's plain-data `runner.window.Window` (what the
+    """The generated channel as the pipeline's plain-data `runner.core.window.Window` (what the
     worker loads from the database), text normalized as on import."""
     from runner.importers.dates import parse_iso_timestamp
     from runner.normalize import normalize_text
-    from runner.window import Window, WindowMessage
+    from runner.core.window import Window, WindowMessage
 
     messages = tuple(
         WindowMessage(

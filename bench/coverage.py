@@ -57,13 +57,14 @@ from db.ingest import ChannelKey, MessageIngestor  # noqa: E402
 from db.migrate import migrate  # noqa: E402
 from db.models import ChannelWithServer, DigestJob, WindowMessageRow, as_rows  # noqa: E402
 from db.queries import QUERIES  # noqa: E402
-from runner.coverage import StoredWindow, WindowSpec, load_window, window_messages  # noqa: E402
+from runner.coverage import load_window, window_messages  # noqa: E402
+from runner.core.window import StoredWindow, WindowSpec
 from runner.extractors.offline import OfflineExtractor  # noqa: E402
 from runner.importers.dates import parse_iso_timestamp  # noqa: E402
 from runner.normalize import normalize_text  # noqa: E402
 from runner.pipeline import PipelineResult, run_pipeline  # noqa: E402
 from runner.store import _store_items, store_digest  # noqa: E402
-from runner.window import Window  # noqa: E402
+from runner.core.window import Window  # noqa: E402
 
 BENCH_NAME = "coverage"
 TARGET_OVERHEAD = 0.10

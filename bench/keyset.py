@@ -61,7 +61,7 @@ TARGET_KEYSET_RATIO = 1.5
 ITEMS_PER_DIGEST_TIME = 20  # items of one stored digest share its created_at
 COPY_BATCH = 50_000
 BASE_TIME = datetime(2024, 1, 1, tzinfo=UTC)
-_KINDS = ("fact", "command", "howto", "config", "reference")  # kinds of runner.contract
+_KINDS = ("fact", "command", "howto", "config", "reference")  # kinds of runner.core.contract
 _WORDS = (
     "deploy migration cache replica worker retry gateway dashboard release config index "
     "timeout lease queue schema cursor token budget chunk digest pointer channel"

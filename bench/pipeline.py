@@ -56,13 +56,13 @@ from bench._support import (  # noqa: E402
     top_functions,
     utc_now,
 )
-from runner.message_chunks import chunk_messages  # noqa: E402
+from runner.core.chunks import chunk_messages  # noqa: E402
 from runner.extractors.llm import LLMExtractor  # noqa: E402
 from runner.llm.breaker import CircuitBreaker  # noqa: E402
 from runner.llm.client import build_client  # noqa: E402
 from runner.llm.config import LLMConfig  # noqa: E402
 from runner.pipeline import run_pipeline  # noqa: E402
-from runner.window import Window  # noqa: E402
+from runner.core.window import Window  # noqa: E402
 from runner.job_stats import job_stats  # noqa: E402
 from server.settings import Settings  # noqa: E402
 

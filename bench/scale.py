@@ -7,7 +7,7 @@ show whether the per-message cost stays flat (linear) as the window grows.
 Each size runs in its own child process (so each has its own peak memory) with
 `runner.pipeline.run_pipeline` and the `OfflineExtractor` exactly as the worker's channel job
 calls them (`runner/jobs/channel.py`: the default DIGESTD_CHUNK_TOKENS, the map concurrency of
-server/runtime.py's worker_config, the CPU pool of runner/offload.py at its default size), on
+server/runtime.py's worker_config, the CPU pool of runner/core/offload.py at its default size), on
 plain data: the window the worker would load from the database is built in memory from
 bench/_support.py's deterministic generator, and neither the window load nor the store is
 timed (bench/coverage.py measures those). The clock covers threading (the disentanglement
@@ -15,7 +15,7 @@ model, `runner.conversations.thread_window`, where the code has it), chunking, m
 validation; `threading_seconds` is the threading part.
 
 `--stages` adds, per code root, one more child at the largest size run inline (no CPU pool:
-`runner.offload.set_inline`, so every step runs in this process, one after the other) that
+`runner.core.offload.set_inline`, so every step runs in this process, one after the other) that
 reports the CPU seconds (`time.process_time`) of each step: threading (the link model and the
 rest: titles, ordering), chunking, the map (the extractor's rules), the validation of each
 chunk's result, the reduce and the final validation; `other` is what is left (the pipeline's
@@ -149,7 +149,7 @@ def child(count: int, code_root: Path, profile: bool, stages: bool = False) -> d
     from bench._support import generated_window, top_functions  # this checkout's, always
 
     sys.path.insert(0, str(code_root))  # runner, server: the code under test
-    from runner import offload
+    from runner.core import offload
     from runner.extractors import offline
     from runner.pipeline import run_pipeline
     from server.settings import Settings

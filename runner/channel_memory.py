@@ -17,9 +17,9 @@ import asyncpg
 from db import channel_items as item_queries
 from db import channels as channel_queries
 from db.models import ChannelItem
-from runner.contract import Digest
-from runner.coverage import StoredWindow
-from runner.vocabulary import KnownItem
+from runner.core.contract import Digest
+from runner.core.vocabulary import KnownItem
+from runner.core.window import StoredWindow
 from runner.item_lifecycle import (
     OPEN_STATUS,
     ItemKind,

@@ -26,7 +26,7 @@ from datetime import datetime
 from runner.citations import cut_span, sentence_spans
 from runner.claim_support import prose_tokens
 from runner.disentangle import link_records
-from runner.window import Window, WindowMessage
+from runner.core.window import Window, WindowMessage
 
 MAX_TITLE_CHARS = 100
 MIN_TITLE_WORDS = 3

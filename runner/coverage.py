@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -19,62 +18,17 @@ import asyncpg
 
 from db import channels
 from db.models import ChannelColumns, WindowMessageRow
-from runner.window import Window, WindowMessage
+from runner.core.window import (
+    MessageKey,
+    StoredWindow,
+    Window,
+    WindowMessage,
+    WindowSpec,
+)
 
 REASON_CHUNK_FAILED = "chunk_failed"
 REASON_WINDOW_CAP = "window_cap"
 REASON_EDITED = "edited_during_digest"
-
-
-@dataclass(frozen=True)
-class MessageKey:
-    """One window message as the database knows it: the revision read, and its position."""
-
-    external_id: str
-    message_id: int
-    revision: int
-    ts: datetime
-
-
-@dataclass(frozen=True)
-class StoredWindow:
-    """The window's message keys (external id → internal id, revisions), its bounds, and how it
-    was chosen (coverage or catch-up, what the cap left out)."""
-
-    internal_ids: dict[str, int]
-    first_message_id: int | None
-    last_message_id: int | None
-    window_start: datetime | None
-    window_end: datetime | None
-    message_count: int
-    keys: tuple[MessageKey, ...] = ()
-    catch_up: bool = False
-    since: datetime | None = None
-    until: datetime | None = None
-    left_out: tuple[dict[str, Any], ...] = field(default_factory=tuple)
-    # External id → the revision read; pointers and cited messages refer to it.
-    revisions: dict[str, int] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class WindowSpec:
-    """A job's window: coverage (no bounds) or a catch-up [since, until) over message ts."""
-
-    since: datetime | None = None
-    until: datetime | None = None
-
-    @property
-    def catch_up(self) -> bool:
-        return self.since is not None or self.until is not None
-
-    @classmethod
-    def from_options(cls, options: dict[str, Any] | None) -> WindowSpec:
-        options = options or {}
-        since, until = options.get("since"), options.get("until")
-        return cls(
-            since=datetime.fromisoformat(since) if since else None,
-            until=datetime.fromisoformat(until) if until else None,
-        )
 
 
 # Catch-up bounds outside these years are refused: nobody asks what they missed in year 9999, and

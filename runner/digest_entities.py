@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from runner.claim_support import content_tokens
-from runner.contract import Digest
+from runner.core.contract import Digest
 from runner.entities import (
     Entity,
     EntityKind,

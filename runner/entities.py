@@ -367,7 +367,7 @@ def message_mentions(text: str, people: dict[str, str]) -> list[Mention]:
 
 
 class WindowText(Protocol):
-    """What entity finding needs of a message (runner.window.WindowMessage has it)."""
+    """What entity finding needs of a message (runner.core.window.WindowMessage has it)."""
 
     @property
     def message_id(self) -> str: ...

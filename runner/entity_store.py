@@ -15,7 +15,7 @@ from datetime import datetime
 import asyncpg
 
 from db import entities as entity_queries
-from runner.coverage import StoredWindow
+from runner.core.window import StoredWindow
 from runner.digest_entities import DigestEntities
 
 

@@ -7,7 +7,7 @@ A footnote reads `[^1]: ann, 2024-05-01 10:02 UTC, "the quoted words" (message 1
 is the exact characters the first citation of that source was anchored to.
 
 Every text of a section (its heading, its sentences) and of a footnote (author, quote, ids,
-titles) is plain text, escaped here by `runner.markdown_text.escape_inline`: the only markers and
+titles) is plain text, escaped here by `runner.core.markdown_text.escape_inline`: the only markers and
 footnote definitions a reader's renderer finds are the ones written below, for the sources the
 citation audit kept.
 """
@@ -19,13 +19,13 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Generic, Protocol, TypeVar
 
-from runner.markdown_text import escape_inline
+from runner.core.markdown_text import escape_inline
 
 
 class Footnotable(Protocol):
     """What a footnote needs of a source: the key that makes two citations one source, and the
     footnote's text (after `[^n]: `), already Markdown: its untrusted parts escaped by
-    `runner.markdown_text.escape_inline`."""
+    `runner.core.markdown_text.escape_inline`."""
 
     @property
     def key(self) -> str: ...

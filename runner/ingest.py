@@ -9,7 +9,7 @@ it (`MessageIngestor.flush`), and `ImportStopped` says what was stored and why i
 caller can print one line instead of a traceback. A re-run of the same import is always safe: it
 only adds or updates what is missing.
 
-Channel and server names are shown on one line everywhere (runner.display_names): the ones an
+Channel and server names are shown on one line everywhere (runner.core.display_names): the ones an
 export or a file's name gives are normalized to one line; the ones the caller typed (`channel`,
 `server`) are refused with the reason when they are not one line already.
 """
@@ -24,7 +24,7 @@ from pathlib import Path
 import asyncpg
 
 from db.ingest import ChannelKey, MessageIngestor
-from runner.display_names import clean_name, name_problem
+from runner.core.display_names import clean_name, name_problem
 from runner.importers.detect import check_input, detect_format, iter_records
 from runner.importers.inputs import UnusableInput
 from runner.importers.records import ParsedMessage, ParseStats, RecordError

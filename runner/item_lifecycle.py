@@ -56,7 +56,7 @@ from enum import Enum
 from runner.addressing import LEADING_ADDRESS
 from runner.citations import anchor_span, cut_span, sentence_spans
 from runner.claim_support import content_tokens, prose_tokens
-from runner.contract import ContentPointer
+from runner.core.contract import ContentPointer
 from runner.pointers import PointerError, resolve_pointer
 
 THREAD_OVERLAP = 0.3

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from runner.extractors.base import Extractor
+from runner.core.extractor import Extractor
 from runner.pipeline import PipelineResult
 
 

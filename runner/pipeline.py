@@ -13,9 +13,9 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from runner.message_chunks import Chunk, iter_chunks
-from runner.contract import ChunkSummary, Digest
-from runner.extractors.base import (
+from runner.core.chunks import Chunk, iter_chunks
+from runner.core.contract import ChunkSummary, Digest
+from runner.core.extractor import (
     ChunkFailed,
     ChunkTooLarge,
     Extractor,
@@ -24,9 +24,9 @@ from runner.extractors.base import (
     PipelineWarning,
 )
 from runner.jobs.outcomes import Cancelled
-from runner.offload import run_light
+from runner.core.offload import run_light
 from runner.validate import Rejection, ValidationResult, validate_output
-from runner.window import Window, WindowMessage
+from runner.core.window import Window, WindowMessage
 
 
 # Re-cuts of one job at most, and the smallest chunk worth cutting to: a model whose context

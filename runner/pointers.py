@@ -29,7 +29,7 @@ from difflib import SequenceMatcher
 from enum import Enum
 from xml.sax.saxutils import unescape
 
-from runner.contract import ContentPointer
+from runner.core.contract import ContentPointer
 
 # Fuzzy matching is for quotes long enough that a near-match is not a coincidence, and is bounded
 # so one pointer costs at most a fraction of a second whatever the message size.

@@ -17,25 +17,19 @@ from typing import Any
 
 import asyncpg
 
-from db.jobs import JobStatus
 from db import channels as channel_queries
 from db import digests as digest_queries
+from db.jobs import JobStatus
 from runner.channel_memory import remember_items
-from runner.contract import Digest
-from runner.coverage import (
-    REASON_CHUNK_FAILED,
-    REASON_EDITED,
-    MessageKey,
-    StoredWindow,
-    left_out_ranges,
-)
+from runner.core.contract import Digest
+from runner.core.window import MessageKey, StoredWindow
+from runner.coverage import REASON_CHUNK_FAILED, REASON_EDITED, left_out_ranges
 from runner.digest_entities import DigestEntities
 from runner.entity_store import store_entities
 from runner.jobs.base import finish
 from runner.jobs.outcomes import Finished
 from runner.pointers import MatchKind
 from runner.validate import ValidationResult
-
 
 __all__ = ["MessageKey", "StoredWindow", "store_digest"]
 

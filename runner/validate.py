@@ -29,7 +29,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
-from runner.contract import (
+from runner.core.contract import (
     VERSION_SENSITIVE_KINDS,
     ActionItem,
     Artifact,

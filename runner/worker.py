@@ -25,7 +25,7 @@ import asyncpg
 from db import jobs as job_queries
 from db.models import DigestJob
 from db.jobs import JobKind, JobStatus
-from runner.extractors.base import Extractor
+from runner.core.extractor import Extractor
 from runner.jobs.base import JobContext, JobRunner, finish
 from runner.jobs.channel import ChannelJobRunner
 from runner.jobs.document import DocumentJobRunner

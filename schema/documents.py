@@ -20,7 +20,7 @@ from strawberry.types import Info
 
 from db import documents as document_queries
 from db import pages
-from runner.display_names import name_problem
+from runner.core.display_names import name_problem
 from runner.documents.canonical import CanonicalDocument
 from runner.documents.errors import DocumentError
 from runner.documents.ingest import ingest_bytes, ingest_text, ingest_url

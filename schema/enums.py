@@ -13,11 +13,11 @@ from enum import Enum
 import strawberry
 
 from db import jobs
-from runner.contract import KnowledgeKind, SignalLevel
+from runner.core.contract import KnowledgeKind, SignalLevel
 
 __all__ = ["JobPhase", "JobStatus", "KnowledgeKind", "SignalLevel"]
 
-# The enums of the job lifecycle (db/jobs.py) and of the digest contract (runner/contract.py),
+# The enums of the job lifecycle (db/jobs.py) and of the digest contract (runner/core/contract.py),
 # registered as GraphQL enums (the decorator marks the class itself), so the values clients see
 # are those the pipeline produces and the database stores.
 JobStatus = jobs.JobStatus

@@ -18,7 +18,7 @@ from strawberry.types import Info
 
 from db import jobs as job_queries
 from db.ingest import ChannelKey, MessageIngestor
-from runner.display_names import name_problem
+from runner.core.display_names import name_problem
 from runner.importers.records import RecordError as ParseError
 from runner.importers.records import message_from_fields
 from runner.normalize import normalize_text

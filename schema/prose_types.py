@@ -24,7 +24,7 @@ from runner.footnotes import (
     footnoted_markdown,
     stored_sentences,
 )
-from runner.markdown_text import escape_inline
+from runner.core.markdown_text import escape_inline
 from schema.context import Context
 
 

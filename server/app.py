@@ -24,7 +24,7 @@ from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from db.migrate import database_version
-from runner import offload
+from runner.core import offload
 from runner.supervision import RunnerSupervisor
 from schema import build_schema
 from schema.errors import REQUEST_TOO_LARGE

@@ -26,7 +26,7 @@ from db.jobs import JobStatus
 from db.models import DigestJob
 from db import channels as channel_queries
 from db import digests as digest_queries
-from runner import offload
+from runner.core import offload
 from server.cli_eval import add_eval_parser
 from runner.triggers import TriggerRefused, channel_digest_options, trigger_channel_digest
 from schema.ids import CHANNEL, channel_row_id, global_id

@@ -12,7 +12,7 @@ from typing import Any
 
 from db import documents as document_queries
 from db.jobs import JobStatus
-from runner.display_names import name_problem
+from runner.core.display_names import name_problem
 from runner.documents.canonical import CanonicalDocument
 from runner.documents.errors import DocumentError
 from runner.documents.ingest import ingest_bytes, ingest_url

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from runner.evaluation.report import EvalSection, render_table, section_to_dict
 
 if TYPE_CHECKING:
-    from runner.extractors.base import Extractor
+    from runner.core.extractor import Extractor
     from server.settings import Settings
 
 # Sections another module provides, run when that module is importable: (module, function).

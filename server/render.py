@@ -1,7 +1,7 @@
 """Plain-text rendering of a stored digest for the terminal (`digestd digest`, `digestd demo`):
 the overview and highlights as Markdown with numbered footnotes (runner.footnotes), then items.
 Every stored text (titles, item texts, owners, links, excerpts) is escaped
-(runner.markdown_text.escape_inline): a message cannot add a heading, a footnote or markup."""
+(runner.core.markdown_text.escape_inline): a message cannot add a heading, a footnote or markup."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from db.models import (
     Topic,
 )
 from runner.footnotes import Section, citation_keys, footnoted_markdown, stored_sentences
-from runner.markdown_text import escape_inline as md
+from runner.core.markdown_text import escape_inline as md
 
 EXCERPT_CHARS = 160
 

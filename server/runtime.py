@@ -25,7 +25,7 @@ from db import jobs as job_queries
 from db.jobs import TERMINAL
 from db.migrate import migrate
 from db.models import DigestJob
-from runner import offload
+from runner.core import offload
 from runner.scheduler import ScheduleTicker
 from runner.schedules import ScheduleLimits
 from runner.supervision import Backoff, RunnerSupervisor
@@ -34,7 +34,7 @@ from runner.jobs.report import ReportJobRunner
 from runner.documents.fetch import FetchPolicy
 from runner.documents.policy import DigestConfig, DigestPolicy
 from runner.documents.summarize import OfflineSummarizer, Summarizer
-from runner.extractors.base import Extractor
+from runner.core.extractor import Extractor
 from runner.extractors.offline import offline_map_concurrency
 from runner.worker import Worker, WorkerConfig
 from schema.context import ApiConfig

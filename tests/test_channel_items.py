@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 
 from db import channel_items as item_queries
-from runner.contract import ChunkSummary
+from runner.core.contract import ChunkSummary
 from runner.extractors.offline import OfflineExtractor
 from runner.item_lifecycle import (
     ItemKind,
@@ -24,10 +24,10 @@ from runner.item_lifecycle import (
     item_key,
     plan_items,
 )
-from runner.message_chunks import Chunk
+from runner.core.chunks import Chunk
 from runner.pipeline import PipelineHooks, run_pipeline
-from runner.vocabulary import KnownItem
-from runner.window import Window, WindowMessage
+from runner.core.vocabulary import KnownItem
+from runner.core.window import Window, WindowMessage
 from schema import build_schema
 from schema.context import ApiConfig, Context, Role
 from schema.ids import CHANNEL, DIGEST, global_id

@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from xml.sax.saxutils import escape
 
-from runner.message_chunks import chunk_messages
-from runner.tokens import count_tokens
-from runner.window import WindowMessage
+from runner.core.chunks import chunk_messages
+from runner.core.tokens import count_tokens
+from runner.core.window import WindowMessage
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 

@@ -8,12 +8,12 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from runner.chunk_merge import merge_outputs
+from runner.core.merge import merge_outputs
 from runner.citations import MAX_ANCHOR_CHARS, anchor_span
-from runner.contract import ChunkSummary, Digest
+from runner.core.contract import ChunkSummary, Digest
 from runner.footnotes import FootnotedSentence, Section, Source, footnoted_markdown
 from runner.validate import validate_output
-from runner.window import Window, WindowMessage
+from runner.core.window import Window, WindowMessage
 
 TEXTS = {
     "100": "We decided to move the staging cluster to Kubernetes 1.29 next sprint.",

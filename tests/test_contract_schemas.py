@@ -5,7 +5,7 @@ from __future__ import annotations
 import jsonschema
 import pytest
 
-from runner.contract import (
+from runner.core.contract import (
     CHUNK_SUMMARY_TOOL,
     DIGEST_TOOL,
     ChunkSummary,
@@ -13,7 +13,7 @@ from runner.contract import (
     model_schema,
     tool_schema,
 )
-from runner.tokens import count_tokens
+from runner.core.tokens import count_tokens
 
 VALID_SUMMARY = {
     "chunk_summary": "ok",

@@ -18,7 +18,7 @@ from runner.conversations import (
 )
 from runner.disentangle import link_records
 from runner.triggers import trigger_channel_digest
-from runner.window import Window, WindowMessage
+from runner.core.window import Window, WindowMessage
 from schema import build_schema
 from schema.context import ApiConfig, Context, Role
 from schema.ids import CHANNEL, global_id

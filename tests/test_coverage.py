@@ -14,9 +14,9 @@ import asyncpg
 
 from db import jobs
 from db.models import DigestJob
-from runner.message_chunks import Chunk
-from runner.contract import ChunkSummary
-from runner.extractors.base import ChunkFailed, KnownItem
+from runner.core.chunks import Chunk
+from runner.core.contract import ChunkSummary
+from runner.core.extractor import ChunkFailed, KnownItem
 from runner.extractors.offline import OfflineExtractor
 from runner.worker import Worker, WorkerConfig
 from tests.db_helpers import BASE_TIME, Msg, add_channel, messages

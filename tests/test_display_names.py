@@ -1,4 +1,4 @@
-"""Channel, server and document names on one line at every ingest path (runner/display_names.py):
+"""Channel, server and document names on one line at every ingest path (runner/core/display_names.py):
 what a caller types with a line break or a control character is refused with where and why;
 what an input says (an export's channel and server, a file's name, an HTML `<title>`, PDF
 metadata) is stored on one line."""
@@ -16,7 +16,7 @@ import asyncpg
 import pytest
 from pypdf import PdfReader, PdfWriter
 
-from runner.display_names import MAX_NAME_CHARS, clean_name, name_problem
+from runner.core.display_names import MAX_NAME_CHARS, clean_name, name_problem
 from runner.documents.ingest import ingest_bytes, ingest_text
 from runner.importers.inputs import UnusableInput
 from runner.ingest import import_path

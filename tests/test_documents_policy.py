@@ -19,7 +19,7 @@ from runner.documents.policy import (
     estimate_quality,
     select_for_digest,
 )
-from runner.extractors.base import PipelineWarning
+from runner.core.extractor import PipelineWarning
 
 BIG, SMALL = 12_000, 3_000
 

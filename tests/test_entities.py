@@ -11,7 +11,7 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from runner.contract import ActionItem, Decision, Digest, Topic
+from runner.core.contract import ActionItem, Decision, Digest, Topic
 from runner.digest_entities import analyze_digest, topic_key
 from runner.entities import (
     EntityKind,
@@ -27,7 +27,7 @@ from runner.importers.detect import iter_records
 from runner.ingest import import_path
 from runner.importers.records import ParsedMessage
 from runner.normalize import normalize_text
-from runner.window import WindowMessage
+from runner.core.window import WindowMessage
 from schema.ids import CHANNEL, global_id
 from server.settings import Settings
 from tests.conftest import shared_data

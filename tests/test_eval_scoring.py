@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from runner.contract import (
+from runner.core.contract import (
     ActionItem,
     Artifact,
     ArtifactKind,

@@ -8,8 +8,8 @@ from typing import Any
 import httpx
 import pytest
 
-from runner.message_chunks import chunk_messages
-from runner.extractors.base import ChunkFailed
+from runner.core.chunks import chunk_messages
+from runner.core.extractor import ChunkFailed
 from runner.llm.breaker import BreakerState, CircuitBreaker, CircuitOpen
 from runner.pipeline import run_pipeline
 from test_llm_helpers import FakeEndpoint, completion, make_extractor, make_window, minimal_summary

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from runner.message_chunks import chunk_messages
-from runner.extractors.base import ChunkFailed, KnownItem
+from runner.core.chunks import chunk_messages
+from runner.core.extractor import ChunkFailed, KnownItem
 from runner.llm.budget import (
     FALLBACK_LIMITS,
     BudgetingMode,

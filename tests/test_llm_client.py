@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from runner.extractors.base import ChunkFailed
+from runner.core.extractor import ChunkFailed
 from runner.llm.config import LLMConfig
 from runner.pipeline import run_pipeline
 from test_llm_helpers import (
@@ -23,7 +23,7 @@ from test_llm_helpers import (
     minimal_summary,
     scripted,
 )
-from runner.message_chunks import chunk_messages
+from runner.core.chunks import chunk_messages
 
 WINDOW = make_window(["the build fails on arm64 with exit code 137", "raise the memory limit"])
 CHUNK = chunk_messages(list(WINDOW.messages), 4000)[0]

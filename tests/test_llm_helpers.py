@@ -30,10 +30,10 @@ from runner.llm.breaker import CircuitBreaker
 from runner.llm.client import build_client
 from runner.llm.config import LLMConfig
 from runner.normalize import normalize_text
-from runner.tokens import count_tokens
-from runner.contract import ChunkSummary
-from runner.vocabulary import MappedChunk
-from runner.window import Window, WindowMessage
+from runner.core.tokens import count_tokens
+from runner.core.contract import ChunkSummary
+from runner.core.vocabulary import MappedChunk
+from runner.core.window import Window, WindowMessage
 
 DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
 API_KEY = "sk-test-SECRET-0123456789abcdef"

@@ -10,9 +10,9 @@ import random
 import re
 from typing import Any
 
-from runner.message_chunks import Chunk, chunk_messages
-from runner.contract import ChunkSummary
-from runner.extractors.base import KnownItem
+from runner.core.chunks import Chunk, chunk_messages
+from runner.core.contract import ChunkSummary
+from runner.core.extractor import KnownItem
 from runner.extractors.llm import LLMExtractor
 from runner.llm.breaker import CircuitBreaker
 from runner.llm.config import LLMConfig

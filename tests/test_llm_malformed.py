@@ -10,9 +10,9 @@ from typing import Any
 import httpx
 import pytest
 
-from runner.message_chunks import chunk_messages
+from runner.core.chunks import chunk_messages
 from runner.documents.llm_summary import document_tool_schema, resilient_tool_call
-from runner.extractors.base import ChunkFailed
+from runner.core.extractor import ChunkFailed
 from runner.llm.breaker import BreakerState, CircuitBreaker
 from runner.llm.client import LLMCallError, ResilientCaller, build_client
 from runner.llm.config import LLMConfig

@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 
-from runner.contract import ChunkSummary
+from runner.core.contract import ChunkSummary
 from runner.extractors.llm import LLMExtractor
 from runner.llm.breaker import CircuitBreaker
 from runner.llm.config import LLMConfig

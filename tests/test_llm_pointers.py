@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runner.contract import Artifact, ChunkSummary, ContentPointer
+from runner.core.contract import Artifact, ChunkSummary, ContentPointer
 from runner.normalize import normalize_text
 from runner.pointers import MatchKind, PointerError, resolve_pointer
 from runner.validate import validate_output

@@ -7,9 +7,9 @@ from typing import Any
 
 import httpx
 
-from runner.contract import ChunkSummary, Digest
+from runner.core.contract import ChunkSummary, Digest
 from runner.llm.budget import count_request_tokens
-from runner.chunk_merge import merge_outputs
+from runner.core.merge import merge_outputs
 from runner.llm.reduce import TreeReducer
 from test_llm_helpers import (
     FakeEndpoint,

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from runner.message_chunks import chunk_messages
-from runner.contract import tool_schema
-from runner.extractors.base import ChunkFailed, KnownItem
+from runner.core.chunks import chunk_messages
+from runner.core.contract import tool_schema
+from runner.core.extractor import ChunkFailed, KnownItem
 from test_llm_helpers import (
     FakeEndpoint,
     completion,

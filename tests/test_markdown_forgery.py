@@ -14,7 +14,7 @@ import asyncpg
 from db import jobs
 from db.documents import store_document
 from runner.documents.ingest import ingest_text
-from runner.markdown_text import single_line
+from runner.core.markdown_text import single_line
 from runner.triggers import trigger_report
 from schema.ids import DIGEST, REPORT, global_id
 from tests.db_helpers import add_channel, messages

@@ -1,4 +1,4 @@
-"""The Markdown escaper (runner/markdown_text.py): any text, escaped, renders in a real
+"""The Markdown escaper (runner/core/markdown_text.py): any text, escaped, renders in a real
 CommonMark renderer (footnotes, raw HTML, tables, strikethrough on) as one paragraph of exactly
 its words, with no markup; the texts that used to get through render as written."""
 
@@ -9,7 +9,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from runner.footnotes import FootnotedSentence, Section, Source, footnoted_markdown
-from runner.markdown_text import escape_inline, single_line
+from runner.core.markdown_text import escape_inline, single_line
 from tests.db_helpers import BASE_TIME
 from tests.markdown_helpers import render, renderer
 

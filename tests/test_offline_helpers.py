@@ -13,7 +13,7 @@ from pathlib import Path
 from runner.extractors.offline import OfflineExtractor
 from runner.normalize import normalize_text
 from runner.pipeline import PipelineResult, run_pipeline
-from runner.window import Window, WindowMessage
+from runner.core.window import Window, WindowMessage
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "runner" / "samples" / "sample_channel.jsonl"

@@ -10,15 +10,15 @@ from datetime import UTC, datetime, timedelta
 from test_offline_helpers import run_offline
 from test_offline_rules import PEOPLE, _message, _window
 
-from runner.contract import ArtifactKind, ChunkSummary, Link, SignalLevel, SignalQuality
+from runner.core.contract import ArtifactKind, ChunkSummary, Link, SignalLevel, SignalQuality
 from runner.extractors.offline import offline_map_concurrency, patterns
 from runner.extractors.offline.artifacts import find_snippets, is_dump
 from runner.extractors.offline.digest import MAX_ANALYSED_MESSAGES, analysed_messages, build_digest
 from runner.extractors.offline.merge import even_sample
 from runner.extractors.offline.text import view_message
 from runner.extractors.offline.topics import key_phrases
-from runner.vocabulary import MappedChunk
-from runner.window import Window, WindowMessage
+from runner.core.vocabulary import MappedChunk
+from runner.core.window import Window, WindowMessage
 
 # --- action items: an actor and a task ------------------------------------------------------
 

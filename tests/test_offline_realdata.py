@@ -18,11 +18,11 @@ from test_offline_helpers import (
     window_of,
 )
 
-from runner.contract import ArtifactKind, KnowledgeKind, SignalLevel
+from runner.core.contract import ArtifactKind, KnowledgeKind, SignalLevel
 from runner.footnotes import FootnotedSentence, Section, Source, footnoted_markdown
 from runner.pipeline import PipelineResult
 from runner.pointers import MatchKind
-from runner.window import Window
+from runner.core.window import Window
 
 
 def _require(relative: str) -> Path:
@@ -52,7 +52,7 @@ def _assert_grounded(window: Window, result: PipelineResult) -> None:
 
 
 def _unescaped(markdown: str) -> str:
-    """What CommonMark shows for text escaped by runner.markdown_text: a backslash before ASCII
+    """What CommonMark shows for text escaped by runner.core.markdown_text: a backslash before ASCII
     punctuation is the punctuation alone."""
     return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", markdown)
 
@@ -83,7 +83,7 @@ def _assert_cited_overview(window: Window, result: PipelineResult) -> None:
     for number, line in enumerate(lines, start=1):
         match = re.fullmatch(r'\[\^(\d+)\]: (.+), (\d{4}-\d\d-\d\d \d\d:\d\d) UTC, "(.*)" \(message (.+)\)', line)
         assert match is not None and int(match[1]) == number, line
-        # The footnote is Markdown: its author, quote and id are escaped text (runner.markdown_text).
+        # The footnote is Markdown: its author, quote and id are escaped text (runner.core.markdown_text).
         message = by_id[_unescaped(match[5])]
         # ... and on one line, runs of spaces as one, as a renderer shows them anyway.
         assert _unescaped(match[4]) in " ".join(message.normalized_text.split())

@@ -9,8 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_offline_helpers import load_sample, run_offline
 
-from runner.message_chunks import ChunkPart, chunk_messages
-from runner.contract import ArtifactKind, SignalLevel
+from runner.core.chunks import ChunkPart, chunk_messages
+from runner.core.contract import ArtifactKind, SignalLevel
 from runner.extractors.offline import patterns
 from runner.extractors.offline.artifacts import command_like, find_snippets
 from runner.extractors.offline.chunk import summarize_chunk
@@ -21,8 +21,8 @@ from runner.extractors.offline.versions import find_versions
 from runner.normalize import normalize_text
 from runner.pointers import MatchKind
 from runner.validate import validate_output
-from runner.vocabulary import MappedChunk
-from runner.window import Window, WindowMessage
+from runner.core.vocabulary import MappedChunk
+from runner.core.window import Window, WindowMessage
 
 T0 = datetime(2025, 1, 6, 9, 0, tzinfo=UTC)
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 import pytest
 from test_offline_helpers import CHUNK_TOKENS, load_sample, run_offline
 
-from runner.message_chunks import chunk_messages
-from runner.contract import ArtifactKind, ChunkSummary, Digest, KnowledgeKind, SignalLevel
+from runner.core.chunks import chunk_messages
+from runner.core.contract import ArtifactKind, ChunkSummary, Digest, KnowledgeKind, SignalLevel
 from runner.extractors.offline import OFFLINE_VERSION, OfflineExtractor
 from runner.pipeline import PipelineResult, run_pipeline
 from runner.pointers import MatchKind
 from runner.validate import validate_output
-from runner.window import Window
+from runner.core.window import Window
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""CPU-bound extraction runs off the event loop (runner/offload.py): the offline digest of a big
+"""CPU-bound extraction runs off the event loop (runner/core/offload.py): the offline digest of a big
 real window leaves the loop answering (a ticker never waits long), and the result is identical
 to running every step on the loop."""
 
@@ -14,9 +14,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from test_offline_helpers import DATA, parse_irc, run_offline, window_of
 
-from runner import offload
+from runner.core import offload
 from runner.pipeline import PipelineResult
-from runner.window import Window
+from runner.core.window import Window
 
 _IRC_LINE = re.compile(r"^\[(\d\d):(\d\d)\] <([^>]+)> (.*)$")
 

@@ -8,18 +8,18 @@ import asyncio
 import random
 from collections import defaultdict
 
-from runner.message_chunks import Chunk
-from runner.contract import ChunkSummary, Digest
-from runner.extractors.base import (
+from runner.core.chunks import Chunk
+from runner.core.contract import ChunkSummary, Digest
+from runner.core.extractor import (
     ChunkTooLarge,
     ExtractionUsage,
     KnownItem,
     MappedChunk,
     PipelineWarning,
 )
-from runner.chunk_merge import merge_outputs
+from runner.core.merge import merge_outputs
 from runner.pipeline import run_pipeline
-from runner.window import Window, WindowMessage
+from runner.core.window import Window, WindowMessage
 from test_llm_helpers import make_window
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from runner.contract import ContentPointer
+from runner.core.contract import ContentPointer
 from runner.normalize import normalize_text
 from runner.pointers import MatchKind, PointerError, resolve_pointer
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from runner.contract import ChunkSummary, Digest
+from runner.core.contract import ChunkSummary, Digest
 from runner.validate import validate_output
 
 TEXTS = {

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runner.normalize import normalize_text
-from runner.vocabulary import PipelineWarning
+from runner.core.vocabulary import PipelineWarning
 
 _WHITESPACE_RUN = re.compile(r"\s+")
 _MARKER = re.compile(r"---PAGE ([1-9][0-9]*)---")

@@ -40,8 +40,8 @@ from runner.documents.summarize import (
     offline_summary,
 )
 from runner.documents.verify import verify_payload_against_text
-from runner.tokens import count_tokens
-from runner.vocabulary import PipelineWarning
+from runner.core.tokens import count_tokens
+from runner.core.vocabulary import PipelineWarning
 
 logger = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ from lxml import etree
 
 from runner.documents.canonical import canonicalize
 from runner.documents.errors import ExtractionError
-from runner.vocabulary import PipelineWarning
+from runner.core.vocabulary import PipelineWarning
 
 # Block-level tags of trafilatura's output format and of plain HTML (for the fallback).
 _BLOCK_TAGS = frozenset(

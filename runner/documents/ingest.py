@@ -5,7 +5,7 @@ What to store per document: `canonical_text`, `source_text_hash`, `content_type`
 original bytes are not needed again (and are not kept: they may be large and are untrusted).
 
 A title, given or read from the document (an HTML `<title>`, PDF metadata), is stored on one line
-(`document_title`, runner.display_names): a title with line breaks would otherwise be shown as
+(`document_title`, runner.core.display_names): a title with line breaks would otherwise be shown as
 several lines wherever titles are shown (a report's headings and footnotes).
 """
 
@@ -15,14 +15,14 @@ import asyncio
 import codecs
 from dataclasses import replace
 
-from runner.display_names import clean_name
+from runner.core.display_names import clean_name
 from runner.documents.canonical import CanonicalDocument, canonicalize, source_text_hash
 from runner.documents.errors import ExtractionError
 from runner.documents.fetch import FetchPolicy, Resolver, fetch_document
 from runner.documents.html import extract_html
 from runner.documents.pdf import PdfLimits, extract_pdf
 from runner.documents.sniff import DocumentKind, classify_content, media_type
-from runner.vocabulary import PipelineWarning
+from runner.core.vocabulary import PipelineWarning
 
 CONTENT_TYPES: dict[DocumentKind, str] = {
     "pdf": "application/pdf",

@@ -24,7 +24,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 from pydantic import Field
 
-from runner.contract import StrictModel
+from runner.core.contract import StrictModel
 from runner.documents.errors import DocumentError
 from runner.documents.evidence import score_chunks
 from runner.documents.locators import make_locator
@@ -40,7 +40,7 @@ from runner.llm.client import ResilientCaller
 from runner.llm.prompts import DOC_SUMMARY_PROMPT, load_prompt
 from runner.llm.toolcall import MalformedOutput, ModelCall, RequestTooLarge, is_function_call
 from runner.claim_support import support_share
-from runner.vocabulary import ExtractionUsage, PipelineWarning
+from runner.core.vocabulary import ExtractionUsage, PipelineWarning
 
 DOCUMENT_DIGEST_TOOL = "emit_document_digest"
 # Part of the fingerprint (so of the digest cache key): the version of doc_summary.v1.md. A new

@@ -30,7 +30,7 @@ from pypdf.errors import DependencyError, FileNotDecryptedError, PdfReadError, P
 
 from runner.documents.canonical import PageSpan, canonicalize, join_pages
 from runner.documents.errors import ExtractionError
-from runner.vocabulary import PipelineWarning
+from runner.core.vocabulary import PipelineWarning
 
 PDF_MAGIC = b"%PDF-"
 _HYPHENATED_LINE_END = re.compile(r"(\w)-\n(?=[^\W\d_A-Z])")

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING
 
-from runner.vocabulary import PipelineWarning
+from runner.core.vocabulary import PipelineWarning
 
 if TYPE_CHECKING:
     from runner.documents.canonical import CanonicalDocument

@@ -26,7 +26,7 @@ from runner.documents.evidence_chunks import EvidenceChunk
 from runner.documents.evidence import EvidenceMode, SelectedEvidence, positional_order
 from runner.documents.prose import is_prose, sentence_spans
 from runner.documents.terms import query_terms, term_set, tokens
-from runner.vocabulary import ExtractionUsage, PipelineWarning
+from runner.core.vocabulary import ExtractionUsage, PipelineWarning
 
 SUMMARY_MAX_CHARS = 2000
 KEY_POINT_MAX_CHARS = 500

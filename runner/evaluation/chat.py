@@ -21,7 +21,7 @@ from runner.evaluation.windows import (
     check_gold_against_window,
     load_window,
 )
-from runner.extractors.base import Extractor
+from runner.core.extractor import Extractor
 from runner.conversations import thread_window
 from runner.pipeline import run_pipeline
 

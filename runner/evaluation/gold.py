@@ -15,7 +15,7 @@ from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from runner.contract import ArtifactKind
+from runner.core.contract import ArtifactKind
 
 GOLD_FORMAT = "digestd-gold/1"
 FULL_QUOTE_LIMIT = 160  # longer spans are stored as head + tail + sha256

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from runner.contract import Digest
+from runner.core.contract import Digest
 from runner.evaluation.gold import GoldFile
 from runner.evaluation.matching import (
     FIELD_RULES,

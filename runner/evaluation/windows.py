@@ -13,7 +13,7 @@ from pathlib import Path
 from runner.evaluation.gold import GoldFile, WindowRoot
 from runner.importers import ParsedMessage, iter_records
 from runner.normalize import normalize_text
-from runner.window import Window, WindowMessage
+from runner.core.window import Window, WindowMessage
 
 
 class WindowUnavailable(Exception):

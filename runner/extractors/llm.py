@@ -19,8 +19,8 @@ from collections.abc import Awaitable, Callable, Mapping
 
 import openai
 
-from runner.message_chunks import Chunk
-from runner.contract import (
+from runner.core.chunks import Chunk
+from runner.core.contract import (
     CHUNK_SUMMARY_TOOL,
     CONTRACT_VERSION,
     ChunkSummary,
@@ -28,7 +28,7 @@ from runner.contract import (
     KnowledgeItem,
     tool_schema,
 )
-from runner.extractors.base import (
+from runner.core.extractor import (
     ChunkFailed,
     ChunkTooLarge,
     ExtractionUsage,
@@ -57,7 +57,7 @@ from runner.llm.prompts import (
 from runner.llm.reduce import FallbackReduce, TreeReducer
 from runner.llm.render import map_user_message, shown_known_items, system_message
 from runner.llm.toolcall import MalformedOutput, RequestTooLarge, ToolCaller
-from runner.window import Window, WindowMessage
+from runner.core.window import Window, WindowMessage
 
 # Bumped when the post-processing of map output changes (it is part of the cached result).
 _MAP_POSTPROCESS_VERSION = "keys-ns-2"  # 2: known items cited by alias
@@ -260,7 +260,7 @@ class LLMExtractor:
         return tokens
 
     def max_chunk_tokens(self) -> int:
-        """The largest chunk (runner.message_chunks token count) a map request can carry with a full
+        """The largest chunk (runner.core.chunks token count) a map request can carry with a full
         list of known items; the pipeline should chunk at most this big."""
         room = (
             self.map_budget.input_tokens

@@ -17,31 +17,30 @@ an empty digest would hide that.
 from __future__ import annotations
 
 import asyncio
-
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import asyncpg
 
 from db import channels as channel_queries
-from db.models import ChannelWithServer, DigestJob
 from db import digests as digest_queries
 from db import jobs as job_queries
 from db.jobs import JobKind, JobStatus
-from runner.contract import ChunkSummary
+from db.models import ChannelWithServer, DigestJob
 from runner.channel_memory import known_items_of, read_tracked_items
-from runner.coverage import StoredWindow, WindowSpec, load_window, window_key
+from runner.conversations import order_window, thread_messages
+from runner.core.contract import ChunkSummary
+from runner.core.extractor import Extractor
+from runner.core.window import StoredWindow, Window, WindowSpec
+from runner.coverage import load_window, window_key
 from runner.digest_entities import analyze_digest
-from runner.extractors.base import Extractor
 from runner.job_stats import job_stats
 from runner.jobs.base import JobContext
-from runner.conversations import order_window, thread_messages
 from runner.jobs.conversations import read_threading_input, store_threading
 from runner.jobs.outcomes import Cancelled, Finished, Outcome, RetryLater, Stored
 from runner.metrics import CHUNK_CACHE, PhaseClock
 from runner.pipeline import PipelineHooks, run_pipeline
 from runner.store import store_digest
-from runner.window import Window
 
 
 @dataclass(frozen=True)

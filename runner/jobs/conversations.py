@@ -10,8 +10,7 @@ import asyncpg
 
 from db import conversations as conversation_queries
 from runner.conversations import StoredConversation, ThreadedMessage, Threading
-from runner.coverage import StoredWindow
-from runner.window import Window
+from runner.core.window import StoredWindow, Window
 
 # Messages before the window that a window's message may answer.
 CONTEXT_MESSAGES = 200

@@ -1,6 +1,6 @@
 """Token budgets (seed 002): model limits, the effective input budget, and request preflight.
 
-Every request is counted before it is sent. Counts use tiktoken's cl100k_base (runner.tokens);
+Every request is counted before it is sent. Counts use tiktoken's cl100k_base (runner.core.tokens);
 when the encoding is unavailable they fall back to a chars/4 estimate, which gets an extra safety
 margin and is reported as TOKEN_COUNT_ESTIMATE_USED.
 """
@@ -15,7 +15,7 @@ from typing import Any
 
 from runner.llm import limits
 from runner.llm.config import LLMConfig
-from runner.tokens import count_tokens
+from runner.core.tokens import count_tokens
 
 
 class BudgetingMode(str, Enum):

@@ -19,11 +19,11 @@ import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from runner.contract import DIGEST_TOOL, ChunkSummary, Digest, SignalLevel, tool_schema
+from runner.core.contract import DIGEST_TOOL, ChunkSummary, Digest, SignalLevel, tool_schema
 from runner.llm.breaker import CircuitOpen
 from runner.llm.budget import RequestBudget, count_request_tokens
 from runner.llm.client import ContextLimitExceeded, LLMCallError
-from runner.chunk_merge import SIGNAL_RANK, merge_outputs
+from runner.core.merge import SIGNAL_RANK, merge_outputs
 from runner.llm.render import (
     reduce_user_message,
     render_summary,
@@ -32,10 +32,10 @@ from runner.llm.render import (
     system_message,
 )
 from runner.llm.toolcall import MalformedOutput, RequestTooLarge, ToolCaller
-from runner.tokens import count_tokens
+from runner.core.tokens import count_tokens
 from runner.validate import validate_output
-from runner.vocabulary import MappedChunk
-from runner.window import Window, WindowMessage
+from runner.core.vocabulary import MappedChunk
+from runner.core.window import Window, WindowMessage
 
 logger = logging.getLogger(__name__)
 

@@ -12,10 +12,10 @@ import json
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
-from runner.message_chunks import Chunk
-from runner.contract import ChunkSummary, Digest
-from runner.vocabulary import KnownItem
-from runner.window import Window, WindowMessage
+from runner.core.chunks import Chunk
+from runner.core.contract import ChunkSummary, Digest
+from runner.core.vocabulary import KnownItem
+from runner.core.window import Window, WindowMessage
 
 # Characters of a top message shown to the reduce step: enough to see what it is about.
 TOP_MESSAGE_CHARS = 600

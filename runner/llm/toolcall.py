@@ -18,11 +18,11 @@ from typing import Any, TypeGuard, TypeVar
 from openai.types.chat import ChatCompletion, ChatCompletionMessageFunctionToolCall
 from pydantic import ValidationError
 
-from runner.contract import TOOL_MODELS, StrictModel, tool_schema
+from runner.core.contract import TOOL_MODELS, StrictModel, tool_schema
 from runner.llm.budget import Preflight, RequestBudget, endpoint_budget, preflight
 from runner.llm.client import ContextLimitExceeded, ResilientCaller
-from runner.tokens import count_tokens
-from runner.vocabulary import ExtractionUsage
+from runner.core.tokens import count_tokens
+from runner.core.vocabulary import ExtractionUsage
 
 logger = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from runner.reports.evidence import Evidence, RankedEvidence
 from runner.reports.sources import MessageSource
-from runner.tokens import count_tokens
+from runner.core.tokens import count_tokens
 
 PHASE = "synthesis"  # the seed's phase name for writing the report from its evidence
 DEFAULT_MAX_UNITS = 60

@@ -34,7 +34,7 @@ from xml.sax.saxutils import escape, quoteattr
 from pydantic import Field
 
 from runner.claim_support import DEFAULT_MIN_OVERLAP, support_share
-from runner.contract import StrictModel, model_schema
+from runner.core.contract import StrictModel, model_schema
 from runner.footnotes import FootnotedSentence, Section
 from runner.llm.budget import count_request_tokens
 from runner.llm.breaker import CircuitOpen
@@ -47,7 +47,7 @@ from runner.reports.evidence_budget import DEFAULT_MAX_UNITS, EvidenceFit, Fitte
 from runner.reports.extractive import report_title
 from runner.reports.report import ANSWER_HEADING, OPEN_POINTS_HEADING, Report, ReportSection
 from runner.reports.sources import MessageSource, ReportSource
-from runner.vocabulary import ExtractionUsage
+from runner.core.vocabulary import ExtractionUsage
 
 logger = logging.getLogger(__name__)
 
@@ -90,7 +90,7 @@ class WrittenReport(StrictModel):
 @cache
 def _report_tool_json() -> str:
     # Generated once (a schema takes milliseconds to build, and every request sends it), in the
-    # compact form the chat extractor's tools use (`runner.contract.model_schema`).
+    # compact form the chat extractor's tools use (`runner.core.contract.model_schema`).
     return json.dumps({
         "type": "function",
         "function": {

@@ -96,7 +96,7 @@ def report_from_json(
     return Report(question, title, tuple(rebuilt))
 
 
-# How a report's Markdown is written (runner.footnotes, runner.markdown_text): part of the cache
+# How a report's Markdown is written (runner.footnotes, runner.core.markdown_text): part of the cache
 # key, so a report stored before a change of the Markdown is written again, not served as it was.
 MARKDOWN_VERSION = "escaped-1"
 

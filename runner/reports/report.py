@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from runner.footnotes import FootnotedSentence, Section, footnoted_markdown
-from runner.markdown_text import escape_inline
+from runner.core.markdown_text import escape_inline
 from runner.reports.sources import ReportSource, SourceRegistry, registry_of
 
 ReportSentence = FootnotedSentence[ReportSource]

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from runner.footnotes import Source
-from runner.markdown_text import escape_inline
+from runner.core.markdown_text import escape_inline
 
 
 @dataclass(frozen=True)

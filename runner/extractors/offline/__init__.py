@@ -9,9 +9,9 @@ The work is split by concept:
 - offline.artifacts, offline.versions, offline.knowledge: snippets, versions, knowledge items;
 - offline.topics, offline.overview: key phrases, message centrality, the extractive overview;
 - offline.chunk (map) and offline.digest + offline.merge (reduce; items are merged across chunks
-  by runner.chunk_merge, the module the LLM stack's plain merge uses too).
+  by runner.core.merge, the module the LLM stack's plain merge uses too).
 
-Both steps are CPU-bound and pure, so they run in the CPU pool of runner/offload.py, off the
+Both steps are CPU-bound and pure, so they run in the CPU pool of runner/core/offload.py, off the
 event loop (heartbeats, the API and cancellation keep answering; chunks use the other cores);
 the results are the same wherever they run.
 
@@ -24,9 +24,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from runner.message_chunks import Chunk
-from runner.contract import CONTRACT_VERSION, ChunkSummary, Digest
-from runner.extractors.base import (
+from runner.core.chunks import Chunk
+from runner.core.contract import CONTRACT_VERSION, ChunkSummary, Digest
+from runner.core.extractor import (
     ChunkFailed,
     ExtractionUsage,
     KnownItem,
@@ -35,8 +35,8 @@ from runner.extractors.base import (
 )
 from runner.extractors.offline.chunk import summarize_chunk
 from runner.extractors.offline.digest import build_digest
-from runner.offload import default_processes, run_cpu
-from runner.window import Window, WindowMessage
+from runner.core.offload import default_processes, run_cpu
+from runner.core.window import Window, WindowMessage
 
 # Bump whenever a rule changes what is extracted: it is part of the chunk cache key.
 OFFLINE_VERSION = "3"

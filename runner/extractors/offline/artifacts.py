@@ -11,7 +11,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from runner.contract import ArtifactKind
+from runner.core.contract import ArtifactKind
 from runner.extractors.offline.text import PartView, Span, squash, truncate_words
 from runner.claim_support import STOPWORDS
 

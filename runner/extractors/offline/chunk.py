@@ -13,8 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from runner.message_chunks import Chunk
-from runner.contract import (
+from runner.core.chunks import Chunk
+from runner.core.contract import (
     ActionItem,
     Artifact,
     ChunkSummary,
@@ -53,7 +53,7 @@ from runner.extractors.offline.threads import (
     is_strong_agreement,
 )
 from runner.extractors.offline.topics import topics_for
-from runner.window import WindowMessage
+from runner.core.window import WindowMessage
 
 _PROPOSAL_HORIZON = 6
 # Hosts whose links are reactions, not references.

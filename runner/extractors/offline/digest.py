@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from runner.chunk_merge import (
+from runner.core.merge import (
     MergeRules,
     merge_action_items,
     merge_artifacts,
@@ -20,7 +20,7 @@ from runner.chunk_merge import (
     merge_knowledge,
     merge_links,
 )
-from runner.contract import (
+from runner.core.contract import (
     ActionItem,
     Artifact,
     ArtifactKind,
@@ -49,8 +49,8 @@ from runner.extractors.offline.patterns import ACTION_MARKER, DECISION_MARKER
 from runner.extractors.offline.text import content_words, squash, truncate_words, view_message
 from runner.extractors.offline.threads import Participants, find_answer
 from runner.extractors.offline.topics import conversation_topics, topics_for
-from runner.vocabulary import MappedChunk
-from runner.window import Window, WindowMessage
+from runner.core.vocabulary import MappedChunk
+from runner.core.window import Window, WindowMessage
 
 Item = TypeVar("Item", Decision, ActionItem, OpenQuestion, Link, Artifact, KnowledgeItem)
 
@@ -202,7 +202,7 @@ def _knowledge_key(item: KnowledgeItem) -> str:
     return "s:" + _key(item.content or "")  # the same advice or Q&A posted twice is one item
 
 
-# See runner.chunk_merge: rule-made items from two chunks that say the same thing in other
+# See runner.core.merge: rule-made items from two chunks that say the same thing in other
 # filler words are one item, citing both; the same snippet posted twice is one artifact.
 OFFLINE_RULES = MergeRules(
     claim_key=_key,

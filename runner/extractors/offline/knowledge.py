@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from runner.contract import ArtifactKind, ContentPointer, KnowledgeItem, KnowledgeKind
+from runner.core.contract import ArtifactKind, ContentPointer, KnowledgeItem, KnowledgeKind
 from runner.extractors.offline import patterns
 from runner.extractors.offline.artifacts import Snippet, find_snippets, snippet_title
 from runner.extractors.offline.text import (
@@ -23,7 +23,7 @@ from runner.extractors.offline.text import (
 )
 from runner.extractors.offline.threads import Answer, Participants, strip_address
 from runner.extractors.offline.versions import context_version
-from runner.window import WindowMessage
+from runner.core.window import WindowMessage
 
 _KIND_OF_SNIPPET = {
     ArtifactKind.CODE: KnowledgeKind.CODE,

@@ -1,13 +1,13 @@
 """Deterministic helpers shared by the offline map and reduce steps: rank-and-cut to a limit,
 the renumbering and supersession links of knowledge items, and the signal level. The merging of
-items across chunks is runner.chunk_merge's (shared with the LLM stack's plain merge)."""
+items across chunks is runner.core.merge's (shared with the LLM stack's plain merge)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from runner.contract import KnowledgeItem, SignalLevel, SignalQuality
+from runner.core.contract import KnowledgeItem, SignalLevel, SignalQuality
 from runner.extractors.offline.text import squash
 
 Item = TypeVar("Item")

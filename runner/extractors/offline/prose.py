@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 
 from runner.claim_support import DEFAULT_MIN_OVERLAP as PROPOSE_SHARE
 from runner.claim_support import content_tokens, share_in, support_share
-from runner.contract import (
+from runner.core.contract import (
     ActionItem,
     CitedSentence,
     Decision,
@@ -26,7 +26,7 @@ from runner.contract import (
 from runner.extractors.offline.overview import Central, excerpt
 from runner.extractors.offline.text import squash, truncate_words
 from runner.extractors.offline.threads import Participants, strip_address
-from runner.window import WindowMessage
+from runner.core.window import WindowMessage
 
 _MAX_IDS = 8
 _SENTENCE_CHARS = 300

@@ -12,9 +12,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
-from runner.message_chunks import ChunkPart
+from runner.core.chunks import ChunkPart
 from runner.claim_support import content_tokens
-from runner.window import WindowMessage
+from runner.core.window import WindowMessage
 
 # A fence's info string is a language tag only when it is one short word on the fence line;
 # exports often glue the code to the fence (```./komodo-cli ...), which is content, not a tag.

@@ -28,7 +28,7 @@ from datetime import timedelta
 
 from runner.addressing import LEADING_ADDRESS
 from runner.extractors.offline.text import content_words, squash, without_urls
-from runner.window import WindowMessage
+from runner.core.window import WindowMessage
 
 ADDRESS_HORIZON = 40
 ADJACENT_HORIZON = 5

@@ -1,13 +1,13 @@
 """What the pipeline needs from an extractor. The words it shares with the LLM stack and the
-document pipeline (usage, warnings, known items, chunk failures) live in `runner.vocabulary`."""
+document pipeline (usage, warnings, known items, chunk failures) live in `runner.core.vocabulary`."""
 
 from __future__ import annotations
 
 from typing import Protocol
 
-from runner.message_chunks import Chunk
-from runner.contract import ChunkSummary, Digest
-from runner.vocabulary import (
+from runner.core.chunks import Chunk
+from runner.core.contract import ChunkSummary, Digest
+from runner.core.vocabulary import (
     ChunkFailed,
     ChunkTooLarge,
     ExtractionUsage,
@@ -15,7 +15,7 @@ from runner.vocabulary import (
     MappedChunk,
     PipelineWarning,
 )
-from runner.window import Window, WindowMessage
+from runner.core.window import Window, WindowMessage
 
 # Re-exported: the Extractor protocol speaks these words, and extractors raise the chunk failures.
 __all__ = [

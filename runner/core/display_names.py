@@ -10,14 +10,14 @@ the same way on every ingest path:
 - read from an input: normalized (`clean_name`): the caller cannot edit the file, and refusing it
   would lose every good record in it.
 
-Normalizing is `runner.markdown_text.single_line` (control characters dropped, whitespace runs
+Normalizing is `runner.core.markdown_text.single_line` (control characters dropped, whitespace runs
 and line breaks one space, trimmed) and a cap of `MAX_NAME_CHARS`. Markdown producers escape
 names anyway (`escape_inline`); one line at ingest also keeps names stored before that readable.
 """
 
 from __future__ import annotations
 
-from runner.markdown_text import is_break_or_control, single_line
+from runner.core.markdown_text import is_break_or_control, single_line
 
 MAX_NAME_CHARS = 200
 ELLIPSIS = "…"

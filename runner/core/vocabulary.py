@@ -1,7 +1,7 @@
 """Words every pipeline stage shares: items already known, usage figures, user-facing warnings,
 chunk failures and the map step's result as the reduce step receives it.
 
-They live beside `runner.contract` (not in `runner.extractors`) so the LLM stack (`runner.llm`)
+They live beside `runner.core.contract` (not in `runner.extractors`) so the LLM stack (`runner.llm`)
 and the document pipeline (`runner.documents`) can use them without importing the extractors that
 sit on top of both.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from runner.contract import ChunkSummary
+from runner.core.contract import ChunkSummary
 
 
 @dataclass(frozen=True)

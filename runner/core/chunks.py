@@ -13,8 +13,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from xml.sax.saxutils import escape, quoteattr
 
-from runner.tokens import count_tokens
-from runner.window import WindowMessage
+from runner.core.tokens import count_tokens
+from runner.core.window import WindowMessage
 
 # Tokens a serialized line costs beyond its text (tags, attributes); measured on real exports it
 # is 25-40 with snowflake ids, so parts are cut with this much head-room.

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from runner.contract import (
+from runner.core.contract import (
     ActionItem,
     Artifact,
     ChunkSummary,
@@ -39,7 +39,7 @@ from runner.contract import (
     SignalQuality,
     Topic,
 )
-from runner.window import Window
+from runner.core.window import Window
 
 Item = TypeVar("Item")
 Cited = TypeVar("Cited", Decision, ActionItem, Link, Topic)
