@@ -191,7 +191,7 @@ def generated_window(count: int, *, seed: int = 5) -> Any:
     """The generated channel as the pipeline's plain-data `runner.core.window.Window` (what the
     worker loads from the database), text normalized as on import."""
     from runner.importers.dates import parse_iso_timestamp
-    from runner.normalize import normalize_text
+    from runner.grounding.normalize import normalize_text
     from runner.core.window import Window, WindowMessage
 
     messages = tuple(

@@ -59,9 +59,9 @@ from db.models import ChannelWithServer, DigestJob, WindowMessageRow, as_rows  #
 from db.queries import QUERIES  # noqa: E402
 from runner.coverage import load_window, window_messages  # noqa: E402
 from runner.core.window import StoredWindow, WindowSpec
-from runner.extractors.offline import OfflineExtractor  # noqa: E402
+from runner.extract.offline import OfflineExtractor  # noqa: E402
 from runner.importers.dates import parse_iso_timestamp  # noqa: E402
-from runner.normalize import normalize_text  # noqa: E402
+from runner.grounding.normalize import normalize_text  # noqa: E402
 from runner.pipeline import PipelineResult, run_pipeline  # noqa: E402
 from runner.store import _store_items, store_digest  # noqa: E402
 from runner.core.window import Window  # noqa: E402

@@ -61,7 +61,7 @@ from db.migrate import migrate  # noqa: E402
 from runner.importers.detect import iter_records  # noqa: E402
 from runner.importers.records import ParsedMessage  # noqa: E402
 from runner.ingest import import_path  # noqa: E402
-from runner.normalize import normalize_text  # noqa: E402
+from runner.grounding.normalize import normalize_text  # noqa: E402
 
 BENCH_NAME = "ingest"
 ORM_COMMIT_EVERY = 1000

@@ -57,7 +57,7 @@ from bench._support import (  # noqa: E402
     utc_now,
 )
 from runner.core.chunks import chunk_messages  # noqa: E402
-from runner.extractors.llm import LLMExtractor  # noqa: E402
+from runner.extract.llm import LLMExtractor  # noqa: E402
 from runner.llm.breaker import CircuitBreaker  # noqa: E402
 from runner.llm.client import build_client  # noqa: E402
 from runner.llm.config import LLMConfig  # noqa: E402

@@ -128,7 +128,7 @@ class _StageClock:
         """Time chunking, the map, each validation and the reduce where `run_pipeline` and the
         offline extractor call them (module globals, looked up at call time)."""
         from runner import pipeline
-        from runner.extractors import offline
+        from runner.extract import offline
 
         pipeline.iter_chunks = self.wrap_iterator("chunking", pipeline.iter_chunks)  # type: ignore[assignment]
         validate = pipeline.validate_output
@@ -150,7 +150,7 @@ def child(count: int, code_root: Path, profile: bool, stages: bool = False) -> d
 
     sys.path.insert(0, str(code_root))  # runner, server: the code under test
     from runner.core import offload
-    from runner.extractors import offline
+    from runner.extract import offline
     from runner.pipeline import run_pipeline
     from server.settings import Settings
 

@@ -215,7 +215,7 @@ class MessageIngestor:
     occurrence of an id still wins across batches. `flush()` waits for every write and returns
     once all added rows are stored; a failed write raises from the next `add` or `flush`.
 
-    `normalize` is passed in (runner.normalize.normalize_text) so this module stays SQL only."""
+    `normalize` is passed in (runner.grounding.normalize.normalize_text) so this module stays SQL only."""
 
     def __init__(
         self,

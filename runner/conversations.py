@@ -23,8 +23,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from runner.citations import cut_span, sentence_spans
-from runner.claim_support import prose_tokens
+from runner.grounding.citations import cut_span, sentence_spans
+from runner.grounding.claim_support import prose_tokens
 from runner.disentangle import link_records
 from runner.core.window import Window, WindowMessage
 

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from runner.claim_support import content_tokens
+from runner.grounding.claim_support import content_tokens
 from runner.core.contract import Digest
 from runner.entities import (
     Entity,

@@ -36,8 +36,8 @@ from enum import Enum
 from functools import lru_cache
 from typing import Protocol
 
-from runner.addressing import LEADING_ADDRESS
-from runner.claim_support import STOPWORDS
+from runner.grounding.addressing import LEADING_ADDRESS
+from runner.grounding.claim_support import STOPWORDS
 
 
 class EntityKind(str, Enum):

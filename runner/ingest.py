@@ -28,7 +28,7 @@ from runner.core.display_names import clean_name, name_problem
 from runner.importers.detect import check_input, detect_format, iter_records
 from runner.importers.inputs import UnusableInput
 from runner.importers.records import ParsedMessage, ParseStats, RecordError
-from runner.normalize import normalize_text
+from runner.grounding.normalize import normalize_text
 
 MAX_ERRORS_KEPT = 20
 

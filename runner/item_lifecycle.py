@@ -11,7 +11,7 @@ Rules (they read only words, authors, times and the reply structure, so they hol
 chat):
 - Link: a new item is the tracked item of the same kind that cites one of its messages; or
   that lives in the same conversation and shares `THREAD_OVERLAP` of their content words
-  (Jaccard of `runner.claim_support.content_tokens`, two words at least; not for knowledge
+  (Jaccard of `runner.grounding.claim_support.content_tokens`, two words at least; not for knowledge
   items); or, anywhere in the channel, `CONTENT_OVERLAP` (knowledge items, often a command
   where one word makes another thing: `KNOWLEDGE_OVERLAP`) and `MIN_SHARED_WORDS` words. An
   action item or question never links to one of another owner; a decision that reverses or
@@ -40,7 +40,7 @@ chat):
 
 Every change carries the ids of the messages it rests on and, when they say it verbatim, a
 pointer, and is checked against the window exactly like a digest's pointers
-(`runner.pointers.resolve_pointer`): a change whose evidence does not resolve is returned in
+(`runner.grounding.pointers.resolve_pointer`): a change whose evidence does not resolve is returned in
 `rejected`, never applied. The evidence of a change must come after the item was said.
 """
 
@@ -53,11 +53,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import Enum
 
-from runner.addressing import LEADING_ADDRESS
-from runner.citations import anchor_span, cut_span, sentence_spans
-from runner.claim_support import content_tokens, prose_tokens
+from runner.grounding.addressing import LEADING_ADDRESS
+from runner.grounding.citations import anchor_span, cut_span, sentence_spans
+from runner.grounding.claim_support import content_tokens, prose_tokens
 from runner.core.contract import ContentPointer
-from runner.pointers import PointerError, resolve_pointer
+from runner.grounding.pointers import PointerError, resolve_pointer
 
 THREAD_OVERLAP = 0.3
 CONTENT_OVERLAP = 0.6

@@ -25,7 +25,7 @@ from runner.core.extractor import (
 )
 from runner.jobs.outcomes import Cancelled
 from runner.core.offload import run_light
-from runner.validate import Rejection, ValidationResult, validate_output
+from runner.grounding.validate import Rejection, ValidationResult, validate_output
 from runner.core.window import Window, WindowMessage
 
 

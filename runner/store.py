@@ -28,8 +28,8 @@ from runner.digest_entities import DigestEntities
 from runner.entity_store import store_entities
 from runner.jobs.base import finish
 from runner.jobs.outcomes import Finished
-from runner.pointers import MatchKind
-from runner.validate import ValidationResult
+from runner.grounding.pointers import MatchKind
+from runner.grounding.validate import ValidationResult
 
 __all__ = ["MessageKey", "StoredWindow", "store_digest"]
 

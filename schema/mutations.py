@@ -21,7 +21,7 @@ from db.ingest import ChannelKey, MessageIngestor
 from runner.core.display_names import name_problem
 from runner.importers.records import RecordError as ParseError
 from runner.importers.records import message_from_fields
-from runner.normalize import normalize_text
+from runner.grounding.normalize import normalize_text
 from runner.triggers import TriggerRefused, trigger_channel_digest
 from schema.channel_types import Channel
 from schema.context import Context

@@ -15,7 +15,7 @@ import strawberry
 from strawberry.types import Info
 
 from db import models
-from runner.footnotes import (
+from runner.grounding.footnotes import (
     FootnotedSentence,
     Section,
     Source,

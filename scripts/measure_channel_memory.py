@@ -39,11 +39,11 @@ from db.engine import (  # noqa: E402
 )
 from db.ingest import ChannelKey, MessageIngestor  # noqa: E402
 from db.migrate import migrate  # noqa: E402
-from runner.extractors.offline import OfflineExtractor  # noqa: E402
+from runner.extract.offline import OfflineExtractor  # noqa: E402
 from runner.importers.detect import iter_records  # noqa: E402
 from runner.importers.irc import file_date  # noqa: E402
 from runner.importers.records import ParsedMessage  # noqa: E402
-from runner.normalize import normalize_text  # noqa: E402
+from runner.grounding.normalize import normalize_text  # noqa: E402
 from runner.worker import Worker, WorkerConfig  # noqa: E402
 from schema import build_schema  # noqa: E402
 from schema.context import ApiConfig, Context, Role  # noqa: E402

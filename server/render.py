@@ -1,5 +1,5 @@
 """Plain-text rendering of a stored digest for the terminal (`digestd digest`, `digestd demo`):
-the overview and highlights as Markdown with numbered footnotes (runner.footnotes), then items.
+the overview and highlights as Markdown with numbered footnotes (runner.grounding.footnotes), then items.
 Every stored text (titles, item texts, owners, links, excerpts) is escaped
 (runner.core.markdown_text.escape_inline): a message cannot add a heading, a footnote or markup."""
 
@@ -22,7 +22,7 @@ from db.models import (
     Digest,
     Topic,
 )
-from runner.footnotes import Section, citation_keys, footnoted_markdown, stored_sentences
+from runner.grounding.footnotes import Section, citation_keys, footnoted_markdown, stored_sentences
 from runner.core.markdown_text import escape_inline as md
 
 EXCERPT_CHARS = 160

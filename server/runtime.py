@@ -35,7 +35,7 @@ from runner.documents.fetch import FetchPolicy
 from runner.documents.policy import DigestConfig, DigestPolicy
 from runner.documents.summarize import OfflineSummarizer, Summarizer
 from runner.core.extractor import Extractor
-from runner.extractors.offline import offline_map_concurrency
+from runner.extract.offline import offline_map_concurrency
 from runner.worker import Worker, WorkerConfig
 from schema.context import ApiConfig
 from server.settings import Settings
@@ -109,7 +109,7 @@ def extractor_factory(settings: Settings) -> Callable[[], Extractor]:
     """A factory of fresh extractors (fresh usage figures per job). Shared state that must
     outlive a job, such as the LLM circuit breaker, is created once here."""
     if settings.extractor_name == "offline":
-        from runner.extractors.offline import OfflineExtractor
+        from runner.extract.offline import OfflineExtractor
 
         return OfflineExtractor
     return _llm_factory(settings)
@@ -147,7 +147,7 @@ def llm_config(settings: Settings) -> LLMConfig:
 
 
 def _llm_factory(settings: Settings) -> Callable[[], Extractor]:
-    from runner.extractors.llm import LLMExtractor
+    from runner.extract.llm import LLMExtractor
     from runner.llm.client import shared_client
 
     config = llm_config(settings)

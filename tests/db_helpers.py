@@ -16,7 +16,7 @@ import asyncpg
 from db.engine import connect, embedded_database_url, stop_embedded_server
 from db.ingest import ChannelKey, MessageIngestor
 from db.migrate import migrate
-from runner.normalize import normalize_text
+from runner.grounding.normalize import normalize_text
 
 BASE_TIME = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
 

@@ -15,7 +15,7 @@ import asyncpg
 
 from db import channel_items as item_queries
 from runner.core.contract import ChunkSummary
-from runner.extractors.offline import OfflineExtractor
+from runner.extract.offline import OfflineExtractor
 from runner.item_lifecycle import (
     ItemKind,
     MemoryMessage,

@@ -9,10 +9,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from runner.core.merge import merge_outputs
-from runner.citations import MAX_ANCHOR_CHARS, anchor_span
+from runner.grounding.citations import MAX_ANCHOR_CHARS, anchor_span
 from runner.core.contract import ChunkSummary, Digest
-from runner.footnotes import FootnotedSentence, Section, Source, footnoted_markdown
-from runner.validate import validate_output
+from runner.grounding.footnotes import FootnotedSentence, Section, Source, footnoted_markdown
+from runner.grounding.validate import validate_output
 from runner.core.window import Window, WindowMessage
 
 TEXTS = {

@@ -16,8 +16,8 @@ import httpx
 import pytest
 from playwright.async_api import Locator, Page, expect
 
-from runner.citations import sentence_spans
-from runner.normalize import normalize_text
+from runner.grounding.citations import sentence_spans
+from runner.grounding.normalize import normalize_text
 from server.app import AppOptions, create_app
 from server.settings import Settings
 from tests.conftest import running_server

@@ -17,7 +17,7 @@ from db.models import DigestJob
 from runner.core.chunks import Chunk
 from runner.core.contract import ChunkSummary
 from runner.core.extractor import ChunkFailed, KnownItem
-from runner.extractors.offline import OfflineExtractor
+from runner.extract.offline import OfflineExtractor
 from runner.worker import Worker, WorkerConfig
 from tests.db_helpers import BASE_TIME, Msg, add_channel, messages
 

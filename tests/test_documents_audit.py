@@ -11,7 +11,7 @@ from typing import Any
 import asyncpg
 import httpx
 
-from runner.claim_support import DEFAULT_MIN_OVERLAP, support_share
+from runner.grounding.claim_support import DEFAULT_MIN_OVERLAP, support_share
 from runner.documents.claim_audit import (
     document_citation_audit,
     document_claims,

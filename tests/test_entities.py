@@ -26,7 +26,7 @@ from db.migrate import available_migrations, migrate
 from runner.importers.detect import iter_records
 from runner.ingest import import_path
 from runner.importers.records import ParsedMessage
-from runner.normalize import normalize_text
+from runner.grounding.normalize import normalize_text
 from runner.core.window import WindowMessage
 from schema.ids import CHANNEL, global_id
 from server.settings import Settings

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from runner.bm25 import bm25_scores
-from runner.claim_support import content_tokens
+from runner.grounding.bm25 import bm25_scores
+from runner.grounding.claim_support import content_tokens
 from runner.evaluation.report_citations import (
     bm25_top_turns,
     evaluate_reports,
@@ -21,7 +21,7 @@ from runner.evaluation.report_citations import (
     span_recall,
     supported_sentences,
 )
-from runner.footnotes import FootnotedSentence, Section
+from runner.grounding.footnotes import FootnotedSentence, Section
 from runner.reports.evidence import gather_evidence
 from runner.reports.report import Report
 from runner.reports.sources import MessageSource

@@ -24,7 +24,7 @@ from runner.evaluation.gold import GoldFile
 from runner.evaluation.report import EvalSection, render_table, section_from_dict, section_to_dict
 from runner.evaluation.scoring import Counts, grounding_of, score_fields
 from runner.pipeline import PipelineResult
-from runner.validate import Rejection, ValidationResult
+from runner.grounding.validate import Rejection, ValidationResult
 
 TEXTS = {
     "a": "We decided to ship on Friday. Config: retries=5",

@@ -26,7 +26,7 @@ import pytest
 import db.ingest
 from db.engine import create_pool
 from db.ingest import BATCH_SIZE, ChannelKey, MessageIngestor
-from runner.normalize import normalize_text
+from runner.grounding.normalize import normalize_text
 from tests.conftest import free_port
 from tests.db_helpers import Msg, own_embedded_server
 from tests.process_helpers import (

@@ -7,7 +7,7 @@ from dataclasses import replace
 import asyncpg
 
 from db.ingest import ChannelKey, MessageIngestor
-from runner.normalize import normalize_text
+from runner.grounding.normalize import normalize_text
 from tests.db_helpers import messages
 
 

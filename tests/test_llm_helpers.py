@@ -25,11 +25,11 @@ import httpx
 import openai
 import pytest
 
-from runner.extractors.llm import LLMExtractor
+from runner.extract.llm import LLMExtractor
 from runner.llm.breaker import CircuitBreaker
 from runner.llm.client import build_client
 from runner.llm.config import LLMConfig
-from runner.normalize import normalize_text
+from runner.grounding.normalize import normalize_text
 from runner.core.tokens import count_tokens
 from runner.core.contract import ChunkSummary
 from runner.core.vocabulary import MappedChunk

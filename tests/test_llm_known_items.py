@@ -13,7 +13,7 @@ from typing import Any
 from runner.core.chunks import Chunk, chunk_messages
 from runner.core.contract import ChunkSummary
 from runner.core.extractor import KnownItem
-from runner.extractors.llm import LLMExtractor
+from runner.extract.llm import LLMExtractor
 from runner.llm.breaker import CircuitBreaker
 from runner.llm.config import LLMConfig
 from runner.pipeline import PipelineHooks, PipelineResult, chunk_cache_key, run_pipeline

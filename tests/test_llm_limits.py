@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from starlette.responses import JSONResponse, Response
 
-from runner.extractors.llm import LLMExtractor
+from runner.extract.llm import LLMExtractor
 from runner.llm.breaker import CircuitBreaker
 from runner.llm.budget import count_request_tokens
 from runner.llm.config import LLMConfig

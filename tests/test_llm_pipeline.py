@@ -9,11 +9,11 @@ from typing import Any
 import httpx
 
 from runner.core.contract import ChunkSummary
-from runner.extractors.llm import LLMExtractor
+from runner.extract.llm import LLMExtractor
 from runner.llm.breaker import CircuitBreaker
 from runner.llm.config import LLMConfig
 from runner.pipeline import PipelineHooks, run_pipeline
-from runner.pointers import MatchKind
+from runner.grounding.pointers import MatchKind
 from test_llm_helpers import (
     API_KEY,
     FakeEndpoint,

@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from runner.core.contract import Artifact, ChunkSummary, ContentPointer
-from runner.normalize import normalize_text
-from runner.pointers import MatchKind, PointerError, resolve_pointer
-from runner.validate import validate_output
+from runner.grounding.normalize import normalize_text
+from runner.grounding.pointers import MatchKind, PointerError, resolve_pointer
+from runner.grounding.validate import validate_output
 
 TEXT = normalize_text(
     "Déjà vu 👩🏽‍💻: run `docker compose up -d --wait` then “check the logs” — "

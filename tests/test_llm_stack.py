@@ -15,7 +15,7 @@ import pytest
 from runner.documents.digest import summary_request
 from runner.documents.llm_summary import LLMSummarizer, SummarizerError, resilient_tool_call
 from runner.documents.policy import DigestConfig
-from runner.extractors.llm import LLMExtractor
+from runner.extract.llm import LLMExtractor
 from runner.llm.breaker import CircuitBreaker
 from runner.llm.client import ResilientCaller, build_client
 from runner.llm.config import LLMConfig

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from runner.footnotes import FootnotedSentence, Section, Source, footnoted_markdown
+from runner.grounding.footnotes import FootnotedSentence, Section, Source, footnoted_markdown
 from runner.core.markdown_text import escape_inline, single_line
 from tests.db_helpers import BASE_TIME
 from tests.markdown_helpers import render, renderer

@@ -7,7 +7,7 @@ import unicodedata
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runner.normalize import normalize_text
+from runner.grounding.normalize import normalize_text
 
 
 @given(st.text())

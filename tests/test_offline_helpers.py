@@ -10,8 +10,8 @@ import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from runner.extractors.offline import OfflineExtractor
-from runner.normalize import normalize_text
+from runner.extract.offline import OfflineExtractor
+from runner.grounding.normalize import normalize_text
 from runner.pipeline import PipelineResult, run_pipeline
 from runner.core.window import Window, WindowMessage
 

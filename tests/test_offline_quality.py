@@ -11,12 +11,12 @@ from test_offline_helpers import run_offline
 from test_offline_rules import PEOPLE, _message, _window
 
 from runner.core.contract import ArtifactKind, ChunkSummary, Link, SignalLevel, SignalQuality
-from runner.extractors.offline import offline_map_concurrency, patterns
-from runner.extractors.offline.artifacts import find_snippets, is_dump
-from runner.extractors.offline.digest import MAX_ANALYSED_MESSAGES, analysed_messages, build_digest
-from runner.extractors.offline.merge import even_sample
-from runner.extractors.offline.text import view_message
-from runner.extractors.offline.topics import key_phrases
+from runner.extract.offline import offline_map_concurrency, patterns
+from runner.extract.offline.artifacts import find_snippets, is_dump
+from runner.extract.offline.digest import MAX_ANALYSED_MESSAGES, analysed_messages, build_digest
+from runner.extract.offline.merge import even_sample
+from runner.extract.offline.text import view_message
+from runner.extract.offline.topics import key_phrases
 from runner.core.vocabulary import MappedChunk
 from runner.core.window import Window, WindowMessage
 
@@ -212,7 +212,7 @@ def _conversation(key: str, rows: list[tuple[str, str]], start: int) -> list[Win
 
 
 def test_a_threaded_windows_topics_are_its_real_conversations() -> None:
-    from runner.extractors.offline.topics import conversation_topics
+    from runner.extract.offline.topics import conversation_topics
 
     printer = _conversation("p", [
         ("ann", "hi"),
@@ -235,7 +235,7 @@ def test_a_threaded_windows_topics_are_its_real_conversations() -> None:
 
 
 def test_in_a_threaded_window_only_the_questions_own_conversation_answers_it() -> None:
-    from runner.extractors.offline.threads import Participants, find_answer
+    from runner.extract.offline.threads import Participants, find_answer
 
     asked = _conversation("q", [("ann", "How do I rotate the backup disks every week?")], 0)
     other = _conversation("o", [("bob", "rotate the logs weekly with logrotate and compress them")], 1)

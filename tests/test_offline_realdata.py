@@ -19,9 +19,9 @@ from test_offline_helpers import (
 )
 
 from runner.core.contract import ArtifactKind, KnowledgeKind, SignalLevel
-from runner.footnotes import FootnotedSentence, Section, Source, footnoted_markdown
+from runner.grounding.footnotes import FootnotedSentence, Section, Source, footnoted_markdown
 from runner.pipeline import PipelineResult
-from runner.pointers import MatchKind
+from runner.grounding.pointers import MatchKind
 from runner.core.window import Window
 
 

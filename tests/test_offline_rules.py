@@ -11,16 +11,16 @@ from test_offline_helpers import load_sample, run_offline
 
 from runner.core.chunks import ChunkPart, chunk_messages
 from runner.core.contract import ArtifactKind, SignalLevel
-from runner.extractors.offline import patterns
-from runner.extractors.offline.artifacts import command_like, find_snippets
-from runner.extractors.offline.chunk import summarize_chunk
-from runner.extractors.offline.digest import build_digest
-from runner.extractors.offline.text import clean_url, truncate_words, view_part
-from runner.extractors.offline.threads import Participants, find_answer
-from runner.extractors.offline.versions import find_versions
-from runner.normalize import normalize_text
-from runner.pointers import MatchKind
-from runner.validate import validate_output
+from runner.extract.offline import patterns
+from runner.extract.offline.artifacts import command_like, find_snippets
+from runner.extract.offline.chunk import summarize_chunk
+from runner.extract.offline.digest import build_digest
+from runner.extract.offline.text import clean_url, truncate_words, view_part
+from runner.extract.offline.threads import Participants, find_answer
+from runner.extract.offline.versions import find_versions
+from runner.grounding.normalize import normalize_text
+from runner.grounding.pointers import MatchKind
+from runner.grounding.validate import validate_output
 from runner.core.vocabulary import MappedChunk
 from runner.core.window import Window, WindowMessage
 

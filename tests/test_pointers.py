@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from runner.core.contract import ContentPointer
-from runner.normalize import normalize_text
-from runner.pointers import MatchKind, PointerError, resolve_pointer
+from runner.grounding.normalize import normalize_text
+from runner.grounding.pointers import MatchKind, PointerError, resolve_pointer
 
 CODE = "Try this:\n```yaml\nretries: 3\ntimeout: 30s\n```\nthen restart."
 TEXTS = {

@@ -22,7 +22,7 @@ from runner.reports.extractive import EXTRACTOR_VERSION
 from runner.reports.llm_writer import LLMReportWriter
 from runner.triggers import trigger_report
 from runner.worker import Worker, WorkerConfig
-from runner.extractors.offline import OfflineExtractor
+from runner.extract.offline import OfflineExtractor
 from server.runtime import report_runner
 from server.settings import Settings
 from tests.db_helpers import add_channel, messages

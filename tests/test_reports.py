@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 
-from runner.footnotes import FootnotedSentence, Section
+from runner.grounding.footnotes import FootnotedSentence, Section
 from runner.reports.audit import accept_sentences, audit_marked
 from runner.reports.evidence import (
     ChannelMessage,

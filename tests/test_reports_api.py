@@ -13,7 +13,7 @@ from test_offline_helpers import parse_gitter, parse_irc
 
 from db import reports as report_queries
 from db.documents import store_document
-from runner.claim_support import DEFAULT_MIN_OVERLAP, support_share
+from runner.grounding.claim_support import DEFAULT_MIN_OVERLAP, support_share
 from runner.documents.ingest import ingest_bytes, ingest_text
 from runner.documents.locators import resolve_locator
 from schema.ids import CHANNEL, DOCUMENT, global_id

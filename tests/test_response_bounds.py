@@ -22,7 +22,7 @@ import asyncpg
 import httpx
 import pytest
 
-from runner.normalize import normalize_text
+from runner.grounding.normalize import normalize_text
 from tests.conftest import free_port
 from tests.db_helpers import BASE_TIME, Msg, add_channel
 from tests.process_helpers import cli_environment, start_cli, wait_exit

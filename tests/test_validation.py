@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from runner.core.contract import ChunkSummary, Digest
-from runner.validate import validate_output
+from runner.grounding.validate import validate_output
 
 TEXTS = {
     "100": "We decided to move the staging cluster to Kubernetes 1.29 next sprint.",

@@ -1,7 +1,7 @@
 """The deterministic reduce: chunk outputs merged into one list of digest items per kind.
 
 Both reduce paths merge with these functions: the offline extractor's reduce
-(`runner.extractors.offline.digest`) and the LLM stack's plain merge (`merge_outputs`, used when
+(`runner.extract.offline.digest`) and the LLM stack's plain merge (`merge_outputs`, used when
 a reduce call fails, runner.llm.reduce). Items arrive in window order; the first of a group of
 duplicates keeps its place. What makes two items one differs on purpose between the two paths,
 so it is a named rule set (`MergeRules`), not a flag on each function:
@@ -9,7 +9,7 @@ so it is a named rule set (`MergeRules`), not a flag on each function:
 - `AS_WRITTEN` (the LLM's plain merge): the items are a model's words, already validated; the
   merge must not rewrite them, so only exact repeats (same text up to case and outer spaces,
   same URL, same pointer span) are one item, and the first is kept as it is.
-- the offline rules (`runner.extractors.offline.digest.OFFLINE_RULES`): the items are cut from
+- the offline rules (`runner.extract.offline.digest.OFFLINE_RULES`): the items are cut from
   messages by rules, so the same claim from two chunks differs only in filler words; items with
   the same content words are one, and the kept item cites the union of their messages.
 

@@ -18,7 +18,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from runner.claim_support import STOPWORDS
+from runner.grounding.claim_support import STOPWORDS
 from runner.disentangle.message import Message
 
 WINDOW = 100  # earliest candidate: 99% of the training links reach back at most this far

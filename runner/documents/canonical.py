@@ -3,7 +3,7 @@
 Rules (`canonicalize`), applied to extracted text (HTML after main-content extraction, which has
 already decoded entities and dropped tags; plain text as given; each PDF page):
 1. Soft hyphens (U+00AD) are removed: invisible, and they would split words for matching.
-2. `runner.normalize.normalize_text`: lone surrogates → U+FFFD, CRLF/CR → LF, NFC, control and
+2. `runner.grounding.normalize.normalize_text`: lone surrogates → U+FFFD, CRLF/CR → LF, NFC, control and
    zero-width characters removed.
 3. U+2028 counts as a newline and U+2029 as a paragraph break.
 4. Every run of whitespace (Unicode `\\s`) that contains two or more newlines becomes exactly
@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from runner.normalize import normalize_text
+from runner.grounding.normalize import normalize_text
 from runner.core.vocabulary import PipelineWarning
 
 _WHITESPACE_RUN = re.compile(r"\s+")

@@ -3,7 +3,7 @@ rest on its evidence snippets, and how many claims were dropped and why.
 
 A document digest carries no per-claim citations: its evidence snippets are its citations (each
 an exact, verified quote of the canonical text). A claim cites a snippet when the snippet holds
-at least `DEFAULT_MIN_OVERLAP` of the claim's content words (`runner.claim_support`, the rule
+at least `DEFAULT_MIN_OVERLAP` of the claim's content words (`runner.grounding.claim_support`, the rule
 the chat validator applies to a sentence and its messages). The offline summarizer copies
 sentences verbatim but may take them from outside the evidence (the document's opening
 sentence), and the LLM summarizer's summary is not checked when it is written, so a kept claim
@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from runner.claim_support import DEFAULT_MIN_OVERLAP, share_in, token_set
+from runner.grounding.claim_support import DEFAULT_MIN_OVERLAP, share_in, token_set
 from runner.documents.prose import sentence_spans
 
 SUMMARY, KEY_POINTS = "summary", "key_points"

@@ -6,7 +6,7 @@ opening chunk for context, the chosen evidence, then the best-scoring chunks, in
 within a character budget), and must call `emit_document_digest` with a summary (≤2000
 characters) and key points (≤10 × ≤500). The arguments are validated with Pydantic; one bad
 answer is fed back once, a second is a `SummarizerError`. Key points whose words are not found
-in the excerpts (`runner.claim_support.support_share` below `min_support`) are dropped with a warning:
+in the excerpts (`runner.grounding.claim_support.support_share` below `min_support`) are dropped with a warning:
 a digest must not carry claims its document does not make.
 
 Document text is untrusted data: the system prompt (runner/prompts/doc_summary.v1.md) says so,
@@ -39,7 +39,7 @@ from runner.documents.summarize import (
 from runner.llm.client import ResilientCaller
 from runner.llm.prompts import DOC_SUMMARY_PROMPT, load_prompt
 from runner.llm.toolcall import MalformedOutput, ModelCall, RequestTooLarge, is_function_call
-from runner.claim_support import support_share
+from runner.grounding.claim_support import support_share
 from runner.core.vocabulary import ExtractionUsage, PipelineWarning
 
 DOCUMENT_DIGEST_TOOL = "emit_document_digest"

@@ -2,7 +2,7 @@
 
 Tokenization (seed 000, "Evidence Scoring Algorithm"): the text is NFKC-normalized (so the PDF
 ligature "ﬁ" reads as "fi") and case-folded, split on everything that is not a letter or digit
-(whitespace, punctuation, underscores: `runner.word_tokens.TERM`), English stopwords (NLTK's
+(whitespace, punctuation, underscores: `runner.grounding.words.TERM`), English stopwords (NLTK's
 list) are removed, and so are one-character ASCII tokens. Matching is on WHOLE tokens: "ai"
 never matches inside "maintain".
 
@@ -13,7 +13,7 @@ joins or splits tokens, so whole-token matching is kept.
 
 from __future__ import annotations
 
-from runner.word_tokens import TERM, words
+from runner.grounding.words import TERM, words
 
 # NLTK's English stopword list; contractions appear in their split form ("don", "t").
 STOPWORDS = frozenset(

@@ -1,7 +1,7 @@
 """Token-level F1 between an extracted text and a gold text: how much of the gold main content
 an extraction kept (recall) and how little boilerplate it added (precision).
 
-Tokens are `\\w+` runs of the NFKC case-folded text (`runner.word_tokens.words`, the rule of
+Tokens are `\\w+` runs of the NFKC case-folded text (`runner.grounding.words.words`, the rule of
 claim support); the comparison is on multisets (a word that appears three times in the gold text
 must appear three times to be fully recalled).
 """
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import lxml.html
 
-from runner.word_tokens import WORD, words
+from runner.grounding.words import WORD, words
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,7 @@ from pathlib import Path
 from statistics import fmean
 from typing import Any
 
-from runner.bm25 import bm25_scores
+from runner.grounding.bm25 import bm25_scores
 from runner.documents.canonical import canonicalize
 from runner.documents.evidence_chunks import EvidenceChunk, chunk_document
 from runner.documents.evidence import select_evidence

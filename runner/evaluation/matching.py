@@ -4,7 +4,7 @@ An extracted item matches a gold item of the same field when
 1. their cited message sets overlap (share at least one message id), and
 2. their texts agree:
    - decisions, action items, open questions, topics: token-set F1 >= `TEXT_THRESHOLD` (0.3),
-     on the same content tokens the validator's support check uses (`runner.claim_support`: NFKC,
+     on the same content tokens the validator's support check uses (`runner.grounding.claim_support`: NFKC,
      case-folded `\\w+` words, no one-letter tokens, no English stopwords);
    - links: the URLs are equal after trimming trailing punctuation and slashes;
    - artifacts: the spans overlap (same message, at least one character in common).
@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from runner.claim_support import content_tokens
+from runner.grounding.claim_support import content_tokens
 
 TEXT_THRESHOLD = 0.3
 

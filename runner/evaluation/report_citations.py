@@ -14,7 +14,7 @@ write → audit, with production rules and minimum overlap).
 - recall = share of the query's gold spans `[first, last]` (inclusive turns) holding the turn of
   at least one cited source; precision = share of cited sources (the registry, one per message)
   whose turn lies inside some gold span.
-- bm25 baseline: the same units scored by the same BM25 (`runner.bm25` over the question's
+- bm25 baseline: the same units scored by the same BM25 (`runner.grounding.bm25` over the question's
   content words, as `rank_evidence` does), the top k by score (ties: unit order), k = the
   number of sources the report cites; scored the same way (a turn counts once).
 - support = share of the draft's sentences (every sentence the writer proposed, before the audit
@@ -40,8 +40,8 @@ from pathlib import Path
 from statistics import fmean
 from typing import Any
 
-from runner.bm25 import bm25_scores
-from runner.claim_support import content_tokens
+from runner.grounding.bm25 import bm25_scores
+from runner.grounding.claim_support import content_tokens
 from runner.evaluation.evidence import meeting_paths
 from runner.evaluation.report import NOT_DEFINED, Cell, EvalSection
 from runner.reports.audit import sentence_problem

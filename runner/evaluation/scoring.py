@@ -16,9 +16,9 @@ from runner.evaluation.matching import (
     match_items,
 )
 from runner.pipeline import PipelineResult
-from runner.pointers import MatchKind
-from runner.claim_support import support_share
-from runner.word_tokens import NAME_PART, words
+from runner.grounding.pointers import MatchKind
+from runner.grounding.claim_support import support_share
+from runner.grounding.words import NAME_PART, words
 
 # Rejection reasons that mean "a synthesized claim failed its citation or overlap check".
 CLAIM_FIELDS = ("decisions", "action_items", "open_questions", "knowledge_items")

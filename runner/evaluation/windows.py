@@ -12,7 +12,7 @@ from pathlib import Path
 
 from runner.evaluation.gold import GoldFile, WindowRoot
 from runner.importers import ParsedMessage, iter_records
-from runner.normalize import normalize_text
+from runner.grounding.normalize import normalize_text
 from runner.core.window import Window, WindowMessage
 
 

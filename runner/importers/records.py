@@ -11,7 +11,7 @@ repairs what Postgres could not store or what would poison later stages:
   U+FDD0 in the input, a noncharacter that no text should hold, is replaced the same way.)
 
 Every repair is noted on the record (`repairs`), so the import can report it. Text is otherwise
-kept raw: normalization (`runner.normalize`) is the caller's step.
+kept raw: normalization (`runner.grounding.normalize`) is the caller's step.
 
 Formats without message ids get stable synthetic ids from `StableIds` (see its docstring).
 """

@@ -40,7 +40,7 @@ from db import reports as report_queries
 from db.jobs import JobStatus
 from db.reports import EMPTY_FIDELITY
 from db.models import DigestJob, MessageRange, WindowMessageRow
-from runner.claim_support import DEFAULT_MIN_OVERLAP
+from runner.grounding.claim_support import DEFAULT_MIN_OVERLAP
 from runner.jobs.base import JobContext, finish
 from runner.jobs.outcomes import Cancelled, FailNow, Finished, Outcome, Stored
 from runner.documents.canonical import CanonicalDocument

@@ -1,5 +1,5 @@
 """The LLM side of extraction: client and retries, circuit breaker, token budgets, prompts,
-forced tool calls and the tree reduce. `runner.extractors.llm.LLMExtractor` ties them together.
+forced tool calls and the tree reduce. `runner.extract.llm.LLMExtractor` ties them together.
 
 This package and the document fetcher are the pipeline's only network edges.
 """

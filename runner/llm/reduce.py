@@ -33,7 +33,7 @@ from runner.llm.render import (
 )
 from runner.llm.toolcall import MalformedOutput, RequestTooLarge, ToolCaller
 from runner.core.tokens import count_tokens
-from runner.validate import validate_output
+from runner.grounding.validate import validate_output
 from runner.core.vocabulary import MappedChunk
 from runner.core.window import Window, WindowMessage
 

@@ -5,7 +5,7 @@ report:
 - no registered source is left uncited (`orphan_source`);
 - numbering is contiguous: markers first appear as S1, S2, S3, ... (`numbering_gap`);
 - every sentence has at least one citation (`no_citation`), and its words are supported by what
-  it cites (`low_support`): the overlap rule of claims (`runner.claim_support.support_share`
+  it cites (`low_support`): the overlap rule of claims (`runner.grounding.claim_support.support_share`
   against `DEFAULT_MIN_OVERLAP`, or the configured minimum), over the whole cited message or the
   located document span.
 
@@ -22,8 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from runner.claim_support import DEFAULT_MIN_OVERLAP, support_share
-from runner.footnotes import FootnotedSentence, Section
+from runner.grounding.claim_support import DEFAULT_MIN_OVERLAP, support_share
+from runner.grounding.footnotes import FootnotedSentence, Section
 from runner.reports.report import Report, ReportSentence, marked_sentence
 from runner.reports.sources import ReportSource, SourceRegistry, source_number
 

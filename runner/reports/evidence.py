@@ -1,8 +1,8 @@
 """Evidence for a report's question: the sentences of the chosen channels' messages and of the
-chosen documents, each already a citable source, ranked by BM25 (`runner.bm25`).
+chosen documents, each already a citable source, ranked by BM25 (`runner.grounding.bm25`).
 
 Units are sentences, not chunks, because the offline writer quotes them whole: a message is split
-into its sentences (`runner.citations.sentence_spans`, never across a line), a document into its
+into its sentences (`runner.grounding.citations.sentence_spans`, never across a line), a document into its
 evidence chunks (`runner.documents.evidence_chunks`, never across a page) and each chunk into
 the sentences the document path quotes (`runner.documents.prose.sentence_spans`, across wrapped
 lines). A unit with fewer than `MIN_CONTENT_WORDS` content words ("ok, thanks") says too little
@@ -10,7 +10,7 @@ to be quoted on its own (a link's words do not count), and one opening with a br
 at an abbreviation ("Lowe et al. (2015) showed"); one longer than `MAX_UNIT_CHARS` is cut at a
 word boundary, so a footnote stays readable and still quotes exact characters.
 
-Ranking: BM25 over the question's content words (`runner.claim_support.content_tokens`) rather
+Ranking: BM25 over the question's content words (`runner.grounding.claim_support.content_tokens`) rather
 than the seed-000 evidence score of one document, because the units come from several channels
 and documents at once and BM25's length normalisation keeps a long table row from outranking a
 short sentence that answers; only units with a positive score are evidence. As in the document
@@ -29,16 +29,16 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
-from runner.bm25 import bm25_scores
-from runner.citations import cut_span, sentence_spans
-from runner.claim_support import content_tokens, prose_tokens
+from runner.grounding.bm25 import bm25_scores
+from runner.grounding.citations import cut_span, sentence_spans
+from runner.grounding.claim_support import content_tokens, prose_tokens
 from runner.documents.canonical import PageSpan
 from runner.documents.evidence_chunks import chunk_document
 from runner.documents.locators import make_locator
 from runner.documents.prose import is_mostly_prose
 from runner.documents.prose import sentence_spans as document_sentence_spans
 from runner.reports.sources import DocumentSource, MessageSource, ReportSource
-from runner.word_tokens import words
+from runner.grounding.words import words
 
 MIN_CONTENT_WORDS = 4
 # Distinct words of the question a unit must contain to count as evidence for it.

@@ -7,7 +7,7 @@ each citing the source it was taken from, so reports work without a model.
   reading order for a document) so each section reads as its source does.
 - Open points: up to `OPEN_POINTS` of the best-ranked questions asked in the sources.
 - A unit that repeats a chosen one (`NEAR_DUPLICATE` of its content words already said by one
-  chosen sentence, `runner.claim_support.share_in`) is skipped: a chat says the same thing often.
+  chosen sentence, `runner.grounding.claim_support.share_in`) is skipped: a chat says the same thing often.
 - The title is the question, without its final punctuation (`Report` when no word is left).
 Rules are about ranks and sentence shapes only, never about any one data set.
 """
@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from runner.claim_support import DEFAULT_MIN_OVERLAP, share_in, token_set
-from runner.footnotes import FootnotedSentence, Section
+from runner.grounding.claim_support import DEFAULT_MIN_OVERLAP, share_in, token_set
+from runner.grounding.footnotes import FootnotedSentence, Section
 from runner.reports.audit import ReportAudit, accept_sentences
 from runner.reports.evidence import (
     ChannelMessage,

@@ -33,9 +33,9 @@ from xml.sax.saxutils import escape, quoteattr
 
 from pydantic import Field
 
-from runner.claim_support import DEFAULT_MIN_OVERLAP, support_share
+from runner.grounding.claim_support import DEFAULT_MIN_OVERLAP, support_share
 from runner.core.contract import StrictModel, model_schema
-from runner.footnotes import FootnotedSentence, Section
+from runner.grounding.footnotes import FootnotedSentence, Section
 from runner.llm.budget import count_request_tokens
 from runner.llm.breaker import CircuitOpen
 from runner.llm.client import LLMCallError

@@ -14,7 +14,7 @@ import json
 from datetime import datetime
 from typing import Any
 
-from runner.footnotes import FootnotedSentence, Section
+from runner.grounding.footnotes import FootnotedSentence, Section
 from runner.reports.report import Report, ReportSection
 from runner.reports.sources import DocumentSource, MessageSource, ReportSource
 
@@ -96,7 +96,7 @@ def report_from_json(
     return Report(question, title, tuple(rebuilt))
 
 
-# How a report's Markdown is written (runner.footnotes, runner.core.markdown_text): part of the cache
+# How a report's Markdown is written (runner.grounding.footnotes, runner.core.markdown_text): part of the cache
 # key, so a report stored before a change of the Markdown is written again, not served as it was.
 MARKDOWN_VERSION = "escaped-1"
 

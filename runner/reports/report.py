@@ -1,7 +1,7 @@
 """A report: a title, and sections of cited sentences (the answer first, open points last), as
 plain data; its `[Sx]`-marked text and its Markdown with `[^n]` footnotes.
 
-A sentence is a `runner.footnotes.FootnotedSentence` whose sources are `ReportSource`s, so the
+A sentence is a `runner.grounding.footnotes.FootnotedSentence` whose sources are `ReportSource`s, so the
 Markdown is the digest's footnoted Markdown: one numbering by first appearance, each source once.
 The registry numbers sources by the same walk, so footnote `[^n]` is source `Sn`.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from runner.footnotes import FootnotedSentence, Section, footnoted_markdown
+from runner.grounding.footnotes import FootnotedSentence, Section, footnoted_markdown
 from runner.core.markdown_text import escape_inline
 from runner.reports.sources import ReportSource, SourceRegistry, registry_of
 

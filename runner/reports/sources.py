@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 
-from runner.footnotes import Source
+from runner.grounding.footnotes import Source
 from runner.core.markdown_text import escape_inline
 
 

@@ -26,17 +26,17 @@ from runner.core.contract import (
     SignalLevel,
     SignalQuality,
 )
-from runner.extractors.offline import patterns
-from runner.extractors.offline.artifacts import Snippet, find_snippets, snippet_title
-from runner.extractors.offline.knowledge import (
+from runner.extract.offline import patterns
+from runner.extract.offline.artifacts import Snippet, find_snippets, snippet_title
+from runner.extract.offline.knowledge import (
     answer_item,
     link_description,
     snippet_knowledge,
     tip_item,
 )
-from runner.extractors.offline.merge import count_phrase, signal_quality
-from runner.extractors.offline.overview import central_messages, excerpt
-from runner.extractors.offline.text import (
+from runner.extract.offline.merge import count_phrase, signal_quality
+from runner.extract.offline.overview import central_messages, excerpt
+from runner.extract.offline.text import (
     PartView,
     content_words,
     squash,
@@ -44,7 +44,7 @@ from runner.extractors.offline.text import (
     view_message,
     view_part,
 )
-from runner.extractors.offline.threads import (
+from runner.extract.offline.threads import (
     Participants,
     find_answer,
     is_agreement,
@@ -52,7 +52,7 @@ from runner.extractors.offline.threads import (
     is_bare_assent,
     is_strong_agreement,
 )
-from runner.extractors.offline.topics import topics_for
+from runner.extract.offline.topics import topics_for
 from runner.core.window import WindowMessage
 
 _PROPOSAL_HORIZON = 6

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from runner.claim_support import DEFAULT_MIN_OVERLAP as PROPOSE_SHARE
-from runner.claim_support import content_tokens, share_in, support_share
+from runner.grounding.claim_support import DEFAULT_MIN_OVERLAP as PROPOSE_SHARE
+from runner.grounding.claim_support import content_tokens, share_in, support_share
 from runner.core.contract import (
     ActionItem,
     CitedSentence,
@@ -23,9 +23,9 @@ from runner.core.contract import (
     OpenQuestion,
     Topic,
 )
-from runner.extractors.offline.overview import Central, excerpt
-from runner.extractors.offline.text import squash, truncate_words
-from runner.extractors.offline.threads import Participants, strip_address
+from runner.extract.offline.overview import Central, excerpt
+from runner.extract.offline.text import squash, truncate_words
+from runner.extract.offline.threads import Participants, strip_address
 from runner.core.window import WindowMessage
 
 _MAX_IDS = 8

@@ -10,7 +10,7 @@ Checks, per item:
 - a topic cites at least one message and its title is supported by them, like a claim;
 - digest prose: each overview and highlight sentence is a claim with its own citations (dropped
   like one), and each kept citation is anchored to the characters it rests on
-  (runner.citations); the title and each search keyword must be made of the window's words
+  (runner.grounding.citations); the title and each search keyword must be made of the window's words
   (`low_support`; a failed title is replaced by the kept topics' titles);
 - a version-sensitive knowledge item without `context_version` is kept and flagged;
 - an item written in another script than its sources is kept and flagged (`language_mismatch`).
@@ -45,9 +45,9 @@ from runner.core.contract import (
     SignalQuality,
     Topic,
 )
-from runner.pointers import MatchKind, PointerError, resolve_pointer
-from runner.citations import Anchor, CitationAudit, anchor
-from runner.claim_support import DEFAULT_MIN_OVERLAP, dominant_script, share_in, support_share, token_set
+from runner.grounding.pointers import MatchKind, PointerError, resolve_pointer
+from runner.grounding.citations import Anchor, CitationAudit, anchor
+from runner.grounding.claim_support import DEFAULT_MIN_OVERLAP, dominant_script, share_in, support_share, token_set
 
 Output = TypeVar("Output", ChunkSummary, Digest)
 

@@ -12,14 +12,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from runner.extractors.offline.text import (
+from runner.extract.offline.text import (
     capitalize_first,
     content_words,
     squash,
     truncate_words,
     without_urls,
 )
-from runner.extractors.offline.threads import Participants, is_social, strip_address
+from runner.extract.offline.threads import Participants, is_social, strip_address
 
 CLAIM_LIMIT = 500
 

@@ -1,7 +1,7 @@
 """Does a synthesized claim say what its cited messages say? Word overlap and script checks.
 
 Overlap rule (documented in docs/architecture.md): text is NFKC-normalized and case-folded, split
-into Unicode word tokens (`runner.word_tokens.WORD`, `\\w+`, so Cyrillic, CJK and accented words
+into Unicode word tokens (`runner.grounding.words.WORD`, `\\w+`, so Cyrillic, CJK and accented words
 count), tokens of one character and English stopwords are dropped, and n = 1 (unigrams): the
 share is the fraction of the claim's distinct tokens that occur in the cited messages. Unigrams
 rather than longer n-grams because a correct paraphrase rarely keeps word order, while an
@@ -16,7 +16,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterable
 
-from runner.word_tokens import WORD, words
+from runner.grounding.words import WORD, words
 
 # The share of a claim's words its sources must hold unless DIGESTD_MIN_CLAIM_OVERLAP says
 # otherwise; rule-made output (the offline extractor) proposes only what passes it.

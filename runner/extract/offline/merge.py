@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from runner.core.contract import KnowledgeItem, SignalLevel, SignalQuality
-from runner.extractors.offline.text import squash
+from runner.extract.offline.text import squash
 
 Item = TypeVar("Item")
 

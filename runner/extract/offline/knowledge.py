@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 
 from runner.core.contract import ArtifactKind, ContentPointer, KnowledgeItem, KnowledgeKind
-from runner.extractors.offline import patterns
-from runner.extractors.offline.artifacts import Snippet, find_snippets, snippet_title
-from runner.extractors.offline.text import (
+from runner.extract.offline import patterns
+from runner.extract.offline.artifacts import Snippet, find_snippets, snippet_title
+from runner.extract.offline.text import (
     PartView,
     Span,
     content_words,
@@ -21,8 +21,8 @@ from runner.extractors.offline.text import (
     view_message,
     without_urls,
 )
-from runner.extractors.offline.threads import Answer, Participants, strip_address
-from runner.extractors.offline.versions import context_version
+from runner.extract.offline.threads import Answer, Participants, strip_address
+from runner.extract.offline.versions import context_version
 from runner.core.window import WindowMessage
 
 _KIND_OF_SNIPPET = {

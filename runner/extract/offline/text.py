@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
 from runner.core.chunks import ChunkPart
-from runner.claim_support import content_tokens
+from runner.grounding.claim_support import content_tokens
 from runner.core.window import WindowMessage
 
 # A fence's info string is a language tag only when it is one short word on the fence line;

@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass
 
 from runner.core.contract import ArtifactKind
-from runner.extractors.offline.text import PartView, Span, squash, truncate_words
-from runner.claim_support import STOPWORDS
+from runner.extract.offline.text import PartView, Span, squash, truncate_words
+from runner.grounding.claim_support import STOPWORDS
 
 # Pointers repeat their quote and the contract caps a quote at 20,000 characters.
 MAX_POINTER_CHARS = 20_000

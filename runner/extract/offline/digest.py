@@ -34,21 +34,21 @@ from runner.core.contract import (
     SignalQuality,
     Topic,
 )
-from runner.extractors.offline.chunk import add_links
-from runner.extractors.offline.knowledge import answer_item
-from runner.claim_support import token_set
-from runner.extractors.offline.merge import (
+from runner.extract.offline.chunk import add_links
+from runner.extract.offline.knowledge import answer_item
+from runner.grounding.claim_support import token_set
+from runner.extract.offline.merge import (
     even_sample,
     link_knowledge,
     rank_and_cut,
     signal_quality,
 )
-from runner.extractors.offline.overview import central_messages
-from runner.extractors.offline.prose import ProseWriter, window_keywords
-from runner.extractors.offline.patterns import ACTION_MARKER, DECISION_MARKER
-from runner.extractors.offline.text import content_words, squash, truncate_words, view_message
-from runner.extractors.offline.threads import Participants, find_answer
-from runner.extractors.offline.topics import conversation_topics, topics_for
+from runner.extract.offline.overview import central_messages
+from runner.extract.offline.prose import ProseWriter, window_keywords
+from runner.extract.offline.patterns import ACTION_MARKER, DECISION_MARKER
+from runner.extract.offline.text import content_words, squash, truncate_words, view_message
+from runner.extract.offline.threads import Participants, find_answer
+from runner.extract.offline.topics import conversation_topics, topics_for
 from runner.core.vocabulary import MappedChunk
 from runner.core.window import Window, WindowMessage
 

@@ -3,7 +3,7 @@
 Map: one `emit_chunk_summary` call per chunk (runner.llm.toolcall), preflighted against the map
 model's budget. Reduce: `emit_digest`, in levels when needed (runner.llm.reduce). Faults become
 `ChunkFailed` for a chunk (the job ends PARTIAL) or a deterministic merge for the reduce; the
-validator (runner.validate) checks everything afterwards, whatever the model returned.
+validator (runner.grounding.validate) checks everything afterwards, whatever the model returned.
 
 Build one extractor per job (its `usage` and `warnings` are the job's), sharing the `openai`
 client and the endpoint's circuit breaker between jobs.
@@ -74,7 +74,7 @@ _REDUCE_ATTEMPTS = 3
 def _offline_reduce() -> FallbackReduce | None:
     """The offline extractor's reduce, used when the LLM reduce fails (None if unavailable)."""
     try:
-        from runner.extractors.offline import OfflineExtractor
+        from runner.extract.offline import OfflineExtractor
     except ImportError:
         return None
     return OfflineExtractor().synthesize_digest

@@ -26,8 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from runner.addressing import LEADING_ADDRESS
-from runner.extractors.offline.text import content_words, squash, without_urls
+from runner.grounding.addressing import LEADING_ADDRESS
+from runner.extract.offline.text import content_words, squash, without_urls
 from runner.core.window import WindowMessage
 
 ADDRESS_HORIZON = 40

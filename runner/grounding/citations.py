@@ -3,7 +3,7 @@ support lies, and the per-digest audit of what was kept and dropped.
 
 A sentence cites whole messages; to show a reader *which* words it rests on, each citation is
 anchored to one stretch of the message: the sentence of that message sharing the most content
-words with the cited sentence (runner.claim_support's tokens), cut at a word boundary to at
+words with the cited sentence (runner.grounding.claim_support's tokens), cut at a word boundary to at
 most `MAX_ANCHOR_CHARS`. The anchor never crosses a line, so a Markdown footnote quoting it stays
 on one line, and `text[char_start:char_end]` is the exact quote.
 """
@@ -15,7 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from runner.claim_support import content_tokens
+from runner.grounding.claim_support import content_tokens
 
 MAX_ANCHOR_CHARS = 160
 # A sentence of a message: up to the end punctuation, never across a line break.

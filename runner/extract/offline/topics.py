@@ -18,13 +18,13 @@ from typing import NamedTuple
 
 from runner.core.contract import Topic
 from runner.conversations import ThreadedMessage, conversation_title
-from runner.extractors.offline.artifacts import command_like
-from runner.extractors.offline.text import PartView, content_words, truncate_words, without_urls
-from runner.extractors.offline.threads import is_social
-from runner.claim_support import DEFAULT_MIN_OVERLAP as MIN_TOPIC_SUPPORT
-from runner.claim_support import STOPWORDS, support_share
+from runner.extract.offline.artifacts import command_like
+from runner.extract.offline.text import PartView, content_words, truncate_words, without_urls
+from runner.extract.offline.threads import is_social
+from runner.grounding.claim_support import DEFAULT_MIN_OVERLAP as MIN_TOPIC_SUPPORT
+from runner.grounding.claim_support import STOPWORDS, support_share
 from runner.core.window import WindowMessage
-from runner.word_tokens import TECH_WORD, word_matches
+from runner.grounding.words import TECH_WORD, word_matches
 
 _CHAT_STOPWORDS = frozenset(
     """

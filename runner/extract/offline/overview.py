@@ -18,10 +18,10 @@ from operator import itemgetter
 
 import numpy
 
-from runner.extractors.offline.artifacts import command_like
-from runner.extractors.offline.merge import even_sample
-from runner.extractors.offline.text import PartView, truncate_words
-from runner.extractors.offline.threads import Participants, is_social, strip_address
+from runner.extract.offline.artifacts import command_like
+from runner.extract.offline.merge import even_sample
+from runner.extract.offline.text import PartView, truncate_words
+from runner.extract.offline.threads import Participants, is_social, strip_address
 
 _DAMPING = 0.85
 _ITERATIONS = 30

@@ -1,5 +1,5 @@
-"""Word tokens: the one place that says what a word is, for claim support (`runner.claim_support`),
-evidence terms (`runner.documents.terms`), offline topics (`runner.extractors.offline.topics`),
+"""Word tokens: the one place that says what a word is, for claim support (`runner.grounding.claim_support`),
+evidence terms (`runner.documents.terms`), offline topics (`runner.extract.offline.topics`),
 the evaluator's text F1 (`runner.documents.text_f1`) and its owner match
 (`runner.evaluation.scoring`).
 

@@ -33,8 +33,8 @@ from runner.core.extractor import (
     MappedChunk,
     PipelineWarning,
 )
-from runner.extractors.offline.chunk import summarize_chunk
-from runner.extractors.offline.digest import build_digest
+from runner.extract.offline.chunk import summarize_chunk
+from runner.extract.offline.digest import build_digest
 from runner.core.offload import default_processes, run_cpu
 from runner.core.window import Window, WindowMessage
 

@@ -1,1 +1,0 @@
-"""Extractors turn chunks into ChunkSummary and summaries into a Digest: offline or LLM."""
