@@ -26,10 +26,10 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _BENCH]
 sys.path.insert(0, str(_BENCH.parent))
 
 from bench._support import REPO, emit, machine_details, spread  # noqa: E402
-from runner.disentangle import link  # noqa: E402
-from runner.disentangle.baselines import lowe_links, previous_links  # noqa: E402
-from runner.disentangle.corpus import read_split  # noqa: E402
-from runner.disentangle.model import default_model  # noqa: E402
+from runner.conversations.disentangle import link  # noqa: E402
+from runner.conversations.disentangle.baselines import lowe_links, previous_links  # noqa: E402
+from runner.conversations.disentangle.corpus import read_split  # noqa: E402
+from runner.conversations.disentangle.model import default_model  # noqa: E402
 
 TARGET_MSGS_PER_S = 5_000
 SYSTEMS = (("model", link), ("lowe", lowe_links), ("previous", previous_links))

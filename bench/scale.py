@@ -11,7 +11,7 @@ server/runtime.py's worker_config, the CPU pool of runner/core/offload.py at its
 plain data: the window the worker would load from the database is built in memory from
 bench/_support.py's deterministic generator, and neither the window load nor the store is
 timed (bench/coverage.py measures those). The clock covers threading (the disentanglement
-model, `runner.conversations.thread_window`, where the code has it), chunking, map, reduce and
+model, `runner.conversations.threads.thread_window`, where the code has it), chunking, map, reduce and
 validation; `threading_seconds` is the threading part.
 
 `--stages` adds, per code root, one more child at the largest size run inline (no CPU pool:
@@ -168,13 +168,13 @@ def child(count: int, code_root: Path, profile: bool, stages: bool = False) -> d
     # As server/runtime.py's worker_config: the offline map runs one chunk per pool process
     # (code before that change mapped one chunk at a time).
     concurrency = getattr(offline, "offline_map_concurrency", lambda: 1)()
-    # The channel job threads the window first (runner/jobs/conversations.py) and digests it
+    # The channel job threads the window first (runner/conversations/threads/store.py) and digests it
     # conversation by conversation; code from before conversations has no threading step.
     threading_started = time.perf_counter()
     threading_cpu_started = time.process_time()
     try:
-        from runner.conversations import thread_window
-        from runner.disentangle import link_records
+        from runner.conversations.threads import thread_window
+        from runner.conversations.disentangle import link_records
     except ImportError:
         thread_window = None
     if thread_window is not None:

@@ -170,7 +170,7 @@ async def store_digest(
 
     `uncovered`: external ids of messages in failed chunks (read, not covered);
     `write_threads`: writes the window's reply structure and conversations in the same
-    transaction (runner/jobs/conversations.py); `entities`: the digest's entities and topic
+    transaction (runner/conversations/threads/store.py); `entities`: the digest's entities and topic
     profiles (runner/digest_entities.py), written after the conversations."""
     digest = validation.output
     async with connection.transaction():

@@ -5,7 +5,7 @@
     .venv/bin/python scripts/train_disentangle.py --hidden 32 [...]   (the feed-forward model)
 
 Reads ../shared/data/chat/ubuntu_irc_disentanglement/train only (never dev), makes every scored
-message's candidates and features with the runtime's own code (`runner.disentangle.model.
+message's candidates and features with the runtime's own code (`runner.conversations.disentangle.model.
 walk`), and fits a linear ranking model: the softmax over a message's options (its candidate
 parents and "starts a conversation") of the summed feature weights, maximizing the probability of
 its gold parents, with an L2 penalty. Full-batch Adam from zero weights, a fixed number of steps:
@@ -38,9 +38,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from runner.disentangle.corpus import AnnotatedLog, read_split  # noqa: E402
-from runner.disentangle.features import NAMES  # noqa: E402
-from runner.disentangle.model import (  # noqa: E402
+from runner.conversations.disentangle.corpus import AnnotatedLog, read_split  # noqa: E402
+from runner.conversations.disentangle.features import NAMES  # noqa: E402
+from runner.conversations.disentangle.model import (  # noqa: E402
     WEIGHTS_PATH,
     Decision,
     HiddenLayer,

@@ -1,4 +1,4 @@
-"""Conversations (issue 14): the pure threading of a channel's messages (runner/conversations.py)
+"""Conversations (issue 14): the pure threading of a channel's messages (runner/conversations/threads/threads.py)
 and, through the API, the conversations a digest stores: each with its messages, cited title,
 participants, times and state, messages filtered by conversation and showing their parent."""
 
@@ -9,14 +9,14 @@ from datetime import UTC, datetime, timedelta
 
 import asyncpg
 
-from runner.conversations import (
+from runner.conversations.threads import (
     StoredConversation,
     ThreadedMessage,
     conversation_title,
     order_window,
     thread_messages,
 )
-from runner.disentangle import link_records
+from runner.conversations.disentangle import link_records
 from runner.triggers import trigger_channel_digest
 from runner.core.window import Window, WindowMessage
 from schema import build_schema

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from runner.conversations import ThreadedMessage, thread_messages
-from runner.disentangle import Message, disentangle, explicit_parents, link, link_records
-from runner.disentangle.api import components
-from runner.disentangle.baselines import lowe_links, previous_links
-from runner.disentangle.features import NAMES, ChannelState
-from runner.disentangle.model import HiddenLayer, LinkModel, default_model
+from runner.conversations.threads import ThreadedMessage, thread_messages
+from runner.conversations.disentangle import Message, disentangle, explicit_parents, link, link_records
+from runner.conversations.disentangle.api import components
+from runner.conversations.disentangle.baselines import lowe_links, previous_links
+from runner.conversations.disentangle.features import NAMES, ChannelState
+from runner.conversations.disentangle.model import HiddenLayer, LinkModel, default_model
 
 
 def say(author: str, minute: float, text: str, reply_to: int | None = None) -> Message:

@@ -133,7 +133,7 @@ PURE_CORE_GLOBS = (
     "runner/grounding/footnotes.py",
     "runner/grounding/bm25.py",
     "runner/reports/*.py",
-    "runner/disentangle/*.py",
+    "runner/conversations/disentangle/*.py",
     "runner/item_lifecycle.py",
     "runner/grounding/addressing.py",
 )
@@ -153,7 +153,7 @@ PURE_CORE = sorted(
 def test_pure_core_is_found() -> None:
     names = {str(path.relative_to(ROOT)) for path in PURE_CORE}
     assert {"runner/grounding/normalize.py", "runner/importers/slack.py", "runner/documents/canonical.py",
-            "runner/extract/offline/digest.py", "runner/disentangle/model.py"} <= names  # fmt: skip
+            "runner/extract/offline/digest.py", "runner/conversations/disentangle/model.py"} <= names  # fmt: skip
     assert len(PURE_CORE) > 40
 
 

@@ -22,7 +22,7 @@ from runner.evaluation.windows import (
     load_window,
 )
 from runner.core.extractor import Extractor
-from runner.conversations import thread_window
+from runner.conversations.threads import thread_window
 from runner.pipeline import run_pipeline
 
 

@@ -14,10 +14,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from runner.disentangle import link
-from runner.disentangle.baselines import lowe_links, previous_links
-from runner.disentangle.corpus import CORPUS_DIR, AnnotatedLog, read_split
-from runner.disentangle.message import Message
+from runner.conversations.disentangle import link
+from runner.conversations.disentangle.baselines import lowe_links, previous_links
+from runner.conversations.disentangle.corpus import CORPUS_DIR, AnnotatedLog, read_split
+from runner.conversations.disentangle.message import Message
 from runner.evaluation.disentanglement_metrics import (
     Prf,
     conversations,

@@ -6,7 +6,7 @@ The steps:
 2. a catch-up window whose messages, revisions and extraction settings a stored digest already
    read completely is served from that digest;
 3. otherwise thread the window's messages not threaded yet into conversations
-   (runner/jobs/conversations.py, written with the digest) and order the window conversation by
+   (runner/conversations/threads/store.py, written with the digest) and order the window conversation by
    conversation so chunks hold threads; the pipeline maps the chunks (each result cached by its
    key, so a reclaimed job pays only for the chunks not finished yet) and reduces them; `runner/store.py` writes the
    digest, its coverage and the job's end in one transaction.
@@ -28,7 +28,7 @@ from db import jobs as job_queries
 from db.jobs import JobKind, JobStatus
 from db.models import ChannelWithServer, DigestJob
 from runner.channel_memory import known_items_of, read_tracked_items
-from runner.conversations import order_window, thread_messages
+from runner.conversations.threads import order_window, thread_messages
 from runner.core.contract import ChunkSummary
 from runner.core.extractor import Extractor
 from runner.core.window import StoredWindow, Window, WindowSpec
@@ -36,7 +36,7 @@ from runner.coverage import load_window, window_key
 from runner.digest_entities import analyze_digest
 from runner.job_stats import job_stats
 from runner.jobs.base import JobContext
-from runner.jobs.conversations import read_threading_input, store_threading
+from runner.conversations.store import read_threading_input, store_threading
 from runner.jobs.outcomes import Cancelled, Finished, Outcome, RetryLater, Stored
 from runner.metrics import CHUNK_CACHE, PhaseClock
 from runner.pipeline import PipelineHooks, run_pipeline

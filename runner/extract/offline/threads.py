@@ -242,7 +242,7 @@ def find_answer(
 
 
 def _answer_in_conversation(messages: Sequence[WindowMessage], index: int) -> Answer | None:
-    """In a threaded window (its conversations contiguous, `runner.conversations`), a question
+    """In a threaded window (its conversations contiguous, `runner.conversations.threads`), a question
     is answered by the first later message of its own conversation, within `ANSWER_WINDOW`,
     from someone other than the asker that is not only a question back; or resolved by the
     asker saying so. Nothing outside the conversation answers it."""

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from runner.core.contract import Topic
-from runner.conversations import ThreadedMessage, conversation_title
+from runner.conversations.threads import ThreadedMessage, conversation_title
 from runner.extract.offline.artifacts import command_like
 from runner.extract.offline.text import PartView, content_words, truncate_words, without_urls
 from runner.extract.offline.threads import is_social
@@ -282,7 +282,7 @@ MAX_TOPIC_MESSAGES = 30  # the contract's cap on a topic's message_ids
 def conversation_topics(messages: Sequence[WindowMessage], limit: int) -> list[Topic] | None:
     """The window's conversations (`WindowMessage.conversation`, set once a digest threaded
     the window) as topics, the largest first, each titled by a quote of its opening
-    (`runner.conversations.conversation_title`); None when the window is not threaded, so the
+    (`runner.conversations.threads.conversation_title`); None when the window is not threaded, so the
     caller falls back to key phrases."""
     if not messages or any(m.conversation is None for m in messages):
         return None

@@ -17,14 +17,14 @@ from pathlib import Path
 
 import numpy as np
 
-from runner.disentangle.features import (
+from runner.conversations.disentangle.features import (
     NAMES,
     ChannelState,
     candidates,
     pair_features,
     self_features,
 )
-from runner.disentangle.message import Message
+from runner.conversations.disentangle.message import Message
 
 WEIGHTS_PATH = Path(__file__).with_name("weights.json")
 

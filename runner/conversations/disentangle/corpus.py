@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from runner.disentangle.message import Message
+from runner.conversations.disentangle.message import Message
 
 CORPUS_DIR = Path("chat") / "ubuntu_irc_disentanglement"  # under the shared data directory
 

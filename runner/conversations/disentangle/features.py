@@ -19,7 +19,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from runner.grounding.claim_support import STOPWORDS
-from runner.disentangle.message import Message
+from runner.conversations.disentangle.message import Message
 
 WINDOW = 100  # earliest candidate: 99% of the training links reach back at most this far
 NEAR = 30  # every candidate this close is scored; farther ones only when a name ties them

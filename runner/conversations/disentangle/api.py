@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from runner.disentangle.message import Message
-from runner.disentangle.model import LinkModel, link
+from runner.conversations.disentangle.message import Message
+from runner.conversations.disentangle.model import LinkModel, link
 
 __all__ = ["ChannelRecord", "Disentanglement", "disentangle", "explicit_parents", "link",
            "link_records"]  # fmt: skip
@@ -72,7 +72,7 @@ def explicit_parents(ids: Sequence[str], reply_to: Sequence[str | None]) -> list
 
 class ChannelRecord(Protocol):
     """A stored or imported message as the rest of digestd holds it (e.g.
-    `runner.conversations.ThreadedMessage`): ids are the export's own."""
+    `runner.conversations.threads.ThreadedMessage`): ids are the export's own."""
 
     @property
     def message_id(self) -> str: ...
@@ -90,7 +90,7 @@ def link_records(
     records: Sequence[ChannelRecord], model: LinkModel | None = None
 ) -> list[int | None]:
     """`link` over records carrying export ids and datetimes: explicit replies resolved with
-    `explicit_parents`, the rest left to the model. Usable as `runner.conversations`' `Linker`."""
+    `explicit_parents`, the rest left to the model. Usable as `runner.conversations.threads`' `Linker`."""
     explicit = explicit_parents([r.message_id for r in records], [r.reply_to for r in records])
     messages = [
         Message(record.author, record.ts.timestamp(), record.text, reply_to=parent)

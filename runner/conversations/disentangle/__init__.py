@@ -1,7 +1,7 @@
 """Disentanglement: which earlier message each message of a channel answers, and the
-conversations that makes (see `runner.disentangle.api`)."""
+conversations that makes (see `runner.conversations.disentangle.api`)."""
 
-from runner.disentangle.api import (
+from runner.conversations.disentangle.api import (
     ChannelRecord,
     Disentanglement,
     disentangle,
@@ -9,7 +9,7 @@ from runner.disentangle.api import (
     link,
     link_records,
 )
-from runner.disentangle.message import Message
+from runner.conversations.disentangle.message import Message
 
 __all__ = ["ChannelRecord", "Disentanglement", "Message", "disentangle", "explicit_parents",
            "link", "link_records"]  # fmt: skip

@@ -1,5 +1,5 @@
 """The channel job's threading step: read the window's messages with the context before it,
-thread the ones no digest threaded yet (runner/conversations.py), and write the parents and
+thread the ones no digest threaded yet (runner/conversations/threads/threads.py), and write the parents and
 conversations in the digest's store transaction."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import asyncpg
 
 from db import conversations as conversation_queries
-from runner.conversations import StoredConversation, ThreadedMessage, Threading
+from runner.conversations.threads import StoredConversation, ThreadedMessage, Threading
 from runner.core.window import StoredWindow, Window
 
 # Messages before the window that a window's message may answer.

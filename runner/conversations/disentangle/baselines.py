@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from runner.disentangle.features import ChannelState
-from runner.disentangle.message import Message
+from runner.conversations.disentangle.features import ChannelState
+from runner.conversations.disentangle.message import Message
 
 LOWE_TIMEOUT = 180.0  # seconds an undirected message may continue its author's exchange
 

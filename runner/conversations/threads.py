@@ -5,7 +5,7 @@ Plain data in and out, no database: `thread_messages` takes a channel's messages
 order, the ones already threaded by an earlier digest (with their stored conversation) first
 as context, and threads the others with a linker (for each message, the index of the earlier
 message it answers, or None: it opens a conversation): by default the disentanglement model
-(`runner.disentangle.link_records`: explicit replies first, then the learned link model). A message answering a threaded one
+(`runner.conversations.disentangle.link_records`: explicit replies first, then the learned link model). A message answering a threaded one
 joins that stored conversation (`continues`); the others make new conversations, identified by
 their first message. A message is threaded once: a catch-up digest that reads it again changes
 nothing, so a conversation's members and counts never depend on how windows were cut.
@@ -25,7 +25,7 @@ from datetime import datetime
 
 from runner.grounding.citations import cut_span, sentence_spans
 from runner.grounding.claim_support import prose_tokens
-from runner.disentangle import link_records
+from runner.conversations.disentangle import link_records
 from runner.core.window import Window, WindowMessage
 
 MAX_TITLE_CHARS = 100
