@@ -20,7 +20,7 @@ import asyncpg
 from db import channels as channel_queries
 from db import digests as digest_queries
 from db.jobs import JobStatus
-from runner.channel_memory import remember_items
+from runner.memory.store import remember_items
 from runner.core.contract import Digest
 from runner.core.window import MessageKey, StoredWindow
 from runner.coverage import REASON_CHUNK_FAILED, REASON_EDITED, left_out_ranges

@@ -1,6 +1,6 @@
 """Channel items (issue 15): items with an identity across digests and a cited lifecycle.
 
-The pure rules (runner/item_lifecycle.py) on hand-made windows; the map step given the
+The pure rules (runner/memory/plan.py) on hand-made windows; the map step given the
 channel's tracked items; then a channel digested in two successive windows with the offline
 extractor (a question of day 1 answered on day 2 with the answer's pointer, a task done by a
 "merged" PR link, a decision replaced), and the API's lists: open questions, action items by
@@ -16,7 +16,7 @@ import asyncpg
 from db import channel_items as item_queries
 from runner.core.contract import ChunkSummary
 from runner.extract.offline import OfflineExtractor
-from runner.item_lifecycle import (
+from runner.memory.plan import (
     ItemKind,
     MemoryMessage,
     NewItem,

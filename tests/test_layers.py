@@ -134,7 +134,7 @@ PURE_CORE_GLOBS = (
     "runner/grounding/bm25.py",
     "runner/reports/*.py",
     "runner/conversations/disentangle/*.py",
-    "runner/item_lifecycle.py",
+    "runner/memory/plan.py",
     "runner/grounding/addressing.py",
 )
 # Modules under those globs that do I/O on purpose, and why.

@@ -27,7 +27,7 @@ from db import digests as digest_queries
 from db import jobs as job_queries
 from db.jobs import JobKind, JobStatus
 from db.models import ChannelWithServer, DigestJob
-from runner.channel_memory import known_items_of, read_tracked_items
+from runner.memory.store import known_items_of, read_tracked_items
 from runner.conversations.threads import order_window, thread_messages
 from runner.core.contract import ChunkSummary
 from runner.core.extractor import Extractor

@@ -1,7 +1,7 @@
 """The store step's channel memory (issue 15): after a digest's items and the window's
 conversations are written, link its questions, action items, decisions and knowledge items to
 the items the channel already tracks, create the others, and apply the state changes the
-window gives evidence for (the rules: runner/item_lifecycle.py), in the digest's transaction.
+window gives evidence for (the rules: runner/memory/plan.py), in the digest's transaction.
 
 A catch-up digest re-reads a past window on request and changes no coverage; it changes no
 channel items either, so asking for one never rewrites what the channel's state is.
@@ -20,7 +20,7 @@ from db.models import ChannelItem
 from runner.core.contract import Digest
 from runner.core.vocabulary import KnownItem
 from runner.core.window import StoredWindow
-from runner.item_lifecycle import (
+from runner.memory.plan import (
     OPEN_STATUS,
     ItemKind,
     ItemRef,

@@ -1,7 +1,7 @@
 """Channel items across digests (issue 15): which items of a new digest are things the channel
 already tracks, and which tracked items the new window changed the state of.
 
-Plain data in and out, no database (runner/channel_memory.py reads and writes): `plan_items`
+Plain data in and out, no database (runner/memory/store.py reads and writes): `plan_items`
 takes the channel's open items (`TrackedItem`), the new digest's validated items (`NewItem`)
 and the window's messages with their conversations (`MemoryMessage`), and returns a
 `MemoryPlan`: the new items linked to a tracked one (a mention, not a new item), the ones that
