@@ -168,7 +168,7 @@ def child(count: int, code_root: Path, profile: bool, stages: bool = False) -> d
     # As server/runtime.py's worker_config: the offline map runs one chunk per pool process
     # (code before that change mapped one chunk at a time).
     concurrency = getattr(offline, "offline_map_concurrency", lambda: 1)()
-    # The channel job threads the window first (runner/conversations/threads/store.py) and digests it
+    # The channel job threads the window first (runner/conversations/store.py) and digests it
     # conversation by conversation; code from before conversations has no threading step.
     threading_started = time.perf_counter()
     threading_cpu_started = time.process_time()

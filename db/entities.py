@@ -1,5 +1,5 @@
 """Entities and topic profiles in Postgres: a digest's writes (in its store transaction,
-runner/entity_store.py) and the batched reads of the API's DataLoaders.
+runner/entities/store.py) and the batched reads of the API's DataLoaders.
 
 The SQL is in db/queries.sql (`upsert_entities`, `insert_entity_mentions`, ...). Rows of
 variable-length arrays travel as one JSON parameter (`jsonb_to_recordset`), so each write is

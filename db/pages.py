@@ -299,7 +299,7 @@ SCHEDULES = ListSpec(
 
 
 # Entities by mention count (ties: newest id first). `key_contains` takes a canonical key
-# (runner.entities.canonical_key of the client's text), so any spelling finds the entity.
+# (runner.entities.mentions.canonical_key of the client's text), so any spelling finds the entity.
 ENTITIES = ListSpec(
     name="entities",
     model=Entity,

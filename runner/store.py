@@ -24,8 +24,8 @@ from runner.memory.store import remember_items
 from runner.core.contract import Digest
 from runner.core.window import MessageKey, StoredWindow
 from runner.coverage import REASON_CHUNK_FAILED, REASON_EDITED, left_out_ranges
-from runner.digest_entities import DigestEntities
-from runner.entity_store import store_entities
+from runner.entities.digest import DigestEntities
+from runner.entities.store import store_entities
 from runner.jobs.base import finish
 from runner.jobs.outcomes import Finished
 from runner.grounding.pointers import MatchKind
@@ -170,8 +170,8 @@ async def store_digest(
 
     `uncovered`: external ids of messages in failed chunks (read, not covered);
     `write_threads`: writes the window's reply structure and conversations in the same
-    transaction (runner/conversations/threads/store.py); `entities`: the digest's entities and topic
-    profiles (runner/digest_entities.py), written after the conversations."""
+    transaction (runner/conversations/store.py); `entities`: the digest's entities and topic
+    profiles (runner/entities/digest.py), written after the conversations."""
     digest = validation.output
     async with connection.transaction():
         await channel_queries.lock_channel(connection, channel_id)

@@ -1,5 +1,5 @@
 """The Conversation node: a thread of a channel, as the digest that threaded its messages
-stored it (runner/conversations/threads/threads.py), with its state as of now."""
+stored it (runner/conversations/threads.py), with its state as of now."""
 
 from __future__ import annotations
 

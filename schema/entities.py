@@ -8,7 +8,7 @@ import strawberry
 from strawberry.types import Info
 
 from db import pages
-from runner.entities import canonical_key
+from runner.entities.mentions import canonical_key
 from schema.connections import Connection
 from schema.context import Context
 from schema.entity_types import Entity, TopicProfile

@@ -14,7 +14,7 @@ from strawberry import relay
 from strawberry.types import Info
 
 from db import models
-from runner.entities import EntityKind
+from runner.entities.mentions import EntityKind
 from schema.bounded_lists import (
     APPEARANCE_MESSAGE_IDS,
     MAX_APPEARANCE_MESSAGE_IDS,

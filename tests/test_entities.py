@@ -1,5 +1,5 @@
 """Entities and topic profiles (issue 15 section 2): the pure rules that find and canonicalize
-entities (runner/entities.py) and group a digest's topics (runner/digest_entities.py), then,
+entities (runner/entities/mentions.py) and group a digest's topics (runner/entities/digest.py), then,
 on the real PostgreSQL, a channel digested in two windows: counts accumulate, a topic profile
 spans both digests, and the API serves `entities`, `entity(id)` and `topics`."""
 
@@ -12,8 +12,8 @@ import asyncpg
 import pytest
 
 from runner.core.contract import ActionItem, Decision, Digest, Topic
-from runner.digest_entities import analyze_digest, topic_key
-from runner.entities import (
+from runner.entities.digest import analyze_digest, topic_key
+from runner.entities.mentions import (
     EntityKind,
     canonical_key,
     message_mentions,

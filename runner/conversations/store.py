@@ -1,5 +1,5 @@
 """The channel job's threading step: read the window's messages with the context before it,
-thread the ones no digest threaded yet (runner/conversations/threads/threads.py), and write the parents and
+thread the ones no digest threaded yet (runner/conversations/threads.py), and write the parents and
 conversations in the digest's store transaction."""
 
 from __future__ import annotations

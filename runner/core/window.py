@@ -17,7 +17,7 @@ class WindowMessage:
     ts: datetime
     normalized_text: str
     reply_to: str | None = None
-    # The conversation it belongs to (runner/conversations/threads/store.py), None when not threaded:
+    # The conversation it belongs to (runner/conversations/store.py), None when not threaded:
     # chunking keeps a conversation's messages together where they fit.
     conversation: str | None = None
 

@@ -6,7 +6,7 @@ The steps:
 2. a catch-up window whose messages, revisions and extraction settings a stored digest already
    read completely is served from that digest;
 3. otherwise thread the window's messages not threaded yet into conversations
-   (runner/conversations/threads/store.py, written with the digest) and order the window conversation by
+   (runner/conversations/store.py, written with the digest) and order the window conversation by
    conversation so chunks hold threads; the pipeline maps the chunks (each result cached by its
    key, so a reclaimed job pays only for the chunks not finished yet) and reduces them; `runner/store.py` writes the
    digest, its coverage and the job's end in one transaction.
@@ -33,7 +33,7 @@ from runner.core.contract import ChunkSummary
 from runner.core.extractor import Extractor
 from runner.core.window import StoredWindow, Window, WindowSpec
 from runner.coverage import load_window, window_key
-from runner.digest_entities import analyze_digest
+from runner.entities.digest import analyze_digest
 from runner.job_stats import job_stats
 from runner.jobs.base import JobContext
 from runner.conversations.store import read_threading_input, store_threading

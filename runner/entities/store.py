@@ -1,4 +1,4 @@
-"""Store a digest's entities and topic profiles (runner/digest_entities.py) in the digest's
+"""Store a digest's entities and topic profiles (runner/entities/digest.py) in the digest's
 store transaction: the channel's entities and profiles (counts added), which messages of this
 digest mention each entity, which items name it, and where each profile appears.
 
@@ -16,7 +16,7 @@ import asyncpg
 
 from db import entities as entity_queries
 from runner.core.window import StoredWindow
-from runner.digest_entities import DigestEntities
+from runner.entities.digest import DigestEntities
 
 
 def _iso(value: datetime | None) -> str | None:

@@ -1,6 +1,6 @@
 """What one digest says about entities and recurring topics, as plain data for the store
-(runner/entity_store.py): the window's entities with the messages mentioning them
-(runner/entities.py), the digest items naming each, and the digest's topics grouped under
+(runner/entities/store.py): the window's entities with the messages mentioning them
+(runner/entities/mentions.py), the digest items naming each, and the digest's topics grouped under
 their channel-level profile keys with the items citing their messages.
 
 An item names an entity when its text does (any spelling folding to the entity's key), when
@@ -24,7 +24,7 @@ from datetime import datetime
 
 from runner.grounding.claim_support import content_tokens
 from runner.core.contract import Digest
-from runner.entities import (
+from runner.entities.mentions import (
     Entity,
     EntityKind,
     WindowText,
