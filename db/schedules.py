@@ -2,9 +2,9 @@
 (lock the due schedules; record a firing, or a skipped one, and move to the next slot; prune old
 runs that queued nothing); and the per-channel count a create checks under a channel lock.
 
-Which slot is next is runner/cron.py's to compute; this module only stores what it is given.
+Which slot is next is runner/schedules/cron.py's to compute; this module only stores what it is given.
 What makes a slot fire exactly once is here: `due_schedules` locks due rows FOR UPDATE SKIP
-LOCKED and the caller moves each past now() before its transaction commits (runner/scheduler.py).
+LOCKED and the caller moves each past now() before its transaction commits (runner/schedules/tick.py).
 The SQL is in db/queries.sql.
 """
 

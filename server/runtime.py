@@ -26,8 +26,8 @@ from db.jobs import TERMINAL
 from db.migrate import migrate
 from db.models import DigestJob
 from runner.core import offload
-from runner.scheduler import ScheduleTicker
-from runner.schedules import ScheduleLimits
+from runner.schedules.tick import ScheduleTicker
+from runner.schedules.manage import ScheduleLimits
 from runner.supervision import Backoff, RunnerSupervisor
 from runner.jobs.document import DocumentJobRunner
 from runner.jobs.report import ReportJobRunner

@@ -13,7 +13,7 @@ import httpx
 import pytest
 from playwright.async_api import expect
 
-from runner.scheduler import fire_due_schedules
+from runner.schedules.tick import fire_due_schedules
 from server.app import AppOptions, create_app
 from server.settings import Settings
 from tests.conftest import running_server

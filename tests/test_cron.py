@@ -1,4 +1,4 @@
-"""Cron expressions in a time zone (runner/cron.py): what is refused and why, and the next slot
+"""Cron expressions in a time zone (runner/schedules/cron.py): what is refused and why, and the next slot
 in wall-clock time across daylight saving changes."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from runner.cron import CronSchedule, InvalidSchedule, parse_schedule
+from runner.schedules.cron import CronSchedule, InvalidSchedule, parse_schedule
 
 BERLIN = ZoneInfo("Europe/Berlin")
 

@@ -125,7 +125,7 @@ PURE_CORE_GLOBS = (
     "runner/core/window.py",
     "runner/entities/mentions.py",
     "runner/entities/digest.py",
-    "runner/cron.py",
+    "runner/schedules/cron.py",
     "runner/importers/*.py",
     "runner/documents/*.py",
     "runner/extract/offline/*.py",

@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo
 
 import asyncpg
 
-from runner.scheduler import fire_due_schedules
+from runner.schedules.tick import fire_due_schedules
 from schema import build_schema
 from schema.context import ApiConfig, Context, Role
 from schema.ids import CHANNEL, DIGEST_JOB, SCHEDULE, global_id

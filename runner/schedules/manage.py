@@ -7,7 +7,7 @@ Refusals are `runner.triggers` refusals (`SubjectNotFound` for a missing channel
 `too_many_schedules`), so each caller words them as it words a trigger's. `ScheduleLimits`
 bounds what one schedule and one channel may cost: slots at least `min_interval` apart, at
 most `per_channel` schedules per channel. Slots are computed from the database's now(), the clock the
-workers' tick fires by (runner/scheduler.py).
+workers' tick fires by (runner/schedules/tick.py).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import asyncpg
 
 from db import schedules as schedule_queries
 from db.models import Schedule
-from runner.cron import InvalidSchedule, check_min_interval, parse_schedule
+from runner.schedules.cron import InvalidSchedule, check_min_interval, parse_schedule
 from runner.triggers import SubjectNotFound, TriggerRefused
 
 DEFAULT_MIN_INTERVAL = timedelta(minutes=5)
