@@ -10,11 +10,11 @@ channels, and digests one with each peer, alternating which goes first. Timed: w
 `run_pipeline` + store, what a worker does for one job (the job row is claimed before the clock
 starts). Both peers use the same extractor (default: the offline one; `instant` is the LLM
 extractor against bench/pipeline.py's in-process fake model), the same chunk size, the same
-item store (runner.store's item writes) and the same job finish; they differ only in
+item store (runner.digests.store's item writes) and the same job finish; they differ only in
 - `watermark`: `WHERE (ts, id) > mark ORDER BY ts, id LIMIT n` on (channel_id, ts, id), then one
   UPDATE of the channel's mark (here a one-row table: the column is gone since migration 0003);
-- `coverage`: runner.coverage.load_window (the partial index of uncovered messages) and
-  runner.store.store_digest: digest_messages for every message read (one INSERT ... unnest) and
+- `coverage`: runner.digests.window.load_window (the partial index of uncovered messages) and
+  runner.digests.store.store_digest: digest_messages for every message read (one INSERT ... unnest) and
   covered_revision on every message covered (one UPDATE ... unnest).
 The summary prints the medians and `overhead` = coverage median / watermark median − 1
 (target <= 10%), `overhead_cpu_normalized` (the same with the pipeline counted by this process's
@@ -57,13 +57,13 @@ from db.ingest import ChannelKey, MessageIngestor  # noqa: E402
 from db.migrate import migrate  # noqa: E402
 from db.models import ChannelWithServer, DigestJob, WindowMessageRow, as_rows  # noqa: E402
 from db.queries import QUERIES  # noqa: E402
-from runner.coverage import load_window, window_messages  # noqa: E402
+from runner.digests.window import load_window, window_messages  # noqa: E402
 from runner.core.window import StoredWindow, WindowSpec
 from runner.extract.offline import OfflineExtractor  # noqa: E402
 from runner.importers.dates import parse_iso_timestamp  # noqa: E402
 from runner.grounding.normalize import normalize_text  # noqa: E402
-from runner.pipeline import PipelineResult, run_pipeline  # noqa: E402
-from runner.store import _store_items, store_digest  # noqa: E402
+from runner.digests.pipeline import PipelineResult, run_pipeline  # noqa: E402
+from runner.digests.store import _store_items, store_digest  # noqa: E402
 from runner.core.window import Window  # noqa: E402
 
 BENCH_NAME = "coverage"

@@ -5,7 +5,7 @@ server in its own process that answers after 200 ms, at concurrency 8.
     /tmp/venv/bin/python bench/pipeline.py [--quick] [--messages 100000] [--delay 0.2]
                                            [--concurrency 8] [--repeats 3]
 
-It runs `runner.pipeline.run_pipeline` on plain data (a Window, no database: the pipeline core
+It runs `runner.digests.pipeline.run_pipeline` on plain data (a Window, no database: the pipeline core
 takes plain data by design, and the worker adds only a few queries per job around it), with the
 production client (`build_client`) and the chunk size the worker would use
 (min(DIGESTD_CHUNK_TOKENS default, the extractor's `max_chunk_tokens()`)). The fake model is
@@ -61,9 +61,9 @@ from runner.extract.llm import LLMExtractor  # noqa: E402
 from runner.llm.breaker import CircuitBreaker  # noqa: E402
 from runner.llm.client import build_client  # noqa: E402
 from runner.llm.config import LLMConfig  # noqa: E402
-from runner.pipeline import run_pipeline  # noqa: E402
+from runner.digests.pipeline import run_pipeline  # noqa: E402
 from runner.core.window import Window  # noqa: E402
-from runner.job_stats import job_stats  # noqa: E402
+from runner.digests.stats import job_stats  # noqa: E402
 from server.settings import Settings  # noqa: E402
 
 BENCH_NAME = "pipeline"

@@ -5,8 +5,8 @@ show whether the per-message cost stays flat (linear) as the window grows.
                                         [--baseline PATH] [--profile] [--stages]
 
 Each size runs in its own child process (so each has its own peak memory) with
-`runner.pipeline.run_pipeline` and the `OfflineExtractor` exactly as the worker's channel job
-calls them (`runner/jobs/channel.py`: the default DIGESTD_CHUNK_TOKENS, the map concurrency of
+`runner.digests.pipeline.run_pipeline` and the `OfflineExtractor` exactly as the worker's channel job
+calls them (`runner/digests/job.py`: the default DIGESTD_CHUNK_TOKENS, the map concurrency of
 server/runtime.py's worker_config, the CPU pool of runner/core/offload.py at its default size), on
 plain data: the window the worker would load from the database is built in memory from
 bench/_support.py's deterministic generator, and neither the window load nor the store is
@@ -127,7 +127,7 @@ class _StageClock:
     def instrument(self) -> None:
         """Time chunking, the map, each validation and the reduce where `run_pipeline` and the
         offline extractor call them (module globals, looked up at call time)."""
-        from runner import pipeline
+        from runner.digests import pipeline
         from runner.extract import offline
 
         pipeline.iter_chunks = self.wrap_iterator("chunking", pipeline.iter_chunks)  # type: ignore[assignment]
@@ -151,7 +151,7 @@ def child(count: int, code_root: Path, profile: bool, stages: bool = False) -> d
     sys.path.insert(0, str(code_root))  # runner, server: the code under test
     from runner.core import offload
     from runner.extract import offline
-    from runner.pipeline import run_pipeline
+    from runner.digests.pipeline import run_pipeline
     from server.settings import Settings
 
     chunk_tokens = int(Settings.model_fields["digestd_chunk_tokens"].default)

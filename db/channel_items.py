@@ -1,5 +1,5 @@
 """Channel items in Postgres (0008): the open items a digest links against, and the write of
-what it linked, created and changed (in the digest's store transaction, runner/store.py via
+what it linked, created and changed (in the digest's store transaction, runner/digests/store.py via
 runner/memory/store.py); the reads the API renders items, histories and mentions from.
 
 The SQL is in db/queries.sql (`open_channel_items`, `insert_channel_item`, ...).

@@ -2,7 +2,7 @@
 coverage a digest earns, and the per-channel counts the API shows.
 
 The SQL is in db/queries.sql; which messages a window reads and which it leaves out is decided
-in runner/coverage.py (pure logic), which calls these.
+in runner/digests/window.py (pure logic), which calls these.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Conversations in Postgres: the context a digest threads its messages against, and the
-write of what it threaded (in the digest's store transaction, runner/store.py).
+write of what it threaded (in the digest's store transaction, runner/digests/store.py).
 
 The SQL is in db/queries.sql (`messages_before`, `insert_conversation`, `thread_messages`, ...).
 """

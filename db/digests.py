@@ -2,7 +2,7 @@
 chunk-result cache of the map step, and the reads the API and the CLI render from.
 
 Parameters are passed in the column order of the named queries in db/queries.sql; which values
-a validated digest maps to is runner/store.py's business.
+a validated digest maps to is runner/digests/store.py's business.
 """
 
 from __future__ import annotations

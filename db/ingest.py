@@ -62,7 +62,7 @@ WHERE (m.author, m.ts, m.reply_to, m.raw_text, m.attachments)
                         EXCLUDED.attachments)
 RETURNING (xmax = 0) AS inserted
 """
-# Imports into one channel, and a digest's coverage update (runner/store.py, the same key:
+# Imports into one channel, and a digest's coverage update (runner/digests/store.py, the same key:
 # queries.sql lock_channel_messages), are serialized: both lock many message rows, in different
 # orders, and could otherwise deadlock. Held to commit; one round trip per batch.
 _LOCK_CHANNELS = """

@@ -22,7 +22,7 @@ from db import documents as document_queries
 from db import jobs as job_queries
 from db import reports as report_queries
 from db.jobs import JobKind
-from runner.coverage import window_options
+from runner.digests.window import window_options
 from runner.documents.cache_key import normalize_query, query_hash
 from runner.documents.canonical import CanonicalDocument
 from runner.documents.policy import (

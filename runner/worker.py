@@ -27,7 +27,7 @@ from db.models import DigestJob
 from db.jobs import JobKind, JobStatus
 from runner.core.extractor import Extractor
 from runner.jobs.base import JobContext, JobRunner, finish
-from runner.jobs.channel import ChannelJobRunner
+from runner.digests.job import ChannelJobRunner
 from runner.jobs.document import DocumentJobRunner
 from runner.jobs.report import ReportJobRunner
 from runner.jobs.outcomes import Cancelled, FailNow, Finished, LostLease, Outcome

@@ -1,6 +1,6 @@
 """GraphQL types of a digest's message coverage, and the `source_edited` flag of its items.
 
-Both are read-time views of what the store wrote (runner/store.py): the digest's window and
+Both are read-time views of what the store wrote (runner/digests/store.py): the digest's window and
 left-out ranges, and `digest_messages` (which revision of each message the digest read) compared
 with the messages' current revisions.
 """

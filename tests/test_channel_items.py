@@ -25,7 +25,7 @@ from runner.memory.plan import (
     plan_items,
 )
 from runner.core.chunks import Chunk
-from runner.pipeline import PipelineHooks, run_pipeline
+from runner.digests.pipeline import PipelineHooks, run_pipeline
 from runner.core.vocabulary import KnownItem
 from runner.core.window import Window, WindowMessage
 from schema import build_schema

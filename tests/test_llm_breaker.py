@@ -11,7 +11,7 @@ import pytest
 from runner.core.chunks import chunk_messages
 from runner.core.extractor import ChunkFailed
 from runner.llm.breaker import BreakerState, CircuitBreaker, CircuitOpen
-from runner.pipeline import run_pipeline
+from runner.digests.pipeline import run_pipeline
 from test_llm_helpers import FakeEndpoint, completion, make_extractor, make_window, minimal_summary
 
 

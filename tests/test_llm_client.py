@@ -12,7 +12,7 @@ import pytest
 
 from runner.core.extractor import ChunkFailed
 from runner.llm.config import LLMConfig
-from runner.pipeline import run_pipeline
+from runner.digests.pipeline import run_pipeline
 from test_llm_helpers import (
     API_KEY,
     FakeEndpoint,

@@ -16,7 +16,7 @@ from runner.core.extractor import KnownItem
 from runner.extract.llm import LLMExtractor
 from runner.llm.breaker import CircuitBreaker
 from runner.llm.config import LLMConfig
-from runner.pipeline import PipelineHooks, PipelineResult, chunk_cache_key, run_pipeline
+from runner.digests.pipeline import PipelineHooks, PipelineResult, chunk_cache_key, run_pipeline
 from test_llm_helpers import (
     API_KEY,
     chunk_messages_of,

@@ -16,7 +16,7 @@ from runner.extract.llm import LLMExtractor
 from runner.llm.breaker import CircuitBreaker
 from runner.llm.budget import count_request_tokens
 from runner.llm.config import LLMConfig
-from runner.pipeline import run_pipeline
+from runner.digests.pipeline import run_pipeline
 from server.runtime import llm_config
 from server.settings import Settings
 from test_llm_helpers import (

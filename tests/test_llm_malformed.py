@@ -16,7 +16,7 @@ from runner.core.extractor import ChunkFailed
 from runner.llm.breaker import BreakerState, CircuitBreaker
 from runner.llm.client import LLMCallError, ResilientCaller, build_client
 from runner.llm.config import LLMConfig
-from runner.pipeline import run_pipeline
+from runner.digests.pipeline import run_pipeline
 from test_llm_helpers import (
     API_KEY,
     FakeEndpoint,

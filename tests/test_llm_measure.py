@@ -17,7 +17,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from runner.llm.prompts import MAP_PROMPT, MAP_PROMPT_VERSION, Prompt, load_prompt  # noqa: E402
-from runner.pipeline import run_pipeline  # noqa: E402
+from runner.digests.pipeline import run_pipeline  # noqa: E402
 from runner.core.tokens import count_tokens  # noqa: E402
 from test_llm_helpers import (  # noqa: E402
     FakeEndpoint,

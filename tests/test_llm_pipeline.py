@@ -12,7 +12,7 @@ from runner.core.contract import ChunkSummary
 from runner.extract.llm import LLMExtractor
 from runner.llm.breaker import CircuitBreaker
 from runner.llm.config import LLMConfig
-from runner.pipeline import PipelineHooks, run_pipeline
+from runner.digests.pipeline import PipelineHooks, run_pipeline
 from runner.grounding.pointers import MatchKind
 from test_llm_helpers import (
     API_KEY,

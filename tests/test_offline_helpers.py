@@ -12,7 +12,7 @@ from pathlib import Path
 
 from runner.extract.offline import OfflineExtractor
 from runner.grounding.normalize import normalize_text
-from runner.pipeline import PipelineResult, run_pipeline
+from runner.digests.pipeline import PipelineResult, run_pipeline
 from runner.core.window import Window, WindowMessage
 
 REPO = Path(__file__).resolve().parents[1]

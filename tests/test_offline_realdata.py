@@ -20,7 +20,7 @@ from test_offline_helpers import (
 
 from runner.core.contract import ArtifactKind, KnowledgeKind, SignalLevel
 from runner.grounding.footnotes import FootnotedSentence, Section, Source, footnoted_markdown
-from runner.pipeline import PipelineResult
+from runner.digests.pipeline import PipelineResult
 from runner.grounding.pointers import MatchKind
 from runner.core.window import Window
 

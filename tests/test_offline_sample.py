@@ -9,7 +9,7 @@ from test_offline_helpers import CHUNK_TOKENS, load_sample, run_offline
 from runner.core.chunks import chunk_messages
 from runner.core.contract import ArtifactKind, ChunkSummary, Digest, KnowledgeKind, SignalLevel
 from runner.extract.offline import OFFLINE_VERSION, OfflineExtractor
-from runner.pipeline import PipelineResult, run_pipeline
+from runner.digests.pipeline import PipelineResult, run_pipeline
 from runner.grounding.pointers import MatchKind
 from runner.grounding.validate import validate_output
 from runner.core.window import Window

@@ -15,7 +15,7 @@ import pytest
 from test_offline_helpers import DATA, parse_irc, run_offline, window_of
 
 from runner.core import offload
-from runner.pipeline import PipelineResult
+from runner.digests.pipeline import PipelineResult
 from runner.core.window import Window
 
 _IRC_LINE = re.compile(r"^\[(\d\d):(\d\d)\] <([^>]+)> (.*)$")

@@ -18,7 +18,7 @@ from runner.core.extractor import (
     PipelineWarning,
 )
 from runner.core.merge import merge_outputs
-from runner.pipeline import run_pipeline
+from runner.digests.pipeline import run_pipeline
 from runner.core.window import Window, WindowMessage
 from test_llm_helpers import make_window
 

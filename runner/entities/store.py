@@ -4,7 +4,7 @@ digest mention each entity, which items name it, and where each profile appears.
 
 A catch-up digest re-reads messages a coverage digest already counted: it records its own
 mentions, items and profile appearances but adds nothing to the channel's counts. Called by
-runner/store.py after the window's conversations are written, so a profile's appearance
+runner/digests/store.py after the window's conversations are written, so a profile's appearance
 records the conversations of its messages.
 """
 

@@ -23,7 +23,7 @@ from runner.evaluation.windows import (
 )
 from runner.core.extractor import Extractor
 from runner.conversations.threads import thread_window
-from runner.pipeline import run_pipeline
+from runner.digests.pipeline import run_pipeline
 
 
 @dataclass(frozen=True)

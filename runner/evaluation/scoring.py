@@ -15,7 +15,7 @@ from runner.evaluation.matching import (
     Span,
     match_items,
 )
-from runner.pipeline import PipelineResult
+from runner.digests.pipeline import PipelineResult
 from runner.grounding.pointers import MatchKind
 from runner.grounding.claim_support import support_share
 from runner.grounding.words import NAME_PART, words

@@ -73,7 +73,7 @@ KNOWLEDGE_OVERLAP = 0.9
 # Words a message must share with a task to name it ("take a look" is no task's name).
 MIN_TASK_WORDS = 3
 MAX_EVIDENCE_CHARS = 300
-# The prefix of a tracked item's key, as the map step is shown it (runner/jobs/channel.py).
+# The prefix of a tracked item's key, as the map step is shown it (runner/digests/job.py).
 KEY_PREFIX = "item:"
 # Knowledge items of one digest may rest on the same message: the one superseding another may
 # cite a message as old as the item it supersedes.

@@ -8,7 +8,7 @@ The steps:
 3. otherwise thread the window's messages not threaded yet into conversations
    (runner/conversations/store.py, written with the digest) and order the window conversation by
    conversation so chunks hold threads; the pipeline maps the chunks (each result cached by its
-   key, so a reclaimed job pays only for the chunks not finished yet) and reduces them; `runner/store.py` writes the
+   key, so a reclaimed job pays only for the chunks not finished yet) and reduces them; `runner/digests/store.py` writes the
    digest, its coverage and the job's end in one transaction.
 A window none of whose chunks could be extracted (endpoint down, circuit open) is retried later:
 an empty digest would hide that.
@@ -32,15 +32,15 @@ from runner.conversations.threads import order_window, thread_messages
 from runner.core.contract import ChunkSummary
 from runner.core.extractor import Extractor
 from runner.core.window import StoredWindow, Window, WindowSpec
-from runner.coverage import load_window, window_key
+from runner.digests.window import load_window, window_key
 from runner.entities.digest import analyze_digest
-from runner.job_stats import job_stats
+from runner.digests.stats import job_stats
 from runner.jobs.base import JobContext
 from runner.conversations.store import read_threading_input, store_threading
 from runner.jobs.outcomes import Cancelled, Finished, Outcome, RetryLater, Stored
 from runner.metrics import CHUNK_CACHE, PhaseClock
-from runner.pipeline import PipelineHooks, run_pipeline
-from runner.store import store_digest
+from runner.digests.pipeline import PipelineHooks, run_pipeline
+from runner.digests.store import store_digest
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from runner.core.extractor import Extractor
-from runner.pipeline import PipelineResult
+from runner.digests.pipeline import PipelineResult
 
 
 def job_stats(result: PipelineResult, extractor: Extractor, messages: int) -> dict[str, Any]:

@@ -252,7 +252,7 @@ async def run_pipeline(
                     {
                         "chunk": chunk.index,
                         "reason": failure.reason[:500],
-                        # Read but not digested: they stay uncovered (runner/store.py).
+                        # Read but not digested: they stay uncovered (runner/digests/store.py).
                         "message_ids": chunk.message_ids,
                     }
                 )
@@ -262,7 +262,7 @@ async def run_pipeline(
                     {
                         "chunk": chunk.index,
                         "reason": failure.reason[:500],
-                        # Read but not digested: they stay uncovered (runner/store.py).
+                        # Read but not digested: they stay uncovered (runner/digests/store.py).
                         "message_ids": chunk.message_ids,
                     }
                 )

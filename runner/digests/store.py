@@ -23,7 +23,7 @@ from db.jobs import JobStatus
 from runner.memory.store import remember_items
 from runner.core.contract import Digest
 from runner.core.window import MessageKey, StoredWindow
-from runner.coverage import REASON_CHUNK_FAILED, REASON_EDITED, left_out_ranges
+from runner.digests.window import REASON_CHUNK_FAILED, REASON_EDITED, left_out_ranges
 from runner.entities.digest import DigestEntities
 from runner.entities.store import store_entities
 from runner.jobs.base import finish
