@@ -44,7 +44,7 @@ from bench._support import (  # noqa: E402
 from db import jobs as job_queries  # noqa: E402
 from db.engine import connect, create_pool  # noqa: E402
 from db.migrate import migrate  # noqa: E402
-from runner.ingest import import_path  # noqa: E402
+from runner.importers.ingest import import_path  # noqa: E402
 
 BENCH_NAME = "event_loop"
 _SERVE = (

@@ -9,7 +9,7 @@ Each repeat measures, on the same file and database:
 - `cli`: `digestd import FILE` as a subprocess, the path a user runs. `wall` counts the whole
   process (interpreter start, imports, joining the database); `import` is the rate the CLI
   itself reports (parse, normalize, COPY, upsert; without the process start).
-- `import_path`: runner.ingest.import_path in this process (the same code without the CLI).
+- `import_path`: runner.importers.ingest.import_path in this process (the same code without the CLI).
 - `orm_per_row`: SQLModel AsyncSession, one INSERT per message (add + flush each row), commit
   every 1,000 rows; on a subset (`--orm-messages`, default 20,000) because it is slow. It parses
   with the same importer and normalizes like the real path, so only the write path differs.
@@ -60,7 +60,7 @@ from db.engine import connect, create_pool  # noqa: E402
 from db.migrate import migrate  # noqa: E402
 from runner.importers.detect import iter_records  # noqa: E402
 from runner.importers.records import ParsedMessage  # noqa: E402
-from runner.ingest import import_path  # noqa: E402
+from runner.importers.ingest import import_path  # noqa: E402
 from runner.grounding.normalize import normalize_text  # noqa: E402
 
 BENCH_NAME = "ingest"

@@ -84,7 +84,7 @@ async def one_run(url: str, port: int, work: Path, messages: int, connections: i
     import asyncpg
 
     from db.engine import create_pool
-    from runner.ingest import import_path
+    from runner.importers.ingest import import_path
     from schema.ids import decode_global_id
 
     pool: asyncpg.Pool = await create_pool(url, max_size=2)

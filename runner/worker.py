@@ -28,8 +28,8 @@ from db.jobs import JobKind, JobStatus
 from runner.core.extractor import Extractor
 from runner.jobs.base import JobContext, JobRunner, finish
 from runner.digests.job import ChannelJobRunner
-from runner.jobs.document import DocumentJobRunner
-from runner.jobs.report import ReportJobRunner
+from runner.documents.job import DocumentJobRunner
+from runner.reports.job import ReportJobRunner
 from runner.jobs.outcomes import Cancelled, FailNow, Finished, LostLease, Outcome
 from runner.jobs.outcomes import RetryLater, Stored
 from runner.metrics import JOB_SECONDS

@@ -15,7 +15,7 @@ from server.cli_json import emit, refuse
 from server.runtime import Runtime
 
 if TYPE_CHECKING:
-    from runner.ingest import ImportReport, ImportStopped
+    from runner.importers.ingest import ImportReport, ImportStopped
 
 logger = logging.getLogger("digestd")
 
@@ -34,7 +34,7 @@ async def import_and_report(
     from tqdm import tqdm
 
     from runner.importers.inputs import UnusableInput
-    from runner.ingest import ImportStopped, import_path
+    from runner.importers.ingest import ImportStopped, import_path
 
     started = time.perf_counter()
     try:
@@ -111,7 +111,7 @@ def _report_json(path: Path, report: ImportReport, seconds: float) -> dict[str, 
 
 
 def _report_stop(path: Path, stopped: ImportStopped) -> int:
-    """One line for an import that stopped part-way (`runner.ingest.ImportStopped`)."""
+    """One line for an import that stopped part-way (`runner.importers.ingest.ImportStopped`)."""
     import asyncpg
 
     from runner.importers.inputs import UnusableInput

@@ -29,8 +29,8 @@ from runner.core import offload
 from runner.schedules.tick import ScheduleTicker
 from runner.schedules.manage import ScheduleLimits
 from runner.supervision import Backoff, RunnerSupervisor
-from runner.jobs.document import DocumentJobRunner
-from runner.jobs.report import ReportJobRunner
+from runner.documents.job import DocumentJobRunner
+from runner.reports.job import ReportJobRunner
 from runner.documents.fetch import FetchPolicy
 from runner.documents.policy import DigestConfig, DigestPolicy
 from runner.documents.summarize import OfflineSummarizer, Summarizer

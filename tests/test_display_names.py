@@ -19,7 +19,7 @@ from pypdf import PdfReader, PdfWriter
 from runner.core.display_names import MAX_NAME_CHARS, clean_name, name_problem
 from runner.documents.ingest import ingest_bytes, ingest_text
 from runner.importers.inputs import UnusableInput
-from runner.ingest import import_path
+from runner.importers.ingest import import_path
 from tests.conftest import shared_data
 from tests.test_cli import REPO, environment
 from tests.test_revisions import gql

@@ -24,7 +24,7 @@ from runner.entities.mentions import (
 from bench._api_statements import statement_counter
 from db.migrate import available_migrations, migrate
 from runner.importers.detect import iter_records
-from runner.ingest import import_path
+from runner.importers.ingest import import_path
 from runner.importers.records import ParsedMessage
 from runner.grounding.normalize import normalize_text
 from runner.core.window import WindowMessage

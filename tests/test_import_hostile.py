@@ -19,12 +19,12 @@ from typing import Any
 import asyncpg
 import pytest
 
-import runner.ingest
+import runner.importers.ingest
 from runner.importers.jsonguard import MAX_JSON_DEPTH, JsonGuard, line_too_deep
 from runner.importers.jsonstream import BadItem, iter_items
 from runner.importers.records import ParsedMessage, Record
 from runner.importers.records import ParsedMessage as Message
-from runner.ingest import ImportStopped, import_path
+from runner.importers.ingest import ImportStopped, import_path
 
 GOOD = 1000
 DEEP = "[" * 5000 + "]" * 5000  # RecursionError in json and in clean_json before the fix
@@ -156,7 +156,7 @@ async def test_a_parser_failing_part_way_still_stores_the_good_rows_before_it(
 ) -> None:
     path = tmp_path / "few.jsonl"
     path.write_text('{"id": "1", "author": "a", "ts": 0, "text": "x"}\n', encoding="utf-8")
-    real_iter_records = runner.ingest.iter_records
+    real_iter_records = runner.importers.ingest.iter_records
 
     def failing(*args: Any, **kwargs: Any) -> Iterator[Record]:
         (message,) = [r for r in real_iter_records(*args, **kwargs) if isinstance(r, Message)]
@@ -164,7 +164,7 @@ async def test_a_parser_failing_part_way_still_stores_the_good_rows_before_it(
             yield ParsedMessage(**{**message.__dict__, "external_id": f"p{number}"})
         raise OSError("Input/output error")
 
-    monkeypatch.setattr(runner.ingest, "iter_records", failing)
+    monkeypatch.setattr(runner.importers.ingest, "iter_records", failing)
     with pytest.raises(ImportStopped) as stopped:
         await import_path(db, path, channel="failing")
     assert stopped.value.stage == "parse" and isinstance(stopped.value.cause, OSError)

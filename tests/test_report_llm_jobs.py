@@ -17,7 +17,7 @@ from db.documents import store_document
 from db.models import DigestJob
 from runner.documents.ingest import ingest_text
 from runner.evaluation.fake_report_model import FakeModel, fake_report_writer
-from runner.jobs.report import ReportJobRunner
+from runner.reports.job import ReportJobRunner
 from runner.reports.extractive import EXTRACTOR_VERSION
 from runner.reports.llm_writer import LLMReportWriter
 from runner.triggers import trigger_report
