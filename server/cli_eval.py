@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from runner.evaluation.report import EvalSection, render_table, section_to_dict
+from runner.evaluation.tables import EvalSection, render_table, section_to_dict
 
 if TYPE_CHECKING:
     from runner.core.extractor import Extractor
@@ -84,7 +84,7 @@ def handler(args: argparse.Namespace, settings: Settings) -> int:
     # Imported here so that every other `digestd` command starts without the evaluator's
     # pipeline and scoring modules (about 0.4 s of imports).
     from runner.evaluation.chat import ChatEvaluation, PipelineOptions, run_chat
-    from runner.evaluation.chat_report import chat_details, chat_sections
+    from runner.evaluation.chat_tables import chat_details, chat_sections
     from runner.evaluation.gold import GoldFileError, load_gold_dir
     from runner.evaluation.windows import Roots, WindowMismatch
 

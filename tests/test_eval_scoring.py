@@ -21,7 +21,7 @@ from runner.core.contract import (
     SignalQuality,
 )
 from runner.evaluation.gold import GoldFile
-from runner.evaluation.report import EvalSection, render_table, section_from_dict, section_to_dict
+from runner.evaluation.tables import EvalSection, render_table, section_from_dict, section_to_dict
 from runner.evaluation.scoring import Counts, grounding_of, score_fields
 from runner.digests.pipeline import PipelineResult
 from runner.grounding.validate import Rejection, ValidationResult

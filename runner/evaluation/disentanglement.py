@@ -27,7 +27,7 @@ from runner.evaluation.disentanglement_metrics import (
     one_to_one_overlap,
     variation_of_information,
 )
-from runner.evaluation.report import Cell, EvalSection
+from runner.evaluation.tables import Cell, EvalSection
 
 Linker = Callable[[Sequence[Message]], list[int | None]]
 

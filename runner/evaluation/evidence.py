@@ -48,7 +48,7 @@ from runner.documents.evidence_chunks import EvidenceChunk, chunk_document
 from runner.documents.evidence import select_evidence
 from runner.documents.ingest import ingest_text
 from runner.documents.policy import DigestConfig
-from runner.evaluation.report import EvalSection, render_table
+from runner.evaluation.tables import EvalSection, render_table
 
 Span = tuple[int, int]  # half-open char range in the canonical text
 Ranker = Callable[[list[EvidenceChunk], str, int], list[Span]]

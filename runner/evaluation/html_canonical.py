@@ -40,7 +40,7 @@ from runner.documents.errors import ExtractionError
 from runner.documents.ingest import ingest_bytes
 from runner.documents.text_f1 import TokenF1, html_reference_text, token_f1
 from runner.documents.text_f1 import _tokens  # the scorer's own tokenizer, so counts match
-from runner.evaluation.report import EvalSection, render_table
+from runner.evaluation.tables import EvalSection, render_table
 
 PAGES_DIR = Path("docs") / "html" / "readability"
 EXTRACTORS = ("digestd", "trafilatura", "naive")

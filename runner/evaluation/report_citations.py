@@ -43,7 +43,7 @@ from typing import Any
 from runner.grounding.bm25 import bm25_scores
 from runner.grounding.claim_support import content_tokens
 from runner.evaluation.evidence import meeting_paths
-from runner.evaluation.report import NOT_DEFINED, Cell, EvalSection
+from runner.evaluation.tables import NOT_DEFINED, Cell, EvalSection
 from runner.reports.audit import sentence_problem
 from runner.evaluation.fake_report_model import fake_report_writer
 from runner.reports.evidence import ChannelMessage, Evidence, gather_evidence, rank_evidence

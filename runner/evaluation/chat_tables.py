@@ -8,7 +8,7 @@ from typing import Any
 
 from runner.evaluation.chat import ChatEvaluation, PipelineOptions, WindowScore
 from runner.evaluation.matching import SCORED_FIELDS, ScoredItem
-from runner.evaluation.report import NOT_DEFINED, Cell, EvalSection
+from runner.evaluation.tables import NOT_DEFINED, Cell, EvalSection
 from runner.evaluation.scoring import Counts, Grounding
 
 def ratio(value: float | None) -> Cell:
