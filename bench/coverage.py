@@ -57,7 +57,7 @@ from db.ingest import ChannelKey, MessageIngestor  # noqa: E402
 from db.migrate import migrate  # noqa: E402
 from db.models import ChannelWithServer, DigestJob, WindowMessageRow, as_rows  # noqa: E402
 from db.queries import QUERIES  # noqa: E402
-from runner.digests.window import load_window, window_messages  # noqa: E402
+from runner.digests.store import load_window, window_messages  # noqa: E402
 from runner.core.window import StoredWindow, WindowSpec
 from runner.extract.offline import OfflineExtractor  # noqa: E402
 from runner.importers.dates import parse_iso_timestamp  # noqa: E402

@@ -30,7 +30,8 @@ from runner.jobs.base import JobContext, JobRunner, finish
 from runner.digests.job import ChannelJobRunner
 from runner.documents.job import DocumentJobRunner
 from runner.reports.job import ReportJobRunner
-from runner.jobs.outcomes import Cancelled, FailNow, Finished, LostLease, Outcome
+from runner.core.cancel import Cancelled
+from runner.jobs.outcomes import FailNow, Finished, LostLease, Outcome
 from runner.jobs.outcomes import RetryLater, Stored
 from runner.metrics import JOB_SECONDS
 from runner.supervision import Backoff, JobListener, describe_error, wait_any

@@ -10,7 +10,7 @@ import asyncpg
 
 from runner.documents.fetch import FetchPolicy
 from runner.documents.policy import DigestConfig
-from runner.schedules.manage import ScheduleLimits
+from runner.schedules.store import ScheduleLimits
 from schema.job_watch import JobEvents
 from schema.loaders import Loaders, create_loaders
 

@@ -2,7 +2,7 @@
 `deleteSchedule` (writers), the `schedule` query and the `schedules` list (newest first).
 `Query` and `Mutation` inherit them; a schedule is also a Relay node (`node(id:)`).
 
-The work is `runner/schedules/manage.py`'s, shared with `digestd schedule`; a refusal (an unknown
+The work is `runner/schedules/store.py`'s, shared with `digestd schedule`; a refusal (an unknown
 channel or schedule, a bad cron or time zone) is a typed member of the result union.
 """
 
@@ -17,7 +17,7 @@ from strawberry.types import Info
 
 from db import pages
 from db.models import Schedule as ScheduleRow
-from runner.schedules import manage as schedules
+from runner.schedules import store as schedules
 from runner.triggers import TriggerRefused
 from schema.connections import Connection
 from schema.context import Context

@@ -1,6 +1,6 @@
 """`digestd schedule add CHANNEL CRON [--tz ZONE]`, `schedule list [--channel NAME]`, and
 `schedule pause|resume|delete ID`: digest schedules from the command line, through the same
-`runner/schedules/manage.py` as the API (with --json: the API's field names and global ids).
+`runner/schedules/store.py` as the API (with --json: the API's field names and global ids).
 
 The workers fire the schedules (`digestd worker`, `digestd serve`); these commands only store
 them."""
@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo
 from db import channels as channel_queries
 from db import pages
 from db.models import Schedule
-from runner.schedules import manage as schedules
+from runner.schedules import store as schedules
 from runner.schedules.cron import InvalidSchedule, parse_schedule
 from runner.triggers import TriggerRefused
 from schema.ids import CHANNEL, DIGEST_JOB, SCHEDULE, cli_row_id, global_id, optional_global_id

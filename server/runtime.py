@@ -27,7 +27,7 @@ from db.migrate import migrate
 from db.models import DigestJob
 from runner.core import offload
 from runner.schedules.tick import ScheduleTicker
-from runner.schedules.manage import ScheduleLimits
+from runner.schedules.store import ScheduleLimits
 from runner.supervision import Backoff, RunnerSupervisor
 from runner.documents.job import DocumentJobRunner
 from runner.reports.job import ReportJobRunner

@@ -1,4 +1,4 @@
-"""What a schedule may cost (runner/schedules/cron.py, runner/schedules/manage.py, runner/schedules/tick.py): slots at
+"""What a schedule may cost (runner/schedules/cron.py, runner/schedules/store.py, runner/schedules/tick.py): slots at
 least a minimum interval apart (refused at create, and never fired more often by the tick), no
 job for a channel with no new message (the run is recorded skipped), a cap of schedules per
 channel (held under concurrent creates), retention of the runs that queued nothing, and real
@@ -13,10 +13,10 @@ import asyncpg
 import pytest
 
 from db import jobs
-from runner.schedules import manage as schedules
+from runner.schedules import store as schedules
 from runner.schedules.cron import InvalidSchedule, parse_schedule
 from runner.schedules.tick import fire_due_schedules, prune_schedule_runs
-from runner.schedules.manage import ScheduleLimits, ScheduleRefused, TooManySchedules
+from runner.schedules.store import ScheduleLimits, ScheduleRefused, TooManySchedules
 from runner.triggers import TriggerRefused
 from schema.ids import CHANNEL, global_id
 from tests.db_helpers import BASE_TIME, Msg, add_channel, messages

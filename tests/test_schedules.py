@@ -1,4 +1,4 @@
-"""Digest schedules in the database (runner/schedules/manage.py, runner/schedules/tick.py): slots computed
+"""Digest schedules in the database (runner/schedules/store.py, runner/schedules/tick.py): slots computed
 from the database's clock, a tick that fires each due schedule once and catches up once after
 downtime, paused schedules that never fire, and the job a firing queues being an ordinary
 channel digest (tests/test_schedule_bounds.py: what a quiet channel's slot does instead)."""
@@ -15,9 +15,9 @@ import pytest
 from db import jobs
 from db import schedules as schedule_queries
 from db.models import Schedule
-from runner.schedules import manage as schedules
+from runner.schedules import store as schedules
 from runner.schedules.cron import parse_schedule
-from runner.schedules.manage import ScheduleRefused
+from runner.schedules.store import ScheduleRefused
 from runner.schedules.tick import fire_due_schedules
 from runner.triggers import SubjectNotFound
 from server.runtime import Runtime

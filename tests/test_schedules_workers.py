@@ -18,9 +18,9 @@ from pathlib import Path
 
 import asyncpg
 
-from runner.schedules import manage as schedules
+from runner.schedules import store as schedules
 from runner.schedules.cron import parse_schedule
-from runner.schedules.manage import ScheduleLimits
+from runner.schedules.store import ScheduleLimits
 from tests.db_helpers import add_channel, messages
 from tests.process_helpers import cli_environment, start_cli, wait_exit
 

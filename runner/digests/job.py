@@ -32,15 +32,16 @@ from runner.conversations.threads import order_window, thread_messages
 from runner.core.contract import ChunkSummary
 from runner.core.extractor import Extractor
 from runner.core.window import StoredWindow, Window, WindowSpec
-from runner.digests.window import load_window, window_key
+from runner.digests.window import window_key
 from runner.entities.digest import analyze_digest
 from runner.digests.stats import job_stats
 from runner.jobs.base import JobContext
 from runner.conversations.store import read_threading_input, store_threading
-from runner.jobs.outcomes import Cancelled, Finished, Outcome, RetryLater, Stored
+from runner.core.cancel import Cancelled
+from runner.jobs.outcomes import Finished, Outcome, RetryLater, Stored
 from runner.metrics import CHUNK_CACHE, PhaseClock
 from runner.digests.pipeline import PipelineHooks, run_pipeline
-from runner.digests.store import store_digest
+from runner.digests.store import load_window, store_digest
 
 
 @dataclass(frozen=True)

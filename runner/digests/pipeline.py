@@ -23,7 +23,7 @@ from runner.core.extractor import (
     MappedChunk,
     PipelineWarning,
 )
-from runner.jobs.outcomes import Cancelled
+from runner.core.cancel import Cancelled
 from runner.core.offload import run_light
 from runner.grounding.validate import Rejection, ValidationResult, validate_output
 from runner.core.window import Window, WindowMessage

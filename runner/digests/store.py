@@ -6,13 +6,16 @@ Coverage: a coverage digest marks covered the messages it read, except those of 
 (`uncovered`), and only where the message is still at the revision it read (one edited while the
 digest ran stays uncovered). A catch-up digest covers nothing.
 
+Reading: `load_window` reads the messages a digest reads (a coverage or a catch-up window) as
+plain data (runner/core/window.py) and as their database keys.
+
 Only `ValidationResult` output reaches this module, so every pointer written here resolved
 verbatim and every cited id exists in the window.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable, Collection, Iterable
 from typing import Any
 
 import asyncpg
@@ -20,10 +23,11 @@ import asyncpg
 from db import channels as channel_queries
 from db import digests as digest_queries
 from db.jobs import JobStatus
+from db.models import ChannelColumns, WindowMessageRow
 from runner.memory.store import remember_items
 from runner.core.contract import Digest
-from runner.core.window import MessageKey, StoredWindow
-from runner.digests.window import REASON_CHUNK_FAILED, REASON_EDITED, left_out_ranges
+from runner.core.window import MessageKey, StoredWindow, Window, WindowMessage, WindowSpec
+from runner.digests.window import REASON_CHUNK_FAILED, REASON_EDITED, REASON_WINDOW_CAP, left_out_ranges
 from runner.entities.digest import DigestEntities
 from runner.entities.store import store_entities
 from runner.jobs.base import finish
@@ -31,7 +35,67 @@ from runner.jobs.outcomes import Finished
 from runner.grounding.pointers import MatchKind
 from runner.grounding.validate import ValidationResult
 
-__all__ = ["MessageKey", "StoredWindow", "store_digest"]
+__all__ = ["MessageKey", "StoredWindow", "load_window", "store_digest", "window_messages"]
+
+
+def window_messages(rows: Iterable[WindowMessageRow]) -> tuple[WindowMessage, ...]:
+    """Stored message rows as the plain messages an extractor reads."""
+    return tuple(
+        WindowMessage(
+            message_id=row.external_id, author=row.author, ts=row.ts,
+            normalized_text=row.normalized_text, reply_to=row.reply_to,
+        )  # fmt: skip
+        for row in rows
+    )
+
+
+async def load_window(
+    connection: asyncpg.Connection,
+    channel: ChannelColumns,
+    spec: WindowSpec,
+    max_messages: int,
+) -> tuple[Window, StoredWindow]:
+    """The messages a digest of `channel` reads, as plain data and as their database keys."""
+    if spec.catch_up:
+        rows = await channel_queries.catch_up_messages(
+            connection, channel.id, spec.since, spec.until, max_messages
+        )
+    else:
+        rows = await channel_queries.window_messages(connection, channel.id, max_messages)
+    left_out: list[dict[str, Any]] = []
+    if rows and len(rows) >= max_messages:
+        last = (channel.id, rows[-1].ts, rows[-1].id)
+        if spec.catch_up:
+            rest = await channel_queries.catch_up_after(connection, *last, spec.until)
+        else:
+            rest = await channel_queries.uncovered_after(connection, *last)
+        if rest is not None and rest.message_count:
+            left_out.append(
+                {
+                    "first_message_id": rest.first_message_id,
+                    "last_message_id": rest.last_message_id,
+                    "first_at": rest.first_at.isoformat(),
+                    "last_at": rest.last_at.isoformat(),
+                    "message_count": rest.message_count,
+                    "reason": REASON_WINDOW_CAP,
+                }
+            )
+    messages = window_messages(rows)
+    stored = StoredWindow(
+        internal_ids={row.external_id: row.id for row in rows},
+        first_message_id=rows[0].id if rows else None,
+        last_message_id=rows[-1].id if rows else None,
+        window_start=rows[0].ts if rows else None,
+        window_end=rows[-1].ts if rows else None,
+        message_count=len(rows),
+        keys=tuple(MessageKey(r.external_id, r.id, r.revision, r.ts) for r in rows),
+        catch_up=spec.catch_up,
+        since=spec.since,
+        until=spec.until,
+        left_out=tuple(left_out),
+        revisions={row.external_id: row.revision for row in rows},
+    )
+    return Window(channel_name=channel.name, messages=messages), stored
 
 
 def _match_name(match: MatchKind | None) -> str:

@@ -4,7 +4,8 @@ A coverage digest reads the channel's messages that no successful digest covers 
 revision, in (ts, id) order, at most `max_messages`; a catch-up digest reads exactly the
 messages with since <= ts < until and changes no coverage. What a digest read but does not
 cover (failed chunks, messages edited while it ran) and what the cap left for the next digest
-are reported as ranges with a reason (`Digest.messageCoverage.leftOut`).
+are reported as ranges with a reason (`Digest.messageCoverage.leftOut`). The rules are here, as
+plain data; reading the window from the database is runner/digests/store.py's `load_window`.
 """
 
 from __future__ import annotations
@@ -14,17 +15,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
-import asyncpg
-
-from db import channels
-from db.models import ChannelColumns, WindowMessageRow
-from runner.core.window import (
-    MessageKey,
-    StoredWindow,
-    Window,
-    WindowMessage,
-    WindowSpec,
-)
+from runner.core.window import MessageKey
 
 REASON_CHUNK_FAILED = "chunk_failed"
 REASON_WINDOW_CAP = "window_cap"
@@ -57,66 +48,6 @@ def window_options(since: datetime | None, until: datetime | None) -> dict[str, 
     if "since" in bounds and "until" in bounds and bounds["since"] >= bounds["until"]:
         raise ValueError("options.since must be before options.until")
     return {name: value.isoformat() for name, value in bounds.items()}
-
-
-def window_messages(rows: Iterable[WindowMessageRow]) -> tuple[WindowMessage, ...]:
-    """Stored message rows as the plain messages an extractor reads."""
-    return tuple(
-        WindowMessage(
-            message_id=row.external_id, author=row.author, ts=row.ts,
-            normalized_text=row.normalized_text, reply_to=row.reply_to,
-        )  # fmt: skip
-        for row in rows
-    )
-
-
-async def load_window(
-    connection: asyncpg.Connection,
-    channel: ChannelColumns,
-    spec: WindowSpec,
-    max_messages: int,
-) -> tuple[Window, StoredWindow]:
-    """The messages a digest of `channel` reads, as plain data and as their database keys."""
-    if spec.catch_up:
-        rows = await channels.catch_up_messages(
-            connection, channel.id, spec.since, spec.until, max_messages
-        )
-    else:
-        rows = await channels.window_messages(connection, channel.id, max_messages)
-    left_out: list[dict[str, Any]] = []
-    if rows and len(rows) >= max_messages:
-        last = (channel.id, rows[-1].ts, rows[-1].id)
-        if spec.catch_up:
-            rest = await channels.catch_up_after(connection, *last, spec.until)
-        else:
-            rest = await channels.uncovered_after(connection, *last)
-        if rest is not None and rest.message_count:
-            left_out.append(
-                {
-                    "first_message_id": rest.first_message_id,
-                    "last_message_id": rest.last_message_id,
-                    "first_at": rest.first_at.isoformat(),
-                    "last_at": rest.last_at.isoformat(),
-                    "message_count": rest.message_count,
-                    "reason": REASON_WINDOW_CAP,
-                }
-            )
-    messages = window_messages(rows)
-    stored = StoredWindow(
-        internal_ids={row.external_id: row.id for row in rows},
-        first_message_id=rows[0].id if rows else None,
-        last_message_id=rows[-1].id if rows else None,
-        window_start=rows[0].ts if rows else None,
-        window_end=rows[-1].ts if rows else None,
-        message_count=len(rows),
-        keys=tuple(MessageKey(r.external_id, r.id, r.revision, r.ts) for r in rows),
-        catch_up=spec.catch_up,
-        since=spec.since,
-        until=spec.until,
-        left_out=tuple(left_out),
-        revisions={row.external_id: row.revision for row in rows},
-    )
-    return Window(channel_name=channel.name, messages=messages), stored
 
 
 def window_key(extractor_fingerprint: str, chunk_tokens: int, keys: Iterable[MessageKey]) -> str:

@@ -60,7 +60,8 @@ from runner.metrics import (
     DIGEST_SECONDS,
     DIGEST_SOURCES,
 )
-from runner.jobs.outcomes import Cancelled, FailNow, Finished, Outcome, RetryLater, Stored
+from runner.core.cancel import Cancelled
+from runner.jobs.outcomes import FailNow, Finished, Outcome, RetryLater, Stored
 
 logger = logging.getLogger(__name__)
 

@@ -10,8 +10,8 @@
     LostLease  → nothing: another worker holds the job
 
 `Cancelled`, `LostLease`, `RetryLater` and `FailNow` are exceptions too, so a checkpoint deep in
-the pipeline or a store's lease check can end the run where it stands. This module imports
-nothing at run time, so the pipeline (which imports no database) can raise `Cancelled`.
+the pipeline or a store's lease check can end the run where it stands. `Cancelled` lives in
+runner/core/cancel.py: the pipeline raises it and imports no database, not even for a type.
 """
 
 from __future__ import annotations
@@ -19,12 +19,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from runner.core.cancel import Cancelled
+
 if TYPE_CHECKING:  # an annotation only: the pipeline imports this module, and no database
     from db.jobs import JobStatus
-
-
-class Cancelled(Exception):
-    """The run stopped at a checkpoint: cancel requested, lease lost, or the worker stopping."""
 
 
 class LostLease(Exception):

@@ -42,7 +42,8 @@ from db.reports import EMPTY_FIDELITY
 from db.models import DigestJob, MessageRange, WindowMessageRow
 from runner.grounding.claim_support import DEFAULT_MIN_OVERLAP
 from runner.jobs.base import JobContext, finish
-from runner.jobs.outcomes import Cancelled, FailNow, Finished, Outcome, Stored
+from runner.core.cancel import Cancelled
+from runner.jobs.outcomes import FailNow, Finished, Outcome, Stored
 from runner.documents.canonical import CanonicalDocument
 from runner.llm.breaker import CircuitOpen
 from runner.llm.client import LLMCallError

@@ -1,1 +1,1 @@
-"""runner.schedules.manage."""
+"""runner.schedules.store."""

@@ -27,7 +27,7 @@ import asyncpg
 
 from db import schedules as schedule_queries
 from runner.schedules.cron import CronSchedule, InvalidSchedule, earliest_next_slot
-from runner.schedules.manage import ScheduleLimits
+from runner.schedules.store import ScheduleLimits
 from runner.supervision import Backoff, describe_error, wait_any
 from runner.triggers import TriggerRefused, trigger_channel_digest
 
