@@ -49,7 +49,7 @@ def _iso(value: datetime | None) -> str | None:
 
 
 def _id(type_name: str, value: int | None) -> str | None:
-    """A Relay global id, base64("Type:pk"), as schema/ids.py writes it (the same rule, not its
+    """A Relay global id, base64("Type:pk"), as schema/types/ids.py writes it (the same rule, not its
     code: the baseline must not import the GraphQL layer it is compared with)."""
     if value is None:
         return None
@@ -79,7 +79,7 @@ def job_json(row: DigestJob) -> dict[str, Any]:
 
 
 def excerpt(overview: str) -> str:
-    # The same rule as schema.digest_types.DigestSummary (copied: the baseline must not import
+    # The same rule as schema.types.digest.DigestSummary (copied: the baseline must not import
     # the GraphQL layer it is compared with).
     return overview if len(overview) <= 280 else overview[:279].rsplit(" ", 1)[0] + "…"
 

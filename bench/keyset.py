@@ -53,7 +53,7 @@ from db.engine import connect, create_pool  # noqa: E402
 from db.migrate import migrate  # noqa: E402
 from db.pages import KeysetCursor  # noqa: E402
 from schema import build_schema  # noqa: E402
-from schema.ids import decode_global_id  # noqa: E402
+from schema.types.ids import decode_global_id  # noqa: E402
 from schema.context import ApiConfig, Context, Role  # noqa: E402
 
 BENCH_NAME = "keyset"

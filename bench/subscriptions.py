@@ -85,7 +85,7 @@ async def one_run(url: str, port: int, work: Path, messages: int, connections: i
 
     from db.engine import create_pool
     from runner.importers.ingest import import_path
-    from schema.ids import decode_global_id
+    from schema.types.ids import decode_global_id
 
     pool: asyncpg.Pool = await create_pool(url, max_size=2)
     try:

@@ -19,12 +19,12 @@ from strawberry.schema.config import StrawberryConfig
 from strawberry.types import ExecutionContext
 
 from schema.errors import UNAVAILABLE, EnumValuesInErrors, code_of, is_client_error
-from schema.mutations import Mutation
-from schema.queries import Query
-from schema.response_budget import BudgetedExecutor
-from schema.scalars import DATETIME
-from schema.subscriptions import Subscription
-from schema.validation_cache import validation_cache
+from schema.resolvers.mutations import Mutation
+from schema.resolvers.queries import Query
+from schema.gate.response_budget import BudgetedExecutor
+from schema.types.scalars import DATETIME
+from schema.resolvers.subscriptions import Subscription
+from schema.gate.validation_cache import validation_cache
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ _LIMIT_RULES = [
 ]
 
 
-# Validation remembered per query text (schema/validation_cache.py).
+# Validation remembered per query text (schema/gate/validation_cache.py).
 TextValidationCache = validation_cache(QUERY_CACHE_SIZE)
 
 
@@ -92,7 +92,7 @@ def build_schema() -> strawberry.Schema:
         mutation=Mutation,
         subscription=Subscription,
         config=StrawberryConfig(scalar_map={datetime: DATETIME}),
-        # The response size counted while the answer is built (schema/response_budget.py).
+        # The response size counted while the answer is built (schema/gate/response_budget.py).
         execution_context_class=BudgetedExecutor,
         # Factories, so every request gets fresh extension state. The parse and validation
         # caches are module-level LRUs inside Strawberry, shared by those instances; a cached

@@ -11,8 +11,8 @@ import asyncpg
 from runner.documents.fetch import FetchPolicy
 from runner.documents.policy import DigestConfig
 from runner.schedules.store import ScheduleLimits
-from schema.job_watch import JobEvents
-from schema.loaders import Loaders, create_loaders
+from schema.resolvers.job_watch import JobEvents
+from schema.resolvers.loaders import Loaders, create_loaders
 
 
 class Role(str, Enum):
@@ -28,7 +28,7 @@ class ApiConfig:
     max_message_chars: int = 200_000
     max_ingest_batch: int = 5000
     # The largest JSON response (bytes); larger answers are refused with RESPONSE_TOO_LARGE,
-    # counted while the answer is built (schema/response_budget.py).
+    # counted while the answer is built (schema/gate/response_budget.py).
     max_response_bytes: int = 16 * 1024 * 1024
     digest_config: DigestConfig = field(default_factory=DigestConfig)
     fetch_policy: FetchPolicy = field(default_factory=FetchPolicy)

@@ -47,7 +47,7 @@ from runner.grounding.normalize import normalize_text  # noqa: E402
 from runner.worker import Worker, WorkerConfig  # noqa: E402
 from schema import build_schema  # noqa: E402
 from schema.context import ApiConfig, Context, Role  # noqa: E402
-from schema.ids import CHANNEL, DIGEST, global_id  # noqa: E402
+from schema.types.ids import CHANNEL, DIGEST, global_id  # noqa: E402
 
 DATA = REPO.parent / "shared" / "data"
 DEFAULT_LOG = "chat/gitter/manual_docker.txt"

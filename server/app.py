@@ -28,7 +28,7 @@ from runner.core import offload
 from runner.supervision import RunnerSupervisor
 from schema import build_schema
 from schema.errors import REQUEST_TOO_LARGE
-from schema.request_gate import GateLimits
+from schema.gate.request_gate import GateLimits
 from server.access_log import AccessLogMiddleware, route_paths
 from server.auth import TokenAuthMiddleware, parse_tokens
 from server.connection_limits import WebSocketCaps, websocket_limit

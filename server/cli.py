@@ -29,7 +29,7 @@ from db import digests as digest_queries
 from runner.core import offload
 from server.cli_eval import add_eval_parser
 from runner.triggers import TriggerRefused, channel_digest_options, trigger_channel_digest
-from schema.ids import CHANNEL, channel_row_id, global_id
+from schema.types.ids import CHANNEL, channel_row_id, global_id
 from server.cli_documents import add_arguments as add_doc_arguments
 from server.cli_reports import add_arguments as add_report_arguments
 from server.cli_reports import report

@@ -18,7 +18,7 @@ from runner.documents.errors import DocumentError
 from runner.documents.ingest import ingest_bytes, ingest_url
 from runner.documents.payload import DigestPayload, validate_payload_dict
 from runner.triggers import TriggerRefused, trigger_document_digest
-from schema.ids import DOCUMENT, global_id
+from schema.types.ids import DOCUMENT, global_id
 from server.cli_json import emit, job_json, refuse
 from server.runtime import Runtime, digest_config, fetch_policy
 from server.settings import Settings

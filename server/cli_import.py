@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from schema.ids import CHANNEL, global_id
+from schema.types.ids import CHANNEL, global_id
 from server.cli_json import emit, refuse
 from server.runtime import Runtime
 

@@ -9,8 +9,8 @@ import sys
 from typing import Any
 
 from db.models import DigestJob
-from schema.enums import JobPhase, JobStatus
-from schema.ids import DIGEST, DIGEST_JOB, DOCUMENT_DIGEST, REPORT, global_id, optional_global_id
+from schema.types.enums import JobPhase, JobStatus
+from schema.types.ids import DIGEST, DIGEST_JOB, DOCUMENT_DIGEST, REPORT, global_id, optional_global_id
 
 JSON_HELP = "print one JSON object on stdout (the API's field names) instead of text"
 
@@ -19,7 +19,7 @@ def job_json(job: DigestJob) -> dict[str, Any]:
     return {
         "id": global_id(DIGEST_JOB, job.id),
         "kind": job.kind,
-        # The enums' names, as the API spells them (schema/enums.py is the one mapping).
+        # The enums' names, as the API spells them (schema/types/enums.py is the one mapping).
         "status": JobStatus(job.status).name,
         "phase": JobPhase(job.phase).name if job.phase else None,
         "chunksDone": job.chunks_done,

@@ -13,7 +13,7 @@ from db import reports as report_queries
 from db.jobs import TERMINAL, JobStatus
 from db.models import Report
 from runner.triggers import SubjectNotFound, TriggerRefused, trigger_report
-from schema.ids import DOCUMENT, REPORT, cli_row_id, global_id
+from schema.types.ids import DOCUMENT, REPORT, cli_row_id, global_id
 from server.cli_json import JSON_HELP, emit, job_json, refuse
 from server.runtime import Runtime
 

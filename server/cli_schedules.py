@@ -19,7 +19,7 @@ from db.models import Schedule
 from runner.schedules import store as schedules
 from runner.schedules.cron import InvalidSchedule, parse_schedule
 from runner.triggers import TriggerRefused
-from schema.ids import CHANNEL, DIGEST_JOB, SCHEDULE, cli_row_id, global_id, optional_global_id
+from schema.types.ids import CHANNEL, DIGEST_JOB, SCHEDULE, cli_row_id, global_id, optional_global_id
 from server.cli_json import JSON_HELP, emit, refuse
 from server.runtime import Runtime, schedule_limits
 

@@ -2,7 +2,7 @@
 
 In order, before any GraphQL value is coerced: the body is read up to the caller's cap (a reader
 only runs queries, which need far less than an ingest), decoded as strict JSON (bounded numbers
-and nesting), its shape checked, and the request admitted by schema/request_gate.py (operation
+and nesting), its shape checked, and the request admitted by schema/gate/request_gate.py (operation
 vs role, per-operation body cap, message count, input values, cost). Then Strawberry executes,
 and the answer is encoded and checked against the response cap. Errors come out with a code
 (schema/errors.py); a problem with the body itself is an HTTP 400 with code BAD_REQUEST.
@@ -31,7 +31,7 @@ from schema.errors import (
     formatted,
     response_too_large,
 )
-from schema.request_gate import GateLimits, GraphQLRequest, Refused, admit
+from schema.gate.request_gate import GateLimits, GraphQLRequest, Refused, admit
 from server.graphiql import graphiql_page, is_page_request
 from server.metrics import observe_graphql
 from server.request_id import request_id_of

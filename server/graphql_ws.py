@@ -13,7 +13,7 @@ complete, the close codes of the protocol); what digestd adds is what its HTTP e
 - bounds: messages of at most MAX_MESSAGE_CHARS, decoded as strict JSON; open subscriptions
   capped per connection (MAX_SUBSCRIPTIONS), per client address and per process
   (SubscriptionQuota; over a cap: TOO_MANY_SUBSCRIPTIONS); each subscribe message admitted by
-  schema/request_gate.py (subscriptions only, input values, cost) before it runs;
+  schema/gate/request_gate.py (subscriptions only, input values, cost) before it runs;
 - errors: every error goes out with its code, a server fault as "Internal server error" with
   the connection's request id (schema/errors.py), as over HTTP.
 """
@@ -52,7 +52,7 @@ from strawberry.types.unset import UnsetType
 
 from schema.context import ApiConfig, Context, Role
 from schema.errors import TOO_MANY_SUBSCRIPTIONS, code_of, formatted
-from schema.request_gate import WEBSOCKET, GateLimits, Refused, admit
+from schema.gate.request_gate import WEBSOCKET, GateLimits, Refused, admit
 from server.auth import ApiToken, role_for
 from server.graphql_http import BadBody, decode_json, graphql_request
 from server.metrics import observe_graphql

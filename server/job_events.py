@@ -32,8 +32,8 @@ from db.jobs import JOB_EVENTS_CHANNEL
 from db.migrate import database_version
 from db.models import DigestJob
 from runner.supervision import Backoff, describe_error, wait_any
-from schema.ids import canonical_id
-from schema.job_watch import WatchClosed
+from schema.types.ids import canonical_id
+from schema.resolvers.job_watch import WatchClosed
 
 logger = logging.getLogger(__name__)
 

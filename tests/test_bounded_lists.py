@@ -14,8 +14,8 @@ import pytest
 
 from schema import build_schema
 from schema.context import ApiConfig, Context, Role
-from schema.ids import CHANNEL, global_id
-from schema.request_gate import GateLimits, GraphQLRequest, Refused, admit
+from schema.types.ids import CHANNEL, global_id
+from schema.gate.request_gate import GateLimits, GraphQLRequest, Refused, admit
 from tests.db_helpers import Msg, add_channel, row_id
 from tests.test_coverage import digest_once
 from tests.test_entities import T0, WINDOW_ONE

@@ -30,7 +30,7 @@ from runner.core.vocabulary import KnownItem
 from runner.core.window import Window, WindowMessage
 from schema import build_schema
 from schema.context import ApiConfig, Context, Role
-from schema.ids import CHANNEL, DIGEST, global_id
+from schema.types.ids import CHANNEL, DIGEST, global_id
 from tests.db_helpers import Msg, add_channel, row_id
 from tests.test_coverage import digest_once
 from tests.test_revisions import gql

@@ -21,7 +21,7 @@ from runner.triggers import trigger_channel_digest
 from runner.core.window import Window, WindowMessage
 from schema import build_schema
 from schema.context import ApiConfig, Context, Role
-from schema.ids import CHANNEL, global_id
+from schema.types.ids import CHANNEL, global_id
 from tests.db_helpers import BASE_TIME, Msg, add_channel
 from tests.test_coverage import make_worker
 from tests.test_revisions import gql

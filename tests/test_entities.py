@@ -28,7 +28,7 @@ from runner.importers.ingest import import_path
 from runner.importers.records import ParsedMessage
 from runner.grounding.normalize import normalize_text
 from runner.core.window import WindowMessage
-from schema.ids import CHANNEL, global_id
+from schema.types.ids import CHANNEL, global_id
 from server.settings import Settings
 from tests.conftest import shared_data
 from tests.db_helpers import Msg, add_channel

@@ -10,7 +10,7 @@ from typing import Any
 
 import asyncpg
 
-from schema.ids import DIGEST, global_id
+from schema.types.ids import DIGEST, global_id
 from server.settings import Settings
 from tests.db_helpers import add_channel, messages
 from tests.test_llm_helpers import (

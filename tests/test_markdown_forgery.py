@@ -16,7 +16,7 @@ from db.documents import store_document
 from runner.documents.ingest import ingest_text
 from runner.core.markdown_text import single_line
 from runner.triggers import trigger_report
-from schema.ids import DIGEST, REPORT, global_id
+from schema.types.ids import DIGEST, REPORT, global_id
 from tests.db_helpers import add_channel, messages
 from tests.markdown_helpers import Rendered, render
 from tests.test_coverage import digest_once, make_worker

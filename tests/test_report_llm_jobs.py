@@ -68,7 +68,7 @@ async def _run(
 
 
 def _global(job: DigestJob) -> str:
-    from schema.ids import DIGEST_JOB, global_id
+    from schema.types.ids import DIGEST_JOB, global_id
 
     return global_id(DIGEST_JOB, job.id)
 

@@ -12,7 +12,7 @@ import asyncpg
 from db import jobs
 from db import reports as report_queries
 from runner.triggers import trigger_report
-from schema.report_types import ReportWarning
+from schema.types.report import ReportWarning
 from tests.db_helpers import BASE_TIME, add_channel, messages
 from tests.test_coverage import make_worker
 

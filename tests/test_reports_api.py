@@ -16,7 +16,7 @@ from db.documents import store_document
 from runner.grounding.claim_support import DEFAULT_MIN_OVERLAP, support_share
 from runner.documents.ingest import ingest_bytes, ingest_text
 from runner.documents.locators import resolve_locator
-from schema.ids import CHANNEL, DOCUMENT, global_id
+from schema.types.ids import CHANNEL, DOCUMENT, global_id
 from tests.conftest import shared_data
 from tests.db_helpers import Msg, add_channel, messages, row_id
 from tests.report_helpers import assert_audited, stored_report

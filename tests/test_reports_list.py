@@ -9,7 +9,7 @@ import asyncpg
 
 from schema import build_schema
 from schema.context import ApiConfig, Context, Role
-from schema.ids import CHANNEL, DIGEST_JOB, DOCUMENT, global_id
+from schema.types.ids import CHANNEL, DIGEST_JOB, DOCUMENT, global_id
 from tests.db_helpers import add_channel, messages
 from tests.test_reports_api import _report, ops_and_runbook
 from tests.test_revisions import gql

@@ -18,7 +18,7 @@ from runner.schedules.cron import InvalidSchedule, parse_schedule
 from runner.schedules.tick import fire_due_schedules, prune_schedule_runs
 from runner.schedules.store import ScheduleLimits, ScheduleRefused, TooManySchedules
 from runner.triggers import TriggerRefused
-from schema.ids import CHANNEL, global_id
+from schema.types.ids import CHANNEL, global_id
 from tests.db_helpers import BASE_TIME, Msg, add_channel, messages
 from tests.test_coverage import make_worker
 from tests.test_revisions import gql

@@ -14,7 +14,7 @@ import asyncpg
 from runner.schedules.tick import fire_due_schedules
 from schema import build_schema
 from schema.context import ApiConfig, Context, Role
-from schema.ids import CHANNEL, DIGEST_JOB, SCHEDULE, global_id
+from schema.types.ids import CHANNEL, DIGEST_JOB, SCHEDULE, global_id
 from tests.db_helpers import add_channel, messages, row_id
 from tests.test_revisions import gql
 

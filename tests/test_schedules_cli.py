@@ -10,7 +10,7 @@ from pathlib import Path
 
 import asyncpg
 
-from schema.ids import SCHEDULE, global_id
+from schema.types.ids import SCHEDULE, global_id
 from tests.db_helpers import add_channel, messages
 from tests.test_cli import digestd
 

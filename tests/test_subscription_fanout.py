@@ -17,7 +17,7 @@ import pytest
 from websockets.asyncio.client import ClientConnection
 
 from db import jobs
-from schema.ids import decode_global_id
+from schema.types.ids import decode_global_id
 from server.app import AppOptions, create_app
 from server.settings import Settings
 from tests.conftest import running_server

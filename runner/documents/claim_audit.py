@@ -13,7 +13,7 @@ What the write path drops is recorded in the digest's warnings (the LLM summariz
 point below its support threshold with one `unsupported_key_point` warning each), so the audit
 is computed from the stored digest alone: the same stored row gives the same figures, and
 digests stored before this audit existed get one too. The JSON has the shape of a channel
-digest's `citation_audit` (`schema.prose_types.CitationAudit.from_json` reads both).
+digest's `citation_audit` (`schema.types.prose.CitationAudit.from_json` reads both).
 """
 
 from __future__ import annotations

@@ -9,12 +9,12 @@ from strawberry.types import Info
 
 from db import pages
 from runner.entities.mentions import canonical_key
-from schema.connections import Connection
+from schema.types.connections import Connection
 from schema.context import Context
-from schema.entity_types import Entity, TopicProfile
+from schema.types.entity import Entity, TopicProfile
 from schema.errors import client_error
-from schema.ids import CHANNEL, ENTITY, IdArgument, parse_id, parse_optional_id
-from schema.paging import After, Before, First, Last, PageArgs, connection_of
+from schema.types.ids import CHANNEL, ENTITY, IdArgument, parse_id, parse_optional_id
+from schema.types.paging import After, Before, First, Last, PageArgs, connection_of
 
 MAX_QUERY_CHARS = 200
 

@@ -1,6 +1,6 @@
 """The Entity and TopicProfile nodes (issue 15, seed 003): what a channel talks about across
 its digests, each with the digests and items where it appears. Everything a page of them asks
-for goes through the request's DataLoaders (schema/loaders.py): one query per field, not per
+for goes through the request's DataLoaders (schema/resolvers/loaders.py): one query per field, not per
 row."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from strawberry.types import Info
 
 from db import models
 from runner.entities.mentions import EntityKind
-from schema.bounded_lists import (
+from schema.gate.bounded_lists import (
     APPEARANCE_MESSAGE_IDS,
     MAX_APPEARANCE_MESSAGE_IDS,
     MAX_OWNER_DIGESTS,
@@ -28,9 +28,9 @@ from schema.bounded_lists import (
     first_argument,
 )
 from schema.context import Context
-from schema.conversation_types import Conversation
-from schema.digest_types import DigestSummary
-from schema.ids import CHANNEL, DIGEST, global_id
+from schema.types.conversation import Conversation
+from schema.types.digest import DigestSummary
+from schema.types.ids import CHANNEL, DIGEST, global_id
 
 strawberry.enum(
     EntityKind, name="EntityKind",

@@ -18,10 +18,10 @@ from strawberry import relay
 from strawberry.types import Info
 
 from db import models
-from schema.bounded_lists import ITEM_MENTIONS, MAX_ITEM_MENTIONS, capped
+from schema.gate.bounded_lists import ITEM_MENTIONS, MAX_ITEM_MENTIONS, capped
 from schema.context import Context
-from schema.digest_types import DigestSummary, Pointer
-from schema.ids import CHANNEL, CONVERSATION, TRACKED_ITEM, global_id, optional_global_id
+from schema.types.digest import DigestSummary, Pointer
+from schema.types.ids import CHANNEL, CONVERSATION, TRACKED_ITEM, global_id, optional_global_id
 
 
 @strawberry.enum(description="What a tracked item is.")

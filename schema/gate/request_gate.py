@@ -6,7 +6,7 @@ them. So the request is refused here, from the parsed document and the raw JSON 
 what it asks (a reader cannot run a mutation; only the ingest mutations may send a large body; an
 ingest may carry at most ApiConfig.max_ingest_batch messages, counted by list length; subscriptions
 come over WebSocket only, and nothing else does) and by what it would cost, before any value is
-coerced. The values themselves are checked here too (see schema/input_values.py), and a
+coerced. The values themselves are checked here too (see schema/types/input_values.py), and a
 document with an empty selection set (which graphql-core 3.3 parses) is refused before a
 validation rule trips on it.
 """
@@ -53,8 +53,8 @@ from schema.errors import (
     VALIDATION,
     client_error,
 )
-from schema.input_values import InputProblem, check_literal, check_variables, variables_in
-from schema.query_cost import DEFAULT_MAX_MESSAGE_CHARS, MAX_QUERY_COST, field_weights, query_cost
+from schema.types.input_values import InputProblem, check_literal, check_variables, variables_in
+from schema.gate.query_cost import DEFAULT_MAX_MESSAGE_CHARS, MAX_QUERY_COST, field_weights, query_cost
 
 MAX_QUERY_CHARS = 100_000
 MB = 1024 * 1024

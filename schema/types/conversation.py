@@ -11,10 +11,10 @@ from strawberry import relay
 from strawberry.types import Info
 
 from db import models
-from schema.channel_types import Message
+from schema.types.channel import Message
 from schema.context import Context
-from schema.digest_types import Pointer
-from schema.ids import CHANNEL, global_id
+from schema.types.digest import Pointer
+from schema.types.ids import CHANNEL, global_id
 
 
 @strawberry.enum(description="Where a conversation stands.")

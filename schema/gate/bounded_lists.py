@@ -1,7 +1,7 @@
 """Lists inside an object that grow with the data (an entity's items, a digest's left-out
 ranges, the messages of an appearance): each takes a `first` with a default and a hard maximum,
 and its owner has a count of the whole list beside it, so a capped list says how much it left
-out. The request's cost counts such a list as `first` rows (schema/query_cost.py)."""
+out. The request's cost counts such a list as `first` rows (schema/gate/query_cost.py)."""
 
 from __future__ import annotations
 

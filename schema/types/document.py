@@ -24,10 +24,10 @@ from runner.documents.payload import DigestPayload, validate_payload_dict
 from db import models
 from schema.context import Context
 from schema.errors import PAGE_SIZE, client_error
-from schema.ids import DIGEST_JOB, DOCUMENT, global_id, optional_global_id
-from schema.loaders import LATEST_DIGESTS_PER_DOCUMENT
-from schema.prose_types import CitationAudit
-from schema.shared_types import Flag
+from schema.types.ids import DIGEST_JOB, DOCUMENT, global_id, optional_global_id
+from schema.resolvers.loaders import LATEST_DIGESTS_PER_DOCUMENT
+from schema.types.prose import CitationAudit
+from schema.types.shared import Flag
 
 CONTEXT_CHARS = 200
 

@@ -1,5 +1,5 @@
-"""Mutations: ingest messages, trigger a digest, cancel a job (documents: schema/documents.py;
-reports: schema/reports.py; schedules: schema/schedules.py).
+"""Mutations: ingest messages, trigger a digest, cancel a job (documents: schema/resolvers/documents.py;
+reports: schema/resolvers/reports.py; schedules: schema/resolvers/schedules.py).
 Writers only.
 
 Expected failures (an unknown channel, a bad input) come back as typed results in the union, so
@@ -23,15 +23,15 @@ from runner.importers.records import RecordError as ParseError
 from runner.importers.records import message_from_fields
 from runner.grounding.normalize import normalize_text
 from runner.triggers import TriggerRefused, trigger_channel_digest
-from schema.channel_types import Channel
+from schema.types.channel import Channel
 from schema.context import Context
-from schema.documents import DocumentMutations
-from schema.reports import ReportMutations
-from schema.schedules import ScheduleMutations
-from schema.ids import CHANNEL, DIGEST_JOB, IdArgument
-from schema.job_types import DigestJob
-from schema.permissions import IsWriter
-from schema.shared_types import (
+from schema.resolvers.documents import DocumentMutations
+from schema.resolvers.reports import ReportMutations
+from schema.resolvers.schedules import ScheduleMutations
+from schema.types.ids import CHANNEL, DIGEST_JOB, IdArgument
+from schema.types.job import DigestJob
+from schema.gate.permissions import IsWriter
+from schema.types.shared import (
     InvalidInputError,
     NotFoundError,
     RecordError,

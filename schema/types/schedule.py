@@ -9,10 +9,10 @@ from strawberry import relay
 from strawberry.types import Info
 
 from db import models
-from schema.channel_types import Channel
+from schema.types.channel import Channel
 from schema.context import Context
-from schema.ids import CHANNEL, DIGEST_JOB, global_id, optional_global_id
-from schema.job_types import DigestJob
+from schema.types.ids import CHANNEL, DIGEST_JOB, global_id, optional_global_id
+from schema.types.job import DigestJob
 
 
 @strawberry.type(description="A channel digested at each slot of a cron expression in a time "

@@ -14,14 +14,14 @@ import strawberry
 from strawberry.types import Info
 
 from db import models
-from schema.bounded_lists import (
+from schema.gate.bounded_lists import (
     LEFT_OUT_RANGES,
     MAX_LEFT_OUT_RANGES,
     capped,
     first_argument,
 )
 from schema.context import Context
-from schema.shared_types import Flag
+from schema.types.shared import Flag
 
 SOURCE_EDITED = "source_edited"
 

@@ -12,10 +12,10 @@ from strawberry.types import Info
 
 from db import models
 from schema.context import Context
-from schema.ids import CHANNEL, global_id
+from schema.types.ids import CHANNEL, global_id
 
 if TYPE_CHECKING:
-    from schema.conversation_types import Conversation
+    from schema.types.conversation import Conversation
 
 
 @strawberry.type
@@ -102,8 +102,8 @@ class Message(relay.Node):
     @strawberry.field(description="The conversation it belongs to; null until a digest reads it.")
     async def conversation(
         self, info: Info[Context, None]
-    ) -> Annotated[Conversation, strawberry.lazy("schema.conversation_types")] | None:
-        from schema.conversation_types import Conversation
+    ) -> Annotated[Conversation, strawberry.lazy("schema.types.conversation")] | None:
+        from schema.types.conversation import Conversation
 
         if self.conversation_row is None:
             return None

@@ -15,7 +15,7 @@ from db import pages
 from db.pages import InvalidCursor, InvalidPageSize, InvalidSearch, ListRow, ListSpec
 from strawberry.relay.types import NodeType
 
-from schema.connections import Connection, CountOf
+from schema.types.connections import Connection, CountOf
 from schema.context import Context
 from schema.errors import BAD_CURSOR, PAGE_SIZE, client_error
 

@@ -14,7 +14,7 @@ from strawberry.types import Info
 
 from db import models
 from schema.context import Context
-from schema.ids import DIGEST_JOB, DOCUMENT, MESSAGE, optional_global_id
+from schema.types.ids import DIGEST_JOB, DOCUMENT, MESSAGE, optional_global_id
 from runner.reports.sources import source_number
 
 

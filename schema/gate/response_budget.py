@@ -1,6 +1,6 @@
 """The response size, counted while the answer is built, not after.
 
-The cost limit (schema/query_cost.py) bounds what a query may ask for; what it gets depends on
+The cost limit (schema/gate/query_cost.py) bounds what a query may ask for; what it gets depends on
 the data. A query within the cost limit can still select texts that add up to more than the
 response cap (ApiConfig.max_response_bytes), and checking the encoded answer only after the whole
 result was built let nine pages of 195,000-character messages grow the process by a gigabyte

@@ -2,7 +2,7 @@
 
 A pointer's `resolvedText` is sliced at read time from the revision of the message it was made
 from (`revisionText`), which never changes: an edited message cannot break a stored pointer.
-Items whose sources changed since carry a `source_edited` flag (schema/coverage_types.py).
+Items whose sources changed since carry a `source_edited` flag (schema/types/coverage.py).
 """
 
 from __future__ import annotations
@@ -15,15 +15,15 @@ from strawberry import relay
 from strawberry.scalars import JSON
 from strawberry.types import Info
 
-from schema.channel_types import Channel
+from schema.types.channel import Channel
 from db import models
 from schema.context import Context
-from schema.coverage_types import MessageCoverage, item_flags
-from schema.ids import CHANNEL, DIGEST, DIGEST_JOB, KNOWLEDGE_ITEM, global_id, optional_global_id
-from schema.enums import KnowledgeKind, SignalLevel
-from schema.job_types import DigestJob
-from schema.prose_types import CitationAudit, CitedSentence, overview_markdown, sentences_of
-from schema.shared_types import Flag
+from schema.types.coverage import MessageCoverage, item_flags
+from schema.types.ids import CHANNEL, DIGEST, DIGEST_JOB, KNOWLEDGE_ITEM, global_id, optional_global_id
+from schema.types.enums import KnowledgeKind, SignalLevel
+from schema.types.job import DigestJob
+from schema.types.prose import CitationAudit, CitedSentence, overview_markdown, sentences_of
+from schema.types.shared import Flag
 
 
 @strawberry.type

@@ -13,12 +13,12 @@ import strawberry
 from strawberry.types import Info
 
 from db import pages
-from schema.connections import Connection
+from schema.types.connections import Connection
 from schema.context import Context
 from schema.errors import client_error
-from schema.ids import CHANNEL, parse_optional_id
-from schema.item_types import TrackedItem, TrackedItemKind, TrackedItemStatus
-from schema.paging import After, Before, First, Last, PageArgs, connection_of
+from schema.types.ids import CHANNEL, parse_optional_id
+from schema.types.item import TrackedItem, TrackedItemKind, TrackedItemStatus
+from schema.types.paging import After, Before, First, Last, PageArgs, connection_of
 
 # The states each kind can be in (as in db/migrations/0008_channel_items.sql).
 KIND_STATUSES: dict[TrackedItemKind, frozenset[TrackedItemStatus]] = {

@@ -19,13 +19,13 @@ from db import pages
 from db.models import Schedule as ScheduleRow
 from runner.schedules import store as schedules
 from runner.triggers import TriggerRefused
-from schema.connections import Connection
+from schema.types.connections import Connection
 from schema.context import Context
-from schema.ids import CHANNEL, SCHEDULE, IdArgument, global_id, parse_id, parse_optional_id
-from schema.paging import After, Before, First, Last, PageArgs, connection_of
-from schema.permissions import IsWriter
-from schema.schedule_types import Schedule
-from schema.shared_types import InvalidInputError, NotFoundError, parse_id_or_error, refusal
+from schema.types.ids import CHANNEL, SCHEDULE, IdArgument, global_id, parse_id, parse_optional_id
+from schema.types.paging import After, Before, First, Last, PageArgs, connection_of
+from schema.gate.permissions import IsWriter
+from schema.types.schedule import Schedule
+from schema.types.shared import InvalidInputError, NotFoundError, parse_id_or_error, refusal
 
 
 @strawberry.input(description="Schedules of one channel, and/or paused or running ones.")

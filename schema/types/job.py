@@ -12,17 +12,17 @@ from strawberry.scalars import JSON
 from strawberry.types import Info
 
 from db import jobs
-from schema.channel_types import Channel
+from schema.types.channel import Channel
 from db import models
 from schema.context import Context
-from schema.document_types import DocumentDigest
-from schema.enums import JobPhase, JobStatus
-from schema.ids import CHANNEL, DIGEST, DOCUMENT, DOCUMENT_DIGEST, REPORT, optional_global_id
-from schema.report_types import Report
-from schema.shared_types import Flag
+from schema.types.document import DocumentDigest
+from schema.types.enums import JobPhase, JobStatus
+from schema.types.ids import CHANNEL, DIGEST, DOCUMENT, DOCUMENT_DIGEST, REPORT, optional_global_id
+from schema.types.report import Report
+from schema.types.shared import Flag
 
 if TYPE_CHECKING:
-    from schema.digest_types import Digest
+    from schema.types.digest import Digest
 
 
 @strawberry.type
@@ -149,13 +149,13 @@ class DigestJob(relay.Node):
         return DocumentDigest.from_row(row) if row else None
 
     # The one import cycle among the schema's types: a Digest links to the job that made it
-    # (Digest.job) and a job to the digest it made (here). schema/digest_types.py imports this
+    # (Digest.job) and a job to the digest it made (here). schema/types/digest.py imports this
     # module; this side names Digest lazily, and imports it only when the field resolves.
     @strawberry.field(description="The digest this job produced, once it has.")
     async def digest(
         self, info: Info[Context, None]
-    ) -> Annotated["Digest", strawberry.lazy("schema.digest_types")] | None:
-        from schema.digest_types import Digest
+    ) -> Annotated["Digest", strawberry.lazy("schema.types.digest")] | None:
+        from schema.types.digest import Digest
 
         if self.row.digest_id is None:
             return None

@@ -10,7 +10,7 @@ from graphql import GraphQLError
 
 from runner.triggers import SubjectNotFound, TriggerRefused
 from schema.errors import BAD_ID, BAD_USER_INPUT, NOT_FOUND
-from schema.ids import parse_id
+from schema.types.ids import parse_id
 
 
 @strawberry.type
@@ -53,7 +53,7 @@ class InvalidInputError:
 
 
 def parse_id_or_error(value: strawberry.ID, type_name: str) -> int | InvalidInputError:
-    """A mutation's id argument naming a `type_name` node (schema/ids.py parse_id: a global id
+    """A mutation's id argument naming a `type_name` node (schema/types/ids.py parse_id: a global id
     of that type, or a legacy numeric one) as its row id, or the typed error (BAD_ID) to return:
     a malformed id, or one of another type, is an expected failure of a mutation, like an
     unknown one."""

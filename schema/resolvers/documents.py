@@ -25,15 +25,15 @@ from runner.documents.canonical import CanonicalDocument
 from runner.documents.errors import DocumentError
 from runner.documents.ingest import ingest_bytes, ingest_text, ingest_url
 from runner.triggers import TriggerRefused, trigger_document_digest
-from schema.connections import Connection
+from schema.types.connections import Connection
 from schema.context import Context
-from schema.document_types import Document, DocumentDigest
-from schema.ids import DOCUMENT, DOCUMENT_DIGEST, IdArgument, parse_id
-from schema.job_types import DigestJob
-from schema.paging import After, Before, First, Last, PageArgs, connection_of
-from schema.permissions import IsWriter
+from schema.types.document import Document, DocumentDigest
+from schema.types.ids import DOCUMENT, DOCUMENT_DIGEST, IdArgument, parse_id
+from schema.types.job import DigestJob
+from schema.types.paging import After, Before, First, Last, PageArgs, connection_of
+from schema.gate.permissions import IsWriter
 from schema.errors import BAD_USER_INPUT
-from schema.shared_types import InvalidInputError, NotFoundError, parse_id_or_error, refusal
+from schema.types.shared import InvalidInputError, NotFoundError, parse_id_or_error, refusal
 
 logger = logging.getLogger(__name__)
 

@@ -15,15 +15,15 @@ import strawberry
 from strawberry import relay
 from strawberry.types import Info
 
-from schema.channel_types import Channel, Message
+from schema.types.channel import Channel, Message
 from schema.context import Context
-from schema.conversation_types import Conversation
-from schema.digest_types import Digest, KnowledgeItem
-from schema.item_types import TrackedItem
-from schema.document_types import Document, DocumentDigest
-from schema.entity_types import Entity, TopicProfile
+from schema.types.conversation import Conversation
+from schema.types.digest import Digest, KnowledgeItem
+from schema.types.item import TrackedItem
+from schema.types.document import Document, DocumentDigest
+from schema.types.entity import Entity, TopicProfile
 from schema.errors import PAGE_SIZE, client_error
-from schema.ids import (
+from schema.types.ids import (
     CHANNEL,
     CONVERSATION,
     DIGEST,
@@ -39,9 +39,9 @@ from schema.ids import (
     SCHEDULE,
     decode_global_id,
 )
-from schema.job_types import DigestJob
-from schema.report_types import Report
-from schema.schedule_types import Schedule
+from schema.types.job import DigestJob
+from schema.types.report import Report
+from schema.types.schedule import Schedule
 
 MAX_NODES = 100
 

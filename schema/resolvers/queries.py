@@ -8,15 +8,15 @@ import strawberry
 from strawberry.types import Info
 
 from db import pages
-from schema.channel_types import Channel, Message
-from schema.connections import Connection
+from schema.types.channel import Channel, Message
+from schema.types.connections import Connection
 from schema.context import Context
-from schema.conversation_types import Conversation, ConversationState
-from schema.digest_types import Digest, DigestSummary, KnowledgeItem
-from schema.documents import DocumentQueries
-from schema.entities import EntityQueries
+from schema.types.conversation import Conversation, ConversationState
+from schema.types.digest import Digest, DigestSummary, KnowledgeItem
+from schema.resolvers.documents import DocumentQueries
+from schema.resolvers.entities import EntityQueries
 from schema.errors import client_error
-from schema.ids import (
+from schema.types.ids import (
     CHANNEL,
     CONVERSATION,
     DIGEST,
@@ -27,13 +27,13 @@ from schema.ids import (
     parse_optional_id,
     parse_server_id,
 )
-from schema.enums import JobStatus, KnowledgeKind, SignalLevel
-from schema.items import ItemQueries
-from schema.job_types import DigestJob
-from schema.nodes import NodeQueries
-from schema.reports import ReportQueries
-from schema.schedules import ScheduleQueries
-from schema.paging import After, Before, First, Last, PageArgs, connection_of
+from schema.types.enums import JobStatus, KnowledgeKind, SignalLevel
+from schema.resolvers.items import ItemQueries
+from schema.types.job import DigestJob
+from schema.types.nodes import NodeQueries
+from schema.resolvers.reports import ReportQueries
+from schema.resolvers.schedules import ScheduleQueries
+from schema.types.paging import After, Before, First, Last, PageArgs, connection_of
 
 
 @strawberry.input

@@ -12,14 +12,14 @@ from strawberry.types import Info
 
 from db import pages
 from runner.triggers import TriggerRefused, trigger_report
-from schema.connections import Connection
+from schema.types.connections import Connection
 from schema.context import Context
-from schema.ids import CHANNEL, DOCUMENT, REPORT, IdArgument, parse_id, parse_optional_id
-from schema.job_types import DigestJob
-from schema.paging import After, Before, First, Last, PageArgs, connection_of
-from schema.permissions import IsWriter
-from schema.report_types import Report
-from schema.shared_types import InvalidInputError, NotFoundError, parse_id_or_error, refusal
+from schema.types.ids import CHANNEL, DOCUMENT, REPORT, IdArgument, parse_id, parse_optional_id
+from schema.types.job import DigestJob
+from schema.types.paging import After, Before, First, Last, PageArgs, connection_of
+from schema.gate.permissions import IsWriter
+from schema.types.report import Report
+from schema.types.shared import InvalidInputError, NotFoundError, parse_id_or_error, refusal
 
 
 @strawberry.input(description="What a report reads: channels (their messages in [since, until)) "

@@ -146,7 +146,7 @@ class _Estimator:
                 default = next((d for d in defaults if isinstance(d, int) and d > 0), None)
                 return default if default is not None else DEFAULT_PAGE_ROWS
             # A page's size over MAX_PAGE_SIZE is refused when it runs (PAGE_SIZE); a bounded list
-            # (schema/bounded_lists.py) may be longer, up to its own maximum.
+            # (schema/gate/bounded_lists.py) may be longer, up to its own maximum.
             named = get_named_type(output)
             is_page = isinstance(named, GraphQLObjectType) and "pageInfo" in named.fields
             if all(isinstance(size, int) and not isinstance(size, bool) for size in given):
