@@ -1,3 +1,3 @@
 """Evaluation of digestd against annotated gold sets: chat digests (gold windows), query-conditioned
-evidence and HTML canonicalization. Every module here takes plain data and returns plain data; none
-of them needs a database or a network."""
+evidence and HTML canonicalization. It drives the real pipeline in-process (a fake model server
+stands in for an LLM) and never needs the API server."""

@@ -1,5 +1,3 @@
-"""The job kinds the worker runs (`runner/worker.py` dispatches on `job.kind`): one module per
-kind, their common interface (`base`) and the outcomes a run ends with (`outcomes`).
-
-Kept empty so that `runner.jobs.outcomes` can be imported by the pipeline without pulling in a
-job runner."""
+"""What every job kind shares: the runner protocol and finishing a job (base), and the outcomes a
+run ends with (outcomes). The job kinds live beside their features: runner/digests/job.py,
+runner/documents/job.py, runner/reports/job.py."""

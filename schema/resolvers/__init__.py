@@ -1,1 +1,2 @@
-"""schema.resolvers."""
+"""The resolvers: the query, mutation and subscription roots, one module per domain, and the
+DataLoaders they batch reads through."""

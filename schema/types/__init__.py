@@ -1,1 +1,2 @@
-"""schema.types."""
+"""The GraphQL types, grouped by domain, with their ids, scalars, enums, inputs and Relay
+connections and pages."""
