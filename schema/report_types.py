@@ -1,4 +1,4 @@
-"""GraphQL types of a report (issue 13, section 2): sections → sentences → citations → sources
+"""GraphQL types of a report: sections → sentences → citations → sources
 with their locators and quoted text, the Markdown with `[^n]` footnotes, and the citation audit,
 built from the stored row (`Report.from_row`)."""
 
@@ -91,7 +91,7 @@ class ReportSection:
     sentences: list[ReportSentence]
 
 
-@strawberry.type(description="What the citation audit did to the report (seed 004).")
+@strawberry.type(description="What the citation audit did to the report.")
 class ReportAudit:
     proposed: int
     kept: int
