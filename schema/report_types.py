@@ -114,7 +114,7 @@ class ReportAudit:
 
 
 @strawberry.type(description="One step of fitting the evidence to the writer model's budget "
-                 "(seed 002 fidelity record).")  # fmt: skip
+                 "(a fidelity record).")  # fmt: skip
 class ReportFidelityRecord:
     phase: str = strawberry.field(description='"synthesis": the evidence given to the writer.')
     step: str = strawberry.field(
@@ -135,7 +135,7 @@ class ReportFidelityRecord:
         )  # fmt: skip
 
 
-@strawberry.type(description="A degradation of the report (seed 002 warning codes such as "
+@strawberry.type(description="A degradation of the report (warning codes such as "
                  "CONTENT_TRUNCATED, CONTENT_DROPPED, TOKEN_BUDGET_FLOORED; llm_writer_failed, "
                  "re_ask_failed).")  # fmt: skip
 class ReportWarning:
