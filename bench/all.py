@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
-# In the order of issue 5 (and docs/benchmarks.md).
+# In the order of docs/benchmarks.md.
 SCRIPTS = (
     "ingest", "pipeline", "keyset", "api", "job_queue", "event_loop", "coverage", "scale",
     "disentangle",

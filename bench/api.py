@@ -16,7 +16,7 @@ loopback. Scenarios:
 
 Before any load the script checks that both servers return equal data. Prints one JSON line per
 measured run, then one summary line per scenario with medians, spread (min..max over repeats),
-and graphql/plain throughput ratio (target ≥ 0.5), and last the two ratios of issue 12 (`job`,
+and graphql/plain throughput ratio (target ≥ 0.5), and last the two headline ratios (`job`,
 `digests`) on one line. Before the load, the SQL statements one request of each scenario sends
 are counted on the real app's connections (bench/_api_statements.py), and printed. With `--py-spy PATH` (py-spy is not a
 dependency; install it anywhere), one extra GraphQL run per scenario is profiled and the hottest
@@ -337,7 +337,7 @@ def run(options: Options, database_url: str | None) -> int:
             summaries = {scenario: summarize(scenario, runs[scenario], options) for scenario in SCENARIOS}
             for summary in summaries.values():
                 emit(summary)
-            # The two ratios of issue 12 (target >= 0.5 each), medians over the repeats.
+            # The two headline ratios (target >= 0.5 each), medians over the repeats.
             emit({"bench": "api", "ratios": {s: summaries[s]["ratio"] for s in ("job", "digests")},
                   "target_ratio": TARGET_RATIO})  # fmt: skip
             if options.py_spy:

@@ -6,12 +6,12 @@ DIGESTD_EXTRACT_PROCESSES and validation/chunking in a thread), in the same run.
     /tmp/venv/bin/python bench/event_loop.py [--quick] [--messages 30000] [--database-url URL]
 
 Per mode: a fresh `digestd serve` process (the in_loop one is the same CLI with
-`runner.core.offload.set_inline(True)`), a fresh channel of the same messages with an empty chunk
-cache, a trigger, then `/healthz` probed every 50 ms from this process until the job ends.
-Printed: latency p50/p95/max, the job's duration, attempts and stats, and whether both modes
-stored the same digest (title, overview, items). The lease is 5 s with a 1 s heartbeat, as in
-issue 10, so an event loop blocked for longer than that shows in `attempts` when a second
-worker is present (`--two-workers` starts a `digestd worker` beside serve).
+`runner.core.offload.set_inline(True)`), a fresh channel of the same messages with an empty chunk cache,
+a trigger, then `/healthz` probed every 50 ms from this process until the job ends. Printed: latency
+p50/p95/max, the job's duration, attempts and stats, and whether both modes stored the same digest
+(title, overview, items). The lease is 5 s with a 1 s heartbeat, so an event loop blocked for longer
+than that shows in `attempts` when a second worker is present (`--two-workers` starts a `digestd
+worker` beside serve).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """What the workers count for Prometheus: jobs and their phases, LLM calls and tokens, the
-chunk-result cache, and document digests under the names seed 000 gives them.
+chunk-result cache, and document digests (under the `digest_*` names dashboards query).
 
 The figures live in `prometheus_client`'s process-wide registry, beside the API's own
 (server/metrics.py), so `digestd serve` shows both at /metrics and `digestd worker
@@ -47,7 +47,7 @@ LLM_TOKENS = Counter(
     ["endpoint", "model", "kind"],
 )  # fmt: skip
 
-# Document digests, named and labelled as seed 000 ("Phase 6: Observability") names them.
+# Document digests: dashboards query these names and labels (listed in the README), so they stay.
 DIGEST_SECONDS = Histogram(
     "digest_duration_seconds", "Document digest duration.", ["policy", "cache_hit"],
     buckets=(0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120),

@@ -1,7 +1,7 @@
-"""Measure channel memory (issue 15) on a real multi-day channel: import a chat log one day
-(or one `--window-hours` slice) at a time, digest each with the offline extractor, and print
-per window the items created, the items linked to an earlier one and the state changes; then
-up to `--sample` links and state changes with their evidence, for a person to judge.
+"""Measure channel memory on a real multi-day channel: import a chat log one day (or one
+`--window-hours` slice) at a time, digest each with the offline extractor, and print per window the
+items created, the items linked to an earlier one and the state changes; then up to `--sample` links
+and state changes with their evidence, for a person to judge.
 
     .venv/bin/python scripts/measure_channel_memory.py                 # Gitter docker log
     .venv/bin/python scripts/measure_channel_memory.py --log chat/gitter/manual_Gitter.txt

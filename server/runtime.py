@@ -170,7 +170,7 @@ def schedule_limits(settings: Settings) -> ScheduleLimits:
 
 
 def digest_config(settings: Settings) -> DigestConfig:
-    """The document digest configuration (the seed's defaults where no setting exists)."""
+    """The document digest configuration (`DigestConfig`'s defaults where no setting exists)."""
     return DigestConfig(
         policy=DigestPolicy(settings.digestd_doc_digest_policy),
         min_chars=settings.digestd_doc_min_chars,

@@ -1,5 +1,5 @@
-"""Helpers for report tests: read a stored report back as a `Report` with its message texts,
-and check the seed-004 audit and the footnotes of it."""
+"""Helpers for report tests: read a stored report back as a `Report` with its message texts, and
+check its citation audit and its footnotes."""
 
 from __future__ import annotations
 

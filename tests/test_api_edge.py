@@ -108,7 +108,7 @@ async def test_bad_values_are_refused_with_where_and_why(api: httpx.AsyncClient,
     response = await post_raw(api, json.dumps({"query": query, "variables": variables}))
     assert response.status_code == 200, response.text
     error = only_error(response)
-    # Issue 12: a bad cursor has its own code.
+    # A bad cursor has its own code.
     assert error["extensions"]["code"] == ("BAD_CURSOR" if case.startswith("cursor_") else "BAD_USER_INPUT"), error
     assert expected in error["message"], error
 
@@ -293,7 +293,7 @@ async def test_responses_are_bounded(api: httpx.AsyncClient) -> None:
 @pytest.mark.parametrize("spelling", ["١", "1_0", " 7 ", "+1", "01", "1.0", "1e1", "-1", "", "9223372036854775808", "1\x00"])
 async def test_ids_have_one_spelling(api: httpx.AsyncClient, spelling: str) -> None:
     created = (await post(api, INGEST, {"c": {"name": "general"}, "m": [{"id": "m1", "author": "a", "ts": "2024-01-01T00:00:00Z", "text": "hi"}]})).json()
-    channel_one = base64.b64encode(b"Channel:1").decode()  # issue 12: global ids
+    channel_one = base64.b64encode(b"Channel:1").decode()  # a global id
     assert created["data"]["ingestMessages"]["channel"]["id"] == channel_one
     for query, variables in (
         ("query($id: ID!) { channel(id: $id) { id } }", {"id": spelling}),

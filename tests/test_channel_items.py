@@ -1,4 +1,4 @@
-"""Channel items (issue 15): items with an identity across digests and a cited lifecycle.
+"""Channel items: items with an identity across digests and a cited lifecycle.
 
 The pure rules (runner/memory/plan.py) on hand-made windows; the map step given the
 channel's tracked items; then a channel digested in two successive windows with the offline

@@ -1,6 +1,6 @@
-"""The channel page's current state in Chromium (issue 15 §4): a channel digested on two days
-shows its open questions, its open action items by owner and its decisions in force, and one
-click on an item opens its history with the quoted evidence of each change."""
+"""The channel page's current state in Chromium: a channel digested on two days shows its open
+questions, its open action items by owner and its decisions in force, and one click on an item opens
+its history with the quoted evidence of each change."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Conversations (issue 14): the pure threading of a channel's messages (runner/conversations/threads.py)
-and, through the API, the conversations a digest stores: each with its messages, cited title,
-participants, times and state, messages filtered by conversation and showing their parent."""
+"""Conversations: the pure threading of a channel's messages (runner/conversations/threads.py) and, through
+the API, the conversations a digest stores: each with its messages, cited title, participants, times
+and state, messages filtered by conversation and showing their parent."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""Coverage per message (issue 10, section 1): every message is digested once a digest covers it,
-whatever its timestamp and whenever it arrived; failed chunks cover nothing; a catch-up window
-digests exactly a time range and changes no coverage. Real PostgreSQL, the offline extractor,
-the real worker."""
+"""Coverage per message: every message is digested once a digest covers it, whatever its timestamp
+and whenever it arrived; failed chunks cover nothing; a catch-up window digests exactly a time range
+and changes no coverage. Real PostgreSQL, the offline extractor, the real worker."""
 
 from __future__ import annotations
 

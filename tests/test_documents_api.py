@@ -79,7 +79,7 @@ async def digest_for(http: httpx.AsyncClient, document_id: str, query: str) -> t
 
 
 async def assert_grounded(pool: asyncpg.Pool, digest: dict[str, Any]) -> None:
-    """The payload is valid against the seed's schema and every locator slices the canonical
+    """The payload is valid against its JSON schema and every locator slices the canonical
     text STORED in Postgres to exactly its snippet (page-relative for PDFs)."""
     jsonschema.Draft7Validator(json.loads(PAYLOAD_SCHEMA.read_text())).validate(digest["payload"])
     async with pool.acquire() as connection:

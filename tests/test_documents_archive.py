@@ -1,5 +1,5 @@
-"""Archive of canonical texts: layout, private permissions, retention, and the seed's
-verification contract (hash of the archive, every locator slices to its snippet)."""
+"""Archive of canonical texts: layout, private permissions, retention, and the verification contract
+(hash of the archive, every locator slices to its snippet)."""
 
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ def test_verification_contract_for_text_and_pdf(tmp_path: Path) -> None:
         write_archive(tmp_path, source_id, document.canonical_text)
         verify_archive(tmp_path, source_id, outcome.payload)
         archived = read_archive(tmp_path, source_id, outcome.payload.source_text_hash)
-        # The seed's own check, spelled out.
+        # The verification contract's hash check, spelled out.
         digest = hashlib.sha256(archived.encode()).hexdigest()
         assert digest == outcome.payload.source_text_hash.split(":")[1]
         for snippet in outcome.payload.evidence_snippets:

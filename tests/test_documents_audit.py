@@ -1,7 +1,7 @@
-"""The citation audit of document digests (issue 13): `DocumentDigest.claims` (each summary
-sentence and key point with the evidence snippets that support it) and `citationAudit` (the
-channel digest's type: kept, dropped and why, cited), on a real PDF digested offline and on a
-real HTML page digested by a fake OpenAI-compatible model that invents a key point."""
+"""The citation audit of document digests: `DocumentDigest.claims` (each summary sentence and key
+point with the evidence snippets that support it) and `citationAudit` (the channel digest's type:
+kept, dropped and why, cited), on a real PDF digested offline and on a real HTML page digested by a
+fake OpenAI-compatible model that invents a key point."""
 
 from __future__ import annotations
 

@@ -60,7 +60,7 @@ def test_page_spans_are_exact_and_recomputable(pages: list[str]) -> None:
         assert text[start:end] == expected
 
 
-def test_page_separator_is_the_seeds() -> None:
+def test_pages_are_joined_with_marker_paragraphs() -> None:
     text, spans = join_pages(["first page", "second page", "", "fourth"])
     assert text == (
         "first page\n\n---PAGE 2---\n\nsecond page\n\n---PAGE 3---\n\n---PAGE 4---\n\nfourth"

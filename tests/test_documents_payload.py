@@ -1,5 +1,6 @@
-"""DigestPayload v1.0 against the seed's JSON schema (loaded from the schema file itself), and
-the locator contract: exact slices, page-relative offsets, no `char:0-0` fallback."""
+"""DigestPayload v1.0 against its JSON schema (loaded from the schema file itself, which must be the
+specification's schema when ../shared/seeds holds the specification text), and the locator contract:
+exact slices, page-relative offsets, no `char:0-0` fallback."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ from runner.documents.payload import (
     validate_payload_dict,
 )
 
-SEEDS = Path(__file__).resolve().parents[2] / "shared" / "seeds"
+SPECIFICATIONS = Path(__file__).resolve().parents[2] / "shared" / "seeds"
 SCHEMA_FILE = (
     Path(__file__).resolve().parents[1] / "runner" / "documents" / "digest_payload_v1.schema.json"
 )
@@ -51,11 +52,15 @@ def _valid() -> dict[str, Any]:
     }
 
 
-def test_schema_file_is_the_seeds_schema() -> None:
-    seed = next(iter(sorted(SEEDS.glob("000_*.txt"))), None) if SEEDS.is_dir() else None
-    if seed is None:
+def test_schema_file_is_the_specifications_schema() -> None:
+    specification = (
+        next(iter(sorted(SPECIFICATIONS.glob("000_*.txt"))), None)
+        if SPECIFICATIONS.is_dir()
+        else None
+    )
+    if specification is None:
         pytest.skip("../shared/seeds is absent")
-    text = seed.read_text(encoding="utf-8")
+    text = specification.read_text(encoding="utf-8")
     section = text[text.index("On-Wire JSON Schema") :]
     block = re.search(r"```json\n(.*?)```", section, re.DOTALL)
     assert block is not None

@@ -133,5 +133,5 @@ def test_cache_key_misses_on_every_change() -> None:
     assert base not in variants and len(set(variants)) == len(variants)
     # Cosmetic whitespace in a query is the same query.
     assert _key(query="  what   changed? ") == base
-    # Settings outside the seed's config tuple do not change digests, so they keep the key.
+    # Settings outside the config tuple (`hash_inputs`) do not change digests, so they keep the key.
     assert _key(config=replace(DigestConfig(), timeout=30.0, max_concurrent=6)) == base

@@ -1,7 +1,7 @@
-"""Entities and topic profiles (issue 15 section 2): the pure rules that find and canonicalize
-entities (runner/entities/mentions.py) and group a digest's topics (runner/entities/digest.py), then,
-on the real PostgreSQL, a channel digested in two windows: counts accumulate, a topic profile
-spans both digests, and the API serves `entities`, `entity(id)` and `topics`."""
+"""Entities and topic profiles: the pure rules that find and canonicalize entities
+(runner/entities/mentions.py) and group a digest's topics (runner/entities/digest.py), then, on the real
+PostgreSQL, a channel digested in two windows: counts accumulate, a topic profile spans both
+digests, and the API serves `entities`, `entity(id)` and `topics`."""
 
 from __future__ import annotations
 

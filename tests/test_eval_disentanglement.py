@@ -92,8 +92,8 @@ def test_dev_section_and_the_model_beats_both_baselines() -> None:
     ]
     model, *baselines = score_dev(data_dir)
     assert model.links.gold == 2607  # 10 logs x 250 annotated messages, some with 2 parents
-    # Issue 14's goals: link F1 >= 0.70 (met: 0.709, the feed-forward model, see docs/quality.md)
-    # and exact F1 >= 0.30 (met: 0.363).
+    # The disentanglement goals: link F1 >= 0.70 (met: 0.709, the feed-forward model, see
+    # docs/quality.md) and exact F1 >= 0.30 (met: 0.363).
     assert model.links.f1 >= 0.70 and model.exact.f1 >= 0.30
     for baseline in baselines:
         assert model.links.f1 > baseline.links.f1

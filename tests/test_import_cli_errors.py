@@ -1,7 +1,7 @@
-"""Issue 10, section 4, through the real `digestd import` process: exit codes (0 some accepted,
-1 nothing accepted or stopped part-way, 2 unusable input), one-line errors, special files that
-must never be read, a Slack export that must not reach outside its folder, and a database that
-goes away mid-import (its connection killed with pg_terminate_backend)."""
+"""Hostile imports through the real `digestd import` process: exit codes (0 some accepted, 1 nothing
+accepted or stopped part-way, 2 unusable input), one-line errors, special files that must never be
+read, a Slack export that must not reach outside its folder, and a database that goes away
+mid-import (its connection killed with pg_terminate_backend)."""
 
 from __future__ import annotations
 

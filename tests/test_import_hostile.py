@@ -1,4 +1,4 @@
-"""Issue 10, section 4: one bad record never costs a good one.
+"""Hostile imports: one bad record never costs a good one.
 
 Deep nesting and huge numbers in JSONL, a Discord JSON export and a Slack export (metadata and
 day files) are rejected record by record with their location; every good message is stored

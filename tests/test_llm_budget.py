@@ -1,4 +1,4 @@
-"""Token budgets (seed 002): model limits, effective budget, preflight of every request."""
+"""Token budgets: model limits, effective budget, preflight of every request."""
 
 from __future__ import annotations
 

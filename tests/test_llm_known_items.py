@@ -1,7 +1,7 @@
-"""Known items do not depend on timing (issue 10, section 6): at concurrency 4, chunk i is given
-the knowledge items of chunks 0 .. i-4, whichever chunk answers first, so the same window and
-configuration give the same digest; and the chunk cache key includes the known items a chunk
-was given, so a cached result is only reused for the same input."""
+"""Known items do not depend on timing: at concurrency 4, chunk i is given the knowledge items of
+chunks 0 .. i-4, whichever chunk answers first, so the same window and configuration give the same
+digest; and the chunk cache key includes the known items a chunk was given, so a cached result is
+only reused for the same input."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""Local endpoints with small contexts (issue 10, section 6): the context is learned from the
-400 a server answers (llama-cpp-python / OpenAI / vLLM and llama.cpp wordings) or from its model
-list (vLLM `max_model_len`, llama.cpp `/props`), chunks that do not fit are cut again, and the
-settings DIGEST_MAP/REDUCE_CONTEXT/OUTPUT_TOKENS win over all of it. The servers are real local
-HTTP servers behind the real `openai` client."""
+"""Local endpoints with small contexts: the context is learned from the 400 a server answers
+(llama-cpp-python / OpenAI / vLLM and llama.cpp wordings) or from its model list (vLLM
+`max_model_len`, llama.cpp `/props`), chunks that do not fit are cut again, and the settings
+DIGEST_MAP/REDUCE_CONTEXT/OUTPUT_TOKENS win over all of it. The servers are real local HTTP servers
+behind the real `openai` client."""
 
 from __future__ import annotations
 

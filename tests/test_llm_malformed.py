@@ -1,7 +1,7 @@
-"""Endpoints that answer 200 with something other than a chat completion (issue 10, section 6):
-an HTML page (a proxy's login page, a captive portal), JSON of another shape, a body that is not
-JSON at all. Each is a failed attempt - retried, counted by the circuit breaker - whose error
-says what came back (content type and a short prefix) without the API key or the whole body."""
+"""Endpoints that answer 200 with something other than a chat completion: an HTML page (a proxy's
+login page, a captive portal), JSON of another shape, a body that is not JSON at all. Each is a
+failed attempt - retried, counted by the circuit breaker - whose error says what came back (content
+type and a short prefix) without the API key or the whole body."""
 
 from __future__ import annotations
 

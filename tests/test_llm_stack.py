@@ -1,8 +1,7 @@
-"""One LLM stack (issue 11, item 5): the document summarizer goes through the chat extractor's
-tool-call path (preflight against the model's budget, usage figures, the re-ask as a `tool`
-message), its prompt is a versioned file, the extractor and the summarizer share one client and
-one breaker per endpoint, and neither `runner/llm` nor `runner/documents` imports
-`runner/extractors`."""
+"""One LLM stack: the document summarizer goes through the chat extractor's tool-call path
+(preflight against the model's budget, usage figures, the re-ask as a `tool` message), its prompt is
+a versioned file, the extractor and the summarizer share one client and one breaker per endpoint,
+and neither `runner/llm` nor `runner/documents` imports `runner/extractors`."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""The offline digest's quality rules of issue 14 (action items need a task, decisions from
-agreement in chat, no placeholder topics, no hex-dump artifacts, capped lists say "N of M") and
-what keeps the reduce step linear (the analysed sample, topic candidates at scale). Every example
-is written here for the rule, not taken from the gold windows."""
+"""The offline digest's quality rules (action items need a task, decisions from agreement in chat,
+no placeholder topics, no hex-dump artifacts, capped lists say "N of M") and what keeps the reduce
+step linear (the analysed sample, topic candidates at scale). Every example is written here for the
+rule, not taken from the gold windows."""
 
 from __future__ import annotations
 

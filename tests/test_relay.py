@@ -1,6 +1,6 @@
-"""Relay over HTTP (issue 12): every object type is a Node with one global id that `node(id:)`
-returns it by, `nodes(ids:)` keeps order, legacy numeric ids still work where they did, and
-lists page backward (`last/before`) exactly as they page forward, keyset all the way."""
+"""Relay over HTTP: every object type is a Node with one global id that `node(id:)` returns it by,
+`nodes(ids:)` keeps order, legacy numeric ids still work where they did, and lists page backward
+(`last/before`) exactly as they page forward, keyset all the way."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Fitting a report's evidence to the writer model's budget (seed 002), as plain data: priority
-by relevance then recency, the degradation order cap → floor → truncate → drop, the fidelity
-record of each step, the warning codes and the ids of what was left out."""
+"""Fitting a report's evidence to the writer model's budget, as plain data: priority by relevance
+then recency, the degradation order cap → floor → truncate → drop, the fidelity record of each step,
+the warning codes and the ids of what was left out."""
 
 from __future__ import annotations
 

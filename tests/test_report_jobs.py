@@ -1,6 +1,5 @@
-"""Report jobs (issue 13, section 2): triggered like any job, run by the real worker on real
-PostgreSQL, stored with their sources and audit, and served from the cache when nothing they
-read changed."""
+"""Report jobs: triggered like any job, run by the real worker on real PostgreSQL, stored with their
+sources and audit, and served from the cache when nothing they read changed."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Reports' pure core: the source registry (stable S1..Sn, deduplicated by canonical key, by
-first appearance), the seed-004 audit, the offline extractive writer and the footnoted Markdown."""
+"""Reports' pure core: the source registry (stable S1..Sn, deduplicated by canonical key, by first
+appearance), the citation audit, the offline extractive writer and the footnoted Markdown."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""Reports through the API (issue 13, section 2): `triggerReport` returns a job like any other,
-the worker writes the report, and `DigestJob.report` / `node(id:)` / `report(id:)` read it back
-as sections → sentences → citations → sources, Markdown and audit. The closing test reports
-across two real channels and one real PDF from ../shared/data (skipped when absent)."""
+"""Reports through the API: `triggerReport` returns a job like any other, the worker writes the
+report, and `DigestJob.report` / `node(id:)` / `report(id:)` read it back as sections → sentences →
+citations → sources, Markdown and audit. The closing test reports across two real channels and one
+real PDF from ../shared/data (skipped when absent)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The `reports` list (issue 13): a keyset-paginated connection of Report nodes, newest first,
-filtered by a channel or a document the report read; a bad cursor is a BAD_CURSOR error."""
+"""The `reports` list: a keyset-paginated connection of Report nodes, newest first, filtered by a
+channel or a document the report read; a bad cursor is a BAD_CURSOR error."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Edited messages never break a pointer (issue 10, section 2), the GraphQL view of coverage, and
-the migration of a database the old code populated (its marks become coverage)."""
+"""Edited messages never break a pointer, the GraphQL view of coverage, and the migration of a
+database the old code populated (its marks become coverage)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""Schedules through the API (issue 15, section 3): createSchedule, pauseSchedule,
-resumeSchedule and deleteSchedule (writers only; refusals as typed union members), the
-`schedules` keyset connection filtered by channel, and Schedule as a Relay node whose lastJob is
-the digest job its last firing queued."""
+"""Schedules through the API: createSchedule, pauseSchedule, resumeSchedule and deleteSchedule
+(writers only; refusals as typed union members), the `schedules` keyset connection filtered by
+channel, and Schedule as a Relay node whose lastJob is the digest job its last firing queued."""
 
 from __future__ import annotations
 

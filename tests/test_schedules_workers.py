@@ -1,11 +1,11 @@
-"""Issue 15 §3, measured: several real `digestd worker` processes on one database, ten
-schedules firing every second (a fast clock: cron's seconds field) and a daily one left due for
-three days. Each slot fires exactly once, counted per slot in schedule_runs with its unique
-(schedule_id, slot) constraint dropped for the run, so the count measures the locking alone
-(FOR UPDATE SKIP LOCKED and the database's now()), not the constraint that backs it up. The
-daily schedule is caught up once; every job is an ordinary channel digest, and the quiet
-channels' later slots queue none (their runs are recorded skipped). The minimum interval between
-slots is lowered to a second for these runs (DIGESTD_SCHEDULE_MIN_INTERVAL_SECONDS)."""
+"""Schedules under several workers, measured: several real `digestd worker` processes on one
+database, ten schedules firing every second (a fast clock: cron's seconds field) and a daily one
+left due for three days. Each slot fires exactly once, counted per slot in schedule_runs with its
+unique (schedule_id, slot) constraint dropped for the run, so the count measures the locking alone
+(FOR UPDATE SKIP LOCKED and the database's now()), not the constraint that backs it up. The daily
+schedule is caught up once; every job is an ordinary channel digest, and the quiet channels' later
+slots queue none (their runs are recorded skipped). The minimum interval between slots is lowered to
+a second for these runs (DIGESTD_SCHEDULE_MIN_INTERVAL_SECONDS)."""
 
 from __future__ import annotations
 

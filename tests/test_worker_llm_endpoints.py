@@ -1,8 +1,8 @@
-"""Digest jobs against odd local endpoints, as `digestd serve`/`worker` runs them (issue 10,
-section 6): a llama.cpp-style server with an 8,192-token context behind a model digestd does not
-know ends the job SUCCEEDED (the context is learned from its 400 and the chunks are cut again),
-with a LIMITS_DEFAULTED warning naming the setting; an endpoint answering an HTML page records
-what came back instead of `AttributeError: 'str' object has no attribute 'usage'`."""
+"""Digest jobs against odd local endpoints, as `digestd serve`/`worker` runs them: a llama.cpp-style
+server with an 8,192-token context behind a model digestd does not know ends the job SUCCEEDED (the
+context is learned from its 400 and the chunks are cut again), with a LIMITS_DEFAULTED warning
+naming the setting; an endpoint answering an HTML page records what came back instead of
+`AttributeError: 'str' object has no attribute 'usage'`."""
 
 from __future__ import annotations
 

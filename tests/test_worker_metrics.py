@@ -1,7 +1,7 @@
-"""/metrics moves while digests run: a channel digest and a document digest (fresh, then from
-the cache) through the real app, its in-process worker, the real `openai` client and a fake
-OpenAI-compatible server on 127.0.0.1. Job and phase durations, chunk-cache lookups, LLM calls
-and tokens by endpoint, the breaker's state, and the document metrics under seed 000's names."""
+"""/metrics moves while digests run: a channel digest and a document digest (fresh, then from the
+cache) through the real app, its in-process worker, the real `openai` client and a fake
+OpenAI-compatible server on 127.0.0.1. Job and phase durations, chunk-cache lookups, LLM calls and
+tokens by endpoint, the breaker's state, and the document metrics under their `digest_*` names."""
 
 from __future__ import annotations
 

@@ -25,9 +25,9 @@ CREATE TABLE documents (
 CREATE INDEX documents_created ON documents (created_at DESC, id DESC);
 CREATE INDEX documents_type_created ON documents (content_type, created_at DESC, id DESC);
 
--- One row per (document, query, config, summarizer): `cache_key` is the seed's
+-- One row per (document, query, config, summarizer): `cache_key` is
 -- digest:{impl}:{source_id}:{content16}:{query8}:{config8}, unique, so a job whose key exists
--- is served from here without calling a summarizer. The payload is validated against the seed's
+-- is served from here without calling a summarizer. The payload is validated against its
 -- JSON schema in Python on write and on read; the checks below are a last line of defence.
 CREATE TABLE document_digests (
     id                bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,

@@ -1,4 +1,4 @@
--- 0005: reports across channels and documents (issue 13, section 2): a question answered from
+-- 0005: reports across channels and documents: a question answered from
 -- chosen channels (a since/until range of their messages) and documents, every sentence citing
 -- sources S1..Sn, and report jobs in digest_jobs.
 --

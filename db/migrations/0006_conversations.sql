@@ -1,4 +1,4 @@
--- 0006: conversations (issue 14): the reply structure of a channel, built when a digest reads
+-- 0006: conversations: the reply structure of a channel, built when a digest reads
 -- its messages (runner/conversations.py), and the conversations it makes.
 --
 -- `messages.parent_id` is the earlier message a message answers (NULL: it opens a

@@ -1,4 +1,4 @@
--- 0008: channel items (issue 15): open questions, action items, decisions and knowledge items
+-- 0008: channel items: open questions, action items, decisions and knowledge items
 -- with an identity that survives across digests, and the state each is in.
 --
 -- A digest's item rows (decisions, action_items, open_questions, knowledge_items of 0001) are

@@ -1,4 +1,4 @@
--- 0009: digests on a schedule (issue 15, section 3): a cron expression in a time zone per
+-- 0009: digests on a schedule: a cron expression in a time zone per
 -- channel, fired by the workers.
 --
 -- `next_run_at` is the next slot of `cron` in `timezone` (computed by runner/cron.py, UTC

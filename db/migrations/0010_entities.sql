@@ -1,4 +1,4 @@
--- 0010: entities and topic profiles (issue 15 section 2, seed 003).
+-- 0010: entities and topic profiles.
 --
 -- `entities` (0001) held raw knowledge-item entity refs by exact name. Now an entity is a
 -- channel's canonical key (runner/entities.py: case, separators, aliases and version suffixes

@@ -1,5 +1,5 @@
-"""Conversations of a channel: which earlier message each message answers, the connected
-components that makes, and what is stored of each (issue 14).
+"""Conversations of a channel: which earlier message each message answers, the connected components
+that makes, and what is stored of each.
 
 Plain data in and out, no database: `thread_messages` takes a channel's messages in time
 order, the ones already threaded by an earlier digest (with their stored conversation) first

@@ -40,7 +40,7 @@ class ExtractionUsage:
 
 @dataclass
 class PipelineWarning:
-    """A degradation or estimate worth telling the user about (seed 002's warning codes)."""
+    """A degradation or estimate worth telling the user about: a stable code and a message."""
 
     code: str
     message: str

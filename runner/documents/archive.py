@@ -1,14 +1,14 @@
 """Opt-in archive of canonical texts, so a digest's citations can be verified later.
 
 Layout: `{archive_dir}/{source_id}/{hex}.txt` where `hex` is the 64-hex SHA-256 of the UTF-8
-canonical text (the seed writes `{source_text_hash}.txt`; the `sha256:` prefix is left out of
-the file name because `:` is not portable in paths). Directories are created 0o700 and files
-0o600: archived documents may be private. A file is written to a temporary name and renamed,
-so a reader never sees half a text. Files older than the retention period are pruned.
+canonical text (the `sha256:` prefix of `source_text_hash` is left out of the file name because `:`
+is not portable in paths). Directories are created 0o700 and files 0o600: archived documents may be
+private. A file is written to a temporary name and renamed, so a reader never sees half a text.
+Files older than the retention period are pruned.
 
-Verification (seed 000, "Verification Contract"): the archived bytes hash to the payload's
-`source_text_hash`, and every locator slices the archived text to its snippet (page locators
-use page spans recomputed from the text's page markers).
+Verification: the archived bytes hash to the payload's `source_text_hash`, and every locator slices
+the archived text to its snippet (page locators use page spans recomputed from the text's page
+markers).
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ def read_archive(archive_dir: str | Path, source_id: str, text_hash: str) -> str
 
 
 def verify_archive(archive_dir: str | Path, source_id: str, payload: DigestPayload) -> None:
-    """Raise `ArchiveError` unless the archive satisfies the seed's verification contract."""
+    """Raise `ArchiveError` unless the archive satisfies the verification contract."""
     text = read_archive(archive_dir, source_id, payload.source_text_hash)
     paged = any(snippet.locator.startswith("page:") for snippet in payload.evidence_snippets)
     try:

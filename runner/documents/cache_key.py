@@ -1,4 +1,4 @@
-"""Digest cache keys (seed 000, "Cache Key Specification"):
+"""Digest cache keys:
 
     digest:{impl_version}:{source_id}:{content_hash[:16]}:{query_hash[:8]}:{config_hash[:8]}
 
@@ -6,8 +6,9 @@
   a function of the canonical text, so two raw forms that canonicalize alike share digests);
 - `query_hash`: SHA-256 of the query after NFC, whitespace collapsing and stripping (case is
   kept: an LLM summarizer sees it); its first 8 hex are also the payload's `query_hash`;
-- `config_hash`: SHA-256 of the seed's config tuple plus the summarizer's fingerprint (the
-  offline summarizer and an LLM, or two models, give different digests for the same config);
+- `config_hash`: SHA-256 of the config tuple (`DigestConfig.hash_inputs`) plus the summarizer's
+  fingerprint (the offline summarizer and an LLM, or two models, give different digests for the same
+  config);
 - `impl_version`: bumped whenever the algorithm's output changes.
 Any change of content, query, config, summarizer or version is a different key: a miss.
 """

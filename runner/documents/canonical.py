@@ -16,7 +16,7 @@ exactly once, and decoding again would corrupt text that talks about `&amp;` (an
 idempotent). Plain text is text, not markup.
 
 PDFs: each page is canonicalized, then pages are joined as paragraphs with a marker paragraph
-`---PAGE {n}---` before page n (n ≥ 2), i.e. the seed's separator `\\n\\n---PAGE {n}---\\n\\n`.
+`---PAGE {n}---` before page n (n ≥ 2), i.e. the separator `\\n\\n---PAGE {n}---\\n\\n`.
 A page paragraph that would look exactly like a marker is defused to `--- PAGE n---` so markers
 are unambiguous and page spans can be recomputed from the text alone (`page_spans_from_text`).
 """
@@ -51,7 +51,8 @@ def canonicalize(text: str) -> str:
 
 
 def source_text_hash(canonical_text: str) -> str:
-    """`sha256:<64 hex>` of the UTF-8 bytes of the canonical text (seed: archive contract)."""
+    """`sha256:<64 hex>` of the UTF-8 bytes of the canonical text (the archive's file name and the
+    payload's `source_text_hash`)."""
     return "sha256:" + hashlib.sha256(canonical_text.encode("utf-8")).hexdigest()
 
 

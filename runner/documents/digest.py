@@ -14,7 +14,7 @@ warning. `digest_chars` counts the summary, key points and snippet texts: what a
 budgets for.
 
 Nothing here logs or returns raw document text outside the payload's own evidence: audit lines
-carry sizes, counts and hashes only (seed: `_raw_content` never in logs or stored JSON).
+carry sizes, counts and hashes only (`_raw_content` never reaches logs or stored JSON).
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ class DigestOutcome:
 
 def public_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
     """Metadata fit to store or show: keys starting with `_` (`_raw_content`, `_digest_*`
-    working values) are dropped (seed 000, "Serialization guard")."""
+    working values) are dropped, so private metadata never reaches stored JSON or the API."""
     return {key: value for key, value in metadata.items() if not str(key).startswith("_")}
 
 

@@ -1,23 +1,22 @@
 """Evidence selection: which chunks of a document answer the query, with what score.
 
-Scoring (seed 000, "Evidence Scoring Algorithm"), per chunk, with `terms.query_terms`:
+Scoring, per chunk, with `terms.query_terms`:
 
     score = (matched_terms / query_terms) * mean(1 / log2(df(term) + 2) for matched terms)
 
 where `df` is the number of chunks containing the term: a rare term says more than one found
-everywhere. Matching is on whole tokens. Ranking: higher score, then (our addition, because the
-formula ties every chunk that matches the same terms) more occurrences of the query terms, then
-the seed's tie-breakers: earlier chunk, shorter chunk. Scores are rounded to 6 decimals first so
-ties are exact and reproducible. One more addition: chunks that are mostly prose
-(`prose.is_mostly_prose`) rank before reference lists, tables and menus, whose many names would
-otherwise match every query; their scores are unchanged.
+everywhere. Matching is on whole tokens. Ranking: higher score, then (because the formula ties every
+chunk that matches the same terms) more occurrences of the query terms, then earlier chunk, then
+shorter chunk. Scores are rounded to 6 decimals first so ties are exact and reproducible. Chunks
+that are mostly prose (`prose.is_mostly_prose`) rank before reference lists, tables and menus, whose
+many names would otherwise match every query; their scores are unchanged.
 
-Short queries: with no content term (empty, or only stopwords) evidence is positional: the
-opening chunk, the closing chunk, then chunks that start with a heading, then the rest in order,
-all with score 0 (they are not relevant to a query, only representative). The seed also sends
-one-term queries to the positional path; we score them normally, because a one-word query
-("kubernetes") is still a query and must shape the evidence. If no chunk matches at all, the
-positional choice is used too and the caller is told (`mode == "positional"`).
+Short queries: with no content term (empty, or only stopwords) evidence is positional: the opening
+chunk, the closing chunk, then chunks that start with a heading, then the rest in order, all with
+score 0 (they are not relevant to a query, only representative). One-term queries are scored
+normally, not sent to the positional path, because a one-word query ("kubernetes") is still a query
+and must shape the evidence. If no chunk matches at all, the positional choice is used too and the
+caller is told (`mode == "positional"`).
 
 A chunk longer than `max_chars` is cut to the window of at most `max_chars` that holds the most
 query-term occurrences, starting at the chunk or a sentence start and ending at a sentence,

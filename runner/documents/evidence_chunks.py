@@ -1,5 +1,5 @@
-"""Evidence chunks: contiguous, non-overlapping slices of the canonical text (seed 000, "Evidence
-Chunking Algorithm": target 400, max 500, min 50 characters, no overlap).
+"""Evidence chunks: contiguous, non-overlapping slices of the canonical text (target 400, max 500,
+min 50 characters, no overlap).
 
 A chunk ends at the best boundary found between `start + MIN` and `start + MAX`, by priority:
 1. paragraph break (`\\n\\n`; the end of the text or of a PDF page counts as one);

@@ -3,11 +3,11 @@ when the same key was digested before.
 
 Claimed by the same workers and the same claim query as channel jobs (`runner/worker.py`
 dispatches on `job.kind`). The steps:
-1. load the document and check eligibility under the digest policy (the seed's safety check;
+1. load the document and check eligibility under the digest policy (a safety check:
    the API already refuses ineligible triggers, but the policy may have changed since);
 2. archive the canonical text when `archive_dir` is set (opt-in; private files, pruned after
    the retention period; a fresh digest is verified against the archive before it is stored);
-3. compute the seed's cache key (document, canonical-text hash, query, config, summarizer
+3. compute the digest cache key (document, canonical-text hash, query, config, summarizer
    fingerprint); a stored digest with that key ends the job at once: no summarizer call, which
    also keeps cached digests readable while the LLM circuit breaker is open;
 4. otherwise `digest_document` under the per-source timeout, then the digest row and the job's
@@ -72,7 +72,7 @@ class DocumentJobRunner:
 
     config: DigestConfig = field(default_factory=DigestConfig)
     summarizer_factory: Callable[[], Summarizer] = OfflineSummarizer
-    archive_dir: Path | None = None  # opt-in (seed 000 "Archival Contract")
+    archive_dir: Path | None = None  # opt-in: archiving writes the canonical text to disk
     archive_retention_days: float = DEFAULT_RETENTION_DAYS
 
     async def run(self, job: DigestJob, context: JobContext) -> Outcome:
@@ -143,7 +143,7 @@ class DocumentJobRunner:
         stats.update(outcome_stats(outcome))
         _observe_fresh_digest(self.config, outcome)
         if stats.get("archived"):
-            try:  # the seed's verification contract: hash and every locator, on the archive
+            try:  # the verification contract: hash and every locator, on the archive
                 archive_dir = self.archive_dir
                 assert archive_dir is not None  # `archived` is only set when archiving is on
                 await asyncio.to_thread(verify_archive, archive_dir, source_id, outcome.payload)

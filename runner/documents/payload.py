@@ -1,8 +1,8 @@
 """DigestPayload v1.0: the on-wire JSON of a document digest, validated on write and on read.
 
-The JSON schema is the seed's, copied verbatim to `digest_payload_v1.schema.json`; `jsonschema`
+The JSON schema is the contract's, kept verbatim in `digest_payload_v1.schema.json`; `jsonschema`
 enforces it. Two invariants the schema cannot say are checked as well:
-- no key anywhere starts with `_` (the seed's raw-content guard: `_raw_content` and other private
+- no key anywhere starts with `_` (the raw-content guard: `_raw_content` and other private
   metadata never reach stored JSON, API output or logs);
 - every locator has the `char:S-E` / `page:N:char:S-E` form (whether it slices to its snippet
   needs the canonical text: `locators.verify_locator`, called by the digest and the archive).
@@ -89,7 +89,7 @@ class DigestPayload:
 
 @lru_cache(maxsize=1)
 def payload_schema() -> dict[str, Any]:
-    """The seed's JSON schema of DigestPayload v1.0, as shipped next to this module."""
+    """The JSON schema of DigestPayload v1.0, as shipped next to this module."""
     text = resources.files("runner.documents").joinpath(SCHEMA_FILE).read_text(encoding="utf-8")
     schema: dict[str, Any] = json.loads(text)
     return schema

@@ -1,9 +1,9 @@
 """PDF → canonical text, page by page, with page spans for `page:N:char:S-E` locators.
 
 pypdf reads one page at a time (memory stays bounded by the largest page, not the file);
-pdfminer.six, when installed, is tried for a page pypdf fails on. Limits follow the seed: the
-first 500 pages, 500,000 characters of text (both with a warning) and 30 seconds (the document is
-refused: a half-extracted PDF is not digested).
+pdfminer.six, when installed, is tried for a page pypdf fails on. Limits: the first 500 pages,
+500,000 characters of text (both with a warning) and 30 seconds (the document is refused: a
+half-extracted PDF is not digested).
 
 Every failure is an `ExtractionError` with a clear code, never a crash:
 - `not_pdf`: no `%PDF-` header in the first 1024 bytes;

@@ -1,5 +1,5 @@
-"""When a document is digested: the digest configuration, eligibility per policy, and the choice
-of which documents of a batch to digest (seed 001 "Digest Policy", seed 000 Phases 1 and 5).
+"""When a document is digested: the digest configuration, eligibility per policy, and the choice of
+which documents of a batch to digest.
 
 Policies: `off` never digests; `always` digests any document with content; `auto` (default)
 digests documents of at least `min_chars` characters whose quality is HIGH or MEDIUM. In every
@@ -49,12 +49,12 @@ _DEGRADED_WARNINGS = frozenset(
 
 @dataclass(frozen=True)
 class DigestConfig:
-    """Seed 001's digest settings with its defaults (`deep_research_digest_*`)."""
+    """The document digest settings with their defaults."""
 
     policy: DigestPolicy = DigestPolicy.AUTO
     min_chars: int = 10_000
     max_sources: int = 8
-    timeout: float = 120.0  # seconds for a whole batch; seed 000 said 60, seed 001 says 120
+    timeout: float = 120.0  # seconds for a whole batch
     max_concurrent: int = 3
     include_evidence: bool = True
     evidence_max_chars: int = 400
@@ -81,11 +81,11 @@ class DigestConfig:
 
     @property
     def per_source_timeout(self) -> float:
-        """Seed 000: per-source budget = batch timeout / max_concurrent."""
+        """The per-source budget: batch timeout / max_concurrent."""
         return self.timeout / self.max_concurrent
 
     def hash_inputs(self) -> tuple[object, ...]:
-        """The seed's config tuple: the settings that change a digest's content."""
+        """The config tuple of the cache key: the settings that change a digest's content."""
         return (
             self.policy.value,
             self.min_chars,
@@ -155,7 +155,7 @@ def document_source_id(document_id: int) -> str:
 def document_eligibility(
     document: CanonicalDocument, source_id: str, config: DigestConfig
 ) -> Eligibility:
-    """The seed's eligibility of a stored document: it is not a digest, its quality is MEDIUM
+    """The eligibility of a stored document: it is not a digest, its quality is MEDIUM
     unless its extraction was degraded (then LOW), its size is its canonical text."""
     candidate = DigestCandidate(
         source_id=source_id,

@@ -1,6 +1,6 @@
 """Query and text terms for evidence scoring and query-focused summaries.
 
-Tokenization (seed 000, "Evidence Scoring Algorithm"): the text is NFKC-normalized (so the PDF
+Tokenization: the text is NFKC-normalized (so the PDF
 ligature "ﬁ" reads as "fi") and case-folded, split on everything that is not a letter or digit
 (whitespace, punctuation, underscores: `runner.grounding.words.TERM`), English stopwords (NLTK's
 list) are removed, and so are one-character ASCII tokens. Matching is on WHOLE tokens: "ai"

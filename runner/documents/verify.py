@@ -1,6 +1,6 @@
-"""The traceability check of a digest: its `source_text_hash` is the SHA-256 of the canonical
-text, and every evidence locator slices that text to exactly the snippet (seed 000,
-"Verification Contract"). Used right after a digest is built, by the archive, and by readers."""
+"""The traceability check of a digest: its `source_text_hash` is the SHA-256 of the canonical text,
+and every evidence locator slices that text to exactly the snippet. Used right after a digest is
+built, by the archive, and by readers."""
 
 from __future__ import annotations
 

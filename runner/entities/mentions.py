@@ -1,6 +1,6 @@
-"""Entities of a digest window (issue 15, seed 003): the tools, libraries, models, services,
-files and people a channel talks about, found in its messages by rules that do not depend on
-one chat, canonicalized, and counted once per message that mentions them.
+"""Entities of a digest window: the tools, libraries, models, services, files and people a channel
+talks about, found in its messages by rules that do not depend on one chat, canonicalized, and
+counted once per message that mentions them.
 
 Signals, strongest first (a strong one is enough; a weak one needs two messages):
 - strong: a link's host (`blog.gitter.im` -> service `gitter`), inline code (`pip`, the command

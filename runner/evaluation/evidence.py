@@ -17,7 +17,7 @@ Hit rule: a snippet hits a gold span when their half-open char ranges overlap
 recall@k = gold spans hit by any of the top-k snippets / gold spans. A meeting's figure and the
 overall figure are means over queries (every query weighs the same, whatever its span count).
 
-The three rankings see the same chunks (`chunk_document`, the seed's 400/500/50 chunking):
+The three rankings see the same chunks (`chunk_document`, 400/500/50-character chunking):
 - digestd: `select_evidence` with the production settings (5 snippets, snippets cut to the
   configured `evidence_max_chars`). It returns fewer than 5 snippets when fewer chunks match.
 - bm25: `bm25s.BM25()` with its defaults (Lucene variant, k1=1.5, b=0.75) over `bm25s.tokenize`

@@ -10,8 +10,8 @@ so it is a parameter, one pattern per rule:
 - `WORD` (`\\w+`): Unicode word runs, underscores inside (`max_tokens` is one word). Claim support
   and text F1: a claim that cites `retry_limit` must find that identifier, and F1 counts what a
   reader sees as one word.
-- `TERM` (`[^\\W_]+`): letters and digits only, underscores split. Evidence terms (seed 000's
-  scoring algorithm): a query "retry limit" must score a chunk that says `retry_limit`.
+- `TERM` (`[^\\W_]+`): letters and digits only, underscores split. Evidence terms (the document
+  evidence score): a query "retry limit" must score a chunk that says `retry_limit`.
 - `TECH_WORD`: a letter or digit, then word characters and `. + # -`, not ending on `.` or `-`.
   Topics: "node.js", "c++" and "c#" are one topic word, a sentence's final dot is not.
 - `NAME_PART` (`\\S+`): whitespace-separated runs, punctuation kept. Person names (the

@@ -1,4 +1,4 @@
-"""A sliding-window circuit breaker per LLM endpoint (seed 000).
+"""A sliding-window circuit breaker per LLM endpoint.
 
 It remembers the outcome of the last `window` calls. With at least `min_samples` outcomes of
 which more than `failure_ratio` failed, it opens: calls fail fast instead of hammering a dead

@@ -1,4 +1,4 @@
-"""Token budgets (seed 002): model limits, the effective input budget, and request preflight.
+"""Token budgets: model limits, the effective input budget, and request preflight.
 
 Every request is counted before it is sent. Counts use tiktoken's cl100k_base (runner.core.tokens);
 when the encoding is unavailable they fall back to a chars/4 estimate, which gets an extra safety

@@ -44,7 +44,7 @@ class LLMConfig:
     reduce_max_output_tokens: int = 8192
     max_tokens_param: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
 
-    # Token budgets (seed 002): model name -> {context_window, max_output_tokens,
+    # Token budgets: model name -> {context_window, max_output_tokens,
     # budgeting_mode}; effective budget = (input budget - overhead) x (1 - safety margin).
     model_limits: dict[str, dict[str, Any]] = field(default_factory=dict)
     # The operator's word on the models' limits (DIGEST_MAP/REDUCE_CONTEXT/OUTPUT_TOKENS): it
@@ -61,7 +61,7 @@ class LLMConfig:
     max_known_items: int = 40
     max_reduce_levels: int = 3
 
-    # Circuit breaker per endpoint (seed 000).
+    # Circuit breaker per endpoint.
     breaker_window: int = 10
     breaker_min_samples: int = 5
     breaker_failure_ratio: float = 0.7

@@ -16,7 +16,7 @@ from importlib import resources
 # v2: the same rules in half the words, no duplicate of what the tool schema says, a one-item
 # example (bench/pipeline.py: prompt tokens per content token, docs/benchmarks.md section 2).
 # v3: known items include the channel's still-open tracked items, which are not to be repeated
-# unless the chunk adds to them (issue 15).
+# unless the chunk adds to them.
 MAP_PROMPT_VERSION = "v3"
 # v2: cited overview and highlight sentences (contract 2.0).
 REDUCE_PROMPT_VERSION = "v2"

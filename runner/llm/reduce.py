@@ -1,7 +1,7 @@
 """The reduce step: chunk summaries → one Digest through `emit_digest`, in levels if needed.
 
 When every summary fits the reduce model's budget, one call merges them. Otherwise the
-degradation order of issue 3 / seed 002 applies, each step recorded as a warning:
+degradation order applies, each step recorded as a warning:
 1. tree reduce: consecutive summaries are packed into groups that fit, each group is merged into
    a partial digest (validated against the window before it goes further), and the partial
    digests are reduced again, up to `max_levels` levels;

@@ -1,5 +1,5 @@
-"""Channel items across digests (issue 15): which items of a new digest are things the channel
-already tracks, and which tracked items the new window changed the state of.
+"""Channel items across digests: which items of a new digest are things the channel already tracks,
+and which tracked items the new window changed the state of.
 
 Plain data in and out, no database (runner/memory/store.py reads and writes): `plan_items`
 takes the channel's open items (`TrackedItem`), the new digest's validated items (`NewItem`)

@@ -1,7 +1,7 @@
-"""The store step's channel memory (issue 15): after a digest's items and the window's
-conversations are written, link its questions, action items, decisions and knowledge items to
-the items the channel already tracks, create the others, and apply the state changes the
-window gives evidence for (the rules: runner/memory/plan.py), in the digest's transaction.
+"""The store step's channel memory: after a digest's items and the window's conversations are
+written, link its questions, action items, decisions and knowledge items to the items the channel
+already tracks, create the others, and apply the state changes the window gives evidence for (the
+rules: runner/memory/plan.py), in the digest's transaction.
 
 A catch-up digest re-reads a past window on request and changes no coverage; it changes no
 channel items either, so asking for one never rewrites what the channel's state is.

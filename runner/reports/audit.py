@@ -1,5 +1,4 @@
-"""The citation audit of a report (seed 004, "Post-Generation Audit"), in code, after every
-report:
+"""The citation audit of a report, in code, after every report:
 
 - every `[Sx]` marker resolves to a registered source (`unknown_source`);
 - no registered source is left uncited (`orphan_source`);

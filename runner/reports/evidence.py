@@ -10,16 +10,16 @@ to be quoted on its own (a link's words do not count), and one opening with a br
 at an abbreviation ("Lowe et al. (2015) showed"); one longer than `MAX_UNIT_CHARS` is cut at a
 word boundary, so a footnote stays readable and still quotes exact characters.
 
-Ranking: BM25 over the question's content words (`runner.grounding.claim_support.content_tokens`) rather
-than the seed-000 evidence score of one document, because the units come from several channels
-and documents at once and BM25's length normalisation keeps a long table row from outranking a
-short sentence that answers; only units with a positive score are evidence. As in the document
-path (`runner.documents.evidence`), sentences of running text rank before those of reference
-lists, tables and menus (`prose.is_mostly_prose` of their chunk), whose many names would
-otherwise match every question, and before everything from a "References" (or "Bibliography",
-"Works Cited") paragraph on, whose paper titles repeat the question's words without answering
-it. Ties (equal scores) keep the order the sources were given in, then the position in the
-source, so the same input gives the same ranking.
+Ranking: BM25 over the question's content words (`runner.grounding.claim_support.content_tokens`) rather than
+the document path's evidence score of one document, because the units come from several channels and
+documents at once and BM25's length normalisation keeps a long table row from outranking a short
+sentence that answers; only units with a positive score are evidence. As in the document path
+(`runner.documents.evidence`), sentences of running text rank before those of reference lists,
+tables and menus (`prose.is_mostly_prose` of their chunk), whose many names would otherwise match
+every question, and before everything from a "References" (or "Bibliography", "Works Cited")
+paragraph on, whose paper titles repeat the question's words without answering it. Ties (equal
+scores) keep the order the sources were given in, then the position in the source, so the same input
+gives the same ranking.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Fitting a report's evidence to the writer model's input budget (seed 002, "Context Budget
-Manager" and "Graceful Degradation"), as plain data: no database, no network.
+"""Fitting a report's evidence to the writer model's input budget, degrading gracefully when it
+does not fit, as plain data: no database, no network.
 
 The units come ranked by `runner.reports.evidence.rank_evidence`. Their priority is question
 relevance (the BM25 rank), then recency (a newer message first among equal scores; a document
@@ -28,7 +28,7 @@ from runner.reports.evidence import Evidence, RankedEvidence
 from runner.reports.sources import MessageSource
 from runner.core.tokens import count_tokens
 
-PHASE = "synthesis"  # the seed's phase name for writing the report from its evidence
+PHASE = "synthesis"  # the phase name, in fidelity records, of writing the report from its evidence
 DEFAULT_MAX_UNITS = 60
 MIN_EVIDENCE_TOKENS = 512
 TRUNCATED_UNIT_TOKENS = 40

@@ -1,5 +1,4 @@
-"""The sources a report cites, and the per-report registry that numbers them `S1..Sn` (seed 004,
-"Source Repository Pattern").
+"""The sources a report cites, and the per-report registry that numbers them `S1..Sn`.
 
 A source is either a message at one revision (with the span of it that a sentence rests on), or
 a span of a document (its locator). Two citations are one source when their canonical keys are

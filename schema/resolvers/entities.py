@@ -1,6 +1,6 @@
-"""The entity and topic-profile fields of the API (issue 15, seed 003): `entities` (by mention
-count), `entity(id)` and `topics` (recurring topics, the most recently seen first). `Query`
-inherits them; both types are Relay nodes (`node(id:)`)."""
+"""The entity and topic-profile fields of the API: `entities` (by mention count), `entity(id)` and
+`topics` (recurring topics, the most recently seen first). `Query` inherits them; both types are
+Relay nodes (`node(id:)`)."""
 
 from __future__ import annotations
 

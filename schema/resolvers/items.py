@@ -1,6 +1,6 @@
-"""The tracked-item lists of the API (issue 15): `openQuestions`, `actionItems`, `decisions`
-and the general `trackedItems`, per channel or across channels, newest first, keyset-paginated
-like every list. `Query` inherits them; a tracked item is also a Relay node (`node(id:)`).
+"""The tracked-item lists of the API: `openQuestions`, `actionItems`, `decisions` and the general
+`trackedItems`, per channel or across channels, newest first, keyset-paginated like every list.
+`Query` inherits them; a tracked item is also a Relay node (`node(id:)`).
 
 "What is still open in this channel" is one field: `trackedItems(filter: {channelId, open:
 true})`, or the three named lists side by side in one request."""

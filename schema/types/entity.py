@@ -1,7 +1,6 @@
-"""The Entity and TopicProfile nodes (issue 15, seed 003): what a channel talks about across
-its digests, each with the digests and items where it appears. Everything a page of them asks
-for goes through the request's DataLoaders (schema/resolvers/loaders.py): one query per field, not per
-row."""
+"""The Entity and TopicProfile nodes: what a channel talks about across its digests, each with the
+digests and items where it appears. Everything a page of them asks for goes through the request's
+DataLoaders (schema/resolvers/loaders.py): one query per field, not per row."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Channel items (issue 15): a question, action item, decision or knowledge item with an
-identity across the channel's digests, its state, the history of its state with the evidence
-of each change, and the digests that mention it.
+"""Channel items: a question, action item, decision or knowledge item with an identity across the
+channel's digests, its state, the history of its state with the evidence of each change, and the
+digests that mention it.
 
 Named `TrackedItem`, not `OpenQuestion`/`ActionItem`/`Decision`: those types are what one
 digest said (a row of that digest, without identity, state or history), and every client of

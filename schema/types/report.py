@@ -1,4 +1,4 @@
-"""GraphQL types of a report (issue 13, section 2): sections → sentences → citations → sources
+"""GraphQL types of a report: sections → sentences → citations → sources
 with their locators and quoted text, the Markdown with `[^n]` footnotes, and the citation audit,
 built from the stored row (`Report.from_row`)."""
 
@@ -91,7 +91,7 @@ class ReportSection:
     sentences: list[ReportSentence]
 
 
-@strawberry.type(description="What the citation audit did to the report (seed 004).")
+@strawberry.type(description="What the citation audit did to the report.")
 class ReportAudit:
     proposed: int
     kept: int
@@ -114,7 +114,7 @@ class ReportAudit:
 
 
 @strawberry.type(description="One step of fitting the evidence to the writer model's budget "
-                 "(seed 002 fidelity record).")  # fmt: skip
+                 "(a fidelity record).")  # fmt: skip
 class ReportFidelityRecord:
     phase: str = strawberry.field(description='"synthesis": the evidence given to the writer.')
     step: str = strawberry.field(
@@ -135,7 +135,7 @@ class ReportFidelityRecord:
         )  # fmt: skip
 
 
-@strawberry.type(description="A degradation of the report (seed 002 warning codes such as "
+@strawberry.type(description="A degradation of the report (warning codes such as "
                  "CONTENT_TRUNCATED, CONTENT_DROPPED, TOKEN_BUDGET_FLOORED; llm_writer_failed, "
                  "re_ask_failed).")  # fmt: skip
 class ReportWarning:

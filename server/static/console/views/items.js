@@ -1,4 +1,4 @@
-// A channel's current state (issue 15): its open questions, its open action items by owner and
+// A channel's current state: its open questions, its open action items by owner and
 // its decisions in force, each a <details> whose summary is the item and whose body is its
 // history, every change with its evidence (the quoted words and the messages it rests on) and
 // the digests that mention it: one click from the channel page.

@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
-"""Replay every case of issue 10 against a digestd install, through its CLI and GraphQL only.
+"""Replay the resilience cases against a digestd install, through its CLI and GraphQL only:
+coverage, edited messages, workers that survive the database, hostile imports and API requests,
+odd LLM endpoints and pinned installs.
 
-    .venv/bin/python scripts/replay_issue10.py [--digestd .venv/bin/digestd] [--data ../shared/data]
+    .venv/bin/python scripts/replay_resilience.py [--digestd .venv/bin/digestd] [--data ../shared/data]
                                                [--only 1,3] [--keep]
 
 Each group of cases gets its own temporary DIGESTD_HOME (embedded PostgreSQL; DATABASE_URL is
 removed from every child's environment), starts `digestd serve` on a free port when it needs
 GraphQL, and reads every result back through GraphQL or the CLI's output. The database is
-touched directly only to inject the faults the issue describes (SIGKILL of a backend). A fake
-OpenAI-compatible server (http.server in a thread on 127.0.0.1) plays the LLM endpoints; the
-first segment of its path picks a behaviour (`/cover/v1`, `/llama8k/v1`, `/html/v1`...).
+touched directly only to inject faults (SIGKILL of a backend). A fake OpenAI-compatible server
+(http.server in a thread on 127.0.0.1) plays the LLM endpoints; the first segment of its path
+picks a behaviour (`/cover/v1`, `/llama8k/v1`, `/html/v1`...).
 
 Prints a Markdown table `case | expected | observed | result` and exits 0 (it is a report);
 every step has a timeout, and a failing case never stops the others.
@@ -1204,7 +1206,7 @@ def main() -> int:
     sections = {section for section, _ in chosen} if only else None
     for name in ("NO_PROXY", "no_proxy"):  # the fake endpoint and the servers are local
         os.environ[name] = ",".join(filter(None, [os.environ.get(name), "127.0.0.1", "localhost"]))
-    workdir = Path(tempfile.mkdtemp(prefix="replay-issue10-"))
+    workdir = Path(tempfile.mkdtemp(prefix="replay-resilience-"))
     ctx = Ctx(digestd, Path(args.data).absolute(), workdir, Report(), FakeLLM())
     started, stops = time.monotonic(), {}
     try:
