@@ -31,6 +31,7 @@ from runner.documents.policy import (
     document_source_id,
     ineligible_reason,
 )
+from runner.errors import InputError
 
 MIN_CHUNK_TOKENS = 200
 MAX_CHUNK_TOKENS = 32000
@@ -38,7 +39,7 @@ MAX_QUERY_CHARS = 1000
 MAX_REPORT_SOURCES = 50
 
 
-class TriggerRefused(Exception):
+class TriggerRefused(InputError):
     """The digest cannot be queued; `message` says why, `code` is stable to branch on."""
 
     def __init__(self, message: str, code: str | None = None) -> None:

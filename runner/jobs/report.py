@@ -41,12 +41,10 @@ from db.jobs import JobStatus
 from db.reports import EMPTY_FIDELITY
 from db.models import DigestJob, MessageRange, WindowMessageRow
 from runner.claim_support import DEFAULT_MIN_OVERLAP
+from runner.errors import LLMError
 from runner.jobs.base import JobContext, finish
 from runner.jobs.outcomes import Cancelled, FailNow, Finished, Outcome, Stored
 from runner.documents.canonical import CanonicalDocument
-from runner.llm.breaker import CircuitOpen
-from runner.llm.client import LLMCallError
-from runner.llm.toolcall import MalformedOutput, RequestTooLarge
 from runner.reports.audit import ReportAudit, accept_sentences
 from runner.reports.evidence import (
     ChannelMessage,
@@ -64,9 +62,6 @@ from runner.reports.report import Report, report_markdown
 logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_MESSAGES = 20_000
-
-
-_MODEL_FAILURES = (LLMCallError, CircuitOpen, MalformedOutput, RequestTooLarge)
 
 
 @dataclass(frozen=True)
@@ -175,7 +170,7 @@ class ReportJobRunner:
         assert self.llm_writer is not None
         try:
             run = await self.llm_writer.write(question, ranked)
-        except _MODEL_FAILURES as error:
+        except LLMError as error:
             logger.warning("report.llm_failed job_id=%s error=%s", job.id, type(error).__name__)
             key = self._cache_key(question, inputs, EXTRACTOR_VERSION)
             written = await asyncio.to_thread(self._write_offline, question, ranked, key)
