@@ -115,6 +115,7 @@ class LLMExtractor:
     """The Extractor protocol over an OpenAI-compatible chat-completions endpoint."""
 
     name = "llm"
+    uses_known_items = True  # each map request links to the channel's open items
 
     def __init__(
         self,

@@ -80,9 +80,8 @@ class ChannelJobRunner:
         extractor = self.extractor_factory()
         chunk_tokens = int((job.options or {}).get("chunk_tokens", self.chunk_tokens))
         # An LLM extractor knows how much chunk its map model's context holds.
-        max_chunk_tokens: Callable[[], int] | None = getattr(extractor, "max_chunk_tokens", None)
-        if max_chunk_tokens is not None:
-            chunk_tokens = min(chunk_tokens, max_chunk_tokens())
+        if (max_chunk_tokens := extractor.max_chunk_tokens()) is not None:
+            chunk_tokens = min(chunk_tokens, max_chunk_tokens)
         key = window_key(extractor.fingerprint(), chunk_tokens, stored.keys)
         if spec.catch_up:
             served = await self._serve_identical(context, key)
@@ -94,7 +93,7 @@ class ChannelJobRunner:
             # them (an extractor that takes no known items is not given them).
             tracked = (
                 known_items_of(await read_tracked_items(connection, channel.id))
-                if getattr(extractor, "uses_known_items", True) and not spec.catch_up else []
+                if extractor.uses_known_items and not spec.catch_up else []
             )  # fmt: skip
         # The link model is CPU-bound (about 15 s for 100,000 messages): off the event loop,
         # so the job's heartbeat keeps its lease meanwhile.
