@@ -67,15 +67,6 @@ class WindowSpec:
     def catch_up(self) -> bool:
         return self.since is not None or self.until is not None
 
-    @classmethod
-    def from_options(cls, options: dict[str, Any] | None) -> WindowSpec:
-        options = options or {}
-        since, until = options.get("since"), options.get("until")
-        return cls(
-            since=datetime.fromisoformat(since) if since else None,
-            until=datetime.fromisoformat(until) if until else None,
-        )
-
 
 # Catch-up bounds outside these years are refused: nobody asks what they missed in year 9999, and
 # such values overflow time-zone arithmetic (year 9999 at -14:00) and Postgres' range alike.

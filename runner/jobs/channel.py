@@ -37,6 +37,7 @@ from runner.job_stats import job_stats
 from runner.jobs.base import JobContext
 from runner.conversations import order_window, thread_messages
 from runner.jobs.conversations import read_threading_input, store_threading
+from runner.jobs.options import ChannelDigestOptions
 from runner.jobs.outcomes import Cancelled, Finished, Outcome, RetryLater, Stored
 from runner.metrics import CHUNK_CACHE, PhaseClock
 from runner.pipeline import PipelineHooks, run_pipeline
@@ -69,7 +70,8 @@ class ChannelJobRunner:
             channel = await channel_queries.channel_by_id(connection, job.channel_id)
         if channel is None:
             raise ValueError(f"channel {job.channel_id} no longer exists")
-        spec = WindowSpec.from_options(job.options)
+        options = ChannelDigestOptions.parse(job.options)
+        spec = WindowSpec(options.since, options.until)
         window, stored = await self._load_window(context.pool, channel, spec)
         stats["messages"] = stored.message_count
         if not window.messages:
@@ -78,7 +80,7 @@ class ChannelJobRunner:
         if context.should_stop():
             raise Cancelled()
         extractor = self.extractor_factory()
-        chunk_tokens = int((job.options or {}).get("chunk_tokens", self.chunk_tokens))
+        chunk_tokens = self.chunk_tokens if options.chunk_tokens is None else options.chunk_tokens
         # An LLM extractor knows how much chunk its map model's context holds.
         if (max_chunk_tokens := extractor.max_chunk_tokens()) is not None:
             chunk_tokens = min(chunk_tokens, max_chunk_tokens)

@@ -60,6 +60,7 @@ from runner.metrics import (
     DIGEST_SECONDS,
     DIGEST_SOURCES,
 )
+from runner.jobs.options import DocumentDigestOptions
 from runner.jobs.outcomes import Cancelled, FailNow, Finished, Outcome, RetryLater, Stored
 
 logger = logging.getLogger(__name__)
@@ -77,8 +78,7 @@ class DocumentJobRunner:
     async def run(self, job: DigestJob, context: JobContext) -> Outcome:
         pool, stats = context.pool, context.stats
         begun = time.perf_counter()
-        options = job.options or {}
-        query = str(options.get("query", ""))
+        query = DocumentDigestOptions.parse(job.options).query
         stats.update({"document_id": job.document_id, "summarizer_calls": 0})
         assert job.document_id is not None  # a document job's subject (digest_jobs_kind_source)
         async with pool.acquire() as connection:

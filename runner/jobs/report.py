@@ -30,7 +30,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from db import channels as channel_queries
@@ -43,6 +42,7 @@ from db.models import DigestJob, MessageRange, WindowMessageRow
 from runner.claim_support import DEFAULT_MIN_OVERLAP
 from runner.errors import LLMError
 from runner.jobs.base import JobContext, finish
+from runner.jobs.options import ReportOptions
 from runner.jobs.outcomes import Cancelled, FailNow, Finished, Outcome, Stored
 from runner.documents.canonical import CanonicalDocument
 from runner.reports.audit import ReportAudit, accept_sentences
@@ -98,9 +98,9 @@ class ReportJobRunner:
     llm_writer: LLMReportWriter | None = None
 
     async def run(self, job: DigestJob, context: JobContext) -> Outcome:
-        options = job.options or {}
-        question = str(options.get("question", ""))
-        inputs = await self._read(job, context)
+        options = ReportOptions.parse(job.options)
+        question = options.question
+        inputs = await self._read(options, context)
         stats = context.stats
         writer = self.llm_writer.version if self.llm_writer else EXTRACTOR_VERSION
         cache_key = self._cache_key(question, inputs, writer)
@@ -143,7 +143,7 @@ class ReportJobRunner:
         stats.pop("problems", None)
         if context.should_stop():
             raise Cancelled()
-        await self._store(context, job, written)
+        await self._store(context, job, options, written)
         return Stored(written.status)
 
     def _cache_key(self, question: str, inputs: ReportInputs, writer: str) -> str:
@@ -195,12 +195,9 @@ class ReportJobRunner:
             {**run.fit.as_json(), "warnings": warnings}, warnings,
         )  # fmt: skip
 
-    async def _read(self, job: DigestJob, context: JobContext) -> ReportInputs:
-        options = job.options or {}
-        channel_ids = [int(i) for i in options.get("channel_ids", [])]
-        document_ids = [int(i) for i in options.get("document_ids", [])]
-        since = _time(options.get("since"))
-        until = _time(options.get("until"))
+    async def _read(self, options: ReportOptions, context: JobContext) -> ReportInputs:
+        channel_ids, document_ids = list(options.channel_ids), list(options.document_ids)
+        since, until = options.since, options.until
         channels: list[list[ChannelMessage]] = []
         claims: list[list[DigestClaim]] = []
         digests: list[tuple[int, list[int]]] = []
@@ -252,14 +249,15 @@ class ReportJobRunner:
             ))  # fmt: skip
         return ReportInputs(channels, claims, texts, revisions, digests, window_warnings)
 
-    async def _store(self, context: JobContext, job: DigestJob, written: Written) -> None:
+    async def _store(
+        self, context: JobContext, job: DigestJob, options: ReportOptions, written: Written
+    ) -> None:
         """The report row and the job's end state, in one transaction."""
         report, audit = written.report, written.audit
         sections, sources = report_json(report)
-        options = job.options or {}
         values: dict[str, Any] = {
             "question": report.question,
-            "request": {k: options[k] for k in sorted(options) if k != "request_hash"},
+            "request": options.request(),
             "cache_key": written.cache_key,
             "title": report.title,
             "sections": sections,
@@ -307,5 +305,3 @@ def window_cap_warning(
     }  # fmt: skip
 
 
-def _time(value: Any) -> datetime | None:
-    return None if value in (None, "") else datetime.fromisoformat(str(value))
