@@ -134,8 +134,8 @@ def make_extractor(kind: str) -> Any:
 
 async def pipeline(window: Window, extractor: Any) -> PipelineResult:
     chunk_tokens = CHUNK_TOKENS
-    if hasattr(extractor, "max_chunk_tokens"):
-        chunk_tokens = min(chunk_tokens, extractor.max_chunk_tokens())
+    if (max_chunk_tokens := extractor.max_chunk_tokens()) is not None:
+        chunk_tokens = min(chunk_tokens, max_chunk_tokens)
     return await run_pipeline(window, extractor, chunk_tokens=chunk_tokens, concurrency=8)
 
 

@@ -10,9 +10,7 @@ CLI line). Not a job runner: the API and the CLI import this, never `runner/jobs
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
-from typing import Any
 
 import asyncpg
 
@@ -31,6 +29,8 @@ from runner.documents.policy import (
     document_source_id,
     ineligible_reason,
 )
+from runner.errors import InputError
+from runner.core.job_options import ChannelDigestOptions, ReportOptions
 
 MIN_CHUNK_TOKENS = 200
 MAX_CHUNK_TOKENS = 32000
@@ -38,7 +38,7 @@ MAX_QUERY_CHARS = 1000
 MAX_REPORT_SOURCES = 50
 
 
-class TriggerRefused(Exception):
+class TriggerRefused(InputError):
     """The digest cannot be queued; `message` says why, `code` is stable to branch on."""
 
     def __init__(self, message: str, code: str | None = None) -> None:
@@ -56,22 +56,18 @@ def channel_digest_options(
     chunk_tokens: int | None = None,
     since: datetime | None = None,
     until: datetime | None = None,
-) -> dict[str, Any]:
+) -> ChannelDigestOptions:
     """The options of a channel job: a chunk budget, and a catch-up window when since and/or
     until is given. Raises TriggerRefused; pure, so a CLI checks them before opening anything."""
-    options: dict[str, Any] = {}
-    if chunk_tokens is not None:
-        if not MIN_CHUNK_TOKENS <= chunk_tokens <= MAX_CHUNK_TOKENS:
-            raise TriggerRefused(
-                f"options.chunkTokens must be {MIN_CHUNK_TOKENS} to {MAX_CHUNK_TOKENS}"
-            )
-        options["chunk_tokens"] = chunk_tokens
-    if since is not None or until is not None:
-        try:
-            options.update(window_options(since, until))
-        except ValueError as error:
-            raise TriggerRefused(str(error), code="invalid_window") from None
-    return options
+    if chunk_tokens is not None and not MIN_CHUNK_TOKENS <= chunk_tokens <= MAX_CHUNK_TOKENS:
+        raise TriggerRefused(
+            f"options.chunkTokens must be {MIN_CHUNK_TOKENS} to {MAX_CHUNK_TOKENS}"
+        )
+    try:
+        window = window_options(since, until)
+    except ValueError as error:
+        raise TriggerRefused(str(error), code="invalid_window") from None
+    return ChannelDigestOptions.parse({"chunk_tokens": chunk_tokens, **window})
 
 
 async def trigger_channel_digest(
@@ -89,7 +85,7 @@ async def trigger_channel_digest(
     if await channel_queries.channel_by_id(connection, channel_id) is None:
         raise SubjectNotFound(f"no channel with id {channel_id}")
     return await job_queries.enqueue_job(
-        connection, JobKind.CHANNEL, channel_id, options, max_attempts=max_attempts
+        connection, JobKind.CHANNEL, channel_id, options.stored(), max_attempts=max_attempts
     )
 
 
@@ -157,9 +153,7 @@ async def trigger_report(
     found = {d.id for d in await document_queries.documents_by_ids(connection, document_ids)}
     if missing := [i for i in document_ids if i not in found]:
         raise SubjectNotFound(f"no document with id {missing[0]}")
-    options: dict[str, Any] = {
-        "question": normalized, "channel_ids": channel_ids, "document_ids": document_ids,
-        **window,
-    }  # fmt: skip
-    options["request_hash"] = query_hash(json.dumps(options, sort_keys=True))
-    return await report_queries.trigger_report(connection, options, max_attempts=max_attempts)
+    options = ReportOptions.for_request(normalized, channel_ids, document_ids, window)
+    return await report_queries.trigger_report(
+        connection, options.stored(), max_attempts=max_attempts
+    )

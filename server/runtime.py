@@ -26,6 +26,7 @@ from db.jobs import TERMINAL
 from db.migrate import migrate
 from db.models import DigestJob
 from runner.core import offload
+from runner.errors import StorageError
 from runner.schedules.tick import ScheduleTicker
 from runner.schedules.store import ScheduleLimits
 from runner.supervision import Backoff, RunnerSupervisor
@@ -53,7 +54,7 @@ class ConfigurationError(ValueError):
     """A setting is invalid; the message names it (never its secret value)."""
 
 
-class DatabaseUnavailable(RuntimeError):
+class DatabaseUnavailable(StorageError, RuntimeError):
     """The database cannot be reached or refused us; the message says where (password
     redacted) and why, in one line."""
 

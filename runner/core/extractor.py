@@ -33,6 +33,19 @@ class Extractor(Protocol):
     name: str
     usage: ExtractionUsage
     warnings: list[PipelineWarning]
+    # False when `extract_chunk` ignores its known items: the pipeline then neither reads the
+    # channel's tracked items nor makes a chunk wait for the chunks before it.
+    uses_known_items: bool
+
+    async def prepare(self) -> None:
+        """Before the first chunk: learn what the extractor needs to size its requests (an LLM
+        extractor asks the endpoint for its models' contexts); nothing for others."""
+        ...
+
+    def max_chunk_tokens(self) -> int | None:
+        """The largest chunk the extractor can take in one request, or None when it has no
+        limit of its own; the pipeline chunks at most this big."""
+        ...
 
     def fingerprint(self) -> str:
         """Everything that changes its output for the same chunk (version, model, prompt, config);

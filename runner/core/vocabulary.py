@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from runner.core.contract import ChunkSummary
+from runner.errors import DigestdError
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ class MappedChunk:
     message_ids: tuple[str, ...]
 
 
-class ChunkFailed(Exception):
+class ChunkFailed(DigestdError):
     """The extractor gave up on one chunk; the job continues and ends PARTIAL."""
 
     def __init__(self, reason: str) -> None:

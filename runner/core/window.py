@@ -74,12 +74,3 @@ class WindowSpec:
     @property
     def catch_up(self) -> bool:
         return self.since is not None or self.until is not None
-
-    @classmethod
-    def from_options(cls, options: dict[str, Any] | None) -> WindowSpec:
-        options = options or {}
-        since, until = options.get("since"), options.get("until")
-        return cls(
-            since=datetime.fromisoformat(since) if since else None,
-            until=datetime.fromisoformat(until) if until else None,
-        )

@@ -37,6 +37,7 @@ from runner.entities.digest import analyze_digest
 from runner.digests.stats import job_stats
 from runner.jobs.base import JobContext
 from runner.conversations.store import read_threading_input, store_threading
+from runner.core.job_options import ChannelDigestOptions
 from runner.core.cancel import Cancelled
 from runner.jobs.outcomes import Finished, Outcome, RetryLater, Stored
 from runner.metrics import CHUNK_CACHE, PhaseClock
@@ -69,7 +70,8 @@ class ChannelJobRunner:
             channel = await channel_queries.channel_by_id(connection, job.channel_id)
         if channel is None:
             raise ValueError(f"channel {job.channel_id} no longer exists")
-        spec = WindowSpec.from_options(job.options)
+        options = ChannelDigestOptions.parse(job.options)
+        spec = WindowSpec(options.since, options.until)
         window, stored = await self._load_window(context.pool, channel, spec)
         stats["messages"] = stored.message_count
         if not window.messages:
@@ -78,11 +80,10 @@ class ChannelJobRunner:
         if context.should_stop():
             raise Cancelled()
         extractor = self.extractor_factory()
-        chunk_tokens = int((job.options or {}).get("chunk_tokens", self.chunk_tokens))
+        chunk_tokens = self.chunk_tokens if options.chunk_tokens is None else options.chunk_tokens
         # An LLM extractor knows how much chunk its map model's context holds.
-        max_chunk_tokens: Callable[[], int] | None = getattr(extractor, "max_chunk_tokens", None)
-        if max_chunk_tokens is not None:
-            chunk_tokens = min(chunk_tokens, max_chunk_tokens())
+        if (max_chunk_tokens := extractor.max_chunk_tokens()) is not None:
+            chunk_tokens = min(chunk_tokens, max_chunk_tokens)
         key = window_key(extractor.fingerprint(), chunk_tokens, stored.keys)
         if spec.catch_up:
             served = await self._serve_identical(context, key)
@@ -94,7 +95,7 @@ class ChannelJobRunner:
             # them (an extractor that takes no known items is not given them).
             tracked = (
                 known_items_of(await read_tracked_items(connection, channel.id))
-                if getattr(extractor, "uses_known_items", True) and not spec.catch_up else []
+                if extractor.uses_known_items and not spec.catch_up else []
             )  # fmt: skip
         # The link model is CPU-bound (about 15 s for 100,000 messages): off the event loop,
         # so the job's heartbeat keeps its lease meanwhile.

@@ -181,12 +181,9 @@ async def run_pipeline(
     await progress("preprocess", 0, 0)
     texts = {m.message_id: m.normalized_text for m in window.messages}
     # An extractor may learn its limits from the endpoint first (runner.llm.limits).
-    prepare: Callable[[], Awaitable[None]] | None = getattr(extractor, "prepare", None)
-    if prepare is not None:
-        await prepare()
-    max_chunk_tokens: Callable[[], int] | None = getattr(extractor, "max_chunk_tokens", None)
-    if max_chunk_tokens is not None:
-        chunk_tokens = min(chunk_tokens, max_chunk_tokens())
+    await extractor.prepare()
+    if (max_chunk_tokens := extractor.max_chunk_tokens()) is not None:
+        chunk_tokens = min(chunk_tokens, max_chunk_tokens)
     # Filled as chunks are cut; map tasks start on each chunk at once (see below).
     chunks: list[Chunk] = []
     summaries: list[ChunkSummary | None] = []
@@ -200,7 +197,7 @@ async def run_pipeline(
     stop_at: int | None = None  # chunks from here on wait for a re-cut
     recuts = 0
     # An extractor that ignores known items (the offline one) need not wait for earlier chunks.
-    uses_known_items: bool = getattr(extractor, "uses_known_items", True)
+    uses_known_items = extractor.uses_known_items
     semaphore = asyncio.Semaphore(concurrency)
     await progress("map", 0, 0)
 

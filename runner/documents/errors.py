@@ -4,8 +4,10 @@ logged, and document text is untrusted data."""
 
 from __future__ import annotations
 
+from runner.errors import DigestdError, InputError
 
-class DocumentError(Exception):
+
+class DocumentError(DigestdError):
     """A document could not be fetched, parsed, digested or verified."""
 
     def __init__(self, code: str, reason: str) -> None:
@@ -17,11 +19,11 @@ class DocumentError(Exception):
         return {"code": self.code, "reason": self.reason}
 
 
-class FetchError(DocumentError):
+class FetchError(DocumentError, InputError):
     """A URL was refused or its download failed (SSRF guard, size cap, timeout, bad type)."""
 
 
-class ExtractionError(DocumentError):
+class ExtractionError(DocumentError, InputError):
     """Bytes could not be turned into canonical text (encrypted, no text layer, malformed)."""
 
 

@@ -60,6 +60,7 @@ from runner.metrics import (
     DIGEST_SECONDS,
     DIGEST_SOURCES,
 )
+from runner.core.job_options import DocumentDigestOptions
 from runner.core.cancel import Cancelled
 from runner.jobs.outcomes import FailNow, Finished, Outcome, RetryLater, Stored
 
@@ -78,8 +79,7 @@ class DocumentJobRunner:
     async def run(self, job: DigestJob, context: JobContext) -> Outcome:
         pool, stats = context.pool, context.stats
         begun = time.perf_counter()
-        options = job.options or {}
-        query = str(options.get("query", ""))
+        query = DocumentDigestOptions.parse(job.options).query
         stats.update({"document_id": job.document_id, "summarizer_calls": 0})
         assert job.document_id is not None  # a document job's subject (digest_jobs_kind_source)
         async with pool.acquire() as connection:

@@ -36,6 +36,7 @@ from runner.documents.summarize import (
     SummaryResult,
     fit_text,
 )
+from runner.errors import LLMError
 from runner.llm.client import ResilientCaller
 from runner.llm.prompts import DOC_SUMMARY_PROMPT, load_prompt
 from runner.llm.toolcall import MalformedOutput, ModelCall, RequestTooLarge, is_function_call
@@ -51,7 +52,7 @@ _PROMPT_FILE_VERSION = "v1"
 _MAX_OUTPUT_TOKENS = 1500
 
 
-class SummarizerError(DocumentError):
+class SummarizerError(DocumentError, LLMError):
     """The summarizer could not produce a valid summary (the digest is skipped, not faked)."""
 
 

@@ -36,8 +36,9 @@ from runner.core.extractor import (
     MappedChunk,
     PipelineWarning,
 )
+from runner.errors import LLMError
 from runner.llm import limits
-from runner.llm.breaker import CircuitBreaker, CircuitOpen, config_breaker
+from runner.llm.breaker import CircuitBreaker, config_breaker
 from runner.llm.budget import (
     LimitSource,
     RequestBudget,
@@ -45,7 +46,7 @@ from runner.llm.budget import (
     endpoint_budget,
     preflight,
 )
-from runner.llm.client import ContextLimitExceeded, LLMCallError, ResilientCaller, build_client
+from runner.llm.client import ContextLimitExceeded, ResilientCaller, build_client
 from runner.llm.config import LLMConfig
 from runner.llm.prompts import (
     MAP_PROMPT,
@@ -56,7 +57,7 @@ from runner.llm.prompts import (
 )
 from runner.llm.reduce import FallbackReduce, TreeReducer
 from runner.llm.render import map_user_message, shown_known_items, system_message
-from runner.llm.toolcall import MalformedOutput, RequestTooLarge, ToolCaller
+from runner.llm.toolcall import MalformedOutput, ToolCaller
 from runner.core.window import Window, WindowMessage
 
 # Bumped when the post-processing of map output changes (it is part of the cached result).
@@ -114,6 +115,7 @@ class LLMExtractor:
     """The Extractor protocol over an OpenAI-compatible chat-completions endpoint."""
 
     name = "llm"
+    uses_known_items = True  # each map request links to the channel's open items
 
     def __init__(
         self,
@@ -316,13 +318,9 @@ class LLMExtractor:
                 f"{error}; the chunk is re-cut to at most {self.max_chunk_tokens()} tokens",
                 self.max_chunk_tokens(),
             ) from None
-        except CircuitOpen as error:
-            raise ChunkFailed(str(error)) from None
-        except LLMCallError as error:
-            raise ChunkFailed(str(error)) from None
         except MalformedOutput as error:
             raise ChunkFailed(f"{error.reason} (after one re-ask)") from None
-        except RequestTooLarge as error:
+        except LLMError as error:  # the call failed, the breaker refused it, or too large
             raise ChunkFailed(str(error)) from None
         finally:
             self._note_estimates()

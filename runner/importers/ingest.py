@@ -25,6 +25,7 @@ import asyncpg
 
 from db.ingest import ChannelKey, MessageIngestor
 from runner.core.display_names import clean_name, name_problem
+from runner.errors import DigestdError
 from runner.importers.detect import check_input, detect_format, iter_records
 from runner.importers.inputs import UnusableInput
 from runner.importers.records import ParsedMessage, ParseStats, RecordError
@@ -56,7 +57,7 @@ class ImportReport:
         return self.inserted + self.updated + self.unchanged
 
 
-class ImportStopped(Exception):
+class ImportStopped(DigestdError):
     """The import stopped before the end of its input. `report` counts what was stored;
     `stage` is "parse" (reading the input) or "store" (the database); `cause` is the error."""
 

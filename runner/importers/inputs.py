@@ -16,8 +16,10 @@ import stat
 from pathlib import Path
 from typing import BinaryIO
 
+from runner.errors import InputError
 
-class UnusableInput(ValueError):
+
+class UnusableInput(InputError, ValueError):
     """The input as a whole cannot be imported: missing, a special file, unsafe, undecodable."""
 
 

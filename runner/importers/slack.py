@@ -35,6 +35,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from runner.errors import InputError
 from runner.importers.dates import describe, parse_slack_ts
 from runner.importers.inputs import UnusableInput, inside, open_regular
 from runner.importers.inputs import describe as describe_file
@@ -61,7 +62,7 @@ _FILE_FIELDS = ("id", "name", "title", "mimetype", "filetype", "size", "url_priv
 _UNFURL_FIELDS = ("title", "title_link", "text", "fallback", "service_name", "from_url")
 
 
-class MetadataError(ValueError):
+class MetadataError(InputError, ValueError):
     """A metadata file (`channels.json`, `users.json`...) that cannot be read."""
 
     def __init__(self, file_name: str, reason: str) -> None:

@@ -18,6 +18,7 @@ from collections import deque
 from collections.abc import Callable
 from enum import Enum
 
+from runner.errors import LLMError
 from runner.llm.config import LLMConfig
 
 logger = logging.getLogger(__name__)
@@ -29,7 +30,7 @@ class BreakerState(str, Enum):
     HALF_OPEN = "half_open"
 
 
-class CircuitOpen(Exception):
+class CircuitOpen(LLMError):
     """The endpoint's breaker refuses calls for now."""
 
     def __init__(self, endpoint: str, retry_in: float) -> None:

@@ -29,6 +29,7 @@ from typing import Any, Protocol
 import openai
 from openai.types.chat import ChatCompletion
 
+from runner.errors import LLMError
 from runner.llm.breaker import CircuitBreaker, CircuitOpen
 from runner.llm.config import LLMConfig
 from runner.llm.limits import ContextOverflow, parse_context_overflow
@@ -98,7 +99,7 @@ _PREFIX_CHARS = 80
 _UNPRINTABLE = re.compile(r"[^\x20-\x7e\u00a0-\ud7ff\ue000-\ufffd]+")
 
 
-class LLMCallError(Exception):
+class LLMCallError(LLMError):
     """One request failed for good (after its retries). The message is already redacted."""
 
     def __init__(self, message: str, *, status: int | None = None) -> None:
@@ -116,7 +117,7 @@ class ContextLimitExceeded(LLMCallError):
         self.sent_tokens = 0
 
 
-class MalformedResponse(Exception):
+class MalformedResponse(LLMError):
     """The endpoint answered, but not with a chat completion."""
 
 

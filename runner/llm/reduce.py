@@ -20,9 +20,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from runner.core.contract import DIGEST_TOOL, ChunkSummary, Digest, SignalLevel, tool_schema
-from runner.llm.breaker import CircuitOpen
+from runner.errors import LLMError
 from runner.llm.budget import RequestBudget, count_request_tokens
-from runner.llm.client import ContextLimitExceeded, LLMCallError
+from runner.llm.client import ContextLimitExceeded
 from runner.core.merge import SIGNAL_RANK, merge_outputs
 from runner.llm.render import (
     reduce_user_message,
@@ -31,7 +31,7 @@ from runner.llm.render import (
     summary_payload,
     system_message,
 )
-from runner.llm.toolcall import MalformedOutput, RequestTooLarge, ToolCaller
+from runner.llm.toolcall import ToolCaller
 from runner.core.tokens import count_tokens
 from runner.grounding.validate import validate_output
 from runner.core.vocabulary import MappedChunk
@@ -184,7 +184,7 @@ class TreeReducer:
                 max_output_tokens=self._partial_output_tokens(),
                 input_budget=self.budget.input_tokens,
             )
-        except (LLMCallError, CircuitOpen, MalformedOutput, RequestTooLarge) as error:
+        except LLMError as error:
             if self.raise_overflow and isinstance(error, ContextLimitExceeded):
                 self.overflow = self.overflow or error
                 return ReduceInput(group[0].output, first, last)  # discarded by the caller
@@ -277,7 +277,7 @@ class TreeReducer:
                 max_output_tokens=self.budget.max_output_tokens,
                 input_budget=self.budget.input_tokens,
             )
-        except (LLMCallError, CircuitOpen, MalformedOutput, RequestTooLarge) as error:
+        except LLMError as error:
             if self.raise_overflow and isinstance(error, ContextLimitExceeded):
                 raise
             return await self._fallback(chunks, top_messages, str(error))

@@ -19,6 +19,7 @@ from openai.types.chat import ChatCompletion, ChatCompletionMessageFunctionToolC
 from pydantic import ValidationError
 
 from runner.core.contract import TOOL_MODELS, StrictModel, tool_schema
+from runner.errors import LLMError
 from runner.llm.budget import Preflight, RequestBudget, endpoint_budget, preflight
 from runner.llm.client import ContextLimitExceeded, ResilientCaller
 from runner.core.tokens import count_tokens
@@ -31,7 +32,7 @@ Model = TypeVar("Model", bound=StrictModel)
 _MAX_ERRORS_FED_BACK = 12
 
 
-class MalformedOutput(Exception):
+class MalformedOutput(LLMError):
     """The model's output was still unusable after the re-ask."""
 
     def __init__(self, reason: str) -> None:
@@ -39,7 +40,7 @@ class MalformedOutput(Exception):
         self.reason = reason
 
 
-class RequestTooLarge(Exception):
+class RequestTooLarge(LLMError):
     """A request does not fit the model's input budget, even before it is sent."""
 
 

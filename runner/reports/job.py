@@ -30,7 +30,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from db import channels as channel_queries
@@ -41,13 +40,12 @@ from db.jobs import JobStatus
 from db.reports import EMPTY_FIDELITY
 from db.models import DigestJob, MessageRange, WindowMessageRow
 from runner.grounding.claim_support import DEFAULT_MIN_OVERLAP
+from runner.errors import LLMError
 from runner.jobs.base import JobContext, finish
+from runner.core.job_options import ReportOptions
 from runner.core.cancel import Cancelled
 from runner.jobs.outcomes import FailNow, Finished, Outcome, Stored
 from runner.documents.canonical import CanonicalDocument
-from runner.llm.breaker import CircuitOpen
-from runner.llm.client import LLMCallError
-from runner.llm.toolcall import MalformedOutput, RequestTooLarge
 from runner.reports.audit import ReportAudit, accept_sentences
 from runner.reports.evidence import (
     ChannelMessage,
@@ -65,9 +63,6 @@ from runner.reports.report import Report, report_markdown
 logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_MESSAGES = 20_000
-
-
-_MODEL_FAILURES = (LLMCallError, CircuitOpen, MalformedOutput, RequestTooLarge)
 
 
 @dataclass(frozen=True)
@@ -104,9 +99,9 @@ class ReportJobRunner:
     llm_writer: LLMReportWriter | None = None
 
     async def run(self, job: DigestJob, context: JobContext) -> Outcome:
-        options = job.options or {}
-        question = str(options.get("question", ""))
-        inputs = await self._read(job, context)
+        options = ReportOptions.parse(job.options)
+        question = options.question
+        inputs = await self._read(options, context)
         stats = context.stats
         writer = self.llm_writer.version if self.llm_writer else EXTRACTOR_VERSION
         cache_key = self._cache_key(question, inputs, writer)
@@ -149,7 +144,7 @@ class ReportJobRunner:
         stats.pop("problems", None)
         if context.should_stop():
             raise Cancelled()
-        await self._store(context, job, written)
+        await self._store(context, job, options, written)
         return Stored(written.status)
 
     def _cache_key(self, question: str, inputs: ReportInputs, writer: str) -> str:
@@ -176,7 +171,7 @@ class ReportJobRunner:
         assert self.llm_writer is not None
         try:
             run = await self.llm_writer.write(question, ranked)
-        except _MODEL_FAILURES as error:
+        except LLMError as error:
             logger.warning("report.llm_failed job_id=%s error=%s", job.id, type(error).__name__)
             key = self._cache_key(question, inputs, EXTRACTOR_VERSION)
             written = await asyncio.to_thread(self._write_offline, question, ranked, key)
@@ -201,12 +196,9 @@ class ReportJobRunner:
             {**run.fit.as_json(), "warnings": warnings}, warnings,
         )  # fmt: skip
 
-    async def _read(self, job: DigestJob, context: JobContext) -> ReportInputs:
-        options = job.options or {}
-        channel_ids = [int(i) for i in options.get("channel_ids", [])]
-        document_ids = [int(i) for i in options.get("document_ids", [])]
-        since = _time(options.get("since"))
-        until = _time(options.get("until"))
+    async def _read(self, options: ReportOptions, context: JobContext) -> ReportInputs:
+        channel_ids, document_ids = list(options.channel_ids), list(options.document_ids)
+        since, until = options.since, options.until
         channels: list[list[ChannelMessage]] = []
         claims: list[list[DigestClaim]] = []
         digests: list[tuple[int, list[int]]] = []
@@ -258,14 +250,15 @@ class ReportJobRunner:
             ))  # fmt: skip
         return ReportInputs(channels, claims, texts, revisions, digests, window_warnings)
 
-    async def _store(self, context: JobContext, job: DigestJob, written: Written) -> None:
+    async def _store(
+        self, context: JobContext, job: DigestJob, options: ReportOptions, written: Written
+    ) -> None:
         """The report row and the job's end state, in one transaction."""
         report, audit = written.report, written.audit
         sections, sources = report_json(report)
-        options = job.options or {}
         values: dict[str, Any] = {
             "question": report.question,
-            "request": {k: options[k] for k in sorted(options) if k != "request_hash"},
+            "request": options.request(),
             "cache_key": written.cache_key,
             "title": report.title,
             "sections": sections,
@@ -313,5 +306,3 @@ def window_cap_warning(
     }  # fmt: skip
 
 
-def _time(value: Any) -> datetime | None:
-    return None if value in (None, "") else datetime.fromisoformat(str(value))

@@ -36,11 +36,10 @@ from pydantic import Field
 from runner.grounding.claim_support import DEFAULT_MIN_OVERLAP, support_share
 from runner.core.contract import StrictModel, model_schema
 from runner.grounding.footnotes import FootnotedSentence, Section
+from runner.errors import LLMError
 from runner.llm.budget import count_request_tokens
-from runner.llm.breaker import CircuitOpen
-from runner.llm.client import LLMCallError
 from runner.llm.prompts import REPORT_PROMPT, load_prompt
-from runner.llm.toolcall import MalformedOutput, ModelCall, RequestTooLarge
+from runner.llm.toolcall import ModelCall
 from runner.reports.audit import ReportAudit, accept_sentences, sentence_problem
 from runner.reports.evidence import RankedEvidence
 from runner.reports.evidence_budget import DEFAULT_MAX_UNITS, EvidenceFit, FittedUnit, fit_evidence
@@ -299,7 +298,7 @@ class LLMReportWriter:
             ]  # fmt: skip
             try:
                 written = await self.call([*messages, *followup], usage)
-            except (MalformedOutput, RequestTooLarge, LLMCallError, CircuitOpen) as error:
+            except LLMError as error:
                 logger.warning("report.re_ask_failed error=%s", type(error).__name__)
                 run_warnings.append({"code": "re_ask_failed", "message": (
                     f"the re-ask failed ({type(error).__name__}); the first answer was audited"

@@ -22,6 +22,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from cronsim import CronSim, CronSimError
 
+from runner.errors import InputError
+
 MAX_CRON_CHARS = 100
 MAX_TIMEZONE_CHARS = 64
 CRON_FIELDS = "minute hour day-of-month month day-of-week"
@@ -33,7 +35,7 @@ NOT_IANA_ZONES = frozenset({"localtime", "Factory", "posixrules"})
 INTERVAL_CHECK_SLOTS = 1_000
 
 
-class InvalidSchedule(ValueError):
+class InvalidSchedule(InputError, ValueError):
     """A cron expression or time zone that cannot schedule anything; `field` is the argument
     at fault ("cron" or "timezone") and the message says why."""
 

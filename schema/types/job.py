@@ -14,6 +14,7 @@ from strawberry.types import Info
 from db import jobs
 from schema.types.channel import Channel
 from db import models
+from runner.core.job_options import DocumentDigestOptions
 from schema.context import Context
 from schema.types.document import DocumentDigest
 from schema.types.enums import JobPhase, JobStatus
@@ -117,7 +118,10 @@ class DigestJob(relay.Node):
             digest_id=optional_global_id(DIGEST, row.digest_id),
             document_id=optional_global_id(DOCUMENT, row.document_id),
             document_digest_id=optional_global_id(DOCUMENT_DIGEST, row.document_digest_id),
-            query=(row.options or {}).get("query") if row.kind == jobs.JobKind.DOCUMENT else None,
+            query=(
+                DocumentDigestOptions.parse(row.options).query
+                if row.kind == jobs.JobKind.DOCUMENT else None
+            ),  # fmt: skip
             report_id=optional_global_id(REPORT, row.report_id),
             options=cast(JSON, row.options or {}),
             created_at=row.created_at,

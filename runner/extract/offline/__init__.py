@@ -60,6 +60,13 @@ class OfflineExtractor:
         self.usage = ExtractionUsage()
         self.warnings: list[PipelineWarning] = []
 
+    async def prepare(self) -> None:
+        """Nothing to learn: no endpoint, no request limits."""
+
+    def max_chunk_tokens(self) -> None:
+        """No request to fit: any chunk size the pipeline picks will do."""
+        return None
+
     def fingerprint(self) -> str:
         return f"offline/{OFFLINE_VERSION}/contract-{CONTRACT_VERSION}"
 
