@@ -1,0 +1,220 @@
+"""The import directions of the layers, read from the source (AST), not from running it:
+
+- db/ is imported by runner/, schema/ and server/, never the other way round, so the SQL layer
+  can be read (and reused) without the rest of the service;
+- the pipeline core takes plain data and returns plain data: nothing it imports, directly or
+  through the repository's own modules, reaches the database, the network or the API layers;
+- the evaluator never imports the server; the API (schema/, server/) never reaches into the
+  worker or the job runners, which only the process's composition root starts."""
+
+from __future__ import annotations
+
+import ast
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from tests.support.paths import REPO_ROOT
+
+ROOT = REPO_ROOT
+UPPER_LAYERS = ("runner", "schema", "server")
+PACKAGES = ("db", *UPPER_LAYERS)
+
+
+def _imported_modules(path: Path) -> set[str]:
+    """Every module `path` imports, anywhere in it (TYPE_CHECKING blocks and function bodies
+    too); `from a import b` also names `a.b`, which is the module when b is a submodule."""
+    modules: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text("utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            modules.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            modules.add(node.module)
+            modules.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return modules
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+REPO_MODULES = {
+    _module_name(path): path for package in PACKAGES for path in sorted((ROOT / package).rglob("*.py"))
+}
+
+
+def _with_packages(module: str) -> list[str]:
+    """`a.b.c` and the packages Python runs first when importing it: `a`, `a.b`."""
+    parts = module.split(".")
+    return [".".join(parts[:end]) for end in range(1, len(parts) + 1)]
+
+
+@cache
+def _reached(module: str) -> dict[str, str]:
+    """Every module importing `module` loads, through the repository's own modules and their
+    packages' __init__, each mapped to the repository module that imports it."""
+    reached: dict[str, str] = {}
+    pending = [module]
+    while pending:
+        importer = pending.pop()
+        for imported in sorted(_imported_modules(REPO_MODULES[importer])):
+            for name in _with_packages(imported):
+                if name in reached or name == module:
+                    continue
+                reached[name] = importer
+                if name in REPO_MODULES:
+                    pending.append(name)
+    return reached
+
+
+def _matches(module: str, forbidden: tuple[str, ...]) -> bool:
+    return any(module == name or module.startswith(name + ".") for name in forbidden)
+
+
+def _chain(start: str, module: str, reached: dict[str, str]) -> str:
+    links = [module]
+    while links[-1] != start and links[-1] in reached:
+        links.append(reached[links[-1]])
+    return " <- ".join(links)
+
+
+DB_MODULES = sorted((ROOT / "db").glob("*.py"))
+
+
+def test_db_modules_are_found() -> None:
+    names = {path.stem for path in DB_MODULES}
+    assert {"jobs", "channels", "digests", "documents", "queries"} <= names
+
+
+@pytest.mark.parametrize("path", DB_MODULES, ids=lambda path: path.name)
+def test_db_imports_nothing_from_upper_layers(path: Path) -> None:
+    uphill = sorted(
+        module
+        for module in _imported_modules(path)
+        if module.split(".")[0] in UPPER_LAYERS
+    )
+    assert uphill == [], f"{path.name} imports {uphill}"
+
+
+def test_upper_layers_run_no_named_query_themselves() -> None:
+    """Every SQL call of runner/, schema/ and server/ goes through a db/ function."""
+    offenders = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for layer in UPPER_LAYERS
+        for path in sorted((ROOT / layer).rglob("*.py"))
+        for number, line in enumerate(path.read_text("utf-8").splitlines(), start=1)
+        if "QUERIES[" in line
+    ]
+    assert offenders == []
+
+
+# The database, the network, and the layers that stand on them.
+IMPURE = (
+    "asyncpg", "httpx", "httpx2", "openai", "socket", "urllib.request", "requests", "aiohttp",
+    "db", "server", "schema",
+)  # fmt: skip
+PURE_CORE_GLOBS = (
+    "runner/normalize.py",
+    "runner/pointers.py",
+    "runner/validate.py",
+    "runner/contract.py",
+    "runner/message_chunks.py",
+    "runner/claim_support.py",
+    "runner/word_tokens.py",
+    "runner/vocabulary.py",
+    "runner/window.py",
+    "runner/entities.py",
+    "runner/digest_entities.py",
+    "runner/cron.py",
+    "runner/importers/*.py",
+    "runner/documents/*.py",
+    "runner/extractors/offline/*.py",
+    "runner/citations.py",
+    "runner/footnotes.py",
+    "runner/bm25.py",
+    "runner/reports/*.py",
+    "runner/disentangle/*.py",
+    "runner/item_lifecycle.py",
+    "runner/addressing.py",
+)
+# Modules under those globs that do I/O on purpose, and why.
+DOES_IO = {
+    "runner/documents/fetch.py": "the hardened HTTP fetch of a document URL (httpx, socket)",
+    "runner/documents/ingest.py": "ingest_url fetches through fetch.py",
+    "runner/documents/llm_summary.py": "the document summarizer that calls the LLM (openai)",
+    "runner/reports/llm_writer.py": "the report writer that calls the LLM (openai)",
+}
+PURE_CORE = sorted(
+    {path for pattern in PURE_CORE_GLOBS for path in ROOT.glob(pattern)}
+    - {ROOT / name for name in DOES_IO}
+)
+
+
+def test_pure_core_is_found() -> None:
+    names = {str(path.relative_to(ROOT)) for path in PURE_CORE}
+    assert {"runner/normalize.py", "runner/importers/slack.py", "runner/documents/canonical.py",
+            "runner/extractors/offline/digest.py", "runner/disentangle/model.py"} <= names  # fmt: skip
+    assert len(PURE_CORE) > 40
+
+
+@pytest.mark.parametrize("path", PURE_CORE, ids=lambda path: str(path.relative_to(ROOT)))
+def test_pure_core_imports_neither_database_nor_network(path: Path) -> None:
+    module = _module_name(path)
+    reached = _reached(module)
+    impure = sorted(name for name in reached if _matches(name, IMPURE))
+    assert impure == [], "\n".join(_chain(module, name, reached) for name in impure)
+
+
+@pytest.mark.parametrize("name", sorted(DOES_IO))
+def test_io_exceptions_really_do_io(name: str) -> None:
+    """An exception that no longer reaches the network belongs in the pure core."""
+    assert any(_matches(module, IMPURE) for module in _reached(_module_name(ROOT / name)))
+
+
+EVALUATION = sorted((ROOT / "runner" / "evaluation").rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", EVALUATION, ids=lambda path: path.name)
+def test_evaluation_never_imports_the_server(path: Path) -> None:
+    module = _module_name(path)
+    reached = _reached(module)
+    server = sorted(name for name in reached if _matches(name, ("server",)))
+    assert server == [], "\n".join(_chain(module, name, reached) for name in server)
+
+
+# The worker loop and the job runners (runner/jobs/, formerly runner/document_jobs.py).
+JOB_RUNNERS = ("runner.worker", "runner.jobs", "runner.document_jobs")
+# The process's composition root: it builds the workers and job runners from settings for
+# `digestd worker`, the app's in-process workers and the tests. Nothing else in the API may.
+STARTS_WORKERS = {"server/runtime.py"}
+API_MODULES = sorted(
+    path
+    for layer in ("schema", "server")
+    for path in (ROOT / layer).rglob("*.py")
+    if str(path.relative_to(ROOT)) not in STARTS_WORKERS
+)
+
+
+@pytest.mark.parametrize("path", API_MODULES, ids=lambda path: str(path.relative_to(ROOT)))
+def test_api_never_imports_the_worker_or_job_runners(path: Path) -> None:
+    imported = sorted(name for name in _imported_modules(path) if _matches(name, JOB_RUNNERS))
+    assert imported == [], f"{path.relative_to(ROOT)} imports {imported}"
+
+
+SCHEMA_MODULES = sorted(name for name in REPO_MODULES if _matches(name, ("schema",)))
+
+
+@pytest.mark.parametrize("module", SCHEMA_MODULES)
+def test_schema_never_reaches_the_worker_or_job_runners(module: str) -> None:
+    """Through any chain of the repository's modules, not only directly."""
+    reached = _reached(module)
+    runners = sorted(name for name in reached if _matches(name, JOB_RUNNERS))
+    assert runners == [], "\n".join(_chain(module, name, reached) for name in runners)
+
+
+def test_composition_root_is_where_workers_start() -> None:
+    """The one exception above still exists and still is the place that starts workers."""
+    for name in STARTS_WORKERS:
+        assert any(_matches(module, JOB_RUNNERS) for module in _imported_modules(ROOT / name))
