@@ -36,7 +36,8 @@ async def gql(client: httpx.AsyncClient, query: str, variables: dict[str, Any] |
     assert response.status_code == 200, response.text
     body = response.json()
     assert "errors" not in body, body["errors"]
-    return body["data"]
+    data: dict[str, Any] = body["data"]
+    return data
 
 
 def sample_messages() -> list[dict[str, Any]]:
@@ -53,7 +54,8 @@ async def poll_job(client: httpx.AsyncClient, job_id: str, timeout: float = 60) 
     while True:
         job = (await gql(client, query, {"id": job_id}))["job"]
         if job["status"] in ("SUCCEEDED", "PARTIAL", "FAILED", "CANCELLED"):
-            return job
+            finished: dict[str, Any] = job
+            return finished
         assert asyncio.get_running_loop().time() < deadline, f"job stuck: {job}"
         await asyncio.sleep(0.1)
 

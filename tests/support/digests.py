@@ -58,8 +58,10 @@ async def digest_once(
     return done
 
 
-async def read_ids(pool: asyncpg.Pool, digest_id: int) -> list[str]:
-    """External ids of the messages a digest read, in conversation order."""
+async def read_ids(pool: asyncpg.Pool, digest_id: int | None) -> list[str]:
+    """External ids of the messages a digest read, in conversation order (the id is a run's,
+    which has one whenever it wrote a digest)."""
+    assert digest_id is not None, "the run wrote no digest"
     async with pool.acquire() as connection:
         rows = await connection.fetch(
             "SELECT m.external_id FROM digest_messages dm JOIN messages m ON m.id = dm.message_id "

@@ -177,7 +177,7 @@ def upload(path: Path, content_type: str | None = None) -> dict[str, Any]:
     return {"contentBase64": encoded, "contentType": content_type}
 
 
-async def digest_for(http: httpx.AsyncClient, document_id: str, query: str) -> tuple[dict, dict]:
+async def digest_for(http: httpx.AsyncClient, document_id: str, query: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """Trigger, poll to the end, read: (finished job, digest)."""
     job = (await gql(http, TRIGGER, {"id": document_id, "q": query}))["triggerDocumentDigest"]
     assert job["kind"] == "document" and job["documentId"] == document_id, job
@@ -233,7 +233,8 @@ def quoting_digest(body: dict[str, Any]) -> dict[str, Any]:
 async def run_job(http: httpx.AsyncClient, document_id: str, query: str) -> dict[str, Any]:
     job = (await gql(http, TRIGGER, {"id": document_id, "q": query}))["triggerDocumentDigest"]
     await poll_job(http, job["id"], timeout=60)
-    return (await gql(http, JOB, {"id": job["id"]}))["job"]
+    finished: dict[str, Any] = (await gql(http, JOB, {"id": job["id"]}))["job"]
+    return finished
 
 
 TOPICS = ["caching", "replication", "sharding", "monitoring"]

@@ -136,7 +136,8 @@ def summaries_of(body: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def tool_of(body: dict[str, Any]) -> str:
-    return body["tool_choice"]["function"]["name"]
+    name: str = body["tool_choice"]["function"]["name"]
+    return name
 
 
 # --- responses ------------------------------------------------------------------------------
@@ -328,11 +329,14 @@ def fake_client(
     handler: Callable[[httpx.Request], Any], api_key: str = API_KEY
 ) -> openai.AsyncOpenAI:
     transport = httpx.MockTransport(handler)
+    # openai is built on httpx2; an httpx client stands in for it by duck typing (as in
+    # runner.llm.client.build_client).
+    http_client: Any = httpx.AsyncClient(transport=transport)
     return openai.AsyncOpenAI(
         base_url="http://llm.test/v1",
         api_key=api_key,
         max_retries=0,
-        http_client=httpx.AsyncClient(transport=transport),
+        http_client=http_client,
     )
 
 

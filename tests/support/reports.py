@@ -29,7 +29,7 @@ async def stored_report(connection: asyncpg.Connection, row: ReportRow) -> Repor
     texts = await channel_queries.revision_texts(
         connection, [k[0] for k in keys], [k[1] for k in keys]
     )
-    by_key = {(t.message_id, t.revision): t.normalized_text for t in texts}
+    by_key = {(t.message_id, t.revision): t.normalized_text for t in texts if t.normalized_text is not None}
     return report_from_json(row.question, row.title, row.sections, row.sources, by_key)
 
 

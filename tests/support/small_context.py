@@ -74,7 +74,8 @@ class SmallContextModel:
             self.refused.append(prompt)
             return JSONResponse(overflow_body(self.wording, prompt, output), status_code=400)
         self.accepted.append(body)
-        return self._answer(body)
+        answer: dict[str, Any] = self._answer(body)
+        return answer
 
     def mapped_message_ids(self) -> set[str]:
         return {

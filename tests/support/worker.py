@@ -48,7 +48,8 @@ def slow_model(delay: float) -> Callable[[dict[str, Any]], Awaitable[dict[str, A
 
     async def slow(body: dict[str, Any]) -> dict[str, Any]:
         await asyncio.sleep(delay)
-        return respond(body)
+        answer: dict[str, Any] = respond(body)
+        return answer
 
     return slow
 
@@ -85,8 +86,9 @@ async def wait_for(check: Callable[[], Awaitable[bool]], timeout: float, what: s
         await asyncio.sleep(0.05)
 
 
-async def assert_pointers_resolve(pool: asyncpg.Pool, digest_id: int) -> int:
+async def assert_pointers_resolve(pool: asyncpg.Pool, digest_id: int | None) -> int:
     """Every stored knowledge-item pointer slices its message's normalized text to its quote."""
+    assert digest_id is not None, "the job wrote no digest"
     async with pool.acquire() as connection:
         rows = await connection.fetch(
             "SELECT k.char_start, k.char_end, k.quote, m.normalized_text FROM knowledge_items k "

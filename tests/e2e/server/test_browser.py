@@ -10,13 +10,14 @@ asserts none was made. Skipped, saying why, where Chromium is not installed (.ci
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import quote
 
 import asyncpg
 import httpx
 import pytest
-from playwright.async_api import Browser, expect
+from playwright.async_api import Browser, ConsoleMessage, expect
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
@@ -35,6 +36,11 @@ INGEST = """mutation($c: ChannelInput!, $m: [MessageInput!]!) { ingestMessages(c
   ... on IngestResult { accepted } } }"""
 CHANNELS = "{ channels { nodes { id name } } }"
 
+
+
+def _keep_text(lines: list[str]) -> Callable[[ConsoleMessage], None]:
+    """A console listener that appends each message's text to `lines`."""
+    return lambda message: lines.append(message.text)
 
 async def test_graphiql_runs_a_query_offline_with_a_pasted_token(
     db: asyncpg.Pool, settings: Settings, browser: Browser, tmp_path: Path
@@ -162,7 +168,7 @@ async def test_a_dashboard_on_another_origin_reads_the_api_only_when_allowed(
                 page.set_default_timeout(TIMEOUT_MS)
                 blocked[visit] = await loopback_only(page)
                 console[visit] = []
-                page.on("console", lambda message, lines=console[visit]: lines.append(message.text))
+                page.on("console", _keep_text(console[visit]))
                 await page.goto(url)
                 await expect(page.locator("#out")).not_to_have_text("waiting")
                 shown[visit] = await page.locator("#out").inner_text()

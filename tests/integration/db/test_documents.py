@@ -70,16 +70,17 @@ async def test_a_cache_key_is_stored_once(db: asyncpg.Pool) -> None:
     }  # fmt: skip
     async with db.acquire() as connection:
         row, _ = await document_queries.store_document(connection, document.as_record())
+        cache_key = "digest:1.0:doc-1:abc:def:ghi"
         values = {
             "document_id": row.id, "query": "q", "query_hash": query_hash("q"),
-            "cache_key": "digest:1.0:doc-1:abc:def:ghi", "payload": payload,
+            "cache_key": cache_key, "payload": payload,
             "summarizer": "offline", "evidence_mode": "query", "original_tokens": 10,
             "final_tokens": 1, "tokens_estimated": False, "warnings": [], "duration_ms": 1,
         }  # fmt: skip
         first, created = await document_queries.insert_document_digest(connection, None, values)
         second, created_again = await document_queries.insert_document_digest(connection, None, values)
         assert created and not created_again and first == second
-        assert await document_queries.cached_digest_id(connection, values["cache_key"]) == first
+        assert await document_queries.cached_digest_id(connection, cache_key) == first
         assert await document_queries.cached_digest_id(connection, "digest:other") is None
         with pytest.raises(asyncpg.CheckViolationError):
             await document_queries.insert_document_digest(

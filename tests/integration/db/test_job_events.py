@@ -95,10 +95,12 @@ async def test_cancel_and_lease_expiry_notify(db: asyncpg.Pool, heard: Heard) ->
         assert cancelled is not None and cancelled.status == "cancelled"
         assert await heard.settle() == [queued]
         expiring = await _queued(db, "expiring", max_attempts=1)
-        assert (await jobs.claim_next_job(c, "w1", 30)).id == expiring
+        claimed = await jobs.claim_next_job(c, "w1", 30)
+        assert claimed is not None and claimed.id == expiring
         assert await heard.settle() == [expiring]
         # The worker died: its lease ran out on the last attempt.
         await c.execute("UPDATE digest_jobs SET lease_expires_at = now() - interval '1 second' WHERE id = $1", expiring)
         assert await jobs.claim_next_job(c, "w2", 30) is None
-        assert (await jobs.job_by_id(c, expiring)).status == "failed"
+        failed = await jobs.job_by_id(c, expiring)
+        assert failed is not None and failed.status == "failed"
         assert await heard.settle() == [expiring]

@@ -8,6 +8,7 @@ import asyncio
 import asyncpg
 
 from db import jobs
+from db.jobs import JobStatus
 from tests.support.database import add_channel, messages
 
 
@@ -84,7 +85,7 @@ async def test_expired_lease_is_reclaimed_and_old_holder_locked_out(db: asyncpg.
         # The dead worker can neither renew nor finish the job any more.
         assert await jobs.heartbeat(connection, job.id, "dead-worker", 30) is None
         finished = await jobs.finish_job(
-            connection, job.id, "dead-worker", status="succeeded", digest_id=None,
+            connection, job.id, "dead-worker", status=JobStatus.SUCCEEDED, digest_id=None,
             message=None, stats={}, warnings=[],
         )  # fmt: skip
         assert finished is None

@@ -10,12 +10,15 @@ import asyncpg
 import pytest
 from pydantic import BaseModel
 from sqlalchemy import Table
-from sqlalchemy.dialects import postgresql
+from sqlalchemy.dialects import registry
 from sqlmodel import SQLModel
 
 import db.models as models
 from db import pages
 from db.queries import QUERIES
+
+# The PostgreSQL dialect, to compile a model's column types as the migrations spell them.
+POSTGRES = registry.load("postgresql")()
 
 # Created by db/migrate.py to record applied migrations, not by a migration: not a data table.
 BOOKKEEPING_TABLES = {"schema_migrations"}
@@ -51,7 +54,7 @@ async def _database_tables(pool: asyncpg.Pool) -> dict[str, dict[str, Column]]:
 
 
 def _model_type(table: Table, name: str) -> str:
-    compiled = table.columns[name].type.compile(dialect=postgresql.dialect()).lower()
+    compiled = table.columns[name].type.compile(dialect=POSTGRES).lower()
     return _TYPE_ALIASES.get(compiled, compiled)
 
 

@@ -4,7 +4,9 @@ is inserted meanwhile; cursors are opaque and checked; page size is capped."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
+from typing import Any
 
 import asyncpg
 import pytest
@@ -23,8 +25,8 @@ async def _insert_digests(pool: asyncpg.Pool, channel_id: int, count: int) -> No
         )
 
 
-async def _read_all(pool: asyncpg.Pool, spec: pages.ListSpec, filters: dict, first: int,
-                    between_pages=None) -> list[int]:  # type: ignore[no-untyped-def]
+async def _read_all(pool: asyncpg.Pool, spec: pages.ListSpec[Any], filters: dict[str, Any], first: int,
+                    between_pages: Callable[[], Awaitable[None]] | None = None) -> list[int]:
     seen: list[int] = []
     after = None
     while True:

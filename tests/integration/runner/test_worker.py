@@ -63,7 +63,7 @@ async def test_endpoint_down_fails_the_attempt_instead_of_storing_an_empty_diges
     job = await job_row(db, job_id)
     assert received, "the endpoint was never called"
     assert job.status == "queued" and job.attempts == 1  # retried later, with backoff
-    assert job.digest_id is None and "every chunk failed" in job.error
+    assert job.digest_id is None and job.error is not None and "every chunk failed" in job.error
     assert API_KEY not in job.error
     async with db.acquire() as connection:
         assert await connection.fetchval("SELECT count(*) FROM digests") == 0
@@ -106,8 +106,8 @@ async def test_a_job_queued_while_the_worker_finds_none_wakes_it_at_once(
     claim = worker.run_once
     queued: list[int] = []
 
-    async def claim_then_trigger() -> bool:
-        processed = await claim()
+    async def claim_then_trigger(stop: asyncio.Event | None = None) -> bool:
+        processed = await claim(stop)
         if not processed and not queued:
             # The claim found nothing; a client triggers a job before the worker starts waiting,
             # and its NOTIFY reaches the worker's listener in that gap.
@@ -115,7 +115,7 @@ async def test_a_job_queued_while_the_worker_finds_none_wakes_it_at_once(
             await wait_for(_event_set(worker), 10, "the NOTIFY to reach the listener")
         return processed
 
-    worker.run_once = claim_then_trigger  # type: ignore[method-assign]
+    worker.run_once = claim_then_trigger  # type: ignore[method-assign]  # wrapped for this test
     stop = asyncio.Event()
     running = asyncio.create_task(worker.run(stop))
     try:

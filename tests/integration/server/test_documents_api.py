@@ -33,7 +33,8 @@ HTML_PAGE = "docs/html/readability/wikipedia/source.html"
 
 
 async def ingest(http: httpx.AsyncClient, source: dict[str, Any]) -> dict[str, Any]:
-    return (await gql(http, INGEST, {"input": source}))["ingestDocument"]
+    document: dict[str, Any] = (await gql(http, INGEST, {"input": source}))["ingestDocument"]
+    return document
 
 
 async def digest_rows(pool: asyncpg.Pool) -> int:

@@ -4,7 +4,7 @@ click on an item opens its history with the quoted evidence of each change."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import asyncpg
 import httpx
@@ -22,16 +22,15 @@ from tests.support.servers import running_server
 pytestmark = pytest.mark.browser
 
 # Day 2 also brings a task nobody has done yet, and a question nobody has answered.
-LATER_ROWS = [
+LATER_ROWS: list[tuple[str, str, str, str | None]] = [
     ("t3", "eve", "I'll renew the TLS certificates of the wiki before Friday.", None),
     ("q2", "fay", "Why does the staging database refuse connections after midnight?", None),
 ]
 
 
-def _inputs(rows: list[tuple[str, str, str, str | None]], start: object) -> list[dict[str, object]]:
-    assert hasattr(start, "isoformat")
+def _inputs(rows: list[tuple[str, str, str, str | None]], start: datetime) -> list[dict[str, object]]:
     return [
-        {"id": mid, "author": author, "ts": (start + timedelta(minutes=i)).isoformat(),  # type: ignore[operator]
+        {"id": mid, "author": author, "ts": (start + timedelta(minutes=i)).isoformat(),
          "text": text, "replyTo": reply}
         for i, (mid, author, text, reply) in enumerate(rows)
     ]  # fmt: skip

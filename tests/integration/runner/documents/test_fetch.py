@@ -187,7 +187,10 @@ def _make_tls_files(directory: Path) -> tuple[Path, Path, Path]:
     key, csr, cert = directory / "leaf.key", directory / "leaf.csr", directory / "leaf.pem"
     extensions = directory / "ext.cnf"
     extensions.write_text("subjectAltName=DNS:docs.test\n")
-    run = lambda *args: subprocess.run(["openssl", *args], check=True, capture_output=True)  # noqa: E731
+
+    def run(*args: str | Path) -> None:
+        subprocess.run(["openssl", *args], check=True, capture_output=True)
+
     run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", ca_key, "-out", ca_cert,
         "-days", "2", "-subj", "/CN=digestd test CA")  # fmt: skip
     run(

@@ -55,7 +55,8 @@ class TimedModel:
             self.known_by_chunk[first] = tuple(_KNOWN_LINE.findall(block))
             position = self._positions.setdefault(first, len(self._positions))
             await asyncio.sleep(self.delay(position))
-        return self._answer(body)
+        answer: dict[str, Any] = self._answer(body)
+        return answer
 
 
 class RecordingExtractor(LLMExtractor):
@@ -129,7 +130,8 @@ async def test_a_cached_chunk_result_is_reused_only_with_the_same_known_items() 
     def counting(body: dict[str, Any]) -> dict[str, Any]:
         if tool_of(body) == "emit_chunk_summary":
             calls.append(chunk_messages_of(body)[0].message_id)
-        return scripted()(body)
+        answer: dict[str, Any] = scripted()(body)
+        return answer
 
     async with local_openai_server(counting) as (base_url, _):
         results = []

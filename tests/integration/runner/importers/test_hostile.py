@@ -20,6 +20,7 @@ import asyncpg
 import pytest
 
 import runner.ingest
+from runner.importers.detect import iter_records as detect_iter_records
 from runner.importers.jsonguard import MAX_JSON_DEPTH, JsonGuard, line_too_deep
 from runner.importers.jsonstream import BadItem, iter_items
 from runner.importers.records import ParsedMessage, Record
@@ -156,7 +157,7 @@ async def test_a_parser_failing_part_way_still_stores_the_good_rows_before_it(
 ) -> None:
     path = tmp_path / "few.jsonl"
     path.write_text('{"id": "1", "author": "a", "ts": 0, "text": "x"}\n', encoding="utf-8")
-    real_iter_records = runner.ingest.iter_records
+    real_iter_records = detect_iter_records
 
     def failing(*args: Any, **kwargs: Any) -> Iterator[Record]:
         (message,) = [r for r in real_iter_records(*args, **kwargs) if isinstance(r, Message)]

@@ -324,7 +324,7 @@ async def test_the_map_step_is_given_the_channels_tracked_items_and_keys_its_cac
     assert keys["1"] != keys["0"]  # a chunk's cached result is only reused for the same items
 
 
-PORTS_ROWS = [
+PORTS_ROWS: list[tuple[str, str, str, str | None]] = [
     ("p1", "ann", "How do I list the open ports on the server?", None),
     ("p2", "bob", "ann: run `sudo ss -tlnp` to list the listening ports with their processes",
      None),

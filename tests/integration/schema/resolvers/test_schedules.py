@@ -145,6 +145,7 @@ async def test_a_fired_schedule_reads_back_its_last_job_and_as_a_node(db: asyncp
         (fired,) = await fire_due_schedules(connection, max_attempts=3)
     read = await gql(db, READ, id=schedule)
     job = read["schedule"]["lastJob"]
+    assert fired.job_id is not None
     assert read["schedule"]["lastJobId"] == job["id"] == global_id(DIGEST_JOB, fired.job_id)
     assert (job["kind"], job["status"], job["channelId"]) == ("channel", "QUEUED", ops)
     assert datetime.fromisoformat(read["schedule"]["lastRunAt"]) > datetime.now(fired.slot.tzinfo) - timedelta(minutes=1)

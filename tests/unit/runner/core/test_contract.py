@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import jsonschema
 import pytest
+from pydantic import BaseModel
 
 from runner.contract import (
     CHUNK_SUMMARY_TOOL,
@@ -57,7 +58,7 @@ def _documents() -> list[object]:
 
 
 @pytest.mark.parametrize("model", [ChunkSummary, Digest])
-def test_the_compact_schema_accepts_exactly_what_pydantics_schema_accepts(model: type) -> None:
+def test_the_compact_schema_accepts_exactly_what_pydantics_schema_accepts(model: type[BaseModel]) -> None:
     compact = jsonschema.Draft202012Validator(model_schema(model))
     full = jsonschema.Draft202012Validator(model.model_json_schema())
     verdicts = [(compact.is_valid(doc), full.is_valid(doc)) for doc in _documents()]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,7 +35,7 @@ def _chunk(index: int, start: int, text: str) -> EvidenceChunk:
     return EvidenceChunk(index=index, start=start, end=start + len(text), page=None, text=text)
 
 
-def _meeting_file(tmp_path: Path, turns: list[tuple[str, str]], queries: list[dict]) -> Path:
+def _meeting_file(tmp_path: Path, turns: list[tuple[str, str]], queries: list[dict[str, Any]]) -> Path:
     """A QMSum-shaped meeting file (the fields the evaluation reads)."""
     directory = tmp_path / "meetings" / "qmsum"
     directory.mkdir(parents=True)
@@ -155,11 +156,11 @@ def test_real_meetings_give_a_row_per_meeting_with_ratios() -> None:
     section = evaluate_evidence(data_dir)
     assert [row[0] for row in section.rows] == [*meetings, "overall"]
     for row in section.rows:
-        assert row[1] > 0  # every meeting has queries with gold spans
+        assert isinstance(row[1], int) and row[1] > 0  # every meeting has queries with gold spans
         for name in (*RANKINGS, RANDOM):
             value = row[section.columns.index(name)]
             if value != "n/a":  # bm25 is n/a when the optional bm25s is not installed
-                assert 0.0 <= value <= 1.0
+                assert isinstance(value, float) and 0.0 <= value <= 1.0
     results, _ = evaluate_queries(data_dir)
     assert section.rows[-1][1] == len(results)
 

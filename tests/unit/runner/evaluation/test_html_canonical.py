@@ -77,5 +77,5 @@ def test_real_pages_give_a_row_per_page_with_ratios() -> None:
     section = evaluate_html(data_dir)
     assert [row[0] for row in section.rows] == [*pages, "mean"]
     for row in section.rows:
-        assert row[1] > 0
-        assert all(0.0 <= value <= 1.0 for value in row[2:])
+        assert isinstance(row[1], int) and row[1] > 0
+        assert all(isinstance(value, float) and 0.0 <= value <= 1.0 for value in row[2:])

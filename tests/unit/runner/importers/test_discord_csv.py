@@ -6,6 +6,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from runner.importers import detect_format, iter_records
+from runner.importers.records import RecordError
 from tests.support.importers import FIVE_MB, chat_file, error_at, message_at, split
 
 HEADER = "AuthorID;Author;Date;Content;Attachments;Reactions;\n"
@@ -126,6 +127,6 @@ def test_a_csv_without_the_columns_is_refused_with_a_reason(tmp_path: Path) -> N
     path = tmp_path / "other.csv"
     path.write_text("AuthorID;Author;Content\n1;a;b\n", encoding="utf-8")
     (error,) = iter_records(path, export_format="discord_csv")
-    assert error == error.__class__(
+    assert error == RecordError(
         "line 1", "not a DiscordChatExporter CSV header: no Date column"
     )

@@ -35,7 +35,7 @@ def _message(number: int, **fields: Any) -> dict[str, Any]:
     return {k: v for k, v in message.items() if v is not ...}
 
 
-def _export(messages: list[dict[str, Any]]) -> dict[str, Any]:
+def _export(messages: list[Any]) -> dict[str, Any]:
     return {
         "guild": {"id": "1", "name": "Komodo", "iconUrl": "https://cdn/x.png"},
         "channel": {

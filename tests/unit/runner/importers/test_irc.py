@@ -9,8 +9,8 @@ from runner.importers import ParseStats, detect_format, iter_records
 from tests.support.importers import FIVE_MB, chat_file, error_at, message_at, split
 
 
-def _utc(*parts: int) -> datetime:
-    return datetime(*parts, tzinfo=timezone.utc)
+def _utc(year: int, month: int, day: int, hour: int, minute: int, second: int = 0) -> datetime:
+    return datetime(year, month, day, hour, minute, second, tzinfo=timezone.utc)
 
 
 def test_the_real_ubuntu_irc_log() -> None:

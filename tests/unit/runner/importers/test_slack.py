@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.importers import ParseStats, detect_format, iter_records
+from runner.importers.records import RecordError
 from tests.support.importers import FIVE_MB, error_at, message_at, split
 
 
@@ -188,10 +189,11 @@ def test_broken_metadata_is_reported_not_raised(tmp_path: Path) -> None:
     root.mkdir()
     (root / "channels.json").write_text('[{"id": "C1", "name": ', encoding="utf-8")
     (error,) = iter_records(root)
-    assert error.location == "channels.json"  # type: ignore[union-attr]
+    assert isinstance(error, RecordError)
+    assert error.location == "channels.json"
     assert error.reason.startswith("malformed JSON") and error.reason.endswith(
         "nothing was imported"
-    )  # type: ignore[union-attr]
+    )
     _write(root / "channels.json", [{"id": "C1", "name": "general"}])
     (root / "users.json").write_text("{oops", encoding="utf-8")
     _write(

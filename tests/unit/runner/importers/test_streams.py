@@ -10,7 +10,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runner.importers.jsonstream import RepairingReader, iter_items
+from runner.importers.jsonstream import JsonStreamError, RepairingReader, iter_items
 from runner.importers.records import INVALID_MARK
 from runner.importers.textio import OverlongLine, TextLines, iter_lines
 
@@ -95,11 +95,13 @@ def test_a_parse_error_is_reported_with_a_byte_range_that_holds_it() -> None:
     broken = data.replace(b'"n": 300', b'"n" 300')
     position = broken.index(b'"n" 300')
     *items, error = iter_items(io.BytesIO(broken), "item")
+    assert isinstance(error, JsonStreamError)
     assert len(items) == 300 and error.items_before == 300
     assert error.byte_from <= position <= error.byte_to
     assert error.byte_to - error.byte_from <= 65536 + 64  # within one read-ahead chunk
     truncated = data[: len(data) - 50_000]
     *items, error = iter_items(io.BytesIO(truncated), "item")
+    assert isinstance(error, JsonStreamError)
     assert error.detail == "parse error: premature EOF"
     assert error.byte_from <= len(truncated) == error.byte_to
     assert error.reason().endswith(f"the {len(items)} records before it were kept, the rest of the file was not read")

@@ -29,6 +29,12 @@ class Clock:
         return self.now
 
 
+
+def state_of(breaker: CircuitBreaker) -> BreakerState:
+    """The breaker's state, read anew: a call that records an outcome may change it, which a
+    type checker narrowing `breaker.state` after an assertion would not see."""
+    return breaker.state
+
 def breaker(clock: Clock) -> CircuitBreaker:
     return CircuitBreaker("test", clock=clock)
 
@@ -43,24 +49,24 @@ def record(b: CircuitBreaker, outcomes: str) -> None:
 def test_needs_five_samples_before_opening() -> None:
     b = breaker(Clock())
     record(b, "FFFF")
-    assert b.state is BreakerState.CLOSED
+    assert state_of(b) is BreakerState.CLOSED
     record(b, "F")
-    assert b.state is BreakerState.OPEN
+    assert state_of(b) is BreakerState.OPEN
 
 
 def test_opens_only_above_seventy_percent_of_the_last_ten() -> None:
     b = breaker(Clock())
     record(b, "SSS" + "FFFFFFF")  # 7 of 10: not more than 70%
-    assert b.state is BreakerState.CLOSED
+    assert state_of(b) is BreakerState.CLOSED
     record(b, "F")  # the window slides: S S F F F F F F F F → 8 of 10
-    assert b.state is BreakerState.OPEN
+    assert state_of(b) is BreakerState.OPEN
 
 
 def test_old_outcomes_leave_the_window() -> None:
     b = breaker(Clock())
     record(b, "FFFF" + "S" * 10)
     record(b, "FFFF")  # 4 of the last 10 failed
-    assert b.state is BreakerState.CLOSED
+    assert state_of(b) is BreakerState.CLOSED
 
 
 def test_half_open_admits_one_probe_and_its_outcome_decides() -> None:
@@ -71,20 +77,20 @@ def test_half_open_admits_one_probe_and_its_outcome_decides() -> None:
         b.before_call()
     assert refused.value.retry_in == pytest.approx(60)
     clock.now += 59.9
-    assert b.state is BreakerState.OPEN
+    assert state_of(b) is BreakerState.OPEN
     clock.now += 0.1
-    assert b.state is BreakerState.HALF_OPEN
+    assert state_of(b) is BreakerState.HALF_OPEN
     b.before_call()  # the probe
     with pytest.raises(CircuitOpen):
         b.before_call()  # only one probe at a time
     b.record_failure()
-    assert b.state is BreakerState.OPEN  # another full cooldown
+    assert state_of(b) is BreakerState.OPEN  # another full cooldown
     clock.now += 60
     b.before_call()
     b.record_success()
-    assert b.state is BreakerState.CLOSED
+    assert state_of(b) is BreakerState.CLOSED
     record(b, "FFF")  # a fresh window: the earlier failures are forgotten
-    assert b.state is BreakerState.CLOSED
+    assert state_of(b) is BreakerState.CLOSED
 
 
 def test_an_abandoned_probe_frees_the_slot() -> None:
@@ -120,13 +126,13 @@ async def test_a_dead_endpoint_trips_the_breaker_and_chunks_fail_fast() -> None:
     assert len(endpoint.requests) == 5
     assert "HTTP 503" in reasons[0]
     assert all(reason.startswith("circuit open") for reason in reasons[1:])
-    assert extractor.breaker.state is BreakerState.OPEN
+    assert state_of(extractor.breaker) is BreakerState.OPEN
 
     clock.now += 60
     healthy = True
     summary = await extractor.extract_chunk(chunks[4], [])
     assert summary.chunk_summary
-    assert extractor.breaker.state is BreakerState.CLOSED
+    assert state_of(extractor.breaker) is BreakerState.CLOSED
     assert len(endpoint.requests) == 6
 
 

@@ -186,7 +186,7 @@ def test_plain_merge_dedupes_keeps_keys_unique_and_counts_the_cut() -> None:
             ]
         }
     )
-    many = [summary(i % 40) for i in range(40)] + [twin, clash]
+    many: list[ChunkSummary | Digest] = [*(summary(i % 40) for i in range(40)), twin, clash]
     digest, dropped = merge_outputs(many, WINDOW, "note")
     keys = [k.key for k in digest.knowledge_items]
     assert len(keys) == len(set(keys)) == 40

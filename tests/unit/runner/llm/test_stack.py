@@ -38,9 +38,10 @@ def _summarizer(endpoint: FakeEndpoint, config: LLMConfig) -> LLMSummarizer:
     return LLMSummarizer(resilient_tool_call(caller, config.reduce_model), config.reduce_model)
 
 
-def _config(**changes: int) -> LLMConfig:
+def _config(reduce_context_tokens: int | None = None) -> LLMConfig:
     return LLMConfig(
-        base_url="http://llm.test/v1", api_key="sk-test", max_retries=0, **changes
+        base_url="http://llm.test/v1", api_key="sk-test", max_retries=0,
+        reduce_context_tokens=reduce_context_tokens,
     )  # fmt: skip
 
 
@@ -80,7 +81,8 @@ async def test_extractor_and_summarizer_share_one_client_and_breaker(tmp_path: P
     assert isinstance(extractor, LLMExtractor) and isinstance(summarizer, LLMSummarizer)
     assert summarizer.call.caller.client is extractor.client
     assert summarizer.call.caller.breaker is extractor.breaker
-    assert extractor_factory(settings)().client is extractor.client  # one per endpoint
+    again = extractor_factory(settings)()
+    assert isinstance(again, LLMExtractor) and again.client is extractor.client  # one per endpoint
 
 
 def _imports(path: Path) -> set[str]:

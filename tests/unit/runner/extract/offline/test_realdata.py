@@ -15,6 +15,7 @@ from runner.footnotes import FootnotedSentence, Section, Source, footnoted_markd
 from runner.pipeline import PipelineResult
 from runner.pointers import MatchKind
 from runner.window import Window
+from tests.support.contract import content_of, quote_of
 from tests.support.offline import (
     DATA,
     parse_discord_csv,
@@ -103,9 +104,9 @@ async def test_ubuntu_irc_questions_and_links() -> None:
     qa = [k for k in digest.knowledge_items if k.content and k.content.startswith("Q: ")]
     assert len(qa) >= 10 and all(len(k.message_ids) == 2 for k in qa)
     xorg = next(k for k in qa if "xorg.conf" in k.title)
-    assert "optional" in xorg.content  # Pici's answer, addressed to the asker by nick
+    assert "optional" in content_of(xorg)  # Pici's answer, addressed to the asker by nick
     commands = [a for a in digest.artifacts if a.kind == ArtifactKind.COMMAND]
-    assert any("dpkg --get-selections" in a.pointer.quote for a in commands)
+    assert any("dpkg --get-selections" in quote_of(a.pointer) for a in commands)
     # Nicknames are how people are addressed, not what the channel is about.
     titles = {t.title.casefold() for t in digest.topics}
     assert not titles & {"bazhang", "jacob_", "yanick_", "ubottu"}
@@ -123,8 +124,8 @@ async def test_discord_csv_code_artifacts() -> None:
     # Hex dumps are evidence (log artifacts), not reusable knowledge.
     for item in digest.knowledge_items:
         if item.content_pointer:
-            assert not item.content_pointer.quote.startswith("0100000")
-    cli = [a for a in digest.artifacts if a.pointer.quote.startswith("./komodo-cli")]
+            assert not quote_of(item.content_pointer).startswith("0100000")
+    cli = [a for a in digest.artifacts if quote_of(a.pointer).startswith("./komodo-cli")]
     assert cli and all(a.kind == ArtifactKind.COMMAND for a in cli)
     assert any(
         "mempool" in t.title.casefold() or "bet" in t.title.casefold() for t in digest.topics
@@ -139,7 +140,7 @@ async def test_gitter_docker_largest_file() -> None:
     digest = result.digest
     assert digest.open_questions and digest.knowledge_items and digest.topics
     assert any(
-        a.kind == ArtifactKind.COMMAND and "docker run" in a.pointer.quote for a in digest.artifacts
+        a.kind == ArtifactKind.COMMAND and "docker run" in quote_of(a.pointer) for a in digest.artifacts
     )
     assert {"docker", "container"} <= {t.title.casefold() for t in digest.topics}
     assert 3 <= len(digest.overview) <= 12 and "docker" in digest.overview_text().casefold()

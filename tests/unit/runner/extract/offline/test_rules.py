@@ -12,7 +12,7 @@ from runner.extractors.offline.artifacts import command_like, find_snippets
 from runner.extractors.offline.chunk import summarize_chunk
 from runner.extractors.offline.digest import build_digest
 from runner.extractors.offline.text import clean_url, truncate_words, view_part
-from runner.extractors.offline.threads import Participants, find_answer
+from runner.extractors.offline.threads import Answer, Participants, find_answer
 from runner.extractors.offline.versions import find_versions
 from runner.message_chunks import ChunkPart, chunk_messages
 from runner.normalize import normalize_text
@@ -29,6 +29,11 @@ from tests.support.offline import (
     run_offline,
 )
 
+
+def rule_of(answer: Answer | None) -> str:
+    """The rule that found `answer`; there must be one."""
+    assert answer is not None
+    return answer.rule
 
 def test_decision_phrasing() -> None:
     marked = patterns.decision("[agreed] Ship v2 on Friday after the freeze", PEOPLE)
@@ -83,8 +88,8 @@ def test_answer_rule() -> None:
         _message(7, "fay", "the weather is lovely"),
     ]
     people = Participants.of(messages)
-    assert find_answer(messages, 0, people, messages[0].normalized_text).rule == "addressed"
-    assert find_answer(messages, 3, people, messages[3].normalized_text).rule == "reply"
+    assert rule_of(find_answer(messages, 0, people, messages[0].normalized_text)) == "addressed"
+    assert rule_of(find_answer(messages, 3, people, messages[3].normalized_text)) == "reply"
     # A question back is not an answer.
     assert find_answer(messages, 5, people, messages[5].normalized_text) is None
     adjacent = [
@@ -92,7 +97,7 @@ def test_answer_rule() -> None:
         _message(1, "bob", "the nightly backup job fails there because the replica is read-only"),
     ]
     assert (
-        find_answer(adjacent, 0, Participants.of(adjacent), adjacent[0].normalized_text).rule
+        rule_of(find_answer(adjacent, 0, Participants.of(adjacent), adjacent[0].normalized_text))
         == "adjacent"
     )
 

@@ -6,8 +6,11 @@ from __future__ import annotations
 import pytest
 
 from runner.contract import (
+    ActionItem,
+    Artifact,
     ArtifactKind,
     ChunkSummary,
+    ContentPointer,
     Digest,
     KnowledgeKind,
     SignalLevel,
@@ -18,6 +21,7 @@ from runner.pipeline import PipelineResult, run_pipeline
 from runner.pointers import MatchKind
 from runner.validate import validate_output
 from runner.window import Window
+from tests.support.contract import content_of, pointer_of, quote_of
 from tests.support.offline import CHUNK_TOKENS, load_sample, run_offline
 
 
@@ -40,7 +44,7 @@ def _texts(window: Window) -> dict[str, str]:
     return {m.message_id: m.normalized_text for m in window.messages}
 
 
-def _pointers(output: ChunkSummary | Digest) -> list:
+def _pointers(output: ChunkSummary | Digest) -> list[ContentPointer]:
     pointers = [a.pointer for a in output.artifacts]
     pointers += [k.content_pointer for k in output.knowledge_items if k.content_pointer]
     return pointers
@@ -118,7 +122,7 @@ def test_decisions(digest: Digest) -> None:
 def test_action_items(digest: Digest) -> None:
     actions = {a.text: a for a in digest.action_items}
 
-    def find(fragment: str):
+    def find(fragment: str) -> ActionItem:
         return next(a for t, a in actions.items() if fragment in t)
 
     assert find("PR for the retry wrapper").owner == "Björn Lindqvist"  # "I'll ..."
@@ -148,8 +152,8 @@ def test_answered_questions_become_knowledge(digest: Digest) -> None:
     qa = {tuple(k.message_ids): k for k in digest.knowledge_items if k.content}
     pgvector = qa[("m023", "m024")]
     assert pgvector.kind == KnowledgeKind.TROUBLESHOOTING
-    assert pgvector.content.startswith("Q: Is the pgvector extension compatible")
-    assert "pgvector 0.6.0 supports Postgres 16" in pgvector.content
+    assert content_of(pgvector).startswith("Q: Is the pgvector extension compatible")
+    assert "pgvector 0.6.0 supports Postgres 16" in content_of(pgvector)
     assert pgvector.context_version and "16" in pgvector.context_version
 
 
@@ -166,16 +170,16 @@ def test_links(digest: Digest) -> None:
 
 
 def test_artifacts_and_verbatim_knowledge(window: Window, digest: Digest) -> None:
-    by_kind = {}
+    by_kind: dict[ArtifactKind, list[Artifact]] = {}
     for artifact in digest.artifacts:
         by_kind.setdefault(artifact.kind, []).append(artifact)
     code = by_kind[ArtifactKind.CODE][0]
     assert code.language == "python" and code.pointer.message_id == "m011"
-    assert code.pointer.quote.startswith("import asyncio") and "```" not in code.pointer.quote
+    assert quote_of(code.pointer).startswith("import asyncio") and "```" not in quote_of(code.pointer)
     configs = {a.pointer.message_id: a for a in by_kind[ArtifactKind.CONFIG]}
-    assert configs["m013"].language == "yaml" and "max_attempts: 5" in configs["m013"].pointer.quote
+    assert configs["m013"].language == "yaml" and "max_attempts: 5" in quote_of(configs["m013"].pointer)
     assert configs["m056"].language == "ini"
-    commands = {a.pointer.message_id: a.pointer.quote for a in by_kind[ArtifactKind.COMMAND]}
+    commands = {a.pointer.message_id: quote_of(a.pointer) for a in by_kind[ArtifactKind.COMMAND]}
     # The three `$ ...` lines of one procedure are one pointer.
     assert commands["m022"].count("$ ") == 3
     assert commands["m050"] == "vacuumdb --all --analyze-in-stages"
@@ -185,16 +189,16 @@ def test_artifacts_and_verbatim_knowledge(window: Window, digest: Digest) -> Non
         KnowledgeKind.CONFIG,
         KnowledgeKind.COMMAND,
     }
-    upgrade = next(k for k in verbatim if k.content_pointer.message_id == "m022")
+    upgrade = next(k for k in verbatim if pointer_of(k).message_id == "m022")
     assert upgrade.context_version == "Postgres 16"
     # The re-posted rate limiter config replaces the first one.
-    first = next(k for k in verbatim if k.content_pointer.message_id == "m056")
-    updated = next(k for k in verbatim if k.content_pointer.message_id == "m068")
+    first = next(k for k in verbatim if pointer_of(k).message_id == "m056")
+    updated = next(k for k in verbatim if pointer_of(k).message_id == "m068")
     assert updated.supersedes_id == first.key and first.supersedes_id is None
 
 
 def test_version_specific_tips(digest: Digest) -> None:
-    tips = {k.content: k for k in digest.knowledge_items if k.kind == KnowledgeKind.RECOMMENDATION}
+    tips = {content_of(k): k for k in digest.knowledge_items if k.kind == KnowledgeKind.RECOMMENDATION}
     python = next(k for c, k in tips.items() if "utcnow()" in c)
     assert python.context_version == "Python 3.12" and python.message_ids == ["m047"]
     postgres = next(k for c, k in tips.items() if "ANALYZE" in c)
