@@ -14,11 +14,9 @@ from packaging.version import Version
 
 from tests.support.paths import REPO_ROOT
 
-REPO = REPO_ROOT
-
 
 def _declared() -> list[Requirement]:
-    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     lines = list(project["dependencies"])
     for extra in project["optional-dependencies"].values():
         lines.extend(extra)
@@ -27,7 +25,7 @@ def _declared() -> list[Requirement]:
 
 def _pins() -> dict[str, Version]:
     pins: dict[str, Version] = {}
-    for line in (REPO / "constraints.txt").read_text(encoding="utf-8").splitlines():
+    for line in (REPO_ROOT / "constraints.txt").read_text(encoding="utf-8").splitlines():
         line = line.split("#", 1)[0].strip()
         if not line:
             continue

@@ -17,7 +17,6 @@ import pytest
 
 from tests.support.paths import REPO_ROOT
 
-ROOT = REPO_ROOT
 UPPER_LAYERS = ("runner", "schema", "server")
 PACKAGES = ("db", *UPPER_LAYERS)
 
@@ -36,12 +35,12 @@ def _imported_modules(path: Path) -> set[str]:
 
 
 def _module_name(path: Path) -> str:
-    parts = path.relative_to(ROOT).with_suffix("").parts
+    parts = path.relative_to(REPO_ROOT).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
 REPO_MODULES = {
-    _module_name(path): path for package in PACKAGES for path in sorted((ROOT / package).rglob("*.py"))
+    _module_name(path): path for package in PACKAGES for path in sorted((REPO_ROOT / package).rglob("*.py"))
 }
 
 
@@ -80,7 +79,7 @@ def _chain(start: str, module: str, reached: dict[str, str]) -> str:
     return " <- ".join(links)
 
 
-DB_MODULES = sorted((ROOT / "db").glob("*.py"))
+DB_MODULES = sorted((REPO_ROOT / "db").glob("*.py"))
 
 
 def test_db_modules_are_found() -> None:
@@ -101,9 +100,9 @@ def test_db_imports_nothing_from_upper_layers(path: Path) -> None:
 def test_upper_layers_run_no_named_query_themselves() -> None:
     """Every SQL call of runner/, schema/ and server/ goes through a db/ function."""
     offenders = [
-        f"{path.relative_to(ROOT)}:{number}"
+        f"{path.relative_to(REPO_ROOT)}:{number}"
         for layer in UPPER_LAYERS
-        for path in sorted((ROOT / layer).rglob("*.py"))
+        for path in sorted((REPO_ROOT / layer).rglob("*.py"))
         for number, line in enumerate(path.read_text("utf-8").splitlines(), start=1)
         if "QUERIES[" in line
     ]
@@ -147,19 +146,19 @@ DOES_IO = {
     "runner/reports/llm_writer.py": "the report writer that calls the LLM (openai)",
 }
 PURE_CORE = sorted(
-    {path for pattern in PURE_CORE_GLOBS for path in ROOT.glob(pattern)}
-    - {ROOT / name for name in DOES_IO}
+    {path for pattern in PURE_CORE_GLOBS for path in REPO_ROOT.glob(pattern)}
+    - {REPO_ROOT / name for name in DOES_IO}
 )
 
 
 def test_pure_core_is_found() -> None:
-    names = {str(path.relative_to(ROOT)) for path in PURE_CORE}
+    names = {str(path.relative_to(REPO_ROOT)) for path in PURE_CORE}
     assert {"runner/normalize.py", "runner/importers/slack.py", "runner/documents/canonical.py",
             "runner/extractors/offline/digest.py", "runner/disentangle/model.py"} <= names  # fmt: skip
     assert len(PURE_CORE) > 40
 
 
-@pytest.mark.parametrize("path", PURE_CORE, ids=lambda path: str(path.relative_to(ROOT)))
+@pytest.mark.parametrize("path", PURE_CORE, ids=lambda path: str(path.relative_to(REPO_ROOT)))
 def test_pure_core_imports_neither_database_nor_network(path: Path) -> None:
     module = _module_name(path)
     reached = _reached(module)
@@ -170,10 +169,10 @@ def test_pure_core_imports_neither_database_nor_network(path: Path) -> None:
 @pytest.mark.parametrize("name", sorted(DOES_IO))
 def test_io_exceptions_really_do_io(name: str) -> None:
     """An exception that no longer reaches the network belongs in the pure core."""
-    assert any(_matches(module, IMPURE) for module in _reached(_module_name(ROOT / name)))
+    assert any(_matches(module, IMPURE) for module in _reached(_module_name(REPO_ROOT / name)))
 
 
-EVALUATION = sorted((ROOT / "runner" / "evaluation").rglob("*.py"))
+EVALUATION = sorted((REPO_ROOT / "runner" / "evaluation").rglob("*.py"))
 
 
 @pytest.mark.parametrize("path", EVALUATION, ids=lambda path: path.name)
@@ -192,15 +191,15 @@ STARTS_WORKERS = {"server/runtime.py"}
 API_MODULES = sorted(
     path
     for layer in ("schema", "server")
-    for path in (ROOT / layer).rglob("*.py")
-    if str(path.relative_to(ROOT)) not in STARTS_WORKERS
+    for path in (REPO_ROOT / layer).rglob("*.py")
+    if str(path.relative_to(REPO_ROOT)) not in STARTS_WORKERS
 )
 
 
-@pytest.mark.parametrize("path", API_MODULES, ids=lambda path: str(path.relative_to(ROOT)))
+@pytest.mark.parametrize("path", API_MODULES, ids=lambda path: str(path.relative_to(REPO_ROOT)))
 def test_api_never_imports_the_worker_or_job_runners(path: Path) -> None:
     imported = sorted(name for name in _imported_modules(path) if _matches(name, JOB_RUNNERS))
-    assert imported == [], f"{path.relative_to(ROOT)} imports {imported}"
+    assert imported == [], f"{path.relative_to(REPO_ROOT)} imports {imported}"
 
 
 SCHEMA_MODULES = sorted(name for name in REPO_MODULES if _matches(name, ("schema",)))
@@ -217,4 +216,4 @@ def test_schema_never_reaches_the_worker_or_job_runners(module: str) -> None:
 def test_composition_root_is_where_workers_start() -> None:
     """The one exception above still exists and still is the place that starts workers."""
     for name in STARTS_WORKERS:
-        assert any(_matches(module, JOB_RUNNERS) for module in _imported_modules(ROOT / name))
+        assert any(_matches(module, JOB_RUNNERS) for module in _imported_modules(REPO_ROOT / name))

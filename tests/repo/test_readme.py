@@ -11,8 +11,7 @@ from schema import build_schema
 from server.settings import configuration_table
 from tests.support.paths import REPO_ROOT
 
-REPO = REPO_ROOT
-README = (REPO / "README.md").read_text(encoding="utf-8")
+README = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
 
 
 def test_configuration_tables_match_the_settings() -> None:
@@ -21,11 +20,11 @@ def test_configuration_tables_match_the_settings() -> None:
         r"<!-- configuration-table -->\n(.*?)\n<!-- /configuration-table -->", README, re.DOTALL
     )
     assert between is not None and between.group(1) == table
-    assert table in (REPO / "docs" / "configuration.md").read_text(encoding="utf-8")
+    assert table in (REPO_ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
 
 
 def test_ci_runs_the_readmes_test_command() -> None:
-    ci_lines = (REPO / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()
+    ci_lines = (REPO_ROOT / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()
     readme_commands = [line for line in ci_lines if "pytest" in line and f"\n{line}\n" in README]
     assert readme_commands, "no line of .ci/run is the README's test command"
     # The README's command runs first; what follows (the bench smoke runs) only adds to it.

@@ -19,7 +19,6 @@ from tests.support.paths import REPO_ROOT
 # README's test command stays fast.
 pytestmark = pytest.mark.bench
 
-REPO = REPO_ROOT
 
 LOAD_KEYS = {"requests", "requests_per_s", "p50_ms", "p99_ms", "errors"}
 API_SUMMARY_KEYS = {
@@ -41,8 +40,8 @@ def run_bench(script: str, timeout: float) -> list[dict[str, Any]]:
     # TEST_DATABASE_URL, when the suite has one, is a disposable database: use it too.
     extra = ["--database-url", os.environ["TEST_DATABASE_URL"]] if "TEST_DATABASE_URL" in env else []
     completed = subprocess.run(
-        [sys.executable, str(REPO / "bench" / script), "--quick", *extra],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout,
+        [sys.executable, str(REPO_ROOT / "bench" / script), "--quick", *extra],
+        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=timeout,
     )  # fmt: skip
     assert completed.returncode == 0, completed.stderr[-3000:]
     lines = [line for line in completed.stdout.splitlines() if line.startswith("{")]

@@ -19,7 +19,6 @@ from tests.support.paths import REPO_ROOT, shared_data
 # README's test command stays fast.
 pytestmark = pytest.mark.bench
 
-REPO = REPO_ROOT
 
 
 def run_bench(
@@ -33,8 +32,8 @@ def run_bench(
         else []
     )
     completed = subprocess.run(
-        [sys.executable, str(REPO / "bench" / script), "--quick", *args, *extra],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout,
+        [sys.executable, str(REPO_ROOT / "bench" / script), "--quick", *args, *extra],
+        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=timeout,
     )  # fmt: skip
     assert completed.returncode == 0, completed.stderr[-3000:]
     lines = [line for line in completed.stdout.splitlines() if line.strip()]
@@ -115,8 +114,8 @@ def test_all_runs_the_chosen_benchmarks_and_passes_their_lines_through() -> None
 
 def test_all_refuses_an_unknown_benchmark_by_name() -> None:
     completed = subprocess.run(
-        [sys.executable, str(REPO / "bench" / "all.py"), "--only", "keyset,nope"],
-        cwd=REPO, capture_output=True, text=True, timeout=60,
+        [sys.executable, str(REPO_ROOT / "bench" / "all.py"), "--only", "keyset,nope"],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert completed.returncode == 2 and "unknown benchmark(s): nope" in completed.stderr
 

@@ -25,8 +25,6 @@ from tests.support.worker import (
     wait_for,
 )
 
-REPO = REPO_ROOT
-
 
 async def test_killed_worker_process_job_is_finished_by_another_from_the_chunk_cache(
     db: asyncpg.Pool, settings: Settings, database_url: str, tmp_path: Path
@@ -48,7 +46,7 @@ async def test_killed_worker_process_job_is_finished_by_another_from_the_chunk_c
             "DIGESTD_POLL_SECONDS": "0.2",
         }
         process = subprocess.Popen(
-            [sys.executable, "-m", "server.cli", "worker"], cwd=REPO, env=environment,
+            [sys.executable, "-m", "server.cli", "worker"], cwd=REPO_ROOT, env=environment,
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         )  # fmt: skip
         try:

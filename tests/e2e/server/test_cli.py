@@ -9,10 +9,8 @@ import sys
 import uuid
 from pathlib import Path
 
-from tests.support.paths import REPO_ROOT as REPO
+from tests.support.paths import REPO_ROOT, SAMPLE
 from tests.support.processes import digestd, environment
-
-SAMPLE = REPO / "runner" / "samples" / "sample_channel.jsonl"
 
 
 def test_digest_wait_shows_progress_and_a_rerun_says_there_is_nothing_new(
@@ -50,7 +48,7 @@ def test_a_reader_that_goes_away_ends_the_command_without_a_traceback(
     process = subprocess.Popen(
         [sys.executable, "-m", "server.cli", "import", str(SAMPLE), "--channel",
          f"cli-{uuid.uuid4().hex[:8]}"],
-        cwd=REPO, env=environment(database_url, tmp_path),
+        cwd=REPO_ROOT, env=environment(database_url, tmp_path),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     assert process.stdout is not None and process.stderr is not None

@@ -15,14 +15,12 @@ import asyncpg
 from runner.documents.locators import resolve_locator
 from tests.support.paths import REPO_ROOT, shared_data
 
-REPO = REPO_ROOT
-
 
 async def digestd(database_url: str, home: Path, *args: str) -> tuple[int, str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DIGEST_", "DIGESTD_"))}
     env.update(DATABASE_URL=database_url, DIGESTD_HOME=str(home), DIGEST_EXTRACTOR="offline")
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "server.cli", *args, cwd=REPO, env=env,
+        sys.executable, "-m", "server.cli", *args, cwd=REPO_ROOT, env=env,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     out, err = await asyncio.wait_for(process.communicate(), timeout=120)

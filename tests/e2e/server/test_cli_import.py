@@ -17,8 +17,7 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from tests.support.paths import REPO_ROOT as REPO
-from tests.support.paths import shared_data
+from tests.support.paths import REPO_ROOT, shared_data
 from tests.support.processes import environment
 
 TIMEOUT = 90  # a hang (the old FIFO behaviour) fails the test instead of blocking the suite
@@ -26,7 +25,7 @@ TIMEOUT = 90  # a hang (the old FIFO behaviour) fails the test instead of blocki
 
 def digestd(database_url: str, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "server.cli", "import", *args], cwd=REPO, capture_output=True,
+        [sys.executable, "-m", "server.cli", "import", *args], cwd=REPO_ROOT, capture_output=True,
         text=True, env=environment(database_url, home), timeout=TIMEOUT,
     )  # fmt: skip
 
@@ -198,7 +197,7 @@ async def test_a_database_that_goes_away_mid_import_gives_one_line_and_exit_1(
             )
     process = subprocess.Popen(
         [sys.executable, "-m", "server.cli", "import", str(path), "--channel", f"dies-{tag}"],
-        cwd=REPO, env=environment(database_url, tmp_path), text=True,
+        cwd=REPO_ROOT, env=environment(database_url, tmp_path), text=True,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )  # fmt: skip
     killed = 0

@@ -13,14 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from schema import build_schema
-from tests.support.paths import REPO_ROOT as REPO
-from tests.support.paths import SAMPLE
+from tests.support.paths import REPO_ROOT, SAMPLE
 from tests.support.processes import environment
 
 
 def run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "server.cli", *args], cwd=REPO, capture_output=True, text=True,
+        [sys.executable, "-m", "server.cli", *args], cwd=REPO_ROOT, capture_output=True, text=True,
         env=env, timeout=60,
     )  # fmt: skip
 
@@ -41,7 +40,7 @@ def test_version(tmp_path: Path) -> None:
 def test_docs_schema_graphql_is_the_schema() -> None:
     """Regenerate with `digestd schema > docs/schema.graphql` when the API changes; a diff of
     that file is the API change a reviewer and client authors read."""
-    checked_in = (REPO / "docs" / "schema.graphql").read_text("utf-8")
+    checked_in = (REPO_ROOT / "docs" / "schema.graphql").read_text("utf-8")
     assert checked_in == build_schema().as_str() + "\n"
 
 
@@ -91,7 +90,7 @@ def test_a_worker_serves_its_metrics_and_stops_cleanly(database_url: str, tmp_pa
 
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "server.cli", "worker", "--metrics-port", str(port)], cwd=REPO,
+        [sys.executable, "-m", "server.cli", "worker", "--metrics-port", str(port)], cwd=REPO_ROOT,
         env=environment(database_url, tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:

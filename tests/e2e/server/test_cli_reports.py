@@ -15,8 +15,7 @@ from typing import Any
 
 from runner.evaluation.fake_report_model import quoting_answer, tool_completion
 from tests.support.llm import local_openai_server
-from tests.support.paths import REPO_ROOT as REPO
-from tests.support.paths import SAMPLE
+from tests.support.paths import REPO_ROOT, SAMPLE
 from tests.support.processes import digestd, environment
 
 QUESTION = "Why did the nightly ingest job time out?"
@@ -100,6 +99,6 @@ def run_digestd(
     database_url: str, home: Path, extra: dict[str, str], *args: str
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "server.cli", *args], cwd=REPO, capture_output=True, text=True,
+        [sys.executable, "-m", "server.cli", *args], cwd=REPO_ROOT, capture_output=True, text=True,
         env={**environment(database_url, home), **extra}, timeout=120,
     )  # fmt: skip

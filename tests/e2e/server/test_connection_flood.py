@@ -18,7 +18,7 @@ from pathlib import Path
 import asyncpg
 import httpx
 
-from tests.support.paths import REPO_ROOT as REPO
+from tests.support.paths import REPO_ROOT
 from tests.support.processes import cli_environment, wait_exit
 from tests.support.servers import free_port
 
@@ -39,7 +39,7 @@ def start_serve(port: int, database_url: str, descriptors: int, log: Path) -> su
     )
     with log.open("ab") as stderr:
         return subprocess.Popen(
-            [sys.executable, "-c", launcher, "serve", "--port", str(port)], cwd=REPO,
+            [sys.executable, "-c", launcher, "serve", "--port", str(port)], cwd=REPO_ROOT,
             env=cli_environment(DATABASE_URL=database_url), stdout=subprocess.DEVNULL, stderr=stderr,
         )  # fmt: skip
 

@@ -20,7 +20,6 @@ from server.settings import Settings
 from tests.support.paths import REPO_ROOT
 from tests.support.servers import running_server
 
-REPO = REPO_ROOT
 HTML = {"accept": "text/html,application/xhtml+xml"}
 
 
@@ -77,9 +76,9 @@ async def test_with_tokens_the_page_loads_without_one_and_the_api_does_not(api: 
 def test_a_non_editable_install_carries_every_static_file() -> None:
     """setuptools ships only the files package-data names: each file under server/static must
     match one of its patterns."""
-    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    pyproject = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     patterns = pyproject["tool"]["setuptools"]["package-data"]["server"]
-    files = [p.relative_to(REPO / "server") for p in (REPO / "server" / "static").rglob("*") if p.is_file()]
+    files = [p.relative_to(REPO_ROOT / "server") for p in (REPO_ROOT / "server" / "static").rglob("*") if p.is_file()]
     assert len(files) >= 13
     for file in files + [Path("graphiql.html")]:
         path = PurePosixPath(file.as_posix())

@@ -14,8 +14,7 @@ from server.cli_eval import add_eval_parser, default_data_dir
 from server.settings import Settings
 from tests.support.paths import REPO_ROOT, shared_data
 
-REPO = REPO_ROOT
-GOLD_DIR = REPO / "docs" / "gold-set"
+GOLD_DIR = REPO_ROOT / "docs" / "gold-set"
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -51,11 +50,11 @@ def test_parser_registers_eval_with_its_options() -> None:
 
 
 def test_default_data_dir_is_shared_data_beside_the_checkout() -> None:
-    assert default_data_dir(GOLD_DIR) == REPO.parent / "shared" / "data"
+    assert default_data_dir(GOLD_DIR) == REPO_ROOT.parent / "shared" / "data"
 
 
 def run(argv: list[str], settings: Settings, monkeypatch: pytest.MonkeyPatch) -> int:
-    monkeypatch.chdir(REPO)  # root: repo paths resolve against the checkout from the cwd
+    monkeypatch.chdir(REPO_ROOT)  # root: repo paths resolve against the checkout from the cwd
     args = parse(argv)
     return int(args.handler(args, settings))
 

@@ -13,8 +13,7 @@ from pypdf import PdfReader, PdfWriter
 
 from runner.documents.ingest import ingest_bytes, ingest_text
 from tests.support.names import FORGED
-from tests.support.paths import REPO_ROOT as REPO
-from tests.support.paths import shared_data
+from tests.support.paths import REPO_ROOT, shared_data
 from tests.support.processes import environment
 from tests.support.schema import gql
 
@@ -75,7 +74,7 @@ async def test_document_titles_typed_are_refused_and_titles_read_are_one_line(
 def _cli(database_url: str, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "server.cli", *args],
-        cwd=REPO,
+        cwd=REPO_ROOT,
         capture_output=True,
         text=True,
         env=environment(database_url, home),

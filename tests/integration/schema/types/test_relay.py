@@ -24,7 +24,6 @@ from tests.support.database import add_channel, messages, row_id
 from tests.support.paths import REPO_ROOT
 from tests.support.servers import running_server
 
-ROOT = REPO_ROOT
 READER = "reader-token-1"
 WRITER = "writer-token-1"
 
@@ -321,7 +320,7 @@ async def test_nodes_are_loaded_in_one_batch_per_type(
 
 def test_no_offset_anywhere_in_the_sql() -> None:
     """Keyset pages only: no OFFSET in any SQL the service runs, nor in the page queries."""
-    sources = [*ROOT.joinpath("db").rglob("*.py"), *ROOT.joinpath("db").rglob("*.sql"), *ROOT.joinpath("schema").rglob("*.py")]
+    sources = [*REPO_ROOT.joinpath("db").rglob("*.py"), *REPO_ROOT.joinpath("db").rglob("*.sql"), *REPO_ROOT.joinpath("schema").rglob("*.py")]
     offenders = [str(p) for p in sources if re.search(r"\bOFFSET\b", p.read_text(encoding="utf-8"), re.IGNORECASE)]
     assert offenders == []
     cursor = pages.KeysetCursor("messages", datetime.now(UTC), 1)

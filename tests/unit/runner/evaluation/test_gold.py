@@ -19,8 +19,7 @@ from runner.evaluation.gold import (
 from runner.evaluation.windows import Roots, check_gold_against_window, load_window
 from tests.support.paths import DATA_DIR, REPO_ROOT, shared_data
 
-REPO = REPO_ROOT
-GOLD_DIR = REPO / "docs" / "gold-set"
+GOLD_DIR = REPO_ROOT / "docs" / "gold-set"
 GOLD_FILES = sorted(GOLD_DIR.glob("*.json"))
 
 
@@ -38,7 +37,7 @@ def test_gold_file_matches_its_window(path: Path) -> None:
     gold = load_gold_file(path)
     if gold.window.root == WindowRoot.DATA:
         shared_data(gold.window.path)  # skips when ../shared/data is absent
-    window = load_window(gold, Roots(repo=REPO, data=DATA_DIR))
+    window = load_window(gold, Roots(repo=REPO_ROOT, data=DATA_DIR))
     assert len(window.messages) == gold.window.message_count
     assert check_gold_against_window(gold, window) == []
     texts = {m.message_id: m.normalized_text for m in window.messages}
@@ -54,7 +53,7 @@ def test_gold_file_matches_its_window(path: Path) -> None:
 
 def test_a_wrong_quote_is_reported(tmp_path: Path) -> None:
     gold = load_gold_file(GOLD_DIR / "sample_team_platform.json")
-    window = load_window(gold, Roots(repo=REPO, data=None))
+    window = load_window(gold, Roots(repo=REPO_ROOT, data=None))
     first = gold.artifacts[0]
     shifted = first.model_copy(
         update={"char_start": first.char_start + 1, "char_end": first.char_end + 1}

@@ -29,8 +29,6 @@ from server.settings import Settings
 from tests.support.documents import FakeEndpoint, _document
 from tests.support.paths import REPO_ROOT
 
-ROOT = REPO_ROOT
-
 
 def _summarizer(endpoint: FakeEndpoint, config: LLMConfig) -> LLMSummarizer:
     http = httpx.AsyncClient(transport=httpx.MockTransport(endpoint.handler))
@@ -97,6 +95,6 @@ def _imports(path: Path) -> set[str]:
 
 def test_llm_and_documents_do_not_import_the_extractors() -> None:
     for package in ("runner/llm", "runner/documents"):
-        for path in sorted((ROOT / package).glob("*.py")):
+        for path in sorted((REPO_ROOT / package).glob("*.py")):
             uphill = {name for name in _imports(path) if name.startswith("runner.extractors")}
-            assert not uphill, f"{path.relative_to(ROOT)} imports {uphill}"
+            assert not uphill, f"{path.relative_to(REPO_ROOT)} imports {uphill}"
