@@ -1,5 +1,5 @@
 """How many SQL statements one GraphQL request sends, counted on the asyncpg connections of the
-real app (for bench/api.py and tests/test_statement_count.py).
+real app (for bench/api.py and tests/integration/schema/resolvers/test_statement_count.py).
 
 Every connection the app's pool opens gets a query logger (asyncpg's `add_query_logger`), which
 sees each statement the connection sends, the pool's own reset on release included. The app

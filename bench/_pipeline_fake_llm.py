@@ -1,4 +1,4 @@
-"""The fake models of bench/pipeline.py: the scripted model of tests/test_llm_helpers.py
+"""The fake models of bench/pipeline.py: the scripted model of tests/support/llm.py
 (`grounded_summary` for map calls, `merged_digest` for reduce calls) answering with the usage a
 provider would report, either in-process (`InstantModel`, for an httpx MockTransport) or as its
 own OpenAI-compatible HTTP server process answering after a fixed delay (`main`).

@@ -9,7 +9,7 @@ It runs `runner.digests.pipeline.run_pipeline` on plain data (a Window, no datab
 takes plain data by design, and the worker adds only a few queries per job around it), with the
 production client (`build_client`) and the chunk size the worker would use
 (min(DIGESTD_CHUNK_TOKENS default, the extractor's `max_chunk_tokens()`)). The fake model is
-the scripted one of tests/test_llm_helpers.py: a grounded summary per chunk, a faithful merge
+the scripted one of tests/support/llm.py: a grounded summary per chunk, a faithful merge
 per reduce, with usage reported like a provider (prompt tokens counted with tiktoken; the
 static prefix reported as cached after its first use).
 

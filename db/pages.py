@@ -118,7 +118,7 @@ ListRow = TypeVar("ListRow", bound=SQLModel)
 @dataclass(frozen=True)
 class ListSpec(Generic[ListRow]):
     name: str
-    model: type[ListRow]  # the row of `select` (tests/test_db_models.py checks its columns)
+    model: type[ListRow]  # the row of `select` (tests/integration/db/test_models.py checks its columns)
     select: str  # SELECT ... FROM ... (no WHERE)
     sort_column: str
     id_column: str

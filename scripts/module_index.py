@@ -1,7 +1,7 @@
 """Print (or, with --write, refresh) the module index of docs/architecture.md: every module of
 server/, schema/, db/ and runner/ with the first sentence of its docstring, so the index says
 what each module is for in the module's own words and cannot drift from the code
-(tests/test_architecture_doc.py compares them).
+(tests/repo/test_architecture_doc.py compares them).
 
     python scripts/module_index.py [--write]
 """

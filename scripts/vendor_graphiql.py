@@ -10,7 +10,7 @@ packages' LICENSE files beside them, and the folder's README regenerated.
 
 To move to newer versions, change the pins below (versions and sha384 digests: `npm pack` the
 package and run `openssl dgst -sha384 -binary FILE | base64`), run the script, and load /graphql
-in a browser (tests/test_browser.py does).
+in a browser (tests/e2e/server/test_browser.py does).
 """
 
 from __future__ import annotations

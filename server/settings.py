@@ -118,7 +118,7 @@ class Settings(BaseSettings):
     # Chunking and extraction.
     digestd_chunk_tokens: int = Field(
         # 6000 measured: half the map calls of 3000 and prompt/content 1.49 instead of 1.94 on
-        # a real channel (tests/test_llm_measure.py); capped per model by its context.
+        # a real channel (tests/unit/runner/extract/test_llm_measure.py); capped per model by its context.
         default=6000, ge=200, le=32_000,
         description="Token budget of one map chunk (cl100k_base); capped by the map model's context.",
     )

@@ -1,24 +1,19 @@
-"""Shared fixtures: a real PostgreSQL (embedded via pgserver, or TEST_DATABASE_URL), a migrated
-pool, clean tables per test, settings for fast workers, and a live HTTP server."""
+"""Fixtures every level shares: a real PostgreSQL (embedded via pgserver, or TEST_DATABASE_URL),
+a migrated pool, clean tables per test, and settings for fast workers. Unit tests never ask for
+them; integration and end-to-end tests do."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import os
-import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import asyncpg
 import pytest
-import uvicorn
 
 from db.engine import connect, create_pool, embedded_database_url
 from db.migrate import migrate
 from server.settings import Settings
-
-DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 TABLES = (
     "servers, channels, messages, digest_jobs, digests, topics, decisions, action_items, "
@@ -26,14 +21,6 @@ TABLES = (
     "message_revisions, digest_messages, documents, document_digests, reports, schedules, "
     "schedule_runs"
 )
-
-
-def shared_data(relative: str) -> Path:
-    """A file under ../shared/data, or a skip when the data is not beside the checkout."""
-    path = DATA_DIR / relative
-    if not path.exists():
-        pytest.skip(f"../shared/data/{relative} is absent (real data lives beside the repo)")
-    return path
 
 
 @pytest.fixture(scope="session")
@@ -80,30 +67,3 @@ def settings(database_url: str, tmp_path: Path) -> Settings:
         digestd_retry_max_seconds=0.5,
         digestd_chunk_tokens=1500,
     )
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextlib.asynccontextmanager
-async def running_server(app: object) -> AsyncIterator[str]:
-    """Serve `app` with uvicorn on a free loopback port; yields its base URL."""
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")  # type: ignore[arg-type]
-    )
-    task = asyncio.create_task(server.serve())
-    for _ in range(200):
-        if server.started:
-            break
-        if task.done():
-            task.result()
-        await asyncio.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        await task

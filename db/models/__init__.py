@@ -1,5 +1,5 @@
 """Typed rows: one SQLModel class per table of db/migrations (`table=True`, the columns as the
-migrations create them; tests/test_db_models.py compares the two), and small non-table models
+migrations create them; tests/integration/db/test_models.py compares the two), and small non-table models
 for the queries that return a projection or a join. db/ functions return these instead of
 asyncpg records; `db.models.as_rows` and its siblings build them.
 

@@ -2,7 +2,7 @@
 
 SQLModel maps `int` to INTEGER and `datetime` to a naive TIMESTAMP; the migrations use bigint
 ids, timestamptz, jsonb and text[]. Declaring the type here keeps each model's columns equal to
-the migrations' (tests/test_db_models.py compares them).
+the migrations' (tests/integration/db/test_models.py compares them).
 """
 
 from typing import Any

@@ -9,5 +9,5 @@ The two entry points a worker needs:
   fidelity record, warnings).
 
 The package itself imports nothing: importing one of its pure modules (canonical text, locators,
-evidence, payload) must not pull in the network through fetch.py (tests/test_layers.py).
+evidence, payload) must not pull in the network through fetch.py (tests/repo/test_layers.py).
 """

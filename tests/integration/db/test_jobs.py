@@ -1,0 +1,128 @@
+"""The job queue against a real Postgres: duplicate triggers, concurrent claims, leases,
+retries, cancellation."""
+
+from __future__ import annotations
+
+import asyncio
+
+import asyncpg
+
+from db import jobs
+from db.jobs import JobStatus
+from tests.support.database import add_channel, messages
+
+
+async def _channel(pool: asyncpg.Pool, name: str = "general") -> int:
+    return await add_channel(pool, name, messages([("ann", "hello"), ("bob", "hi there")]))
+
+
+async def test_trigger_twice_returns_the_same_job(db: asyncpg.Pool) -> None:
+    channel_id = await _channel(db)
+    async with db.acquire() as connection:
+        first, created_first = await jobs.enqueue_job(connection, jobs.JobKind.CHANNEL, channel_id, {}, max_attempts=3)
+        second, created_second = await jobs.enqueue_job(connection, jobs.JobKind.CHANNEL, channel_id, {}, max_attempts=3)
+    assert created_first and not created_second
+    assert first.id == second.id
+    assert first.status == "queued"
+
+
+async def test_concurrent_triggers_create_one_job(db: asyncpg.Pool) -> None:
+    channel_id = await _channel(db)
+
+    async def trigger() -> int:
+        async with db.acquire() as connection:
+            job, _ = await jobs.enqueue_job(connection, jobs.JobKind.CHANNEL, channel_id, {}, max_attempts=3)
+            return int(job.id)
+
+    ids = await asyncio.gather(*(trigger() for _ in range(10)))
+    assert len(set(ids)) == 1
+    async with db.acquire() as connection:
+        assert await connection.fetchval("SELECT count(*) FROM digest_jobs") == 1
+
+
+async def test_database_refuses_a_second_active_job(db: asyncpg.Pool) -> None:
+    channel_id = await _channel(db)
+    async with db.acquire() as connection:
+        await jobs.enqueue_job(connection, jobs.JobKind.CHANNEL, channel_id, {}, max_attempts=3)
+        try:
+            await connection.execute(
+                "INSERT INTO digest_jobs (kind, channel_id) VALUES ('channel', $1)", channel_id
+            )
+        except asyncpg.UniqueViolationError:
+            pass
+        else:
+            raise AssertionError("the unique index must refuse a second queued job")
+
+
+async def test_concurrent_claims_never_share_a_job(db: asyncpg.Pool) -> None:
+    channel_ids = [await _channel(db, f"c{i}") for i in range(6)]
+    async with db.acquire() as connection:
+        for channel_id in channel_ids:
+            await jobs.enqueue_job(connection, jobs.JobKind.CHANNEL, channel_id, {}, max_attempts=3)
+
+    async def claim(worker: str) -> int | None:
+        async with db.acquire() as connection:
+            job = await jobs.claim_next_job(connection, worker, 30)
+            return None if job is None else int(job.id)
+
+    claimed = await asyncio.gather(*(claim(f"w{i}") for i in range(10)))
+    taken = [job_id for job_id in claimed if job_id is not None]
+    assert len(taken) == 6
+    assert len(set(taken)) == 6
+
+
+async def test_expired_lease_is_reclaimed_and_old_holder_locked_out(db: asyncpg.Pool) -> None:
+    channel_id = await _channel(db)
+    async with db.acquire() as connection:
+        job, _ = await jobs.enqueue_job(connection, jobs.JobKind.CHANNEL, channel_id, {}, max_attempts=3)
+        claimed = await jobs.claim_next_job(connection, "dead-worker", 0.2)
+        assert claimed is not None and claimed.id == job.id
+        assert await jobs.claim_next_job(connection, "other", 30) is None
+        await asyncio.sleep(0.4)
+        reclaimed = await jobs.claim_next_job(connection, "other", 30)
+        assert reclaimed is not None and reclaimed.id == job.id
+        assert reclaimed.attempts == 2
+        # The dead worker can neither renew nor finish the job any more.
+        assert await jobs.heartbeat(connection, job.id, "dead-worker", 30) is None
+        finished = await jobs.finish_job(
+            connection, job.id, "dead-worker", status=JobStatus.SUCCEEDED, digest_id=None,
+            message=None, stats={}, warnings=[],
+        )  # fmt: skip
+        assert finished is None
+        assert await jobs.heartbeat(connection, job.id, "other", 30) is False
+
+
+async def test_failed_job_retries_with_backoff_then_fails(db: asyncpg.Pool) -> None:
+    channel_id = await _channel(db)
+    async with db.acquire() as connection:
+        job, _ = await jobs.enqueue_job(connection, jobs.JobKind.CHANNEL, channel_id, {}, max_attempts=2)
+        await jobs.claim_next_job(connection, "w", 30)
+        retried = await jobs.fail_job(connection, job.id, "w", "boom", 0.3, {})
+        assert retried is not None and retried.status == "queued" and retried.error == "boom"
+        assert await jobs.claim_next_job(connection, "w", 30) is None  # backoff not over
+        await asyncio.sleep(0.4)
+        again = await jobs.claim_next_job(connection, "w", 30)
+        assert again is not None and again.attempts == 2
+        final = await jobs.fail_job(connection, job.id, "w", "boom again", 0.3, {})
+        assert final is not None and final.status == "failed"
+        assert final.finished_at is not None
+
+
+async def test_cancel_queued_and_running(db: asyncpg.Pool) -> None:
+    first = await _channel(db, "a")
+    second = await _channel(db, "b")
+    async with db.acquire() as connection:
+        queued, _ = await jobs.enqueue_job(connection, jobs.JobKind.CHANNEL, first, {}, max_attempts=3)
+        cancelled = await jobs.cancel_job(connection, queued.id)
+        assert cancelled is not None and cancelled.status == "cancelled"
+        running, _ = await jobs.enqueue_job(connection, jobs.JobKind.CHANNEL, second, {}, max_attempts=3)
+        claimed = await jobs.claim_next_job(connection, "w", 30)
+        assert claimed is not None and claimed.id == running.id
+        flagged = await jobs.cancel_job(connection, running.id)
+        assert flagged is not None and flagged.status == "running" and flagged.cancel_requested
+        assert await jobs.heartbeat(connection, running.id, "w", 30) is True
+        assert await jobs.cancel_job(connection, 999_999) is None
+
+
+def test_retry_delay_is_capped_exponential() -> None:
+    assert [jobs.retry_delay(n, 5, 60) for n in (1, 2, 3, 4, 5)] == [5, 10, 20, 40, 60]

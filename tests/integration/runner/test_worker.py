@@ -1,0 +1,137 @@
+"""Workers as they run in production: the LLM extractor wired from settings (a real `openai`
+client against a local fake model server), an endpoint that is down, a cancelled running job,
+and a worker process killed with SIGKILL mid-job whose job another worker finishes from the
+chunk cache."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import asyncpg
+import pytest
+from starlette.responses import JSONResponse, Response
+
+from db import jobs
+from server.runtime import Runtime
+from server.settings import Settings
+from tests.support.database import add_channel
+from tests.support.llm import API_KEY, local_openai_server, scripted
+from tests.support.worker import (
+    assert_pointers_resolve,
+    job_row,
+    llm_settings,
+    run_one_job,
+    sample_messages,
+    slow_model,
+    trigger,
+    wait_for,
+)
+
+
+async def test_llm_extractor_from_settings_digests_a_channel(
+    db: asyncpg.Pool, settings: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    channel_id = await add_channel(db, "team-platform", sample_messages())
+    async with local_openai_server(scripted()) as (base_url, received):
+        job_id = await run_one_job(db, llm_settings(settings, base_url), channel_id)
+    job = await job_row(db, job_id)
+    assert job.status == "succeeded", job.error
+    stats = job.stats
+    map_calls = sum(1 for body in received if body["tool_choice"]["function"]["name"] == "emit_chunk_summary")
+    assert stats["chunks"] == map_calls >= 3  # 70 messages at 400 tokens a chunk
+    assert stats["llm_calls"] == len(received) and stats["prompt_tokens"] > 0
+    # The scripted model shifts every offset by 3; validation re-anchored them on the quote.
+    assert await assert_pointers_resolve(db, job.digest_id) >= 1
+    assert API_KEY not in caplog.text and API_KEY not in json.dumps(dict(job), default=str)
+
+
+async def test_endpoint_down_fails_the_attempt_instead_of_storing_an_empty_digest(
+    db: asyncpg.Pool, settings: Settings
+) -> None:
+    channel_id = await add_channel(db, "team-platform", sample_messages())
+
+    def unavailable(body: dict[str, Any]) -> Response:
+        return JSONResponse({"error": {"message": "overloaded"}}, status_code=503)
+
+    async with local_openai_server(unavailable) as (base_url, received):
+        job_id = await run_one_job(db, llm_settings(settings, base_url), channel_id)
+    job = await job_row(db, job_id)
+    assert received, "the endpoint was never called"
+    assert job.status == "queued" and job.attempts == 1  # retried later, with backoff
+    assert job.digest_id is None and job.error is not None and "every chunk failed" in job.error
+    assert API_KEY not in job.error
+    async with db.acquire() as connection:
+        assert await connection.fetchval("SELECT count(*) FROM digests") == 0
+
+
+async def test_cancelling_a_running_job_stops_it_without_a_digest(
+    db: asyncpg.Pool, settings: Settings
+) -> None:
+    channel_id = await add_channel(db, "team-platform", sample_messages())
+    async with local_openai_server(slow_model(0.3)) as (base_url, _):
+        runtime = Runtime(llm_settings(settings, base_url, digest_llm_concurrency=1))
+        await runtime.open()
+        try:
+            job_id = await trigger(db, channel_id)
+            running = asyncio.create_task(runtime.new_worker().run_once())
+
+            async def mapping() -> bool:
+                return (await job_row(db, job_id)).chunks_done >= 1
+
+            await wait_for(mapping, 30, "the first chunk")
+            async with db.acquire() as connection:
+                await jobs.cancel_job(connection, job_id)
+            await asyncio.wait_for(running, 30)
+        finally:
+            await runtime.close()
+    job = await job_row(db, job_id)
+    assert job.status == "cancelled" and job.digest_id is None
+    assert 1 <= job.chunks_done < job.chunks_total
+
+
+async def test_a_job_queued_while_the_worker_finds_none_wakes_it_at_once(
+    db: asyncpg.Pool, settings: Settings
+) -> None:
+    """The NOTIFY for a job that lands between an empty claim and the wait is not lost: the
+    worker picks the job up at once instead of sleeping for the whole poll interval."""
+    channel_id = await add_channel(db, "team-platform", sample_messages())
+    runtime = Runtime(settings.model_copy(update={"digestd_poll_seconds": 60.0}))
+    await runtime.open()
+    worker = runtime.new_worker()
+    claim = worker.run_once
+    queued: list[int] = []
+
+    async def claim_then_trigger(stop: asyncio.Event | None = None) -> bool:
+        processed = await claim(stop)
+        if not processed and not queued:
+            # The claim found nothing; a client triggers a job before the worker starts waiting,
+            # and its NOTIFY reaches the worker's listener in that gap.
+            queued.append(await trigger(db, channel_id))
+            await wait_for(_event_set(worker), 10, "the NOTIFY to reach the listener")
+        return processed
+
+    worker.run_once = claim_then_trigger  # type: ignore[method-assign]  # wrapped for this test
+    stop = asyncio.Event()
+    running = asyncio.create_task(worker.run(stop))
+    try:
+
+        async def done() -> bool:
+            return bool(queued) and (await job_row(db, queued[0])).status == "succeeded"
+
+        await wait_for(done, 20, "the job queued during the empty claim")  # poll interval: 60 s
+    finally:
+        stop.set()
+        await asyncio.wait_for(running, 30)
+        await runtime.close()
+
+
+def _event_set(worker: Any) -> Callable[[], Awaitable[bool]]:
+    async def check() -> bool:
+        return bool(worker._wake.is_set())
+
+    return check

@@ -1,0 +1,152 @@
+"""The sliding-window circuit breaker (last 10 calls, opens at >70% failures with at least 5
+samples, half-opens after 60 s), alone and in front of a failing endpoint."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from runner.core.extractor import ChunkFailed
+from runner.llm.breaker import BreakerState, CircuitBreaker, CircuitOpen
+from runner.core.chunks import chunk_messages
+from runner.digests.pipeline import run_pipeline
+from tests.support.llm import (
+    FakeEndpoint,
+    completion,
+    make_extractor,
+    make_window,
+    minimal_summary,
+)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+
+def state_of(breaker: CircuitBreaker) -> BreakerState:
+    """The breaker's state, read anew: a call that records an outcome may change it, which a
+    type checker narrowing `breaker.state` after an assertion would not see."""
+    return breaker.state
+
+def breaker(clock: Clock) -> CircuitBreaker:
+    return CircuitBreaker("test", clock=clock)
+
+
+def record(b: CircuitBreaker, outcomes: str) -> None:
+    """'F' a failure, 'S' a success, each as an admitted call."""
+    for outcome in outcomes:
+        b.before_call()
+        b.record_failure() if outcome == "F" else b.record_success()
+
+
+def test_needs_five_samples_before_opening() -> None:
+    b = breaker(Clock())
+    record(b, "FFFF")
+    assert state_of(b) is BreakerState.CLOSED
+    record(b, "F")
+    assert state_of(b) is BreakerState.OPEN
+
+
+def test_opens_only_above_seventy_percent_of_the_last_ten() -> None:
+    b = breaker(Clock())
+    record(b, "SSS" + "FFFFFFF")  # 7 of 10: not more than 70%
+    assert state_of(b) is BreakerState.CLOSED
+    record(b, "F")  # the window slides: S S F F F F F F F F → 8 of 10
+    assert state_of(b) is BreakerState.OPEN
+
+
+def test_old_outcomes_leave_the_window() -> None:
+    b = breaker(Clock())
+    record(b, "FFFF" + "S" * 10)
+    record(b, "FFFF")  # 4 of the last 10 failed
+    assert state_of(b) is BreakerState.CLOSED
+
+
+def test_half_open_admits_one_probe_and_its_outcome_decides() -> None:
+    clock = Clock()
+    b = breaker(clock)
+    record(b, "FFFFF")
+    with pytest.raises(CircuitOpen) as refused:
+        b.before_call()
+    assert refused.value.retry_in == pytest.approx(60)
+    clock.now += 59.9
+    assert state_of(b) is BreakerState.OPEN
+    clock.now += 0.1
+    assert state_of(b) is BreakerState.HALF_OPEN
+    b.before_call()  # the probe
+    with pytest.raises(CircuitOpen):
+        b.before_call()  # only one probe at a time
+    b.record_failure()
+    assert state_of(b) is BreakerState.OPEN  # another full cooldown
+    clock.now += 60
+    b.before_call()
+    b.record_success()
+    assert state_of(b) is BreakerState.CLOSED
+    record(b, "FFF")  # a fresh window: the earlier failures are forgotten
+    assert state_of(b) is BreakerState.CLOSED
+
+
+def test_an_abandoned_probe_frees_the_slot() -> None:
+    clock = Clock()
+    b = breaker(clock)
+    record(b, "FFFFF")
+    clock.now += 60
+    b.before_call()
+    b.abandon()
+    b.before_call()  # admitted again
+
+
+async def test_a_dead_endpoint_trips_the_breaker_and_chunks_fail_fast() -> None:
+    clock = Clock()
+    healthy = False
+
+    def respond(body: dict[str, Any]) -> Any:
+        if not healthy:
+            return httpx.Response(503, json={"error": {"message": "overloaded"}})
+        return completion(tool="emit_chunk_summary", arguments=minimal_summary(body))
+
+    endpoint = FakeEndpoint(respond)
+    extractor = make_extractor(endpoint, breaker=CircuitBreaker("dead", clock=clock), max_retries=2)
+    window = make_window([f"line {i} about the flaky registry mirror" for i in range(60)])
+    chunks = chunk_messages(list(window.messages), 100)
+    assert len(chunks) >= 6
+    reasons = []
+    for chunk in chunks[:4]:
+        with pytest.raises(ChunkFailed) as failed:
+            await extractor.extract_chunk(chunk, [])
+        reasons.append(failed.value.reason)
+    # 3 attempts for the first chunk, then 2 more open the breaker mid-way through the second.
+    assert len(endpoint.requests) == 5
+    assert "HTTP 503" in reasons[0]
+    assert all(reason.startswith("circuit open") for reason in reasons[1:])
+    assert state_of(extractor.breaker) is BreakerState.OPEN
+
+    clock.now += 60
+    healthy = True
+    summary = await extractor.extract_chunk(chunks[4], [])
+    assert summary.chunk_summary
+    assert state_of(extractor.breaker) is BreakerState.CLOSED
+    assert len(endpoint.requests) == 6
+
+
+async def test_while_open_the_job_ends_partial_without_calling_the_endpoint() -> None:
+    clock = Clock()
+    b = CircuitBreaker("down", clock=clock)
+    record(b, "FFFFF")
+    endpoint = FakeEndpoint(lambda body: completion(tool="emit_chunk_summary", arguments={}))
+    extractor = make_extractor(endpoint, breaker=b)
+    window = make_window(["the registry is down again", "yes, since noon"])
+    result = await run_pipeline(window, extractor, chunk_tokens=4000)
+    assert endpoint.requests == []
+    assert result.failed_chunks and str(result.failed_chunks[0]["reason"]).startswith(
+        "circuit open"
+    )
+    # Nothing to reduce: no call either, and an honest empty digest.
+    assert result.digest.signal_quality.level.value == "empty"

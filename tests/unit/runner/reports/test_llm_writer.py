@@ -1,0 +1,202 @@
+"""The LLM report writer against a fake OpenAI-compatible model (the real `openai` client over
+a mocked transport, `runner.evaluation.fake_report_model`): what the model is sent, the one
+re-ask with the concrete audit errors, and that fabricated source ids and sentences citing
+unrelated messages are never stored as cited."""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import httpx
+import pytest
+
+from runner.evaluation.fake_report_model import (
+    FakeModel,
+    fake_report_writer,
+    quoting_answer,
+    request_sources,
+)
+from runner.llm.toolcall import MalformedOutput
+from runner.reports.evidence import (
+    ChannelMessage,
+    DigestClaim,
+    RankedEvidence,
+    gather_evidence,
+    rank_evidence,
+)
+from runner.reports.evidence_budget import content_id, priority_order
+from runner.reports.llm_writer import REPORT_TOOL
+from runner.reports.report import report_markdown
+from runner.reports.sources import MessageSource
+from tests.support.reports import (
+    FABRICATED,
+    GOOD,
+    OPS,
+    QUESTION,
+    UNRELATED,
+    assert_audited,
+    bad_answer,
+    id_of,
+)
+
+T0 = datetime(2024, 5, 1, tzinfo=timezone.utc)
+
+
+def ranked_evidence(rows: list[tuple[str, str]] = OPS) -> list[RankedEvidence]:
+    channel = [
+        ChannelMessage("ops", f"m{i}", 1, author, T0 + timedelta(minutes=i), text, i + 1)
+        for i, (author, text) in enumerate(rows)
+    ]
+    return rank_evidence(QUESTION, gather_evidence([channel], []))
+
+
+def fixed_answer(body: dict[str, Any]) -> dict[str, Any]:
+    plan = "The rollback plan of every database migration is written in the runbook."
+    return {
+        "title": "Database migration rollbacks",
+        "answer": [{"sentence": GOOD, "source_ids": [id_of(body, GOOD)]}],
+        "sections": [{"heading": "Where it is written", "sentences": [
+            {"sentence": plan, "source_ids": [id_of(body, plan)]},
+        ]}],  # fmt: skip
+        "open_points": [],
+    }
+
+
+def sequence(*answers: Any) -> FakeModel:
+    """A fake answering its n-th request with the n-th builder (the last one repeats)."""
+    model = FakeModel()
+
+    def respond(body: dict[str, Any]) -> Any:
+        answer = answers[min(len(model.requests) - 1, len(answers) - 1)]
+        return answer(body) if callable(answer) else answer
+
+    model.respond = respond
+    return model
+
+
+async def test_a_faithful_answer_is_kept_whole_with_one_request_and_no_re_ask() -> None:
+    writer, model = fake_report_writer()
+    ranked = ranked_evidence()
+    run = await writer.write(QUESTION, ranked)
+    (body,) = model.requests
+    assert body["tool_choice"]["function"]["name"] == REPORT_TOOL
+    user = body["messages"][1]["content"]
+    assert f"Question: {QUESTION}" in user
+    assert [t for _, t in request_sources(body)] == [r.evidence.text for r in priority_order(ranked)]
+    assert [i for i, _ in request_sources(body)] == [f"E{n}" for n in range(1, len(ranked) + 1)]
+    assert run.audit.re_asked == 0 and run.audit.dropped == 0 and run.audit.kept >= 3
+    assert_audited(run.report, report_markdown(run.report))
+    assert run.report.title == "How are database migration rollbacks approved"
+    assert run.usage.llm_calls == 1
+
+
+async def test_fabricated_ids_and_unrelated_citations_are_re_asked_once_then_dropped(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    model = sequence(bad_answer)  # the model repeats its mistakes when re-asked
+    writer, _ = fake_report_writer(model)
+    run = await writer.write(QUESTION, ranked_evidence())
+    assert len(model.requests) == 2, "exactly one re-ask"
+    reask = model.requests[1]["messages"]
+    assert reask[:2] == model.requests[0]["messages"]  # the static prefix is unchanged
+    assert reask[2]["role"] == "assistant" and reask[2]["tool_calls"][0]["function"]["name"] == REPORT_TOOL
+    errors = reask[3]["content"]
+    assert reask[3]["role"] == "tool"
+    assert "sentence 2" in errors and "unknown_source, ids: E99" in errors
+    schedule = id_of(model.requests[0], "The database migration runs on Friday evening after the freeze.")
+    assert "sentence 3" in errors and f"low_support, ids: {schedule}" in errors
+    assert "sentence 1 " not in errors  # the good sentence is not sent back
+    texts = [s.sentence for s in run.report.sentences()]
+    assert texts == [GOOD]
+    assert FABRICATED not in report_markdown(run.report)
+    assert UNRELATED not in report_markdown(run.report)
+    assert run.audit.re_asked == 2 and run.audit.proposed == 3 and run.audit.kept == 1
+    assert dict(run.audit.reasons) == {"unknown_source": 1, "low_support": 1}
+    assert_audited(run.report, report_markdown(run.report))
+    # Model text is untrusted: the logs carry counts and codes, never its sentences.
+    assert FABRICATED not in caplog.text and UNRELATED not in caplog.text
+
+
+async def test_a_corrected_second_answer_is_kept() -> None:
+    model = sequence(bad_answer, fixed_answer)
+    writer, _ = fake_report_writer(model)
+    run = await writer.write(QUESTION, ranked_evidence())
+    assert len(model.requests) == 2
+    assert run.audit.re_asked == 2 and run.audit.dropped == 0 and run.audit.kept == 2
+    assert [s.heading for s in run.report.sections if s.sentences] == ["Answer", "Where it is written"]
+    assert run.report.title == "Database migration rollbacks"  # its words are in what it cites
+    for sentence in run.report.sentences():
+        (source,) = sentence.sources
+        assert isinstance(source, MessageSource) and source.quote == sentence.sentence
+
+
+async def test_a_failing_re_ask_keeps_the_audited_first_answer_with_a_warning() -> None:
+    down = httpx.Response(500, json={"error": {"message": "overloaded"}})
+    model = sequence(bad_answer, down)
+    writer, _ = fake_report_writer(model)
+    run = await writer.write(QUESTION, ranked_evidence())
+    assert len(model.requests) == 2
+    assert [s.sentence for s in run.report.sentences()] == [GOOD]
+    assert [w["code"] for w in run.warnings] == ["re_ask_failed"]
+
+
+async def test_an_invented_title_is_replaced_by_the_question() -> None:
+    def answer(body: dict[str, Any]) -> dict[str, Any]:
+        return {**quoting_answer(body), "title": "Quarterly revenue projections for investors"}
+
+    writer, _ = fake_report_writer(FakeModel(answer))
+    run = await writer.write(QUESTION, ranked_evidence())
+    assert run.report.title == "How are database migration rollbacks approved"
+
+
+async def test_garbage_twice_raises_for_the_job_to_fall_back() -> None:
+    writer, model = fake_report_writer(FakeModel(lambda body: {"title": 5}))
+    with pytest.raises(MalformedOutput):
+        await writer.write(QUESTION, ranked_evidence())
+    assert len(model.requests) == 2  # the schema re-ask of the tool-call path, once
+
+
+async def test_evidence_beyond_the_model_budget_is_dropped_and_not_sent() -> None:
+    rows = [
+        (f"user{i}", f"The database migration rollback step {i} is approved after review "
+                     f"number {i} of the plan.")
+        for i in range(200)
+    ]  # fmt: skip
+    ranked = ranked_evidence(rows)
+    writer, model = fake_report_writer(reduce_context_tokens=8000)
+    run = await writer.write(QUESTION, ranked)
+    fit = run.fit
+    assert [w["code"] for w in fit.warnings] == ["CONTENT_DROPPED", "CONTENT_DROPPED"]
+    assert fit.fidelity[0]["reason"] == "unit_cap" and fit.fidelity[-1]["step"] == "drop"
+    sent = [t for _, t in request_sources(model.requests[0])]
+    assert len(sent) == len(fit.units) < 60
+    assert len(fit.dropped_content_ids) == len(ranked) - len(sent)
+    given = {content_id(u.evidence) for u in fit.units}
+    assert given.isdisjoint(fit.dropped_content_ids)
+    assert fit.tokens <= fit.budget_tokens == writer.evidence_budget(QUESTION)
+    # The highest priority (relevance, then recency) is what is given, in that order.
+    assert sent == [r.evidence.text for r in priority_order(ranked)[: len(sent)]]
+    assert sent[: len(sent) // 2] != [r.evidence.text for r in ranked[: len(sent) // 2]]
+
+
+async def test_citing_a_digest_claim_cites_every_message_it_rests_on() -> None:
+    claim = DigestClaim(
+        "decision", "Database migration rollbacks are approved by the on-call lead from now on.",
+        ("m2", "m4"),
+    )  # fmt: skip
+    channel = [
+        ChannelMessage("ops", f"m{i}", 1, author, T0 + timedelta(minutes=i), text, i + 1)
+        for i, (author, text) in enumerate(OPS)
+    ]
+    ranked = rank_evidence(QUESTION, gather_evidence([channel], [], [[claim]]))
+    writer, model = fake_report_writer()
+    run = await writer.write(QUESTION, ranked)
+    shown = model.requests[0]["messages"][1]["content"]
+    assert 'kind="decision"' in shown
+    (sentence,) = [s for s in run.report.sentences() if s.sentence == claim.text]
+    assert [s.message_id for s in sentence.sources if isinstance(s, MessageSource)] == ["m2", "m4"]
+    unit = next(r.evidence for r in ranked if r.evidence.kind == "decision")
+    assert content_id(unit).startswith("decision:") and content_id(unit).endswith("message:ops:m2@1")
