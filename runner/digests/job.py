@@ -36,7 +36,7 @@ from runner.digests.window import window_key
 from runner.entities.digest import analyze_digest
 from runner.digests.stats import job_stats
 from runner.jobs.base import JobContext
-from runner.conversations.store import read_threading_input, store_threading
+from runner.conversations.store import read_threading_input
 from runner.core.job_options import ChannelDigestOptions
 from runner.core.cancel import Cancelled
 from runner.jobs.outcomes import Finished, Outcome, RetryLater, Stored
@@ -149,9 +149,7 @@ class ChannelJobRunner:
                 uncovered=result.failed_message_ids,
                 # Only a complete digest stands for its input (a catch-up may be served from it).
                 window_key=None if result.failed_chunks else key,
-                write_threads=lambda connection: store_threading(
-                    connection, channel.id, threading, thread_input.internal_ids
-                ),
+                threads=(threading, thread_input.internal_ids),
                 entities=entities,
             )  # fmt: skip
         return Stored(status)

@@ -15,7 +15,7 @@ verbatim and every cited id exists in the window.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Collection, Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
 import asyncpg
@@ -24,6 +24,8 @@ from db import channels as channel_queries
 from db import digests as digest_queries
 from db.jobs import JobStatus
 from db.models import ChannelColumns, WindowMessageRow
+from runner.conversations.store import store_threading
+from runner.conversations.threads import Threading
 from runner.memory.store import remember_items
 from runner.core.contract import Digest
 from runner.core.window import MessageKey, StoredWindow, Window, WindowMessage, WindowSpec
@@ -226,14 +228,14 @@ async def store_digest(
     warnings: list[dict[str, Any]],
     uncovered: Collection[str] = (),
     window_key: str | None = None,
-    write_threads: Callable[[asyncpg.Connection], Awaitable[None]] | None = None,
+    threads: tuple[Threading, dict[str, int]] | None = None,
     entities: DigestEntities | None = None,
 ) -> int:
     """Write everything in one transaction; returns the digest id. Raises LostLease (and
     writes nothing) when another worker holds the job now.
 
     `uncovered`: external ids of messages in failed chunks (read, not covered);
-    `write_threads`: writes the window's reply structure and conversations in the same
+    `threads`: the window's threading and its messages' internal ids, written in the same
     transaction (runner/conversations/store.py); `entities`: the digest's entities and topic
     profiles (runner/entities/digest.py), written after the conversations."""
     digest = validation.output
@@ -259,8 +261,9 @@ async def store_digest(
             connection, digest_id,
             [key.message_id for key in window.keys], [key.revision for key in window.keys],
         )  # fmt: skip
-        if write_threads is not None:
-            await write_threads(connection)
+        if threads is not None:
+            threading, internal_ids = threads
+            await store_threading(connection, channel_id, threading, internal_ids)
         if entities is not None:
             await store_entities(
                 connection, digest_id=digest_id, channel_id=channel_id, analysis=entities,
