@@ -102,7 +102,7 @@ async def run(spec: LoadSpec) -> dict[str, object]:
             _connection(
                 spec.host, spec.port, requests, offset * 7, measure_from, measure_until,
                 spec.check_graphql_errors, tally,
-            )  # fmt: skip
+            )
             for offset in range(spec.connections)
         )
     )

@@ -10,9 +10,8 @@ the benchmark sees is the GraphQL layer: parsing, validation, execution, DataLoa
 
 from __future__ import annotations
 
-import base64
-
 import argparse
+import base64
 import contextlib
 from collections.abc import AsyncIterator
 from datetime import datetime

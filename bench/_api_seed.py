@@ -25,7 +25,7 @@ async def seed(url: str, digests: int) -> list[int]:
                 await connection.fetchval(
                     "INSERT INTO channels (server_id, name) VALUES ($1, $2) RETURNING id",
                     server_id, f"channel-{n}",
-                )  # fmt: skip
+                )
                 for n in range(20)
             ]
             job_ids: list[int] = []
@@ -33,13 +33,13 @@ async def seed(url: str, digests: int) -> list[int]:
                 created = BASE_TIME + timedelta(minutes=n)
                 channel_id = channel_ids[n % len(channel_ids)]
                 stats = {"messages": 100 + n, "chunks": 3, "llm_calls": 4,
-                         "duration_seconds": 1.25, "extractor": "offline"}  # fmt: skip
+                         "duration_seconds": 1.25, "extractor": "offline"}
                 job_id = await connection.fetchval(
                     "INSERT INTO digest_jobs (channel_id, status, phase, chunks_done, chunks_total,"
                     " attempts, stats, created_at, started_at, finished_at, updated_at)"
                     " VALUES ($1, 'succeeded', 'store', 3, 3, 1, $2, $3, $3, $4, $4) RETURNING id",
                     channel_id, stats, created, created + timedelta(seconds=2),
-                )  # fmt: skip
+                )
                 # Every third overview is long, so the excerpt rule is exercised too.
                 overview = f"Digest {n}: the team discussed release {n % 7}. " * (12 if n % 3 == 0 else 2)
                 digest_id = await connection.fetchval(
@@ -49,7 +49,7 @@ async def seed(url: str, digests: int) -> list[int]:
                     channel_id, job_id, f"Digest {n}", overview.strip(),
                     ("high", "medium", "low")[n % 3], 100 + n,
                     created - timedelta(hours=1), created,
-                )  # fmt: skip
+                )
                 await connection.execute(
                     "UPDATE digest_jobs SET digest_id = $2 WHERE id = $1", job_id, digest_id
                 )

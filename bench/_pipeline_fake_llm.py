@@ -26,8 +26,8 @@ _BENCH = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _BENCH]
 sys.path.insert(0, str(_BENCH.parent))
 
-from runner.llm.budget import count_request_tokens  # noqa: E402
-from tests.test_llm_helpers import (  # noqa: E402
+from runner.llm.budget import count_request_tokens
+from tests.test_llm_helpers import (
     grounded_summary,
     merged_digest,
     tool_of,
@@ -85,7 +85,7 @@ def serve(delay: float) -> None:
         Route("/v1/chat/completions", chat, methods=["POST"]),
         Route("/intervals", get_intervals, methods=["GET"]),
         Route("/reset", reset, methods=["POST"]),
-    ])  # fmt: skip
+    ])
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     print(sock.getsockname()[1], flush=True)

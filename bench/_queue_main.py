@@ -62,7 +62,7 @@ async def seed_channels(connection: asyncpg.Connection, count: int) -> list[int]
         "INSERT INTO channels (server_id, name) "
         "SELECT $1, 'empty-' || g FROM generate_series(1, $2) g RETURNING id",
         server_id, count,
-    )  # fmt: skip
+    )
     return [row["id"] for row in rows]
 
 
@@ -87,7 +87,7 @@ async def worker_processes(
              "--home", str(home), "--mode", mode, "--poll-seconds", str(options.poll_seconds),
              "--record", str(record)],
             cwd=REPO, stdout=subprocess.PIPE, text=True,
-        )  # fmt: skip
+        )
         for record in records
     ]
     session = WorkerSession(processes, records)
@@ -125,7 +125,7 @@ def read_records(session: WorkerSession) -> tuple[Counter[int], Counter[int]]:
 async def wait_finished(
     pool: asyncpg.Pool, first_job_id: int, count: int, timeout: float,
     processes: list[subprocess.Popen[str]],
-) -> None:  # fmt: skip
+) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         # A worker that crashed (say, on a SQL error) would otherwise leave us waiting.
@@ -190,7 +190,7 @@ async def throughput_phase(
                 "SELECT id, '{}'::jsonb, 3 FROM unnest($1::bigint[]) AS id RETURNING id) "
                 "SELECT min(id) FROM queued",
                 channel_ids[:jobs],
-            )  # fmt: skip
+            )
             await connection.execute("SELECT pg_notify($1, 'bench')", job_queries.JOBS_CHANNEL)
     await wait_finished(pool, first, jobs, max(120.0, jobs / 20), processes)
     wall = time.perf_counter() - started
@@ -212,7 +212,7 @@ async def throughput_phase(
 async def latency_phase(
     pool: asyncpg.Pool, channel_ids: list[int], options: Options,
     processes: list[subprocess.Popen[str]],
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     """Trigger jobs at a steady rate while workers are idle; trigger-to-claim per job."""
     first = await next_job_id(pool)
     interval = 1.0 / options.latency_rate
@@ -253,7 +253,7 @@ async def latency_phase(
 async def session(
     url: str, home: Path, pool: asyncpg.Pool, channel_ids: list[int], mode: str,
     repeat: int, options: Options,
-) -> tuple[dict[str, Any] | None, dict[str, Any]]:  # fmt: skip
+) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     """One set of worker processes: the throughput phase (notify mode), then the latency
     phase, then the exactly-once checks over every job of the session."""
     first = await next_job_id(pool)
@@ -268,10 +268,10 @@ async def session(
     checks = await exactly_once(pool, first, workers)
     if throughput is not None:
         throughput = {"phase": "throughput", "mode": mode, "repeat": repeat,
-                      "workers": options.workers, **throughput, **checks}  # fmt: skip
+                      "workers": options.workers, **throughput, **checks}
         emit(throughput)
     latency = {"phase": "latency", "mode": mode, "repeat": repeat, "workers": options.workers,
-               "poll_seconds": options.poll_seconds, **latency}  # fmt: skip
+               "poll_seconds": options.poll_seconds, **latency}
     if throughput is None:
         latency.update(checks)
     emit(latency)
@@ -283,7 +283,7 @@ def exactly_once_ok(row: dict[str, Any]) -> bool:
         row[key]
         for key in ("jobs_attempts_not_1", "jobs_claimed_twice", "jobs_finished_twice",
                     "jobs_never_claimed", "claims_of_unknown_jobs")
-    )  # fmt: skip
+    )
 
 
 async def run(options: Options, database_url: str | None) -> int:
@@ -341,7 +341,7 @@ async def run(options: Options, database_url: str | None) -> int:
         ),
         "target_notify_p99_ms": TARGET_NOTIFY_P99_MS,
         "target_met": notify_p99 < TARGET_NOTIFY_P99_MS,
-    })  # fmt: skip
+    })
     return 0 if checks_ok else 1
 
 

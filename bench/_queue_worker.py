@@ -21,10 +21,9 @@ import json
 import signal
 from pathlib import Path
 
-
+from db.models import DigestJob
 from runner.jobs.base import JobContext
 from runner.jobs.outcomes import Finished, Outcome
-from db.models import DigestJob
 from runner.supervision import JobListener
 from runner.worker import Worker
 from server.runtime import Runtime, extractor_factory

@@ -14,7 +14,6 @@ import platform
 import pstats
 import random
 import statistics
-import sys
 import tempfile
 import warnings
 from collections.abc import Iterator, Sequence
@@ -104,27 +103,27 @@ async def postgres_version(url: str) -> str:
 _AUTHORS = [
     "alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi", "ivan", "judy",
     "mallory", "niaj", "olivia", "peggy", "rupert", "sybil", "trent", "victor", "walter", "zoé",
-]  # fmt: skip
+]
 _OPENERS = [
     "I think", "Looks like", "FWIW", "Quick question:", "Heads up,", "Not sure but", "Yeah,",
     "Honestly", "So", "Btw", "+1,", "Hmm,", "ok so", "Update:", "Reminder:",
-]  # fmt: skip
+]
 _SUBJECTS = [
     "the deploy", "the migration", "staging", "the flaky test", "the cache layer", "CI",
     "the release branch", "the API gateway", "our Postgres replica", "the worker pool",
     "the new dashboard", "the retry logic", "the auth middleware", "the Helm chart", "the docs",
-]  # fmt: skip
+]
 _PREDICATES = [
     "is failing again after the last merge", "needs a rollback before Friday",
     "looks fine on my machine", "times out under load", "should be behind a feature flag",
     "was fixed in the latest patch", "leaks connections when the pool is full",
     "broke because of a config typo", "could use a second review", "is blocked on infra",
     "doubles the p99 latency", "works if you bump the memory limit", "is ready to ship",
-]  # fmt: skip
+]
 _TAILS = [
     "", "", "", " 🤔", " 🎉", " — any objections?", " see the thread above.", " cc @ops",
     " Let's decide tomorrow.", " I'll take it.", " (again)", " will update the ticket.",
-]  # fmt: skip
+]
 _SNIPPETS = [
     "```\nkubectl rollout undo deployment/api --to-revision=42\n```",
     "```yaml\nresources:\n  limits:\n    memory: 512Mi\n```",
@@ -134,7 +133,7 @@ _SNIPPETS = [
 _LINKS = [
     "https://github.com/example/platform/pull/{n}", "https://ci.example.com/build/{n}",
     "https://docs.example.com/runbooks/{n}",
-]  # fmt: skip
+]
 
 
 def chat_text(rng: random.Random, n: int) -> str:
@@ -190,9 +189,9 @@ def write_jsonl(path: Path, count: int, *, channel: str = "bench") -> int:
 def generated_window(count: int, *, seed: int = 5) -> Any:
     """The generated channel as the pipeline's plain-data `runner.core.window.Window` (what the
     worker loads from the database), text normalized as on import."""
-    from runner.importers.dates import parse_iso_timestamp
-    from runner.grounding.normalize import normalize_text
     from runner.core.window import Window, WindowMessage
+    from runner.grounding.normalize import normalize_text
+    from runner.importers.dates import parse_iso_timestamp
 
     messages = tuple(
         WindowMessage(
@@ -218,6 +217,6 @@ def top_functions(profiler: cProfile.Profile, limit: int = 18) -> list[dict[str,
     for (filename, line, name), (_, calls, tottime, cumtime, _) in stats.stats.items():  # type: ignore[attr-defined]
         short = filename.replace(str(REPO) + "/", "").split("site-packages/")[-1]
         rows.append({"function": f"{short}:{line}:{name}", "calls": calls,
-                     "tottime": round(tottime, 3), "cumtime": round(cumtime, 3)})  # fmt: skip
+                     "tottime": round(tottime, 3), "cumtime": round(cumtime, 3)})
     rows.sort(key=lambda row: row["tottime"], reverse=True)
     return rows[:limit]

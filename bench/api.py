@@ -20,7 +20,7 @@ and graphql/plain throughput ratio (target ≥ 0.5), and last the two headline r
 `digests`) on one line. Before the load, the SQL statements one request of each scenario sends
 are counted on the real app's connections (bench/_api_statements.py), and printed. With `--py-spy PATH` (py-spy is not a
 dependency; install it anywhere), one extra GraphQL run per scenario is profiled and the hottest
-frames and a per-phase breakdown are printed (`--profile-dir` keeps the raw stacks). 
+frames and a per-phase breakdown are printed (`--profile-dir` keeps the raw stacks).
 
 The database is an embedded PostgreSQL in a temporary directory unless `--database-url` names a
 disposable one (the script adds a server, channels, jobs and digests to it).
@@ -53,11 +53,11 @@ REPO = BENCH.parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != BENCH]
 sys.path.insert(0, str(REPO))
 
-from bench._api_profile import profile_summary  # noqa: E402
-from bench._api_seed import seed  # noqa: E402
-from bench._api_statements import statement_counter  # noqa: E402
-from db.engine import embedded_database_url  # noqa: E402
-from server.settings import Settings  # noqa: E402
+from bench._api_profile import profile_summary
+from bench._api_seed import seed
+from bench._api_statements import statement_counter
+from db.engine import embedded_database_url
+from server.settings import Settings
 
 TARGET_RATIO = 0.5
 
@@ -126,7 +126,7 @@ def servers(url: str, home: Path, names: tuple[str, ...]) -> Iterator[dict[str, 
     """The servers named, as {name: (port, pid)}: "graphql" is `digestd serve --no-runner`,
     "plain" the baseline."""
     env = {**os.environ, "DATABASE_URL": url, "DIGESTD_HOME": str(home),
-           "DIGEST_EXTRACTOR": "offline"}  # fmt: skip
+           "DIGEST_EXTRACTOR": "offline"}
     env.pop("DIGESTD_API_TOKENS", None)
     pool_size = env.get("DIGESTD_DB_POOL_SIZE", "10")
     started: dict[str, tuple[int, subprocess.Popen[bytes]]] = {}
@@ -137,11 +137,11 @@ def servers(url: str, home: Path, names: tuple[str, ...]) -> Iterator[dict[str, 
                 "graphql": [sys.executable, "-m", "server.cli", "serve", "--no-runner"],
                 "plain": [sys.executable, "-m", "bench._api_plain", "--database-url", url,
                           "--pool-size", pool_size],
-            }[name]  # fmt: skip
+            }[name]
             # Their logs (the app's access log) go to a file: the same work, a readable output.
             log = (home / f"{name}.log").open("ab")
             started[name] = (port, subprocess.Popen([*command, "--port", str(port)], cwd=REPO, env=env,
-                                                    stdout=log, stderr=log))  # fmt: skip
+                                                    stdout=log, stderr=log))
             log.close()
         for port, process in started.values():
             wait_healthy(port, process)
@@ -189,7 +189,7 @@ def check_same_data(ports: dict[str, tuple[int, int]], job_id: int) -> dict[str,
     """Every server must answer with equal data, or the comparison would be meaningless."""
     plain_url = f"http://127.0.0.1:{ports['plain'][0]}/plain"
     graphql_urls = [f"http://127.0.0.1:{port}/graphql" for name, (port, _) in ports.items()
-                    if name != "plain"]  # fmt: skip
+                    if name != "plain"]
     results: dict[str, bool] = {}
     pairs = {
         "job": ((JOB_QUERY, {"id": str(job_id)}), f"/job/{job_id}"),
@@ -219,12 +219,12 @@ def run_load(requests: list[str], port: int, options: Options, check_errors: boo
              "connections": options.connections, "warmup": options.warmup,
              "duration": options.duration, "check_graphql_errors": check_errors},
             handle,
-        )  # fmt: skip
+        )
     try:
         completed = subprocess.run(
             [sys.executable, str(BENCH / "_api_load.py"), handle.name],
             capture_output=True, text=True, check=True, timeout=options.warmup + options.duration + 60,
-        )  # fmt: skip
+        )
     finally:
         os.unlink(handle.name)
     return json.loads(completed.stdout.strip().splitlines()[-1])
@@ -259,7 +259,7 @@ def summarize(scenario: str, runs: dict[str, list[dict[str, Any]]], options: Opt
         "target_ratio": TARGET_RATIO,
         "target_met": ratio >= TARGET_RATIO,
         "errors": sum(run["errors"] for server_runs in runs.values() for run in server_runs),
-    }  # fmt: skip
+    }
 
 
 def profile_graphql(
@@ -274,27 +274,27 @@ def profile_graphql(
              "--duration", str(int(options.warmup + options.duration)), "--rate", "250",
              "--nonblocking"],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        )  # fmt: skip
+        )
         time.sleep(0.5)  # let py-spy attach before the load starts
         load = run_load(requests, port, options, check_errors=True)
         _, error = recorder.communicate(timeout=120)
         if not out.exists():
             return {"bench": "api", "profile": scenario, "server": server,
-                    "error": error.decode()[-500:]}  # fmt: skip
+                    "error": error.decode()[-500:]}
         raw = out.read_text(encoding="utf-8")
         if options.profile_dir is not None:
             options.profile_dir.mkdir(parents=True, exist_ok=True)
             (options.profile_dir / f"{server}-{scenario}.txt").write_text(raw, encoding="utf-8")
         summary = profile_summary(raw)
     return {"bench": "api", "profile": scenario, "server": server,
-            "rps_while_profiled": load["requests_per_s"], **summary}  # fmt: skip
+            "rps_while_profiled": load["requests_per_s"], **summary}
 
 
 async def count_statements(url: str, home: Path, job_id: int) -> dict[str, int]:
     """SQL statements per request of each scenario (and of the nested page at 5 rows, to show
     the count does not grow with the page), on the real app's connections."""
     settings = Settings(database_url=url, digestd_home=home, digest_extractor="offline",
-                        digestd_api_tokens=None)  # fmt: skip
+                        digestd_api_tokens=None)
     async with statement_counter(settings) as counter:
         return {
             "job": await counter.count(JOB_QUERY, {"id": str(job_id)}),
@@ -312,7 +312,7 @@ def run(options: Options, database_url: str | None) -> int:
         started = time.perf_counter()
         job_ids = asyncio.run(seed(url, digests))
         emit({"bench": "api", "seeded_digests": digests, "seeded_jobs": len(job_ids),
-              "seed_seconds": round(time.perf_counter() - started, 2)})  # fmt: skip
+              "seed_seconds": round(time.perf_counter() - started, 2)})
         statements = asyncio.run(count_statements(url, home, job_ids[0]))
         emit({"bench": "api", "statements_per_request": statements})
         with servers(url, home, options.servers) as ports:
@@ -333,13 +333,13 @@ def run(options: Options, database_url: str | None) -> int:
                         result = run_load(requests, port, options, check_errors=server != "plain")
                         runs[scenario][server].append(result)
                         emit({"bench": "api", "scenario": scenario, "server": server,
-                              "repeat": repeat + 1, "connections": options.connections, **result})  # fmt: skip
+                              "repeat": repeat + 1, "connections": options.connections, **result})
             summaries = {scenario: summarize(scenario, runs[scenario], options) for scenario in SCENARIOS}
             for summary in summaries.values():
                 emit(summary)
             # The two headline ratios (target >= 0.5 each), medians over the repeats.
             emit({"bench": "api", "ratios": {s: summaries[s]["ratio"] for s in ("job", "digests")},
-                  "target_ratio": TARGET_RATIO})  # fmt: skip
+                  "target_ratio": TARGET_RATIO})
             if options.py_spy:
                 for server in (name for name in options.servers if name != "plain"):
                     port, pid = ports[server]

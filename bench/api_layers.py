@@ -38,18 +38,18 @@ REPO = BENCH.parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != BENCH]
 sys.path.insert(0, str(REPO))
 
-from bench._api_plain import create_plain_app  # noqa: E402
-from bench._api_seed import seed  # noqa: E402
-from bench.api import DIGESTS_QUERY, JOB_QUERY  # noqa: E402
-from db import jobs, pages  # noqa: E402
-from db.engine import embedded_database_url  # noqa: E402
-from schema import build_schema  # noqa: E402
-from schema.context import Context  # noqa: E402
-from server.app import AppOptions, create_app  # noqa: E402
-from server.auth import Role  # noqa: E402
-from server.cli import tune_gc_for_serving  # noqa: E402
-from server.runtime import Runtime  # noqa: E402
-from server.settings import Settings  # noqa: E402
+from bench._api_plain import create_plain_app
+from bench._api_seed import seed
+from bench.api import DIGESTS_QUERY, JOB_QUERY
+from db import jobs, pages
+from db.engine import embedded_database_url
+from schema import build_schema
+from schema.context import Context
+from server.app import AppOptions, create_app
+from server.auth import Role
+from server.cli import tune_gc_for_serving
+from server.runtime import Runtime
+from server.settings import Settings
 
 Call = Callable[[int], Awaitable[None]]
 ASGIApp = Callable[..., Awaitable[None]]
@@ -63,7 +63,7 @@ async def asgi_request(app: ASGIApp, method: str, path: str, body: bytes = b"", 
         "root_path": "", "client": ("127.0.0.1", 50000), "server": ("127.0.0.1", 8000),
         "headers": [(b"host", b"127.0.0.1:8000"), (b"content-type", b"application/json"),
                     (b"content-length", str(len(body)).encode())],
-    }  # fmt: skip
+    }
     delivered = False
     status = 0
 
@@ -110,7 +110,7 @@ async def measure(url: str, home: Path, job_ids: list[int], requests: int, repea
         def context() -> Context:
             return Context(pool=pool, role=Role.READER, config=config, request_id="bench")
 
-        for scenario, query in (("job", JOB_QUERY), ("digests", DIGESTS_QUERY)):
+        async def scenario_row(scenario: str, query: str) -> dict[str, Any]:
             document = graphql.parse(query)
 
             def variables(number: int) -> dict[str, Any]:
@@ -133,7 +133,7 @@ async def measure(url: str, home: Path, job_ids: list[int], requests: int, repea
 
             async def core_call(number: int) -> None:
                 result = graphql.execute(schema._schema, document, variable_values=variables(number),
-                                         context_value=context())  # fmt: skip
+                                         context_value=context())
                 if not isinstance(result, graphql.ExecutionResult):
                     result = await result
                 assert not result.errors, result.errors
@@ -148,14 +148,17 @@ async def measure(url: str, home: Path, job_ids: list[int], requests: int, repea
             layers: dict[str, Call] = {
                 "plain": plain_call, "graphql_app": app_call, "strawberry": strawberry_call,
                 "graphql_core": core_call, "sql": sql_call,
-            }  # fmt: skip
+            }
             figures = {name: round(await per_request_us(call, requests, repeats)) for name, call in layers.items()}
-            rows.append({
+            return {
                 "bench": "api_layers", "scenario": scenario, "requests": requests, "repeats": repeats,
                 "us_per_request": figures,
                 "ratio_in_process": round(figures["plain"] / figures["graphql_app"], 3),
                 "ratio_if_only_graphql_core": round(figures["plain"] / figures["graphql_core"], 3),
-            })  # fmt: skip
+            }
+
+        for scenario, query in (("job", JOB_QUERY), ("digests", DIGESTS_QUERY)):
+            rows.append(await scenario_row(scenario, query))
     return rows
 
 

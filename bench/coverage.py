@@ -39,9 +39,9 @@ _BENCH = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _BENCH]
 sys.path.insert(0, str(_BENCH.parent))
 
-import asyncpg  # noqa: E402
+import asyncpg
 
-from bench._support import (  # noqa: E402
+from bench._support import (
     bench_database,
     chat_messages,
     emit,
@@ -50,21 +50,23 @@ from bench._support import (  # noqa: E402
     spread,
     utc_now,
 )
-from db import channels as channel_queries  # noqa: E402
-from db import jobs as job_queries  # noqa: E402
-from db.engine import connect, create_pool  # noqa: E402
-from db.ingest import ChannelKey, MessageIngestor  # noqa: E402
-from db.migrate import migrate  # noqa: E402
-from db.models import ChannelWithServer, DigestJob, WindowMessageRow, as_rows  # noqa: E402
-from db.queries import QUERIES  # noqa: E402
-from runner.digests.store import load_window, window_messages  # noqa: E402
-from runner.core.window import StoredWindow, WindowSpec
-from runner.extract.offline import OfflineExtractor  # noqa: E402
-from runner.importers.dates import parse_iso_timestamp  # noqa: E402
-from runner.grounding.normalize import normalize_text  # noqa: E402
-from runner.digests.pipeline import PipelineResult, run_pipeline  # noqa: E402
-from runner.digests.store import _store_items, store_digest  # noqa: E402
-from runner.core.window import Window  # noqa: E402
+from db import channels as channel_queries
+from db import jobs as job_queries
+from db.engine import connect, create_pool
+from db.ingest import ChannelKey, MessageIngestor
+from db.migrate import migrate
+from db.models import ChannelWithServer, DigestJob, WindowMessageRow, as_rows
+from db.queries import QUERIES
+from runner.core.window import (
+    StoredWindow,
+    Window,
+    WindowSpec,
+)
+from runner.digests.pipeline import PipelineResult, run_pipeline
+from runner.digests.store import _store_items, load_window, store_digest, window_messages
+from runner.extract.offline import OfflineExtractor
+from runner.grounding.normalize import normalize_text
+from runner.importers.dates import parse_iso_timestamp
 
 BENCH_NAME = "coverage"
 TARGET_OVERHEAD = 0.10
@@ -166,7 +168,7 @@ async def run_coverage(pool: asyncpg.Pool, channel: ChannelWithServer, kind: str
             connection, job_id=job.id, worker_id=WORKER, channel_id=channel.id,
             extractor=extractor.name, window=stored, uncovered=result.failed_message_ids,
             **_store_args(result),
-        )  # fmt: skip
+        )
     stored_at = time.perf_counter()
     return _figures(started, loaded, mapped, stored_at, cpu, stored.message_count, result)
 
@@ -192,7 +194,7 @@ async def run_watermark(pool: asyncpg.Pool, channel: ChannelWithServer, kind: st
         internal_ids={row.external_id: row.id for row in rows},
         first_message_id=rows[0].id, last_message_id=rows[-1].id,
         window_start=rows[0].ts, window_end=rows[-1].ts, message_count=len(rows),
-    )  # fmt: skip
+    )
     loaded = time.perf_counter()
     cpu = time.process_time()
     result = await pipeline(window, extractor)
@@ -211,13 +213,13 @@ async def run_watermark(pool: asyncpg.Pool, channel: ChannelWithServer, kind: st
             stored.first_message_id, stored.last_message_id, stored.window_start,
             stored.window_end, stored.message_count, digest.notable_message_ids, extractor.name,
             [], [], False, None, None, None,
-        )  # fmt: skip
+        )
         await _store_items(connection, row["id"], channel.id, result.validation, stored)
         await connection.execute(MARK_UPDATE, channel.id, stored.last_message_id)
         finished = await job_queries.finish_job(
             connection, job.id, WORKER, status="succeeded", digest_id=row["id"],
             message=None, stats={}, warnings=[],
-        )  # fmt: skip
+        )
         assert finished is not None
     stored_at = time.perf_counter()
     return _figures(started, loaded, mapped, stored_at, cpu, stored.message_count, result)
@@ -255,7 +257,7 @@ async def bench(url: str, count: int, repeats: int, kind: str) -> None:
         await connection.close()
     emit(BENCH_NAME, kind="setup", messages=count, repeats=repeats, extractor=kind,
          chunk_tokens=CHUNK_TOKENS, started=utc_now(), postgres=await postgres_version(url),
-         **machine_details())  # fmt: skip
+         **machine_details())
     records = [_Parsed(r) for r in chat_messages(count)]
     pool = await create_pool(url, max_size=4)
     peers = {"watermark": run_watermark, "coverage": run_coverage}

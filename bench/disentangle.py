@@ -25,11 +25,11 @@ _BENCH = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _BENCH]
 sys.path.insert(0, str(_BENCH.parent))
 
-from bench._support import REPO, emit, machine_details, spread  # noqa: E402
-from runner.conversations.disentangle import link  # noqa: E402
-from runner.conversations.disentangle.baselines import lowe_links, previous_links  # noqa: E402
-from runner.conversations.disentangle.corpus import read_split  # noqa: E402
-from runner.conversations.disentangle.model import default_model  # noqa: E402
+from bench._support import REPO, emit, machine_details, spread
+from runner.conversations.disentangle import link
+from runner.conversations.disentangle.baselines import lowe_links, previous_links
+from runner.conversations.disentangle.corpus import read_split
+from runner.conversations.disentangle.model import default_model
 
 TARGET_MSGS_PER_S = 5_000
 SYSTEMS = (("model", link), ("lowe", lowe_links), ("previous", previous_links))
@@ -50,7 +50,7 @@ def main() -> int:
     lines = sum(len(log.messages) for log in logs)
     default_model()  # read the weights before timing
     emit("disentangle", kind="setup", logs=len(logs), messages=lines, repeats=args.repeats,
-         **machine_details())  # fmt: skip
+         **machine_details())
     rates: dict[str, float] = {}
     for name, linker in SYSTEMS:
         wall, cpu = [], []
@@ -64,12 +64,12 @@ def main() -> int:
         rates[name] = lines / max(cpu_spread["best"], 1e-9)
         emit("disentangle", kind="run", peer=name, messages=lines, cpu_seconds=cpu_spread,
              wall_seconds=wall_spread, msgs_per_cpu_s=round(rates[name]),
-             msgs_per_s=round(lines / max(wall_spread["best"], 1e-9)))  # fmt: skip
+             msgs_per_s=round(lines / max(wall_spread["best"], 1e-9)))
     emit("disentangle", kind="summary", model_msgs_per_cpu_s=round(rates["model"]),
          lowe_msgs_per_cpu_s=round(rates["lowe"]),
          scoring_share=round(1 - rates["model"] / rates["lowe"], 3),
          target_msgs_per_s=TARGET_MSGS_PER_S,
-         target_rate_met=rates["model"] >= TARGET_MSGS_PER_S)  # fmt: skip
+         target_rate_met=rates["model"] >= TARGET_MSGS_PER_S)
     return 0
 
 

@@ -31,9 +31,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import httpx  # noqa: E402
+import httpx
 
-from bench._support import (  # noqa: E402
+from bench._support import (
     REPO,
     bench_database,
     emit,
@@ -41,10 +41,10 @@ from bench._support import (  # noqa: E402
     utc_now,
     write_jsonl,
 )
-from db import jobs as job_queries  # noqa: E402
-from db.engine import connect, create_pool  # noqa: E402
-from db.migrate import migrate  # noqa: E402
-from runner.importers.ingest import import_path  # noqa: E402
+from db import jobs as job_queries
+from db.engine import connect, create_pool
+from db.migrate import migrate
+from runner.importers.ingest import import_path
 
 BENCH_NAME = "event_loop"
 _SERVE = (
@@ -65,7 +65,7 @@ def environment(url: str, home: Path) -> dict[str, str]:
         DATABASE_URL=url, DIGESTD_HOME=str(home), DIGEST_EXTRACTOR="offline",
         DIGESTD_LEASE_SECONDS="5", DIGESTD_HEARTBEAT_SECONDS="1", DIGESTD_POLL_SECONDS="0.5",
         DIGESTD_MAX_ATTEMPTS="20",
-    )  # fmt: skip
+    )
     return env
 
 
@@ -126,7 +126,7 @@ async def run_mode(
     serve = subprocess.Popen(
         [sys.executable, "-c", _SERVE, mode, "serve", "--port", str(port)],
         cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+    )
     others: list[subprocess.Popen[bytes]] = []
     base = f"http://127.0.0.1:{port}"
     try:
@@ -135,7 +135,7 @@ async def run_mode(
             others.append(subprocess.Popen(
                 [sys.executable, "-c", _SERVE, mode, "worker"],
                 cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            ))  # fmt: skip
+            ))
         connection = await connect(url)
         try:
             job, _ = await job_queries.enqueue_job(
@@ -204,7 +204,7 @@ async def run(messages: int, database_url: str | None, two_workers: bool) -> int
         job_seconds={"in_loop": loop_run["job_seconds"], "offloaded": off_run["job_seconds"]},
         attempts={"in_loop": loop_run["job_attempts"], "offloaded": off_run["job_attempts"]},
         same_digest=loop_digest == off_digest and bool(loop_digest),
-    )  # fmt: skip
+    )
     # With --two-workers the in-loop job may never finish (its lease keeps moving): only two
     # stored digests that differ are a failure.
     return 1 if loop_digest and off_digest and loop_digest != off_digest else 0

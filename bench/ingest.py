@@ -45,7 +45,7 @@ _BENCH = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _BENCH]
 sys.path.insert(0, str(_BENCH.parent))
 
-from bench._support import (  # noqa: E402
+from bench._support import (
     REPO,
     bench_database,
     emit,
@@ -56,12 +56,12 @@ from bench._support import (  # noqa: E402
     utc_now,
     write_jsonl,
 )
-from db.engine import connect, create_pool  # noqa: E402
-from db.migrate import migrate  # noqa: E402
-from runner.importers.detect import iter_records  # noqa: E402
-from runner.importers.records import ParsedMessage  # noqa: E402
-from runner.importers.ingest import import_path  # noqa: E402
-from runner.grounding.normalize import normalize_text  # noqa: E402
+from db.engine import connect, create_pool
+from db.migrate import migrate
+from runner.grounding.normalize import normalize_text
+from runner.importers.detect import iter_records
+from runner.importers.ingest import import_path
+from runner.importers.records import ParsedMessage
 
 BENCH_NAME = "ingest"
 ORM_COMMIT_EVERY = 1000
@@ -130,7 +130,7 @@ def run_cli_import(path: Path, channel: str, url: str, home: Path | None) -> dic
     completed = subprocess.run(
         [*cli_command(), "import", str(path), "--channel", channel],
         cwd=REPO, env=env, capture_output=True, text=True, check=False,
-    )  # fmt: skip
+    )
     wall = time.perf_counter() - started
     if completed.returncode != 0:
         raise RuntimeError(f"digestd import failed: {completed.stderr[-2000:]}")
@@ -154,7 +154,7 @@ async def run_import_path(path: Path, channel: str, url: str, profile: bool) -> 
     finally:
         await pool.close()
     result: dict[str, Any] = {"seconds": seconds, "accepted": report.accepted,
-                              "inserted": report.inserted, "rejected": report.rejected}  # fmt: skip
+                              "inserted": report.inserted, "rejected": report.rejected}
     if profiler:
         result["profile"] = top_functions(profiler)
     return result
@@ -225,7 +225,7 @@ async def run_orm(
                     author=message.author, ts=message.ts, reply_to=message.reply_to,
                     raw_text=message.text, normalized_text=normalize_text(message.text),
                     attachments=message.attachments,
-                )  # fmt: skip
+                )
                 session.add(row)
                 if per_row:
                     await session.flush()  # one INSERT ... RETURNING id now, as a loop would
@@ -256,7 +256,7 @@ async def run_asyncpg_per_row(url: str, channel_id: int, messages: list[ParsedMe
                     await connection.execute(
                         sql, channel_id, m.external_id, m.author, m.ts, m.reply_to, m.text,
                         normalize_text(m.text), m.attachments,
-                    )  # fmt: skip
+                    )
         return time.perf_counter() - started
     finally:
         await connection.close()
@@ -297,7 +297,7 @@ def main() -> int:
         emit(BENCH_NAME, kind="setup", messages=total, orm_messages=orm_total,
              file_bytes=size, repeats=repeats, quick=args.quick, started=utc_now(),
              database="url" if args.database_url else "embedded", postgres=version,
-             **machine_details())  # fmt: skip
+             **machine_details())
         subset = parsed_messages(path, orm_total)
         orm_missing = orm_available()
         rates: dict[str, list[float]] = {}
@@ -307,7 +307,7 @@ def main() -> int:
             rate = messages / seconds
             rates.setdefault(peer, []).append(rate)
             emit(BENCH_NAME, kind="run", peer=peer, messages=messages,
-                 seconds=round(seconds, 4), msgs_per_s=round(rate), **more)  # fmt: skip
+                 seconds=round(seconds, 4), msgs_per_s=round(rate), **more)
 
         for run in range(repeats):
             tag = f"bench-ingest-{os.getpid()}-{run}"
@@ -316,12 +316,12 @@ def main() -> int:
                 stored = asyncio.run(drop_channel(url, f"{tag}-cli"))
                 record("cli", total, cli["import_seconds"], stored=stored,
                        wall_seconds=round(cli["wall_seconds"], 3),
-                       wall_msgs_per_s=round(total / cli["wall_seconds"]))  # fmt: skip
+                       wall_msgs_per_s=round(total / cli["wall_seconds"]))
                 extra["cli_wall"].append(total / cli["wall_seconds"])
             inproc = asyncio.run(run_import_path(path, f"{tag}-inproc", url, False))
             stored = asyncio.run(drop_channel(url, f"{tag}-inproc"))
             record("import_path", inproc["accepted"], inproc["seconds"], stored=stored,
-                   inserted=inproc["inserted"])  # fmt: skip
+                   inserted=inproc["inserted"])
             peers: list[tuple[str, Any]] = [("asyncpg_per_row", None)]
             if orm_missing is None:
                 peers = [("orm_per_row", True), ("orm_batched", False), *peers]
@@ -334,7 +334,7 @@ def main() -> int:
                     seconds = asyncio.run(run_orm(url, channel_id, subset, per_row=per_row))
                 stored = asyncio.run(drop_channel(url, name))
                 record(peer, len(subset), seconds, stored=stored,
-                       commit_every=ORM_COMMIT_EVERY)  # fmt: skip
+                       commit_every=ORM_COMMIT_EVERY)
         if orm_missing is not None:
             for peer in ("orm_per_row", "orm_batched"):
                 emit(BENCH_NAME, kind="run", peer=peer, skipped=orm_missing)
@@ -346,7 +346,7 @@ def main() -> int:
             emit(BENCH_NAME, kind="profile", peer="import_path",
                  seconds=round(profiled["seconds"], 3),
                  note="cProfile slows Python code ~1.5-2x; read the shares, not the seconds",
-                 top_by_own_time=profiled["profile"])  # fmt: skip
+                 top_by_own_time=profiled["profile"])
 
         summary: dict[str, Any] = {"kind": "summary", "messages": total, "orm_messages": orm_total}
         for peer, samples in rates.items():

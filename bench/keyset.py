@@ -39,22 +39,22 @@ _BENCH = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _BENCH]
 sys.path.insert(0, str(_BENCH.parent))
 
-import asyncpg  # noqa: E402
+import asyncpg
 
-from bench._support import (  # noqa: E402
+from bench._support import (
     bench_database,
     emit,
     machine_details,
     postgres_version,
     utc_now,
 )
-from db import pages  # noqa: E402
-from db.engine import connect, create_pool  # noqa: E402
-from db.migrate import migrate  # noqa: E402
-from db.pages import KeysetCursor  # noqa: E402
-from schema import build_schema  # noqa: E402
-from schema.types.ids import decode_global_id  # noqa: E402
-from schema.context import ApiConfig, Context, Role  # noqa: E402
+from db import pages
+from db.engine import connect, create_pool
+from db.migrate import migrate
+from db.pages import KeysetCursor
+from schema import build_schema
+from schema.context import ApiConfig, Context, Role
+from schema.types.ids import decode_global_id
 
 BENCH_NAME = "keyset"
 TARGET_KEYSET_RATIO = 1.5
@@ -84,7 +84,7 @@ def item_rows(count: int, digest_id: int, channel_id: int) -> Iterator[tuple[Any
             digest_id, channel_id, n % 1000, f"K{n}", _KINDS[n % len(_KINDS)],
             f"Item {n}: {words}", f"Synthesized note {n} about {words}.",
             BASE_TIME + timedelta(minutes=n // ITEMS_PER_DIGEST_TIME),
-        )  # fmt: skip
+        )
 
 
 async def load(url: str, items: int) -> dict[str, Any]:
@@ -103,7 +103,7 @@ async def load(url: str, items: int) -> dict[str, Any]:
         started = time.perf_counter()
         rows = item_rows(items, digest_id, channel_id)
         columns = ("digest_id", "channel_id", "position", "item_key", "kind", "title",
-                   "content", "created_at")  # fmt: skip
+                   "content", "created_at")
         while True:
             batch = [row for _, row in zip(range(COPY_BATCH), rows, strict=False)]
             if not batch:
@@ -115,7 +115,7 @@ async def load(url: str, items: int) -> dict[str, Any]:
         await connection.execute("ANALYZE knowledge_items")
         total = await connection.fetchval("SELECT count(*) FROM knowledge_items")
         return {"load_seconds": round(loaded, 2), "rows_in_table": total,
-                "channel_id": channel_id, "digest_id": digest_id}  # fmt: skip
+                "channel_id": channel_id, "digest_id": digest_id}
     finally:
         await connection.close()
 
@@ -182,7 +182,7 @@ async def measure(url: str, args: argparse.Namespace, deep: int) -> list[dict[st
 
         methods: dict[str, Callable[[int], Awaitable[list[int]]]] = {
             "sql/keyset": sql_keyset, "sql/offset": sql_offset, "graphql/keyset": graphql_keyset,
-        }  # fmt: skip
+        }
         # The same rows whichever way a page is fetched, or the comparison means nothing.
         for page in (1, deep):
             answers = {name: await method(page) for name, method in methods.items()}
@@ -205,7 +205,7 @@ async def measure(url: str, args: argparse.Namespace, deep: int) -> list[dict[st
                     emit(BENCH_NAME, kind="run", repeat=repeat, method=name, page=page,
                          samples=count, median_ms=round(1000 * median, 3),
                          min_ms=round(1000 * min(timings), 3),
-                         p90_ms=round(1000 * sorted(timings)[int(0.9 * (count - 1))], 3))  # fmt: skip
+                         p90_ms=round(1000 * sorted(timings)[int(0.9 * (count - 1))], 3))
         summaries = []
         for name in methods:
             first_ms = [1000 * m for m in medians[(name, 1)]]
@@ -218,7 +218,7 @@ async def measure(url: str, args: argparse.Namespace, deep: int) -> list[dict[st
                 "deep_page_ms_range": [round(min(deep_ms), 3), round(max(deep_ms), 3)],
                 # Best median against best median, from the same run.
                 "deep_over_first": round(min(deep_ms) / min(first_ms), 2),
-            })  # fmt: skip
+            })
         return summaries
     finally:
         await pool.close()
@@ -229,7 +229,7 @@ async def run(url: str, args: argparse.Namespace, items: int, deep: int) -> None
     emit(BENCH_NAME, kind="setup", items=items, page_size=args.page_size, deep_page=deep,
          deep_offset=(deep - 1) * args.page_size, samples=args.samples, repeats=args.repeats,
          quick=args.quick, started=utc_now(), postgres=version,
-         database="url" if args.database_url else "embedded", **machine_details())  # fmt: skip
+         database="url" if args.database_url else "embedded", **machine_details())
     loaded = await load(url, items)
     emit(BENCH_NAME, kind="load", items=items, **loaded)
     summaries = await measure(url, args, deep)
@@ -247,7 +247,7 @@ async def run(url: str, args: argparse.Namespace, items: int, deep: int) -> None
                                             / by_name["sql/keyset"]["deep_page_ms"], 1),
          graphql_over_sql_keyset_first=round(by_name["graphql/keyset"]["first_page_ms"]
                                              / by_name["sql/keyset"]["first_page_ms"], 2),
-         target_met=keyset_ok and by_name["sql/offset"]["deep_over_first"] > TARGET_KEYSET_RATIO)  # fmt: skip
+         target_met=keyset_ok and by_name["sql/offset"]["deep_over_first"] > TARGET_KEYSET_RATIO)
 
 
 def main() -> int:

@@ -44,10 +44,10 @@ _BENCH = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _BENCH]
 sys.path.insert(0, str(_BENCH.parent))
 
-import httpx  # noqa: E402
+import httpx
 
-from bench._pipeline_fake_llm import ScriptedModel  # noqa: E402
-from bench._support import (  # noqa: E402
+from bench._pipeline_fake_llm import ScriptedModel
+from bench._support import (
     REPO,
     emit,
     generated_window,
@@ -56,15 +56,15 @@ from bench._support import (  # noqa: E402
     top_functions,
     utc_now,
 )
-from runner.core.chunks import chunk_messages  # noqa: E402
-from runner.extract.llm import LLMExtractor  # noqa: E402
-from runner.llm.breaker import CircuitBreaker  # noqa: E402
-from runner.llm.client import build_client  # noqa: E402
-from runner.llm.config import LLMConfig  # noqa: E402
-from runner.digests.pipeline import run_pipeline  # noqa: E402
-from runner.core.window import Window  # noqa: E402
-from runner.digests.stats import job_stats  # noqa: E402
-from server.settings import Settings  # noqa: E402
+from runner.core.chunks import chunk_messages
+from runner.core.window import Window
+from runner.digests.pipeline import run_pipeline
+from runner.digests.stats import job_stats
+from runner.extract.llm import LLMExtractor
+from runner.llm.breaker import CircuitBreaker
+from runner.llm.client import build_client
+from runner.llm.config import LLMConfig
+from server.settings import Settings
 
 BENCH_NAME = "pipeline"
 TARGET_PROMPT_PER_CONTENT = 1.15
@@ -110,7 +110,7 @@ def stages(intervals: list[tuple[float, float, str]]) -> list[int]:
     maps = sum(1 for _, _, tool in intervals if tool == "emit_chunk_summary")
     levels: list[int] = []
     level_end = -math.inf
-    for start, stop, tool in sorted(i for i in intervals if i[2] != "emit_chunk_summary"):
+    for start, stop, _tool in sorted(i for i in intervals if i[2] != "emit_chunk_summary"):
         if start >= level_end:
             levels.append(0)
         levels[-1] += 1
@@ -217,7 +217,7 @@ def start_fake_server(delay: float) -> tuple[subprocess.Popen[str], str]:
     process = subprocess.Popen(
         [sys.executable, str(_BENCH / "_pipeline_fake_llm.py"), "--delay", str(delay)],
         cwd=REPO, stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    )
     assert process.stdout is not None
     port = int(process.stdout.readline())
     return process, f"http://127.0.0.1:{port}/v1"
@@ -231,7 +231,7 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=None, help="runs of each mode (3)")
     parser.add_argument("--chunk-tokens", type=int, default=default_chunk_tokens(),
-                        help="chunk budget (default: DIGESTD_CHUNK_TOKENS' default)")  # fmt: skip
+                        help="chunk budget (default: DIGESTD_CHUNK_TOKENS' default)")
     parser.add_argument("--profile", action="store_true", help="cProfile one extra instant run")
     args = parser.parse_args()
     count = args.messages or (2_000 if args.quick else 100_000)
@@ -245,7 +245,7 @@ def main() -> int:
          concurrency=args.concurrency, delay_seconds=args.delay, started=utc_now(),
          chunk_tokens=args.chunk_tokens,
          database="none (run_pipeline on plain data)", chunks=len(chunks),
-         chunking_seconds=round(chunking, 3), **machine_details())  # fmt: skip
+         chunking_seconds=round(chunking, 3), **machine_details())
 
     process, base_url = start_fake_server(args.delay)
     results: dict[str, list[dict[str, Any]]] = {"instant": [], "server": []}
@@ -254,13 +254,13 @@ def main() -> int:
             instant = asyncio.run(run_instant(window, args.concurrency, args.chunk_tokens))
             results["instant"].append(instant)
             emit(BENCH_NAME, kind="run", mode="instant", run=run,
-                 **{k: v for k, v in instant.items() if k not in _CLOCKS})  # fmt: skip
+                 **{k: v for k, v in instant.items() if k not in _CLOCKS})
             served = asyncio.run(
                 run_server(window, base_url, args.concurrency, args.delay, args.chunk_tokens)
             )
             results["server"].append(served)
             emit(BENCH_NAME, kind="run", mode="server", run=run,
-                 **{k: v for k, v in served.items() if k not in _CLOCKS})  # fmt: skip
+                 **{k: v for k, v in served.items() if k not in _CLOCKS})
     finally:
         process.terminate()
         process.wait(timeout=10)
@@ -273,7 +273,7 @@ def main() -> int:
         emit(BENCH_NAME, kind="profile", mode="instant",
              wall_seconds=round(profiled["wall_seconds"], 3),
              note="cProfile slows Python code ~1.5-2x; read the shares, not the seconds",
-             top_by_own_time=top_functions(profiler, limit=25))  # fmt: skip
+             top_by_own_time=top_functions(profiler, limit=25))
 
     instant, served = results["instant"], results["server"]
     best_served = min(served, key=lambda r: r["wall_seconds"])

@@ -31,11 +31,11 @@ _BENCH = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _BENCH]
 sys.path.insert(0, str(_BENCH.parent))
 
-from bench._support import bench_database, emit, utc_now  # noqa: E402
-from db import pages  # noqa: E402
-from db.engine import connect  # noqa: E402
-from db.migrate import migrate  # noqa: E402
-from db.models import Message, MessageFields, as_rows  # noqa: E402
+from bench._support import bench_database, emit, utc_now
+from db import pages
+from db.engine import connect
+from db.migrate import migrate
+from db.models import Message, MessageFields, as_rows
 
 BENCH_NAME = "rows"
 
@@ -86,7 +86,7 @@ async def run(url: str, count: int, samples: int) -> None:
         "table_init": median_microseconds(lambda: [Message(**record) for record in records], samples),
     }
     emit(BENCH_NAME, kind="result", rows=count, unit="microseconds per page", when=utc_now(),
-         **figures)  # fmt: skip
+         **figures)
 
 
 def main() -> int:

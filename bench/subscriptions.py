@@ -46,11 +46,11 @@ DURATION = "SELECT extract(epoch FROM finished_at - started_at), status FROM dig
 def serve(url: str, home: Path, port: int, watches: int) -> subprocess.Popen[bytes]:
     env = {**os.environ, "DATABASE_URL": url, "DIGESTD_HOME": str(home), "DIGEST_EXTRACTOR": "offline",
            "DIGESTD_MAX_SUBSCRIPTIONS_PER_CLIENT": str(max(watches, 1)),
-           "DIGESTD_MAX_SUBSCRIPTIONS": str(max(watches, 1))}  # fmt: skip
+           "DIGESTD_MAX_SUBSCRIPTIONS": str(max(watches, 1))}
     env.pop("DIGESTD_API_TOKENS", None)
     log = (home / "serve.log").open("ab")
     process = subprocess.Popen([sys.executable, "-m", "server.cli", "serve", "--port", str(port)],
-                               cwd=_BENCH.parent, env=env, stdout=log, stderr=log)  # fmt: skip
+                               cwd=_BENCH.parent, env=env, stdout=log, stderr=log)
     log.close()
     wait_healthy(port, process)
     return process
@@ -59,7 +59,7 @@ def serve(url: str, home: Path, port: int, watches: int) -> subprocess.Popen[byt
 async def follow(port: int, job_id: str, count: int) -> int:
     """`count` subscriptions of the job on one connection, until all completed: their messages."""
     async with connect(f"ws://127.0.0.1:{port}/graphql", subprotocols=["graphql-transport-ws"],  # type: ignore[list-item]
-                       max_size=None) as ws:  # fmt: skip
+                       max_size=None) as ws:
         await ws.send(json.dumps({"type": "connection_init"}))
         assert json.loads(await ws.recv())["type"] == "connection_ack"
         for op in range(count):
@@ -107,7 +107,7 @@ async def one_run(url: str, port: int, work: Path, messages: int, connections: i
     finally:
         await pool.close()
     return {"kind": "run", "run": run, "watches": connections * PER_CONNECTION, "messages": messages,
-            "status": status, "job_seconds": round(float(duration), 3), "messages_received": received}  # fmt: skip
+            "status": status, "job_seconds": round(float(duration), 3), "messages_received": received}
 
 
 async def run(options: argparse.Namespace, url: str, home: Path) -> int:
@@ -138,7 +138,7 @@ async def run(options: argparse.Namespace, url: str, home: Path) -> int:
         server.wait(timeout=30)
     unwatched, watched = spread(seconds[0]), spread(seconds[watches])
     emit("subscriptions", kind="summary", unwatched=unwatched, watched=watched, watches=watches,
-         ratio=round(watched["best"] / unwatched["best"], 3) if unwatched["best"] else None)  # fmt: skip
+         ratio=round(watched["best"] / unwatched["best"], 3) if unwatched["best"] else None)
     return 0
 
 

@@ -51,7 +51,7 @@ async def insert_channel_item(
     item_id = await connection.fetchval(
         QUERIES["insert_channel_item"], channel_id, kind, status, text, owner, conversation_id,
         message_ids, said_at, digest_id,
-    )  # fmt: skip
+    )
     return int(item_id)
 
 

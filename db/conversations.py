@@ -63,7 +63,7 @@ async def insert_conversation(
     conversation_id = await connection.fetchval(
         QUERIES["insert_conversation"], channel_id, root_message_id, title, message, revision,
         start, end, participants, message_count, answered, first_ts, last_ts,
-    )  # fmt: skip
+    )
     return int(conversation_id)
 
 
@@ -79,7 +79,7 @@ async def extend_conversation(
     await connection.execute(
         QUERIES["extend_conversation"], conversation_id, participants, message_count, first_ts,
         last_ts, answered,
-    )  # fmt: skip
+    )
 
 
 async def thread_messages(

@@ -36,13 +36,13 @@ ItemTable = Literal["topic", "decision", "action_item", "open_question", "link",
 DigestItem = TypeVar(
     "DigestItem", Topic, Decision, ActionItem, OpenQuestion, Link, ArtifactWithMessage,
     KnowledgeItemWithMessage,
-)  # fmt: skip
+)
 _ITEM_QUERIES: dict[type[SQLModel], str] = {
     Topic: "topics_of_digests", Decision: "decisions_of_digests",
     ActionItem: "action_items_of_digests", OpenQuestion: "open_questions_of_digests",
     Link: "links_of_digests", ArtifactWithMessage: "artifacts_of_digests",
     KnowledgeItemWithMessage: "knowledge_items_of_digests",
-}  # fmt: skip
+}
 
 
 async def insert_digest(connection: asyncpg.Connection, *values: Any) -> int:

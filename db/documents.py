@@ -94,7 +94,7 @@ async def insert_document_digest(
         values["cache_key"], values["payload"], values["summarizer"], values["evidence_mode"],
         values["original_tokens"], values["final_tokens"], values["tokens_estimated"],
         values["warnings"], values["duration_ms"],
-    )  # fmt: skip
+    )
     assert row is not None
     return int(row["id"]), bool(row["created"])
 

@@ -183,7 +183,7 @@ def _stop_postmaster(server: Any, pgdata: Path) -> None:
         for mode in ("fast", "immediate"):
             try:
                 pg_ctl(["-w", "-t", str(_FAST_STOP_SECONDS), "-m", mode, "stop"], pgdata=pgdata,
-                       user=server.system_user)  # fmt: skip
+                       user=server.system_user)
                 break
             except subprocess.CalledProcessError:
                 logger.warning(
@@ -313,7 +313,7 @@ async def create_pool(
         connect=_reviving_connect(revive) if revive is not None else None,
         command_timeout=command_timeout, loop=None, connection_class=asyncpg.Connection,
         record_class=asyncpg.Record, **kwargs,
-    )  # fmt: skip
+    )
     pool.acquire_timeout = command_timeout
     await pool
     return pool

@@ -54,7 +54,7 @@ async def _insert_refs(
         await connection.execute(
             QUERIES[query], digest_id, [r[0] for r in refs], [r[1] for r in refs],
             [r[2] for r in refs],
-        )  # fmt: skip
+        )
 
 
 async def insert_entity_item_refs(

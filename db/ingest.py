@@ -37,7 +37,7 @@ CREATE TEMP TABLE IF NOT EXISTS message_staging (
 _STAGING_COLUMNS = (
     "seq", "channel_id", "external_id", "author", "ts",
     "reply_to", "raw_text", "normalized_text", "attachments",
-)  # fmt: skip
+)
 
 # Last occurrence of an id in a batch wins; unchanged rows are not rewritten (no dead tuples, and
 # the counts tell a re-import apart from new data). A changed text becomes a new revision in the
@@ -153,7 +153,7 @@ async def _copy_batch(connection: asyncpg.Connection, rows: list[tuple[Any, ...]
         logger.warning(
             "COPY of a batch of %d messages did not finish in %.0fs: closing its connection",
             len(rows), seconds,
-        )  # fmt: skip
+        )
         connection.terminate()
         raise
 

@@ -166,7 +166,7 @@ async def finish_job(
     finished = await connection.fetchrow(
         QUERIES["finish_job"], job_id, worker_id, status, digest_id, message, stats, warnings,
         error, document_digest_id, report_id,
-    )  # fmt: skip
+    )
     return as_row_or_none(DigestJob, finished)
 
 
@@ -213,7 +213,7 @@ async def queue_summary(connection: asyncpg.Connection) -> list[QueueCount]:
         QueueCount(JobKind(row["kind"]), JobStatus(row["status"]), int(row["jobs"]),
                    float(row["oldest_due_seconds"]))
         for row in rows
-    ]  # fmt: skip
+    ]
 
 
 def retry_delay(attempts: int, base_seconds: float, max_seconds: float) -> float:

@@ -13,7 +13,7 @@ import binascii
 import json
 import re
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
 
 import asyncpg
@@ -103,7 +103,7 @@ class KeysetCursor:
                 when = datetime.fromisoformat(sort_value)
                 if when.tzinfo is None:
                     raise ValueError("naive time")
-                when.astimezone(timezone.utc)
+                when.astimezone(UTC)
                 cursor = cls(name, when, row_id)
         except (ValueError, TypeError, OverflowError, RecursionError, binascii.Error):
             raise InvalidCursor("the cursor is not one this API produced") from None

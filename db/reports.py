@@ -49,7 +49,7 @@ async def insert_report(
         values["cache_key"], values["title"], values["sections"], values["sources"],
         values["markdown"], values["audit"], values["writer"],
         values.get("fidelity", EMPTY_FIDELITY),
-    )  # fmt: skip
+    )
     assert record is not None  # the insert or the row that beat it
     return int(record["id"])
 

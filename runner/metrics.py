@@ -17,7 +17,6 @@ from prometheus_client import REGISTRY, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-
 JOB_SECONDS = Histogram(
     "digestd_job_duration_seconds",
     "Job runs from claim to end, by kind and how the run ended (a status, or retry, released, "
@@ -37,33 +36,33 @@ CHUNK_CACHE = Counter(
 LLM_CALLS = Counter(
     "digestd_llm_calls", "LLM requests sent, by endpoint, model and result (ok or error).",
     ["endpoint", "model", "result"],
-)  # fmt: skip
+)
 LLM_ERRORS = Counter(
     "digestd_llm_errors", "Failed LLM requests by endpoint and reason (HTTP status or class).",
     ["endpoint", "reason"],
-)  # fmt: skip
+)
 LLM_TOKENS = Counter(
     "digestd_llm_tokens", "Tokens the endpoints reported, by kind: prompt, cached, completion.",
     ["endpoint", "model", "kind"],
-)  # fmt: skip
+)
 
 # Document digests: dashboards query these names and labels (listed in the README), so they stay.
 DIGEST_SECONDS = Histogram(
     "digest_duration_seconds", "Document digest duration.", ["policy", "cache_hit"],
     buckets=(0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120),
-)  # fmt: skip
+)
 DIGEST_SOURCES = Counter(
     "digest_sources_processed", "Documents a digest job processed, by outcome.", ["outcome"]
 )
 DIGEST_COMPRESSION = Histogram(
     "digest_compression_ratio", "Digest characters / original characters of fresh digests.",
     buckets=(0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0),
-)  # fmt: skip
+)
 DIGEST_CACHE_HITS = Counter("digest_cache_hits", "Document digests served from the cache.")
 DIGEST_EVIDENCE = Histogram(
     "digest_evidence_snippets", "Evidence snippets per fresh document digest.",
     buckets=(0, 1, 2, 3, 4, 5, 8, 12, 20),
-)  # fmt: skip
+)
 
 
 def endpoint_label(endpoint: str) -> str:

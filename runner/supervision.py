@@ -104,7 +104,7 @@ class JobListener:
             logger.warning(
                 "LISTEN unavailable (%s); polling every %ss, retrying in %.1fs",
                 describe_error(error), self._poll_seconds, delay,
-            )  # fmt: skip
+            )
             if connection is not None:
                 connection.terminate()
             return
@@ -168,7 +168,7 @@ class RunnerSupervisor:
                 worker = self._factories[index]()
                 self._alive[index] = True
                 await worker.run(self._stop)
-            except Exception as error:  # noqa: BLE001 - a dead loop is restarted, loudly
+            except Exception as error:
                 logger.error("runner loop %s died (%s); restarting", index, describe_error(error))
                 logger.debug("runner loop %s died", index, exc_info=True)
             finally:

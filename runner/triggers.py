@@ -15,11 +15,12 @@ from datetime import datetime
 import asyncpg
 
 from db import channels as channel_queries
-from db.models import DigestJob
 from db import documents as document_queries
 from db import jobs as job_queries
 from db import reports as report_queries
 from db.jobs import JobKind
+from db.models import DigestJob
+from runner.core.job_options import ChannelDigestOptions, ReportOptions
 from runner.digests.window import window_options
 from runner.documents.cache_key import normalize_query, query_hash
 from runner.documents.canonical import CanonicalDocument
@@ -30,7 +31,6 @@ from runner.documents.policy import (
     ineligible_reason,
 )
 from runner.errors import InputError
-from runner.core.job_options import ChannelDigestOptions, ReportOptions
 
 MIN_CHUNK_TOKENS = 200
 MAX_CHUNK_TOKENS = 32000

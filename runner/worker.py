@@ -23,17 +23,16 @@ from dataclasses import dataclass, field
 import asyncpg
 
 from db import jobs as job_queries
-from db.models import DigestJob
 from db.jobs import JobKind, JobStatus
+from db.models import DigestJob
+from runner.core.cancel import Cancelled
 from runner.core.extractor import Extractor
-from runner.jobs.base import JobContext, JobRunner, finish
 from runner.digests.job import ChannelJobRunner
 from runner.documents.job import DocumentJobRunner
-from runner.reports.job import ReportJobRunner
-from runner.core.cancel import Cancelled
-from runner.jobs.outcomes import FailNow, Finished, LostLease, Outcome
-from runner.jobs.outcomes import RetryLater, Stored
+from runner.jobs.base import JobContext, JobRunner, finish
+from runner.jobs.outcomes import FailNow, Finished, LostLease, Outcome, RetryLater, Stored
 from runner.metrics import JOB_SECONDS
+from runner.reports.job import ReportJobRunner
 from runner.supervision import Backoff, JobListener, describe_error, wait_any
 
 logger = logging.getLogger(__name__)
@@ -103,12 +102,12 @@ class Worker:
                 await listener.ensure()
                 try:
                     processed = await self.run_once()
-                except Exception as error:  # noqa: BLE001 - the loop outlives any error
+                except Exception as error:
                     delay = backoff.next_delay()
                     logger.warning(
                         "worker %s: %s; retrying in %.1fs",
                         self.worker_id, describe_error(error), delay,
-                    )  # fmt: skip
+                    )
                     logger.debug("worker %s: claim failed", self.worker_id, exc_info=True)
                     await wait_any((stop,), delay)
                     continue
@@ -210,7 +209,7 @@ class Worker:
         except RetryLater as retry:
             logger.warning("job %s failed (%s); it will be retried", job.id, retry.code)
             outcome = retry
-        except Exception as error:  # noqa: BLE001 - any failure is recorded on the job
+        except Exception as error:
             logger.exception("job %s failed", job.id)
             outcome = RetryLater(type(error).__name__, str(error))
         if isinstance(outcome, RetryLater):
@@ -259,7 +258,7 @@ class Worker:
             logger.warning(
                 "job %s: could not record its end (%s); it will be reclaimed when its lease "
                 "expires", job.id, describe_error(error),
-            )  # fmt: skip
+            )
 
 
 def _outcome_label(outcome: Outcome, context: JobContext) -> str:

@@ -19,12 +19,12 @@ from strawberry.schema.config import StrawberryConfig
 from strawberry.types import ExecutionContext
 
 from schema.errors import UNAVAILABLE, EnumValuesInErrors, code_of, is_client_error
+from schema.gate.response_budget import BudgetedExecutor
+from schema.gate.validation_cache import validation_cache
 from schema.resolvers.mutations import Mutation
 from schema.resolvers.queries import Query
-from schema.gate.response_budget import BudgetedExecutor
-from schema.types.scalars import DATETIME
 from schema.resolvers.subscriptions import Subscription
-from schema.gate.validation_cache import validation_cache
+from schema.types.scalars import DATETIME
 
 logger = logging.getLogger(__name__)
 
@@ -72,18 +72,18 @@ class DigestSchema(strawberry.Schema):
                 logger.info(
                     "graphql.client_error request_id=%s code=%s path=%s message=%r",
                     request_id, code_of(error), error.path, error.message[:200],
-                )  # fmt: skip
+                )
             elif code_of(error) == UNAVAILABLE:
                 logger.warning(
                     "graphql.unavailable request_id=%s path=%s error=%s",
                     request_id, error.path, type(error.original_error).__name__,
-                )  # fmt: skip
+                )
             else:
                 logger.error(
                     "graphql.internal_error request_id=%s path=%s error=%s",
                     request_id, error.path, type(error.original_error).__name__,
                     exc_info=error.original_error,
-                )  # fmt: skip
+                )
 
 
 def build_schema() -> strawberry.Schema:

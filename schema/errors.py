@@ -47,7 +47,7 @@ CODES = (
     BAD_ID, BAD_CURSOR, PAGE_SIZE, BAD_USER_INPUT, NOT_FOUND, RESPONSE_TOO_LARGE, INTERNAL,
     UNAVAILABLE,
     TOO_MANY_SUBSCRIPTIONS,
-)  # fmt: skip
+)
 
 INTERNAL_MESSAGE = "Internal server error"
 UNAVAILABLE_MESSAGE = "The database is unavailable; try again later"

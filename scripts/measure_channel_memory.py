@@ -30,24 +30,24 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from db import jobs  # noqa: E402
-from db.engine import (  # noqa: E402
+from db import jobs
+from db.engine import (
     connect,
     create_pool,
     embedded_database_url,
     stop_embedded_server,
 )
-from db.ingest import ChannelKey, MessageIngestor  # noqa: E402
-from db.migrate import migrate  # noqa: E402
-from runner.extract.offline import OfflineExtractor  # noqa: E402
-from runner.importers.detect import iter_records  # noqa: E402
-from runner.importers.irc import file_date  # noqa: E402
-from runner.importers.records import ParsedMessage  # noqa: E402
-from runner.grounding.normalize import normalize_text  # noqa: E402
-from runner.worker import Worker, WorkerConfig  # noqa: E402
-from schema import build_schema  # noqa: E402
-from schema.context import ApiConfig, Context, Role  # noqa: E402
-from schema.types.ids import CHANNEL, DIGEST, global_id  # noqa: E402
+from db.ingest import ChannelKey, MessageIngestor
+from db.migrate import migrate
+from runner.extract.offline import OfflineExtractor
+from runner.grounding.normalize import normalize_text
+from runner.importers.detect import iter_records
+from runner.importers.irc import file_date
+from runner.importers.records import ParsedMessage
+from runner.worker import Worker, WorkerConfig
+from schema import build_schema
+from schema.context import ApiConfig, Context, Role
+from schema.types.ids import CHANNEL, DIGEST, global_id
 
 DATA = REPO.parent / "shared" / "data"
 DEFAULT_LOG = "chat/gitter/manual_docker.txt"
@@ -83,7 +83,7 @@ query ($id: ID!) {
 }
 """
 SECTION = {"QUESTION": "openQuestions", "ACTION_ITEM": "actionItems", "DECISION": "decisions",
-           "KNOWLEDGE": "knowledgeItems"}  # fmt: skip
+           "KNOWLEDGE": "knowledgeItems"}
 
 
 def _windows(paths: list[Path], hours: int) -> dict[datetime, list[ParsedMessage]]:
@@ -95,7 +95,7 @@ def _windows(paths: list[Path], hours: int) -> dict[datetime, list[ParsedMessage
                 start = record.ts.replace(minute=0, second=0, microsecond=0)
                 start = start.replace(hour=start.hour - start.hour % hours) if hours < 24 else (
                     start.replace(hour=0)
-                )  # fmt: skip
+                )
                 by_window[start].append(record)
     return dict(sorted(by_window.items()))
 
@@ -109,7 +109,7 @@ async def _api(pool: Any, query: str, **variables: Any) -> dict[str, Any]:
     result = await build_schema().execute(
         query, variable_values=variables,
         context_value=Context(pool=pool, role=Role.READER, config=ApiConfig()),
-    )  # fmt: skip
+    )
     if result.errors or result.data is None:
         raise SystemExit(f"API error: {result.errors}")
     return result.data
@@ -149,7 +149,7 @@ async def _measure(
     channel_row = await ingestor.channel_id(key)
     channel = global_id(CHANNEL, channel_row)
     worker = Worker(pool, url, WorkerConfig(chunk_tokens=6000),
-                    extractor_factory=OfflineExtractor)  # fmt: skip
+                    extractor_factory=OfflineExtractor)
     days: list[tuple[str, int, str]] = []  # window, messages, digest global id
     label = "%Y-%m-%d" if hours >= 24 else "%Y-%m-%d %H:%M"
     for start, messages in _windows(paths, hours).items():
@@ -192,7 +192,7 @@ async def _measure(
             totals[name] += row[name]
         print(f"{day:{width}} {count:>8} {row['created']:>7} {row['linked']:>6} {row['changed']:>7}")
     print(f"{'total':{width}} {'':>8} {totals['created']:>7} {totals['linked']:>6} "
-          f"{totals['changed']:>7}")  # fmt: skip
+          f"{totals['changed']:>7}")
 
     def said(message_id: str) -> str:
         message = texts.get(message_id)
@@ -208,7 +208,7 @@ async def _measure(
               f"\n   item:  {_cut(item['text'], quote_chars)}"
               f"\n   said:  {said(item['messageIds'][0])}"
               f"\n   again: {_cut(row.get('text') or row.get('title'), quote_chars)}"
-              f"\n   in:    {said(row['messageIds'][0]) if row['messageIds'] else '-'}")  # fmt: skip
+              f"\n   in:    {said(row['messageIds'][0]) if row['messageIds'] else '-'}")
     print(f"\n## State changes ({min(sample, len(changes))} of {len(changes)})")
     for number, (item, event) in enumerate(changes[:sample], 1):
         pointer = event["pointer"]["resolvedText"] if event["pointer"] else None
@@ -221,7 +221,7 @@ async def _measure(
             f"\n   evidence: {said(event['evidenceMessageIds'][0])}"
             + (f"\n   pointer:  {_cut(pointer, quote_chars)!r}" if pointer else "")
             + (f"\n   by:       {_cut(related, quote_chars)}" if related else "")
-        )  # fmt: skip
+        )
     return totals
 
 
@@ -240,13 +240,13 @@ def main() -> None:
         raise SystemExit(f"not found: {', '.join(missing)} (the data lives in ../shared/data)")
     if args.database_url:
         asyncio.run(measure(args.database_url, paths, args.sample, args.quote_chars,
-                            args.window_hours))  # fmt: skip
+                            args.window_hours))
         return
     with tempfile.TemporaryDirectory(prefix="digestd-memory-") as home:
         Path(home).chmod(0o755)  # the embedded server runs as its own user
         try:
             asyncio.run(measure(embedded_database_url(Path(home)), paths, args.sample,
-                                args.quote_chars, args.window_hours))  # fmt: skip
+                                args.quote_chars, args.window_hours))
         finally:
             stop_embedded_server(Path(home))
 

@@ -38,7 +38,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -143,7 +143,7 @@ class Report:
         """Run one case; whatever it raises becomes its observed outcome."""
         try:
             self.set(key, *body())
-        except Exception as error:  # one case never stops the others
+        except Exception as error:  # noqa: BLE001 - one case never stops the others
             self.set(key, f"error: {type(error).__name__}: {error}", False)
 
     def table(self, sections: set[str] | None) -> str:
@@ -159,7 +159,7 @@ class Report:
             for key, row in self.rows.items() if sections is None or key.split(".")[0] in sections
         ]
         widths = [max(len(r[i]) for r in rows) for i in range(4)]
-        lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |" for r in rows]
+        lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) + " |" for r in rows]
         lines.insert(1, "| " + " | ".join("-" * w for w in widths) + " |")
         return "\n".join(lines)
 
@@ -371,10 +371,10 @@ class Home:
         return finish(self.spawn(*args, env=env, capture=True), timeout)
 
     def spawn(self, *args: str, env: dict[str, str] | None = None, capture: bool = False) -> subprocess.Popen[bytes]:
-        log = subprocess.PIPE if capture else open(self.path / f"{args[0]}-{len(self.procs)}.log", "wb")  # noqa: SIM115
+        log = subprocess.PIPE if capture else open(self.path / f"{args[0]}-{len(self.procs)}.log", "wb")
         self.logs.append(log)
         proc = subprocess.Popen([str(self.ctx.digestd), *args], env={**self.env, **(env or {})}, stdin=subprocess.DEVNULL,
-                                stdout=log, stderr=subprocess.STDOUT if not capture else subprocess.PIPE, start_new_session=True)  # fmt: skip
+                                stdout=log, stderr=subprocess.STDOUT if not capture else subprocess.PIPE, start_new_session=True)
         self.procs.append(proc)
         return proc
 
@@ -554,7 +554,7 @@ def messages(n: int, prefix: str, start: datetime, step: timedelta = timedelta(m
     rng = random.Random(seed)
     return [{"id": f"{prefix}{i}", "author": f"user{rng.randint(1, 9)}", "ts": (start + i * step).isoformat(),
              "text": " ".join(rng.choice(WORDS) for _ in range(rng.randint(20, 40))).capitalize() + "."}
-            for i in range(n)]  # fmt: skip
+            for i in range(n)]
 
 
 def write_jsonl(path: Path, rows: Iterator[dict[str, Any]] | list[dict[str, Any]], extra: dict[str, Any] | None = None) -> Path:
@@ -565,7 +565,7 @@ def write_jsonl(path: Path, rows: Iterator[dict[str, Any]] | list[dict[str, Any]
 
 
 def day(d: int, hour: int = 0) -> datetime:
-    return datetime(2024, 4, d, hour, tzinfo=timezone.utc)
+    return datetime(2024, 4, d, hour, tzinfo=UTC)
 
 
 @dataclass
@@ -677,7 +677,7 @@ def section1(ctx: Ctx) -> None:
         return f"job {first['id']} then job {second['id']} ({second['status']})", first["id"] == second["id"]
 
     for key, body in (("1.1", partial), ("1.2", left_out), ("1.3", backfill), ("1.7", shown), ("1.4", clock),
-                      ("1.5", window), ("1.6", window_coverage), ("1.8", idempotent)):  # fmt: skip
+                      ("1.5", window), ("1.6", window_coverage), ("1.8", idempotent)):
         r.check(key, body)
 
 
@@ -732,7 +732,7 @@ def section3_serve(ctx: Ctx) -> None:
     r, s = ctx.report, Need()
     ctx.fake.delay = 1.0
     home = Home(ctx, "crash-serve", ctx.llm_env("slow", DIGEST_LLM_CONCURRENCY="1", DIGESTD_LEASE_SECONDS="6",
-                                                DIGESTD_HEARTBEAT_SECONDS="2", DIGESTD_POLL_SECONDS="1"))  # fmt: skip
+                                                DIGESTD_HEARTBEAT_SECONDS="2", DIGESTD_POLL_SECONDS="1"))
 
     def killed() -> tuple[str, bool]:
         s["serve"] = serve = home.serve()
@@ -769,7 +769,7 @@ def section3_worker(ctx: Ctx) -> None:
     r, s = ctx.report, Need()
     ctx.fake.delay = 1.0
     home = Home(ctx, "crash-worker", ctx.llm_env("slow", DIGEST_LLM_CONCURRENCY="1", DIGESTD_LEASE_SECONDS="6",
-                                                 DIGESTD_HEARTBEAT_SECONDS="2", DIGESTD_POLL_SECONDS="1"))  # fmt: skip
+                                                 DIGESTD_HEARTBEAT_SECONDS="2", DIGESTD_POLL_SECONDS="1"))
 
     def survives() -> tuple[str, bool]:
         serve = home.serve("--no-runner")
@@ -842,7 +842,7 @@ def section3_healthz(ctx: Ctx) -> None:
 def section3_lease(ctx: Ctx) -> None:
     ctx.fake.delay = 1.0
     env = ctx.llm_env("slow", DIGEST_LLM_CONCURRENCY="1", DIGESTD_LEASE_SECONDS="3", DIGESTD_HEARTBEAT_SECONDS="1",
-                      DIGESTD_POLL_SECONDS="0.5", DIGESTD_MAX_ATTEMPTS="2")  # fmt: skip
+                      DIGESTD_POLL_SECONDS="0.5", DIGESTD_MAX_ATTEMPTS="2")
     home = Home(ctx, "lease", env)
 
     def capped() -> tuple[str, bool]:
@@ -850,7 +850,7 @@ def section3_lease(ctx: Ctx) -> None:
         job = serve.trigger(serve.ingest("lease", messages(40, "l", day(1))), {"chunkTokens": 300})
         for attempt in (1, 2):
             worker = home.spawn("worker")
-            seen = serve.wait_job(job["id"], 40, until=lambda j: j["status"] == "RUNNING" and j["attempts"] >= attempt)
+            seen = serve.wait_job(job["id"], 40, until=lambda j, attempt=attempt: j["status"] == "RUNNING" and j["attempts"] >= attempt)
             if seen["status"] != "RUNNING":
                 return f"attempt {attempt} never ran: {describe(seen)}", False
             time.sleep(1.5)
@@ -894,7 +894,7 @@ DEEP, HUGE = "[" * 5000 + "]" * 5000, "9" * 5000
 def outcome(result: Result, workdir: Path) -> str:
     if result.rc is None:
         return f"hung: killed after {result.seconds:.0f} s"
-    line = next((l for l in result.out.splitlines() if l.startswith("imported")), "")
+    line = next((row for row in result.out.splitlines() if row.startswith("imported")), "")
     line = re.sub(r"^imported \S+ ", "", line) or (result.err.strip().splitlines() or [""])[-1]
     line = re.sub(re.escape(str(workdir)) + r"/(\S*/)?", "", line)
     return f"exit {result.rc}{' with a TRACEBACK' if 'Traceback' in result.text else ''}: {line[:90]}"
@@ -914,16 +914,16 @@ def section4(ctx: Ctx) -> None:
     def jsonl() -> tuple[str, bool]:
         good = [json.dumps({**m, "channel": "jsonl-good"}) for m in messages(1000, "j", day(1))]
         bad = ['{"id": "deep", "author": "a", "ts": "2024-04-01T00:00:00Z", "text": "x", "attachments": ' + DEEP + "}",
-               '{"id": ' + HUGE + ', "author": "a", "ts": "2024-04-01T00:00:00Z", "text": "big int"}']  # fmt: skip
+               '{"id": ' + HUGE + ', "author": "a", "ts": "2024-04-01T00:00:00Z", "text": "big int"}']
         (d / "mixed.jsonl").write_text("\n".join(good[:500] + bad + good[500:]) + "\n")
         result, n = run(d / "mixed.jsonl"), stored().get("jsonl-good", 0)
         return f"{outcome(result, ctx.workdir)}; {n} stored", result.rc == 0 and n == 1000 and " 2 rejected" in result.out
 
     def discord() -> tuple[str, bool]:
         good = [json.dumps({"id": m["id"], "type": "Default", "timestamp": m["ts"], "content": m["text"],
-                            "author": {"id": "u1", "name": m["author"]}}) for m in messages(1000, "d", day(1))]  # fmt: skip
+                            "author": {"id": "u1", "name": m["author"]}}) for m in messages(1000, "d", day(1))]
         bad = ['{"id": "deep", "timestamp": "2024-04-01T00:00:00Z", "content": "x", "author": {"name": "a"}, "embeds": ' + DEEP + "}",
-               '{"id": ' + HUGE + ', "timestamp": "2024-04-01T00:00:00Z", "content": "x", "author": {"name": "a"}}']  # fmt: skip
+               '{"id": ' + HUGE + ', "timestamp": "2024-04-01T00:00:00Z", "content": "x", "author": {"name": "a"}}']
         head = '{"guild": {"id": "1", "name": "guild"}, "channel": {"id": "2", "name": "discord-good"}, "messages": ['
         (d / "discord.json").write_text(head + ",".join(good[:500] + bad + good[500:]) + "]}")
         result, n = run(d / "discord.json"), stored().get("discord-good", 0)
@@ -944,7 +944,7 @@ def section4(ctx: Ctx) -> None:
 
     def slack_rows(n: int, text: str = "") -> list[dict[str, Any]]:
         return [{"type": "message", "user": "U1", "text": text or m["text"], "ts": f"{1712000000 + i * 60}.000100"}
-                for i, m in enumerate(messages(n, "s", day(1)))]  # fmt: skip
+                for i, m in enumerate(messages(n, "s", day(1)))]
 
     def slack() -> tuple[str, bool]:
         channels = '[{"id": "C1", "name": "slack-good"}, {"id": "C2", "name": "deep", "purpose": ' + DEEP + '}, {"id": ' + HUGE + ', "name": "bigint"}]'
@@ -954,7 +954,7 @@ def section4(ctx: Ctx) -> None:
 
     def slack_fifo() -> tuple[str, bool]:
         folder = slack_folder("slackfifo", '[{"id": "C1", "name": "fifo-chan"}]',
-                              {"fifo-chan/2024-04-01.json": None, "fifo-chan/2024-04-02.json": slack_rows(5)})  # fmt: skip
+                              {"fifo-chan/2024-04-01.json": None, "fifo-chan/2024-04-02.json": slack_rows(5)})
         result = run(folder, timeout=20)
         return outcome(result, ctx.workdir), result.rc == 2 and "Traceback" not in result.text
 
@@ -1003,7 +1003,7 @@ def section4(ctx: Ctx) -> None:
 
     for key, body in (("4.1", jsonl), ("4.2", discord), ("4.3", slack), ("4.4", slack_fifo), ("4.5", outside),
                       ("4.6", qmsum), ("4.7", lambda: special("/dev/zero")), ("4.8", fifo), ("4.9", utf16),
-                      ("4.10", db_dies)):  # fmt: skip
+                      ("4.10", db_dies)):
         r.check(key, body)
     home.close()
 
@@ -1100,7 +1100,7 @@ def section5(ctx: Ctx) -> None:
 def section6(ctx: Ctx) -> None:
     r, s = ctx.report, Need()
     llama = Home(ctx, "llama", ctx.llm_env("llama8k", DIGEST_MAP_MODEL="local-llama", DIGEST_REDUCE_MODEL="local-llama",
-                                           DIGESTD_MAX_ATTEMPTS="2"))  # fmt: skip
+                                           DIGESTD_MAX_ATTEMPTS="2"))
 
     def context() -> tuple[str, bool]:
         serve = llama.serve()
@@ -1128,7 +1128,7 @@ def section6(ctx: Ctx) -> None:
             titles = [i["title"] for i in digest_of(serve, job["digestId"], "knowledgeItems { title }")["knowledgeItems"]]
             runs.append(sorted(titles, key=lambda t: int(re.sub(r"\D.*", "", t[1:]) or 0)))
         home.close()
-        differ = [f"{a} / {b}" for a, b in zip(*runs) if a != b]
+        differ = [f"{a} / {b}" for a, b in zip(*runs, strict=False) if a != b]
         shown = f"{len(differ)} of {len(runs[0])} items differ, e.g. {differ[0]}" if differ else f"identical: {'; '.join(runs[0][-3:])}"
         return shown, runs[0] == runs[1] and len(runs[0]) >= 4
 
@@ -1146,14 +1146,14 @@ def section7(ctx: Ctx) -> None:
     r = ctx.report
     candidates = [*ROOT.glob("*"), *ROOT.glob("[!.]*/*"), *ROOT.glob(".ci/*")]  # not .venv or .git
     files = sorted(str(p.relative_to(ROOT)) for p in candidates
-                   if p.is_file() and re.search(r"constraint|(^|[._-])lock([._-]|$)|^requirements", p.name, re.I))  # fmt: skip
+                   if p.is_file() and re.search(r"constraint|(^|[._-])lock([._-]|$)|^requirements", p.name, re.I))
 
     def ranges() -> tuple[str, bool]:
         deps: list[str] = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
         open_ended = [d for d in deps if not re.search(r"<|==|~=", d)]
         graphql = any(re.match(r"graphql[-_]core", d, re.I) for d in deps)
         return (f"{len(deps)} deps, {len(open_ended)} without an upper bound ({', '.join(open_ended[:3])}); "
-                f"graphql-core {'declared' if graphql else 'undeclared'}"), not open_ended and graphql  # fmt: skip
+                f"graphql-core {'declared' if graphql else 'undeclared'}"), not open_ended and graphql
 
     def used() -> tuple[str, bool]:
         readme, ci = (ROOT / "README.md").read_text(), (ROOT / ".ci" / "run").read_text()
@@ -1171,7 +1171,7 @@ def section7(ctx: Ctx) -> None:
 GROUPS: list[tuple[str, Callable[[Ctx], None]]] = [
     ("1", section1), ("2", section2), ("3", section3_serve), ("3", section3_worker), ("3", section3_healthz),
     ("3", section3_lease), ("3", section3_sigterm), ("4", section4), ("5", section5), ("6", section6), ("7", section7),
-]  # fmt: skip
+]
 
 
 def run_group(ctx: Ctx, name: str, group: Callable[[Ctx], None], budget: float) -> str | None:
@@ -1181,7 +1181,7 @@ def run_group(ctx: Ctx, name: str, group: Callable[[Ctx], None], budget: float) 
     def guarded() -> None:
         try:
             group(ctx)
-        except Exception as error:
+        except Exception as error:  # noqa: BLE001 - printed, and the group counts as failed
             traceback.print_exc(file=sys.stderr)
             failure.append(f"{type(error).__name__}: {error}")
 
@@ -1227,7 +1227,7 @@ def main() -> int:
     print(ctx.report.table(sections))
     shown = [row for key, row in ctx.report.rows.items() if sections is None or key.split(".")[0] in sections]
     print(f"\n{sum(r.ok is True for r in shown)} PASS, {sum(r.ok is False for r in shown)} FAIL, "
-          f"{sum(r.ok is None for r in shown)} not run or skipped; {time.monotonic() - started:.0f} s")  # fmt: skip
+          f"{sum(r.ok is None for r in shown)} not run or skipped; {time.monotonic() - started:.0f} s")
     return 0
 
 

@@ -38,9 +38,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from runner.conversations.disentangle.corpus import AnnotatedLog, read_split  # noqa: E402
-from runner.conversations.disentangle.features import NAMES  # noqa: E402
-from runner.conversations.disentangle.model import (  # noqa: E402
+from runner.conversations.disentangle.corpus import AnnotatedLog, read_split
+from runner.conversations.disentangle.features import NAMES
+from runner.conversations.disentangle.model import (
     WEIGHTS_PATH,
     Decision,
     HiddenLayer,
@@ -48,7 +48,7 @@ from runner.conversations.disentangle.model import (  # noqa: E402
     link,
     walk,
 )
-from runner.evaluation.disentanglement import score_system  # noqa: E402
+from runner.evaluation.disentanglement import score_system
 
 STEPS = 200  # the first round, from zero weights
 STEPS_LATER = 80  # each later round, starting from the previous round's weights
@@ -163,7 +163,7 @@ class HiddenParameters:
         linear = {name: round(float(self.table[i, units]), 4) for i, name in enumerate(NAMES)}
         linear = with_self_bias(linear, self_bias)
         inputs = {name: [round(float(v), 4) for v in self.table[i, :units]]
-                  for i, name in enumerate(NAMES)}  # fmt: skip
+                  for i, name in enumerate(NAMES)}
         return LinkModel(linear, HiddenLayer(inputs, [round(float(v), 4) for v in self.biases],
                                              [round(float(v), 4) for v in self.outputs]))
 
@@ -214,7 +214,7 @@ def train_hidden(dataset: Dataset, parameters: HiddenParameters, epochs: int) ->
             d_table = np.stack(
                 [np.bincount(ids, weights=d_summed[row_of_feature, j], minlength=len(NAMES))
                  for j in range(units + 1)], axis=1,
-            )  # fmt: skip
+            )
             gradients = [
                 d_table + L2 * parameters.table,
                 d_summed[:, :units].sum(axis=0),
@@ -256,12 +256,12 @@ def report_held_out(
             model = LinkModel(with_self_bias(learned, bias))
         else:
             model = hidden.model(bias)
-        score = score_system("held out", lambda messages: link(messages, model), held)
+        score = score_system("held out", lambda messages, model=model: link(messages, model), held)
         print(f"held out ({len(held)} train logs), self bias {bias:+.1f}: link P/R/F1 "
               f"{score.links.precision:.4f} {score.links.recall:.4f} {score.links.f1:.4f}, "
               f"1-VI {score.vi:.4f}, 1-1 {score.one_to_one:.4f}, exact P/R/F1 "
               f"{score.exact.precision:.4f} {score.exact.recall:.4f} {score.exact.f1:.4f}",
-              flush=True)  # fmt: skip
+              flush=True)
 
 
 def main() -> int:
@@ -312,14 +312,14 @@ def main() -> int:
             "batch": HIDDEN_BATCH, "learning_rate": HIDDEN_LEARNING_RATE, "seed": HIDDEN_SEED,
             "biases": list(shipped.hidden.biases), "outputs": list(shipped.hidden.outputs),
             "inputs": dict(sorted(shipped.hidden.inputs.items())),
-        }  # fmt: skip
+        }
         document = {
             "about": "disentanglement link weights (linear + one tanh layer); made by "
             "scripts/train_disentangle.py --hidden from the train split of Kummerfeld et al. "
             "2019 (data CC-BY-4.0)",
             "rounds": ROUNDS, "l2": L2, "self_bias": SELF_BIAS,
             "weights": dict(sorted(learned.items())), "hidden": layer,
-        }  # fmt: skip
+        }
         args.out.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
         print(f"wrote {args.out} ({time.monotonic() - started:.1f} s)", file=sys.stderr)
         return 0
@@ -330,7 +330,7 @@ def main() -> int:
         "rounds": ROUNDS, "steps": STEPS, "steps_later": STEPS_LATER,
         "learning_rate": LEARNING_RATE, "l2": L2, "self_bias": SELF_BIAS,
         "weights": dict(sorted(learned.items())),
-    }  # fmt: skip
+    }
     args.out.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {args.out} ({time.monotonic() - started:.1f} s)", file=sys.stderr)
     return 0

@@ -58,7 +58,7 @@ ASSETS = (
              "2oonKe47vfHIZnmB6ZZ10vl7T0Y+qrHQF2cmNTaFDuPshpKqpUMGMc9jgj9MLDZ9"),
     Vendored("@graphiql/plugin-explorer", "1.0.2", "package/dist/style.css", "plugin-explorer.css",
              "5DFJlDPW2tSATRbM8kzoP1j194jexLswuNmClWoRr2Q0x7R68JIQzPHZ02Faktwi"),
-)  # fmt: skip
+)
 
 # @graphiql/plugin-explorer ships no LICENSE file: its package.json says MIT and its repository
 # is graphql/graphiql, the monorepo whose LICENSE graphiql ships. Its UMD bundle includes

@@ -21,23 +21,23 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from db import channels as channel_queries
+from db import digests as digest_queries
 from db import jobs as job_queries
 from db.jobs import JobStatus
 from db.models import DigestJob
-from db import channels as channel_queries
-from db import digests as digest_queries
 from runner.core import offload
-from server.cli_eval import add_eval_parser
 from runner.triggers import TriggerRefused, channel_digest_options, trigger_channel_digest
 from schema.types.ids import CHANNEL, channel_row_id, global_id
 from server.cli_documents import add_arguments as add_doc_arguments
+from server.cli_documents import add_doc
+from server.cli_eval import add_eval_parser
+from server.cli_import import import_and_report
+from server.cli_json import JSON_HELP, emit, job_json, refuse
 from server.cli_reports import add_arguments as add_report_arguments
 from server.cli_reports import report
 from server.cli_schedules import add_arguments as add_schedule_arguments
 from server.cli_schedules import checked_cron, schedule
-from server.cli_documents import add_doc
-from server.cli_import import import_and_report
-from server.cli_json import JSON_HELP, emit, job_json, refuse
 from server.logs import configure_logging, enable_access_log
 from server.render import render_digest
 from server.runtime import ConfigurationError, DatabaseUnavailable, Runtime, check_database
@@ -96,7 +96,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
             # nothing, a writer's request included, would be accepted.
             limit_concurrency=connection_limit(settings),
         )
-    )  # fmt: skip
+    )
     # uvicorn turns SIGTERM/SIGINT into a graceful stop (the lifespan releases running jobs and
     # stops the embedded server), then re-raises the signal to the handler it found: with the
     # default one the process would die with 143 / KeyboardInterrupt after a clean stop.
@@ -215,7 +215,7 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
         busy = port_problem(args.metrics_host, args.metrics_port)
         if busy is not None:
             print(f"digestd worker: cannot serve metrics on {args.metrics_host}:"
-                  f"{args.metrics_port}: {busy}", file=sys.stderr)  # fmt: skip
+                  f"{args.metrics_port}: {busy}", file=sys.stderr)
             return 2
 
     @_watches_stopping
@@ -226,7 +226,7 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
             _serve_worker_metrics(args.metrics_host, args.metrics_port)
         runner = runtime.runner(args.concurrency)
         print(f"digestd worker: {args.concurrency} loop(s), extractor {settings.extractor_name}",
-              file=sys.stderr)  # fmt: skip
+              file=sys.stderr)
         runner.start()
         await runtime.stopping.wait()
         await runner.stop(timeout=settings.digestd_shutdown_grace_seconds + 5)
@@ -289,7 +289,7 @@ async def _digest(
             job, created = await trigger_channel_digest(
                 connection, channel_id, since=since, until=until,
                 max_attempts=runtime.settings.digestd_max_attempts,
-            )  # fmt: skip
+            )
     except TriggerRefused as refused:
         return refuse("digestd digest", str(refused.message), as_json)
     state = JobStatus.QUEUED if created else "already " + job.status
@@ -388,7 +388,7 @@ def cmd_digest(args: argparse.Namespace, settings: Settings) -> int:
         return await _digest(
             runtime, channel_id, wait=args.wait, run_worker=not args.no_worker,
             since=since, until=until, as_json=args.json,
-        )  # fmt: skip
+        )
 
     try:
         since, until = _catch_up_window(args.since, args.until)

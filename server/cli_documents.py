@@ -74,7 +74,7 @@ async def _wait(
     stats = job.stats or {}
     origin = "served from the cache" if stats.get("cache_hit") else "digested"
     print(f"job {job_id} {job.status}: digest {job.document_digest_id} {origin}",
-          file=sys.stderr)  # fmt: skip
+          file=sys.stderr)
     return 0
 
 
@@ -96,7 +96,7 @@ async def add_doc(runtime: Runtime, args: argparse.Namespace) -> int:
             "chars": len(document.canonical_text), "pages": len(document.page_spans or []) or None,
             "sourceTextHash": document.source_text_hash,
             "warnings": [{"code": w.code, "message": w.message} for w in document.warnings],
-        }}  # fmt: skip
+        }}
     else:
         pages = f", {len(document.page_spans)} pages" if document.page_spans else ""
         print(
@@ -115,11 +115,11 @@ async def add_doc(runtime: Runtime, args: argparse.Namespace) -> int:
             job, job_created = await trigger_document_digest(
                 connection, row.id, args.query, config=digest_config(settings),
                 max_attempts=settings.digestd_max_attempts,
-            )  # fmt: skip
+            )
     except TriggerRefused as refused:
         return refuse("digestd add-doc", str(refused.message), args.json)
     print(f"job {job.id} {JobStatus.QUEUED if job_created else 'already ' + job.status}",
-          file=sys.stderr)  # fmt: skip
+          file=sys.stderr)
     if not args.wait:
         if result is not None:
             emit({**result, "job": job_json(job), "payload": None})
@@ -139,4 +139,4 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--json", action="store_true",
         help="print one JSON object on stdout (document, job, payload) instead of text",
-    )  # fmt: skip
+    )

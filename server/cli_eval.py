@@ -76,7 +76,7 @@ def optional_sections(data_dir: Path) -> tuple[list[EvalSection], bool]:
             sections.append(EvalSection(
                 f"{module_name}.{function_name}", ["error"], [[f"{type(error).__name__}: {error}"]],
                 ["this section failed; the other figures are unaffected"],
-            ))  # fmt: skip
+            ))
     return sections, ok
 
 
@@ -143,12 +143,12 @@ def add_eval_parser(commands: argparse._SubParsersAction) -> None:  # type: igno
         "eval", help="score digests against a gold set (P/R/F1, grounding)",
         description="Run the real pipeline on every gold window and print P/R/F1 per field, "
         "grounding figures and, when available, the evidence and HTML sections.",
-    )  # fmt: skip
+    )
     parser.add_argument("gold_dir", metavar="GOLD_DIR", help="directory of gold *.json files")
     parser.add_argument(
         "--data", default=None,
         help="shared data directory (default: ../shared/data beside the checkout)",
-    )  # fmt: skip
+    )
     parser.add_argument("--extractor", choices=("offline", "llm"), default="offline")
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
     parser.set_defaults(handler=handler)

@@ -33,8 +33,8 @@ async def import_and_report(
     stopped part-way, e.g. the database went away), 2 for an input that cannot be imported."""
     from tqdm import tqdm
 
-    from runner.importers.inputs import UnusableInput
     from runner.importers.ingest import ImportStopped, import_path
+    from runner.importers.inputs import UnusableInput
 
     started = time.perf_counter()
     try:
@@ -43,14 +43,14 @@ async def import_and_report(
                 runtime.pool, path, channel=channel, server=server,
                 max_message_chars=runtime.settings.digestd_max_message_chars,
                 on_record=bar.update, export_format=export_format,
-            )  # fmt: skip
+            )
     except UnusableInput as error:
         return refuse("digestd: error", str(error), as_json)
     except ImportStopped as stopped:
         code = _report_stop(path, stopped)
         if as_json:
             emit({"error": f"the import stopped ({type(stopped.cause).__name__})",
-                  "stored": stopped.report.stored})  # fmt: skip
+                  "stored": stopped.report.stored})
         return code
     elapsed = time.perf_counter() - started
     rate = report.accepted / elapsed if elapsed > 0 else 0.0
@@ -125,7 +125,7 @@ def _report_stop(path: Path, stopped: ImportStopped) -> int:
     name = type(cause).__name__
     if stopped.stage == "store":
         lost = (OSError, asyncpg.InterfaceError, asyncpg.PostgresConnectionError,
-                asyncpg.exceptions.OperatorInterventionError)  # fmt: skip
+                asyncpg.exceptions.OperatorInterventionError)
         if isinstance(cause, lost):
             what, then = "database connection lost", "run the same import again when it is back"
         else:

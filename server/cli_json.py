@@ -10,7 +10,14 @@ from typing import Any
 
 from db.models import DigestJob
 from schema.types.enums import JobPhase, JobStatus
-from schema.types.ids import DIGEST, DIGEST_JOB, DOCUMENT_DIGEST, REPORT, global_id, optional_global_id
+from schema.types.ids import (
+    DIGEST,
+    DIGEST_JOB,
+    DOCUMENT_DIGEST,
+    REPORT,
+    global_id,
+    optional_global_id,
+)
 
 JSON_HELP = "print one JSON object on stdout (the API's field names) instead of text"
 

@@ -23,10 +23,10 @@ COMMAND = "digestd report"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("question", help="what the report answers")
     parser.add_argument("--channel", action="append", default=[],
-                        help="channel name or id (repeat for several)")  # fmt: skip
+                        help="channel name or id (repeat for several)")
     parser.add_argument("--server", help="server name, when channel names repeat")
     parser.add_argument("--doc", action="append", default=[],
-                        help="document id (repeat for several)")  # fmt: skip
+                        help="document id (repeat for several)")
     parser.add_argument("--since", help="messages from, ISO 8601 (inclusive)")
     parser.add_argument("--until", help="messages before, ISO 8601 (exclusive)")
     parser.add_argument("--wait", action="store_true", help="run it here and print the report")
@@ -43,7 +43,7 @@ def report_json(row: Report) -> dict[str, Any]:
         "audit": row.audit, "writer": row.writer, "fidelity": row.fidelity.get("fidelity", []),
         "warnings": row.fidelity.get("warnings", []),
         "dropped_content_ids": row.fidelity.get("dropped_content_ids", []),
-    }  # fmt: skip
+    }
 
 
 async def report(
@@ -64,11 +64,11 @@ async def report(
             job, created = await trigger_report(
                 connection, args.question, channel_ids=channel_ids, document_ids=document_ids,
                 since=since, until=until, max_attempts=runtime.settings.digestd_max_attempts,
-            )  # fmt: skip
+            )
     except (SubjectNotFound, TriggerRefused) as refused:
         return refuse(COMMAND, refused.message, args.json)
     print(f"job {job.id} {JobStatus.QUEUED if created else 'already ' + job.status}",
-          file=sys.stderr)  # fmt: skip
+          file=sys.stderr)
     if not args.wait:
         if args.json:
             emit({"created": created, "job": job_json(job)})
@@ -83,7 +83,7 @@ async def report(
     code = 0 if job.status in (JobStatus.SUCCEEDED, JobStatus.PARTIAL) and rows else 1
     if args.json:
         emit({"created": created, "job": job_json(job),
-              "report": report_json(rows[0]) if rows else None})  # fmt: skip
+              "report": report_json(rows[0]) if rows else None})
         return code
     if not rows:
         print(f"job {job.id} {job.status}: {job.error or job.result_message or ''}")

@@ -19,7 +19,14 @@ from db.models import Schedule
 from runner.schedules import store as schedules
 from runner.schedules.cron import InvalidSchedule, parse_schedule
 from runner.triggers import TriggerRefused
-from schema.types.ids import CHANNEL, DIGEST_JOB, SCHEDULE, cli_row_id, global_id, optional_global_id
+from schema.types.ids import (
+    CHANNEL,
+    DIGEST_JOB,
+    SCHEDULE,
+    cli_row_id,
+    global_id,
+    optional_global_id,
+)
 from server.cli_json import JSON_HELP, emit, refuse
 from server.runtime import Runtime, schedule_limits
 
@@ -68,7 +75,7 @@ def schedule_json(row: Schedule) -> dict[str, Any]:
         "lastRunAt": row.last_run_at.isoformat() if row.last_run_at else None,
         "lastJobId": optional_global_id(DIGEST_JOB, row.last_job_id),
         "createdAt": row.created_at.isoformat(),
-    }  # fmt: skip
+    }
 
 
 def _local(moment: datetime | None, zone: str) -> str:
@@ -125,7 +132,7 @@ async def _list(runtime: Runtime, channel_id: int | None, *, as_json: bool) -> i
             page = await pages.fetch_page(
                 connection, pages.SCHEDULES, {"channel_id": channel_id},
                 first=pages.MAX_PAGE_SIZE, after=cursor,
-            )  # fmt: skip
+            )
             rows.extend(page.rows)
             if not page.has_next_page or not page.rows:
                 break

@@ -190,7 +190,7 @@ def _too_large(size: int, cap: int, role: Role) -> BadBody:
     return BadBody(
         f"request body of {size} bytes is over {cap} bytes, the limit for a {role.value} token",
         413, REQUEST_TOO_LARGE,
-    )  # fmt: skip
+    )
 
 
 def _json(payload: dict[str, Any], status: int) -> Response:

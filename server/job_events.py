@@ -32,8 +32,8 @@ from db.jobs import JOB_EVENTS_CHANNEL
 from db.migrate import database_version
 from db.models import DigestJob
 from runner.supervision import Backoff, describe_error, wait_any
-from schema.types.ids import canonical_id
 from schema.resolvers.job_watch import WatchClosed
+from schema.types.ids import canonical_id
 
 logger = logging.getLogger(__name__)
 
@@ -261,7 +261,7 @@ class JobEventHub:
                     "job events: LISTEN unavailable (%s); subscribers re-read every %ss, "
                     "retrying in %.1fs",
                     describe_error(error), self.fallback_seconds, delay,
-                )  # fmt: skip
+                )
                 await wait_any((self._closed,), delay)
                 continue
             # Listening only now that LISTEN is in place: until then the feeds keep polling.

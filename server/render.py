@@ -16,14 +16,14 @@ from db.models import (
     ActionItem,
     ArtifactWithMessage,
     Decision,
+    Digest,
     KnowledgeItemWithMessage,
     Link,
     OpenQuestion,
-    Digest,
     Topic,
 )
-from runner.grounding.footnotes import Section, citation_keys, footnoted_markdown, stored_sentences
 from runner.core.markdown_text import escape_inline as md
+from runner.grounding.footnotes import Section, citation_keys, footnoted_markdown, stored_sentences
 
 EXCERPT_CHARS = 160
 
@@ -64,7 +64,7 @@ async def _prose_markdown(connection: asyncpg.Connection, digest: Digest) -> str
             "Highlights", stored_sentences(digest.highlight_sentences, authors, texts),
             bullets=True,
         ),
-    ])  # fmt: skip
+    ])
 
 
 async def render_digest(connection: asyncpg.Connection, digest_id: int) -> str:
@@ -90,7 +90,7 @@ async def render_digest(connection: asyncpg.Connection, digest_id: int) -> str:
             connection,
             [r.message_id for r in pointed if r.message_id is not None],
             [r.message_revision for r in pointed],
-        )  # fmt: skip
+        )
     }
 
     def pointer_text(row: ArtifactWithMessage | KnowledgeItemWithMessage) -> str:
@@ -135,7 +135,7 @@ async def render_digest(connection: asyncpg.Connection, digest_id: int) -> str:
         where = (
             f" (msg {md(r.message_external_id or '')} {r.char_start}:{r.char_end})"
             if r.message_id else _cites(list(r.message_ids))
-        )  # fmt: skip
+        )
         version = f" \\[{md(r.context_version)}\\]" if r.context_version else ""
         knowledge.append(f"- {r.kind}: {md(r.title)}{version}{where}{_flags(r.flags)}\n    {body}")
     section("Knowledge", knowledge)

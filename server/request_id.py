@@ -73,7 +73,7 @@ class RequestIdMiddleware:
             logger.exception(
                 "http.internal_error request_id=%s method=%s path=%s",
                 request_id, scope.get("method"), scope.get("path"),
-            )  # fmt: skip
+            )
             if not started:
                 await _internal_error(send_with_id, request_id)
         finally:

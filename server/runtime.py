@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import asyncpg
 
+from db import jobs as job_queries
 from db.engine import (
     connect,
     create_pool,
@@ -21,22 +22,21 @@ from db.engine import (
     revive_embedded_server,
     stop_embedded_server,
 )
-from db import jobs as job_queries
 from db.jobs import TERMINAL
 from db.migrate import migrate
 from db.models import DigestJob
 from runner.core import offload
-from runner.errors import StorageError
-from runner.schedules.tick import ScheduleTicker
-from runner.schedules.store import ScheduleLimits
-from runner.supervision import Backoff, RunnerSupervisor
-from runner.documents.job import DocumentJobRunner
-from runner.reports.job import ReportJobRunner
+from runner.core.extractor import Extractor
 from runner.documents.fetch import FetchPolicy
+from runner.documents.job import DocumentJobRunner
 from runner.documents.policy import DigestConfig, DigestPolicy
 from runner.documents.summarize import OfflineSummarizer, Summarizer
-from runner.core.extractor import Extractor
+from runner.errors import StorageError
 from runner.extract.offline import offline_map_concurrency
+from runner.reports.job import ReportJobRunner
+from runner.schedules.store import ScheduleLimits
+from runner.schedules.tick import ScheduleTicker
+from runner.supervision import Backoff, RunnerSupervisor
 from runner.worker import Worker, WorkerConfig
 from schema.context import ApiConfig
 from server.settings import Settings
@@ -198,7 +198,7 @@ def reduce_model_call(settings: Settings, kind: type[Call]) -> Call:
     return kind(
         caller, config.reduce_model, max_tokens_param=config.max_tokens_param,
         temperature=config.temperature,
-    )  # fmt: skip
+    )
 
 
 def summarizer_factory(settings: Settings) -> Callable[[], Summarizer]:
@@ -345,7 +345,7 @@ class Runtime:
         return Worker(
             self.pool, self.database_url, self.worker_config(), self._extractor_factory,
             self._documents, self._reports,
-        )  # fmt: skip
+        )
 
     def new_schedule_ticker(self) -> ScheduleTicker:
         return ScheduleTicker(

@@ -10,6 +10,14 @@ are the typed view of their results.
 
 from sqlalchemy.orm import configure_mappers
 
+from db.models.channel_items import (
+    ChannelItem,
+    ChannelItemEvent,
+    ChannelItemEventWithMessage,
+    ChannelItemMention,
+    CountedItemMention,
+    DigestItemRow,
+)
 from db.models.channels import (
     Channel,
     ChannelColumns,
@@ -19,20 +27,12 @@ from db.models.channels import (
     Message,
     MessageFields,
     MessageId,
-    MessageText,
     MessageRange,
     MessageRevision,
+    MessageText,
     RevisionText,
     Server,
     WindowMessageRow,
-)
-from db.models.channel_items import (
-    ChannelItem,
-    ChannelItemEvent,
-    ChannelItemEventWithMessage,
-    ChannelItemMention,
-    CountedItemMention,
-    DigestItemRow,
 )
 from db.models.conversations import (
     Conversation,
@@ -57,6 +57,14 @@ from db.models.digests import (
     OpenQuestion,
     Topic,
 )
+from db.models.documents import (
+    Document,
+    DocumentColumns,
+    DocumentDigest,
+    DocumentFields,
+    DocumentListing,
+    StoredDocument,
+)
 from db.models.entities import (
     Entity,
     EntityItemRef,
@@ -70,18 +78,10 @@ from db.models.entities import (
     TopicProfileItem,
     TrendPoint,
 )
-from db.models.documents import (
-    Document,
-    DocumentColumns,
-    DocumentDigest,
-    DocumentFields,
-    DocumentListing,
-    StoredDocument,
-)
 from db.models.jobs import DigestJob
 from db.models.reports import Report, ReportDigestItem
-from db.models.schedules import DueSchedule, Schedule, ScheduleRun
 from db.models.rows import as_row, as_row_or_none, as_rows
+from db.models.schedules import DueSchedule, Schedule, ScheduleRun
 
 # SQLAlchemy sets up a table model's attributes on first ORM use (a session, an `__init__`);
 # rows built by `model_construct` are neither, so the setup runs here, once, at import.
@@ -102,4 +102,4 @@ __all__ = [
     "MessageRevision", "OpenQuestion", "Report", "ReportDigestItem", "RevisionText", "Schedule",
     "ScheduleRun", "Server",
     "StoredDocument", "ThreadContextRow", "Topic", "WindowMessageRow", "as_row", "as_row_or_none", "as_rows",
-]  # fmt: skip
+]

@@ -42,14 +42,14 @@ async def read_threading_input(
             messages.append(ThreadedMessage(
                 row.external_id, row.author, row.ts, row.normalized_text, row.reply_to,
                 row.revision, row.conversation_id,
-            ))  # fmt: skip
+            ))
     for message in window.messages:
         row_id = internal_ids[message.message_id]
         messages.append(ThreadedMessage(
             message.message_id, message.author, message.ts, message.normalized_text,
             message.reply_to, stored_window.revisions.get(message.message_id, 1),
             threaded.get(row_id),
-        ))  # fmt: skip
+        ))
     ids = sorted({m.conversation_id for m in messages if m.conversation_id is not None})
     rows = await conversation_queries.conversations_by_ids(connection, ids)
     stored = {
@@ -58,14 +58,14 @@ async def read_threading_input(
             row.answered,
         )
         for row in rows
-    }  # fmt: skip
+    }
     return ThreadingInput(messages, internal_ids, stored)
 
 
 async def store_threading(
     connection: asyncpg.Connection, channel_id: int, threading: Threading,
     internal_ids: dict[str, int],
-) -> None:  # fmt: skip
+) -> None:
     """Write new conversations, extend stored ones, and record each message's parent and
     conversation (inside the caller's transaction)."""
     message_ids: list[int] = []
@@ -84,14 +84,14 @@ async def store_threading(
                 ),
                 list(conversation.participants), conversation.message_count,
                 conversation.answered, conversation.first_ts, conversation.last_ts,
-            )  # fmt: skip
+            )
         else:
             conversation_id = conversation.continues
             await conversation_queries.extend_conversation(
                 connection, conversation_id, list(conversation.participants),
                 conversation.message_count, conversation.first_ts, conversation.last_ts,
                 conversation.answered,
-            )  # fmt: skip
+            )
         for message_id in conversation.message_ids:
             parent = threading.parents.get(message_id)
             message_ids.append(internal_ids[message_id])

@@ -23,10 +23,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from runner.grounding.citations import cut_span, sentence_spans
-from runner.grounding.claim_support import prose_tokens
 from runner.conversations.disentangle import link_records
 from runner.core.window import Window, WindowMessage
+from runner.grounding.citations import cut_span, sentence_spans
+from runner.grounding.claim_support import prose_tokens
 
 MAX_TITLE_CHARS = 100
 MIN_TITLE_WORDS = 3
@@ -199,7 +199,7 @@ def thread_messages(
                 None, threaded[0].message_id, tuple(m.message_id for m in threaded),
                 participants, len(threaded), threaded[0].ts, threaded[-1].ts,
                 len(participants) > 1, conversation_title(threaded),
-            ))  # fmt: skip
+            ))
             continue
         before = stored[continued]
         participants = tuple(dict.fromkeys((*before.participants, *authors)))
@@ -208,7 +208,7 @@ def thread_messages(
             before.message_count + len(threaded), min(before.first_ts, threaded[0].ts),
             max(before.last_ts, threaded[-1].ts), before.answered or len(participants) > 1,
             None,
-        ))  # fmt: skip
+        ))
     return Threading(parents, conversations)
 
 
@@ -226,7 +226,7 @@ def order_window(
         key = (
             f"stored:{conversation.continues}" if conversation.continues is not None
             else f"new:{conversation.root_message_id}"
-        )  # fmt: skip
+        )
         keys.update(dict.fromkeys(conversation.message_ids, key))
     groups: dict[str, list[WindowMessage]] = {}
     for message in window.messages:

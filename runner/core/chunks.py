@@ -174,6 +174,6 @@ class _Packer:
     def flush(self) -> Iterator[Chunk]:
         if self.parts:
             yield Chunk(self.index, tuple(self.parts), "\n".join(self.lines), self.tokens,
-                        self.estimated)  # fmt: skip
+                        self.estimated)
             self.index += 1
             self.lines, self.parts, self.tokens, self.estimated = [], [], 0, False

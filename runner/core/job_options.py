@@ -97,7 +97,7 @@ class ReportOptions(JobOptions):
         request = cls.parse({
             "question": question, "channel_ids": channel_ids, "document_ids": document_ids,
             **window,
-        })  # fmt: skip
+        })
         return request.model_copy(
             update={"request_hash": query_hash(json.dumps(request.request(), sort_keys=True))}
         )

@@ -27,22 +27,22 @@ from db import digests as digest_queries
 from db import jobs as job_queries
 from db.jobs import JobKind, JobStatus
 from db.models import ChannelWithServer, DigestJob
-from runner.memory.store import known_items_of, read_tracked_items
+from runner.conversations.store import read_threading_input
 from runner.conversations.threads import order_window, thread_messages
+from runner.core.cancel import Cancelled
 from runner.core.contract import ChunkSummary
 from runner.core.extractor import Extractor
+from runner.core.job_options import ChannelDigestOptions
 from runner.core.window import StoredWindow, Window, WindowSpec
+from runner.digests.pipeline import PipelineHooks, run_pipeline
+from runner.digests.stats import job_stats
+from runner.digests.store import load_window, store_digest
 from runner.digests.window import window_key
 from runner.entities.digest import analyze_digest
-from runner.digests.stats import job_stats
 from runner.jobs.base import JobContext
-from runner.conversations.store import read_threading_input
-from runner.core.job_options import ChannelDigestOptions
-from runner.core.cancel import Cancelled
 from runner.jobs.outcomes import Finished, Outcome, RetryLater, Stored
+from runner.memory.store import known_items_of, read_tracked_items
 from runner.metrics import CHUNK_CACHE, PhaseClock
-from runner.digests.pipeline import PipelineHooks, run_pipeline
-from runner.digests.store import load_window, store_digest
 
 
 @dataclass(frozen=True)
@@ -96,7 +96,7 @@ class ChannelJobRunner:
             tracked = (
                 known_items_of(await read_tracked_items(connection, channel.id))
                 if extractor.uses_known_items and not spec.catch_up else []
-            )  # fmt: skip
+            )
         # The link model is CPU-bound (about 15 s for 100,000 messages): off the event loop,
         # so the job's heartbeat keeps its lease meanwhile.
         threading = await asyncio.to_thread(
@@ -111,7 +111,7 @@ class ChannelJobRunner:
             concurrency=self.map_concurrency,
             hooks=_hooks(job.id, extractor, context, clock),
             tracked_items=tracked,
-        )  # fmt: skip
+        )
         stats.update(job_stats(result, extractor, stored.message_count))
         if result.chunk_count and len(result.failed_chunks) == result.chunk_count:
             # Nothing was extracted: later attempts reuse nothing but lose nothing either.
@@ -139,7 +139,7 @@ class ChannelJobRunner:
             await job_queries.update_progress(
                 connection, job.id, context.worker_id, "store", result.chunk_count,
                 result.chunk_count,
-            )  # fmt: skip
+            )
             await store_digest(
                 connection, job_id=job.id, worker_id=context.worker_id,
                 channel_id=channel.id, extractor=extractor.name,
@@ -151,7 +151,7 @@ class ChannelJobRunner:
                 window_key=None if result.failed_chunks else key,
                 threads=(threading, thread_input.internal_ids),
                 entities=entities,
-            )  # fmt: skip
+            )
         return Stored(status)
 
     async def _load_window(
@@ -172,7 +172,7 @@ class ChannelJobRunner:
         return Finished(
             JobStatus.SUCCEEDED, digest_id=existing,
             message=f"same messages as digest {existing}: served from it",
-        )  # fmt: skip
+        )
 
 
 def _hooks(

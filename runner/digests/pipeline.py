@@ -13,6 +13,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 
+from runner.core.cancel import Cancelled
 from runner.core.chunks import Chunk, iter_chunks
 from runner.core.contract import ChunkSummary, Digest
 from runner.core.extractor import (
@@ -23,11 +24,9 @@ from runner.core.extractor import (
     MappedChunk,
     PipelineWarning,
 )
-from runner.core.cancel import Cancelled
 from runner.core.offload import run_light
-from runner.grounding.validate import Rejection, ValidationResult, validate_output
 from runner.core.window import Window, WindowMessage
-
+from runner.grounding.validate import Rejection, ValidationResult, validate_output
 
 # Re-cuts of one job at most, and the smallest chunk worth cutting to: a model whose context
 # cannot hold more fails its chunks with the reason instead.
@@ -103,7 +102,7 @@ class _KnownItems:
         """Append the next chunk's items (none for a failed chunk)."""
         new = [KnownItem(i.key, i.kind.value, i.title) for i in summary.knowledge_items] if (
             summary is not None
-        ) else []  # fmt: skip
+        ) else []
         self.items.extend(new)
         previous = self.hashes[-1] if self.hashes else self.base_hash
         if new:
@@ -127,7 +126,7 @@ class _KnownItems:
 
 def _hash_items(previous: str, items: Sequence[KnownItem]) -> str:
     lines = "".join(f"{i.key}\t{i.kind}\t{i.title}\n" for i in items)
-    return hashlib.sha256(f"{previous}\n{lines}".encode("utf-8")).hexdigest()
+    return hashlib.sha256(f"{previous}\n{lines}".encode()).hexdigest()
 
 
 def _smaller(current: int, fit: int) -> bool:

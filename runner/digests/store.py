@@ -26,16 +26,21 @@ from db.jobs import JobStatus
 from db.models import ChannelColumns, WindowMessageRow
 from runner.conversations.store import store_threading
 from runner.conversations.threads import Threading
-from runner.memory.store import remember_items
 from runner.core.contract import Digest
 from runner.core.window import MessageKey, StoredWindow, Window, WindowMessage, WindowSpec
-from runner.digests.window import REASON_CHUNK_FAILED, REASON_EDITED, REASON_WINDOW_CAP, left_out_ranges
+from runner.digests.window import (
+    REASON_CHUNK_FAILED,
+    REASON_EDITED,
+    REASON_WINDOW_CAP,
+    left_out_ranges,
+)
 from runner.entities.digest import DigestEntities
 from runner.entities.store import store_entities
-from runner.jobs.base import finish
-from runner.jobs.outcomes import Finished
 from runner.grounding.pointers import MatchKind
 from runner.grounding.validate import ValidationResult
+from runner.jobs.base import finish
+from runner.jobs.outcomes import Finished
+from runner.memory.store import remember_items
 
 __all__ = ["MessageKey", "StoredWindow", "load_window", "store_digest", "window_messages"]
 
@@ -46,7 +51,7 @@ def window_messages(rows: Iterable[WindowMessageRow]) -> tuple[WindowMessage, ..
         WindowMessage(
             message_id=row.external_id, author=row.author, ts=row.ts,
             normalized_text=row.normalized_text, reply_to=row.reply_to,
-        )  # fmt: skip
+        )
         for row in rows
     )
 
@@ -182,7 +187,7 @@ async def _store_items(
                 window.internal_ids[a.pointer.message_id], a.pointer.char_start,
                 a.pointer.char_end, _match_name(matches["artifacts"][i]),
                 window.revisions.get(a.pointer.message_id, 1),
-            )  # fmt: skip
+            )
             for i, a in enumerate(digest.artifacts)
         ],
     )
@@ -201,7 +206,7 @@ async def _store_items(
             item.message_ids, item.context_version, item.entity_refs,
             _flag_json(flags["knowledge_items"][i]),
             window.revisions.get(pointer.message_id) if pointer else None,
-        )  # fmt: skip
+        )
         ids_by_key.setdefault(item.key, item_id)
     for item in digest.knowledge_items:
         supersedes = ids_by_key.get(item.supersedes_id or "")
@@ -249,18 +254,18 @@ async def store_digest(
             window.first_message_id, window.last_message_id, window.window_start,
             window.window_end, window.message_count, digest.notable_message_ids, extractor,
             digest_flags, rejections, window.catch_up, window.since, window.until, window_key,
-        )  # fmt: skip
+        )
         await _store_items(connection, digest_id, channel_id, validation, window)
         await digest_queries.set_digest_prose(
             connection, digest_id,
             _sentences_json(validation, "overview", window),
             _sentences_json(validation, "highlights", window),
             validation.audit.as_json(),
-        )  # fmt: skip
+        )
         await digest_queries.insert_digest_messages(
             connection, digest_id,
             [key.message_id for key in window.keys], [key.revision for key in window.keys],
-        )  # fmt: skip
+        )
         if threads is not None:
             threading, internal_ids = threads
             await store_threading(connection, channel_id, threading, internal_ids)
@@ -268,7 +273,7 @@ async def store_digest(
             await store_entities(
                 connection, digest_id=digest_id, channel_id=channel_id, analysis=entities,
                 window=window,
-            )  # fmt: skip
+            )
         await remember_items(connection, digest_id, channel_id, digest, window)
         left_out = await _cover(connection, digest_id, channel_id, window, set(uncovered))
         if left_out:
@@ -295,7 +300,7 @@ async def _cover(
         missed = await channel_queries.cover_messages(
             connection, channel_id, digest_id,
             [key.message_id for key in wanted], [key.revision for key in wanted],
-        )  # fmt: skip
+        )
         for message in missed:
             reasons[message.id] = REASON_EDITED
     return left_out_ranges(window.keys, reasons) + list(window.left_out)

@@ -28,8 +28,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from runner.grounding.normalize import normalize_text
 from runner.core.vocabulary import PipelineWarning
+from runner.grounding.normalize import normalize_text
 
 _WHITESPACE_RUN = re.compile(r"\s+")
 _MARKER = re.compile(r"---PAGE ([1-9][0-9]*)---")

@@ -23,8 +23,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from runner.grounding.claim_support import DEFAULT_MIN_OVERLAP, share_in, token_set
 from runner.documents.prose import sentence_spans
+from runner.grounding.claim_support import DEFAULT_MIN_OVERLAP, share_in, token_set
 
 SUMMARY, KEY_POINTS = "summary", "key_points"
 # The warnings of the write path that stand for one dropped claim each, by field.
@@ -55,7 +55,7 @@ def document_claims(summary: str, key_points: Iterable[str], snippets: list[str]
             evidence = tuple(
                 index for index, share in enumerate(shares)
                 if share is not None and share >= DEFAULT_MIN_OVERLAP
-            )  # fmt: skip
+            )
             claims.append(DocumentClaim(field, text, evidence, max(known) if known else None))
     return claims
 

@@ -24,11 +24,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from runner.core.tokens import count_tokens
+from runner.core.vocabulary import PipelineWarning
 from runner.documents.cache_key import digest_cache_key, query_hash
 from runner.documents.canonical import CanonicalDocument, source_text_hash
-from runner.documents.evidence_chunks import chunk_document
 from runner.documents.errors import PayloadError
 from runner.documents.evidence import EvidenceMode, select_evidence
+from runner.documents.evidence_chunks import chunk_document
 from runner.documents.locators import make_locator
 from runner.documents.payload import DigestPayload, EvidenceSnippet, serialize_payload
 from runner.documents.policy import DigestConfig
@@ -40,8 +42,6 @@ from runner.documents.summarize import (
     offline_summary,
 )
 from runner.documents.verify import verify_payload_against_text
-from runner.core.tokens import count_tokens
-from runner.core.vocabulary import PipelineWarning
 
 logger = logging.getLogger(__name__)
 
@@ -179,7 +179,7 @@ def assemble(
         "evidence=%d query_hash=%s duration_ms=%d",
         source_id, original, digest_chars, payload.compression_ratio, len(snippets),
         payload.query_hash, duration_ms,
-    )  # fmt: skip
+    )
     return DigestOutcome(
         payload=payload,
         payload_json=payload_json,
@@ -213,13 +213,13 @@ async def digest_document(
     logger.info(
         "digest.started source_id=%s content_chars=%d policy=%s query_hash=%s",
         source_id, len(document.canonical_text), config.policy.value, query_hash(query)[:8],
-    )  # fmt: skip
+    )
     request = summary_request(document, query, config)
     summary = await summarizer.summarize(request)
     return assemble(
         document, query, config, request, summary,
         source_id=source_id, summarizer_fingerprint=summarizer.fingerprint(), started=started,
-    )  # fmt: skip
+    )
 
 
 def digest_document_offline(
@@ -234,4 +234,4 @@ def digest_document_offline(
         document, query, config, request, offline_summary(request),
         source_id=source_id, summarizer_fingerprint=OfflineSummarizer().fingerprint(),
         started=started,
-    )  # fmt: skip
+    )

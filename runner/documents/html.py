@@ -21,15 +21,15 @@ import lxml.html
 import trafilatura
 from lxml import etree
 
+from runner.core.vocabulary import PipelineWarning
 from runner.documents.canonical import canonicalize
 from runner.documents.errors import ExtractionError
-from runner.core.vocabulary import PipelineWarning
 
 # Block-level tags of trafilatura's output format and of plain HTML (for the fallback).
 _BLOCK_TAGS = frozenset(
     """doc main body p head list item quote code table graphic note fw div section article header
     footer aside nav h1 h2 h3 h4 h5 h6 ul ol li dl dt dd pre blockquote figure figcaption hr
-    form fieldset address details summary""".split()  # noqa: SIM905
+    form fieldset address details summary""".split()
 )
 _LINE_BREAK_TAGS = frozenset({"lb", "br"})
 _ROW_TAGS = frozenset({"row", "tr"})
@@ -37,7 +37,7 @@ _CELL_TAGS = frozenset({"cell", "td", "th"})
 _FALLBACK_DROP = (
     "script", "style", "noscript", "template", "nav", "footer", "header", "aside", "form",
     "iframe", "svg", "button", "select",
-)  # fmt: skip
+)
 _PREFORMATTED_TAGS = frozenset({"code", "pre"})
 _SPACE_RUN = re.compile(r"\s+")
 

@@ -16,13 +16,13 @@ import codecs
 from dataclasses import replace
 
 from runner.core.display_names import clean_name
+from runner.core.vocabulary import PipelineWarning
 from runner.documents.canonical import CanonicalDocument, canonicalize, source_text_hash
 from runner.documents.errors import ExtractionError
 from runner.documents.fetch import FetchPolicy, Resolver, fetch_document
 from runner.documents.html import extract_html
 from runner.documents.pdf import PdfLimits, extract_pdf
 from runner.documents.sniff import DocumentKind, classify_content, media_type
-from runner.core.vocabulary import PipelineWarning
 
 CONTENT_TYPES: dict[DocumentKind, str] = {
     "pdf": "application/pdf",

@@ -30,11 +30,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-
 from db import documents as document_queries
-from db.models import DigestJob
 from db import jobs as job_queries
 from db.jobs import JobStatus
+from db.models import DigestJob
+from runner.core.cancel import Cancelled
+from runner.core.job_options import DocumentDigestOptions
 from runner.documents.archive import (
     DEFAULT_RETENTION_DAYS,
     prune_archive,
@@ -53,6 +54,7 @@ from runner.documents.policy import (
 )
 from runner.documents.summarize import OfflineSummarizer, Summarizer
 from runner.jobs.base import JobContext, finish
+from runner.jobs.outcomes import FailNow, Finished, Outcome, RetryLater, Stored
 from runner.metrics import (
     DIGEST_CACHE_HITS,
     DIGEST_COMPRESSION,
@@ -60,9 +62,6 @@ from runner.metrics import (
     DIGEST_SECONDS,
     DIGEST_SOURCES,
 )
-from runner.core.job_options import DocumentDigestOptions
-from runner.core.cancel import Cancelled
-from runner.jobs.outcomes import FailNow, Finished, Outcome, RetryLater, Stored
 
 logger = logging.getLogger(__name__)
 
@@ -115,7 +114,7 @@ class DocumentJobRunner:
             return Finished(
                 JobStatus.SUCCEEDED, message="served from the digest cache",
                 document_digest_id=cached, warnings=archive_warnings,
-            )  # fmt: skip
+            )
         stats["cache_hit"] = False
         if context.should_stop():
             raise Cancelled()
@@ -169,7 +168,7 @@ class DocumentJobRunner:
             await asyncio.to_thread(write)
         except (OSError, ArchiveError) as error:
             logger.warning("digest.archive_failed source_id=%s error=%s", source_id,
-                           type(error).__name__)  # fmt: skip
+                           type(error).__name__)
             return [{"code": "archive_failed", "message": f"{type(error).__name__} while archiving"}]
         stats["archived"] = True
         return []

@@ -25,6 +25,7 @@ from xml.sax.saxutils import escape, quoteattr
 from pydantic import Field
 
 from runner.core.contract import StrictModel
+from runner.core.vocabulary import ExtractionUsage, PipelineWarning
 from runner.documents.errors import DocumentError
 from runner.documents.evidence import score_chunks
 from runner.documents.locators import make_locator
@@ -37,11 +38,10 @@ from runner.documents.summarize import (
     fit_text,
 )
 from runner.errors import LLMError
+from runner.grounding.claim_support import support_share
 from runner.llm.client import ResilientCaller
 from runner.llm.prompts import DOC_SUMMARY_PROMPT, load_prompt
 from runner.llm.toolcall import MalformedOutput, ModelCall, RequestTooLarge, is_function_call
-from runner.grounding.claim_support import support_share
-from runner.core.vocabulary import ExtractionUsage, PipelineWarning
 
 DOCUMENT_DIGEST_TOOL = "emit_document_digest"
 # Part of the fingerprint (so of the digest cache key): the version of doc_summary.v1.md. A new
@@ -216,7 +216,7 @@ class SummaryCall(ModelCall):
         response = await tools.send(
             model=self.model, messages=messages, tool=tool,
             max_output_tokens=budget.max_output_tokens, sent_tokens=checked.tokens,
-        )  # fmt: skip
+        )
         for choice in response.choices[:1]:
             for tool_call in choice.message.tool_calls or []:
                 if is_function_call(tool_call) and (
@@ -239,4 +239,4 @@ def resilient_tool_call(
     return SummaryCall(
         caller, model, max_output_tokens=max_output_tokens,
         max_tokens_param=max_tokens_param, temperature=temperature,
-    )  # fmt: skip
+    )

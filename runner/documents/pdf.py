@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from pypdf import PdfReader
 from pypdf.errors import DependencyError, FileNotDecryptedError, PdfReadError, PyPdfError
 
+from runner.core.vocabulary import PipelineWarning
 from runner.documents.canonical import PageSpan, canonicalize, join_pages
 from runner.documents.errors import ExtractionError
-from runner.core.vocabulary import PipelineWarning
 
 PDF_MAGIC = b"%PDF-"
 _HYPHENATED_LINE_END = re.compile(r"(\w)-\n(?=[^\W\d_A-Z])")
@@ -67,7 +67,7 @@ def _open(data: bytes, password: str | None, warnings: list[PipelineWarning]) ->
         strict_error: Exception | None = None
     except (FileNotDecryptedError, DependencyError):
         strict_error = None  # encryption is handled below with a clearer message
-    except Exception as error:
+    except Exception as error:  # noqa: BLE001 - pypdf raises anything on a malformed file; kept to report
         strict_error = error
     try:
         reader = PdfReader(io.BytesIO(data), strict=False)
@@ -129,7 +129,7 @@ def _pdfminer_page_text(data: bytes, page_index: int, password: str | None) -> s
         return str(
             extract_text(io.BytesIO(data), page_numbers=[page_index], password=password or "")
         )
-    except Exception:
+    except Exception:  # noqa: BLE001 - pdfminer fails in any way on a broken page
         return None
 
 
@@ -137,16 +137,16 @@ def _title(reader: PdfReader) -> str | None:
     try:
         metadata = reader.metadata
         title = metadata.title if metadata else None
-    except Exception:
+    except Exception:  # noqa: BLE001 - metadata of a broken file is optional
         return None
     return (canonicalize(str(title)) or None) if title else None
 
 
 def _page_text(reader: PdfReader, data: bytes, index: int, password: str | None,
-               warnings: list[PipelineWarning]) -> str:  # fmt: skip
+               warnings: list[PipelineWarning]) -> str:
     try:
         text = reader.pages[index].extract_text() or ""
-    except Exception as error:
+    except Exception as error:  # noqa: BLE001 - a broken page falls back to pdfminer
         fallback = _pdfminer_page_text(data, index, password)
         if fallback is None:
             warnings.append(
@@ -174,7 +174,7 @@ def _has_image(reader: PdfReader, index: int) -> bool:
             xobject.get_object().get("/Subtype") == "/Image"
             for xobject in xobjects.get_object().values()
         )
-    except Exception:
+    except Exception:  # noqa: BLE001 - image detection is a hint
         return False
 
 
@@ -190,7 +190,7 @@ def extract_pdf(
     reader = _open(data, password, warnings)
     try:
         page_count = len(reader.pages)
-    except Exception as error:
+    except Exception as error:  # noqa: BLE001 - reported as an ExtractionError
         raise ExtractionError(
             "malformed", f"the PDF's page tree cannot be read ({type(error).__name__})"
         ) from None

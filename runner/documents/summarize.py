@@ -21,12 +21,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from runner.core.vocabulary import ExtractionUsage, PipelineWarning
 from runner.documents.canonical import PageSpan
-from runner.documents.evidence_chunks import EvidenceChunk
 from runner.documents.evidence import EvidenceMode, SelectedEvidence, positional_order
+from runner.documents.evidence_chunks import EvidenceChunk
 from runner.documents.prose import is_prose, sentence_spans
 from runner.documents.terms import query_terms, term_set, tokens
-from runner.core.vocabulary import ExtractionUsage, PipelineWarning
 
 SUMMARY_MAX_CHARS = 2000
 KEY_POINT_MAX_CHARS = 500

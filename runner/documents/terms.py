@@ -25,7 +25,7 @@ STOPWORDS = frozenset(
     under again further then once here there when where why how all any both each few more
     most other some such no nor not only own same so than too very s t can will just don
     should now d ll m o re ve y ain aren couldn didn doesn hadn hasn haven isn ma mightn
-    mustn needn shan shouldn wasn weren won wouldn""".split()  # noqa: SIM905
+    mustn needn shan shouldn wasn weren won wouldn""".split()
 )
 
 

@@ -22,7 +22,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from runner.grounding.claim_support import content_tokens
 from runner.core.contract import Digest
 from runner.entities.mentions import (
     Entity,
@@ -34,6 +33,7 @@ from runner.entities.mentions import (
     text_entity_keys,
     window_entities,
 )
+from runner.grounding.claim_support import content_tokens
 
 # Item kinds as the store names their tables (db/migrations/0010_entities.sql).
 TOPIC = "topic"
@@ -156,7 +156,7 @@ def _topic_groups(
                                  *([k.content_pointer.message_id] if k.content_pointer else [])])
             for i, k in enumerate(digest.knowledge_items)
         ),
-    ]  # fmt: skip
+    ]
     for kind, position, message_ids in cited:
         keys = {key for message_id in message_ids for key in topic_of_message.get(message_id, ())}
         for key in sorted(keys):

@@ -53,7 +53,7 @@ class EntityKind(str, Enum):
 _KIND_RANK = {
     EntityKind.PERSON: 5, EntityKind.MODEL: 4, EntityKind.SOFTWARE: 3, EntityKind.SERVICE: 2,
     EntityKind.FILE: 1, EntityKind.NAME: 0,
-}  # fmt: skip
+}
 
 # Widely used software, by the name people type: what a command line or a sentence about
 # computers names. Not chat-specific (no product of one community).
@@ -93,7 +93,7 @@ AMBIGUOUS = frozenset(
 ALIASES = {
     "postgres": "postgresql", "psql": "postgresql", "nodejs": "node.js", "k8s": "kubernetes",
     "js": "javascript", "grub2": "grub",
-}  # fmt: skip
+}
 
 # Words that look like names in chat but are not: greetings, days, months, chat words.
 NOT_NAMES = frozenset(
@@ -321,7 +321,7 @@ def _prose_mentions(prose: str) -> Iterable[Mention]:
                 r"v?\d{1,4}(?:\.\d{1,4}){1,3}|\d{1,4}", following.group(0)
             ):  # `Ubuntu 10.10`, `python 3`
                 mention = Mention(mention.key, mention.surface, mention.kind, True,
-                                  following.group(0).lstrip("vV"))  # fmt: skip
+                                  following.group(0).lstrip("vV"))
         if mention is not None:
             yield mention
 
@@ -395,7 +395,7 @@ def window_entities(messages: Sequence[WindowText]) -> dict[str, Entity]:
             entity.strong = entity.strong or mention.strong
             entity.surfaces[mention.surface] += 1
             if (mention.version and mention.version not in entity.versions
-                    and len(entity.versions) < MAX_VERSIONS):  # fmt: skip
+                    and len(entity.versions) < MAX_VERSIONS):
                 entity.versions.append(mention.version)
             if mention.key in seen:
                 continue
@@ -415,7 +415,7 @@ def _lowercase_words(messages: Sequence[WindowText], entities: dict[str, Entity]
     names = {
         key for key, entity in entities.items()
         if not entity.strong and all(_CAPITALIZED.match(s) for s in entity.surfaces)
-    }  # fmt: skip
+    }
     counts: Counter[str] = Counter()
     if names:
         for message in messages:

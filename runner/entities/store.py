@@ -40,7 +40,7 @@ async def store_entities(
             "aliases": [alias[:200] for alias in entity.aliases], "versions": entity.versions,
             "mentions": entity.mention_count if counted else 0,
             "first_seen": _iso(entity.first_seen), "last_seen": _iso(entity.last_seen),
-        }  # fmt: skip
+        }
         for entity in sorted(analysis.entities.values(), key=lambda entity: entity.key)
     ]
     ids = await entity_queries.upsert_entities(connection, channel_id, digest_id, rows)
@@ -50,12 +50,12 @@ async def store_entities(
             {"entity_id": ids[e.key], "message_ids": [window.internal_ids[m] for m in e.message_ids]}
             for e in analysis.entities.values() if e.message_ids
         ],
-    )  # fmt: skip
+    )
     await entity_queries.insert_entity_item_refs(
         connection, digest_id,
         [(ids[key], kind, position) for key, refs in analysis.item_refs.items()
          for kind, position in refs],
-    )  # fmt: skip
+    )
     groups = sorted(
         (group for group in analysis.topics if group.first_seen and group.last_seen),
         key=lambda group: group.key,
@@ -68,7 +68,7 @@ async def store_entities(
              "mentions": len(group.message_ids) if counted else 0}
             for group in groups
         ],
-    )  # fmt: skip
+    )
     await entity_queries.insert_topic_profile_digests(
         connection, digest_id,
         [
@@ -76,9 +76,9 @@ async def store_entities(
              "message_ids": [window.internal_ids[m] for m in group.message_ids]}
             for group in groups
         ],
-    )  # fmt: skip
+    )
     await entity_queries.insert_topic_profile_items(
         connection, digest_id,
         [(profile_ids[group.key], kind, position) for group in groups
          for kind, position in group.items],
-    )  # fmt: skip
+    )

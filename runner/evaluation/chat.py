@@ -11,6 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from runner.conversations.threads import thread_window
+from runner.core.extractor import Extractor
+from runner.digests.pipeline import run_pipeline
 from runner.evaluation.gold import GoldFile, WindowRoot
 from runner.evaluation.matching import TEXT_THRESHOLD
 from runner.evaluation.scoring import FieldScore, Grounding, grounding_of, score_fields
@@ -21,9 +24,6 @@ from runner.evaluation.windows import (
     check_gold_against_window,
     load_window,
 )
-from runner.core.extractor import Extractor
-from runner.conversations.threads import thread_window
-from runner.digests.pipeline import run_pipeline
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ class ChatEvaluation:
 async def evaluate_window(
     gold: GoldFile, gold_path: Path, roots: Roots, make_extractor: Callable[[], Extractor],
     options: PipelineOptions,
-) -> WindowScore:  # fmt: skip
+) -> WindowScore:
     window = load_window(gold, roots)
     problems = check_gold_against_window(gold, window)
     if problems:
@@ -69,7 +69,7 @@ async def evaluate_window(
     result = await run_pipeline(
         thread_window(window), make_extractor(), chunk_tokens=options.chunk_tokens,
         min_overlap=options.min_overlap, concurrency=options.concurrency,
-    )  # fmt: skip
+    )
     texts = {message.message_id: message.normalized_text for message in window.messages}
     return WindowScore(
         name=gold.name,
@@ -88,7 +88,7 @@ async def evaluate_window(
 async def evaluate_chat(
     golds: list[tuple[Path, GoldFile]], roots: Roots, make_extractor: Callable[[], Extractor],
     options: PipelineOptions,
-) -> ChatEvaluation:  # fmt: skip
+) -> ChatEvaluation:
     """Every window in gold-file order; a window whose data is absent is skipped with its
     reason, while a window that does not match its gold file is an error (raised)."""
     evaluation = ChatEvaluation()
@@ -105,5 +105,5 @@ async def evaluate_chat(
 def run_chat(
     golds: list[tuple[Path, GoldFile]], roots: Roots, make_extractor: Callable[[], Extractor],
     options: PipelineOptions,
-) -> ChatEvaluation:  # fmt: skip
+) -> ChatEvaluation:
     return asyncio.run(evaluate_chat(golds, roots, make_extractor, options))

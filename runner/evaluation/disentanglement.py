@@ -72,7 +72,7 @@ def score_system(name: str, linker: Linker, logs: list[AnnotatedLog]) -> SystemS
         scored += len(log.gold)
     return SystemScore(name, sum(len(log.messages) for log in logs), links,
                        variation_of_information(pairs), overlap / scored if scored else 0.0,
-                       exact, seconds)  # fmt: skip
+                       exact, seconds)
 
 
 def score_dev(data_dir: Path) -> list[SystemScore]:
@@ -90,7 +90,7 @@ def _row(score: SystemScore) -> list[Cell]:
         score.name, r(score.links.precision), r(score.links.recall), r(score.links.f1),
         r(score.vi), r(score.one_to_one), r(score.exact.precision), r(score.exact.recall),
         r(score.exact.f1), round(score.messages / score.seconds) if score.seconds else 0,
-    ]  # fmt: skip
+    ]
 
 
 def disentanglement_section(scores: list[SystemScore], logs: int) -> EvalSection:
@@ -98,7 +98,7 @@ def disentanglement_section(scores: list[SystemScore], logs: int) -> EvalSection
     return EvalSection(
         title=TITLE,
         columns=["system", "link P", "link R", "link F1", "1-VI", "1-1", "exact P", "exact R",
-                 "exact F1", "msg/s"],  # fmt: skip
+                 "exact F1", "msg/s"],
         rows=[_row(score) for score in scores],
         notes=[
             f"{logs} dev logs of Kummerfeld et al. 2019 ({scores[0].messages if scores else 0} "

@@ -46,7 +46,7 @@ class Prf:
 
     def __add__(self, other: Prf) -> Prf:
         return Prf(self.matched + other.matched, self.predicted + other.predicted,
-                   self.gold + other.gold)  # fmt: skip
+                   self.gold + other.gold)
 
 
 def links_from_parents(parents: list[int | None], first_scored: int) -> dict[int, set[int]]:

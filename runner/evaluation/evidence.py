@@ -42,13 +42,13 @@ from pathlib import Path
 from statistics import fmean
 from typing import Any
 
-from runner.grounding.bm25 import bm25_scores
 from runner.documents.canonical import canonicalize
-from runner.documents.evidence_chunks import EvidenceChunk, chunk_document
 from runner.documents.evidence import select_evidence
+from runner.documents.evidence_chunks import EvidenceChunk, chunk_document
 from runner.documents.ingest import ingest_text
 from runner.documents.policy import DigestConfig
 from runner.evaluation.tables import EvalSection, render_table
+from runner.grounding.bm25 import bm25_scores
 
 Span = tuple[int, int]  # half-open char range in the canonical text
 Ranker = Callable[[list[EvidenceChunk], str, int], list[Span]]
@@ -228,7 +228,7 @@ def evaluate_evidence(data_dir: Path) -> EvalSection:
     total_spans = sum(len(r.query.spans) for r in results)
     rows.append(
         ["overall", len(results), total_spans, sum(chunk_counts),
-         *(_figure(results, name) for name in figures)]  # fmt: skip
+         *(_figure(results, name) for name in figures)]
     )
     short = sum(1 for r in results if len(r.snippets["digestd"]) < TOP_K)
     bm25 = bm25_version()

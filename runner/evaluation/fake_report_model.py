@@ -61,7 +61,7 @@ def quoting_answer(body: dict[str, Any]) -> dict[str, Any]:
         "sections": (
             [{"heading": "What the sources say", "sentences": body_sentences}]
             if body_sentences else []
-        ),  # fmt: skip
+        ),
         "open_points": cited(questions[:OPEN]),
     }
 
@@ -69,13 +69,13 @@ def quoting_answer(body: dict[str, Any]) -> dict[str, Any]:
 def tool_completion(arguments: dict[str, Any], tool: str = REPORT_TOOL) -> dict[str, Any]:
     """A chat.completion body that calls `tool` with `arguments`."""
     call = {"id": "call_1", "type": "function",
-            "function": {"name": tool, "arguments": json.dumps(arguments)}}  # fmt: skip
+            "function": {"name": tool, "arguments": json.dumps(arguments)}}
     return {
         "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": FAKE_MODEL,
         "choices": [{"index": 0, "finish_reason": "tool_calls",
                      "message": {"role": "assistant", "content": None, "tool_calls": [call]}}],
         "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
-    }  # fmt: skip
+    }
 
 
 @dataclass
@@ -99,7 +99,7 @@ class FakeModel:
 
 def fake_config(**settings: Any) -> LLMConfig:
     values: dict[str, Any] = {"base_url": "http://fake-model.test/v1", "api_key": "",
-                              "reduce_model": FAKE_MODEL, "max_retries": 0, **settings}  # fmt: skip
+                              "reduce_model": FAKE_MODEL, "max_retries": 0, **settings}
     return LLMConfig(**values)
 
 

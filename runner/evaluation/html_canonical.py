@@ -38,8 +38,12 @@ import trafilatura
 
 from runner.documents.errors import ExtractionError
 from runner.documents.ingest import ingest_bytes
-from runner.documents.text_f1 import TokenF1, html_reference_text, token_f1
-from runner.documents.text_f1 import _tokens  # the scorer's own tokenizer, so counts match
+from runner.documents.text_f1 import (
+    TokenF1,
+    _tokens,  # the scorer's own tokenizer, so counts match
+    html_reference_text,
+    token_f1,
+)
 from runner.evaluation.tables import EvalSection, render_table
 
 PAGES_DIR = Path("docs") / "html" / "readability"

@@ -40,12 +40,12 @@ from pathlib import Path
 from statistics import fmean
 from typing import Any
 
+from runner.evaluation.evidence import meeting_paths
+from runner.evaluation.fake_report_model import fake_report_writer
+from runner.evaluation.tables import NOT_DEFINED, Cell, EvalSection
 from runner.grounding.bm25 import bm25_scores
 from runner.grounding.claim_support import content_tokens
-from runner.evaluation.evidence import meeting_paths
-from runner.evaluation.tables import NOT_DEFINED, Cell, EvalSection
 from runner.reports.audit import sentence_problem
-from runner.evaluation.fake_report_model import fake_report_writer
 from runner.reports.evidence import ChannelMessage, Evidence, gather_evidence, rank_evidence
 from runner.reports.extractive import run_extractive_report
 from runner.reports.llm_writer import LLMReportRun
@@ -92,7 +92,7 @@ def meeting_channel(name: str, turns: list[dict[str, object]]) -> list[ChannelMe
             channel=name, message_id=str(index), revision=1,
             author=str(turn.get("speaker", "")).strip() or "Unknown",
             ts=MEETING_START + timedelta(seconds=index), text=str(turn.get("content", "")),
-        )  # fmt: skip
+        )
         for index, turn in enumerate(turns)
     ]
 
@@ -154,7 +154,7 @@ def cited_turns(report: Report) -> list[int]:
 def score_query(
     meeting: str, channel: list[ChannelMessage], query: MeetingQuery,
     fake: LLMReportRun | None = None,
-) -> QueryScore:  # fmt: skip
+) -> QueryScore:
     """One report over the meeting for `query`, scored against its gold spans; `fake` is the
     fake model's run for the same query, if any."""
     run = run_extractive_report(query.text, [channel], [])
@@ -169,7 +169,7 @@ def score_query(
         bm25_recall=span_recall(set(baseline), query.gold),
         bm25_precision=span_precision(baseline, query.gold),
         proposed=proposed, supported=supported, kept=audit.kept,
-    )  # fmt: skip
+    )
     if fake is None:
         return score
     fake_cited = cited_turns(fake.report)
@@ -178,7 +178,7 @@ def score_query(
         fake_precision=span_precision(fake_cited, query.gold),
         fake_proposed=fake.audit.proposed, fake_supported=fake.audit.kept,
         fake_re_asked=fake.audit.re_asked,
-    )  # fmt: skip
+    )
 
 
 async def fake_model_runs(channel: list[ChannelMessage], queries: list[MeetingQuery]) -> list[
@@ -222,7 +222,7 @@ def _row(label: str, scores: list[QueryScore]) -> list[Cell]:
         round(sum(s.fake_supported for s in scores) / fake_proposed, 4)
         if fake_proposed else NOT_DEFINED,
         sum(s.fake_re_asked for s in scores),
-    ]  # fmt: skip
+    ]
 
 
 def report_section(scores: list[QueryScore]) -> EvalSection:
@@ -234,7 +234,7 @@ def report_section(scores: list[QueryScore]) -> EvalSection:
         title="Report citations on QMSum meetings",
         columns=["meeting", "queries", "gold spans", "cited", "recall", "precision",
                  "bm25 recall", "bm25 precision", "support", "kept", "fake recall",
-                 "fake precision", "fake support", "fake re-asked"],  # fmt: skip
+                 "fake precision", "fake support", "fake re-asked"],
         rows=rows,
         notes=[
             "each meeting is one channel, one message per turn; the offline extractive report "

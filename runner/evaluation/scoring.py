@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from runner.core.contract import Digest
+from runner.digests.pipeline import PipelineResult
 from runner.evaluation.gold import GoldFile
 from runner.evaluation.matching import (
     FIELD_RULES,
@@ -15,9 +16,8 @@ from runner.evaluation.matching import (
     Span,
     match_items,
 )
-from runner.digests.pipeline import PipelineResult
-from runner.grounding.pointers import MatchKind
 from runner.grounding.claim_support import support_share
+from runner.grounding.pointers import MatchKind
 from runner.grounding.words import NAME_PART, words
 
 # Rejection reasons that mean "a synthesized claim failed its citation or overlap check".
@@ -174,7 +174,7 @@ def _values(grounding: Grounding) -> tuple[int, ...]:
         grounding.pointers_stored, grounding.pointers_verbatim, grounding.pointers_reanchored,
         grounding.pointers_rejected, grounding.claims_emitted, grounding.claims_passed,
         grounding.claims_rechecked,
-    )  # fmt: skip
+    )
 
 
 def grounding_of(result: PipelineResult, texts: dict[str, str], min_overlap: float) -> Grounding:

@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from runner.evaluation.gold import GoldFile, WindowRoot
-from runner.importers import ParsedMessage, iter_records
-from runner.grounding.normalize import normalize_text
 from runner.core.window import Window, WindowMessage
+from runner.evaluation.gold import GoldFile, WindowRoot
+from runner.grounding.normalize import normalize_text
+from runner.importers import ParsedMessage, iter_records
 
 
 class WindowUnavailable(Exception):

@@ -36,6 +36,7 @@ from runner.core.extractor import (
     MappedChunk,
     PipelineWarning,
 )
+from runner.core.window import Window, WindowMessage
 from runner.errors import LLMError
 from runner.llm import limits
 from runner.llm.breaker import CircuitBreaker, config_breaker
@@ -58,7 +59,6 @@ from runner.llm.prompts import (
 from runner.llm.reduce import FallbackReduce, TreeReducer
 from runner.llm.render import map_user_message, shown_known_items, system_message
 from runner.llm.toolcall import MalformedOutput, ToolCaller
-from runner.core.window import Window, WindowMessage
 
 # Bumped when the post-processing of map output changes (it is part of the cached result).
 _MAP_POSTPROCESS_VERSION = "keys-ns-2"  # 2: known items cited by alias
@@ -151,7 +151,7 @@ class LLMExtractor:
         return self._budget(
             config.map_model, config.map_max_output_tokens,
             config.map_context_tokens, config.map_output_tokens,
-        )  # fmt: skip
+        )
 
     @property
     def reduce_budget(self) -> RequestBudget:
@@ -159,7 +159,7 @@ class LLMExtractor:
         return self._budget(
             config.reduce_model, config.reduce_max_output_tokens,
             config.reduce_context_tokens, config.reduce_output_tokens,
-        )  # fmt: skip
+        )
 
     def _budget(
         self, model: str, wanted_output: int, context: int | None, output: int | None
@@ -167,7 +167,7 @@ class LLMExtractor:
         return endpoint_budget(
             self.config, model,
             wanted_output_tokens=wanted_output, context_tokens=context, output_tokens=output,
-        )  # fmt: skip
+        )
 
     def _note_limits(self) -> None:
         """LIMITS_DEFAULTED for every limit that was assumed or learned from the endpoint,
@@ -207,7 +207,7 @@ class LLMExtractor:
                 await limits.discover(
                     self.client, self.config.endpoint, budget.model,
                     upper_bound=budget.limits.context_window,
-                )  # fmt: skip
+                )
         self._note_limits()
 
     def _learn(self, error: ContextLimitExceeded, budget: RequestBudget) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Generic, Protocol, TypeVar
 
 from runner.core.markdown_text import escape_inline
@@ -50,7 +50,7 @@ class Source:
         return self.message_id
 
     def footnote_text(self) -> str:
-        when = self.ts.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        when = self.ts.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
         return (
             f'{escape_inline(self.author)}, {when}, "{escape_inline(self.quote)}" '
             f"(message {escape_inline(self.message_id)})"

@@ -45,9 +45,15 @@ from runner.core.contract import (
     SignalQuality,
     Topic,
 )
-from runner.grounding.pointers import MatchKind, PointerError, resolve_pointer
 from runner.grounding.citations import Anchor, CitationAudit, anchor
-from runner.grounding.claim_support import DEFAULT_MIN_OVERLAP, dominant_script, share_in, support_share, token_set
+from runner.grounding.claim_support import (
+    DEFAULT_MIN_OVERLAP,
+    dominant_script,
+    share_in,
+    support_share,
+    token_set,
+)
+from runner.grounding.pointers import MatchKind, PointerError, resolve_pointer
 
 Output = TypeVar("Output", ChunkSummary, Digest)
 

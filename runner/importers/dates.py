@@ -5,7 +5,7 @@ DiscordChatExporter's CSV/TXT and IRC logs carry no zone at all)."""
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 
 # DiscordChatExporter's CSV/TXT date, as it wrote them over the years: "14-Aug-18 11:18 AM"
@@ -30,9 +30,9 @@ _DISCORD_FORMATS = (
 
 def _utc(value: datetime) -> datetime:
     return (
-        value.replace(tzinfo=timezone.utc)
+        value.replace(tzinfo=UTC)
         if value.tzinfo is None
-        else value.astimezone(timezone.utc)
+        else value.astimezone(UTC)
     )
 
 
@@ -42,7 +42,7 @@ def parse_iso_timestamp(value: object) -> datetime:
     if isinstance(value, bool):
         raise ValueError("a boolean is not a timestamp")
     if isinstance(value, int | float):
-        return datetime.fromtimestamp(value, tz=timezone.utc)
+        return datetime.fromtimestamp(value, tz=UTC)
     if not isinstance(value, str) or not value.strip():
         raise ValueError("empty timestamp")
     text = value.strip()
@@ -60,7 +60,7 @@ def parse_discord_date(value: str) -> datetime:
     text = re.sub(r"(\d)([AaPp][Mm])$", r"\1 \2", text).upper()
     for pattern in _DISCORD_FORMATS:
         try:
-            return datetime.strptime(text, pattern).replace(tzinfo=timezone.utc)
+            return datetime.strptime(text, pattern).replace(tzinfo=UTC)
         except ValueError:
             continue
     raise ValueError(f"unrecognized date {value!r}")
@@ -76,7 +76,7 @@ def parse_slack_ts(value: object) -> datetime:
         raise ValueError(str(error)) from error
     whole = int(seconds)
     micros = int((seconds - whole) * 1_000_000)
-    return datetime.fromtimestamp(whole, tz=timezone.utc).replace(microsecond=micros)
+    return datetime.fromtimestamp(whole, tz=UTC).replace(microsecond=micros)
 
 
 def describe(value: object, limit: int = 40) -> str:

@@ -37,7 +37,7 @@ SYSTEM_TYPES = frozenset(
         "UserPremiumGuildSubscriptionTier3", "ChannelFollowAdd", "GuildDiscoveryDisqualified",
         "GuildDiscoveryRequalified",
     }
-)  # fmt: skip
+)
 
 
 def _name(value: Any) -> str | None:

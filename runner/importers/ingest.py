@@ -26,10 +26,10 @@ import asyncpg
 from db.ingest import ChannelKey, MessageIngestor
 from runner.core.display_names import clean_name, name_problem
 from runner.errors import DigestdError
+from runner.grounding.normalize import normalize_text
 from runner.importers.detect import check_input, detect_format, iter_records
 from runner.importers.inputs import UnusableInput
 from runner.importers.records import ParsedMessage, ParseStats, RecordError
-from runner.grounding.normalize import normalize_text
 
 MAX_ERRORS_KEPT = 20
 
@@ -168,6 +168,6 @@ def _fill_counts(report: ImportReport, ingestor: MessageIngestor, stats: ParseSt
     counts = ingestor.counts
     report.inserted, report.updated, report.unchanged = (
         counts.inserted, counts.updated, counts.unchanged
-    )  # fmt: skip
+    )
     report.channels = dict(counts.channel_ids)
     report.skipped = dict(stats.skipped)

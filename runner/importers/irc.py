@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta, timezone
+from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 
 from runner.importers.dates import describe
@@ -90,7 +90,7 @@ class _Clock:
         elif self.last is not None and of_day < self.last:
             self.day += timedelta(days=1)
         self.last = of_day
-        return datetime.combine(self.day, of_day, tzinfo=timezone.utc), self.fallback_note
+        return datetime.combine(self.day, of_day, tzinfo=UTC), self.fallback_note
 
 
 def _finish(pending: _Pending, ids: StableIds, options: ParseOptions) -> Record:

@@ -23,7 +23,7 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from typing import Any
 
 # U+FDD0 is a Unicode noncharacter, reserved for exactly this kind of internal use: the JSON
@@ -235,7 +235,7 @@ def message_from_fields(
     if not isinstance(ts, datetime):
         return RecordError(location, "missing timestamp")
     # Naive timestamps come from exports that carry no zone (documented per format): UTC.
-    ts = ts.replace(tzinfo=timezone.utc) if ts.tzinfo is None else ts.astimezone(timezone.utc)
+    ts = ts.replace(tzinfo=UTC) if ts.tzinfo is None else ts.astimezone(UTC)
     found = _as_attachments(attachments)
     if isinstance(found, str):
         return RecordError(location, found)

@@ -55,7 +55,7 @@ SKIPPED_SUBTYPES = frozenset(
         "group_purpose", "group_name", "group_archive", "group_unarchive", "pinned_item",
         "unpinned_item", "bot_add", "bot_remove", "tombstone",
     }
-)  # fmt: skip
+)
 CONVERSATION_FILES = ("channels.json", "groups.json", "mpims.json", "dms.json")
 _DAY_FILE = re.compile(r"\d{4}-\d{2}-\d{2}\.json")
 _FILE_FIELDS = ("id", "name", "title", "mimetype", "filetype", "size", "url_private", "permalink")
@@ -116,7 +116,7 @@ def _profile_name(profile: Any, user: dict[str, Any]) -> str | None:
     for value in (
         profile.get("display_name"), profile.get("real_name"), user.get("real_name"),
         user.get("name"), profile.get("name"),
-    ):  # fmt: skip
+    ):
         if isinstance(value, str) and value.strip():
             return value
     return None
@@ -150,7 +150,7 @@ def conversations(
                     f"{file_name} entry {number}",
                     f"names the channel {name[:80]!r}, which is not a folder name inside the "
                     "export: skipped, nothing outside the folder is read",
-                ))  # fmt: skip
+                ))
                 continue
             found.append((name, name, channel_id))
     return found, rejected
@@ -166,7 +166,7 @@ def _day_files(folder: Path, root: Path, name: str) -> tuple[list[Path], list[Re
     if not inside(root, channel_folder):
         return [], [RecordError(
             name, "the channel's folder points outside the export folder: skipped, not read"
-        )]  # fmt: skip
+        )]
     if not channel_folder.is_dir():
         return [], []
     found: list[Path] = []
@@ -178,7 +178,7 @@ def _day_files(folder: Path, root: Path, name: str) -> tuple[list[Path], list[Re
         if not inside(root, day_file):
             rejected.append(RecordError(
                 location, "points outside the export folder: skipped, not read"
-            ))  # fmt: skip
+            ))
             continue
         problem = describe_file(day_file)
         if problem is not None:
@@ -290,13 +290,13 @@ def parse_slack(folder: Path, options: ParseOptions, stats: ParseStats) -> Itera
     for channel, day_files in plan:
         for day_file in day_files:
             yield from _day_records(day_file, f"{channel[0]}/{day_file.name}", channel, users,
-                                    options, stats)  # fmt: skip
+                                    options, stats)
 
 
 def _day_records(
     day_file: Path, prefix: str, channel: Conversation, users: dict[str, str],
     options: ParseOptions, stats: ParseStats,
-) -> Iterator[Record]:  # fmt: skip
+) -> Iterator[Record]:
     """The records of one day file; the file rejected whole when it stopped being a regular
     file since it was checked (swapped for a FIFO: never waited on)."""
     try:

@@ -54,6 +54,6 @@ async def finish(
         document_digest_id=end.document_digest_id, report_id=end.report_id,
         message=end.message, stats=stats,
         warnings=end.warnings, error=end.error,
-    )  # fmt: skip
+    )
     if finished is None:
         raise LostLease(f"job {job_id} is no longer held by {worker_id}")

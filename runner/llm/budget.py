@@ -13,9 +13,9 @@ from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Any
 
+from runner.core.tokens import count_tokens
 from runner.llm import limits
 from runner.llm.config import LLMConfig
-from runner.core.tokens import count_tokens
 
 
 class BudgetingMode(str, Enum):

@@ -129,7 +129,7 @@ def describe_body(content_type: str, text: str, secrets: list[str]) -> str:
     cut = prefix[:_PREFIX_CHARS] + ("…" if len(prefix) > _PREFIX_CHARS else "")
     return f"{content_type or 'no content type'}: {cut!r}" if cut else (
         f"{content_type or 'no content type'}, empty body"
-    )  # fmt: skip
+    )
 
 
 def checked_completion(raw: Any, secrets: list[str]) -> ChatCompletion:

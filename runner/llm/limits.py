@@ -154,7 +154,7 @@ def learn(endpoint: str, model: str, context_tokens: int, source: str) -> Learne
             logger.warning(
                 "LLM endpoint %s: model %s has a context of %d tokens (learned from %s)",
                 endpoint, model, context_tokens, source,
-            )  # fmt: skip
+            )
         return known
 
 

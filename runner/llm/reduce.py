@@ -20,10 +20,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from runner.core.contract import DIGEST_TOOL, ChunkSummary, Digest, SignalLevel, tool_schema
+from runner.core.merge import SIGNAL_RANK, merge_outputs
+from runner.core.tokens import count_tokens
+from runner.core.vocabulary import MappedChunk
+from runner.core.window import Window, WindowMessage
 from runner.errors import LLMError
+from runner.grounding.validate import validate_output
 from runner.llm.budget import RequestBudget, count_request_tokens
 from runner.llm.client import ContextLimitExceeded
-from runner.core.merge import SIGNAL_RANK, merge_outputs
 from runner.llm.render import (
     reduce_user_message,
     render_summary,
@@ -32,10 +36,6 @@ from runner.llm.render import (
     system_message,
 )
 from runner.llm.toolcall import ToolCaller
-from runner.core.tokens import count_tokens
-from runner.grounding.validate import validate_output
-from runner.core.vocabulary import MappedChunk
-from runner.core.window import Window, WindowMessage
 
 logger = logging.getLogger(__name__)
 
@@ -200,7 +200,7 @@ class TreeReducer:
         checked = validate_output(
             partial, self.texts, min_overlap=self.min_overlap,
             channel_name=self.window.channel_name,
-        )  # fmt: skip
+        )
         if checked.rejections:
             logger.info("partial merge of %s: %d items rejected", label, len(checked.rejections))
         return ReduceInput(checked.output, first, last)
@@ -297,7 +297,7 @@ class TreeReducer:
         if self.fallback is not None:
             try:
                 digest = await self.fallback(list(chunks), self.window, list(top_messages))
-            except Exception:  # noqa: BLE001 - a broken fallback must not lose the summaries
+            except Exception:
                 logger.exception("the deterministic reduce failed; using the plain merge")
             else:
                 notes = f"{digest.coverage.notes} {note}".strip()[:1000]

@@ -19,11 +19,11 @@ from openai.types.chat import ChatCompletion, ChatCompletionMessageFunctionToolC
 from pydantic import ValidationError
 
 from runner.core.contract import TOOL_MODELS, StrictModel, tool_schema
+from runner.core.tokens import count_tokens
+from runner.core.vocabulary import ExtractionUsage
 from runner.errors import LLMError
 from runner.llm.budget import Preflight, RequestBudget, endpoint_budget, preflight
 from runner.llm.client import ContextLimitExceeded, ResilientCaller
-from runner.core.tokens import count_tokens
-from runner.core.vocabulary import ExtractionUsage
 
 logger = logging.getLogger(__name__)
 
@@ -251,7 +251,7 @@ class ToolCaller:
             response = await self.send(
                 model=model, messages=conversation, tool=tools[0],
                 max_output_tokens=max_output_tokens, sent_tokens=checked.tokens,
-            )  # fmt: skip
+            )
             verdict = judge_response(response, tool_name, max_output_tokens, model_type)
             if verdict.value is not None:
                 assert isinstance(verdict.value, model_type)
@@ -287,13 +287,13 @@ class ModelCall:
         return endpoint_budget(
             config, self.model,
             wanted_output_tokens=self.max_output_tokens, context_tokens=context, output_tokens=None,
-        )  # fmt: skip
+        )
 
     def tools(self, usage: ExtractionUsage) -> ToolCaller:
         return ToolCaller(
             self.caller, usage,
             temperature=self.temperature, max_tokens_param=self.max_tokens_param,
-        )  # fmt: skip
+        )
 
     async def call_tool(
         self,
@@ -309,10 +309,10 @@ class ModelCall:
             model=self.model, messages=messages, tool_name=tool["function"]["name"],
             model_type=model_type, max_output_tokens=budget.max_output_tokens,
             input_budget=budget.input_tokens, tool=tool,
-        )  # fmt: skip
+        )
 
 
 __all__ = [
     "MalformedOutput", "ModelCall", "RequestTooLarge", "ToolCaller", "is_function_call",
     "judge_response",
-]  # fmt: skip
+]

@@ -53,10 +53,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import Enum
 
+from runner.core.contract import ContentPointer
 from runner.grounding.addressing import LEADING_ADDRESS
 from runner.grounding.citations import anchor_span, cut_span, sentence_spans
 from runner.grounding.claim_support import content_tokens, prose_tokens
-from runner.core.contract import ContentPointer
 from runner.grounding.pointers import PointerError, resolve_pointer
 
 THREAD_OVERLAP = 0.3
@@ -352,7 +352,7 @@ class _Window:
                 resolved = resolve_pointer(
                     ContentPointer(message_id=message_id, char_start=start, char_end=end,
                                    quote=quote), self.texts,
-                )  # fmt: skip
+                )
             except PointerError:
                 return "pointer_unresolved"
             if (resolved.char_start, resolved.char_end) != (start, end):
@@ -420,7 +420,7 @@ def _question_change(item: _Item, window: _Window) -> StateChange | None:
             if found is not None and not _is_question(message.text):
                 evidence = window.evidence(message, _marker_span(message.text, found))
                 return StateChange(item.ref, "open", "dropped", evidence,
-                                   "the asker says it is solved or withdrawn")  # fmt: skip
+                                   "the asker says it is solved or withdrawn")
             continue
         if not asker:
             continue  # nobody to tell an answer from the question's own follow-ups
@@ -440,7 +440,7 @@ def _question_change(item: _Item, window: _Window) -> StateChange | None:
             continue  # neither said to the asker nor about what was asked
         evidence = window.evidence(message, _answer_span(message.text))
         return StateChange(item.ref, "open", "answered", evidence,
-                           f"answered by {message.author} in its conversation")  # fmt: skip
+                           f"answered by {message.author} in its conversation")
     return None
 
 
@@ -486,11 +486,11 @@ def _action_change(item: _Item, window: _Window) -> StateChange | None:
             evidence = window.evidence(message, _marker_span(message.text, done))
             how = "names the task" if names_task else "its owner, in its conversation"
             return StateChange(item.ref, "open", "done", evidence,
-                               f"{message.author} says it is done ({how})")  # fmt: skip
+                               f"{message.author} says it is done ({how})")
         if cancelled is not None and same_thread and (by_owner or names_task):
             evidence = window.evidence(message, _marker_span(message.text, cancelled))
             return StateChange(item.ref, "open", "cancelled", evidence,
-                               f"{message.author} says it is not to be done")  # fmt: skip
+                               f"{message.author} says it is not to be done")
     return None
 
 
@@ -523,7 +523,7 @@ def _claim_evidence(new: _Item, window: _Window) -> Evidence | None:
     return Evidence(
         tuple(m.message_id for m in cited), message.ts,
         _pointer_of(message, anchor_span(new.text, message.text)),
-    )  # fmt: skip
+    )
 
 
 def _pointer_of(message: MemoryMessage, span: tuple[int, int]) -> tuple[str, int, int, str] | None:
@@ -570,7 +570,7 @@ def plan_items(
         _Item(t.id, t.kind, t.text, t.owner, t.conversation_id, t.said_at, t.message_ids,
               _tokens(t.text), t.said_text)
         for t in tracked
-    ]  # fmt: skip
+    ]
     fresh: list[_Item] = []
     for new in new_items:
         said_at = window.said_at(new.message_ids)
@@ -579,7 +579,7 @@ def plan_items(
         conversation = window.conversation_of(new.message_ids, new.owner)
         first = window.by_id.get(new.message_ids[0]) if new.message_ids else None
         item = _Item(new, new.kind, new.text, new.owner, conversation, said_at,
-                     new.message_ids, _tokens(new.text), first.text if first else "")  # fmt: skip
+                     new.message_ids, _tokens(new.text), first.text if first else "")
         target = _link_target(item, old)
         if target is not None:
             linked, reason = target
@@ -648,10 +648,10 @@ def _decision_changes(
                 continue
             where = "its conversation" if later.conversation_id == before.conversation_id else (
                 "its topic"
-            )  # fmt: skip
+            )
             changes.append((StateChange(before.ref, "in_force", how, evidence,
                                         f"a later decision in {where}", related=later.ref),
-                            before.said_at))  # fmt: skip
+                            before.said_at))
             break
     return changes
 
@@ -661,7 +661,7 @@ def _knowledge_changes(
 ) -> list[tuple[StateChange, datetime]]:
     """Knowledge items superseded or in conflict, by the keys the new items name."""
     by_key: dict[str, _Item] = {item_key(o.ref): o for o in old
-                                if o.kind == ItemKind.KNOWLEDGE and isinstance(o.ref, int)}  # fmt: skip
+                                if o.kind == ItemKind.KNOWLEDGE and isinstance(o.ref, int)}
     for item in fresh:
         if isinstance(item.ref, NewItem) and item.ref.key:
             by_key.setdefault(item.ref.key, item)
@@ -680,7 +680,7 @@ def _knowledge_changes(
                 continue
             reason = "a later item supersedes it" if status == "superseded" else "a later item contradicts it"
             changes.append((StateChange(target.ref, "current", status, evidence, reason,
-                                        related=new), target.said_at - _SAME_TIME))  # fmt: skip
+                                        related=new), target.said_at - _SAME_TIME))
     return changes
 
 

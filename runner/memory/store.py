@@ -43,7 +43,7 @@ def tracked_item(row: ChannelItem, said_texts: dict[str, str]) -> TrackedItem:
     return TrackedItem(
         row.id, ItemKind(row.kind), row.text, row.owner, row.conversation_id,
         tuple(row.message_ids), row.said_at, said,
-    )  # fmt: skip
+    )
 
 
 def known_items_of(rows: list[ChannelItem]) -> list[KnownItem]:
@@ -59,25 +59,25 @@ async def read_tracked_items(connection: asyncpg.Connection, channel_id: int) ->
 def new_items(digest: Digest) -> list[NewItem]:
     """The digest's items the channel tracks, in section order."""
     items = [NewItem(ItemKind.QUESTION, i, q.text, q.asked_by, tuple(q.message_ids))
-             for i, q in enumerate(digest.open_questions)]  # fmt: skip
+             for i, q in enumerate(digest.open_questions)]
     items += [NewItem(ItemKind.ACTION_ITEM, i, a.text, a.owner, tuple(a.message_ids))
-              for i, a in enumerate(digest.action_items)]  # fmt: skip
+              for i, a in enumerate(digest.action_items)]
     items += [NewItem(ItemKind.DECISION, i, d.text, None, tuple(d.message_ids))
-              for i, d in enumerate(digest.decisions)]  # fmt: skip
+              for i, d in enumerate(digest.decisions)]
     for i, k in enumerate(digest.knowledge_items):
         pointed = k.content_pointer.message_id if k.content_pointer else None
         cited = tuple(dict.fromkeys([*k.message_ids, *([pointed] if pointed else [])]))
         items.append(NewItem(
             ItemKind.KNOWLEDGE, i, k.title, None, cited, k.key, k.supersedes_id,
             k.conflicts_with_id, pointed,
-        ))  # fmt: skip
+        ))
     return items
 
 
 async def remember_items(
     connection: asyncpg.Connection, digest_id: int, channel_id: int, digest: Digest,
     window: StoredWindow,
-) -> MemoryPlan | None:  # fmt: skip
+) -> MemoryPlan | None:
     """Link, create and change the channel's items for a stored digest (inside the caller's
     transaction, after its items and conversations are written). Returns the plan applied,
     None for a catch-up digest."""
@@ -91,10 +91,10 @@ async def remember_items(
         MemoryMessage(row.external_id, row.author, row.ts, row.normalized_text,
                       row.conversation_id, row.reply_to)
         for row in rows if revision_read.get(row.id) == row.revision
-    ]  # fmt: skip
+    ]
     # Whom each open question was put to is in the message it was asked in.
     asked = [row.message_ids[0] for row in tracked if row.kind == ItemKind.QUESTION.value
-             and row.message_ids]  # fmt: skip
+             and row.message_ids]
     said_texts = {
         row.external_id: row.normalized_text
         for row in await channel_queries.messages_by_external_ids(connection, channel_id, asked)
@@ -104,7 +104,7 @@ async def remember_items(
     plan = await asyncio.to_thread(
         plan_items, [tracked_item(row, said_texts) for row in tracked], new_items(digest),
         messages,
-    )  # fmt: skip
+    )
     await _apply(connection, digest_id, channel_id, plan, window)
     return plan
 
@@ -112,7 +112,7 @@ async def remember_items(
 async def _apply(
     connection: asyncpg.Connection, digest_id: int, channel_id: int, plan: MemoryPlan,
     window: StoredWindow,
-) -> None:  # fmt: skip
+) -> None:
     digest_rows = {
         (row.kind, row.position): row.id
         for row in await item_queries.digest_item_rows(connection, digest_id)
@@ -125,21 +125,21 @@ async def _apply(
         item_id = await item_queries.insert_channel_item(
             connection, channel_id, item.kind.value, OPEN_STATUS[item.kind], item.text,
             item.owner, new.conversation_id, list(item.message_ids), new.said_at, digest_id,
-        )  # fmt: skip
+        )
         created[(item.kind, item.position)] = item_id
         mentions.append((item_id, item))
         pointer = _pointer_columns(new.evidence.pointer if new.evidence else None, window)
         events.append((
             item_id, None, OPEN_STATUS[item.kind], new.said_at, list(item.message_ids),
             *pointer, digest_id, None, "first said",
-        ))  # fmt: skip
+        ))
     mentions += [(link.tracked, link.new) for link in plan.links]
     present = [(i, n) for i, n in mentions if (n.kind.value, n.position) in digest_rows]
     await item_queries.mention_channel_items(
         connection, digest_id, [item_id for item_id, _ in present],
         [digest_rows[(n.kind.value, n.position)] for _, n in present],
         [n.position for _, n in present],
-    )  # fmt: skip
+    )
 
     def resolve(ref: ItemRef | None) -> int | None:
         if ref is None or isinstance(ref, int):
@@ -177,4 +177,4 @@ def _event_row(
     return (
         item_id, change.from_status, change.to_status, evidence.at, list(evidence.message_ids),
         *_pointer_columns(evidence.pointer, window), digest_id, related, change.reason,
-    )  # fmt: skip
+    )

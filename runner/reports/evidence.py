@@ -29,16 +29,16 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
-from runner.grounding.bm25 import bm25_scores
-from runner.grounding.citations import cut_span, sentence_spans
-from runner.grounding.claim_support import content_tokens, prose_tokens
 from runner.documents.canonical import PageSpan
 from runner.documents.evidence_chunks import chunk_document
 from runner.documents.locators import make_locator
 from runner.documents.prose import is_mostly_prose
 from runner.documents.prose import sentence_spans as document_sentence_spans
-from runner.reports.sources import DocumentSource, MessageSource, ReportSource
+from runner.grounding.bm25 import bm25_scores
+from runner.grounding.citations import cut_span, sentence_spans
+from runner.grounding.claim_support import content_tokens, prose_tokens
 from runner.grounding.words import words
+from runner.reports.sources import DocumentSource, MessageSource, ReportSource
 
 MIN_CONTENT_WORDS = 4
 # Distinct words of the question a unit must contain to count as evidence for it.
@@ -146,18 +146,18 @@ def message_evidence(messages: list[ChannelMessage], origin_index: int) -> list[
                 channel=message.channel, message_id=message.message_id,
                 revision=message.revision, author=message.author, ts=message.ts,
                 text=message.text, char_start=start, char_end=end, row_id=message.row_id,
-            )  # fmt: skip
+            )
             units.append(
                 Evidence(message.text[start:end], source, f"#{message.channel}", origin_index,
                          len(units))
-            )  # fmt: skip
+            )
     return units
 
 
 def claim_evidence(
     claims: list[DigestClaim], messages: list[ChannelMessage], origin_index: int,
     first_positions: dict[str, int],
-) -> list[Evidence]:  # fmt: skip
+) -> list[Evidence]:
     """Units for a channel's digest claims: the claim's text, citing every message it rests on
     that the report read (whole, cut at `MAX_UNIT_CHARS`); a claim citing none of them, or
     saying too little, is skipped, and a claim repeated by several digests counts once. Its
@@ -180,14 +180,14 @@ def claim_evidence(
             )
             for m in cited
             if m.text.strip()
-        ]  # fmt: skip
+        ]
         if not sources:
             continue
         position = min(first_positions.get(m.message_id, 0) for m in cited)
         units.append(
             Evidence(text, sources[0], f"#{cited[0].channel}", origin_index, position,
                      kind=claim.kind, more_sources=tuple(sources[1:]))
-        )  # fmt: skip
+        )
     return units
 
 

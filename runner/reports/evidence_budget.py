@@ -24,9 +24,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from runner.core.tokens import count_tokens
 from runner.reports.evidence import Evidence, RankedEvidence
 from runner.reports.sources import MessageSource
-from runner.core.tokens import count_tokens
 
 PHASE = "synthesis"  # the phase name, in fidelity records, of writing the report from its evidence
 DEFAULT_MAX_UNITS = 60
@@ -113,7 +113,7 @@ def cut_to_tokens(text: str, limit: int, counter: Callable[[str], int]) -> str:
 
 def _record(step: str, before: int, after: int, reason: str, **extra: Any) -> dict[str, Any]:
     return {"phase": PHASE, "step": step, "original_tokens": before, "final_tokens": after,
-            "reason": reason, **extra}  # fmt: skip
+            "reason": reason, **extra}
 
 
 def _warning(code: str, message: str, item_ids: list[str] | None = None) -> dict[str, Any]:
@@ -150,16 +150,16 @@ def fit_evidence(
         fit.units = units[:max_units]
         fit.dropped_content_ids += [content_id(u.evidence) for u in left_out]
         fit.fidelity.append(_record("cap", original, fit.tokens, "unit_cap",
-                                    units_before=len(units), units_after=max_units))  # fmt: skip
+                                    units_before=len(units), units_after=max_units))
         fit.warnings.append(_warning(
             "CONTENT_DROPPED", f"{len(left_out)} lower-ranked evidence units beyond the first "
             f"{max_units} were not given to the model",
-        ))  # fmt: skip
+        ))
     if budget_tokens < MIN_EVIDENCE_TOKENS:
         fit.warnings.append(_warning(
             "TOKEN_BUDGET_FLOORED", f"the evidence budget of {budget_tokens} tokens was raised "
             f"to the minimum of {MIN_EVIDENCE_TOKENS}",
-        ))  # fmt: skip
+        ))
         fit.fidelity.append(_record("floor", budget_tokens, MIN_EVIDENCE_TOKENS, "budget_floor"))
         fit.budget_tokens = budget_tokens = MIN_EVIDENCE_TOKENS
     _truncate(fit, count)
@@ -170,7 +170,7 @@ def fit_evidence(
     if estimated:
         fit.warnings.append(_warning(
             "TOKEN_COUNT_ESTIMATE_USED", "evidence tokens were estimated as characters / 4",
-        ))  # fmt: skip
+        ))
     return fit
 
 
@@ -189,11 +189,11 @@ def _truncate(fit: EvidenceFit, count: Callable[[str], int]) -> None:
         cut.append(content_id(unit.evidence))
     if cut:
         fit.fidelity.append(_record("truncate", before, fit.tokens, "budget_limit",
-                                    units_truncated=len(cut)))  # fmt: skip
+                                    units_truncated=len(cut)))
         fit.warnings.append(_warning(
             "CONTENT_TRUNCATED", f"{len(cut)} evidence units were cut to "
             f"{TRUNCATED_UNIT_TOKENS} tokens for the model", cut,
-        ))  # fmt: skip
+        ))
 
 
 def _drop(fit: EvidenceFit) -> None:
@@ -205,8 +205,8 @@ def _drop(fit: EvidenceFit) -> None:
     if dropped:
         fit.dropped_content_ids += dropped
         fit.fidelity.append(_record("drop", before, fit.tokens, "budget_limit",
-                                    units_dropped=len(dropped)))  # fmt: skip
+                                    units_dropped=len(dropped)))
         fit.warnings.append(_warning(
             "CONTENT_DROPPED", f"{len(dropped)} lowest-priority evidence units did not fit the "
             f"model's budget of {fit.budget_tokens} evidence tokens", dropped,
-        ))  # fmt: skip
+        ))

@@ -37,15 +37,15 @@ from db import documents as document_queries
 from db import jobs as job_queries
 from db import reports as report_queries
 from db.jobs import JobStatus
-from db.reports import EMPTY_FIDELITY
 from db.models import DigestJob, MessageRange, WindowMessageRow
-from runner.grounding.claim_support import DEFAULT_MIN_OVERLAP
-from runner.errors import LLMError
-from runner.jobs.base import JobContext, finish
-from runner.core.job_options import ReportOptions
+from db.reports import EMPTY_FIDELITY
 from runner.core.cancel import Cancelled
-from runner.jobs.outcomes import FailNow, Finished, Outcome, Stored
+from runner.core.job_options import ReportOptions
 from runner.documents.canonical import CanonicalDocument
+from runner.errors import LLMError
+from runner.grounding.claim_support import DEFAULT_MIN_OVERLAP
+from runner.jobs.base import JobContext, finish
+from runner.jobs.outcomes import FailNow, Finished, Outcome, Stored
 from runner.reports.audit import ReportAudit, accept_sentences
 from runner.reports.evidence import (
     ChannelMessage,
@@ -110,7 +110,7 @@ class ReportJobRunner:
             "messages": sum(len(messages) for messages in inputs.channels), "writer": writer,
             "digest_claims": sum(len(claims) for claims in inputs.claims),
             "messages_not_read": sum(w["messages_not_read"] for w in inputs.window_warnings),
-        })  # fmt: skip
+        })
         async with context.pool.acquire() as connection:
             cached = await report_queries.cached_report_id(connection, cache_key)
         if cached is not None:
@@ -139,7 +139,7 @@ class ReportJobRunner:
             written.warnings = [*inputs.window_warnings, *written.warnings]
             written.fidelity = {**written.fidelity, "warnings": [
                 *inputs.window_warnings, *written.fidelity.get("warnings", []),
-            ]}  # fmt: skip
+            ]}
         stats.update(written.audit.as_json())
         stats.pop("problems", None)
         if context.should_stop():
@@ -153,7 +153,7 @@ class ReportJobRunner:
             [(int(t.document_id), t.source_text_hash) for t in inputs.documents],
             {"min_overlap": self.min_overlap, "max_messages": self.max_messages}, writer,
             inputs.digests,
-        )  # fmt: skip
+        )
 
     def _write_offline(
         self, question: str, ranked: list[RankedEvidence], cache_key: str
@@ -166,7 +166,7 @@ class ReportJobRunner:
     async def _write_llm(
         self, job: DigestJob, question: str, ranked: list[RankedEvidence],
         inputs: ReportInputs, cache_key: str, stats: dict[str, Any],
-    ) -> Written:  # fmt: skip
+    ) -> Written:
         """The LLM report, or the extractive one (PARTIAL, warned) when the model fails."""
         assert self.llm_writer is not None
         try:
@@ -179,7 +179,7 @@ class ReportJobRunner:
             written.warnings.append({"code": "llm_writer_failed", "message": (
                 f"the report model failed ({type(error).__name__}: {str(error)[:200]}); the "
                 "offline extractive report was written instead"
-            )})  # fmt: skip
+            )})
             written.fidelity = {**written.fidelity, "warnings": list(written.warnings)}
             return written
         usage = run.usage
@@ -188,13 +188,13 @@ class ReportJobRunner:
             "completion_tokens": usage.completion_tokens, "cached_tokens": usage.cached_tokens,
             "evidence_given": len(run.fit.units), "evidence_tokens": run.fit.tokens,
             "evidence_dropped": len(run.fit.dropped_content_ids),
-        })  # fmt: skip
+        })
         warnings = [*run.fit.warnings, *run.warnings]
         status = JobStatus.PARTIAL if run.warnings else JobStatus.SUCCEEDED
         return Written(
             run.report, run.audit, self.llm_writer.version, cache_key, status,
             {**run.fit.as_json(), "warnings": warnings}, warnings,
-        )  # fmt: skip
+        )
 
     async def _read(self, options: ReportOptions, context: JobContext) -> ReportInputs:
         channel_ids, document_ids = list(options.channel_ids), list(options.document_ids)
@@ -224,19 +224,19 @@ class ReportJobRunner:
                     if left_out is not None:
                         window_warnings.append(window_cap_warning(
                             channel_id, channel.name, rows, left_out, self.max_messages
-                        ))  # fmt: skip
+                        ))
                 channels.append([
                     ChannelMessage(channel.name, row.external_id, row.revision, row.author,
                                    row.ts, row.normalized_text, row.id)
                     for row in rows
-                ])  # fmt: skip
+                ])
                 revisions.append((channel_id, [(row.id, row.revision) for row in rows]))
                 items = await report_queries.report_digest_items(
                     connection, channel_id, since, until
                 )
                 claims.append([
                     DigestClaim(item.kind, item.text, tuple(item.message_ids)) for item in items
-                ])  # fmt: skip
+                ])
                 digests.append((channel_id, sorted({item.digest_id for item in items})))
         texts: list[DocumentText] = []
         for document_id in document_ids:
@@ -247,7 +247,7 @@ class ReportJobRunner:
             texts.append(DocumentText(
                 str(row.id), document.title or f"document {row.id}", document.canonical_text,
                 document.source_text_hash, document.page_spans,
-            ))  # fmt: skip
+            ))
         return ReportInputs(channels, claims, texts, revisions, digests, window_warnings)
 
     async def _store(
@@ -280,13 +280,13 @@ class ReportJobRunner:
             end = Finished(written.status, report_id=report_id, warnings=warnings)
             await finish(connection, job.id, context.worker_id, end, context.stats)
         logger.info("report.stored job_id=%s report_id=%s writer=%s sentences=%s sources=%s",
-                    job.id, report_id, written.writer, audit.kept, audit.sources)  # fmt: skip
+                    job.id, report_id, written.writer, audit.kept, audit.sources)
 
 
 def window_cap_warning(
     channel_id: int, channel_name: str, read: list[WindowMessageRow], left_out: MessageRange,
     cap: int,
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     """The `window_cap` warning of a channel read up to the cap: which channel, how many older
     messages were not read and from when to when, and which range was read (the newest)."""
     name = channel_name if len(channel_name) <= 80 else channel_name[:79] + "…"
@@ -303,6 +303,6 @@ def window_cap_warning(
             f"messages per channel (DIGESTD_MAX_WINDOW_MESSAGES), the newest: here {len(read):,} "
             f"from {first} to {last}. Narrow since/until to read the others."
         ),
-    }  # fmt: skip
+    }
 
 

@@ -33,10 +33,11 @@ from xml.sax.saxutils import escape, quoteattr
 
 from pydantic import Field
 
-from runner.grounding.claim_support import DEFAULT_MIN_OVERLAP, support_share
 from runner.core.contract import StrictModel, model_schema
-from runner.grounding.footnotes import FootnotedSentence, Section
+from runner.core.vocabulary import ExtractionUsage
 from runner.errors import LLMError
+from runner.grounding.claim_support import DEFAULT_MIN_OVERLAP, support_share
+from runner.grounding.footnotes import FootnotedSentence, Section
 from runner.llm.budget import count_request_tokens
 from runner.llm.prompts import REPORT_PROMPT, load_prompt
 from runner.llm.toolcall import ModelCall
@@ -46,7 +47,6 @@ from runner.reports.evidence_budget import DEFAULT_MAX_UNITS, EvidenceFit, Fitte
 from runner.reports.extractive import report_title
 from runner.reports.report import ANSWER_HEADING, OPEN_POINTS_HEADING, Report, ReportSection
 from runner.reports.sources import MessageSource, ReportSource
-from runner.core.vocabulary import ExtractionUsage
 
 logger = logging.getLogger(__name__)
 
@@ -97,7 +97,7 @@ def _report_tool_json() -> str:
             "description": "Report the answer to the question, every sentence citing sources.",
             "parameters": model_schema(WrittenReport),
         },
-    })  # fmt: skip
+    })
 
 
 def report_tool_schema() -> dict[str, Any]:
@@ -116,7 +116,7 @@ def _attributes(unit: FittedUnit) -> str:
     kind = "" if unit.evidence.kind == "sentence" else f" kind={quoteattr(unit.evidence.kind)}"
     if isinstance(source, MessageSource):
         return (f"channel={quoteattr(source.channel)} author={quoteattr(source.author)} "
-                f"time={quoteattr(source.ts.isoformat())}{kind}")  # fmt: skip
+                f"time={quoteattr(source.ts.isoformat())}{kind}")
     return f"document={quoteattr(source.title)} locator={quoteattr(source.locator)}{kind}"
 
 
@@ -181,7 +181,7 @@ def reask_text(written: WrittenReport, failures: list[SentenceFailure]) -> str:
             shown = shown[:_SHOWN_SENTENCE_CHARS] + "…"
         ids = ", ".join(failure.ids) or "none"
         lines.append(f"- sentence {failure.index} ({shown!r}): {failure.code}, ids: {ids}; it "
-                     f"{_EXPLAIN[failure.code]}")  # fmt: skip
+                     f"{_EXPLAIN[failure.code]}")
     return (
         "Citation audit errors:\n" + "\n".join(lines) + "\n"
         f"Call `{REPORT_TOOL}` again with the whole corrected report: cite only ids of the "
@@ -287,7 +287,7 @@ class LLMReportWriter:
         re_asked = len(failures)
         if failures:
             logger.info("report.re_ask sentences=%d codes=%s", len(failures),
-                        ",".join(sorted({f.code for f in failures})))  # fmt: skip
+                        ",".join(sorted({f.code for f in failures})))
             followup: list[dict[str, Any]] = [
                 {"role": "assistant", "content": None, "tool_calls": [{
                     "id": "call_report", "type": "function",
@@ -295,14 +295,14 @@ class LLMReportWriter:
                 }]},
                 {"role": "tool", "tool_call_id": "call_report",
                  "content": reask_text(written, failures)},
-            ]  # fmt: skip
+            ]
             try:
                 written = await self.call([*messages, *followup], usage)
             except LLMError as error:
                 logger.warning("report.re_ask_failed error=%s", type(error).__name__)
                 run_warnings.append({"code": "re_ask_failed", "message": (
                     f"the re-ask failed ({type(error).__name__}); the first answer was audited"
-                )})  # fmt: skip
+                )})
         draft, unknown = to_report(question, written, sources)
         report, audit = accept_sentences(draft, self.min_overlap)
         audit.proposed += sum(unknown.values())

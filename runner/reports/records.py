@@ -27,12 +27,12 @@ def source_json(identifier: str, source: ReportSource) -> dict[str, Any]:
             "external_id": source.message_id, "revision": source.revision,
             "author": source.author, "ts": source.ts.isoformat(),
             "char_start": source.char_start, "char_end": source.char_end,
-        }  # fmt: skip
+        }
     return {
         "id": identifier, "kind": "document", "quote": source.quote,
         "document_id": source.document_id, "title": source.title,
         "source_text_hash": source.source_text_hash, "locator": source.locator,
-    }  # fmt: skip
+    }
 
 
 def report_json(report: Report) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -64,14 +64,14 @@ def _source(entry: dict[str, Any], message_texts: dict[tuple[int, int], str]) ->
         return DocumentSource(
             str(entry["document_id"]), str(entry["title"]), str(entry["source_text_hash"]),
             str(entry["locator"]), str(entry["quote"]),
-        )  # fmt: skip
+        )
     row, revision = int(entry["message_id"]), int(entry["revision"])
     return MessageSource(
         channel=str(entry["channel"]), message_id=str(entry["external_id"]), revision=revision,
         author=str(entry["author"]), ts=datetime.fromisoformat(entry["ts"]),
         text=message_texts[(row, revision)], char_start=int(entry["char_start"]),
         char_end=int(entry["char_end"]), row_id=row,
-    )  # fmt: skip
+    )
 
 
 def report_from_json(

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from runner.grounding.footnotes import FootnotedSentence, Section, footnoted_markdown
 from runner.core.markdown_text import escape_inline
+from runner.grounding.footnotes import FootnotedSentence, Section, footnoted_markdown
 from runner.reports.sources import ReportSource, SourceRegistry, registry_of
 
 ReportSentence = FootnotedSentence[ReportSource]

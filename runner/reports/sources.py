@@ -14,8 +14,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 
-from runner.grounding.footnotes import Source
 from runner.core.markdown_text import escape_inline
+from runner.grounding.footnotes import Source
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ refuses an expression whose slots come closer than a minimum (a `* * * * * *` sc
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from functools import cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
@@ -70,11 +70,11 @@ class CronSchedule:
             raise InvalidSchedule("timezone", f"{self.timezone!r} is unknown here") from None
         except CronSimError as error:
             raise InvalidSchedule("cron", _cron_reason(self.cron, str(error))) from None
-        limit = moment.astimezone(timezone.utc)
+        limit = moment.astimezone(UTC)
         try:
             # Compared in UTC: two times of one zone compare by wall clock, fold ignored, so in
             # the autumn hour 02:30+01:00 would not count as after 02:40+02:00.
-            while (slot := next(slots).astimezone(timezone.utc)) <= limit:
+            while (slot := next(slots).astimezone(UTC)) <= limit:
                 continue
         except StopIteration:
             raise InvalidSchedule("cron", f"{self.cron!r} matches no time in 50 years") from None
@@ -96,9 +96,9 @@ def parse_schedule(cron: str, timezone_name: str) -> CronSchedule:
         raise InvalidSchedule(
             "timezone", f"{name[:MAX_TIMEZONE_CHARS]!r} is not an IANA time zone name such as "
             "'Europe/Berlin' or 'UTC'",
-        )  # fmt: skip
+        )
     schedule = CronSchedule(expression, name)
-    schedule.next_after(datetime.now(timezone.utc))  # parses it; a never matching one is refused
+    schedule.next_after(datetime.now(UTC))  # parses it; a never matching one is refused
     return schedule
 
 
@@ -117,7 +117,7 @@ def check_min_interval(schedule: CronSchedule, minimum: timedelta, start: dateti
                 f"{schedule.cron!r} has slots {_duration(slot - previous)} apart (at "
                 f"{previous.isoformat()} and {slot.isoformat()}); a schedule may fire at most "
                 f"every {_duration(minimum)} (DIGESTD_SCHEDULE_MIN_INTERVAL_SECONDS)"
-            ))  # fmt: skip
+            ))
         previous = moment = slot
 
 

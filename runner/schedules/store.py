@@ -56,13 +56,13 @@ class TooManySchedules(TriggerRefused):
             f"channel {channel_id} already has {limit} schedules, the most one channel may "
             "have (DIGESTD_SCHEDULES_PER_CHANNEL): delete one first",
             code="too_many_schedules",
-        )  # fmt: skip
+        )
 
 
 async def create_schedule(
     connection: asyncpg.Connection, channel_id: int, cron: str, timezone: str,
     limits: ScheduleLimits = ScheduleLimits(),
-) -> Schedule:  # fmt: skip
+) -> Schedule:
     """A schedule digesting the channel at each slot of `cron` in `timezone`, first due at the
     next slot after now. Raises ScheduleRefused (a bad expression or zone, or slots closer than
     `limits.min_interval`), TooManySchedules or SubjectNotFound."""

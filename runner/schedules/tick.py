@@ -74,7 +74,7 @@ async def fire_due_schedules(
                 next_run_at = earliest_next_slot(
                     CronSchedule(due.cron, due.timezone), due.next_run_at, due.database_now,
                     limits.min_interval,
-                )  # fmt: skip
+                )
             except InvalidSchedule as invalid:
                 logger.warning("schedule %s paused: %s", due.id, invalid)
                 await schedule_queries.pause_unfireable_schedule(connection, due.id)
@@ -134,7 +134,7 @@ class ScheduleTicker:
                         connection, max_attempts=self._max_attempts, limits=self._limits
                     )
                     pruned = await prune_schedule_runs(connection, self._limits.run_retention_days)
-            except Exception as error:  # noqa: BLE001 - the loop outlives any error
+            except Exception as error:
                 delay = self._backoff.next_delay()
                 logger.warning(
                     "schedule tick failed (%s); retrying in %.1fs", describe_error(error), delay
@@ -146,14 +146,14 @@ class ScheduleTicker:
             for firing in fired:
                 if firing.job_id is None:  # a quiet channel's every slot: not worth a line
                     logger.debug("schedule %s skipped %s: no new messages",
-                                 firing.schedule_id, firing.slot.isoformat())  # fmt: skip
+                                 firing.schedule_id, firing.slot.isoformat())
                     continue
                 logger.info(
                     "schedule %s fired for %s: job %s %s; next at %s", firing.schedule_id,
                     firing.slot.isoformat(), firing.job_id,
                     "queued" if firing.job_created else "already active",
                     firing.next_run_at.isoformat(),
-                )  # fmt: skip
+                )
             if pruned:
                 logger.info("schedule runs pruned: %s that queued nothing", pruned)
             if len(fired) < TICK_BATCH:

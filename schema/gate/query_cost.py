@@ -54,7 +54,7 @@ MESSAGE_TEXT_FIELDS: frozenset[tuple[str, str]] = frozenset({
     ("Pointer", "revisionText"),
     ("Citation", "revisionText"),
     ("ReportSource", "revisionText"),
-})  # fmt: skip
+})
 # Other large texts, by (type, field). A document's canonical text can be 10 MB: a query may ask
 # for at most 3 of them. A stored payload is weighed as 10 ordinary fields.
 FIXED_WEIGHTS: Mapping[tuple[str, str], int] = {

@@ -19,9 +19,9 @@ from functools import lru_cache
 from typing import Any
 
 from graphql import (
-    ArgumentNode,
     BREAK,
     SKIP,
+    ArgumentNode,
     DocumentNode,
     FieldNode,
     FragmentDefinitionNode,
@@ -53,8 +53,13 @@ from schema.errors import (
     VALIDATION,
     client_error,
 )
+from schema.gate.query_cost import (
+    DEFAULT_MAX_MESSAGE_CHARS,
+    MAX_QUERY_COST,
+    field_weights,
+    query_cost,
+)
 from schema.types.input_values import InputProblem, check_literal, check_variables, variables_in
-from schema.gate.query_cost import DEFAULT_MAX_MESSAGE_CHARS, MAX_QUERY_COST, field_weights, query_cost
 
 MAX_QUERY_CHARS = 100_000
 MB = 1024 * 1024
@@ -121,7 +126,7 @@ def admit(schema: GraphQLSchema, request: GraphQLRequest, role: Role, limits: Ga
         reason = (
             f"no operation named {request.operation_name[:100]!r}" if request.operation_name
             else "the document has several operations: give operationName"
-        )  # fmt: skip
+        )
         raise _refuse(f"cannot tell which operation to run: {reason}", BAD_REQUEST, 400)
     try:
         survey = _survey_of(request.query)
@@ -135,13 +140,13 @@ def admit(schema: GraphQLSchema, request: GraphQLRequest, role: Role, limits: Ga
                 "subscriptions are served over WebSocket (graphql-transport-ws) at /graphql; "
                 "or poll job(id)",
                 VALIDATION,
-            )  # fmt: skip
+            )
     elif request.method == WEBSOCKET:
         raise _refuse(
             "only subscriptions are served over WebSocket: send queries and mutations "
             "over HTTP (POST /graphql)",
             BAD_REQUEST,
-        )  # fmt: skip
+        )
     elif operation.operation is not OperationType.QUERY:
         if request.method == "GET":
             raise _refuse(f"{operation.operation.value}s are not allowed over GET: use POST", BAD_REQUEST, 400)
@@ -157,14 +162,14 @@ def admit(schema: GraphQLSchema, request: GraphQLRequest, role: Role, limits: Ga
             f"request body of {request.body_bytes} bytes is over {cap} bytes for this operation "
             f"(only ingestMessages and ingestDocument may send up to {limits.max_ingest_body_bytes})",
             REQUEST_TOO_LARGE, 413,
-        )  # fmt: skip
+        )
     messages = sum(_message_count(f, request.variables) for f in ingests)
     if messages > limits.max_ingest_messages:
         raise _refuse(
             f"too many messages in one request: {messages} (at most {limits.max_ingest_messages}; "
             "send several requests)",
             BAD_USER_INPUT,
-        )  # fmt: skip
+        )
     try:
         check_variables(request.variables, repaired=survey.repaired_variables)
         for argument, where, repaired in survey.arguments:
@@ -184,7 +189,7 @@ def admit(schema: GraphQLSchema, request: GraphQLRequest, role: Role, limits: Ga
                 "smaller pages, fewer aliases or fewer large texts (message texts, canonicalText) per "
                 "request",
                 TOO_COMPLEX, cost=cost, maxCost=limits.max_query_cost,
-            )  # fmt: skip
+            )
     return document
 
 
@@ -235,7 +240,7 @@ class _Survey(Visitor):
         self.empty_selection = GraphQLError(
             f"{owner} has an empty selection set: select at least one field",
             nodes=node, extensions={"code": VALIDATION},
-        )  # fmt: skip
+        )
         return BREAK
 
     def enter_argument(self, node: ArgumentNode, key: Any, parent: Any, path: Any, ancestors: list[Node]) -> Any:

@@ -25,14 +25,14 @@ from runner.documents.canonical import CanonicalDocument
 from runner.documents.errors import DocumentError
 from runner.documents.ingest import ingest_bytes, ingest_text, ingest_url
 from runner.triggers import TriggerRefused, trigger_document_digest
-from schema.types.connections import Connection
 from schema.context import Context
+from schema.errors import BAD_USER_INPUT
+from schema.gate.permissions import IsWriter
+from schema.types.connections import Connection
 from schema.types.document import Document, DocumentDigest
 from schema.types.ids import DOCUMENT, DOCUMENT_DIGEST, IdArgument, parse_id
 from schema.types.job import DigestJob
 from schema.types.paging import After, Before, First, Last, PageArgs, connection_of
-from schema.gate.permissions import IsWriter
-from schema.errors import BAD_USER_INPUT
 from schema.types.shared import InvalidInputError, NotFoundError, parse_id_or_error, refusal
 
 logger = logging.getLogger(__name__)
@@ -82,7 +82,7 @@ async def canonical_document(source: DocumentInput, info: Info[Context, None]) -
         return await ingest_url(
             source.url.strip(), policy=info.context.config.fetch_policy, title=title,
             password=source.password,
-        )  # fmt: skip
+        )
     if source.text:
         if len(source.text) > MAX_DOCUMENT_BYTES:
             raise ValueError(f"text is over {MAX_DOCUMENT_BYTES} characters")
@@ -158,7 +158,7 @@ class DocumentMutations:
         logger.info(
             "document.ingested id=%s created=%s chars=%d type=%s",
             row.id, created, len(document.canonical_text), document.content_type,
-        )  # fmt: skip
+        )
         return Document.from_row(row)
 
     @strawberry.mutation(
@@ -178,7 +178,7 @@ class DocumentMutations:
                 job, _created = await trigger_document_digest(
                     connection, key, query, config=info.context.config.digest_config,
                     max_attempts=info.context.config.max_attempts,
-                )  # fmt: skip
+                )
         except TriggerRefused as refused:
             return refusal(refused)
         return DigestJob.from_row(job)

@@ -9,10 +9,10 @@ from strawberry.types import Info
 
 from db import pages
 from runner.entities.mentions import canonical_key
-from schema.types.connections import Connection
 from schema.context import Context
-from schema.types.entity import Entity, TopicProfile
 from schema.errors import client_error
+from schema.types.connections import Connection
+from schema.types.entity import Entity, TopicProfile
 from schema.types.ids import CHANNEL, ENTITY, IdArgument, parse_id, parse_optional_id
 from schema.types.paging import After, Before, First, Last, PageArgs, connection_of
 
@@ -56,7 +56,7 @@ class EntityQueries:
                 raise client_error(
                     f"filter.query is too long: at most {MAX_QUERY_CHARS} characters",
                     argument="filter.query",
-                )  # fmt: skip
+                )
             key = canonical_key(filter.query) or None
         filters = {"channel_id": parse_optional_id(filter.channel_id, CHANNEL), "key_contains": key}
         args = PageArgs(first, after, last, before, default_size=20)

@@ -13,9 +13,9 @@ import strawberry
 from strawberry.types import Info
 
 from db import pages
-from schema.types.connections import Connection
 from schema.context import Context
 from schema.errors import client_error
+from schema.types.connections import Connection
 from schema.types.ids import CHANNEL, parse_optional_id
 from schema.types.item import TrackedItem, TrackedItemKind, TrackedItemStatus
 from schema.types.paging import After, Before, First, Last, PageArgs, connection_of
@@ -76,7 +76,7 @@ class TrackedItemFilter:
 def _filters(
     channel_id: strawberry.ID | None, kind: TrackedItemKind | None,
     status: TrackedItemStatus | None, owner: str | None = None, open: bool | None = None,
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     if kind is not None and status is not None and status not in KIND_STATUSES[kind]:
         allowed = ", ".join(sorted(s.name for s in KIND_STATUSES[kind]))
         raise client_error(f"filter.status: a {kind.value} is one of {allowed}")

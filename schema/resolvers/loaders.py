@@ -12,17 +12,25 @@ from pydantic import BaseModel
 from strawberry.dataloader import DataLoader
 
 from db import (
-    channel_items, channels, conversations, digests, documents, entities, jobs, reports, schedules,
+    channel_items,
+    channels,
+    conversations,
+    digests,
+    documents,
+    entities,
+    jobs,
+    reports,
+    schedules,
 )
 from db.digests import DigestItem
 from db.models import (
-    ChannelItem,
-    ChannelItemEventWithMessage,
-    CountedItemMention,
-    ConversationWithState,
     ActionItem,
     ArtifactWithMessage,
+    ChannelItem,
+    ChannelItemEventWithMessage,
     ChannelWithServer,
+    ConversationWithState,
+    CountedItemMention,
     Decision,
     Digest,
     DigestItemCounts,
@@ -141,7 +149,7 @@ def _edited_messages(pool: asyncpg.Pool) -> BatchLoad:
 def _group_rows(
     pool: asyncpg.Pool, fetch: Callable[[asyncpg.Connection, list[int]], Awaitable[list[V]]],
     key: Callable[[V], int],
-) -> BatchLoad:  # fmt: skip
+) -> BatchLoad:
     """Id → the rows of `fetch` whose `key` is that id, in the query's order."""
 
     async def load(ids: list[int]) -> list[list[V]]:

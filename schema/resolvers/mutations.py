@@ -19,18 +19,18 @@ from strawberry.types import Info
 from db import jobs as job_queries
 from db.ingest import ChannelKey, MessageIngestor
 from runner.core.display_names import name_problem
+from runner.grounding.normalize import normalize_text
 from runner.importers.records import RecordError as ParseError
 from runner.importers.records import message_from_fields
-from runner.grounding.normalize import normalize_text
 from runner.triggers import TriggerRefused, trigger_channel_digest
-from schema.types.channel import Channel
 from schema.context import Context
+from schema.gate.permissions import IsWriter
 from schema.resolvers.documents import DocumentMutations
 from schema.resolvers.reports import ReportMutations
 from schema.resolvers.schedules import ScheduleMutations
+from schema.types.channel import Channel
 from schema.types.ids import CHANNEL, DIGEST_JOB, IdArgument
 from schema.types.job import DigestJob
-from schema.gate.permissions import IsWriter
 from schema.types.shared import (
     InvalidInputError,
     NotFoundError,
@@ -181,7 +181,7 @@ class Mutation(DocumentMutations, ReportMutations, ScheduleMutations):
                     connection, channel_key, chunk_tokens=options.chunk_tokens,
                     since=options.since, until=options.until,
                     max_attempts=info.context.config.max_attempts,
-                )  # fmt: skip
+                )
         except TriggerRefused as refused:
             return refusal(refused)
         return DigestJob.from_row(job)

@@ -8,14 +8,18 @@ import strawberry
 from strawberry.types import Info
 
 from db import pages
-from schema.types.channel import Channel, Message
-from schema.types.connections import Connection
 from schema.context import Context
-from schema.types.conversation import Conversation, ConversationState
-from schema.types.digest import Digest, DigestSummary, KnowledgeItem
+from schema.errors import client_error
 from schema.resolvers.documents import DocumentQueries
 from schema.resolvers.entities import EntityQueries
-from schema.errors import client_error
+from schema.resolvers.items import ItemQueries
+from schema.resolvers.reports import ReportQueries
+from schema.resolvers.schedules import ScheduleQueries
+from schema.types.channel import Channel, Message
+from schema.types.connections import Connection
+from schema.types.conversation import Conversation, ConversationState
+from schema.types.digest import Digest, DigestSummary, KnowledgeItem
+from schema.types.enums import JobStatus, KnowledgeKind, SignalLevel
 from schema.types.ids import (
     CHANNEL,
     CONVERSATION,
@@ -27,12 +31,8 @@ from schema.types.ids import (
     parse_optional_id,
     parse_server_id,
 )
-from schema.types.enums import JobStatus, KnowledgeKind, SignalLevel
-from schema.resolvers.items import ItemQueries
 from schema.types.job import DigestJob
 from schema.types.nodes import NodeQueries
-from schema.resolvers.reports import ReportQueries
-from schema.resolvers.schedules import ScheduleQueries
 from schema.types.paging import After, Before, First, Last, PageArgs, connection_of
 
 

@@ -12,18 +12,18 @@ from strawberry.types import Info
 
 from db import pages
 from runner.triggers import TriggerRefused, trigger_report
-from schema.types.connections import Connection
 from schema.context import Context
+from schema.gate.permissions import IsWriter
+from schema.types.connections import Connection
 from schema.types.ids import CHANNEL, DOCUMENT, REPORT, IdArgument, parse_id, parse_optional_id
 from schema.types.job import DigestJob
 from schema.types.paging import After, Before, First, Last, PageArgs, connection_of
-from schema.gate.permissions import IsWriter
 from schema.types.report import Report
 from schema.types.shared import InvalidInputError, NotFoundError, parse_id_or_error, refusal
 
 
 @strawberry.input(description="What a report reads: channels (their messages in [since, until)) "
-                  "and documents; at least one of them.")  # fmt: skip
+                  "and documents; at least one of them.")
 class ReportSources:
     channel_ids: list[strawberry.ID] = strawberry.field(default_factory=list)
     document_ids: list[strawberry.ID] = strawberry.field(default_factory=list)
@@ -100,7 +100,7 @@ class ReportMutations:
                     connection, question, channel_ids=channel_ids, document_ids=document_ids,
                     since=sources.since, until=sources.until,
                     max_attempts=info.context.config.max_attempts,
-                )  # fmt: skip
+                )
         except TriggerRefused as refused:
             return refusal(refused)
         return DigestJob.from_row(job)

@@ -19,11 +19,11 @@ from db import pages
 from db.models import Schedule as ScheduleRow
 from runner.schedules import store as schedules
 from runner.triggers import TriggerRefused
-from schema.types.connections import Connection
 from schema.context import Context
+from schema.gate.permissions import IsWriter
+from schema.types.connections import Connection
 from schema.types.ids import CHANNEL, SCHEDULE, IdArgument, global_id, parse_id, parse_optional_id
 from schema.types.paging import After, Before, First, Last, PageArgs, connection_of
-from schema.gate.permissions import IsWriter
 from schema.types.schedule import Schedule
 from schema.types.shared import InvalidInputError, NotFoundError, parse_id_or_error, refusal
 

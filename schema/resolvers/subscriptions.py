@@ -17,9 +17,9 @@ from strawberry.types import Info
 from db import jobs
 from schema.context import Context
 from schema.errors import NOT_FOUND, client_error
+from schema.resolvers.job_watch import WatchClosed
 from schema.types.ids import DIGEST_JOB, IdArgument, parse_id
 from schema.types.job import DigestJob
-from schema.resolvers.job_watch import WatchClosed
 
 
 @strawberry.type

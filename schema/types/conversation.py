@@ -11,8 +11,8 @@ from strawberry import relay
 from strawberry.types import Info
 
 from db import models
-from schema.types.channel import Message
 from schema.context import Context
+from schema.types.channel import Message
 from schema.types.digest import Pointer
 from schema.types.ids import CHANNEL, global_id
 
@@ -53,13 +53,13 @@ class Conversation(relay.Node):
         pointer = Pointer.stored(
             row.title_message_id, row.title_message_external_id, row.title_char_start,
             row.title_char_end, row.title_revision,
-        )  # fmt: skip
+        )
         return cls(
             id=row.id, channel_id=global_id(CHANNEL, row.channel_id), title=row.title,
             title_pointer=pointer, state=ConversationState(row.state),
             participants=list(row.participants), message_count=row.message_count,
             first_at=row.first_ts, last_at=row.last_ts, root_message_row=row.root_message_id,
-        )  # fmt: skip
+        )
 
     @strawberry.field(description="The message that opened it.")
     async def root_message(self, info: Info[Context, None]) -> Message | None:

@@ -14,13 +14,13 @@ import strawberry
 from strawberry.types import Info
 
 from db import models
+from schema.context import Context
 from schema.gate.bounded_lists import (
     LEFT_OUT_RANGES,
     MAX_LEFT_OUT_RANGES,
     capped,
     first_argument,
 )
-from schema.context import Context
 from schema.types.shared import Flag
 
 SOURCE_EDITED = "source_edited"

@@ -15,12 +15,19 @@ from strawberry import relay
 from strawberry.scalars import JSON
 from strawberry.types import Info
 
-from schema.types.channel import Channel
 from db import models
 from schema.context import Context
+from schema.types.channel import Channel
 from schema.types.coverage import MessageCoverage, item_flags
-from schema.types.ids import CHANNEL, DIGEST, DIGEST_JOB, KNOWLEDGE_ITEM, global_id, optional_global_id
 from schema.types.enums import KnowledgeKind, SignalLevel
+from schema.types.ids import (
+    CHANNEL,
+    DIGEST,
+    DIGEST_JOB,
+    KNOWLEDGE_ITEM,
+    global_id,
+    optional_global_id,
+)
 from schema.types.job import DigestJob
 from schema.types.prose import CitationAudit, CitedSentence, overview_markdown, sentences_of
 from schema.types.shared import Flag
@@ -53,7 +60,7 @@ class Pointer:
     def stored(
         cls, message_row: int | None, message_id: str | None, char_start: int | None,
         char_end: int | None, revision: int | None,
-    ) -> Pointer | None:  # fmt: skip
+    ) -> Pointer | None:
         """An exact span stored as nullable columns (all NULL: none) as a Pointer."""
         if message_row is None or message_id is None:
             return None
@@ -61,7 +68,7 @@ class Pointer:
         return cls(
             message_id=message_id, char_start=char_start, char_end=char_end, match_kind="exact",
             revision=revision or 1, message_row=message_row,
-        )  # fmt: skip
+        )
 
 
 def _pointer(row: models.ArtifactWithMessage | models.KnowledgeItemWithMessage) -> Pointer | None:
@@ -129,7 +136,7 @@ class Link(_Cited):
     message_ids: list[str]
 
     @strawberry.field(description="Who shared it: the authors of the messages it is cited "
-                      "from, in citation order, each once.")  # fmt: skip
+                      "from, in citation order, each once.")
     async def shared_by(self, info: Info[Context, None]) -> list[str]:
         loader = info.context.loaders.cited_author
         authors = await loader.load_many([(self.digest_row, m) for m in self.message_ids])
@@ -335,7 +342,7 @@ class Digest(DigestBase):
                 Rejection(
                     stage=str(r.get("stage", "")), field=str(r.get("field", "")),
                     label=str(r.get("label", "")), reason=str(r.get("reason", "")),
-                )  # fmt: skip
+                )
                 for r in row.rejections
             ],
             job_id=optional_global_id(DIGEST_JOB, row.job_id),
@@ -367,7 +374,7 @@ class Digest(DigestBase):
             Decision(
                 text=r.text, message_ids=list(r.message_ids),
                 digest_row=r.digest_id, stored_flags=Flag.many(r.flags),
-            )  # fmt: skip
+            )
             for r in rows
         ]
 
@@ -378,7 +385,7 @@ class Digest(DigestBase):
             ActionItem(
                 text=r.text, owner=r.owner, message_ids=list(r.message_ids),
                 digest_row=r.digest_id, stored_flags=Flag.many(r.flags),
-            )  # fmt: skip
+            )
             for r in rows
         ]
 
@@ -389,7 +396,7 @@ class Digest(DigestBase):
             OpenQuestion(
                 text=r.text, asked_by=r.asked_by, message_ids=list(r.message_ids),
                 digest_row=r.digest_id, stored_flags=Flag.many(r.flags),
-            )  # fmt: skip
+            )
             for r in rows
         ]
 
@@ -400,7 +407,7 @@ class Digest(DigestBase):
             Link(
                 url=r.url, description=r.description, message_ids=list(r.message_ids),
                 digest_row=r.digest_id, stored_flags=[],
-            )  # fmt: skip
+            )
             for r in rows
         ]
 
@@ -412,7 +419,7 @@ class Digest(DigestBase):
                 kind=r.kind, title=r.title, language=r.language,
                 pointer=_pointer(r),  # type: ignore[arg-type]
                 digest_row=r.digest_id, stored_flags=[],
-            )  # fmt: skip
+            )
             for r in rows
         ]
 

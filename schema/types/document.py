@@ -16,16 +16,16 @@ from strawberry import relay
 from strawberry.scalars import JSON
 from strawberry.types import Info
 
+from db import models
 from runner.documents.canonical import PageSpan
 from runner.documents.claim_audit import document_citation_audit, document_claims
 from runner.documents.errors import DocumentError
 from runner.documents.locators import locator_context, parse_locator, resolve_locator
 from runner.documents.payload import DigestPayload, validate_payload_dict
-from db import models
 from schema.context import Context
 from schema.errors import PAGE_SIZE, client_error
-from schema.types.ids import DIGEST_JOB, DOCUMENT, global_id, optional_global_id
 from schema.resolvers.loaders import LATEST_DIGESTS_PER_DOCUMENT
+from schema.types.ids import DIGEST_JOB, DOCUMENT, global_id, optional_global_id
 from schema.types.prose import CitationAudit
 from schema.types.shared import Flag
 
@@ -172,7 +172,7 @@ def _payload(row: models.DocumentDigest) -> DigestPayload:
 
 
 @strawberry.type(description="A summary sentence or key point of a document digest, and the "
-                 "evidence snippets that support it.")  # fmt: skip
+                 "evidence snippets that support it.")
 class DocumentClaim:
     field: str = strawberry.field(description='"summary" (one of its sentences) or "key_points".')
     text: str
@@ -265,7 +265,7 @@ class DocumentDigest(relay.Node):
             created_at=row.created_at,
             claims=[
                 DocumentClaim(field=c.field, text=c.text, evidence=list(c.evidence),
-                              support=c.support)  # fmt: skip
+                              support=c.support)
                 for c in claims
             ],
             citation_audit=CitationAudit.from_json(

@@ -14,6 +14,7 @@ from strawberry.types import Info
 
 from db import models
 from runner.entities.mentions import EntityKind
+from schema.context import Context
 from schema.gate.bounded_lists import (
     APPEARANCE_MESSAGE_IDS,
     MAX_APPEARANCE_MESSAGE_IDS,
@@ -26,7 +27,6 @@ from schema.gate.bounded_lists import (
     capped,
     first_argument,
 )
-from schema.context import Context
 from schema.types.conversation import Conversation
 from schema.types.digest import DigestSummary
 from schema.types.ids import CHANNEL, DIGEST, global_id
@@ -34,7 +34,7 @@ from schema.types.ids import CHANNEL, DIGEST, global_id
 strawberry.enum(
     EntityKind, name="EntityKind",
     description="What kind of thing an entity is, as far as the rules can tell.",
-)  # fmt: skip
+)
 
 
 @strawberry.enum(description="The section of a digest an item belongs to.")
@@ -84,7 +84,7 @@ class ItemReference:
         return cls(
             kind=DigestItemKind(row.item_kind), position=row.position,
             digest_id=global_id(DIGEST, row.digest_id), digest_row=row.digest_id,
-        )  # fmt: skip
+        )
 
 
 @strawberry.type(description="A digest where an entity or a topic appears, and with which messages.")
@@ -116,7 +116,7 @@ class Appearance:
             digest_id=global_id(DIGEST, row.digest_id), message_count=row.message_count,
             listed_message_ids=list(row.message_ids), digest_row=row.digest_id,
             conversation_rows=list(row.conversation_ids),
-        )  # fmt: skip
+        )
 
 
 @strawberry.type(description="Mentions in one ISO week.")
@@ -150,7 +150,7 @@ class Entity(relay.Node):
             name=row.name, kind=EntityKind(row.kind), aliases=list(row.aliases),
             versions=list(row.versions), mention_count=row.mention_count,
             first_seen=row.first_seen, last_seen=row.last_seen,
-        )  # fmt: skip
+        )
 
     @strawberry.field(description=f"Digest items naming it, newest digest first (the newest {MAX_OWNER_ITEMS}).")
     async def items(
@@ -202,7 +202,7 @@ class TopicProfile(relay.Node):
             id=row.id, channel_id=global_id(CHANNEL, row.channel_id), key=row.key,
             title=row.title, mention_count=row.mention_count, first_seen=row.first_seen,
             last_seen=row.last_seen,
-        )  # fmt: skip
+        )
 
     @strawberry.field(description=f"The latest digests where it appears, newest first (the latest {MAX_OWNER_DIGESTS}).")
     async def digests(

@@ -79,7 +79,7 @@ _LABELS: Final = {
     DIGEST_JOB: "job", DOCUMENT: "document", DOCUMENT_DIGEST: "document digest",
     REPORT: "report", CONVERSATION: "conversation", TRACKED_ITEM: "tracked item",
     ENTITY: "entity", TOPIC_PROFILE: "topic profile", SCHEDULE: "schedule",
-}  # fmt: skip
+}
 
 
 def _bad_id(text: str, why: str, type_name: str | None = None) -> GraphQLError:
@@ -118,7 +118,7 @@ def parse_id(value: strawberry.ID | str, type_name: str) -> int:
             text, "neither a global id from this API nor a legacy numeric id (ids are numeric "
             f"strings of ASCII digits without sign, spaces or leading zeros, at most {MAX_ID})",
             type_name,
-        ) from None  # fmt: skip
+        ) from None
     if found != type_name:
         raise _bad_id(text, f"it names a {found}, not a {type_name}", type_name)
     return row_id

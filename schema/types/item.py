@@ -18,8 +18,8 @@ from strawberry import relay
 from strawberry.types import Info
 
 from db import models
-from schema.gate.bounded_lists import ITEM_MENTIONS, MAX_ITEM_MENTIONS, capped
 from schema.context import Context
+from schema.gate.bounded_lists import ITEM_MENTIONS, MAX_ITEM_MENTIONS, capped
 from schema.types.digest import DigestSummary, Pointer
 from schema.types.ids import CHANNEL, CONVERSATION, TRACKED_ITEM, global_id, optional_global_id
 
@@ -75,14 +75,14 @@ class ItemEvent:
         pointer = Pointer.stored(
             row.pointer_message_id, row.pointer_external_id, row.pointer_char_start,
             row.pointer_char_end, row.pointer_revision,
-        )  # fmt: skip
+        )
         return cls(
             from_status=TrackedItemStatus(row.from_status) if row.from_status else None,
             to_status=TrackedItemStatus(row.to_status), at=row.at,
             evidence_message_ids=list(row.evidence_ids), pointer=pointer, reason=row.reason,
             related_item_id=optional_global_id(TRACKED_ITEM, row.related_item_id),
             digest_row=row.digest_id,
-        )  # fmt: skip
+        )
 
     @strawberry.field(description="The digest whose window held the evidence.")
     async def digest(self, info: Info[Context, None]) -> DigestSummary | None:
@@ -134,7 +134,7 @@ class TrackedItem(relay.Node):
             owner=row.owner, conversation_id=optional_global_id(CONVERSATION, row.conversation_id),
             message_ids=list(row.message_ids), first_said_at=row.said_at,
             created_at=row.created_at, updated_at=row.updated_at,
-        )  # fmt: skip
+        )
 
     @strawberry.field(description="Its states, oldest first, each with its evidence.")
     async def history(self, info: Info[Context, None]) -> list[ItemEvent]:

@@ -11,11 +11,10 @@ from strawberry import relay
 from strawberry.scalars import JSON
 from strawberry.types import Info
 
-from db import jobs
-from schema.types.channel import Channel
-from db import models
+from db import jobs, models
 from runner.core.job_options import DocumentDigestOptions
 from schema.context import Context
+from schema.types.channel import Channel
 from schema.types.document import DocumentDigest
 from schema.types.enums import JobPhase, JobStatus
 from schema.types.ids import CHANNEL, DIGEST, DOCUMENT, DOCUMENT_DIGEST, REPORT, optional_global_id
@@ -121,7 +120,7 @@ class DigestJob(relay.Node):
             query=(
                 DocumentDigestOptions.parse(row.options).query
                 if row.kind == jobs.JobKind.DOCUMENT else None
-            ),  # fmt: skip
+            ),
             report_id=optional_global_id(REPORT, row.report_id),
             options=cast(JSON, row.options or {}),
             created_at=row.created_at,
@@ -158,7 +157,7 @@ class DigestJob(relay.Node):
     @strawberry.field(description="The digest this job produced, once it has.")
     async def digest(
         self, info: Info[Context, None]
-    ) -> Annotated["Digest", strawberry.lazy("schema.types.digest")] | None:
+    ) -> Annotated[Digest, strawberry.lazy("schema.types.digest")] | None:
         from schema.types.digest import Digest
 
         if self.row.digest_id is None:

@@ -15,14 +15,13 @@ import strawberry
 from strawberry import relay
 from strawberry.types import Info
 
-from schema.types.channel import Channel, Message
 from schema.context import Context
+from schema.errors import PAGE_SIZE, client_error
+from schema.types.channel import Channel, Message
 from schema.types.conversation import Conversation
 from schema.types.digest import Digest, KnowledgeItem
-from schema.types.item import TrackedItem
 from schema.types.document import Document, DocumentDigest
 from schema.types.entity import Entity, TopicProfile
-from schema.errors import PAGE_SIZE, client_error
 from schema.types.ids import (
     CHANNEL,
     CONVERSATION,
@@ -34,11 +33,12 @@ from schema.types.ids import (
     KNOWLEDGE_ITEM,
     MESSAGE,
     REPORT,
+    SCHEDULE,
     TOPIC_PROFILE,
     TRACKED_ITEM,
-    SCHEDULE,
     decode_global_id,
 )
+from schema.types.item import TrackedItem
 from schema.types.job import DigestJob
 from schema.types.report import Report
 from schema.types.schedule import Schedule

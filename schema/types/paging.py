@@ -3,21 +3,20 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Annotated, Any, TypeAlias
 
 import asyncpg
 import strawberry
+from strawberry.relay.types import NodeType
 from strawberry.types import Info
 
 from db import pages
 from db.pages import InvalidCursor, InvalidPageSize, InvalidSearch, ListRow, ListSpec
-from strawberry.relay.types import NodeType
-
-from schema.types.connections import Connection, CountOf
 from schema.context import Context
 from schema.errors import BAD_CURSOR, PAGE_SIZE, client_error
+from schema.types.connections import Connection, CountOf
 
 PAGE_SIZE_HELP = (
     f"Page size from the start of the range, 1 to {pages.MAX_PAGE_SIZE} (the default when "
@@ -56,7 +55,7 @@ async def page_of(
             return await pages.fetch_page(
                 connection, spec, filters, first=first, after=args.after, last=args.last,
                 before=args.before,
-            )  # fmt: skip
+            )
     except InvalidCursor as error:
         raise client_error(f"invalid cursor: {error}", BAD_CURSOR) from None
     except InvalidPageSize as error:

@@ -15,6 +15,7 @@ import strawberry
 from strawberry.types import Info
 
 from db import models
+from runner.core.markdown_text import escape_inline
 from runner.grounding.footnotes import (
     FootnotedSentence,
     Section,
@@ -24,7 +25,6 @@ from runner.grounding.footnotes import (
     footnoted_markdown,
     stored_sentences,
 )
-from runner.core.markdown_text import escape_inline
 from schema.context import Context
 
 
@@ -110,7 +110,7 @@ class CitationAudit:
                 field=name, proposed=int(v["proposed"]), kept=int(v["kept"]),
                 cited=int(v["cited"]) if "cited" in v
                 else int(v["kept"]) if name in VALIDATED_PROSE else None,
-            )  # fmt: skip
+            )
             for name, v in sorted(audit.get("fields", {}).items())
         ]
         prose = [f for f in fields if f.field in PROSE_FIELDS]
@@ -169,7 +169,7 @@ def cited_sentences(
                 revision=int(spans[source.message_id]["revision"]),
                 footnote=numbers[source.message_id],
                 message_row=int(spans[source.message_id]["message_id"]),
-            )  # fmt: skip
+            )
             for source in sentence.sources
         ]
         result.append(CitedSentence(text=sentence.sentence, citations=citations))

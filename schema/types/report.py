@@ -13,9 +13,9 @@ from strawberry.scalars import JSON
 from strawberry.types import Info
 
 from db import models
+from runner.reports.sources import source_number
 from schema.context import Context
 from schema.types.ids import DIGEST_JOB, DOCUMENT, MESSAGE, optional_global_id
-from runner.reports.sources import source_number
 
 
 @strawberry.type(description="A source a report cites: a message revision or a document span.")
@@ -68,7 +68,7 @@ class ReportSource:
             document_title=entry.get("title") if document else None,
             locator=entry.get("locator"),
             message_row=int(entry["message_id"]) if message else None,
-        )  # fmt: skip
+        )
 
 
 @strawberry.type
@@ -110,11 +110,11 @@ class ReportAudit:
             dropped=int(audit.get("dropped", 0)), re_asked=int(audit.get("re_asked", 0)),
             coverage=audit.get("coverage"), sources=int(audit.get("sources", 0)),
             reasons=cast(JSON, audit.get("reasons", {})),
-        )  # fmt: skip
+        )
 
 
 @strawberry.type(description="One step of fitting the evidence to the writer model's budget "
-                 "(a fidelity record).")  # fmt: skip
+                 "(a fidelity record).")
 class ReportFidelityRecord:
     phase: str = strawberry.field(description='"synthesis": the evidence given to the writer.')
     step: str = strawberry.field(
@@ -132,12 +132,12 @@ class ReportFidelityRecord:
             phase=str(record.get("phase", "")), step=str(record.get("step", "")),
             original_tokens=int(record.get("original_tokens", 0)),
             final_tokens=int(record.get("final_tokens", 0)), reason=str(record.get("reason", "")),
-        )  # fmt: skip
+        )
 
 
 @strawberry.type(description="A degradation of the report (warning codes such as "
                  "CONTENT_TRUNCATED, CONTENT_DROPPED, TOKEN_BUDGET_FLOORED; llm_writer_failed, "
-                 "re_ask_failed).")  # fmt: skip
+                 "re_ask_failed).")
 class ReportWarning:
     code: str
     message: str
@@ -153,11 +153,11 @@ class ReportWarning:
             code=str(warning.get("code", "")), message=str(warning.get("message", "")),
             phase=None if phase is None else str(phase),
             item_ids=[str(i) for i in warning.get("item_ids", [])],
-        )  # fmt: skip
+        )
 
 
 @strawberry.type(description="An answer to a question across channels and documents, every "
-                 "sentence citing S1..Sn sources.")  # fmt: skip
+                 "sentence citing S1..Sn sources.")
 class Report(relay.Node):
     id: relay.NodeID[int]
     question: str
@@ -203,7 +203,7 @@ class Report(relay.Node):
                 ],
             )
             for section in row.sections
-        ]  # fmt: skip
+        ]
         return cls(
             id=row.id, question=row.question, title=row.title, markdown=row.markdown,
             request=cast(JSON, row.request), sections=sections, sources=list(sources.values()),
@@ -212,4 +212,4 @@ class Report(relay.Node):
             warnings=[ReportWarning.from_json(w) for w in row.fidelity.get("warnings", [])],
             dropped_content_ids=[str(i) for i in row.fidelity.get("dropped_content_ids", [])],
             job_id=optional_global_id(DIGEST_JOB, row.job_id), created_at=row.created_at,
-        )  # fmt: skip
+        )

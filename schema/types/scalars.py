@@ -8,7 +8,7 @@ are UTC, as everywhere in digestd), so an out-of-range one is a clear client err
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import dateutil.parser
 from strawberry.exceptions import StrawberryInputCoercionError
@@ -37,9 +37,9 @@ def parse_datetime(value: object) -> datetime:
             f"DateTime {value!r} is not an ISO 8601 date-time (e.g. 2024-05-01T12:00:00Z)"
         ) from None
     if parsed.tzinfo is None:
-        return parsed.replace(tzinfo=timezone.utc)
+        return parsed.replace(tzinfo=UTC)
     try:
-        return parsed.astimezone(timezone.utc)
+        return parsed.astimezone(UTC)
     except (OverflowError, ValueError):
         raise _refused(
             f"DateTime {value!r} is out of range: in UTC it must fall within years 1 to 9999"

@@ -9,8 +9,8 @@ from strawberry import relay
 from strawberry.types import Info
 
 from db import models
-from schema.types.channel import Channel
 from schema.context import Context
+from schema.types.channel import Channel
 from schema.types.ids import CHANNEL, DIGEST_JOB, global_id, optional_global_id
 from schema.types.job import DigestJob
 
@@ -18,7 +18,7 @@ from schema.types.job import DigestJob
 @strawberry.type(description="A channel digested at each slot of a cron expression in a time "
                  "zone. At each slot a worker queues an ordinary digest of the channel (or joins "
                  "the one already queued or running); slots missed while no worker ran are "
-                 "caught up once.")  # fmt: skip
+                 "caught up once.")
 class Schedule(relay.Node):
     id: relay.NodeID[int]
     channel_id: strawberry.ID
@@ -49,7 +49,7 @@ class Schedule(relay.Node):
             next_run_at=None if row.paused else row.next_run_at, last_run_at=row.last_run_at,
             last_job_id=optional_global_id(DIGEST_JOB, row.last_job_id),
             created_at=row.created_at, row=row,
-        )  # fmt: skip
+        )
 
     @strawberry.field
     async def channel(self, info: Info[Context, None]) -> Channel | None:

@@ -7,9 +7,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tests.support.paths import REPO_ROOT
-
 import pytest
+
+from tests.support.paths import REPO_ROOT
 
 REPO = REPO_ROOT
 # The prose a reader opens: the READMEs and every Markdown page under docs/ (the gold set's JSON

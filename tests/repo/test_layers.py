@@ -115,7 +115,7 @@ def test_upper_layers_run_no_named_query_themselves() -> None:
 IMPURE = (
     "asyncpg", "httpx", "httpx2", "openai", "socket", "urllib.request", "requests", "aiohttp",
     "db", "server", "schema",
-)  # fmt: skip
+)
 # Within runner/, a module's name says whether it touches the database or the network: the I/O
 # shells of the feature folders are named store.py or job.py. The few other modules that do I/O
 # are listed here with why; every other module is pure (plain data in, plain data out).
@@ -152,7 +152,7 @@ PURE_CORE = sorted(path for path in (REPO_ROOT / "runner").rglob("*.py") if not 
 def test_pure_core_is_found() -> None:
     names = {str(path.relative_to(REPO_ROOT)) for path in PURE_CORE}
     assert {"runner/grounding/normalize.py", "runner/importers/slack.py", "runner/documents/canonical.py",
-            "runner/extract/offline/digest.py", "runner/conversations/disentangle/model.py"} <= names  # fmt: skip
+            "runner/extract/offline/digest.py", "runner/conversations/disentangle/model.py"} <= names
     assert len(PURE_CORE) > 80
 
 
@@ -185,7 +185,7 @@ def test_evaluation_never_imports_the_server(path: Path) -> None:
 JOB_RUNNERS = (
     "runner.worker", "runner.jobs", "runner.digests.job", "runner.reports.job",
     "runner.documents.job",
-)  # fmt: skip
+)
 # The process's composition root: it builds the workers and job runners from settings for
 # `digestd worker`, the app's in-process workers and the tests. Nothing else in the API may.
 STARTS_WORKERS = {"server/runtime.py"}

@@ -30,7 +30,7 @@ query($id: ID!) {
 
 
 async def gql(client: httpx.AsyncClient, query: str, variables: dict[str, Any] | None = None,
-              token: str | None = None) -> dict[str, Any]:  # fmt: skip
+              token: str | None = None) -> dict[str, Any]:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     response = await client.post("/graphql", json={"query": query, "variables": variables or {}}, headers=headers)
     assert response.status_code == 200, response.text

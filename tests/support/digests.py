@@ -8,10 +8,10 @@ import asyncpg
 
 from db import jobs
 from db.models import DigestJob
+from runner.core.chunks import Chunk
 from runner.core.contract import ChunkSummary
 from runner.core.extractor import ChunkFailed, KnownItem
 from runner.extract.offline import OfflineExtractor
-from runner.core.chunks import Chunk
 from runner.worker import Worker, WorkerConfig
 
 TEXTS = [
@@ -40,13 +40,13 @@ def make_worker(pool: asyncpg.Pool, database_url: str, extractor: Any = None, **
     return Worker(
         pool, database_url, WorkerConfig(**settings),
         extractor_factory=lambda: extractor or OfflineExtractor(),
-    )  # fmt: skip
+    )
 
 
 async def digest_once(
     pool: asyncpg.Pool, database_url: str, channel_id: int, options: dict[str, Any] | None = None,
     extractor: Any = None, **config: Any,
-) -> DigestJob:  # fmt: skip
+) -> DigestJob:
     async with pool.acquire() as connection:
         job, _ = await jobs.enqueue_job(
             connection, jobs.JobKind.CHANNEL, channel_id, options or {}, max_attempts=3

@@ -16,7 +16,7 @@ import re
 import socket
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import unescape
@@ -26,14 +26,14 @@ import openai
 import pytest
 
 from runner.core.contract import ChunkSummary
-from runner.extract.llm import LLMExtractor
-from runner.llm.breaker import CircuitBreaker
-from runner.llm.client import build_client
-from runner.llm.config import LLMConfig
-from runner.grounding.normalize import normalize_text
 from runner.core.tokens import count_tokens
 from runner.core.vocabulary import MappedChunk
 from runner.core.window import Window, WindowMessage
+from runner.extract.llm import LLMExtractor
+from runner.grounding.normalize import normalize_text
+from runner.llm.breaker import CircuitBreaker
+from runner.llm.client import build_client
+from runner.llm.config import LLMConfig
 from tests.support.paths import REPO_ROOT
 
 DATA_DIR = REPO_ROOT.parent / "shared" / "data"
@@ -62,7 +62,7 @@ def mapped(summaries: list[ChunkSummary]) -> list[MappedChunk]:
 
 
 def make_window(texts: list[str], channel: str = "general") -> Window:
-    start = datetime(2024, 5, 1, 10, 0, tzinfo=timezone.utc)
+    start = datetime(2024, 5, 1, 10, 0, tzinfo=UTC)
     messages = tuple(
         WindowMessage(
             message_id=str(1000 + i),
@@ -84,7 +84,7 @@ def parse_chat_log(path: Path) -> Window:
     for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
         match = _CHAT_LINE.match(line)
         if match:
-            ts = datetime.strptime(match[1], "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc)
+            ts = datetime.strptime(match[1], "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC)
             messages.append(
                 WindowMessage(str(len(messages) + 1), match[2], ts, normalize_text(match[3]))
             )

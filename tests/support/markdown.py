@@ -15,7 +15,7 @@ MARKUP_TOKENS = frozenset({
     "html_inline", "html_block", "link_open", "image", "code_inline", "code_block", "fence",
     "em_open", "strong_open", "s_open", "blockquote_open", "table_open", "hr",
     "bullet_list_open", "ordered_list_open", "hardbreak",
-})  # fmt: skip
+})
 
 
 def renderer() -> MarkdownIt:

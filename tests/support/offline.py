@@ -10,11 +10,11 @@ import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from runner.core.window import Window, WindowMessage
+from runner.digests.pipeline import PipelineResult, run_pipeline
 from runner.extract.offline import OfflineExtractor
 from runner.extract.offline.threads import Participants
 from runner.grounding.normalize import normalize_text
-from runner.digests.pipeline import PipelineResult, run_pipeline
-from runner.core.window import Window, WindowMessage
 from tests.support.paths import DATA_DIR, SAMPLE
 
 DATA = DATA_DIR

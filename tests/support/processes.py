@@ -38,7 +38,7 @@ def start_cli(args: list[str], environment: dict[str, str], log: Path) -> subpro
         return subprocess.Popen(
             [sys.executable, "-m", "server.cli", *args], cwd=REPO_ROOT, env=environment,
             stdout=subprocess.DEVNULL, stderr=stderr,
-        )  # fmt: skip
+        )
 
 
 async def wait_exit(process: subprocess.Popen[bytes], timeout: float) -> int:
@@ -96,7 +96,7 @@ async def wait_database_back(url: str, timeout: float = 60) -> None:
                 return
             finally:
                 await connection.close()
-        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, asyncio.TimeoutError):
+        except (TimeoutError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError):
             if asyncio.get_running_loop().time() > deadline:
                 raise
             await asyncio.sleep(0.1)
@@ -114,7 +114,7 @@ def digestd(database_url: str, home: Path, *args: str) -> subprocess.CompletedPr
     return subprocess.run(
         [sys.executable, "-m", "server.cli", *args], cwd=REPO_ROOT, capture_output=True, text=True,
         env=environment(database_url, home), timeout=120,
-    )  # fmt: skip
+    )
 
 
 async def wait_embedded(home: Path, process: subprocess.Popen[bytes], log: Path) -> str:

@@ -84,7 +84,7 @@ def bad_answer(body: dict[str, Any]) -> dict[str, Any]:
         ],
         "sections": [{"heading": "Who decides", "sentences": [
             {"sentence": UNRELATED, "source_ids": [schedule]},
-        ]}],  # fmt: skip
+        ]}],
         "open_points": [],
     }
 
@@ -117,7 +117,7 @@ query($id: ID!) {
 
 
 async def _report(pool: asyncpg.Pool, database_url: str, question: str,
-                  sources: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
+                  sources: dict[str, Any]) -> dict[str, Any]:
     job = (await gql(pool, TRIGGER, q=question, sources=sources))["triggerReport"]
     assert job["__typename"] == "DigestJob" and job["kind"] == "report", job
     assert await make_worker(pool, database_url).run_once()
@@ -132,9 +132,9 @@ async def ops_and_runbook(pool: asyncpg.Pool) -> tuple[int, int]:
     ops = await add_channel(pool, "ops", messages([
         ("bob", "The database migration runs on Friday evening after the freeze."),
         ("cid", "Rollbacks of the database migration need approval from the on-call lead."),
-    ]))  # fmt: skip
+    ]))
     async with pool.acquire() as connection:
         document, _ = await store_document(connection, ingest_text(
             "Every database migration has a rollback plan, approved by the on-call lead.",
-            title="Runbook").as_record())  # fmt: skip
+            title="Runbook").as_record())
     return ops, document.id

@@ -15,7 +15,7 @@ async def gql(pool: asyncpg.Pool, query: str, **variables: Any) -> dict[str, Any
     result = await build_schema().execute(
         query, variable_values=variables,
         context_value=Context(pool=pool, role=Role.WRITER, config=ApiConfig()),
-    )  # fmt: skip
+    )
     assert result.errors is None, result.errors
     assert result.data is not None
     return result.data

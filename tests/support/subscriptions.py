@@ -35,12 +35,12 @@ def ws_url(base_url: str) -> str:
 
 @asynccontextmanager
 async def socket(base_url: str, *, init: dict[str, Any] | None = None, headers: dict[str, str] | None = None,
-                 origin: str | None = None, source: str | None = None) -> AsyncIterator[ClientConnection]:  # fmt: skip
+                 origin: str | None = None, source: str | None = None) -> AsyncIterator[ClientConnection]:
     """A graphql-transport-ws connection, acknowledged (init None: no connection_init sent),
     from the loopback address `source` if given (127.0.0.2: another client to the server)."""
     extra: dict[str, Any] = {"local_addr": (source, 0)} if source else {}
     async with connect(ws_url(base_url), subprotocols=[PROTOCOL], additional_headers=headers or {},  # type: ignore[list-item]
-                       origin=origin, open_timeout=10, **extra) as ws:  # type: ignore[arg-type]  # fmt: skip
+                       origin=origin, open_timeout=10, **extra) as ws:  # type: ignore[arg-type]
         assert ws.subprotocol == PROTOCOL
         if init is not None:
             await ws.send(json.dumps({"type": "connection_init", "payload": init}))
@@ -79,7 +79,7 @@ async def queued_job(pool: asyncpg.Pool, client: httpx.AsyncClient, name: str = 
     channel_id = await add_channel(pool, name, messages([("ann", "we decided to ship on friday"), ("bob", "ok, I will write the notes")]))
     trigger = 'mutation($id: ID!) { triggerDigest(channelId: $id) { ... on DigestJob { id status } } }'
     response = await client.post("/graphql", json={"query": trigger, "variables": {"id": str(channel_id)}},
-                                 headers={"Authorization": "Bearer write-secret-1"})  # fmt: skip
+                                 headers={"Authorization": "Bearer write-secret-1"})
     job = response.json()["data"]["triggerDigest"]
     assert job["status"] == "QUEUED"
     return str(job["id"])

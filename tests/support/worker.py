@@ -24,7 +24,7 @@ def sample_messages() -> list[Msg]:
     rows = [json.loads(line) for line in SAMPLE.read_text(encoding="utf-8").splitlines() if line]
     return [
         Msg(row["id"], row["author"], datetime.fromisoformat(row["ts"]), row["text"],
-            row.get("reply_to"))  # fmt: skip
+            row.get("reply_to"))
         for row in rows
     ]
 

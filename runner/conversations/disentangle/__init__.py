@@ -12,4 +12,4 @@ from runner.conversations.disentangle.api import (
 from runner.conversations.disentangle.message import Message
 
 __all__ = ["ChannelRecord", "Disentanglement", "Message", "disentangle", "explicit_parents",
-           "link", "link_records"]  # fmt: skip
+           "link", "link_records"]

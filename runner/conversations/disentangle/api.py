@@ -12,7 +12,7 @@ from runner.conversations.disentangle.message import Message
 from runner.conversations.disentangle.model import LinkModel, link
 
 __all__ = ["ChannelRecord", "Disentanglement", "disentangle", "explicit_parents", "link",
-           "link_records"]  # fmt: skip
+           "link_records"]
 
 
 @dataclass(frozen=True)

@@ -13,13 +13,13 @@ work per message is bounded by the candidate window, whatever the channel's leng
 from __future__ import annotations
 
 import math
-from bisect import bisect_left
 import re
+from bisect import bisect_left
 from collections import Counter
 from dataclasses import dataclass
 
-from runner.grounding.claim_support import STOPWORDS
 from runner.conversations.disentangle.message import Message
+from runner.grounding.claim_support import STOPWORDS
 
 WINDOW = 100  # earliest candidate: 99% of the training links reach back at most this far
 NEAR = 30  # every candidate this close is scored; farther ones only when a name ties them
@@ -107,14 +107,14 @@ class ChannelState:
         addressed = self._resolve_address(text, key)
         known = self.last_by_author
         names = {token for token in map(_strip_sigil, _NAME_TOKEN.findall(folded))
-                 if token in known}  # fmt: skip
+                 if token in known}
         names.discard(key)
         if addressed:
             names.add(addressed)
         tokens = _WORD.findall(folded)
         words = frozenset(t for t in tokens if t not in STOPWORDS and t not in known and len(t) > 1)
         seen = Seen(key, message.ts, addressed, frozenset(names), words, "?" in text, False,
-                    len(tokens), _THANKS.search(folded) is not None)  # fmt: skip
+                    len(tokens), _THANKS.search(folded) is not None)
         self.seen.append(seen)
         self.conversation_word_feature.clear()
         return seen
@@ -312,7 +312,7 @@ def pair_features(state: ChannelState, index: int, candidate: int) -> list[int]:
     distance = index - candidate
     near = 1 if distance == 1 else 2 if distance <= 3 else 3 if distance <= 10 else 4
     features = [DIST[bisect_left(_DIST_BINS, distance)],
-                GAP[bisect_left(_GAP_BINS, message.ts - other.ts)]]  # fmt: skip
+                GAP[bisect_left(_GAP_BINS, message.ts - other.ts)]]
     relations = []
     is_latest = state.last_by_author.get(other_key) == candidate
     if is_latest:
@@ -411,6 +411,6 @@ def candidates(state: ChannelState, index: int) -> list[int]:
         if index - candidate <= NEAR or (
             other.key == message.key or other.key in message.mentions
             or message.key in other.mentions
-        ):  # fmt: skip
+        ):
             found.append(candidate)
     return found

@@ -87,7 +87,7 @@ class LinkModel:
             self.table = np.array(
                 [[*map(float, hidden.inputs.get(name, zero)), self.weights[i]]
                  for i, name in enumerate(NAMES)], dtype=np.float64,
-            )  # fmt: skip
+            )
             self.biases = np.array(hidden.biases, dtype=np.float64)
             self.outputs = np.array(hidden.outputs, dtype=np.float64)
             self.choose = self._choose_hidden  # type: ignore[method-assign]

@@ -33,10 +33,10 @@ from runner.core.extractor import (
     MappedChunk,
     PipelineWarning,
 )
-from runner.extract.offline.chunk import summarize_chunk
-from runner.extract.offline.digest import build_digest
 from runner.core.offload import default_processes, run_cpu
 from runner.core.window import Window, WindowMessage
+from runner.extract.offline.chunk import summarize_chunk
+from runner.extract.offline.digest import build_digest
 
 # Bump whenever a rule changes what is extracted: it is part of the chunk cache key.
 OFFLINE_VERSION = "3"
@@ -73,7 +73,7 @@ class OfflineExtractor:
     async def extract_chunk(self, chunk: Chunk, known_items: list[KnownItem]) -> ChunkSummary:
         try:
             return await run_cpu(summarize_chunk, chunk)
-        except Exception as error:  # noqa: BLE001 - a rule bug on odd input costs one chunk
+        except Exception as error:
             # The job goes on and ends PARTIAL; the reason names the error, never the content.
             raise ChunkFailed(f"offline rules failed: {type(error).__name__}") from error
 

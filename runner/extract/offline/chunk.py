@@ -26,6 +26,7 @@ from runner.core.contract import (
     SignalLevel,
     SignalQuality,
 )
+from runner.core.window import WindowMessage
 from runner.extract.offline import patterns
 from runner.extract.offline.artifacts import Snippet, find_snippets, snippet_title
 from runner.extract.offline.knowledge import (
@@ -48,12 +49,11 @@ from runner.extract.offline.threads import (
     Participants,
     find_answer,
     is_agreement,
-    is_social,
     is_bare_assent,
+    is_social,
     is_strong_agreement,
 )
 from runner.extract.offline.topics import topics_for
-from runner.core.window import WindowMessage
 
 _PROPOSAL_HORIZON = 6
 # Hosts whose links are reactions, not references.

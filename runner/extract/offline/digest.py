@@ -12,14 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from runner.core.merge import (
-    MergeRules,
-    merge_action_items,
-    merge_artifacts,
-    merge_decisions,
-    merge_knowledge,
-    merge_links,
-)
 from runner.core.contract import (
     ActionItem,
     Artifact,
@@ -34,9 +26,18 @@ from runner.core.contract import (
     SignalQuality,
     Topic,
 )
+from runner.core.merge import (
+    MergeRules,
+    merge_action_items,
+    merge_artifacts,
+    merge_decisions,
+    merge_knowledge,
+    merge_links,
+)
+from runner.core.vocabulary import MappedChunk
+from runner.core.window import Window, WindowMessage
 from runner.extract.offline.chunk import add_links
 from runner.extract.offline.knowledge import answer_item
-from runner.grounding.claim_support import token_set
 from runner.extract.offline.merge import (
     even_sample,
     link_knowledge,
@@ -44,13 +45,12 @@ from runner.extract.offline.merge import (
     signal_quality,
 )
 from runner.extract.offline.overview import central_messages
-from runner.extract.offline.prose import ProseWriter, window_keywords
 from runner.extract.offline.patterns import ACTION_MARKER, DECISION_MARKER
+from runner.extract.offline.prose import ProseWriter, window_keywords
 from runner.extract.offline.text import content_words, squash, truncate_words, view_message
 from runner.extract.offline.threads import Participants, find_answer
 from runner.extract.offline.topics import conversation_topics, topics_for
-from runner.core.vocabulary import MappedChunk
-from runner.core.window import Window, WindowMessage
+from runner.grounding.claim_support import token_set
 
 Item = TypeVar("Item", Decision, ActionItem, OpenQuestion, Link, Artifact, KnowledgeItem)
 
@@ -290,7 +290,7 @@ def _exchanges(merger: _Merger, topics: Sequence[Topic]) -> list[tuple[WindowMes
         answer = find_answer(
             merger.messages, merger.order[opening.message_id], merger.participants,
             opening.normalized_text,
-        )  # fmt: skip
+        )
         exchanges.append((opening, answer.message if answer else None))
     return exchanges
 
@@ -344,7 +344,7 @@ def build_digest(
         overview = writer.overview(
             named, central, merger.order, decisions, questions,
             _exchanges(merger, topics) if threaded else (),
-        )  # fmt: skip
+        )
     covered, parsed = merger.coverage_ids()
     notes: list[str] = []
     if not parsed:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from runner.core.contract import ArtifactKind, ContentPointer, KnowledgeItem, KnowledgeKind
+from runner.core.window import WindowMessage
 from runner.extract.offline import patterns
 from runner.extract.offline.artifacts import Snippet, find_snippets, snippet_title
 from runner.extract.offline.text import (
@@ -23,7 +24,6 @@ from runner.extract.offline.text import (
 )
 from runner.extract.offline.threads import Answer, Participants, strip_address
 from runner.extract.offline.versions import context_version
-from runner.core.window import WindowMessage
 
 _KIND_OF_SNIPPET = {
     ArtifactKind.CODE: KnowledgeKind.CODE,

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from runner.grounding.claim_support import DEFAULT_MIN_OVERLAP as PROPOSE_SHARE
-from runner.grounding.claim_support import content_tokens, share_in, support_share
 from runner.core.contract import (
     ActionItem,
     CitedSentence,
@@ -23,10 +21,12 @@ from runner.core.contract import (
     OpenQuestion,
     Topic,
 )
+from runner.core.window import WindowMessage
 from runner.extract.offline.overview import Central, excerpt
 from runner.extract.offline.text import squash, truncate_words
 from runner.extract.offline.threads import Participants, strip_address
-from runner.core.window import WindowMessage
+from runner.grounding.claim_support import DEFAULT_MIN_OVERLAP as PROPOSE_SHARE
+from runner.grounding.claim_support import content_tokens, share_in, support_share
 
 _MAX_IDS = 8
 _SENTENCE_CHARS = 300
@@ -80,15 +80,15 @@ class ProseWriter:
         """One conversation in a sentence or two: what its opener asked (or said), quoted, and
         the first answer in it, quoted; each cites its own message."""
         asked = truncate_words(strip_address(squash(opening.normalized_text), self.participants),
-                               _EXCHANGE_CHARS)  # fmt: skip
+                               _EXCHANGE_CHARS)
         verb = "asked" if "?" in asked else "wrote"
         sentences = [self.cite([f"{opening.author} {verb}: {asked}", asked],
-                               [opening.message_id])]  # fmt: skip
+                               [opening.message_id])]
         if answer is not None:
             reply = truncate_words(strip_address(squash(answer.normalized_text),
-                                                 self.participants), _EXCHANGE_CHARS)  # fmt: skip
+                                                 self.participants), _EXCHANGE_CHARS)
             sentences.append(self.cite([f"{answer.author} answered: {reply}", reply],
-                                       [answer.message_id]))  # fmt: skip
+                                       [answer.message_id]))
         return [sentence for sentence in sentences if sentence is not None]
 
     def overview(

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
 from runner.core.chunks import ChunkPart
-from runner.grounding.claim_support import content_tokens
 from runner.core.window import WindowMessage
+from runner.grounding.claim_support import content_tokens
 
 # A fence's info string is a language tag only when it is one short word on the fence line;
 # exports often glue the code to the fence (```./komodo-cli ...), which is content, not a tag.

@@ -26,9 +26,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from runner.grounding.addressing import LEADING_ADDRESS
-from runner.extract.offline.text import content_words, squash, without_urls
 from runner.core.window import WindowMessage
+from runner.extract.offline.text import content_words, squash, without_urls
+from runner.grounding.addressing import LEADING_ADDRESS
 
 ADDRESS_HORIZON = 40
 ADJACENT_HORIZON = 5

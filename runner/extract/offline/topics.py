@@ -16,14 +16,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from runner.core.contract import Topic
 from runner.conversations.threads import ThreadedMessage, conversation_title
+from runner.core.contract import Topic
+from runner.core.window import WindowMessage
 from runner.extract.offline.artifacts import command_like
 from runner.extract.offline.text import PartView, content_words, truncate_words, without_urls
 from runner.extract.offline.threads import is_social
 from runner.grounding.claim_support import DEFAULT_MIN_OVERLAP as MIN_TOPIC_SUPPORT
 from runner.grounding.claim_support import STOPWORDS, support_share
-from runner.core.window import WindowMessage
 from runner.grounding.words import TECH_WORD, word_matches
 
 _CHAT_STOPWORDS = frozenset(
@@ -295,13 +295,13 @@ def conversation_topics(messages: Sequence[WindowMessage], limit: int) -> list[T
         if len(members) < MIN_CONVERSATION_MESSAGES or len({m.author for m in members}) < 2:
             continue
         substantive = [m for m in members if len(content_words(m.normalized_text)) >= 3
-                       and not is_social(m.normalized_text)]  # fmt: skip
+                       and not is_social(m.normalized_text)]
         if len(substantive) < MIN_SUBSTANTIVE_MESSAGES:
             continue
         ordered = sorted(members, key=lambda m: m.ts)
         title = conversation_title([
             ThreadedMessage(m.message_id, m.author, m.ts, m.normalized_text) for m in ordered
-        ])  # fmt: skip
+        ])
         if title is None:
             continue
         cited = [title.message_id] + [
@@ -313,5 +313,5 @@ def conversation_topics(messages: Sequence[WindowMessage], limit: int) -> list[T
         topics.append((-len(members), position, Topic(
             title=truncate_words(title.text, 120), summary=summary,
             message_ids=cited[:MAX_TOPIC_MESSAGES],
-        )))  # fmt: skip
+        )))
     return [topic for _, _, topic in sorted(topics, key=lambda t: t[:2])[:limit]]

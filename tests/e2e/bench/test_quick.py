@@ -34,7 +34,7 @@ def run_bench(
     completed = subprocess.run(
         [sys.executable, str(REPO_ROOT / "bench" / script), "--quick", *args, *extra],
         cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=timeout,
-    )  # fmt: skip
+    )
     assert completed.returncode == 0, completed.stderr[-3000:]
     lines = [line for line in completed.stdout.splitlines() if line.strip()]
     assert lines, "the benchmark printed nothing"
@@ -73,7 +73,7 @@ def test_pipeline_bench_quick() -> None:
     summary = rows[-1]
     assert summary["kind"] == "summary"
     assert {"overhead_share", "prompt_per_content", "target_overhead_met",
-            "target_prompt_per_content_met"} <= summary.keys()  # fmt: skip
+            "target_prompt_per_content_met"} <= summary.keys()
 
 
 def test_keyset_bench_quick() -> None:
@@ -88,7 +88,7 @@ def test_keyset_bench_quick() -> None:
     summary = rows[-1]
     assert summary["kind"] == "summary"
     assert {"sql_keyset_deep_over_first", "graphql_keyset_deep_over_first",
-            "sql_offset_deep_over_first", "target_met"} <= summary.keys()  # fmt: skip
+            "sql_offset_deep_over_first", "target_met"} <= summary.keys()
 
 
 def test_disentangle_bench_quick() -> None:
@@ -103,7 +103,7 @@ def test_disentangle_bench_quick() -> None:
     summary = rows[-1]
     assert summary["kind"] == "summary"
     assert {"model_msgs_per_cpu_s", "lowe_msgs_per_cpu_s", "scoring_share",
-            "target_rate_met"} <= summary.keys()  # fmt: skip
+            "target_rate_met"} <= summary.keys()
 
 
 def test_all_runs_the_chosen_benchmarks_and_passes_their_lines_through() -> None:
@@ -116,7 +116,7 @@ def test_all_refuses_an_unknown_benchmark_by_name() -> None:
     completed = subprocess.run(
         [sys.executable, str(REPO_ROOT / "bench" / "all.py"), "--only", "keyset,nope"],
         cwd=REPO_ROOT, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+    )
     assert completed.returncode == 2 and "unknown benchmark(s): nope" in completed.stderr
 
 
@@ -132,7 +132,7 @@ def test_coverage_bench_quick() -> None:
     summary = rows[-1]
     assert summary["kind"] == "summary"
     assert {"watermark_seconds", "coverage_seconds", "overhead", "database_overhead",
-            "target_met"} <= summary.keys()  # fmt: skip
+            "target_met"} <= summary.keys()
 
 
 def test_scale_bench_quick() -> None:

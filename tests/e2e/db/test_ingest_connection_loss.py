@@ -69,7 +69,7 @@ async def empty_server(crash_server: str) -> str:
 def large_message(number: int) -> dict[str, Any]:
     body = f"message {number} " + "lorem ipsum dolor sit amet " * (MESSAGE_CHARS // 27)
     return {"id": str(number), "author": "ann", "text": body[:MESSAGE_CHARS],
-            "ts": 1_600_000_000 + number}  # fmt: skip
+            "ts": 1_600_000_000 + number}
 
 
 async def kill_the_copy(
@@ -226,7 +226,7 @@ async def test_ingest_messages_whose_copy_loses_its_backend_answers_unavailable(
         again = await client.post("/graphql", json=body)
         result = again.json()["data"]["ingestMessages"]
         assert result == {"__typename": "IngestResult", "accepted": API_MESSAGES,
-                          "inserted": API_MESSAGES}, again.text  # fmt: skip
+                          "inserted": API_MESSAGES}, again.text
     assert await stored(empty_server) == (API_MESSAGES, API_MESSAGES)
 
 

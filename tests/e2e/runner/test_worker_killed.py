@@ -48,7 +48,7 @@ async def test_killed_worker_process_job_is_finished_by_another_from_the_chunk_c
         process = subprocess.Popen(
             [sys.executable, "-m", "server.cli", "worker"], cwd=REPO_ROOT, env=environment,
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        )  # fmt: skip
+        )
         try:
 
             async def two_chunks_cached() -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import subprocess
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -69,7 +70,7 @@ async def trigger(pool: asyncpg.Pool, channel_id: int, max_attempts: int = 3) ->
 async def test_worker_loop_survives_killed_backends_idle_and_mid_job(
     crash_server: str, crash_pool: asyncpg.Pool, settings: Settings,
     caplog: pytest.LogCaptureFixture,
-) -> None:  # fmt: skip
+) -> None:
     caplog.set_level(logging.WARNING)
     channel_id = await add_channel(crash_pool, "team-platform", sample_messages())
     other_channel_id = await add_channel(crash_pool, "team-platform-2", sample_messages())
@@ -126,7 +127,7 @@ async def test_worker_process_survives_a_killed_backend_and_stops_cleanly_on_sig
         DATABASE_URL=crash_server, DIGESTD_HOME=str(tmp_path / "home"),
         DIGEST_EXTRACTOR="offline", DIGESTD_LEASE_SECONDS="2", DIGESTD_HEARTBEAT_SECONDS="0.3",
         DIGESTD_POLL_SECONDS="0.2", DIGESTD_RETRY_BASE_SECONDS="0.1",
-    )  # fmt: skip
+    )
     log = tmp_path / "worker.log"
     process = start_cli(["worker"], environment, log)
     try:
@@ -170,18 +171,20 @@ async def test_a_lost_lease_counts_as_an_attempt_and_ends_failed_at_the_maximum(
             DIGEST_EXTRACTOR="llm", DIGEST_LLM_BASE_URL=base_url, DIGEST_LLM_API_KEY=API_KEY,
             DIGEST_LLM_CONCURRENCY="1", DIGESTD_CHUNK_TOKENS="400", DIGESTD_LEASE_SECONDS="2",
             DIGESTD_HEARTBEAT_SECONDS="0.3", DIGESTD_POLL_SECONDS="0.2",
-        )  # fmt: skip
+        )
         for attempt in (1, 2):
             process = start_cli(["worker"], environment, tmp_path / f"worker{attempt}.log")
             try:
 
-                async def running_this_attempt() -> bool:
+                async def running_this_attempt(
+                    process: subprocess.Popen[bytes] = process, attempt: int = attempt
+                ) -> bool:
                     assert process.poll() is None, (tmp_path / f"worker{attempt}.log").read_text()
                     job = await job_row(crash_pool, job_id)
                     return bool(
                         job.status == "running" and job.attempts == attempt
                         and job.chunks_done >= 1
-                    )  # fmt: skip
+                    )
 
                 await wait_for(running_this_attempt, 90, f"attempt {attempt} to map a chunk")
             finally:

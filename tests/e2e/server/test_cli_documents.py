@@ -22,7 +22,7 @@ async def digestd(database_url: str, home: Path, *args: str) -> tuple[int, str, 
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "server.cli", *args, cwd=REPO_ROOT, env=env,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
+    )
     out, err = await asyncio.wait_for(process.communicate(), timeout=120)
     assert process.returncode is not None
     return process.returncode, out.decode(), err.decode()

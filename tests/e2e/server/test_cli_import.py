@@ -27,7 +27,7 @@ def digestd(database_url: str, home: Path, *args: str) -> subprocess.CompletedPr
     return subprocess.run(
         [sys.executable, "-m", "server.cli", "import", *args], cwd=REPO_ROOT, capture_output=True,
         text=True, env=environment(database_url, home), timeout=TIMEOUT,
-    )  # fmt: skip
+    )
 
 
 def one_error_line(result: subprocess.CompletedProcess[str]) -> str:
@@ -76,7 +76,7 @@ async def test_a_fifo_day_file_and_an_escaping_channel_are_skipped_and_the_rest_
     _slack_export(root, [
         {"id": "C1", "name": "general"}, {"id": "C2", "name": "../outside"},
         {"id": "C3", "name": "random"},
-    ])  # fmt: skip
+    ])
     (root / "general" / "2020-09-14.json").write_text(_day(f"general {marker}", "1600090000.000100"))
     os.mkfifo(root / "general" / "2020-09-15.json")
     (root / "random").mkdir()
@@ -192,14 +192,14 @@ async def test_a_database_that_goes_away_mid_import_gives_one_line_and_exit_1(
         for number in range(150_000):
             out.write(
                 json.dumps({"id": f"{tag}-{number}", "author": "ann", "text": f"message {number}",
-                            "ts": 1_600_000_000 + number})  # fmt: skip
+                            "ts": 1_600_000_000 + number})
                 + "\n"
             )
     process = subprocess.Popen(
         [sys.executable, "-m", "server.cli", "import", str(path), "--channel", f"dies-{tag}"],
         cwd=REPO_ROOT, env=environment(database_url, tmp_path), text=True,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )  # fmt: skip
+    )
     killed = 0
     admin = await asyncpg.connect(database_url)
     try:

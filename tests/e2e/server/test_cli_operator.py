@@ -21,7 +21,7 @@ def run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "server.cli", *args], cwd=REPO_ROOT, capture_output=True, text=True,
         env=env, timeout=60,
-    )  # fmt: skip
+    )
 
 
 def one_line_error(result: subprocess.CompletedProcess[str]) -> str:
@@ -92,7 +92,7 @@ def test_a_worker_serves_its_metrics_and_stops_cleanly(database_url: str, tmp_pa
     process = subprocess.Popen(
         [sys.executable, "-m", "server.cli", "worker", "--metrics-port", str(port)], cwd=REPO_ROOT,
         env=environment(database_url, tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    )
     try:
         body = ""
         deadline = time.monotonic() + 60

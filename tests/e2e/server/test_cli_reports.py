@@ -37,7 +37,7 @@ def test_report_wait_prints_footnoted_markdown_and_a_rerun_is_served_from_the_ca
     document_id = json.loads(added.stdout)["document"]["id"]
 
     first = digestd(database_url, tmp_path, "report", QUESTION, "--channel", channel,
-                    "--doc", document_id, "--wait")  # fmt: skip
+                    "--doc", document_id, "--wait")
     assert first.returncode == 0, first.stderr
     markdown = first.stdout
     assert markdown.startswith("# Why did the nightly ingest job time out\n\n## Answer\n")
@@ -47,7 +47,7 @@ def test_report_wait_prints_footnoted_markdown_and_a_rerun_is_served_from_the_ca
     assert "written;" in first.stderr
 
     again = digestd(database_url, tmp_path, "report", QUESTION, "--channel", channel,
-                    "--doc", document_id, "--wait", "--json")  # fmt: skip
+                    "--doc", document_id, "--wait", "--json")
     assert again.returncode == 0, again.stderr
     result = json.loads(again.stdout)
     assert result["job"]["kind"] == "report" and result["job"]["stats"]["cache_hit"] is True
@@ -79,7 +79,7 @@ async def test_report_with_an_llm_endpoint_is_written_by_the_model_and_says_its_
 
     async with local_openai_server(respond) as (base_url, received):
         llm = {"DIGEST_EXTRACTOR": "llm", "DIGEST_LLM_BASE_URL": base_url,
-               "DIGEST_REDUCE_MODEL": "fake-report-model"}  # fmt: skip
+               "DIGEST_REDUCE_MODEL": "fake-report-model"}
         args = ("report", QUESTION, "--channel", channel, "--wait", "--json")
         first = await asyncio.to_thread(run_digestd, database_url, tmp_path, llm, *args)
         assert first.returncode == 0, first.stderr
@@ -101,4 +101,4 @@ def run_digestd(
     return subprocess.run(
         [sys.executable, "-m", "server.cli", *args], cwd=REPO_ROOT, capture_output=True, text=True,
         env={**environment(database_url, home), **extra}, timeout=120,
-    )  # fmt: skip
+    )

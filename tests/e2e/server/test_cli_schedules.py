@@ -20,25 +20,25 @@ async def test_add_list_pause_resume_delete(db: asyncpg.Pool, database_url: str,
     await add_channel(db, "web", messages([("bob", "The review moved to Tuesday.")]))
 
     added = digestd(database_url, tmp_path, "schedule", "add", "ops", "0 9 * * 1-5",
-                    "--tz", "Europe/Berlin")  # fmt: skip
+                    "--tz", "Europe/Berlin")
     assert added.returncode == 0, added.stderr
     assert re.fullmatch(
         r"schedule 1  ops  '0 9 \* \* 1-5' Europe/Berlin  next \d{4}-\d\d-\d\d 09:00:00 CES?T "
         r"\(0[78]:00 UTC\)  never ran\n", added.stdout,
-    ), added.stdout  # fmt: skip
+    ), added.stdout
     assert "schedule 1 added" in added.stderr
     as_json = digestd(database_url, tmp_path, "schedule", "add", "web", "*/30 8-18 * * *", "--json")
     assert as_json.returncode == 0, as_json.stderr
     web = json.loads(as_json.stdout)["schedule"]
     assert (web["id"], web["cron"], web["timezone"], web["paused"]) == (
-        global_id(SCHEDULE, 2), "*/30 8-18 * * *", "UTC", False)  # fmt: skip
+        global_id(SCHEDULE, 2), "*/30 8-18 * * *", "UTC", False)
 
     listed = digestd(database_url, tmp_path, "schedule", "list")
     assert listed.returncode == 0, listed.stderr
     assert [line.split("  ")[:2] for line in listed.stdout.splitlines()] == [
-        ["schedule 2", "web"], ["schedule 1", "ops"]]  # fmt: skip
+        ["schedule 2", "web"], ["schedule 1", "ops"]]
     only_ops = json.loads(digestd(database_url, tmp_path, "schedule", "list", "--channel", "ops",
-                                  "--json").stdout)  # fmt: skip
+                                  "--json").stdout)
     assert [s["id"] for s in only_ops["schedules"]] == [global_id(SCHEDULE, 1)]
 
     paused = digestd(database_url, tmp_path, "schedule", "pause", "1")
@@ -60,7 +60,7 @@ async def test_refusals_are_one_line_and_exit_2(db: asyncpg.Pool, database_url: 
         (("add", "nope", "0 9 * * *"), "digestd schedule: no channel 'nope'"),
         (("pause", "7"), "digestd schedule: no schedule with id 7"),
         (("delete", "x7"), "digestd schedule: 'x7' is not a schedule id"),
-    ]  # fmt: skip
+    ]
     for args, says in cases:
         result = digestd(database_url, tmp_path, "schedule", *args)
         assert result.returncode == 2, (args, result.stderr)

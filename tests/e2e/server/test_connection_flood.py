@@ -41,7 +41,7 @@ def start_serve(port: int, database_url: str, descriptors: int, log: Path) -> su
         return subprocess.Popen(
             [sys.executable, "-c", launcher, "serve", "--port", str(port)], cwd=REPO_ROOT,
             env=cli_environment(DATABASE_URL=database_url), stdout=subprocess.DEVNULL, stderr=stderr,
-        )  # fmt: skip
+        )
 
 
 @asynccontextmanager
@@ -124,7 +124,7 @@ async def test_idle_websockets_over_the_descriptor_limit(db: asyncpg.Pool, datab
             # The writer's query, behind the whole flood.
             async with httpx.AsyncClient(timeout=60) as http:
                 response = await http.post(f"http://127.0.0.1:{port}/graphql",
-                                           json={"query": "{ channels(first: 5) { nodes { id } } }"})  # fmt: skip
+                                           json={"query": "{ channels(first: 5) { nodes { id } } }"})
             answered_at = loop.time()
             assert response.status_code == 200 and "errors" not in response.json(), response.text
             # It was answered while the flood still held what it was given: no idle connection

@@ -113,7 +113,7 @@ async def start_serve(home: Path, log: Path, **settings: str) -> tuple[subproces
     environment = cli_environment(
         DIGESTD_HOME=str(home), DIGESTD_POLL_SECONDS="0.2", DIGESTD_SHUTDOWN_GRACE_SECONDS="3",
         **settings,
-    )  # fmt: skip
+    )
     serve = start_cli(["serve", "--port", str(port)], environment, log)
     await wait_embedded(home, serve, log)
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:

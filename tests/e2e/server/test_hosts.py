@@ -45,7 +45,7 @@ async def upgrade_status(port: int, host: str) -> int:
             (f"GET /graphql HTTP/1.1\r\nHost: {host}\r\nOrigin: http://{host}\r\nUpgrade: websocket\r\n"
              "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
              "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: graphql-transport-ws\r\n\r\n").encode()
-        )  # fmt: skip
+        )
         await writer.drain()
         status_line = await asyncio.wait_for(reader.readline(), 30)
         return int(status_line.split()[1])
@@ -98,7 +98,7 @@ async def serving(database_url: str, tmp_path: Path, **settings: str) -> AsyncIt
     port = free_port()
     log = tmp_path / "serve.log"
     process = start_cli(["serve", "--port", str(port), "--no-runner"],
-                        cli_environment(DATABASE_URL=database_url, **settings), log)  # fmt: skip
+                        cli_environment(DATABASE_URL=database_url, **settings), log)
     base_url = f"http://127.0.0.1:{port}"
     try:
         deadline = asyncio.get_running_loop().time() + 90
@@ -133,7 +133,7 @@ async def test_a_listed_name_is_answered(db: asyncpg.Pool, settings: Settings) -
     async with running_server(app) as base_url, httpx.AsyncClient(base_url=base_url, timeout=30) as http:
         port = port_of(base_url)
         for host, status in (("digest.example", 200), (f"api.internal.example:{port}", 200),
-                             ("internal.example", 400), (f"{ATTACKER}:{port}", 400)):  # fmt: skip
+                             ("internal.example", 400), (f"{ATTACKER}:{port}", 400)):
             response = await http.post("/graphql", json={"query": READ}, headers={"host": host})
             assert response.status_code == status, (host, response.text)
 
@@ -169,6 +169,6 @@ def test_the_policy_of_a_wildcard_bind_and_odd_headers() -> None:
 def test_a_bad_allowed_host_is_one_line_exit_2(tmp_path: Path) -> None:
     env = cli_environment(DATABASE_URL="postgresql://unused", DIGESTD_ALLOWED_HOSTS="*")
     result = subprocess.run([sys.executable, "-m", "server.cli", "serve", "--port", str(free_port())], check=False, capture_output=True,
-                            text=True, env=env, timeout=60, cwd=REPO_ROOT)  # fmt: skip
+                            text=True, env=env, timeout=60, cwd=REPO_ROOT)
     assert result.returncode == 2 and "DIGESTD_ALLOWED_HOSTS" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr

@@ -40,7 +40,7 @@ def llm_environment(home: Path, base_url: str) -> dict[str, str]:
         # A lease far longer than the test waits: the job can only move on if it is released.
         DIGESTD_LEASE_SECONDS="120", DIGESTD_HEARTBEAT_SECONDS="0.3",
         DIGESTD_POLL_SECONDS="0.2", DIGESTD_SHUTDOWN_GRACE_SECONDS="3",
-    )  # fmt: skip
+    )
 
 
 def add_stale_handle(home: Path) -> int:
@@ -140,10 +140,10 @@ async def test_import_interrupted_by_sigterm_exits_0_and_stops_postgres(tmp_path
         for i in range(300_000):
             ts = (start + timedelta(seconds=i)).isoformat()
             out.write(json.dumps({"id": f"m{i}", "author": f"u{i % 7}", "ts": ts,
-                                  "text": f"message number {i} about the deploy"}) + "\n")  # fmt: skip
+                                  "text": f"message number {i} about the deploy"}) + "\n")
     log = tmp_path / "import.log"
     process = start_cli(["import", str(export), "--channel", "big"], cli_environment(
-        DIGESTD_HOME=str(home)), log)  # fmt: skip
+        DIGESTD_HOME=str(home)), log)
     try:
         url = await wait_embedded(home, process, log)
         connection = await asyncpg.connect(url)
@@ -215,7 +215,7 @@ async def test_an_import_whose_database_crashes_ends_in_bounded_time_and_stops_p
     with path.open("w", encoding="utf-8") as out:
         for number in range(150_000):
             record = {"id": str(number), "author": "ann", "text": f"message {number}",
-                      "ts": 1_600_000_000 + number}  # fmt: skip
+                      "ts": 1_600_000_000 + number}
             out.write(json.dumps(record) + "\n")
     environment = cli_environment(DIGESTD_HOME=str(home))
     log = tmp_path / "import.log"

@@ -53,7 +53,7 @@ async def test_documents_jobs_and_channels_share_the_queue(db: asyncpg.Pool) -> 
             await connection.execute(
                 "INSERT INTO digest_jobs (kind, document_id, channel_id) VALUES ('document', $1, $2)",
                 row.id, channel_id,
-            )  # fmt: skip
+            )
         with pytest.raises(asyncpg.CheckViolationError):
             await connection.execute(
                 "INSERT INTO documents (source_text_hash, canonical_text, content_type) "
@@ -67,7 +67,7 @@ async def test_a_cache_key_is_stored_once(db: asyncpg.Pool) -> None:
         "version": "1.0", "content_type": "digest/v1", "query_hash": "0" * 8, "summary": "s",
         "key_points": [], "evidence_snippets": [], "original_chars": 10, "digest_chars": 1,
         "compression_ratio": 0.1, "source_text_hash": document.source_text_hash,
-    }  # fmt: skip
+    }
     async with db.acquire() as connection:
         row, _ = await document_queries.store_document(connection, document.as_record())
         cache_key = "digest:1.0:doc-1:abc:def:ghi"
@@ -76,7 +76,7 @@ async def test_a_cache_key_is_stored_once(db: asyncpg.Pool) -> None:
             "cache_key": cache_key, "payload": payload,
             "summarizer": "offline", "evidence_mode": "query", "original_tokens": 10,
             "final_tokens": 1, "tokens_estimated": False, "warnings": [], "duration_ms": 1,
-        }  # fmt: skip
+        }
         first, created = await document_queries.insert_document_digest(connection, None, values)
         second, created_again = await document_queries.insert_document_digest(connection, None, values)
         assert created and not created_again and first == second

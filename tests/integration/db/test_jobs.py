@@ -87,7 +87,7 @@ async def test_expired_lease_is_reclaimed_and_old_holder_locked_out(db: asyncpg.
         finished = await jobs.finish_job(
             connection, job.id, "dead-worker", status=JobStatus.SUCCEEDED, digest_id=None,
             message=None, stats={}, warnings=[],
-        )  # fmt: skip
+        )
         assert finished is None
         assert await jobs.heartbeat(connection, job.id, "other", 30) is False
 

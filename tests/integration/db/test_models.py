@@ -49,7 +49,7 @@ async def _database_tables(pool: asyncpg.Pool) -> dict[str, dict[str, Column]]:
                 continue
             tables.setdefault(record["table_name"], {})[record["column_name"]] = (
                 record["data_type"], record["nullable"], record["primary_key"],
-            )  # fmt: skip
+            )
     return tables
 
 
@@ -70,9 +70,9 @@ def _model_tables() -> dict[str, dict[str, Column]]:
 
 def _column_diff(table: str, database: dict[str, Column], model: dict[str, Column]) -> list[str]:
     lines = [f"{table}.{name}: only in the migrations {database[name]}"
-             for name in sorted(set(database) - set(model))]  # fmt: skip
+             for name in sorted(set(database) - set(model))]
     lines += [f"{table}.{name}: only in the model {model[name]}"
-              for name in sorted(set(model) - set(database))]  # fmt: skip
+              for name in sorted(set(model) - set(database))]
     for name in sorted(set(database) & set(model)):
         if database[name] != model[name]:
             lines.append(
@@ -210,7 +210,7 @@ async def test_each_query_returns_the_fields_of_its_model(db: asyncpg.Pool, quer
      pages.DOCUMENTS, pages.REPORTS, pages.CONVERSATIONS, pages.CHANNEL_ITEMS, pages.ENTITIES,
      pages.TOPIC_PROFILES, pages.SCHEDULES],
     ids=lambda spec: spec.name,
-)  # fmt: skip
+)
 async def test_each_keyset_list_returns_the_fields_of_its_model(
     db: asyncpg.Pool, spec: pages.ListSpec[Any]
 ) -> None:

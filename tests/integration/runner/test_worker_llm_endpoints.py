@@ -6,7 +6,7 @@ naming the setting; an endpoint answering an HTML page records what came back in
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import asyncpg
@@ -20,13 +20,13 @@ from tests.support.worker import job_row, llm_settings, run_one_job
 
 
 def busy_channel(count: int) -> list[Msg]:
-    start = datetime(2024, 6, 3, 9, 0, tzinfo=timezone.utc)
+    start = datetime(2024, 6, 3, 9, 0, tzinfo=UTC)
     return [
         Msg(
             str(5000 + i), f"dev{i % 5}", start + timedelta(minutes=i),
             f"build {i}: the integration suite for service {i % 7} timed out at stage {i % 4}; "
             f"raising the runner memory to {4 + i % 3} GB and pinning the base image fixed it",
-        )  # fmt: skip
+        )
         for i in range(count)
     ]
 
@@ -41,7 +41,7 @@ async def test_a_small_context_local_server_ends_the_job_succeeded(
         small_context = llm_settings(
             settings, base_url, digest_map_model=name, digest_reduce_model=name,
             digestd_chunk_tokens=6000, digest_llm_concurrency=4, digest_llm_max_retries=2,
-        )  # fmt: skip
+        )
         job_id = await run_one_job(db, small_context, channel_id)
     job = await job_row(db, job_id)
     assert job.status == "succeeded", job.error

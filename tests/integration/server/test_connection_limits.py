@@ -70,7 +70,7 @@ def accept_error() -> logging.LogRecord:
     except OSError:
         exc_info = sys.exc_info()
     return logging.LogRecord("asyncio", logging.ERROR, __file__, 1,
-                             "socket.accept() out of system resource\nsocket: <fd=8>", None, exc_info)  # fmt: skip
+                             "socket.accept() out of system resource\nsocket: <fd=8>", None, exc_info)
 
 
 def test_a_flood_of_accept_errors_is_one_line_per_interval() -> None:

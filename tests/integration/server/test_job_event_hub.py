@@ -77,7 +77,7 @@ async def test_a_burst_of_events_for_a_thousand_watches_costs_a_read_per_event_a
                 await jobs.update_progress(connection, job_id, "w1", "map", done, 50)
             await jobs.finish_job(
                 connection, job_id, "w1", status=jobs.JobStatus.SUCCEEDED, message="done", stats={}, warnings=[]
-            )  # fmt: skip
+            )
         await asyncio.wait_for(asyncio.gather(*followers), 60)
         events = 52
         assert reads.count - before <= events, f"{reads.count - before} reads for {events} events"

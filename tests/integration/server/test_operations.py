@@ -66,7 +66,7 @@ async def test_metrics_count_the_queue_and_the_graphql_requests(api: httpx.Async
     error_key = ("digestd_graphql_errors_total", (("code", bad_code), ("operation_type", "query")))
     assert after[error_key] >= before.get(error_key, 0.0) + 1
     graphql_posts = ("digestd_http_request_duration_seconds_count",
-                     (("method", "POST"), ("route", "/graphql"), ("status", "200")))  # fmt: skip
+                     (("method", "POST"), ("route", "/graphql"), ("status", "200")))
     assert after[graphql_posts] >= before.get(graphql_posts, 0.0) + 2
 
 

@@ -110,7 +110,7 @@ async def test_a_thousand_subscriptions_cost_one_read_per_job_event(
                         await wait_for(received.all_have(len(expected)), 120)
                     await jobs.finish_job(
                         connection, row_id, "w1", status=jobs.JobStatus.SUCCEEDED, message="done", stats={}, warnings=[]
-                    )  # fmt: skip
+                    )
                     expected.append(("SUCCEEDED", 3))
                     await wait_for(received.all_have(len(expected)), 120)
                 await wait_for(lambda: _true(len(received.completed) == CONNECTIONS * PER_CONNECTION), 60)

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 from graphql import GraphQLError
 
-from runner.schedules.cron import InvalidSchedule
+from runner.core.cancel import Cancelled
+from runner.core.vocabulary import ChunkFailed, ChunkTooLarge
 from runner.documents.errors import (
     ArchiveError,
     DocumentError,
@@ -18,18 +19,17 @@ from runner.documents.errors import (
 )
 from runner.documents.llm_summary import SummarizerError
 from runner.errors import DigestdError, InputError, LLMError, StorageError
+from runner.grounding.pointers import PointerError
+from runner.importers.ingest import ImportReport, ImportStopped
 from runner.importers.inputs import UnusableInput
 from runner.importers.slack import MetadataError
-from runner.importers.ingest import ImportReport, ImportStopped
-from runner.core.cancel import Cancelled
 from runner.jobs.outcomes import FailNow, LostLease, RetryLater
 from runner.llm.breaker import CircuitOpen
 from runner.llm.client import ContextLimitExceeded, LLMCallError, MalformedResponse
 from runner.llm.limits import ContextOverflow
 from runner.llm.toolcall import MalformedOutput, RequestTooLarge
-from runner.grounding.pointers import PointerError
+from runner.schedules.cron import InvalidSchedule
 from runner.triggers import SubjectNotFound, TriggerRefused
-from runner.core.vocabulary import ChunkFailed, ChunkTooLarge
 from schema.errors import INTERNAL, UNAVAILABLE, code_of
 from server.runtime import DatabaseUnavailable
 

@@ -50,7 +50,7 @@ async def test_several_worker_processes_fire_each_slot_exactly_once(
         await add_channel(db, f"ops-{i}", messages([
             ("ann", f"The database migration {i} runs on Friday evening after the freeze."),
             ("bob", f"Rollbacks of migration {i} need approval from the on-call lead."),
-        ]))  # fmt: skip
+        ]))
         for i in range(FAST_SCHEDULES)
     ]
     web = await add_channel(db, "web", messages([("cid", "The review of the frontend moved to Tuesday.")]))
@@ -63,14 +63,14 @@ async def test_several_worker_processes_fire_each_slot_exactly_once(
         missed_slot = await connection.fetchval(
             "UPDATE schedules SET next_run_at = next_run_at - interval '3 days' WHERE id = $1 "
             "RETURNING next_run_at", daily,
-        )  # fmt: skip
+        )
         await connection.execute(DROP_UNIQUE)
     environment = cli_environment(
         DATABASE_URL=database_url, DIGESTD_HOME=str(tmp_path / "home"), DIGEST_EXTRACTOR="offline",
         DIGESTD_SCHEDULE_TICK_SECONDS="0.1", DIGESTD_POLL_SECONDS="0.2",
         DIGESTD_EXTRACT_PROCESSES="0", DIGESTD_DB_POOL_SIZE="3",
         DIGESTD_SCHEDULE_MIN_INTERVAL_SECONDS="1",
-    )  # fmt: skip
+    )
     logs = [tmp_path / f"worker{i}.log" for i in range(WORKERS)]
     workers = [start_cli(["worker"], environment, log) for log in logs]
     try:
@@ -186,7 +186,7 @@ async def test_a_worker_killed_while_firing_costs_no_slot_and_fires_none_twice(
         DIGESTD_SCHEDULE_TICK_SECONDS="0.1", DIGESTD_POLL_SECONDS="0.2",
         DIGESTD_EXTRACT_PROCESSES="0", DIGESTD_DB_POOL_SIZE="3",
         DIGESTD_SCHEDULE_MIN_INTERVAL_SECONDS="1",
-    )  # fmt: skip
+    )
     logs = [tmp_path / f"worker{i}.log" for i in range(2)]
     victim, survivor = workers = [start_cli(["worker"], environment, log) for log in logs]
     try:
@@ -199,7 +199,7 @@ async def test_a_worker_killed_while_firing_costs_no_slot_and_fires_none_twice(
                 return bool(await connection.fetchval(
                     "SELECT count(*) FROM schedule_runs WHERE fired_by LIKE '%:' || $1::text",
                     str(victim.pid),
-                ))  # fmt: skip
+                ))
 
         await _wait_for(both_started, 90, logs)
         await _wait_for(victim_fired, 30, logs)

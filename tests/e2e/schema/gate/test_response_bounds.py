@@ -35,7 +35,7 @@ MAX_GROWTH_BYTES = 200 * MB
 NINE_ALIASES = "query($c: ID!) { " + " ".join(
     f"a{i}: messages(filter: {{channelId: $c}}, first: 100) {{ nodes {{ text normalizedText }} }}"
     for i in range(9)
-) + " }"  # fmt: skip
+) + " }"
 
 
 def _status_kb(pid: int, field: str) -> int:
@@ -55,7 +55,7 @@ async def _seed(db: asyncpg.Pool) -> str:
     rows = [
         Msg(f"big{i}", "author", BASE_TIME + timedelta(seconds=i), (f"{i} " + "lorem ipsum " * 20_000)[:MESSAGE_CHARS])
         for i in range(MESSAGES)
-    ]  # fmt: skip
+    ]
     assert len(normalize_text(rows[0].text)) >= MESSAGE_CHARS - 10
     channel = await add_channel(db, "huge", rows)
     return base64.b64encode(f"Channel:{channel}".encode()).decode()
@@ -165,7 +165,7 @@ async def test_texts_over_the_response_cap_stop_the_request_early(
             "/graphql",
             json={"query": "query($c: ID!) { messages(filter: {channelId: $c}, first: 50) { nodes { id author text } } }",
                   "variables": {"c": channel}},
-        )  # fmt: skip
+        )
         nodes = page.json()["data"]["messages"]["nodes"]
         assert len(nodes) == 50 and all(len(node["text"]) == MESSAGE_CHARS for node in nodes)
 

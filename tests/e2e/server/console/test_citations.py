@@ -91,7 +91,7 @@ async def cite_a_message_again(db: asyncpg.Pool, digest_id: int) -> None:
             for citation in sentence["citations"]:
                 text = texts[citation["external_id"]]
                 others = [(a, b) for a, b in sentence_spans(text)
-                          if (a, b) != (citation["char_start"], citation["char_end"])]  # fmt: skip
+                          if (a, b) != (citation["char_start"], citation["char_end"])]
                 if others:
                     start, end = others[-1]
                     again = {**citation, "char_start": start, "char_end": end}
@@ -99,7 +99,7 @@ async def cite_a_message_again(db: asyncpg.Pool, digest_id: int) -> None:
                     await connection.execute(
                         "UPDATE digests SET highlight_sentences = highlight_sentences || $2::jsonb "
                         "WHERE id = $1", digest_id, added,
-                    )  # fmt: skip
+                    )
                     return
     raise AssertionError("no overview citation of a message with two sentences")
 

@@ -36,7 +36,7 @@ pytestmark = pytest.mark.browser
 WRITER = "writer-token-1"
 READER = "reader-token-1"
 SECTIONS = ["Overview", "Topics", "Decisions", "Action items", "Open questions", "Links", "Artifacts",
-            "Knowledge items", "Left out", "Rejected by validation"]  # fmt: skip
+            "Knowledge items", "Left out", "Rejected by validation"]
 RECORD_TEXTS = """status => {
   window.statusTexts = [status.textContent];
   new MutationObserver(() => {

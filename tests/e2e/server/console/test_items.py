@@ -33,7 +33,7 @@ def _inputs(rows: list[tuple[str, str, str, str | None]], start: datetime) -> li
         {"id": mid, "author": author, "ts": (start + timedelta(minutes=i)).isoformat(),
          "text": text, "replyTo": reply}
         for i, (mid, author, text, reply) in enumerate(rows)
-    ]  # fmt: skip
+    ]
 
 
 async def _digest_day(http: httpx.AsyncClient, settings: Settings, messages: list[dict[str, object]]) -> str:
@@ -51,7 +51,7 @@ async def test_the_channel_page_shows_what_is_open_with_its_evidence_one_click_a
     async with running_server(app) as base_url, httpx.AsyncClient(base_url=base_url, timeout=60) as http:
         channel_id = await _digest_day(http, settings, _inputs(DAY1_ROWS, DAY1))
         await _digest_day(http, settings, _inputs(DAY2_ROWS, DAY2)
-                          + _inputs(LATER_ROWS, DAY2 + timedelta(hours=3)))  # fmt: skip
+                          + _inputs(LATER_ROWS, DAY2 + timedelta(hours=3)))
         page = await browser.new_page()  # type: ignore[attr-defined]
         page.set_default_timeout(TIMEOUT_MS)
         blocked = await loopback_only(page)

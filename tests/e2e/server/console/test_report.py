@@ -40,7 +40,7 @@ def sentence_numbers(report: dict[str, Any]) -> list[list[int]]:
     return [
         list(dict.fromkeys(c["footnote"] for c in sentence["citations"]))
         for section in report["sections"] for sentence in section["sentences"]
-    ]  # fmt: skip
+    ]
 
 
 async def shown_numbers(sentences: Locator) -> list[list[int]]:
@@ -115,7 +115,7 @@ async def test_a_report_page_marks_exactly_the_cited_characters_of_messages_and_
         # Click a message footnote: the message among its neighbours, its revision's characters marked.
         await page.locator(f'button.footnote-ref[data-footnote="{message_source["footnote"]}"]').first.click()
         await assert_marked_exactly(page, message_source, message["normalizedText"],
-                                    message_source["charStart"], message_source["charEnd"])  # fmt: skip
+                                    message_source["charStart"], message_source["charEnd"])
         context = page.locator("section.citation-context")
         assert await context.locator("article.message").count() >= 2
         await expect(context.locator(f'article.cited[data-message-id="{message_source["externalId"]}"]')).to_have_count(1)
@@ -138,7 +138,7 @@ async def test_a_report_page_marks_exactly_the_cited_characters_of_messages_and_
         await listed.focus()
         await page.keyboard.press("Enter")
         await assert_marked_exactly(page, message_source, message["normalizedText"],
-                                    message_source["charStart"], message_source["charEnd"])  # fmt: skip
+                                    message_source["charStart"], message_source["charEnd"])
         back = context.get_by_role("button", name="Back to the sentence")
         await tab_to(page, back)
         await page.keyboard.press("Enter")

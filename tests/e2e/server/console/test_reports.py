@@ -49,7 +49,7 @@ async def test_reports_page_lists_reports_and_its_form_triggers_one_and_shows_re
         row = page.locator(f'tr[data-report="{report["id"]}"]')
         await expect(row).to_have_count(1)
         await expect(row.get_by_role("link", name=report["title"])).to_have_attribute(
-            "href", f"#/reports/{quote(report['id'], safe='')}")  # fmt: skip
+            "href", f"#/reports/{quote(report['id'], safe='')}")
         await expect(row.locator(".report-question")).to_have_text(QUESTION)
         audit = report["audit"]
         await expect(row.locator(".report-sources")).to_have_text(str(audit["sources"]))

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import asyncpg
 
+from runner.conversations.disentangle import link_records
 from runner.conversations.threads import (
     StoredConversation,
     ThreadedMessage,
@@ -16,9 +17,8 @@ from runner.conversations.threads import (
     order_window,
     thread_messages,
 )
-from runner.conversations.disentangle import link_records
-from runner.triggers import trigger_channel_digest
 from runner.core.window import Window, WindowMessage
+from runner.triggers import trigger_channel_digest
 from schema import build_schema
 from schema.context import ApiConfig, Context, Role
 from schema.types.ids import CHANNEL, global_id
@@ -30,12 +30,12 @@ T0 = datetime(2024, 5, 1, 10, 0, tzinfo=UTC)
 
 
 def _messages(rows: list[tuple[str, str, str | None]], start: int = 0,
-              conversation: int | None = None) -> list[ThreadedMessage]:  # fmt: skip
+              conversation: int | None = None) -> list[ThreadedMessage]:
     return [
         ThreadedMessage(f"m{start + i}", author, T0 + timedelta(minutes=start + i), text, reply,
                         conversation_id=conversation)
         for i, (author, text, reply) in enumerate(rows)
-    ]  # fmt: skip
+    ]
 
 
 CHANNEL_ROWS = [
@@ -84,7 +84,7 @@ def test_messages_answering_a_stored_conversation_extend_it_and_threaded_ones_st
     context = _messages([("ann", "Is the build broken on main?", None)], conversation=7)
     stored = {7: StoredConversation(7, ("ann",), 1, T0, T0, False)}
     new = _messages([("bob", "ann: yes, since the merge this morning", None),
-                     ("cid", "who runs the release today?", None)], start=1)  # fmt: skip
+                     ("cid", "who runs the release today?", None)], start=1)
     threading = thread_messages(context + new, stored)
     extended, opened = threading.conversations
     assert extended.continues == 7 and extended.root_message_id is None
@@ -144,12 +144,12 @@ async def test_a_digest_stores_the_conversations_the_api_serves(
     assert nfs["participants"] == ["ann", "cid"] and nfs["messageCount"] == 3
     assert nfs["titlePointer"]["resolvedText"] == nfs["title"] == CHANNEL_ROWS[0][1]
     answered = await gql(db, CONVERSATIONS, filter={"channelId": channel_id, "state": "ANSWERED"},
-                         first=1)  # fmt: skip
+                         first=1)
     first_page = answered["conversations"]
     assert [n["id"] for n in first_page["nodes"]] == [nodes[1]["id"]]
     assert first_page["pageInfo"]["hasNextPage"]
     second = await gql(db, CONVERSATIONS, filter={"channelId": channel_id, "state": "ANSWERED"},
-                       first=1, after=first_page["pageInfo"]["endCursor"])  # fmt: skip
+                       first=1, after=first_page["pageInfo"]["endCursor"])
     assert [n["id"] for n in second["conversations"]["nodes"]] == [nfs["id"]]
 
     thread = await gql(db, MESSAGES, filter={"channelId": channel_id, "conversationId": nfs["id"]})
@@ -178,7 +178,7 @@ async def test_a_conversation_id_of_another_type_is_a_client_error(db: asyncpg.P
         variable_values={"filter": {"channelId": global_id(CHANNEL, channel),
                                     "conversationId": global_id(CHANNEL, channel)}},
         context_value=Context(pool=db, role=Role.WRITER, config=ApiConfig()),
-    )  # fmt: skip
+    )
     assert result.errors is not None and len(result.errors) == 1
     error = result.errors[0]
     assert "conversation" in error.message and error.extensions is not None
@@ -200,13 +200,13 @@ def test_a_threaded_window_is_ordered_conversation_by_conversation() -> None:
     messages = _messages(CHANNEL_ROWS)
     window = Window("help", tuple(
         WindowMessage(m.message_id, m.author, m.ts, m.text, m.reply_to) for m in messages
-    ))  # fmt: skip
+    ))
     ordered = order_window(window, messages, thread_messages(messages, {}))
     assert [m.message_id for m in ordered.messages] == ["m0", "m2", "m4", "m1", "m3", "m5"]
     assert len({m.conversation for m in ordered.messages}) == 3
     assert sorted(ordered.messages, key=lambda m: m.ts) == [
         replace(m, conversation=n.conversation)
-        for m, n in zip(window.messages, sorted(ordered.messages, key=lambda m: m.ts))
+        for m, n in zip(window.messages, sorted(ordered.messages, key=lambda m: m.ts), strict=True)
     ]
 
 
@@ -214,14 +214,14 @@ async def test_a_backfilled_older_message_joins_the_stored_conversation_it_answe
     db: asyncpg.Pool, database_url: str
 ) -> None:
     items = [Msg(f"m{i}", a, BASE_TIME + timedelta(minutes=i), t, r)
-             for i, (a, t, r) in enumerate(CHANNEL_ROWS)]  # fmt: skip
+             for i, (a, t, r) in enumerate(CHANNEL_ROWS)]
     channel = await add_channel(db, "help", items)
     async with db.acquire() as connection:
         await trigger_channel_digest(connection, channel, max_attempts=3)
     assert await make_worker(db, database_url).run_once()
     # An export arrives late with a message from between m0 and m2 answering ann's question.
     late = Msg("b1", "fay", BASE_TIME + timedelta(minutes=1, seconds=30),
-               "ann: mount it with nfs4 and the _netdev option in /etc/fstab", None)  # fmt: skip
+               "ann: mount it with nfs4 and the _netdev option in /etc/fstab", None)
     await add_channel(db, "help", [late])
     async with db.acquire() as connection:
         await trigger_channel_digest(connection, channel, max_attempts=3)

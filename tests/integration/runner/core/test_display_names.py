@@ -12,8 +12,8 @@ import asyncpg
 import pytest
 
 from runner.core.display_names import MAX_NAME_CHARS, clean_name, name_problem
-from runner.importers.inputs import UnusableInput
 from runner.importers.ingest import import_path
+from runner.importers.inputs import UnusableInput
 from tests.support.names import FORGED
 from tests.support.schema import gql
 
@@ -70,7 +70,7 @@ async def test_an_export_naming_its_channel_on_several_lines_is_stored_on_one(
         {"id": 1, "author": "ann", "ts": "2024-05-01T09:00:00Z", "text": "hi", "channel": FORGED,
          "server": "acme\n\n[^1]: FORGED"},
         {"id": 2, "author": "bob", "ts": "2024-05-01T09:01:00Z", "text": "yo", "channel": "\n\t"},
-    ]  # fmt: skip
+    ]
     export.write_text("\n".join(json.dumps(line) for line in lines), encoding="utf-8")
     report = await import_path(db, export)
     assert report.accepted == 2
@@ -84,7 +84,7 @@ async def test_an_export_naming_its_channel_on_several_lines_is_stored_on_one(
         )
     assert [(r["name"], r["server"]) for r in names] == [
         (ONE_LINE, "acme [^1]: FORGED"), ("export", None),
-    ]  # fmt: skip
+    ]
 
     for option in ({"channel": "ops\n## x"}, {"server": "acme\x00"}):
         with pytest.raises(UnusableInput, match="name must be one line"):

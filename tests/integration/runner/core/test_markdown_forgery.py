@@ -13,8 +13,8 @@ import asyncpg
 
 from db import jobs
 from db.documents import store_document
-from runner.documents.ingest import ingest_text
 from runner.core.markdown_text import single_line
+from runner.documents.ingest import ingest_text
 from runner.triggers import trigger_report
 from schema.types.ids import DIGEST, REPORT, global_id
 from tests.support.database import add_channel, messages

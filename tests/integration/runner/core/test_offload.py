@@ -14,8 +14,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from runner.core import offload
-from runner.digests.pipeline import PipelineResult
 from runner.core.window import Window
+from runner.digests.pipeline import PipelineResult
 from tests.support.offline import DATA, parse_irc, run_offline, window_of
 
 _IRC_LINE = re.compile(r"^\[(\d\d):(\d\d)\] <([^>]+)> (.*)$")

@@ -65,13 +65,13 @@ async def test_edited_message_keeps_its_pointer_is_flagged_and_digested_again(
     assert "source_edited" in [flag["code"] for flag in same["flags"]]
     assert "source_edited" not in [flag["code"] for flag in item["flags"]]
     untouched = [k for k in after["knowledgeItems"] if before.external_id not in
-                 ([k["pointer"]["messageId"]] if k["pointer"] else [])]  # fmt: skip
+                 ([k["pointer"]["messageId"]] if k["pointer"] else [])]
     assert any("source_edited" not in [f["code"] for f in k["flags"]] for k in untouched)
 
     message = await gql(
         db, "query($c: ID!) { messages(filter: {channelId: $c}, first: 100) { nodes { messageId revision normalizedText } } }",
         c=str(channel_id),
-    )  # fmt: skip
+    )
     current = next(n for n in message["messages"]["nodes"] if n["messageId"] == before.external_id)
     assert current["revision"] == 2 and current["normalizedText"].startswith("[edited]")
     async with db.acquire() as connection:
@@ -131,7 +131,7 @@ async def test_migration_turns_the_old_mark_into_coverage(
     for migration in old:
         await connection.execute(migration.sql)
         await connection.execute("INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
-                                 migration.version, migration.name)  # fmt: skip
+                                 migration.version, migration.name)
     # The old code's rows: ten messages, a digest of the first six, the mark on the sixth.
     channel = await connection.fetchval("INSERT INTO channels (name) VALUES ('ops') RETURNING id")
     ids = {}
@@ -140,19 +140,19 @@ async def test_migration_turns_the_old_mark_into_coverage(
             "INSERT INTO messages (channel_id, external_id, author, ts, raw_text, normalized_text) "
             "VALUES ($1, $2, 'a', $3, $4, $4) RETURNING id",
             channel, f"m{i}", BASE_TIME + timedelta(minutes=i), f"text number {i} of the channel",
-        )  # fmt: skip
+        )
     digest = await connection.fetchval(
         "INSERT INTO digests (channel_id, title, overview, signal_quality, first_message_id, "
         "last_message_id, message_count, extractor) VALUES ($1, 't', 'o', 'high', $2, $3, 6, "
         "'offline') RETURNING id",
         channel, ids[1], ids[OLD_MARK],
-    )  # fmt: skip
+    )
     await connection.execute(
         "INSERT INTO knowledge_items (digest_id, channel_id, position, item_key, kind, title, "
         "message_id, char_start, char_end, match_kind, quote) "
         "VALUES ($1, $2, 0, 'k1', 'fact', 'x', $3, 0, 4, 'exact', 'text')",
         digest, channel, ids[2],
-    )  # fmt: skip
+    )
     await connection.execute(
         "UPDATE channels SET last_digested_message_id = $2 WHERE id = $1", channel, ids[OLD_MARK]
     )
@@ -161,7 +161,7 @@ async def test_migration_turns_the_old_mark_into_coverage(
         "INSERT INTO messages (channel_id, external_id, author, ts, raw_text, normalized_text, "
         "created_at) VALUES ($1, 'late', 'a', $2, 'late text', 'late text', now() + interval '1 s')",
         channel, BASE_TIME,
-    )  # fmt: skip
+    )
 
     assert await migrate(connection) == [m.name for m in available_migrations() if m.version > 2]
     rows = await connection.fetch(

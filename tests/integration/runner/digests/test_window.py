@@ -5,14 +5,15 @@ and changes no coverage. Real PostgreSQL, the offline extractor, the real worker
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from itertools import pairwise
 
 import asyncpg
 
 from db import jobs
+from runner.core.chunks import Chunk
 from runner.core.contract import ChunkSummary
 from runner.core.extractor import KnownItem
 from runner.extract.offline import OfflineExtractor
-from runner.core.chunks import Chunk
 from tests.support.database import BASE_TIME, Msg, add_channel, messages
 from tests.support.digests import TEXTS, FailingChunks, digest_once, read_ids, uncovered
 
@@ -41,7 +42,7 @@ async def test_failed_chunk_messages_are_digested_by_the_next_trigger(
     assert sum(r["message_count"] for r in ranges) == len(left)
     order = [m.external_id for m in items]
     assert ranges[0]["first_message_id"] == left[0] and ranges[-1]["last_message_id"] == left[-1]
-    for earlier, later in zip(ranges, ranges[1:]):
+    for earlier, later in pairwise(ranges):
         assert order.index(earlier["last_message_id"]) < order.index(later["first_message_id"])
 
 
@@ -165,7 +166,7 @@ async def test_a_message_edited_during_the_digest_stays_uncovered(
         {"first_message_id": "m5", "last_message_id": "m5", "message_count": 1,
          "first_at": items[4].ts.isoformat(), "last_at": items[4].ts.isoformat(),
          "reason": "edited_during_digest"}
-    ]  # fmt: skip
+    ]
     again = await digest_once(db, database_url, channel_id)
     assert await read_ids(db, again.digest_id) == ["m5"]
 

@@ -11,12 +11,12 @@ from typing import Any
 import asyncpg
 import httpx
 
-from runner.grounding.claim_support import DEFAULT_MIN_OVERLAP, support_share
 from runner.documents.claim_audit import (
     document_citation_audit,
     document_claims,
     summary_sentences,
 )
+from runner.grounding.claim_support import DEFAULT_MIN_OVERLAP, support_share
 from server.app import AppOptions, create_app
 from server.settings import Settings
 from tests.support.api import gql
@@ -97,11 +97,11 @@ async def test_offline_digest_of_a_real_pdf_shows_which_claims_cite_evidence(
     assert by_field["summary"] == {
         "field": "summary", "proposed": len(sentences), "kept": len(sentences),
         "cited": sum(1 for c in sentences if c["evidence"]),
-    }  # fmt: skip
+    }
     assert by_field["key_points"] == {
         "field": "key_points", "proposed": len(points), "kept": len(points),
         "cited": sum(1 for c in points if c["evidence"]),
-    }  # fmt: skip
+    }
     # The offline summarizer copies sentences verbatim and drops nothing.
     assert audit["sentencesKept"] == len(claims) and audit["sentencesDropped"] == 0
     assert audit["reasons"] == [] and audit["titleReplaced"] is False
@@ -125,7 +125,7 @@ async def test_a_key_point_the_model_invented_is_dropped_and_counted_with_its_re
     async with local_openai_server(respond) as (base_url, received):
         llm = settings.model_copy(update={
             "digest_extractor": "llm", "digest_llm_base_url": base_url, "digest_llm_max_retries": 0,
-        })  # fmt: skip
+        })
         app = create_app(llm, AppOptions(run_workers=1))
         async with running_server(app) as api, httpx.AsyncClient(base_url=api, timeout=60) as http:
             source = upload(shared_data("docs/html/readability/wikipedia/source.html"), "text/html")

@@ -14,6 +14,7 @@ import pytest
 from bench._api_statements import statement_counter
 from db.migrate import available_migrations, migrate
 from runner.core.contract import ActionItem, Decision, Digest, Topic
+from runner.core.window import WindowMessage
 from runner.entities.digest import analyze_digest, topic_key
 from runner.entities.mentions import (
     EntityKind,
@@ -23,18 +24,17 @@ from runner.entities.mentions import (
     split_version,
     window_entities,
 )
-from runner.importers.detect import iter_records
-from runner.importers.records import ParsedMessage
-from runner.importers.ingest import import_path
 from runner.grounding.normalize import normalize_text
-from runner.core.window import WindowMessage
+from runner.importers.detect import iter_records
+from runner.importers.ingest import import_path
+from runner.importers.records import ParsedMessage
 from schema.types.ids import CHANNEL, global_id
 from server.settings import Settings
 from tests.support.database import Msg, add_channel
 from tests.support.digests import digest_once
 from tests.support.entities import T0, WINDOW_ONE
 from tests.support.paths import shared_data
-from tests.support.schema import gql  # noqa: F401 (a fixture)
+from tests.support.schema import gql
 
 
 def _window(rows: list[tuple[str, str]], start: datetime = T0) -> list[WindowMessage]:
@@ -88,7 +88,7 @@ def test_weak_signals_need_two_messages_and_acronyms_two_authors() -> None:
         ("ann", "we moved to the Orleans cluster yesterday"),
         ("bob", "is the new Orleans silo up?"),
         ("ann", "WHY does it FAIL"), ("ann", "it FAIL again"),
-    ]))  # fmt: skip
+    ]))
     assert twice["orleans"].mention_count == 2 and twice["orleans"].kind is EntityKind.NAME
     assert "fail" not in twice  # one author shouting is no acronym entity
     # A sentence-initial capital is no name signal.
@@ -99,7 +99,7 @@ def test_weak_signals_need_two_messages_and_acronyms_two_authors() -> None:
 def test_mentions_count_each_message_once_with_first_and_last_seen() -> None:
     entities = window_entities(_window([
         ("ann", "docker docker docker"), ("bob", "docker-compose up"), ("cid", "no Docker here?"),
-    ]))  # fmt: skip
+    ]))
     docker = entities["docker"]
     assert docker.mention_count == 2 and docker.message_ids == ["m0", "m2"]
     assert docker.first_seen == T0 and docker.last_seen == T0 + timedelta(minutes=2)
@@ -112,7 +112,7 @@ def _digest(topics: list[Topic], **items: object) -> Digest:
         "title": "t", "overview": [], "signal_quality": {"level": "medium", "reason": "r"},
         "coverage": {"messages_total": 3, "messages_covered": 3},
         "topics": [t.model_dump() for t in topics], **items,
-    })  # fmt: skip
+    })
 
 
 def test_items_name_entities_and_topics_group_by_key() -> None:
@@ -127,7 +127,7 @@ def test_items_name_entities_and_topics_group_by_key() -> None:
          Topic(title="Backups ownership", message_ids=["m2"])],
         decisions=[Decision(text="Restart NGINX after each Docker upgrade", message_ids=["m1"])],
         action_items=[ActionItem(text="check backups", owner="cid", message_ids=["m2"])],
-    )  # fmt: skip
+    )
     analysis = analyze_digest(messages, digest)
     assert ("decision", 0) in analysis.item_refs["nginx"]
     assert ("decision", 0) in analysis.item_refs["docker"]
@@ -149,7 +149,7 @@ def test_work_is_linear_in_the_window() -> None:
 
     def run(n: int) -> float:
         rows = [(f"u{i % 50}", f"u{(i + 1) % 50}: try `pip install foo{i % 7}` on Ubuntu 22.04, "
-                 f"see https://example.com/{i} and the Orleans silo") for i in range(n)]  # fmt: skip
+                 f"see https://example.com/{i} and the Orleans silo") for i in range(n)]
         window = _window(rows)
         started = time.perf_counter()
         window_entities(window)
@@ -272,7 +272,7 @@ def _real_window(relative: str) -> list[WindowMessage]:
     return [
         WindowMessage(r.external_id, r.author, r.ts, normalize_text(r.text))
         for r in iter_records(path) if isinstance(r, ParsedMessage)
-    ]  # fmt: skip
+    ]
 
 
 def test_real_channels_top_entities() -> None:
@@ -280,7 +280,7 @@ def test_real_channels_top_entities() -> None:
     read by a person is in docs/architecture.md; this keeps the obvious ones on top)."""
     docker = window_entities(_real_window("chat/gitter/manual_docker.txt"))
     top = [e.key for e in sorted(docker.values(), key=lambda e: -e.mention_count)
-           if e.kind is not EntityKind.PERSON][:10]  # fmt: skip
+           if e.kind is not EntityKind.PERSON][:10]
     assert top[0] == "docker" and {"nginx", "dockercompose"} <= set(top)
     assert not {"link", "code", "issue"} & set(docker)  # dataset placeholders
     irc = window_entities(_real_window("chat/ubuntu_irc/2010-08-17_18.raw.txt"))
@@ -324,7 +324,7 @@ async def test_migration_0010_folds_legacy_entity_rows_into_keys(
             break
         await connection.execute(migration.sql)
         await connection.execute("INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
-                                 migration.version, migration.name)  # fmt: skip
+                                 migration.version, migration.name)
     channel = await connection.fetchval("INSERT INTO channels (name) VALUES ('ops') RETURNING id")
     await connection.executemany(
         "INSERT INTO entities (channel_id, name, mention_count) VALUES ($1, $2, $3)",
@@ -372,7 +372,7 @@ async def test_a_page_of_entities_and_topics_costs_the_same_statements_whatever_
     channel = await add_channel(db, "ops-statements", rows)
     await digest_once(db, database_url, channel)
     later = [Msg(f"b{i}", a, T0 + timedelta(days=7, minutes=i), t)
-             for i, (a, t) in enumerate(WINDOW_TWO)]  # fmt: skip
+             for i, (a, t) in enumerate(WINDOW_TWO)]
     await add_channel(db, "ops-statements", later)
     await digest_once(db, database_url, channel)
     unguarded = settings.model_copy(update={"digestd_api_tokens": None})

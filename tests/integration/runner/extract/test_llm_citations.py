@@ -63,7 +63,7 @@ def dishonest_digest(body: dict[str, Any]) -> dict[str, Any]:
         {"sentence": "Backups are kept for 30 days in the standard storage class.",
          "message_ids": ["m3"]},
         {"sentence": "Costs dropped by half.", "message_ids": ["m999"]},
-    ]  # fmt: skip
+    ]
     return digest
 
 
@@ -118,7 +118,7 @@ async def test_invented_or_unrelated_citations_are_never_stored_as_cited(
     assert audit["overviewCitedShare"] == 1.0 and audit["titleReplaced"]
     assert {f["field"]: (f["proposed"], f["kept"]) for f in audit["fields"]} == {
         "overview": (5, 2), "highlights": (2, 1), "search_keywords": (3, 2),
-    }  # fmt: skip
+    }
     reasons = {r["reason"]: r["count"] for r in audit["reasons"]}
     assert reasons["unrelated_citation_removed"] == 1 and reasons["unknown_message_id"] == 2
 

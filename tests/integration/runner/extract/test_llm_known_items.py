@@ -10,13 +10,13 @@ import random
 import re
 from typing import Any
 
+from runner.core.chunks import Chunk, chunk_messages
 from runner.core.contract import ChunkSummary
 from runner.core.extractor import KnownItem
+from runner.digests.pipeline import PipelineHooks, PipelineResult, chunk_cache_key, run_pipeline
 from runner.extract.llm import LLMExtractor
 from runner.llm.breaker import CircuitBreaker
 from runner.llm.config import LLMConfig
-from runner.core.chunks import Chunk, chunk_messages
-from runner.digests.pipeline import PipelineHooks, PipelineResult, chunk_cache_key, run_pipeline
 from tests.support.llm import (
     API_KEY,
     chunk_messages_of,
@@ -90,9 +90,10 @@ async def test_the_digest_and_each_chunks_known_items_do_not_depend_on_timing() 
     chunks = chunk_messages(list(WINDOW.messages), CHUNK_TOKENS)
     assert len(chunks) >= 10
     last = len(chunks) - 1
+    first_delays, second_delays = random.Random(1), random.Random(7)
     runs = [
-        await digest_with(lambda p, rng=random.Random(1): rng.uniform(0, 0.06)),
-        await digest_with(lambda p, rng=random.Random(7): rng.uniform(0, 0.06)),
+        await digest_with(lambda p: first_delays.uniform(0, 0.06)),
+        await digest_with(lambda p: second_delays.uniform(0, 0.06)),
         await digest_with(lambda p: 0.01 * (last - p)),  # later chunks answer first
         await digest_with(lambda p: 0.0),
     ]
@@ -143,7 +144,7 @@ async def test_a_cached_chunk_result_is_reused_only_with_the_same_known_items() 
                 result = await run_pipeline(
                     WINDOW, extractor, chunk_tokens=CHUNK_TOKENS, concurrency=concurrency,
                     hooks=hooks,
-                )  # fmt: skip
+                )
             finally:
                 await extractor.aclose()
             results.append((result, list(calls)))

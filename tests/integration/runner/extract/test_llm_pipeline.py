@@ -9,11 +9,11 @@ from typing import Any
 import httpx
 
 from runner.core.contract import ChunkSummary
+from runner.digests.pipeline import PipelineHooks, run_pipeline
 from runner.extract.llm import LLMExtractor
+from runner.grounding.pointers import MatchKind
 from runner.llm.breaker import CircuitBreaker
 from runner.llm.config import LLMConfig
-from runner.digests.pipeline import PipelineHooks, run_pipeline
-from runner.grounding.pointers import MatchKind
 from tests.support.llm import (
     API_KEY,
     FakeEndpoint,

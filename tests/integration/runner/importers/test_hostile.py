@@ -21,11 +21,11 @@ import pytest
 
 import runner.importers.ingest
 from runner.importers.detect import iter_records as detect_iter_records
+from runner.importers.ingest import ImportStopped, import_path
 from runner.importers.jsonguard import MAX_JSON_DEPTH, JsonGuard, line_too_deep
 from runner.importers.jsonstream import BadItem, iter_items
 from runner.importers.records import ParsedMessage, Record
 from runner.importers.records import ParsedMessage as Message
-from runner.importers.ingest import ImportStopped, import_path
 
 GOOD = 1000
 DEEP = "[" * 5000 + "]" * 5000  # RecursionError in json and in clean_json before the fix
@@ -234,7 +234,7 @@ def test_message_from_fields_refuses_attachments_nested_too_deep_without_recursi
     for _ in range(5000):
         deep = {"x": [deep]}
     fields: dict[str, Any] = {"location": "record 1", "external_id": "1", "author": "a",
-                              "ts": datetime(2021, 1, 1), "text": "t"}  # fmt: skip
+                              "ts": datetime(2021, 1, 1), "text": "t"}
     rejected = message_from_fields(**fields, attachments=[deep])
     assert rejected == RecordError("record 1", "attachments nested deeper than 64 levels")
     shallow = message_from_fields(**fields, attachments=[{"a": [{"b": 1}]}])
@@ -267,4 +267,4 @@ def test_a_minified_discord_export_with_a_deep_message_is_still_detected_and_rea
     records = list(iter_records(path))
     assert [type(record).__name__ for record in records] == [
         "ParsedMessage", "RecordError", "ParsedMessage"
-    ]  # fmt: skip
+    ]

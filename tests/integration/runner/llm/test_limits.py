@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
+from runner.digests.pipeline import run_pipeline
 from runner.extract.llm import LLMExtractor
 from runner.llm.breaker import CircuitBreaker
 from runner.llm.config import LLMConfig
-from runner.digests.pipeline import run_pipeline
 from server.runtime import llm_config
 from server.settings import Settings
 from tests.support.llm import (
@@ -93,7 +93,7 @@ async def test_vllm_max_model_len_is_read_before_the_first_request() -> None:
             {
                 "id": name, "object": "model", "created": 0, "owned_by": "vllm", "root": name,
                 "parent": None, "max_model_len": CONTEXT, "permission": [],
-            },  # fmt: skip
+            },
             {"id": "other-model", "object": "model", "max_model_len": 131072},
         ],
     }
@@ -121,7 +121,7 @@ async def test_llama_cpp_running_context_is_read_from_props() -> None:
                     "created": 0, "owned_by": "llamacpp",
                     "meta": {"vocab_type": 2, "n_vocab": 128256, "n_ctx_train": 131072,
                              "n_embd": 4096, "n_params": 8030261248, "size": 4912898304},
-                }  # fmt: skip
+                }
             ],
         },
         "/props": {
@@ -151,7 +151,7 @@ async def test_a_refused_reduce_is_planned_again_with_the_learned_context() -> N
         settings = LLMConfig(
             base_url=base_url, api_key=API_KEY, map_model="gpt-4o-mini", reduce_model=reduce_name,
             reduce_max_output_tokens=7000, reduce_output_tokens=None,
-        )  # fmt: skip
+        )
         extractor = LLMExtractor(settings, breaker=CircuitBreaker("limits-reduce"))
         try:
             result = await run_pipeline(window_of(260), extractor, chunk_tokens=500, concurrency=4)
@@ -174,7 +174,7 @@ async def test_settings_give_the_limits_and_win_over_the_endpoint() -> None:
             digest_llm_base_url=base_url, digest_map_model="x", digest_reduce_model="x",
             digest_map_context_tokens=CONTEXT, digest_map_output_tokens=1000,
             digest_reduce_context_tokens=CONTEXT, digest_reduce_output_tokens=1500,
-        )  # fmt: skip
+        )
         config = llm_config(settings)
         assert (config.map_context_tokens, config.map_output_tokens) == (CONTEXT, 1000)
         assert (config.reduce_context_tokens, config.reduce_output_tokens) == (CONTEXT, 1500)
@@ -232,7 +232,7 @@ def test_an_unknown_model_names_the_settings_to_use() -> None:
             {"error": {"type": "exceed_context_size_error"}}, None, None,
         ),
     ],
-)  # fmt: skip
+)
 def test_context_overflow_wordings(
     message: str, body: Any, context: int | None, prompt: int | None
 ) -> None:
@@ -258,7 +258,7 @@ def test_budget_resolution_order() -> None:
         return RequestBudget.for_model(
             model, wanted_output_tokens=4096, overrides=None, runtime_overhead=256,
             safety_margin=0.15, **kwargs,
-        )  # fmt: skip
+        )
 
     # A learned context lowers a known model's (a proxy serving it with less), never raises it.
     assert budget("gpt-4o-mini", learned_context=8192).limits.context_window == 8192

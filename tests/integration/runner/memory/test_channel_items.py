@@ -14,7 +14,11 @@ from datetime import datetime, timedelta
 import asyncpg
 
 from db import channel_items as item_queries
+from runner.core.chunks import Chunk
 from runner.core.contract import ChunkSummary
+from runner.core.vocabulary import KnownItem
+from runner.core.window import Window, WindowMessage
+from runner.digests.pipeline import PipelineHooks, run_pipeline
 from runner.extract.offline import OfflineExtractor
 from runner.memory.plan import (
     ItemKind,
@@ -24,10 +28,6 @@ from runner.memory.plan import (
     item_key,
     plan_items,
 )
-from runner.core.chunks import Chunk
-from runner.digests.pipeline import PipelineHooks, run_pipeline
-from runner.core.vocabulary import KnownItem
-from runner.core.window import Window, WindowMessage
 from schema import build_schema
 from schema.context import ApiConfig, Context, Role
 from schema.types.ids import CHANNEL, DIGEST, global_id
@@ -38,14 +38,14 @@ from tests.support.schema import gql
 
 
 def _message(mid: str, author: str, minutes: int, text: str, conversation: int | None = 7,
-             start: datetime = DAY2) -> MemoryMessage:  # fmt: skip
+             start: datetime = DAY2) -> MemoryMessage:
     return MemoryMessage(mid, author, start + timedelta(minutes=minutes), text, conversation)
 
 
 QUESTION = TrackedItem(
     1, ItemKind.QUESTION, "How do I make the backup script skip the cache directory?", "ann", 7,
     ("q1",), DAY1,
-)  # fmt: skip
+)
 
 
 def test_a_question_is_answered_across_digests_with_the_answers_pointer() -> None:
@@ -81,7 +81,7 @@ def test_thanks_a_word_to_someone_else_or_a_speakers_continuation_is_no_answer()
 
 def test_a_question_put_to_someone_is_answered_by_them_only() -> None:
     put = TrackedItem(9, ItemKind.QUESTION, "Do you see the new drive in fdisk?", "zen", 7,
-                      ("q5",), DAY1, "vee: ok so do you see the new drive in fdisk?")  # fmt: skip
+                      ("q5",), DAY1, "vee: ok so do you see the new drive in fdisk?")
     other = [_message("a1", "stevie", 1, "zen, well the drive shows up in fdisk for me")]
     assert plan_items([put], [], other).changes == []
     asked = [_message("a2", "vee", 2, "zen: yes, the drive is listed as /dev/sdb in fdisk")]
@@ -97,7 +97,7 @@ def test_the_asker_withdrawing_drops_the_question() -> None:
 
 def test_an_action_item_is_done_when_its_owner_says_merged_in_its_conversation() -> None:
     task = TrackedItem(2, ItemKind.ACTION_ITEM, "update the deploy docs for the backup flow",
-                       "cid", 7, ("t1",), DAY1)  # fmt: skip
+                       "cid", 7, ("t1",), DAY1)
     window = [
         _message("b1", "cid", 1, "the docs are not merged yet"),  # negated
         _message("b2", "cid", 2, "is it merged?"),  # a question
@@ -114,13 +114,13 @@ def test_an_action_item_is_done_when_its_owner_says_merged_in_its_conversation()
 
 def test_a_done_word_deep_in_the_owners_message_is_no_completion_report() -> None:
     task = TrackedItem(4, ItemKind.ACTION_ITEM, "paste the default.pa file for the headphones",
-                       "gus", 7, ("t2",), DAY1)  # fmt: skip
+                       "gus", 7, ("t2",), DAY1)
     # Said by the owner, in the task's conversation, but about something else.
     aside = [_message("e1", "gus", 1, "ray: correct, you can set that somewhere, done this "
-                                      "over a year ago, give us a minute")]  # fmt: skip
+                                      "over a year ago, give us a minute")]
     assert plan_items([task], [], aside).changes == []
     watched = [_message("e2", "gus", 2, "ray: all software is installed, I just finished "
-                                        "watching the dvd")]  # fmt: skip
+                                        "watching the dvd")]
     assert plan_items([task], [], watched).changes == []
     pasted = [_message("e4", "gus", 2, "Reading package lists... Done")]
     assert plan_items([task], [], pasted).changes == []
@@ -144,10 +144,10 @@ def test_a_question_back_without_a_question_mark_is_no_answer() -> None:
 
 def test_a_later_decision_replacing_one_in_force_supersedes_it() -> None:
     old = TrackedItem(3, ItemKind.DECISION, "We will host the wiki on the old VPS", None, 7,
-                      ("d1",), DAY1)  # fmt: skip
+                      ("d1",), DAY1)
     window = [_message("d2", "bob", 5, "we will host the wiki on github pages instead of the VPS")]
     new = NewItem(ItemKind.DECISION, 0, "We will host the wiki on GitHub pages instead of the VPS",
-                  None, ("d2",))  # fmt: skip
+                  None, ("d2",))
     plan = plan_items([old], [new], window)
     assert [c.new for c in plan.created] == [new] and plan.links == []
     (change,) = plan.changes
@@ -158,7 +158,7 @@ def test_a_later_decision_replacing_one_in_force_supersedes_it() -> None:
 def test_the_same_item_said_again_is_linked_not_duplicated() -> None:
     window = [_message("q9", "ann", 5, "how do I make the backup script skip the cache dir?")]
     again = NewItem(ItemKind.QUESTION, 0, "How do I make the backup script skip the cache dir?",
-                    "ann", ("q9",))  # fmt: skip
+                    "ann", ("q9",))
     plan = plan_items([QUESTION], [again], window)
     assert plan.created == [] and [(link.new, link.tracked) for link in plan.links] == [(again, 1)]
     other_owner = NewItem(ItemKind.QUESTION, 0, again.text, "zed", ("q9",))
@@ -173,10 +173,10 @@ def test_a_change_without_evidence_that_validates_is_not_applied() -> None:
     # A knowledge item naming a tracked item it supersedes, citing nothing of the window.
     tip = TrackedItem(4, ItemKind.KNOWLEDGE, "rsync excludes", None, 7, ("k1",), DAY1)
     later = NewItem(ItemKind.KNOWLEDGE, 0, "rsync exclude patterns", None, ("gone",), "K1",
-                    supersedes=item_key(4))  # fmt: skip
+                    supersedes=item_key(4))
     assert plan_items([tip], [later], [_message("k2", "bob", 1, "use --exclude")]).changes == []
     cited = NewItem(ItemKind.KNOWLEDGE, 0, "rsync exclude patterns", None, ("k2",), "K1",
-                    supersedes=item_key(4))  # fmt: skip
+                    supersedes=item_key(4))
     (change,) = plan_items([tip], [cited], [_message("k2", "bob", 1, "use --exclude")]).changes
     assert (change.item, change.to_status, change.related) == (4, "superseded", cited)
 
@@ -184,7 +184,7 @@ def test_a_change_without_evidence_that_validates_is_not_applied() -> None:
 def _day(rows: list[tuple[str, str, str, str | None]], start: datetime) -> list[Msg]:
     """(id, author, text, reply_to) rows as messages one minute apart from `start`."""
     return [Msg(mid, author, start + timedelta(minutes=i), text, reply)
-            for i, (mid, author, text, reply) in enumerate(rows)]  # fmt: skip
+            for i, (mid, author, text, reply) in enumerate(rows)]
 
 
 STILL_OPEN = """
@@ -260,7 +260,7 @@ async def test_a_question_of_day_one_is_answered_on_day_two(
     assert restic["history"][-1]["evidenceMessageIds"] == ["d3"]
     assert lists["current"]["nodes"] == lists["all"]["nodes"]  # nothing superseded them
     node = await gql(db, "query ($id: ID!) { node(id: $id) { ... on TrackedItem { kind } } }",
-                     id=borg["id"])  # fmt: skip
+                     id=borg["id"])
     assert node["node"] == {"kind": "DECISION"}
 
 
@@ -272,14 +272,14 @@ async def test_what_is_still_open_in_a_channel_is_one_query(
     nodes = (await gql(db, STILL_OPEN, channel=global_id(CHANNEL, channel)))["trackedItems"]
     assert sorted((n["kind"], n["status"]) for n in nodes["nodes"]) == [
         ("ACTION_ITEM", "OPEN"), ("DECISION", "IN_FORCE"), ("QUESTION", "OPEN"),
-    ]  # fmt: skip
+    ]
 
 
 async def test_a_status_a_kind_cannot_have_is_a_client_error(db: asyncpg.Pool) -> None:
     result = await build_schema().execute(
         "{ decisions(filter: {status: DONE}) { nodes { id } } }",
         context_value=Context(pool=db, role=Role.READER, config=ApiConfig()),
-    )  # fmt: skip
+    )
     assert result.errors and "a decision is one of" in result.errors[0].message
 
 
@@ -302,7 +302,7 @@ async def test_the_map_step_is_given_the_channels_tracked_items_and_keys_its_cac
     window = Window("ops", tuple(
         WindowMessage(f"w{i}", "ann", DAY2 + timedelta(minutes=i), f"note {i} about the backup")
         for i in range(3)
-    ))  # fmt: skip
+    ))
     tracked = [KnownItem(item_key(5), "question", "How do I skip the cache directory?")]
     keys: dict[str, list[str]] = {}
 
@@ -315,7 +315,7 @@ async def test_the_map_step_is_given_the_channels_tracked_items_and_keys_its_cac
             return None
 
         await run_pipeline(window, extractor, chunk_tokens=2000, tracked_items=items,
-                           hooks=PipelineHooks(load_chunk=load))  # fmt: skip
+                           hooks=PipelineHooks(load_chunk=load))
         keys[str(len(items))] = seen
         return extractor
 

@@ -96,7 +96,7 @@ async def test_a_report_job_stores_an_audited_report_and_an_unchanged_rerun_does
 
     # A new revision of a message read is a new report.
     edited = Msg("m3", "cid", BASE_TIME + timedelta(minutes=2),
-                 "Rollbacks of the database migration need approval from two leads.")  # fmt: skip
+                 "Rollbacks of the database migration need approval from two leads.")
     await add_channel(db, "ops", [edited])
     third = await _run(db, database_url, **request)
     assert third.report_id not in (None, first.report_id) and third.stats["cache_hit"] is False
@@ -117,7 +117,7 @@ async def test_report_triggers_refuse_what_cannot_be_a_report(db: asyncpg.Pool) 
             await trigger_report(
                 connection, QUESTION, channel_ids=[ops], document_ids=[],
                 since=BASE_TIME, until=BASE_TIME, max_attempts=3,
-            )  # fmt: skip
+            )
 
 
 async def test_a_time_range_reads_only_its_messages(db: asyncpg.Pool, database_url: str) -> None:
@@ -125,7 +125,7 @@ async def test_a_time_range_reads_only_its_messages(db: asyncpg.Pool, database_u
     done = await _run(
         db, database_url, channel_ids=[ops], document_ids=[],
         since=BASE_TIME + timedelta(minutes=2), until=BASE_TIME + timedelta(minutes=3),
-    )  # fmt: skip
+    )
     assert done.status == "succeeded" and done.stats["messages"] == 1
     async with db.acquire() as connection:
         (row,) = await report_queries.reports_by_ids(connection, [done.report_id or 0])

@@ -18,8 +18,8 @@ from db.models import DigestJob
 from runner.documents.ingest import ingest_text
 from runner.evaluation.fake_report_model import FakeModel, fake_report_writer
 from runner.extract.offline import OfflineExtractor
-from runner.reports.job import ReportJobRunner
 from runner.reports.extractive import EXTRACTOR_VERSION
+from runner.reports.job import ReportJobRunner
 from runner.reports.llm_writer import LLMReportWriter
 from runner.triggers import trigger_report
 from runner.worker import Worker, WorkerConfig
@@ -101,7 +101,7 @@ async def test_an_llm_report_is_stored_with_its_fidelity_and_a_rerun_calls_no_mo
     assert shown["fidelity"] == [{
         "phase": "synthesis", "step": "none", "reason": "within_budget",
         "originalTokens": first.stats["evidence_tokens"], "finalTokens": first.stats["evidence_tokens"],
-    }]  # fmt: skip
+    }]
     assert shown["warnings"] == [] and shown["droppedContentIds"] == []
 
     again = await _run(db, database_url, writer, request)
@@ -171,7 +171,7 @@ def test_the_runtime_gives_report_jobs_the_llm_writer_only_with_an_llm(settings:
     llm = settings.model_copy(update={
         "digest_extractor": "llm", "digest_llm_base_url": "http://llm.test/v1",
         "digest_reduce_model": "gpt-4o-mini",
-    })  # fmt: skip
+    })
     writer = report_runner(llm).llm_writer
     assert writer is not None and writer.version == "llm:gpt-4o-mini:report-1:60"
     assert writer.min_overlap == settings.digestd_min_claim_overlap

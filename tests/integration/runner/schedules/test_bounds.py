@@ -15,8 +15,8 @@ import pytest
 from db import jobs
 from runner.schedules import store as schedules
 from runner.schedules.cron import InvalidSchedule, parse_schedule
-from runner.schedules.tick import fire_due_schedules, prune_schedule_runs
 from runner.schedules.store import ScheduleLimits, ScheduleRefused, TooManySchedules
+from runner.schedules.tick import fire_due_schedules, prune_schedule_runs
 from runner.triggers import TriggerRefused
 from schema.types.ids import CHANNEL, global_id
 from tests.support.database import BASE_TIME, Msg, add_channel, messages
@@ -36,7 +36,7 @@ async def _channel(pool: asyncpg.Pool, name: str = "ops") -> int:
     return await add_channel(pool, name, messages([
         ("ann", "The database migration runs on Friday evening after the freeze."),
         ("bob", "Rollbacks of the database migration need approval from the on-call lead."),
-    ]))  # fmt: skip
+    ]))
 
 
 async def _make_due(pool: asyncpg.Pool, schedule_id: int, minutes_ago: int = 1) -> datetime:
@@ -46,7 +46,7 @@ async def _make_due(pool: asyncpg.Pool, schedule_id: int, minutes_ago: int = 1) 
             "UPDATE schedules SET next_run_at = date_trunc('second', now()) "
             "- make_interval(mins => $2) WHERE id = $1 RETURNING next_run_at",
             schedule_id, minutes_ago,
-        )  # fmt: skip
+        )
     return slot
 
 
@@ -65,7 +65,7 @@ async def test_a_cron_whose_slots_come_closer_than_the_minimum_is_refused_naming
             ("* * * * * *", "1 second apart"), ("*/10 * * * * *", "10 seconds apart"),
             ("* * * * *", "1 minute apart"), ("*/2 * * * *", "2 minutes apart"),
             ("0,1 9 * * *", "1 minute apart"),  # once a day, but two slots a minute apart
-        ):  # fmt: skip
+        ):
             with pytest.raises(ScheduleRefused) as refused:
                 await schedules.create_schedule(connection, channel_id, cron, "UTC")
             assert (refused.value.field, refused.value.code) == ("cron", "invalid_cron")
@@ -77,9 +77,9 @@ async def test_a_cron_whose_slots_come_closer_than_the_minimum_is_refused_naming
         await schedules.create_schedule(connection, channel_id, "* * * * * *", "UTC", EVERY_SECOND)
     # Through the API (the server's limits: the defaults here): a typed refusal naming `cron`.
     made = (await gql(db, CREATE, channel=global_id(CHANNEL, channel_id), cron="* * * * * *",
-                      tz="UTC"))["createSchedule"]  # fmt: skip
+                      tz="UTC"))["createSchedule"]
     assert (made["__typename"], made["code"], made["reason"]) == (
-        "InvalidInputError", "BAD_USER_INPUT", "invalid_cron")  # fmt: skip
+        "InvalidInputError", "BAD_USER_INPUT", "invalid_cron")
     assert made["message"].startswith("cron: '* * * * * *' has slots 1 second apart")
 
 
@@ -92,7 +92,7 @@ async def test_the_tick_never_fires_a_schedule_more_often_than_the_minimum(
     async with db.acquire() as connection:
         schedule_id = (await schedules.create_schedule(
             connection, channel_id, "* * * * * *", "UTC", EVERY_SECOND
-        )).id  # fmt: skip
+        )).id
     slot = await _make_due(db, schedule_id)
     assert await _fire(db) == [schedule_id]
     async with db.acquire() as connection:
@@ -123,7 +123,7 @@ async def test_a_quiet_channels_slot_queues_no_job_and_is_recorded_skipped(
         runs = await connection.fetch(
             "SELECT job_id, job_created, skipped FROM schedule_runs WHERE schedule_id = $1 "
             "ORDER BY slot", schedule_id,
-        )  # fmt: skip
+        )
         assert await connection.fetchval("SELECT count(*) FROM digest_jobs") == 1
         first_job = await connection.fetchval("SELECT id FROM digest_jobs")
         last_job = await connection.fetchval(
@@ -140,7 +140,7 @@ async def test_a_quiet_channels_slot_queues_no_job_and_is_recorded_skipped(
     assert await worker.run_once()
     async with db.acquire() as connection:
         job = await jobs.job_by_id(connection, await connection.fetchval(
-            "SELECT last_job_id FROM schedules WHERE id = $1", schedule_id))  # fmt: skip
+            "SELECT last_job_id FROM schedules WHERE id = $1", schedule_id))
     assert job is not None and job.id != first_job and job.digest_id is not None
 
 
@@ -156,7 +156,7 @@ async def test_a_channel_has_at_most_the_capped_number_of_schedules_even_when_cr
             try:
                 return (await schedules.create_schedule(
                     connection, channel, "0 9 * * *", "UTC", limits
-                )).id  # fmt: skip
+                )).id
             except TriggerRefused as refused:
                 return refused
 
@@ -190,14 +190,14 @@ async def test_the_tick_prunes_old_runs_that_queued_nothing_and_keeps_the_rest(
         rows = [  # (days ago, job, skipped)
             (30, None, True), (30, empty.id, False), (30, digested.id, False),
             (2, None, True), (2, empty.id, False),
-        ]  # fmt: skip
+        ]
         for number, (days, job_id, skipped) in enumerate(rows):
             await connection.execute(
                 "INSERT INTO schedule_runs (schedule_id, slot, fired_at, fired_by, job_id, "
                 "job_created, skipped) VALUES ($1, now() - make_interval(days => $2, secs => $3), "
                 "now() - make_interval(days => $2), 'test', $4, $5, $6)",
                 schedule_id, days, number, job_id, job_id is not None, skipped,
-            )  # fmt: skip
+            )
         assert await prune_schedule_runs(connection, 7) == 2
         assert await prune_schedule_runs(connection, 7) == 0
         kept = await connection.fetch(
@@ -223,7 +223,7 @@ async def test_a_stored_localtime_schedule_is_paused_by_the_tick(db: asyncpg.Poo
         await connection.execute(  # as stored before such names were refused
             "UPDATE schedules SET timezone = 'localtime', next_run_at = now() - interval '1 minute' "
             "WHERE id = $1", schedule_id,
-        )  # fmt: skip
+        )
     assert await _fire(db) == []
     async with db.acquire() as connection:
         assert await connection.fetchval("SELECT paused FROM schedules WHERE id = $1", schedule_id)

@@ -17,8 +17,8 @@ from db import schedules as schedule_queries
 from db.models import Schedule
 from runner.schedules import store as schedules
 from runner.schedules.cron import parse_schedule
-from runner.schedules.tick import fire_due_schedules
 from runner.schedules.store import ScheduleRefused
+from runner.schedules.tick import fire_due_schedules
 from runner.triggers import SubjectNotFound
 from server.runtime import Runtime
 from server.settings import Settings
@@ -31,7 +31,7 @@ async def _channel(pool: asyncpg.Pool, name: str = "ops") -> int:
     return await add_channel(pool, name, messages([
         ("ann", "The database migration runs on Friday evening after the freeze."),
         ("bob", "Rollbacks of the database migration need approval from the on-call lead."),
-    ]))  # fmt: skip
+    ]))
 
 
 async def _create(pool: asyncpg.Pool, channel_id: int, cron: str, timezone: str = "UTC") -> int:
@@ -45,7 +45,7 @@ async def _make_due(pool: asyncpg.Pool, schedule_id: int, ago: timedelta) -> dat
         slot: datetime = await connection.fetchval(
             "UPDATE schedules SET next_run_at = now() - $2::interval WHERE id = $1 "
             "RETURNING next_run_at", schedule_id, ago,
-        )  # fmt: skip
+        )
     return slot
 
 
@@ -65,7 +65,7 @@ async def _runs(pool: asyncpg.Pool, schedule_id: int) -> list[asyncpg.Record]:
         return list(await connection.fetch(
             "SELECT slot, job_id, job_created FROM schedule_runs WHERE schedule_id = $1 "
             "ORDER BY slot", schedule_id,
-        ))  # fmt: skip
+        ))
 
 
 async def test_a_new_schedule_is_due_at_its_next_slot_after_the_databases_now(
@@ -188,7 +188,7 @@ async def test_a_schedule_whose_zone_vanished_is_paused_by_the_tick(db: asyncpg.
         await connection.execute(
             "UPDATE schedules SET timezone = 'Gone/Zone', next_run_at = now() - interval '1 minute' "
             "WHERE id = $1", schedule_id,
-        )  # fmt: skip
+        )
     assert await _fire(db) == []
     row = await _row(db, schedule_id)
     assert row.paused and await _runs(db, schedule_id) == []
@@ -246,7 +246,7 @@ async def test_a_schedule_that_cannot_fire_stays_due_and_the_others_fire(db: asy
         await connection.execute(
             "INSERT INTO schedule_runs (schedule_id, slot, job_created, fired_by) "
             "VALUES ($1, $2, false, 'elsewhere')", blocked_id, slot,
-        )  # fmt: skip
+        )
     assert await _fire(db) == [other_id]
     blocked = await _row(db, blocked_id)
     assert (blocked.next_run_at, blocked.last_job_id) == (slot, None)  # still due, untouched

@@ -13,8 +13,8 @@ import pytest
 
 from schema import build_schema
 from schema.context import ApiConfig, Context, Role
-from schema.types.ids import CHANNEL, global_id
 from schema.gate.request_gate import GateLimits, GraphQLRequest, Refused, admit
+from schema.types.ids import CHANNEL, global_id
 from tests.support.database import Msg, add_channel, row_id
 from tests.support.digests import digest_once
 from tests.support.entities import T0, WINDOW_ONE
@@ -28,7 +28,7 @@ async def _run(pool: asyncpg.Pool, query: str, **variables: Any) -> tuple[dict[s
     result = await build_schema().execute(
         query, variable_values=variables,
         context_value=Context(pool=pool, role=Role.READER, config=ApiConfig()),
-    )  # fmt: skip
+    )
     codes = [str((error.extensions or {}).get("code") or error.message) for error in result.errors or []]
     return result.data, codes
 
@@ -45,7 +45,7 @@ async def _crowded_channel(db: asyncpg.Pool, database_url: str) -> int:
         {"first_message_id": f"f{i}", "last_message_id": f"f{i}", "first_at": T0.isoformat(),
          "last_at": T0.isoformat(), "message_count": 1, "reason": "window_cap"}
         for i in range(RANGES)
-    ]  # fmt: skip
+    ]
     async with db.acquire() as connection:
         every = "(SELECT array_agg(id) FROM messages WHERE channel_id = $1)"
         await connection.execute(f"UPDATE entity_mentions SET message_ids = {every}", channel)
@@ -132,7 +132,7 @@ def test_bounded_lists_are_costed_by_their_bound() -> None:
     nine = "{ " + " ".join(
         f'a{i}: messages(filter: {{channelId: "Q2hhbm5lbDox"}}, first: 100) {{ nodes {{ text normalizedText }} }}'
         for i in range(9)
-    ) + " }"  # fmt: skip
+    ) + " }"
     assert (_cost_refusal(nine) or 0) > 20_000
     # What dashboards ask stays within it.
     assert _cost_refusal('{ messages(filter: {channelId: "Q2hhbm5lbDox"}, first: 50) { nodes { id author text } } }') is None
@@ -151,12 +151,12 @@ async def test_an_item_mentioned_by_many_digests_lists_the_latest(db: asyncpg.Po
             "INSERT INTO channel_items (channel_id, kind, status, text, message_ids, said_at) "
             "VALUES ($1, 'question', 'open', 'why 502?', ARRAY['a0'], now()) RETURNING id",
             row_id(channel),
-        )  # fmt: skip
+        )
         await connection.execute(
             "INSERT INTO channel_item_mentions (item_id, digest_id, row_id, position) "
             "SELECT $1, $2, 0, 1000 + n FROM generate_series(1, 150) AS n",
             item, digest,
-        )  # fmt: skip
+        )
         total = await connection.fetchval("SELECT count(*) FROM channel_item_mentions WHERE item_id = $1", item)
     query = """query($c: ID!) { trackedItems(filter: {channelId: $c}, first: 100) { nodes { id
       mentionCount mentions { position } all: mentions(last: 100) { position } } } }"""
@@ -191,7 +191,7 @@ def _console_queries() -> dict[str, str]:
     return {
         name: filled(text) for name, text in constants.items()
         if re.match(r"(query|mutation)\b", filled(text)) and "${" not in filled(text)
-    }  # fmt: skip
+    }
 
 
 def test_the_console_queries_stay_within_the_cost_limit() -> None:

@@ -11,9 +11,9 @@ import asyncpg
 
 from db import reports as report_queries
 from db.documents import store_document
-from runner.grounding.claim_support import DEFAULT_MIN_OVERLAP, support_share
 from runner.documents.ingest import ingest_bytes
 from runner.documents.locators import resolve_locator
+from runner.grounding.claim_support import DEFAULT_MIN_OVERLAP, support_share
 from schema.types.ids import CHANNEL, DOCUMENT, global_id
 from tests.support.database import Msg, add_channel, row_id
 from tests.support.offline import parse_gitter, parse_irc
@@ -39,7 +39,7 @@ async def test_trigger_report_returns_a_job_whose_report_reads_back_structured(
     report = done["report"]
     assert report["audit"] == {
         "proposed": 3, "kept": 3, "dropped": 0, "reAsked": 0, "coverage": 1.0, "sources": 3,
-    }  # fmt: skip
+    }
     ids = [source["id"] for source in report["sources"]]
     assert ids == ["S1", "S2", "S3"] and [s["footnote"] for s in report["sources"]] == [1, 2, 3]
     for section in report["sections"]:
@@ -63,7 +63,7 @@ async def test_trigger_report_returns_a_job_whose_report_reads_back_structured(
 
     refused = (await gql(db, TRIGGER, q="why?", sources={"channelIds": []}))["triggerReport"]
     assert refused == {"__typename": "InvalidInputError",
-                       "message": "choose at least one channel or document", "reason": "no_sources"}  # fmt: skip
+                       "message": "choose at least one channel or document", "reason": "no_sources"}
     missing = (await gql(db, TRIGGER, q="why?", sources={"channelIds": [global_id(CHANNEL, 999)]}))
     assert missing["triggerReport"] == {"__typename": "NotFoundError", "message": "no channel with id 999"}
 
@@ -102,7 +102,7 @@ async def test_report_across_two_real_channels_and_a_real_pdf(
     assert definitions == [str(n) for n in range(1, len(report["sources"]) + 1)]
     # A client places a page locator with the document's pageStarts alone, as the console does.
     placed = (await gql(db, "query($id: ID!) { document(id: $id) { canonicalText pageStarts } }",
-                        id=global_id(DOCUMENT, document.id)))["document"]  # fmt: skip
+                        id=global_id(DOCUMENT, document.id)))["document"]
     assert placed["canonicalText"] == pdf.canonical_text
     for source in report["sources"]:
         if source["kind"] == "document":

@@ -27,7 +27,7 @@ async def _errors(pool: asyncpg.Pool, **variables: Any) -> list[dict[str, Any]]:
     result = await build_schema().execute(
         LIST, variable_values=variables,
         context_value=Context(pool=pool, role=Role.READER, config=ApiConfig()),
-    )  # fmt: skip
+    )
     assert result.errors, result.data
     return [{"message": e.message, **(e.extensions or {})} for e in result.errors]
 
@@ -43,7 +43,7 @@ async def test_reports_page_newest_first_filter_by_source_and_refuse_bad_cursors
     web = await add_channel(db, "web", messages([
         ("ann", "The release of the web frontend waits for the design review on Monday."),
         ("dan", "The design review of the web frontend moved to Tuesday morning."),
-    ]))  # fmt: skip
+    ]))
     ops_id, web_id = global_id(CHANNEL, ops), global_id(CHANNEL, web)
     doc_id = global_id(DOCUMENT, document_id)
     asked = [
@@ -51,7 +51,7 @@ async def test_reports_page_newest_first_filter_by_source_and_refuse_bad_cursors
         ("When is the design review of the web frontend?", {"channelIds": [web_id]}),
         ("Who approves a database migration rollback?",
          {"channelIds": [ops_id], "documentIds": [doc_id]}),
-    ]  # fmt: skip
+    ]
     made = [(await _report(db, database_url, q, s))["report"]["id"] for q, s in asked]
     newest_first = [q for q, _ in reversed(asked)]
 

@@ -71,7 +71,7 @@ async def test_create_schedule_returns_it_with_its_next_slot_in_its_zone(db: asy
     made = await _create(db, ops, "0 9 * * 1-5", "Europe/Berlin")
     assert made["__typename"] == "Schedule", made
     assert (made["channelId"], made["channel"], made["cron"], made["timezone"]) == (
-        ops, {"name": "ops"}, "0 9 * * 1-5", "Europe/Berlin")  # fmt: skip
+        ops, {"name": "ops"}, "0 9 * * 1-5", "Europe/Berlin")
     assert (made["paused"], made["lastRunAt"], made["lastJobId"], made["lastJob"]) == (False, None, None, None)
     local = datetime.fromisoformat(made["nextRunAt"]).astimezone(ZoneInfo("Europe/Berlin"))
     assert (local.hour, local.minute, local.weekday() < 5) == (9, 0, True)
@@ -89,7 +89,7 @@ async def test_bad_cron_zone_or_channel_are_typed_refusals_naming_the_field(db: 
     assert zone["message"].startswith("timezone: 'Berlin' is not an IANA time zone name")
     missing = await _create(db, global_id(CHANNEL, 999), "0 9 * * *")
     assert missing == {"__typename": "NotFoundError", "message": "no channel with id 999",
-                       "code": "NOT_FOUND"}  # fmt: skip
+                       "code": "NOT_FOUND"}
     wrong_type = await _create(db, global_id(DIGEST_JOB, 1), "0 9 * * *")
     assert (wrong_type["__typename"], wrong_type["code"]) == ("InvalidInputError", "BAD_ID")
     assert (await gql(db, LIST))["schedules"]["edges"] == []
@@ -117,7 +117,7 @@ async def test_schedules_list_newest_first_by_keyset_filtered_by_channel_and_sta
 ) -> None:
     ops, web = await _two_channels(db)
     made = [(await _create(db, channel, cron))["id"]
-            for channel, cron in ((ops, "0 9 * * *"), (web, "0 10 * * *"), (ops, "0 17 * * 5"))]  # fmt: skip
+            for channel, cron in ((ops, "0 9 * * *"), (web, "0 10 * * *"), (ops, "0 17 * * 5"))]
     first = (await gql(db, LIST, first=2))["schedules"]
     assert [e["node"]["id"] for e in first["edges"]] == made[::-1][:2]
     assert first["pageInfo"]["hasNextPage"] is True
@@ -127,7 +127,7 @@ async def test_schedules_list_newest_first_by_keyset_filtered_by_channel_and_sta
 
     of_ops = (await gql(db, LIST, filter={"channelId": ops}))["schedules"]["edges"]
     assert [(e["node"]["cron"], e["node"]["channel"]["name"]) for e in of_ops] == [
-        ("0 17 * * 5", "ops"), ("0 9 * * *", "ops")]  # fmt: skip
+        ("0 17 * * 5", "ops"), ("0 9 * * *", "ops")]
     await gql(db, CHANGE, id=made[1])
     paused = (await gql(db, LIST, filter={"paused": True}))["schedules"]["edges"]
     assert [e["node"]["id"] for e in paused] == [made[1]]
@@ -158,9 +158,9 @@ async def test_readers_may_list_but_not_change_schedules(db: asyncpg.Pool) -> No
     refused = await schema.execute(
         CREATE, variable_values={"channel": ops, "cron": "0 9 * * *", "tz": "UTC"},
         context_value=context,
-    )  # fmt: skip
+    )
     assert refused.errors and refused.errors[0].extensions == {"code": "FORBIDDEN"}
     listed = await schema.execute(LIST, context_value=context)
     assert listed.errors is None and listed.data == {
         "schedules": {"edges": [], "pageInfo": {"hasNextPage": False, "hasPreviousPage": False,
-                                                "endCursor": None}}}  # fmt: skip
+                                                "endCursor": None}}}

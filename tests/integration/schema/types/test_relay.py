@@ -55,7 +55,7 @@ async def client(db: asyncpg.Pool, settings: Settings) -> AsyncIterator[httpx.As
 
 async def errors_of(http: httpx.AsyncClient, query: str, variables: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     response = await http.post("/graphql", json={"query": query, "variables": variables or {}},
-                               headers={"Authorization": f"Bearer {READER}"})  # fmt: skip
+                               headers={"Authorization": f"Bearer {READER}"})
     errors: list[dict[str, Any]] = response.json().get("errors") or []
     return errors
 
@@ -86,7 +86,7 @@ async def one_of_each(http: httpx.AsyncClient) -> dict[str, dict[str, Any]]:
       knowledgeItems(first: 1) {{ nodes {{ {f["KnowledgeItem"]} }} }}
       digestJobs(first: 1, filter: {{channelId: "{channel_id}"}}) {{ nodes {{ {f["DigestJob"]} }} }}
       documents(first: 1) {{ nodes {{ {f["Document"]} latestDigests(first: 1) {{ {f["DocumentDigest"]} }} }} }}
-    }}""", token=READER)  # fmt: skip
+    }}""", token=READER)
     digest_id = listed["digests"]["nodes"][0]["id"]
     digest = (await gql(http, f'query($id: ID!) {{ digest(id: $id) {{ {f["Digest"]} }} }}', {"id": digest_id}, READER))["digest"]
     document_row = listed["documents"]["nodes"][0]
@@ -126,7 +126,7 @@ async def test_node_round_trips_every_type_and_nodes_keeps_order(client: httpx.A
         (found["Digest"]["jobId"], "DigestJob"), (found["KnowledgeItem"]["digestId"], "Digest"),
         (found["DigestJob"]["digestId"], "Digest"), (found["DocumentDigest"]["documentId"], "Document"),
         (found["DocumentDigest"]["jobId"], "DigestJob"),
-    ]  # fmt: skip
+    ]
     for reference, type_name in references:
         node = (await gql(client, "query($id: ID!) { node(id: $id) { __typename id } }", {"id": reference}, READER))["node"]
         assert node == {"__typename": type_name, "id": reference}
@@ -140,22 +140,22 @@ async def test_node_round_trips_every_type_and_nodes_keeps_order(client: httpx.A
     assert nodes == [
         {"__typename": "Document", "id": wanted[0]}, None,
         {"__typename": "Channel", "id": wanted[2]}, {"__typename": "Message", "id": wanted[3]},
-    ]  # fmt: skip
+    ]
 
     # Legacy numeric ids, for one release, in the single-object fields and id arguments.
     legacy = {
         "channel": ("Channel", found["Channel"]["id"]), "digest": ("Digest", found["Digest"]["id"]),
         "job": ("DigestJob", found["DigestJob"]["id"]), "document": ("Document", found["Document"]["id"]),
         "documentDigest": ("DocumentDigest", found["DocumentDigest"]["id"]),
-    }  # fmt: skip
-    for field, (type_name, global_id) in legacy.items():
+    }
+    for field, (_type_name, global_id) in legacy.items():
         pk = str(row_id(global_id))
         by_legacy = (await gql(client, f'{{ {field}(id: "{pk}") {{ id }} }}', token=READER))[field]
         by_global = (await gql(client, f'{{ {field}(id: "{global_id}") {{ id }} }}', token=READER))[field]
         assert by_legacy == by_global == {"id": global_id}, field
     channel_pk = str(row_id(found["Channel"]["id"]))
     filtered = await gql(client, f'{{ a: digests(filter: {{channelId: "{channel_pk}"}}) {{ nodes {{ id }} }} '
-                                 f'b: digests(filter: {{channelId: "{found["Channel"]["id"]}"}}) {{ nodes {{ id }} }} }}', token=READER)  # fmt: skip
+                                 f'b: digests(filter: {{channelId: "{found["Channel"]["id"]}"}}) {{ nodes {{ id }} }} }}', token=READER)
     assert filtered["a"] == filtered["b"] == {"nodes": [{"id": found["Digest"]["id"]}]}
     trigger = 'mutation($id: ID!) { triggerDigest(channelId: $id) { __typename ... on DigestJob { channelId } } }'
     again = (await gql(client, trigger, {"id": channel_pk}, WRITER))["triggerDigest"]
@@ -253,7 +253,7 @@ async def test_messages_page_backward_as_forward_reversed(client: httpx.AsyncCli
     assert empty["edges"] == [] and empty["pageInfo"] == {
         "hasNextPage": True, "hasPreviousPage": False, "startCursor": None, "endCursor": None}
 
-    windowed = (await gql(client, 'query($c: ID!) { messages(filter: {channelId: $c, since: "2000-01-01T00:00:00Z"}) { totalCount } }', {"c": channel}, READER))["messages"]  # fmt: skip
+    windowed = (await gql(client, 'query($c: ID!) { messages(filter: {channelId: $c, since: "2000-01-01T00:00:00Z"}) { totalCount } }', {"c": channel}, READER))["messages"]
     assert windowed["totalCount"] is None  # not counted where no index makes it cheap
 
 
@@ -268,7 +268,7 @@ async def test_paging_arguments_are_checked(client: httpx.AsyncClient, db: async
         ('{ documents(after: "garbage") { nodes { id } } }', {}, "BAD_CURSOR", "invalid cursor"),
         ('query($c: ID!, $b: String) { messages(filter: {channelId: $c}, last: 2, before: $b) { nodes { id } } }',
          {"c": channel, "b": other_list}, "BAD_CURSOR", "belongs to digests"),
-    ]  # fmt: skip
+    ]
     for query, variables, code, message in cases:
         errors = await errors_of(client, query, variables)
         assert len(errors) == 1 and errors[0]["extensions"]["code"] == code, (query, errors)

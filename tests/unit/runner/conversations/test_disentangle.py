@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from runner.conversations.threads import ThreadedMessage, thread_messages
 from runner.conversations.disentangle import (
     Message,
     disentangle,
@@ -18,6 +17,7 @@ from runner.conversations.disentangle.api import components
 from runner.conversations.disentangle.baselines import lowe_links, previous_links
 from runner.conversations.disentangle.features import NAMES, ChannelState
 from runner.conversations.disentangle.model import HiddenLayer, LinkModel, default_model
+from runner.conversations.threads import ThreadedMessage, thread_messages
 
 
 def say(author: str, minute: float, text: str, reply_to: int | None = None) -> Message:
@@ -69,7 +69,7 @@ def test_slack_style_mentions_and_abbreviated_nicks_address_an_earlier_author() 
 def test_a_sigil_before_a_name_still_names_the_author() -> None:
     state = ChannelState()
     for message in [say("halgeir", 0, "how do I install a .deb I downloaded?"),
-                    say("bitmastro", 1, "#halgeir sudo dpkg -i package.deb")]:  # fmt: skip
+                    say("bitmastro", 1, "#halgeir sudo dpkg -i package.deb")]:
         seen = state.read(message)
         state.commit(None)
     assert seen.mentions == {"halgeir"}

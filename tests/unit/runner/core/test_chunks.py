@@ -63,7 +63,7 @@ def test_texts_short_enough_to_skip_counting_really_fit() -> None:
 
 def _threaded(i: int, conversation: str, words: int) -> WindowMessage:
     return WindowMessage(f"m{i}", "ann", datetime(2024, 1, 1, tzinfo=UTC) + timedelta(minutes=i),
-                         " ".join(["word"] * words), conversation=conversation)  # fmt: skip
+                         " ".join(["word"] * words), conversation=conversation)
 
 
 def test_a_conversation_that_fits_an_empty_chunk_is_never_split() -> None:
@@ -75,7 +75,7 @@ def test_a_conversation_that_fits_an_empty_chunk_is_never_split() -> None:
     assert [chunk.message_ids for chunk in chunks] == [["m0", "m1", "m2"], ["m10", "m11", "m12"]]
     # Without conversations the same messages are packed greedily, splitting b.
     plain = chunk_messages([WindowMessage(m.message_id, m.author, m.ts, m.normalized_text)
-                            for m in a + b], budget)  # fmt: skip
+                            for m in a + b], budget)
     assert [chunk.message_ids for chunk in plain] == [["m0", "m1", "m2", "m10"], ["m11", "m12"]]
 
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from runner.core.job_options import ChannelDigestOptions, DocumentDigestOptions, ReportOptions
 from runner.digests.window import window_options
 from runner.documents.cache_key import query_hash
-from runner.core.job_options import ChannelDigestOptions, DocumentDigestOptions, ReportOptions
 from runner.triggers import TriggerRefused, channel_digest_options
 
 PARIS = timezone(timedelta(hours=1))

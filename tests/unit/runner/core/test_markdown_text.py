@@ -8,8 +8,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from runner.grounding.footnotes import FootnotedSentence, Section, Source, footnoted_markdown
 from runner.core.markdown_text import escape_inline, single_line
+from runner.grounding.footnotes import FootnotedSentence, Section, Source, footnoted_markdown
 from tests.support.database import BASE_TIME
 from tests.support.markdown import render, renderer
 

@@ -7,8 +7,9 @@ from __future__ import annotations
 import asyncio
 import random
 from collections import defaultdict
+from itertools import pairwise
 
-from runner.core.merge import merge_outputs
+from runner.core.chunks import Chunk
 from runner.core.contract import ChunkSummary, Digest
 from runner.core.extractor import (
     ChunkTooLarge,
@@ -17,9 +18,9 @@ from runner.core.extractor import (
     MappedChunk,
     PipelineWarning,
 )
-from runner.core.chunks import Chunk
-from runner.digests.pipeline import run_pipeline
+from runner.core.merge import merge_outputs
 from runner.core.window import Window, WindowMessage
+from runner.digests.pipeline import run_pipeline
 from tests.support.llm import make_window
 
 
@@ -80,7 +81,7 @@ def assert_every_character_mapped_once(window: Window, chunks: list[Chunk]) -> N
         covered = sorted(spans[message.message_id])
         assert covered, message.message_id
         assert covered[0][0] == 0 and covered[-1][1] == len(message.normalized_text)
-        for (_, end), (start, _) in zip(covered, covered[1:]):
+        for (_, end), (start, _) in pairwise(covered):
             assert end == start, (message.message_id, covered)
 
 
@@ -103,7 +104,7 @@ async def test_chunks_that_do_not_fit_are_cut_again_without_gaps_or_repeats() ->
 
 async def test_chunks_before_the_first_refused_one_are_kept() -> None:
     window = make_window([f"message {i}: the rollout of region {i % 5} is paused " * 6
-                          for i in range(120)])  # fmt: skip
+                          for i in range(120)])
     extractor = SmallModelExtractor(limit=900, first_ok=2)
     result = await run_pipeline(window, extractor, chunk_tokens=3000, concurrency=1)
     assert extractor.refused == 1 and result.failed_chunks == []

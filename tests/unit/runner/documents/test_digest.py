@@ -158,7 +158,7 @@ def test_config_shapes_the_evidence() -> None:
     short = digest_document_offline(
         document, "latency", source_id="s",
         config=DigestConfig(max_evidence_snippets=2, evidence_max_chars=150),
-    )  # fmt: skip
+    )
     assert len(short.payload.evidence_snippets) == 2
     assert all(len(s.text) <= 150 for s in short.payload.evidence_snippets)
     assert short.cache_key != none.cache_key

@@ -25,7 +25,7 @@ def _sentences(count: int, word: str = "alpha") -> str:
 def test_terms_drop_stopwords_and_match_whole_tokens() -> None:
     assert query_terms("What is the role of AI in maintaining systems?") == [
         "role", "ai", "maintaining", "system",
-    ]  # fmt: skip
+    ]
     assert "ai" not in tokens("We maintain the daily build.")
     assert tokens("ﬁle budgets, error-budgets") == ["file", "budget", "error", "budget"]
 
@@ -108,7 +108,7 @@ def test_short_query_falls_back_to_positional_evidence() -> None:
     text = "\n\n".join(
         [_sentences(7, "intro"), "Methods", _sentences(6, "method"), _sentences(6, "middle"),
          _sentences(6, "conclusion")]
-    )  # fmt: skip
+    )
     chunks = chunk_document(text)
     for query in ("", "what is it about?", "the of and"):
         selection = select_evidence(chunks, query, max_snippets=3, max_chars=400)

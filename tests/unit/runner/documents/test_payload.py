@@ -169,7 +169,7 @@ def test_payload_dataclass_matches_schema_fields() -> None:
     payload = DigestPayload(
         query_hash="0011aabb", summary="", original_chars=0, digest_chars=0,
         compression_ratio=0.0, source_text_hash="sha256:" + "0" * 64,
-    )  # fmt: skip
+    )
     assert set(payload.to_dict()) == set(payload_schema()["properties"])
     assert set(payload_schema()["required"]) == set(payload.to_dict())
 

@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import pytest
 
+from runner.core.extractor import PipelineWarning
 from runner.documents.cache_key import DIGEST_IMPL_VERSION, digest_cache_key, query_hash
 from runner.documents.canonical import source_text_hash
 from runner.documents.policy import (
@@ -19,7 +20,6 @@ from runner.documents.policy import (
     estimate_quality,
     select_for_digest,
 )
-from runner.core.extractor import PipelineWarning
 
 BIG, SMALL = 12_000, 3_000
 
@@ -28,10 +28,10 @@ def test_seed_defaults() -> None:
     config = DigestConfig()
     assert (config.policy, config.min_chars, config.max_sources, config.max_concurrent) == (
         DigestPolicy.AUTO, 10_000, 8, 3,
-    )  # fmt: skip
+    )
     assert (config.include_evidence, config.evidence_max_chars, config.max_evidence_snippets) == (
         True, 400, 5,
-    )  # fmt: skip
+    )
     assert config.per_source_timeout == config.timeout / 3
 
 

@@ -7,8 +7,6 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
-from runner.grounding.bm25 import bm25_scores
-from runner.grounding.claim_support import content_tokens
 from runner.evaluation.report_citations import (
     bm25_top_turns,
     evaluate_reports,
@@ -19,6 +17,8 @@ from runner.evaluation.report_citations import (
     span_recall,
     supported_sentences,
 )
+from runner.grounding.bm25 import bm25_scores
+from runner.grounding.claim_support import content_tokens
 from runner.grounding.footnotes import FootnotedSentence, Section
 from runner.reports.evidence import gather_evidence
 from runner.reports.report import Report
@@ -94,7 +94,7 @@ def test_support_counts_sentences_their_source_does_not_support() -> None:
     report = Report("q", "Q", (Section("Answer", (
         FootnotedSentence(text, (source,)),
         FootnotedSentence("Lunch is soup and sandwiches in the kitchen.", (source,)),
-    )),))  # fmt: skip
+    )),))
     assert supported_sentences(report) == (2, 1)
 
 

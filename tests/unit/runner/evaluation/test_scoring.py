@@ -20,15 +20,15 @@ from runner.core.contract import (
     SignalLevel,
     SignalQuality,
 )
+from runner.digests.pipeline import PipelineResult
 from runner.evaluation.gold import GoldFile
+from runner.evaluation.scoring import Counts, grounding_of, score_fields
 from runner.evaluation.tables import (
     EvalSection,
     render_table,
     section_from_dict,
     section_to_dict,
 )
-from runner.evaluation.scoring import Counts, grounding_of, score_fields
-from runner.digests.pipeline import PipelineResult
 from runner.grounding.validate import Rejection, ValidationResult
 
 TEXTS = {
@@ -49,7 +49,7 @@ def gold_file() -> GoldFile:
         "links": [{"url": "https://example.org/notes", "message_ids": ["b"]}],
         "artifacts": [{"kind": "config", "title": "retries", "message_id": "a",
                        "char_start": 38, "char_end": 47, "quote": "retries=5"}],
-    })  # fmt: skip
+    })
 
 
 def digest(pointer_end: int = 47) -> Digest:
@@ -66,7 +66,7 @@ def digest(pointer_end: int = 47) -> Digest:
             message_id="a", char_start=30, char_end=pointer_end, quote=TEXTS["a"][30:47]))],
         knowledge_items=[KnowledgeItem(key="K1", kind=KnowledgeKind.FACT, title="notes",
                                        content="release notes written", message_ids=["b"])],
-    )  # fmt: skip
+    )
 
 
 def test_counts_and_f1_on_a_hand_made_case() -> None:
@@ -122,7 +122,7 @@ def test_a_pointer_off_by_one_is_not_verbatim() -> None:
 
 def test_render_table_and_json_round_trip() -> None:
     section = EvalSection("Figures", ["field", "P", "n"], [["decisions", 0.5, 3], ["x", "-", 10]],
-                          ["a note"])  # fmt: skip
+                          ["a note"])
     table = render_table(section)
     lines = table.splitlines()
     assert lines[0] == "Figures" and lines[1] == "=" * len("Figures")

@@ -12,9 +12,9 @@ import asyncio
 import json
 from typing import Any
 
-from runner.llm.prompts import MAP_PROMPT, MAP_PROMPT_VERSION, Prompt, load_prompt  # noqa: E402
-from runner.digests.pipeline import run_pipeline  # noqa: E402
-from runner.core.tokens import count_tokens  # noqa: E402
+from runner.core.tokens import count_tokens
+from runner.digests.pipeline import run_pipeline
+from runner.llm.prompts import MAP_PROMPT, MAP_PROMPT_VERSION, Prompt, load_prompt
 from tests.support.llm import (
     FakeEndpoint,
     make_extractor,

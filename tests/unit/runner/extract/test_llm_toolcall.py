@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from runner.core.chunks import chunk_messages
 from runner.core.contract import tool_schema
 from runner.core.extractor import ChunkFailed, KnownItem
-from runner.core.chunks import chunk_messages
 from tests.support.llm import (
     FakeEndpoint,
     completion,

@@ -8,12 +8,12 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from runner.core.merge import merge_outputs
-from runner.grounding.citations import MAX_ANCHOR_CHARS, anchor_span
 from runner.core.contract import ChunkSummary, Digest
+from runner.core.merge import merge_outputs
+from runner.core.window import Window, WindowMessage
+from runner.grounding.citations import MAX_ANCHOR_CHARS, anchor_span
 from runner.grounding.footnotes import FootnotedSentence, Section, Source, footnoted_markdown
 from runner.grounding.validate import validate_output
-from runner.core.window import Window, WindowMessage
 
 TEXTS = {
     "100": "We decided to move the staging cluster to Kubernetes 1.29 next sprint.",
@@ -44,7 +44,7 @@ def test_supported_sentences_are_kept_with_exact_anchors() -> None:
             sentence("A migration runbook for the staging cluster is due by Friday.", "101"),
         ]),
         TEXTS,
-    )  # fmt: skip
+    )
     assert result.rejections == []
     assert [s.message_ids for s in result.output.overview] == [["100"], ["101"]]
     (first,), (second,) = result.anchors["overview"]
@@ -72,7 +72,7 @@ def test_fabricated_ids_and_unrelated_citations_are_never_kept_as_cited() -> Non
     assert reasons == {
         ("overview", "unknown_message_id"), ("overview", "low_support"),
         ("overview", "no_citation"), ("highlights", "low_support"),
-    }  # fmt: skip
+    }
     assert [s.message_ids for s in result.output.overview] == [["100"]]
     assert result.output.highlights == []
     audit = result.audit.as_json()
@@ -81,7 +81,7 @@ def test_fabricated_ids_and_unrelated_citations_are_never_kept_as_cited() -> Non
     assert audit["reasons"] == {
         "low_support": 2, "no_citation": 1, "unknown_message_id": 1,
         "unrelated_citation_removed": 1,
-    }  # fmt: skip
+    }
     assert audit["overview_cited_share"] == 1.0
 
 
@@ -128,7 +128,7 @@ def test_footnotes_are_contiguous_each_source_once_with_exact_quotes() -> None:
     markdown = footnoted_markdown([
         Section(None, (FootnotedSentence("First.", (a, b)), FootnotedSentence("Second.", (b,)))),
         Section("Highlights", (FootnotedSentence("Third.", (c, a)),), bullets=True),
-    ])  # fmt: skip
+    ])
     body, notes = markdown.rsplit("\n\n", 1)
     assert body == "First.[^1][^2] Second.[^2]\n\n## Highlights\n\n- Third.[^3][^1]"
     assert notes.splitlines() == [
@@ -163,7 +163,7 @@ def test_the_deterministic_merge_cites_its_overview() -> None:
             "signal_quality": {"level": "low", "reason": "chatter"},
             "notable_message_ids": ["102"],
         }),
-    ]  # fmt: skip
+    ]
     merged, _ = merge_outputs(list(summaries), window, "")
     assert all(len(s.sentence) <= 400 and not s.sentence.endswith(" so") for s in merged.overview)
     checked = validate_output(merged, TEXTS, channel_name="platform")
@@ -180,7 +180,7 @@ def test_chat_text_cannot_forge_footnotes_or_headings() -> None:
     forged = _source("5", 1, "see [^1] and\n[^2]: fake source")
     markdown = footnoted_markdown([
         Section(None, (FootnotedSentence("Claim [^9] here.\n## Not a heading", (forged,)),)),
-    ])  # fmt: skip
+    ])
     assert not any(line.startswith("## ") for line in markdown.splitlines())
     definitions = [line for line in markdown.splitlines() if re.match(r"\[\^\d+\]:", line)]
     assert definitions == ['[^1]: user5, 2024-05-01 10:01 UTC, "see \\[^1\\] and \\[^2\\]: fake source" (message 5)']

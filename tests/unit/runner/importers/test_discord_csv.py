@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from runner.importers import detect_format, iter_records
@@ -25,7 +25,7 @@ def test_the_real_komodo_export_has_100_messages_with_code_blocks_intact() -> No
     assert len(messages) == 100  # the TXT export's header says "Messages: 100"
     first = messages[0]
     assert first.author == "SHossain#0007"
-    assert first.ts == datetime(2018, 8, 14, 11, 18, tzinfo=timezone.utc)
+    assert first.ts == datetime(2018, 8, 14, 11, 18, tzinfo=UTC)
     assert first.location == "record 1 (line 2)"
     # A quoted multi-line code block survives line for line.
     assert first.text.startswith(
@@ -33,7 +33,7 @@ def test_the_real_komodo_export_has_100_messages_with_code_blocks_intact() -> No
     )
     assert first.text.endswith("\n```") and first.text.count("\n") == 4
     assert messages[1].location == "record 2 (line 7)"  # the first record spanned lines 2-6
-    assert messages[-1].ts == datetime(2018, 8, 14, 15, 14, tzinfo=timezone.utc)
+    assert messages[-1].ts == datetime(2018, 8, 14, 15, 14, tzinfo=UTC)
     with_files = [m for m in messages if m.attachments]
     assert [a["url"].rsplit("/", 1)[1] for m in with_files for a in m.attachments] == [
         "dicebet-winning-error",
@@ -119,7 +119,7 @@ def test_comma_separated_export_with_iso_dates(tmp_path: Path) -> None:
     )
     (message,) = split(iter_records(path))[0]
     assert message.text == "hi, there"
-    assert message.ts == datetime(2020, 4, 13, 18, 16, 46, 213000, tzinfo=timezone.utc)
+    assert message.ts == datetime(2020, 4, 13, 18, 16, 46, 213000, tzinfo=UTC)
     assert [a["url"] for a in message.attachments] == ["https://a/1.png", "https://a/2.png"]
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -97,7 +97,7 @@ def test_messages_come_with_guild_channel_replies_and_attachments(tmp_path: Path
     )
     assert first.external_id == "900000000000000001"
     assert first.author == "ann#0420"
-    assert first.ts == datetime(2021, 5, 4, 8, 1, 0, 123000, tzinfo=timezone.utc)
+    assert first.ts == datetime(2021, 5, 4, 8, 1, 0, 123000, tzinfo=UTC)
     assert reply.author == "bob"  # new-style names have the "0" discriminator
     assert reply.reply_to == "900000000000000001"
     assert reply.attachments == [{**attachment, "kind": "attachment"}, {**embed, "kind": "embed"}]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from runner.importers import ParseStats, detect_format, iter_records
@@ -59,7 +59,7 @@ def test_blocks_blank_lines_inside_text_and_the_footer(tmp_path: Path) -> None:
     assert errors == []
     assert [m.text for m in messages] == ["first\n\nsecond paragraph", "", "Heading\n=======\nlast"]
     assert messages[1].attachments == [{"kind": "attachment", "url": "https://cdn/a.png"}]
-    assert messages[0].ts == datetime(2018, 8, 14, 11, 18, tzinfo=timezone.utc)
+    assert messages[0].ts == datetime(2018, 8, 14, 11, 18, tzinfo=UTC)
     assert [m.location for m in messages] == ["line 8", "line 13", "line 21"]
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 from runner.importers import ParseStats, detect_format, iter_records
@@ -10,7 +10,7 @@ from tests.support.importers import FIVE_MB, chat_file, error_at, message_at, sp
 
 
 def _utc(year: int, month: int, day: int, hour: int, minute: int, second: int = 0) -> datetime:
-    return datetime(year, month, day, hour, minute, second, tzinfo=timezone.utc)
+    return datetime(year, month, day, hour, minute, second, tzinfo=UTC)
 
 
 def test_the_real_ubuntu_irc_log() -> None:
@@ -77,7 +77,7 @@ def test_dates_roll_over_and_fall_back(tmp_path: Path) -> None:
     messages, _ = split(iter_records(named))
     assert [m.ts for m in messages] == [
         _utc(2024, 2, 28, 23, 58), _utc(2024, 2, 28, 23, 59, 30), _utc(2024, 2, 29, 0, 1), _utc(2024, 2, 29, 0, 1)
-    ]  # fmt: skip
+    ]
     assert messages[3].external_id == messages[2].external_id + "-2"
     plain = tmp_path / "chan.log"
     plain.write_text(log, encoding="utf-8")

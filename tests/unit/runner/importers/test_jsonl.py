@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from runner.importers import ParseStats, iter_records
@@ -42,12 +42,12 @@ def test_good_lines_are_parsed_with_string_ids_utc_and_optional_fields(tmp_path:
     messages, errors = split(iter_records(path, stats=stats))
     assert errors == []
     assert [m.external_id for m in messages] == ["17", "m2", "m3"]
-    assert messages[0].ts == datetime(2024, 3, 1, 10, 0, tzinfo=timezone.utc)
+    assert messages[0].ts == datetime(2024, 3, 1, 10, 0, tzinfo=UTC)
     assert messages[0].channel == "general" and messages[0].location == "line 1"
     assert messages[1].reply_to == "17" and messages[1].server == "acme"
     assert messages[1].attachments == [{"url": "https://x/a.png"}]
     assert messages[2].location == "line 4"
-    assert messages[2].ts == datetime(2024, 3, 1, 11, 0, tzinfo=timezone.utc)  # zone-less: UTC
+    assert messages[2].ts == datetime(2024, 3, 1, 11, 0, tzinfo=UTC)  # zone-less: UTC
     assert messages[2].text == ""
     assert stats.skipped["blank line"] == 1
 

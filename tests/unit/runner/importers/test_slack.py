@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -110,8 +110,8 @@ def test_a_slack_folder_streams_every_channel_and_day(tmp_path: Path) -> None:
     first, reply, parent, bot, unknown, other = messages
     assert (first.external_id, first.author, first.channel, first.channel_external_id, first.server) == (
         "1503435956.000247", "annie", "general", "C1", None
-    )  # fmt: skip
-    assert first.ts == datetime(2017, 8, 22, 21, 5, 56, 247, tzinfo=timezone.utc)
+    )
+    assert first.ts == datetime(2017, 8, 22, 21, 5, 56, 247, tzinfo=UTC)
     assert first.text == "deploy <today> & tell <@U2>"
     assert reply.author == "Bob Stone" and reply.reply_to == "1503435956.000247"
     assert reply.attachments == [

@@ -8,10 +8,10 @@ from typing import Any
 import httpx
 import pytest
 
-from runner.core.extractor import ChunkFailed
-from runner.llm.breaker import BreakerState, CircuitBreaker, CircuitOpen
 from runner.core.chunks import chunk_messages
+from runner.core.extractor import ChunkFailed
 from runner.digests.pipeline import run_pipeline
+from runner.llm.breaker import BreakerState, CircuitBreaker, CircuitOpen
 from tests.support.llm import (
     FakeEndpoint,
     completion,

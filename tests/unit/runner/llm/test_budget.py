@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from runner.core.chunks import chunk_messages
 from runner.core.extractor import ChunkFailed, KnownItem
 from runner.llm.budget import (
     FALLBACK_LIMITS,
@@ -14,7 +15,6 @@ from runner.llm.budget import (
     effective_budget,
     get_model_limits,
 )
-from runner.core.chunks import chunk_messages
 from tests.support.llm import (
     FakeEndpoint,
     make_extractor,

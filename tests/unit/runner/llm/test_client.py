@@ -10,10 +10,10 @@ from typing import Any
 import httpx
 import pytest
 
-from runner.core.extractor import ChunkFailed
-from runner.llm.config import LLMConfig
 from runner.core.chunks import chunk_messages
+from runner.core.extractor import ChunkFailed
 from runner.digests.pipeline import run_pipeline
+from runner.llm.config import LLMConfig
 from tests.support.llm import (
     API_KEY,
     FakeEndpoint,

@@ -10,13 +10,13 @@ from typing import Any
 import httpx
 import pytest
 
-from runner.documents.llm_summary import document_tool_schema, resilient_tool_call
+from runner.core.chunks import chunk_messages
 from runner.core.extractor import ChunkFailed
+from runner.digests.pipeline import run_pipeline
+from runner.documents.llm_summary import document_tool_schema, resilient_tool_call
 from runner.llm.breaker import BreakerState, CircuitBreaker
 from runner.llm.client import LLMCallError, ResilientCaller, build_client
 from runner.llm.config import LLMConfig
-from runner.core.chunks import chunk_messages
-from runner.digests.pipeline import run_pipeline
 from tests.support.llm import (
     API_KEY,
     FakeEndpoint,
@@ -89,7 +89,7 @@ async def test_one_html_answer_is_retried_and_the_chunk_succeeds() -> None:
         (httpx.Response(200, text="", headers={"content-type": "text/plain"}), "empty body"),
         (httpx.Response(200, json="just a string"), "not a chat completion"),
     ],
-)  # fmt: skip
+)
 async def test_other_malformed_answers_are_failed_attempts(
     response: httpx.Response, said: str
 ) -> None:
@@ -112,7 +112,7 @@ async def test_a_job_against_an_html_endpoint_records_the_reason() -> None:
 async def test_the_document_summarizer_gets_a_call_error_not_an_attribute_error() -> None:
     config = LLMConfig(base_url="http://llm.test/v1", api_key=API_KEY, max_retries=1)
     client = build_client(config, http_client=httpx.AsyncClient(
-        transport=httpx.MockTransport(FakeEndpoint(html_page))))  # fmt: skip
+        transport=httpx.MockTransport(FakeEndpoint(html_page))))
     caller = ResilientCaller(client, config, CircuitBreaker("doc-html"), sleep=Sleeps())
     call = resilient_tool_call(caller, "gpt-4o-mini")
     with pytest.raises(LLMCallError, match="text/html") as failure:

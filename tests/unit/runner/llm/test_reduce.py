@@ -7,8 +7,8 @@ from typing import Any
 
 import httpx
 
-from runner.core.merge import merge_outputs
 from runner.core.contract import ChunkSummary, Digest
+from runner.core.merge import merge_outputs
 from runner.llm.budget import count_request_tokens
 from runner.llm.reduce import TreeReducer
 from tests.support.llm import (

@@ -39,7 +39,7 @@ def _config(reduce_context_tokens: int | None = None) -> LLMConfig:
     return LLMConfig(
         base_url="http://llm.test/v1", api_key="sk-test", max_retries=0,
         reduce_context_tokens=reduce_context_tokens,
-    )  # fmt: skip
+    )
 
 
 async def test_the_summarizer_counts_usage_and_re_asks_like_the_extractor() -> None:

@@ -4,7 +4,7 @@ the warning codes and the ids of what was left out."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from runner.reports.evidence import Evidence, RankedEvidence
 from runner.reports.evidence_budget import (
@@ -19,7 +19,7 @@ from runner.reports.evidence_budget import (
 )
 from runner.reports.sources import DocumentSource, MessageSource
 
-T0 = datetime(2024, 5, 1, tzinfo=timezone.utc)
+T0 = datetime(2024, 5, 1, tzinfo=UTC)
 
 
 def words(text: str) -> int:
@@ -29,7 +29,7 @@ def words(text: str) -> int:
 
 def unit(name: str, text: str, score: float, minute: int = 0) -> RankedEvidence:
     source = MessageSource("ops", name, 1, "ann", T0 + timedelta(minutes=minute), text, 0,
-                           len(text))  # fmt: skip
+                           len(text))
     return RankedEvidence(Evidence(text, source, "#ops", 0, minute), score)
 
 
@@ -49,7 +49,7 @@ def test_priority_is_relevance_then_recency_and_documents_keep_their_order() -> 
     ordered = priority_order([old, document, new, best])
     assert [u.evidence.source for u in ordered] == [
         best.evidence.source, new.evidence.source, old.evidence.source, document.evidence.source,
-    ]  # fmt: skip
+    ]
 
 
 def test_evidence_within_budget_is_given_whole_with_one_record_and_no_warning() -> None:
@@ -58,7 +58,7 @@ def test_evidence_within_budget_is_given_whole_with_one_record_and_no_warning() 
     assert [u.text for u in fit.units] == [sentence(10)] * 3
     assert fit.warnings == [] and fit.dropped_content_ids == []
     assert fit.fidelity == [{"phase": "synthesis", "step": "none", "original_tokens": fit.tokens,
-                             "final_tokens": fit.tokens, "reason": "within_budget"}]  # fmt: skip
+                             "final_tokens": fit.tokens, "reason": "within_budget"}]
 
 
 def test_long_units_are_truncated_lowest_priority_first_before_anything_is_dropped() -> None:
@@ -109,7 +109,7 @@ def test_a_budget_below_the_floor_is_raised_and_said() -> None:
     assert fit.budget_tokens == MIN_EVIDENCE_TOKENS and len(fit.units) == 1
     assert [w["code"] for w in fit.warnings] == ["TOKEN_BUDGET_FLOORED"]
     assert fit.fidelity == [{"phase": "synthesis", "step": "floor", "original_tokens": 40,
-                             "final_tokens": MIN_EVIDENCE_TOKENS, "reason": "budget_floor"}]  # fmt: skip
+                             "final_tokens": MIN_EVIDENCE_TOKENS, "reason": "budget_floor"}]
 
 
 def test_more_units_than_the_cap_are_dropped_whatever_the_budget() -> None:

@@ -6,7 +6,7 @@ unrelated messages are never stored as cited."""
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -41,7 +41,7 @@ from tests.support.reports import (
     id_of,
 )
 
-T0 = datetime(2024, 5, 1, tzinfo=timezone.utc)
+T0 = datetime(2024, 5, 1, tzinfo=UTC)
 
 
 def ranked_evidence(rows: list[tuple[str, str]] = OPS) -> list[RankedEvidence]:
@@ -59,7 +59,7 @@ def fixed_answer(body: dict[str, Any]) -> dict[str, Any]:
         "answer": [{"sentence": GOOD, "source_ids": [id_of(body, GOOD)]}],
         "sections": [{"heading": "Where it is written", "sentences": [
             {"sentence": plan, "source_ids": [id_of(body, plan)]},
-        ]}],  # fmt: skip
+        ]}],
         "open_points": [],
     }
 
@@ -164,7 +164,7 @@ async def test_evidence_beyond_the_model_budget_is_dropped_and_not_sent() -> Non
         (f"user{i}", f"The database migration rollback step {i} is approved after review "
                      f"number {i} of the plan.")
         for i in range(200)
-    ]  # fmt: skip
+    ]
     ranked = ranked_evidence(rows)
     writer, model = fake_report_writer(reduce_context_tokens=8000)
     run = await writer.write(QUESTION, ranked)
@@ -186,7 +186,7 @@ async def test_citing_a_digest_claim_cites_every_message_it_rests_on() -> None:
     claim = DigestClaim(
         "decision", "Database migration rollbacks are approved by the on-call lead from now on.",
         ("m2", "m4"),
-    )  # fmt: skip
+    )
     channel = [
         ChannelMessage("ops", f"m{i}", 1, author, T0 + timedelta(minutes=i), text, i + 1)
         for i, (author, text) in enumerate(OPS)

@@ -28,7 +28,7 @@ T0 = datetime(2024, 5, 1, 10, 0, tzinfo=UTC)
 
 
 def message(message_id: str, text: str, *, channel: str = "ops", revision: int = 1,
-            span: tuple[int, int] | None = None) -> MessageSource:  # fmt: skip
+            span: tuple[int, int] | None = None) -> MessageSource:
     start, end = span or (0, len(text))
     return MessageSource(channel, message_id, revision, "ann", T0, text, start, end)
 
@@ -46,7 +46,7 @@ def test_registry_deduplicates_by_canonical_key_and_numbers_by_first_appearance(
     registry = SourceRegistry()
     assert [registry.register(s) for s in (d, a, a_other_span, d_same, a_edited)] == [
         "S1", "S2", "S2", "S1", "S3",
-    ]  # fmt: skip
+    ]
     assert registry.get("S2") == a and registry.get("S4") is None and registry.get("S0") is None
     assert registry.find_by_key(a_edited.key) == "S3" and len(registry) == 3
 
@@ -116,7 +116,7 @@ def test_audit_of_marked_text_finds_each_seed_failure() -> None:
     # S2 never cited: an orphan, and S1, S3 is not contiguous numbering.
     assert codes([good[0], "Rollbacks need on-call approval.", good[2]]) == [
         "no_citation", "orphan_source", "numbering_gap",
-    ]  # fmt: skip
+    ]
     assert codes([*good, "Staging is owned by nobody. [S9]"]) == ["unknown_source"]
     assert codes([good[1], good[0], good[2]]) == ["numbering_gap"]
     assert codes([good[0], "Kubernetes upgrades happen in March. [S2]", good[2]]) == [
@@ -241,6 +241,6 @@ def test_a_link_with_a_footnote_number_is_no_evidence() -> None:
         ChannelMessage("ops", "1", 1, "ann", T0, "1 https://example.org/database-migration-rollback-approvals"),
         ChannelMessage("ops", "2", 1, "bob", T0, "Rollbacks of the database migration need approval, "
                        "see https://example.org/runbook for the steps."),
-    ]  # fmt: skip
+    ]
     units = gather_evidence([messages], [])
     assert [u.source.message_id for u in units if isinstance(u.source, MessageSource)] == ["2"]

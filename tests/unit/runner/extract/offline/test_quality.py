@@ -8,6 +8,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from runner.core.contract import ArtifactKind, ChunkSummary, Link, SignalLevel, SignalQuality
+from runner.core.vocabulary import MappedChunk
+from runner.core.window import Window, WindowMessage
 from runner.extract.offline import offline_map_concurrency, patterns
 from runner.extract.offline.artifacts import find_snippets, is_dump
 from runner.extract.offline.digest import (
@@ -18,8 +20,6 @@ from runner.extract.offline.digest import (
 from runner.extract.offline.merge import even_sample
 from runner.extract.offline.text import view_message
 from runner.extract.offline.topics import key_phrases
-from runner.core.vocabulary import MappedChunk
-from runner.core.window import Window, WindowMessage
 from tests.support.offline import PEOPLE, _message, _window, run_offline
 
 # --- action items: an actor and a task ------------------------------------------------------
@@ -210,7 +210,7 @@ def _conversation(key: str, rows: list[tuple[str, str]], start: int) -> list[Win
         WindowMessage(f"{key}{i}", author, datetime(2024, 3, 1, 9, tzinfo=UTC)
                       + timedelta(minutes=start + i), text, conversation=key)
         for i, (author, text) in enumerate(rows)
-    ]  # fmt: skip
+    ]
 
 
 def test_a_threaded_windows_topics_are_its_real_conversations() -> None:
@@ -222,11 +222,11 @@ def test_a_threaded_windows_topics_are_its_real_conversations() -> None:
         ("bob", "ann: which driver does the laptop use for the printer queue?"),
         ("ann", "the generic postscript driver from the vendor site"),
         ("bob", "switch to the ipp everywhere driver, the generic one breaks duplex jobs"),
-    ], 0)  # fmt: skip
+    ], 0)
     chat = _conversation("c", [("cid", "morning all"), ("dee", "morning!"), ("cid", "coffee?"),
-                               ("dee", "sure")], 10)  # fmt: skip
+                               ("dee", "sure")], 10)
     monologue = _conversation("m", [("eve", f"note {i} about the backup rotation schedule")
-                                    for i in range(5)], 20)  # fmt: skip
+                                    for i in range(5)], 20)
     topics = conversation_topics([*printer, *chat, *monologue], 12)
     assert topics is not None and len(topics) == 1  # small talk and a monologue are no topics
     (topic,) = topics
@@ -247,7 +247,7 @@ def test_in_a_threaded_window_only_the_questions_own_conversation_answers_it() -
         ("ann", "How do I rotate the backup disks every week?"),
         ("bob", "ann: which disks do you have?"),  # a question back does not answer
         ("bob", "label them A and B and swap them every Friday"),
-    ], 0)  # fmt: skip
+    ], 0)
     answer = find_answer(answered, 0, Participants.of(answered), answered[0].normalized_text)
     assert answer is not None and answer.message.message_id == "q2" and answer.rule == "conversation"
 
@@ -258,7 +258,7 @@ async def test_a_threaded_windows_overview_tells_what_each_conversation_asked_an
         ("bob", "ann: which driver does the laptop use for the printer queue?"),
         ("ann", "the generic postscript driver from the vendor site"),
         ("bob", "switch to the ipp everywhere driver, the generic one breaks duplex jobs"),
-    ], 0)  # fmt: skip
+    ], 0)
     result = await run_offline(Window("office", tuple(printer)))
     overview = result.digest.overview
     asked = next(s for s in overview if s.sentence.startswith("ann asked:"))
@@ -270,7 +270,7 @@ async def test_a_threaded_windows_overview_tells_what_each_conversation_asked_an
 
 async def test_every_distinct_link_of_the_window_is_kept_past_a_chunks_cap() -> None:
     rows = [(f"user{i % 3}", f"the release notes for part {i} are at https://example.org/notes/{i}")
-            for i in range(22)]  # fmt: skip
+            for i in range(22)]
     messages = _conversation("l", rows, 0)
     result = await run_offline(Window("links", tuple(messages)))
     assert result.chunk_count == 1  # one chunk, whose summary may keep only 15 links

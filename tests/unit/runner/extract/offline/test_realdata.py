@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from runner.core.contract import ArtifactKind, KnowledgeKind, SignalLevel
-from runner.grounding.footnotes import FootnotedSentence, Section, Source, footnoted_markdown
-from runner.digests.pipeline import PipelineResult
-from runner.grounding.pointers import MatchKind
 from runner.core.window import Window
+from runner.digests.pipeline import PipelineResult
+from runner.grounding.footnotes import FootnotedSentence, Section, Source, footnoted_markdown
+from runner.grounding.pointers import MatchKind
 from tests.support.contract import content_of, quote_of
 from tests.support.offline import (
     DATA,

@@ -6,7 +6,10 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from runner.core.chunks import ChunkPart, chunk_messages
 from runner.core.contract import ArtifactKind, SignalLevel
+from runner.core.vocabulary import MappedChunk
+from runner.core.window import Window, WindowMessage
 from runner.extract.offline import patterns
 from runner.extract.offline.artifacts import command_like, find_snippets
 from runner.extract.offline.chunk import summarize_chunk
@@ -14,12 +17,9 @@ from runner.extract.offline.digest import build_digest
 from runner.extract.offline.text import clean_url, truncate_words, view_part
 from runner.extract.offline.threads import Answer, Participants, find_answer
 from runner.extract.offline.versions import find_versions
-from runner.core.chunks import ChunkPart, chunk_messages
 from runner.grounding.normalize import normalize_text
 from runner.grounding.pointers import MatchKind
 from runner.grounding.validate import validate_output
-from runner.core.vocabulary import MappedChunk
-from runner.core.window import Window, WindowMessage
 from tests.support.offline import (
     PEOPLE,
     T0,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from runner.core.chunks import chunk_messages
 from runner.core.contract import (
     ActionItem,
     Artifact,
@@ -15,12 +16,11 @@ from runner.core.contract import (
     KnowledgeKind,
     SignalLevel,
 )
-from runner.extract.offline import OFFLINE_VERSION, OfflineExtractor
-from runner.core.chunks import chunk_messages
+from runner.core.window import Window
 from runner.digests.pipeline import PipelineResult, run_pipeline
+from runner.extract.offline import OFFLINE_VERSION, OfflineExtractor
 from runner.grounding.pointers import MatchKind
 from runner.grounding.validate import validate_output
-from runner.core.window import Window
 from tests.support.contract import content_of, pointer_of, quote_of
 from tests.support.offline import CHUNK_TOKENS, load_sample, run_offline
 
