@@ -100,8 +100,14 @@ async def run(spec: LoadSpec) -> dict[str, object]:
         *(
             # Connections start at different requests so ids are spread across the pool.
             _connection(
-                spec.host, spec.port, requests, offset * 7, measure_from, measure_until,
-                spec.check_graphql_errors, tally,
+                spec.host,
+                spec.port,
+                requests,
+                offset * 7,
+                measure_from,
+                measure_until,
+                spec.check_graphql_errors,
+                tally,
             )
             for offset in range(spec.connections)
         )

@@ -98,9 +98,7 @@ def digest_summary_json(row: Digest) -> dict[str, Any]:
     }
 
 
-async def digests_page(
-    connection: asyncpg.Connection, first: int, nested: bool
-) -> dict[str, Any]:
+async def digests_page(connection: asyncpg.Connection, first: int, nested: bool) -> dict[str, Any]:
     """The page of DIGESTS_QUERY (or DIGESTS_NESTED_QUERY when `nested`): the same keyset SQL
     from db/pages.py, and for `nested` the same two batch reads the DataLoaders send (the same
     typed rows too)."""

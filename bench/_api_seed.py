@@ -24,7 +24,8 @@ async def seed(url: str, digests: int) -> list[int]:
             channel_ids = [
                 await connection.fetchval(
                     "INSERT INTO channels (server_id, name) VALUES ($1, $2) RETURNING id",
-                    server_id, f"channel-{n}",
+                    server_id,
+                    f"channel-{n}",
                 )
                 for n in range(20)
             ]
@@ -32,23 +33,38 @@ async def seed(url: str, digests: int) -> list[int]:
             for n in range(digests):
                 created = BASE_TIME + timedelta(minutes=n)
                 channel_id = channel_ids[n % len(channel_ids)]
-                stats = {"messages": 100 + n, "chunks": 3, "llm_calls": 4,
-                         "duration_seconds": 1.25, "extractor": "offline"}
+                stats = {
+                    "messages": 100 + n,
+                    "chunks": 3,
+                    "llm_calls": 4,
+                    "duration_seconds": 1.25,
+                    "extractor": "offline",
+                }
                 job_id = await connection.fetchval(
                     "INSERT INTO digest_jobs (channel_id, status, phase, chunks_done, chunks_total,"
                     " attempts, stats, created_at, started_at, finished_at, updated_at)"
                     " VALUES ($1, 'succeeded', 'store', 3, 3, 1, $2, $3, $3, $4, $4) RETURNING id",
-                    channel_id, stats, created, created + timedelta(seconds=2),
+                    channel_id,
+                    stats,
+                    created,
+                    created + timedelta(seconds=2),
                 )
                 # Every third overview is long, so the excerpt rule is exercised too.
-                overview = f"Digest {n}: the team discussed release {n % 7}. " * (12 if n % 3 == 0 else 2)
+                overview = f"Digest {n}: the team discussed release {n % 7}. " * (
+                    12 if n % 3 == 0 else 2
+                )
                 digest_id = await connection.fetchval(
                     "INSERT INTO digests (channel_id, job_id, title, overview, signal_quality,"
                     " signal_reason, message_count, window_start, window_end, extractor, created_at)"
                     " VALUES ($1, $2, $3, $4, $5, 'bench', $6, $7, $8, 'offline', $8) RETURNING id",
-                    channel_id, job_id, f"Digest {n}", overview.strip(),
-                    ("high", "medium", "low")[n % 3], 100 + n,
-                    created - timedelta(hours=1), created,
+                    channel_id,
+                    job_id,
+                    f"Digest {n}",
+                    overview.strip(),
+                    ("high", "medium", "low")[n % 3],
+                    100 + n,
+                    created - timedelta(hours=1),
+                    created,
                 )
                 await connection.execute(
                     "UPDATE digest_jobs SET digest_id = $2 WHERE id = $1", job_id, digest_id

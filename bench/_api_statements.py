@@ -56,7 +56,9 @@ class StatementCounter:
         return len(self.statements)
 
     async def _send(self, query: str, variables: dict[str, Any] | None) -> None:
-        response = await self.client.post("/graphql", json={"query": query, "variables": variables or {}})
+        response = await self.client.post(
+            "/graphql", json={"query": query, "variables": variables or {}}
+        )
         body = response.json()
         if response.status_code != 200 or body.get("errors"):
             raise RuntimeError(f"GraphQL request failed: {response.status_code} {body}")
@@ -69,5 +71,7 @@ async def statement_counter(settings: Settings) -> AsyncIterator[StatementCounte
         app = create_app(settings, AppOptions(run_workers=0))
         async with app.router.lifespan_context(app):
             transport = httpx.ASGITransport(app=app)
-            async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:  # a name the app answers to
+            async with httpx.AsyncClient(
+                transport=transport, base_url="http://localhost"
+            ) as client:  # a name the app answers to
                 yield StatementCounter(client, statements)

@@ -81,11 +81,13 @@ def serve(delay: float) -> None:
         intervals.clear()
         return JSONResponse({"ok": True})
 
-    app = Starlette(routes=[
-        Route("/v1/chat/completions", chat, methods=["POST"]),
-        Route("/intervals", get_intervals, methods=["GET"]),
-        Route("/reset", reset, methods=["POST"]),
-    ])
+    app = Starlette(
+        routes=[
+            Route("/v1/chat/completions", chat, methods=["POST"]),
+            Route("/intervals", get_intervals, methods=["GET"]),
+            Route("/reset", reset, methods=["POST"]),
+        ]
+    )
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     print(sock.getsockname()[1], flush=True)

@@ -61,7 +61,8 @@ async def seed_channels(connection: asyncpg.Connection, count: int) -> list[int]
     rows = await connection.fetch(
         "INSERT INTO channels (server_id, name) "
         "SELECT $1, 'empty-' || g FROM generate_series(1, $2) g RETURNING id",
-        server_id, count,
+        server_id,
+        count,
     )
     return [row["id"] for row in rows]
 
@@ -80,13 +81,29 @@ async def worker_processes(
     url: str, home: Path, mode: str, options: Options
 ) -> AsyncIterator[WorkerSession]:
     """`options.workers` worker processes, idle and (in notify mode) listening when entered."""
-    records = [home / f"worker-{mode}-{n}-{time.monotonic_ns()}.json" for n in range(options.workers)]
+    records = [
+        home / f"worker-{mode}-{n}-{time.monotonic_ns()}.json" for n in range(options.workers)
+    ]
     processes = [
         subprocess.Popen(
-            [sys.executable, "-m", "bench._queue_worker", "--database-url", url,
-             "--home", str(home), "--mode", mode, "--poll-seconds", str(options.poll_seconds),
-             "--record", str(record)],
-            cwd=REPO, stdout=subprocess.PIPE, text=True,
+            [
+                sys.executable,
+                "-m",
+                "bench._queue_worker",
+                "--database-url",
+                url,
+                "--home",
+                str(home),
+                "--mode",
+                mode,
+                "--poll-seconds",
+                str(options.poll_seconds),
+                "--record",
+                str(record),
+            ],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            text=True,
         )
         for record in records
     ]
@@ -123,7 +140,10 @@ def read_records(session: WorkerSession) -> tuple[Counter[int], Counter[int]]:
 
 
 async def wait_finished(
-    pool: asyncpg.Pool, first_job_id: int, count: int, timeout: float,
+    pool: asyncpg.Pool,
+    first_job_id: int,
+    count: int,
+    timeout: float,
     processes: list[subprocess.Popen[str]],
 ) -> None:
     deadline = time.monotonic() + timeout
@@ -210,7 +230,9 @@ async def throughput_phase(
 
 
 async def latency_phase(
-    pool: asyncpg.Pool, channel_ids: list[int], options: Options,
+    pool: asyncpg.Pool,
+    channel_ids: list[int],
+    options: Options,
     processes: list[subprocess.Popen[str]],
 ) -> dict[str, Any]:
     """Trigger jobs at a steady rate while workers are idle; trigger-to-claim per job."""
@@ -251,8 +273,13 @@ async def latency_phase(
 
 
 async def session(
-    url: str, home: Path, pool: asyncpg.Pool, channel_ids: list[int], mode: str,
-    repeat: int, options: Options,
+    url: str,
+    home: Path,
+    pool: asyncpg.Pool,
+    channel_ids: list[int],
+    mode: str,
+    repeat: int,
+    options: Options,
 ) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     """One set of worker processes: the throughput phase (notify mode), then the latency
     phase, then the exactly-once checks over every job of the session."""
@@ -267,11 +294,23 @@ async def session(
         latency = await latency_phase(pool, channel_ids, options, workers.processes)
     checks = await exactly_once(pool, first, workers)
     if throughput is not None:
-        throughput = {"phase": "throughput", "mode": mode, "repeat": repeat,
-                      "workers": options.workers, **throughput, **checks}
+        throughput = {
+            "phase": "throughput",
+            "mode": mode,
+            "repeat": repeat,
+            "workers": options.workers,
+            **throughput,
+            **checks,
+        }
         emit(throughput)
-    latency = {"phase": "latency", "mode": mode, "repeat": repeat, "workers": options.workers,
-               "poll_seconds": options.poll_seconds, **latency}
+    latency = {
+        "phase": "latency",
+        "mode": mode,
+        "repeat": repeat,
+        "workers": options.workers,
+        "poll_seconds": options.poll_seconds,
+        **latency,
+    }
     if throughput is None:
         latency.update(checks)
     emit(latency)
@@ -281,8 +320,13 @@ async def session(
 def exactly_once_ok(row: dict[str, Any]) -> bool:
     return bool(row["all_succeeded_no_new_messages"]) and not any(
         row[key]
-        for key in ("jobs_attempts_not_1", "jobs_claimed_twice", "jobs_finished_twice",
-                    "jobs_never_claimed", "claims_of_unknown_jobs")
+        for key in (
+            "jobs_attempts_not_1",
+            "jobs_claimed_twice",
+            "jobs_finished_twice",
+            "jobs_never_claimed",
+            "claims_of_unknown_jobs",
+        )
     )
 
 
@@ -297,7 +341,9 @@ async def run(options: Options, database_url: str | None) -> int:
         finally:
             await connection.close()
         pool = await create_pool(url, max_size=4)
-        throughputs: dict[str, list[dict[str, Any]]] = {m: [] for m in options.modes if m != "polling"}
+        throughputs: dict[str, list[dict[str, Any]]] = {
+            m: [] for m in options.modes if m != "polling"
+        }
         latencies: dict[str, list[dict[str, Any]]] = {m: [] for m in options.modes}
         checks_ok = True
         try:
@@ -322,26 +368,33 @@ async def run(options: Options, database_url: str | None) -> int:
         return [min(row[key] for row in rows), max(row[key] for row in rows)]
 
     notify_p99 = median(latencies["notify"], "p99_ms")
-    emit({
-        "summary": True, "jobs": options.jobs, "workers": options.workers,
-        "repeats": options.repeats,
-        "jobs_per_s": median(throughputs["notify"], "jobs_per_s"),
-        "jobs_per_s_spread": spread(throughputs["notify"], "jobs_per_s"),
-        "exactly_once": checks_ok,
-        "latency_jobs": options.latency_jobs, "latency_rate_per_s": options.latency_rate,
-        "poll_seconds": options.poll_seconds,
-        "notify_p50_ms": median(latencies["notify"], "p50_ms"),
-        "notify_p99_ms": notify_p99,
-        "notify_p99_spread": spread(latencies["notify"], "p99_ms"),
-        "polling_p50_ms": median(latencies["polling"], "p50_ms"),
-        "polling_p99_ms": median(latencies["polling"], "p99_ms"),
-        "polling_p99_spread": spread(latencies["polling"], "p99_ms"),
-        "p50_ratio_polling_over_notify": round(
-            median(latencies["polling"], "p50_ms") / max(median(latencies["notify"], "p50_ms"), 0.01), 1
-        ),
-        "target_notify_p99_ms": TARGET_NOTIFY_P99_MS,
-        "target_met": notify_p99 < TARGET_NOTIFY_P99_MS,
-    })
+    emit(
+        {
+            "summary": True,
+            "jobs": options.jobs,
+            "workers": options.workers,
+            "repeats": options.repeats,
+            "jobs_per_s": median(throughputs["notify"], "jobs_per_s"),
+            "jobs_per_s_spread": spread(throughputs["notify"], "jobs_per_s"),
+            "exactly_once": checks_ok,
+            "latency_jobs": options.latency_jobs,
+            "latency_rate_per_s": options.latency_rate,
+            "poll_seconds": options.poll_seconds,
+            "notify_p50_ms": median(latencies["notify"], "p50_ms"),
+            "notify_p99_ms": notify_p99,
+            "notify_p99_spread": spread(latencies["notify"], "p99_ms"),
+            "polling_p50_ms": median(latencies["polling"], "p50_ms"),
+            "polling_p99_ms": median(latencies["polling"], "p99_ms"),
+            "polling_p99_spread": spread(latencies["polling"], "p99_ms"),
+            "p50_ratio_polling_over_notify": round(
+                median(latencies["polling"], "p50_ms")
+                / max(median(latencies["notify"], "p50_ms"), 0.01),
+                1,
+            ),
+            "target_notify_p99_ms": TARGET_NOTIFY_P99_MS,
+            "target_met": notify_p99 < TARGET_NOTIFY_P99_MS,
+        }
+    )
     return 0 if checks_ok else 1
 
 
@@ -352,7 +405,9 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, help="jobs of the throughput phase (default 10000)")
     parser.add_argument("--workers", type=int, help="worker processes (default 4)")
     parser.add_argument("--repeats", type=int, help="sessions per mode (default 3)")
-    parser.add_argument("--poll-seconds", type=float, help="poll interval (default 5, as in production)")
+    parser.add_argument(
+        "--poll-seconds", type=float, help="poll interval (default 5, as in production)"
+    )
     parser.add_argument("--latency-jobs", type=int, help="jobs of each latency phase (default 600)")
     parser.add_argument("--latency-rate", type=float, help="triggers per second (default 40)")
     args = parser.parse_args()

@@ -33,7 +33,9 @@ from server.settings import Settings
 class _NotingListener(JobListener):
     """The worker's LISTEN connection, noting when its first (re)connect attempt is done."""
 
-    def __init__(self, url: str, wake: asyncio.Event, poll: float, listening: asyncio.Event) -> None:
+    def __init__(
+        self, url: str, wake: asyncio.Event, poll: float, listening: asyncio.Event
+    ) -> None:
         super().__init__(url, wake, poll)
         self.listening = listening
 
@@ -81,7 +83,9 @@ class PollingOnlyWorker(RecordingWorker):
     """A worker without LISTEN: woken only by its poll timer."""
 
     def _listener(self) -> JobListener:
-        return _NoListener(self._database_url, self._wake, self._config.poll_seconds, self.listening)
+        return _NoListener(
+            self._database_url, self._wake, self._config.poll_seconds, self.listening
+        )
 
 
 async def serve(args: argparse.Namespace) -> None:
@@ -124,9 +128,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="one recording worker of bench/job_queue.py")
     parser.add_argument("--database-url", required=True)
     parser.add_argument("--home", required=True)
-    parser.add_argument(
-        "--mode", choices=("notify", "polling"), required=True
-    )
+    parser.add_argument("--mode", choices=("notify", "polling"), required=True)
     parser.add_argument("--poll-seconds", type=float, required=True)
     parser.add_argument("--record", required=True)
     asyncio.run(serve(parser.parse_args()))

@@ -101,28 +101,89 @@ async def postgres_version(url: str) -> str:
 # --- realistic-ish chat ----------------------------------------------------------------------
 
 _AUTHORS = [
-    "alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi", "ivan", "judy",
-    "mallory", "niaj", "olivia", "peggy", "rupert", "sybil", "trent", "victor", "walter", "zoé",
+    "alice",
+    "bob",
+    "carol",
+    "dave",
+    "erin",
+    "frank",
+    "grace",
+    "heidi",
+    "ivan",
+    "judy",
+    "mallory",
+    "niaj",
+    "olivia",
+    "peggy",
+    "rupert",
+    "sybil",
+    "trent",
+    "victor",
+    "walter",
+    "zoé",
 ]
 _OPENERS = [
-    "I think", "Looks like", "FWIW", "Quick question:", "Heads up,", "Not sure but", "Yeah,",
-    "Honestly", "So", "Btw", "+1,", "Hmm,", "ok so", "Update:", "Reminder:",
+    "I think",
+    "Looks like",
+    "FWIW",
+    "Quick question:",
+    "Heads up,",
+    "Not sure but",
+    "Yeah,",
+    "Honestly",
+    "So",
+    "Btw",
+    "+1,",
+    "Hmm,",
+    "ok so",
+    "Update:",
+    "Reminder:",
 ]
 _SUBJECTS = [
-    "the deploy", "the migration", "staging", "the flaky test", "the cache layer", "CI",
-    "the release branch", "the API gateway", "our Postgres replica", "the worker pool",
-    "the new dashboard", "the retry logic", "the auth middleware", "the Helm chart", "the docs",
+    "the deploy",
+    "the migration",
+    "staging",
+    "the flaky test",
+    "the cache layer",
+    "CI",
+    "the release branch",
+    "the API gateway",
+    "our Postgres replica",
+    "the worker pool",
+    "the new dashboard",
+    "the retry logic",
+    "the auth middleware",
+    "the Helm chart",
+    "the docs",
 ]
 _PREDICATES = [
-    "is failing again after the last merge", "needs a rollback before Friday",
-    "looks fine on my machine", "times out under load", "should be behind a feature flag",
-    "was fixed in the latest patch", "leaks connections when the pool is full",
-    "broke because of a config typo", "could use a second review", "is blocked on infra",
-    "doubles the p99 latency", "works if you bump the memory limit", "is ready to ship",
+    "is failing again after the last merge",
+    "needs a rollback before Friday",
+    "looks fine on my machine",
+    "times out under load",
+    "should be behind a feature flag",
+    "was fixed in the latest patch",
+    "leaks connections when the pool is full",
+    "broke because of a config typo",
+    "could use a second review",
+    "is blocked on infra",
+    "doubles the p99 latency",
+    "works if you bump the memory limit",
+    "is ready to ship",
 ]
 _TAILS = [
-    "", "", "", " 🤔", " 🎉", " — any objections?", " see the thread above.", " cc @ops",
-    " Let's decide tomorrow.", " I'll take it.", " (again)", " will update the ticket.",
+    "",
+    "",
+    "",
+    " 🤔",
+    " 🎉",
+    " — any objections?",
+    " see the thread above.",
+    " cc @ops",
+    " Let's decide tomorrow.",
+    " I'll take it.",
+    " (again)",
+    " will update the ticket.",
 ]
 _SNIPPETS = [
     "```\nkubectl rollout undo deployment/api --to-revision=42\n```",
@@ -131,7 +192,8 @@ _SNIPPETS = [
     "```python\nasync with pool.acquire() as conn:\n    await conn.execute(sql)\n```",
 ]
 _LINKS = [
-    "https://github.com/example/platform/pull/{n}", "https://ci.example.com/build/{n}",
+    "https://github.com/example/platform/pull/{n}",
+    "https://ci.example.com/build/{n}",
     "https://docs.example.com/runbooks/{n}",
 ]
 
@@ -216,7 +278,13 @@ def top_functions(profiler: cProfile.Profile, limit: int = 18) -> list[dict[str,
     rows = []
     for (filename, line, name), (_, calls, tottime, cumtime, _) in stats.stats.items():  # type: ignore[attr-defined]
         short = filename.replace(str(REPO) + "/", "").split("site-packages/")[-1]
-        rows.append({"function": f"{short}:{line}:{name}", "calls": calls,
-                     "tottime": round(tottime, 3), "cumtime": round(cumtime, 3)})
+        rows.append(
+            {
+                "function": f"{short}:{line}:{name}",
+                "calls": calls,
+                "tottime": round(tottime, 3),
+                "cumtime": round(cumtime, 3),
+            }
+        )
     rows.sort(key=lambda row: row["tottime"], reverse=True)
     return rows[:limit]

@@ -19,7 +19,14 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 # In the order of docs/benchmarks.md.
 SCRIPTS = (
-    "ingest", "pipeline", "keyset", "api", "job_queue", "event_loop", "coverage", "scale",
+    "ingest",
+    "pipeline",
+    "keyset",
+    "api",
+    "job_queue",
+    "event_loop",
+    "coverage",
+    "scale",
     "disentangle",
 )
 # bench/pipeline.py and bench/scale.py digest and bench/disentangle.py links without a database:
@@ -49,7 +56,10 @@ def main() -> int:
         started = time.monotonic()
         code = subprocess.run(command, cwd=BENCH.parent).returncode
         seconds = round(time.monotonic() - started, 1)
-        print(json.dumps({"bench": "all", "script": name, "exit": code, "seconds": seconds}), flush=True)
+        print(
+            json.dumps({"bench": "all", "script": name, "exit": code, "seconds": seconds}),
+            flush=True,
+        )
         if code != 0:
             print(json.dumps({"bench": "all", "failed": name, "exit": code}), flush=True)
             status = status or code

@@ -70,7 +70,9 @@ _DIGEST_FIELDS = (
     "id channelId title excerpt signalQuality { level reason } messageCount windowStart "
     "windowEnd createdAt"
 )
-_ITEM_COUNTS = "itemCounts { topics decisions actionItems openQuestions links artifacts knowledgeItems }"
+_ITEM_COUNTS = (
+    "itemCounts { topics decisions actionItems openQuestions links artifacts knowledgeItems }"
+)
 DIGESTS_QUERY = (
     f"{{ digests(first: 20) {{ edges {{ cursor node {{ {_DIGEST_FIELDS} }} }} "
     "pageInfo { hasNextPage endCursor } } }"
@@ -125,8 +127,12 @@ def wait_healthy(port: int, process: subprocess.Popen[bytes], timeout: float = 6
 def servers(url: str, home: Path, names: tuple[str, ...]) -> Iterator[dict[str, tuple[int, int]]]:
     """The servers named, as {name: (port, pid)}: "graphql" is `digestd serve --no-runner`,
     "plain" the baseline."""
-    env = {**os.environ, "DATABASE_URL": url, "DIGESTD_HOME": str(home),
-           "DIGEST_EXTRACTOR": "offline"}
+    env = {
+        **os.environ,
+        "DATABASE_URL": url,
+        "DIGESTD_HOME": str(home),
+        "DIGEST_EXTRACTOR": "offline",
+    }
     env.pop("DIGESTD_API_TOKENS", None)
     pool_size = env.get("DIGESTD_DB_POOL_SIZE", "10")
     started: dict[str, tuple[int, subprocess.Popen[bytes]]] = {}
@@ -135,13 +141,24 @@ def servers(url: str, home: Path, names: tuple[str, ...]) -> Iterator[dict[str, 
             port = free_port()
             command = {
                 "graphql": [sys.executable, "-m", "server.cli", "serve", "--no-runner"],
-                "plain": [sys.executable, "-m", "bench._api_plain", "--database-url", url,
-                          "--pool-size", pool_size],
+                "plain": [
+                    sys.executable,
+                    "-m",
+                    "bench._api_plain",
+                    "--database-url",
+                    url,
+                    "--pool-size",
+                    pool_size,
+                ],
             }[name]
             # Their logs (the app's access log) go to a file: the same work, a readable output.
             log = (home / f"{name}.log").open("ab")
-            started[name] = (port, subprocess.Popen([*command, "--port", str(port)], cwd=REPO, env=env,
-                                                    stdout=log, stderr=log))
+            started[name] = (
+                port,
+                subprocess.Popen(
+                    [*command, "--port", str(port)], cwd=REPO, env=env, stdout=log, stderr=log
+                ),
+            )
             log.close()
         for port, process in started.values():
             wait_healthy(port, process)
@@ -188,8 +205,9 @@ def scenario_requests(scenario: str, server: str, port: int, job_ids: list[int])
 def check_same_data(ports: dict[str, tuple[int, int]], job_id: int) -> dict[str, bool]:
     """Every server must answer with equal data, or the comparison would be meaningless."""
     plain_url = f"http://127.0.0.1:{ports['plain'][0]}/plain"
-    graphql_urls = [f"http://127.0.0.1:{port}/graphql" for name, (port, _) in ports.items()
-                    if name != "plain"]
+    graphql_urls = [
+        f"http://127.0.0.1:{port}/graphql" for name, (port, _) in ports.items() if name != "plain"
+    ]
     results: dict[str, bool] = {}
     pairs = {
         "job": ((JOB_QUERY, {"id": str(job_id)}), f"/job/{job_id}"),
@@ -212,18 +230,29 @@ def check_same_data(ports: dict[str, tuple[int, int]], job_id: int) -> dict[str,
 # --- load runs -----------------------------------------------------------------------------
 
 
-def run_load(requests: list[str], port: int, options: Options, check_errors: bool) -> dict[str, Any]:
+def run_load(
+    requests: list[str], port: int, options: Options, check_errors: bool
+) -> dict[str, Any]:
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
         json.dump(
-            {"host": "127.0.0.1", "port": port, "requests": requests,
-             "connections": options.connections, "warmup": options.warmup,
-             "duration": options.duration, "check_graphql_errors": check_errors},
+            {
+                "host": "127.0.0.1",
+                "port": port,
+                "requests": requests,
+                "connections": options.connections,
+                "warmup": options.warmup,
+                "duration": options.duration,
+                "check_graphql_errors": check_errors,
+            },
             handle,
         )
     try:
         completed = subprocess.run(
             [sys.executable, str(BENCH / "_api_load.py"), handle.name],
-            capture_output=True, text=True, check=True, timeout=options.warmup + options.duration + 60,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=options.warmup + options.duration + 60,
         )
     finally:
         os.unlink(handle.name)
@@ -234,7 +263,9 @@ def emit(row: dict[str, Any]) -> None:
     print(json.dumps(row), flush=True)
 
 
-def summarize(scenario: str, runs: dict[str, list[dict[str, Any]]], options: Options) -> dict[str, Any]:
+def summarize(
+    scenario: str, runs: dict[str, list[dict[str, Any]]], options: Options
+) -> dict[str, Any]:
     def median(server: str, key: str) -> float:
         return round(statistics.median(run[key] for run in runs[server]), 2)
 
@@ -244,8 +275,11 @@ def summarize(scenario: str, runs: dict[str, list[dict[str, Any]]], options: Opt
 
     ratio = median("graphql", "requests_per_s") / median("plain", "requests_per_s")
     return {
-        "bench": "api", "summary": True, "scenario": scenario,
-        "connections": options.connections, "duration_s": options.duration,
+        "bench": "api",
+        "summary": True,
+        "scenario": scenario,
+        "connections": options.connections,
+        "duration_s": options.duration,
         "repeats": options.repeats,
         "graphql_rps": median("graphql", "requests_per_s"),
         "graphql_rps_spread": spread("graphql"),
@@ -270,37 +304,62 @@ def profile_graphql(
     with tempfile.TemporaryDirectory() as directory:
         out = Path(directory) / "profile.txt"
         recorder = subprocess.Popen(
-            [options.py_spy, "record", "--pid", str(pid), "--format", "raw", "--output", str(out),
-             "--duration", str(int(options.warmup + options.duration)), "--rate", "250",
-             "--nonblocking"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            [
+                options.py_spy,
+                "record",
+                "--pid",
+                str(pid),
+                "--format",
+                "raw",
+                "--output",
+                str(out),
+                "--duration",
+                str(int(options.warmup + options.duration)),
+                "--rate",
+                "250",
+                "--nonblocking",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
         )
         time.sleep(0.5)  # let py-spy attach before the load starts
         load = run_load(requests, port, options, check_errors=True)
         _, error = recorder.communicate(timeout=120)
         if not out.exists():
-            return {"bench": "api", "profile": scenario, "server": server,
-                    "error": error.decode()[-500:]}
+            return {
+                "bench": "api",
+                "profile": scenario,
+                "server": server,
+                "error": error.decode()[-500:],
+            }
         raw = out.read_text(encoding="utf-8")
         if options.profile_dir is not None:
             options.profile_dir.mkdir(parents=True, exist_ok=True)
             (options.profile_dir / f"{server}-{scenario}.txt").write_text(raw, encoding="utf-8")
         summary = profile_summary(raw)
-    return {"bench": "api", "profile": scenario, "server": server,
-            "rps_while_profiled": load["requests_per_s"], **summary}
+    return {
+        "bench": "api",
+        "profile": scenario,
+        "server": server,
+        "rps_while_profiled": load["requests_per_s"],
+        **summary,
+    }
 
 
 async def count_statements(url: str, home: Path, job_id: int) -> dict[str, int]:
     """SQL statements per request of each scenario (and of the nested page at 5 rows, to show
     the count does not grow with the page), on the real app's connections."""
-    settings = Settings(database_url=url, digestd_home=home, digest_extractor="offline",
-                        digestd_api_tokens=None)
+    settings = Settings(
+        database_url=url, digestd_home=home, digest_extractor="offline", digestd_api_tokens=None
+    )
     async with statement_counter(settings) as counter:
         return {
             "job": await counter.count(JOB_QUERY, {"id": str(job_id)}),
             "digests": await counter.count(DIGESTS_QUERY),
             "digests_nested": await counter.count(DIGESTS_NESTED_QUERY),
-            "digests_nested_first_5": await counter.count(DIGESTS_NESTED_QUERY.replace("first: 20", "first: 5")),
+            "digests_nested_first_5": await counter.count(
+                DIGESTS_NESTED_QUERY.replace("first: 20", "first: 5")
+            ),
         }
 
 
@@ -311,8 +370,14 @@ def run(options: Options, database_url: str | None) -> int:
         digests = options.digests
         started = time.perf_counter()
         job_ids = asyncio.run(seed(url, digests))
-        emit({"bench": "api", "seeded_digests": digests, "seeded_jobs": len(job_ids),
-              "seed_seconds": round(time.perf_counter() - started, 2)})
+        emit(
+            {
+                "bench": "api",
+                "seeded_digests": digests,
+                "seeded_jobs": len(job_ids),
+                "seed_seconds": round(time.perf_counter() - started, 2),
+            }
+        )
         statements = asyncio.run(count_statements(url, home, job_ids[0]))
         emit({"bench": "api", "statements_per_request": statements})
         with servers(url, home, options.servers) as ports:
@@ -332,14 +397,29 @@ def run(options: Options, database_url: str | None) -> int:
                         requests = scenario_requests(scenario, server, port, job_ids)
                         result = run_load(requests, port, options, check_errors=server != "plain")
                         runs[scenario][server].append(result)
-                        emit({"bench": "api", "scenario": scenario, "server": server,
-                              "repeat": repeat + 1, "connections": options.connections, **result})
-            summaries = {scenario: summarize(scenario, runs[scenario], options) for scenario in SCENARIOS}
+                        emit(
+                            {
+                                "bench": "api",
+                                "scenario": scenario,
+                                "server": server,
+                                "repeat": repeat + 1,
+                                "connections": options.connections,
+                                **result,
+                            }
+                        )
+            summaries = {
+                scenario: summarize(scenario, runs[scenario], options) for scenario in SCENARIOS
+            }
             for summary in summaries.values():
                 emit(summary)
             # The two headline ratios (target >= 0.5 each), medians over the repeats.
-            emit({"bench": "api", "ratios": {s: summaries[s]["ratio"] for s in ("job", "digests")},
-                  "target_ratio": TARGET_RATIO})
+            emit(
+                {
+                    "bench": "api",
+                    "ratios": {s: summaries[s]["ratio"] for s in ("job", "digests")},
+                    "target_ratio": TARGET_RATIO,
+                }
+            )
             if options.py_spy:
                 for server in (name for name in options.servers if name != "plain"):
                     port, pid = ports[server]
@@ -353,7 +433,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a few seconds: CI smoke test")
     parser.add_argument("--database-url", help="a disposable database (default: embedded, temp)")
-    parser.add_argument("--connections", type=int, default=16, help="concurrent keep-alive connections")
+    parser.add_argument(
+        "--connections", type=int, default=16, help="concurrent keep-alive connections"
+    )
     parser.add_argument("--duration", type=float, help="measured seconds per run (default 5)")
     parser.add_argument("--repeats", type=int, help="runs per scenario and server (default 3)")
     parser.add_argument("--digests", type=int, help="digests (and jobs) seeded (default 1000)")

@@ -55,14 +55,27 @@ Call = Callable[[int], Awaitable[None]]
 ASGIApp = Callable[..., Awaitable[None]]
 
 
-async def asgi_request(app: ASGIApp, method: str, path: str, body: bytes = b"", query: bytes = b"") -> int:
+async def asgi_request(
+    app: ASGIApp, method: str, path: str, body: bytes = b"", query: bytes = b""
+) -> int:
     """One HTTP request through the app's ASGI interface; the response status."""
     scope = {
-        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method,
-        "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": query,
-        "root_path": "", "client": ("127.0.0.1", 50000), "server": ("127.0.0.1", 8000),
-        "headers": [(b"host", b"127.0.0.1:8000"), (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode())],
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": query,
+        "root_path": "",
+        "client": ("127.0.0.1", 50000),
+        "server": ("127.0.0.1", 8000),
+        "headers": [
+            (b"host", b"127.0.0.1:8000"),
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+        ],
     }
     delivered = False
     status = 0
@@ -96,7 +109,9 @@ async def per_request_us(call: Call, requests: int, repeats: int) -> float:
     return best
 
 
-async def measure(url: str, home: Path, job_ids: list[int], requests: int, repeats: int) -> list[dict[str, Any]]:
+async def measure(
+    url: str, home: Path, job_ids: list[int], requests: int, repeats: int
+) -> list[dict[str, Any]]:
     settings = Settings(database_url=url, digestd_home=home)
     app = create_app(settings, AppOptions(run_workers=0))
     plain = create_plain_app(url, settings.digestd_db_pool_size)
@@ -128,12 +143,18 @@ async def measure(url: str, home: Path, job_ids: list[int], requests: int, repea
                 assert await asgi_request(app, "POST", "/graphql", body) == 200
 
             async def strawberry_call(number: int) -> None:
-                result = await schema.execute(query, variable_values=variables(number), context_value=context())
+                result = await schema.execute(
+                    query, variable_values=variables(number), context_value=context()
+                )
                 assert not result.errors, result.errors
 
             async def core_call(number: int) -> None:
-                result = graphql.execute(schema._schema, document, variable_values=variables(number),
-                                         context_value=context())
+                result = graphql.execute(
+                    schema._schema,
+                    document,
+                    variable_values=variables(number),
+                    context_value=context(),
+                )
                 if not isinstance(result, graphql.ExecutionResult):
                     result = await result
                 assert not result.errors, result.errors
@@ -146,12 +167,21 @@ async def measure(url: str, home: Path, job_ids: list[int], requests: int, repea
                         await pages.fetch_page(connection, pages.DIGESTS, {}, first=20, after=None)
 
             layers: dict[str, Call] = {
-                "plain": plain_call, "graphql_app": app_call, "strawberry": strawberry_call,
-                "graphql_core": core_call, "sql": sql_call,
+                "plain": plain_call,
+                "graphql_app": app_call,
+                "strawberry": strawberry_call,
+                "graphql_core": core_call,
+                "sql": sql_call,
             }
-            figures = {name: round(await per_request_us(call, requests, repeats)) for name, call in layers.items()}
+            figures = {
+                name: round(await per_request_us(call, requests, repeats))
+                for name, call in layers.items()
+            }
             return {
-                "bench": "api_layers", "scenario": scenario, "requests": requests, "repeats": repeats,
+                "bench": "api_layers",
+                "scenario": scenario,
+                "requests": requests,
+                "repeats": repeats,
                 "us_per_request": figures,
                 "ratio_in_process": round(figures["plain"] / figures["graphql_app"], 3),
                 "ratio_if_only_graphql_core": round(figures["plain"] / figures["graphql_core"], 3),

@@ -83,7 +83,9 @@ WHERE m.channel_id = $1
 ORDER BY m.ts, m.id
 LIMIT $4
 """
-MARKS_TABLE = "CREATE TABLE IF NOT EXISTS bench_marks (channel_id bigint PRIMARY KEY, last_id bigint)"
+MARKS_TABLE = (
+    "CREATE TABLE IF NOT EXISTS bench_marks (channel_id bigint PRIMARY KEY, last_id bigint)"
+)
 MARK_POSITION = "SELECT ts, id FROM messages WHERE id = $1"
 MARK_UPDATE = """
 INSERT INTO bench_marks (channel_id, last_id) VALUES ($1, $2)
@@ -113,7 +115,9 @@ async def import_channel(pool: asyncpg.Pool, name: str, records: list[_Parsed]) 
 
 async def claimed_job(pool: asyncpg.Pool, channel_id: int) -> DigestJob:
     async with pool.acquire() as connection:
-        job, _ = await job_queries.enqueue_job(connection, job_queries.JobKind.CHANNEL, channel_id, {}, max_attempts=3)
+        job, _ = await job_queries.enqueue_job(
+            connection, job_queries.JobKind.CHANNEL, channel_id, {}, max_attempts=3
+        )
         claimed = await job_queries.claim_next_job(connection, WORKER, 3600)
     assert claimed is not None and claimed.id == job.id
     return claimed
@@ -165,15 +169,22 @@ async def run_coverage(pool: asyncpg.Pool, channel: ChannelWithServer, kind: str
     cpu = time.process_time() - cpu
     async with pool.acquire() as connection:
         await store_digest(
-            connection, job_id=job.id, worker_id=WORKER, channel_id=channel.id,
-            extractor=extractor.name, window=stored, uncovered=result.failed_message_ids,
+            connection,
+            job_id=job.id,
+            worker_id=WORKER,
+            channel_id=channel.id,
+            extractor=extractor.name,
+            window=stored,
+            uncovered=result.failed_message_ids,
             **_store_args(result),
         )
     stored_at = time.perf_counter()
     return _figures(started, loaded, mapped, stored_at, cpu, stored.message_count, result)
 
 
-async def run_watermark(pool: asyncpg.Pool, channel: ChannelWithServer, kind: str) -> dict[str, Any]:
+async def run_watermark(
+    pool: asyncpg.Pool, channel: ChannelWithServer, kind: str
+) -> dict[str, Any]:
     job = await claimed_job(pool, channel.id)
     extractor = make_extractor(kind)
     started = time.perf_counter()
@@ -185,15 +196,16 @@ async def run_watermark(pool: asyncpg.Pool, channel: ChannelWithServer, kind: st
         if mark is not None:
             position = await connection.fetchrow(MARK_POSITION, mark)
             after_ts, after_id = position["ts"], position["id"]
-        records = await connection.fetch(
-            WATERMARK_WINDOW, channel.id, after_ts, after_id, 10**9
-        )
+        records = await connection.fetch(WATERMARK_WINDOW, channel.id, after_ts, after_id, 10**9)
     rows = as_rows(WindowMessageRow, records)
     window = Window(channel_name=channel.name, messages=window_messages(rows))
     stored = StoredWindow(
         internal_ids={row.external_id: row.id for row in rows},
-        first_message_id=rows[0].id, last_message_id=rows[-1].id,
-        window_start=rows[0].ts, window_end=rows[-1].ts, message_count=len(rows),
+        first_message_id=rows[0].id,
+        last_message_id=rows[-1].id,
+        window_start=rows[0].ts,
+        window_end=rows[-1].ts,
+        message_count=len(rows),
     )
     loaded = time.perf_counter()
     cpu = time.process_time()
@@ -206,19 +218,40 @@ async def run_watermark(pool: asyncpg.Pool, channel: ChannelWithServer, kind: st
         await connection.execute(QUERIES["lock_channel"], channel.id)
         row = await connection.fetchrow(
             QUERIES["insert_digest"],
-            channel.id, job.id, digest.title, digest.overview_text(),
+            channel.id,
+            job.id,
+            digest.title,
+            digest.overview_text(),
             [sentence.sentence for sentence in digest.highlights],
-            digest.coverage.model_dump(), digest.search_keywords,
-            digest.signal_quality.level.value, digest.signal_quality.reason,
-            stored.first_message_id, stored.last_message_id, stored.window_start,
-            stored.window_end, stored.message_count, digest.notable_message_ids, extractor.name,
-            [], [], False, None, None, None,
+            digest.coverage.model_dump(),
+            digest.search_keywords,
+            digest.signal_quality.level.value,
+            digest.signal_quality.reason,
+            stored.first_message_id,
+            stored.last_message_id,
+            stored.window_start,
+            stored.window_end,
+            stored.message_count,
+            digest.notable_message_ids,
+            extractor.name,
+            [],
+            [],
+            False,
+            None,
+            None,
+            None,
         )
         await _store_items(connection, row["id"], channel.id, result.validation, stored)
         await connection.execute(MARK_UPDATE, channel.id, stored.last_message_id)
         finished = await job_queries.finish_job(
-            connection, job.id, WORKER, status="succeeded", digest_id=row["id"],
-            message=None, stats={}, warnings=[],
+            connection,
+            job.id,
+            WORKER,
+            status="succeeded",
+            digest_id=row["id"],
+            message=None,
+            stats={},
+            warnings=[],
         )
         assert finished is not None
     stored_at = time.perf_counter()
@@ -255,9 +288,17 @@ async def bench(url: str, count: int, repeats: int, kind: str) -> None:
         await connection.execute(MARKS_TABLE)
     finally:
         await connection.close()
-    emit(BENCH_NAME, kind="setup", messages=count, repeats=repeats, extractor=kind,
-         chunk_tokens=CHUNK_TOKENS, started=utc_now(), postgres=await postgres_version(url),
-         **machine_details())
+    emit(
+        BENCH_NAME,
+        kind="setup",
+        messages=count,
+        repeats=repeats,
+        extractor=kind,
+        chunk_tokens=CHUNK_TOKENS,
+        started=utc_now(),
+        postgres=await postgres_version(url),
+        **machine_details(),
+    )
     records = [_Parsed(r) for r in chat_messages(count)]
     pool = await create_pool(url, max_size=4)
     peers = {"watermark": run_watermark, "coverage": run_coverage}
@@ -282,7 +323,9 @@ async def bench(url: str, count: int, repeats: int, kind: str) -> None:
         emit(BENCH_NAME, kind="check", coverage_channels_uncovered_after=int(uncovered))
     finally:
         await pool.close()
-    medians = {name: statistics.median(r["seconds"] for r in rows) for name, rows in results.items()}
+    medians = {
+        name: statistics.median(r["seconds"] for r in rows) for name, rows in results.items()
+    }
     overhead = medians["coverage"] / medians["watermark"] - 1
     # The pipeline in between is the same code on the same messages in both peers, so the
     # difference of the database parts (window + store) is the overhead without the pipeline's
@@ -291,7 +334,9 @@ async def bench(url: str, count: int, repeats: int, kind: str) -> None:
         name: statistics.median(r["window_seconds"] + r["store_seconds"] for r in rows)
         for name, rows in results.items()
     }
-    database_overhead = (database_part["coverage"] - database_part["watermark"]) / medians["watermark"]
+    database_overhead = (database_part["coverage"] - database_part["watermark"]) / medians[
+        "watermark"
+    ]
     # End to end with the pipeline counted by its CPU time (window and store stay wall time).
     idle = {
         name: statistics.median(

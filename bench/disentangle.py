@@ -49,8 +49,14 @@ def main() -> int:
         logs, args.repeats = logs[:1], 1
     lines = sum(len(log.messages) for log in logs)
     default_model()  # read the weights before timing
-    emit("disentangle", kind="setup", logs=len(logs), messages=lines, repeats=args.repeats,
-         **machine_details())
+    emit(
+        "disentangle",
+        kind="setup",
+        logs=len(logs),
+        messages=lines,
+        repeats=args.repeats,
+        **machine_details(),
+    )
     rates: dict[str, float] = {}
     for name, linker in SYSTEMS:
         wall, cpu = [], []
@@ -62,14 +68,25 @@ def main() -> int:
             cpu.append(time.process_time() - started_cpu)
         wall_spread, cpu_spread = spread(wall), spread(cpu)
         rates[name] = lines / max(cpu_spread["best"], 1e-9)
-        emit("disentangle", kind="run", peer=name, messages=lines, cpu_seconds=cpu_spread,
-             wall_seconds=wall_spread, msgs_per_cpu_s=round(rates[name]),
-             msgs_per_s=round(lines / max(wall_spread["best"], 1e-9)))
-    emit("disentangle", kind="summary", model_msgs_per_cpu_s=round(rates["model"]),
-         lowe_msgs_per_cpu_s=round(rates["lowe"]),
-         scoring_share=round(1 - rates["model"] / rates["lowe"], 3),
-         target_msgs_per_s=TARGET_MSGS_PER_S,
-         target_rate_met=rates["model"] >= TARGET_MSGS_PER_S)
+        emit(
+            "disentangle",
+            kind="run",
+            peer=name,
+            messages=lines,
+            cpu_seconds=cpu_spread,
+            wall_seconds=wall_spread,
+            msgs_per_cpu_s=round(rates[name]),
+            msgs_per_s=round(lines / max(wall_spread["best"], 1e-9)),
+        )
+    emit(
+        "disentangle",
+        kind="summary",
+        model_msgs_per_cpu_s=round(rates["model"]),
+        lowe_msgs_per_cpu_s=round(rates["lowe"]),
+        scoring_share=round(1 - rates["model"] / rates["lowe"], 3),
+        target_msgs_per_s=TARGET_MSGS_PER_S,
+        target_rate_met=rates["model"] >= TARGET_MSGS_PER_S,
+    )
     return 0
 
 

@@ -62,8 +62,12 @@ def free_port() -> int:
 def environment(url: str, home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DIGEST", "DATABASE_URL"))}
     env.update(
-        DATABASE_URL=url, DIGESTD_HOME=str(home), DIGEST_EXTRACTOR="offline",
-        DIGESTD_LEASE_SECONDS="5", DIGESTD_HEARTBEAT_SECONDS="1", DIGESTD_POLL_SECONDS="0.5",
+        DATABASE_URL=url,
+        DIGESTD_HOME=str(home),
+        DIGEST_EXTRACTOR="offline",
+        DIGESTD_LEASE_SECONDS="5",
+        DIGESTD_HEARTBEAT_SECONDS="1",
+        DIGESTD_POLL_SECONDS="0.5",
         DIGESTD_MAX_ATTEMPTS="20",
     )
     return env
@@ -125,17 +129,25 @@ async def run_mode(
     env = environment(url, home)
     serve = subprocess.Popen(
         [sys.executable, "-c", _SERVE, mode, "serve", "--port", str(port)],
-        cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     others: list[subprocess.Popen[bytes]] = []
     base = f"http://127.0.0.1:{port}"
     try:
         await wait_ready(base, serve)
         if two_workers:
-            others.append(subprocess.Popen(
-                [sys.executable, "-c", _SERVE, mode, "worker"],
-                cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            ))
+            others.append(
+                subprocess.Popen(
+                    [sys.executable, "-c", _SERVE, mode, "worker"],
+                    cwd=REPO,
+                    env=env,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+            )
         connection = await connect(url)
         try:
             job, _ = await job_queries.enqueue_job(
@@ -180,9 +192,10 @@ async def run_mode(
 
 async def run(messages: int, database_url: str | None, two_workers: bool) -> int:
     emit(BENCH_NAME, kind="setup", at=utc_now(), messages=messages, machine=machine_details())
-    with tempfile.TemporaryDirectory(prefix="digestd-bench-loop-") as scratch, bench_database(
-        database_url
-    ) as (url, _):
+    with (
+        tempfile.TemporaryDirectory(prefix="digestd-bench-loop-") as scratch,
+        bench_database(database_url) as (url, _),
+    ):
         connection = await connect(url)
         try:
             await migrate(connection)
@@ -198,9 +211,16 @@ async def run(messages: int, database_url: str | None, two_workers: bool) -> int
             emit(BENCH_NAME, kind="run", **result)
     (loop_run, loop_digest), (off_run, off_digest) = results["in_loop"], results["offloaded"]
     emit(
-        BENCH_NAME, kind="summary",
-        healthz_max_ms={"in_loop": loop_run["healthz_max_ms"], "offloaded": off_run["healthz_max_ms"]},
-        healthz_p95_ms={"in_loop": loop_run["healthz_p95_ms"], "offloaded": off_run["healthz_p95_ms"]},
+        BENCH_NAME,
+        kind="summary",
+        healthz_max_ms={
+            "in_loop": loop_run["healthz_max_ms"],
+            "offloaded": off_run["healthz_max_ms"],
+        },
+        healthz_p95_ms={
+            "in_loop": loop_run["healthz_p95_ms"],
+            "offloaded": off_run["healthz_p95_ms"],
+        },
         job_seconds={"in_loop": loop_run["job_seconds"], "offloaded": off_run["job_seconds"]},
         attempts={"in_loop": loop_run["job_attempts"], "offloaded": off_run["job_attempts"]},
         same_digest=loop_digest == off_digest and bool(loop_digest),

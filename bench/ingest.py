@@ -85,9 +85,7 @@ async def create_channel(url: str, name: str) -> int:
     connection = await connect(url)
     try:
         return int(
-            await connection.fetchval(
-                "INSERT INTO channels (name) VALUES ($1) RETURNING id", name
-            )
+            await connection.fetchval("INSERT INTO channels (name) VALUES ($1) RETURNING id", name)
         )
     finally:
         await connection.close()
@@ -129,7 +127,11 @@ def run_cli_import(path: Path, channel: str, url: str, home: Path | None) -> dic
     started = time.perf_counter()
     completed = subprocess.run(
         [*cli_command(), "import", str(path), "--channel", channel],
-        cwd=REPO, env=env, capture_output=True, text=True, check=False,
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     wall = time.perf_counter() - started
     if completed.returncode != 0:
@@ -153,8 +155,12 @@ async def run_import_path(path: Path, channel: str, url: str, profile: bool) -> 
         seconds = time.perf_counter() - started
     finally:
         await pool.close()
-    result: dict[str, Any] = {"seconds": seconds, "accepted": report.accepted,
-                              "inserted": report.inserted, "rejected": report.rejected}
+    result: dict[str, Any] = {
+        "seconds": seconds,
+        "accepted": report.accepted,
+        "inserted": report.inserted,
+        "rejected": report.rejected,
+    }
     if profiler:
         result["profile"] = top_functions(profiler)
     return result
@@ -221,9 +227,13 @@ async def run_orm(
             pending = 0
             for message in messages:
                 row = Message(
-                    channel_id=channel_id, external_id=message.external_id,
-                    author=message.author, ts=message.ts, reply_to=message.reply_to,
-                    raw_text=message.text, normalized_text=normalize_text(message.text),
+                    channel_id=channel_id,
+                    external_id=message.external_id,
+                    author=message.author,
+                    ts=message.ts,
+                    reply_to=message.reply_to,
+                    raw_text=message.text,
+                    normalized_text=normalize_text(message.text),
                     attachments=message.attachments,
                 )
                 session.add(row)
@@ -254,8 +264,15 @@ async def run_asyncpg_per_row(url: str, channel_id: int, messages: list[ParsedMe
             async with connection.transaction():
                 for m in messages[start : start + ORM_COMMIT_EVERY]:
                     await connection.execute(
-                        sql, channel_id, m.external_id, m.author, m.ts, m.reply_to, m.text,
-                        normalize_text(m.text), m.attachments,
+                        sql,
+                        channel_id,
+                        m.external_id,
+                        m.author,
+                        m.ts,
+                        m.reply_to,
+                        m.text,
+                        normalize_text(m.text),
+                        m.attachments,
                     )
         return time.perf_counter() - started
     finally:
@@ -288,16 +305,26 @@ def main() -> int:
     orm_total = min(total, args.orm_messages or (500 if args.quick else 20_000))
     repeats = args.repeats or (1 if args.quick else 3)
 
-    with tempfile.TemporaryDirectory(prefix="digestd-bench-ingest-") as tmp, bench_database(
-        args.database_url
-    ) as (url, home):
+    with (
+        tempfile.TemporaryDirectory(prefix="digestd-bench-ingest-") as tmp,
+        bench_database(args.database_url) as (url, home),
+    ):
         path = Path(tmp) / "channel.jsonl"
         size = write_jsonl(path, total)
         version = asyncio.run(prepare(url))
-        emit(BENCH_NAME, kind="setup", messages=total, orm_messages=orm_total,
-             file_bytes=size, repeats=repeats, quick=args.quick, started=utc_now(),
-             database="url" if args.database_url else "embedded", postgres=version,
-             **machine_details())
+        emit(
+            BENCH_NAME,
+            kind="setup",
+            messages=total,
+            orm_messages=orm_total,
+            file_bytes=size,
+            repeats=repeats,
+            quick=args.quick,
+            started=utc_now(),
+            database="url" if args.database_url else "embedded",
+            postgres=version,
+            **machine_details(),
+        )
         subset = parsed_messages(path, orm_total)
         orm_missing = orm_available()
         rates: dict[str, list[float]] = {}
@@ -306,22 +333,39 @@ def main() -> int:
         def record(peer: str, messages: int, seconds: float, **more: Any) -> None:
             rate = messages / seconds
             rates.setdefault(peer, []).append(rate)
-            emit(BENCH_NAME, kind="run", peer=peer, messages=messages,
-                 seconds=round(seconds, 4), msgs_per_s=round(rate), **more)
+            emit(
+                BENCH_NAME,
+                kind="run",
+                peer=peer,
+                messages=messages,
+                seconds=round(seconds, 4),
+                msgs_per_s=round(rate),
+                **more,
+            )
 
         for run in range(repeats):
             tag = f"bench-ingest-{os.getpid()}-{run}"
             if not args.skip_cli:
                 cli = run_cli_import(path, f"{tag}-cli", url, home)
                 stored = asyncio.run(drop_channel(url, f"{tag}-cli"))
-                record("cli", total, cli["import_seconds"], stored=stored,
-                       wall_seconds=round(cli["wall_seconds"], 3),
-                       wall_msgs_per_s=round(total / cli["wall_seconds"]))
+                record(
+                    "cli",
+                    total,
+                    cli["import_seconds"],
+                    stored=stored,
+                    wall_seconds=round(cli["wall_seconds"], 3),
+                    wall_msgs_per_s=round(total / cli["wall_seconds"]),
+                )
                 extra["cli_wall"].append(total / cli["wall_seconds"])
             inproc = asyncio.run(run_import_path(path, f"{tag}-inproc", url, False))
             stored = asyncio.run(drop_channel(url, f"{tag}-inproc"))
-            record("import_path", inproc["accepted"], inproc["seconds"], stored=stored,
-                   inserted=inproc["inserted"])
+            record(
+                "import_path",
+                inproc["accepted"],
+                inproc["seconds"],
+                stored=stored,
+                inserted=inproc["inserted"],
+            )
             peers: list[tuple[str, Any]] = [("asyncpg_per_row", None)]
             if orm_missing is None:
                 peers = [("orm_per_row", True), ("orm_batched", False), *peers]
@@ -333,8 +377,7 @@ def main() -> int:
                 else:
                     seconds = asyncio.run(run_orm(url, channel_id, subset, per_row=per_row))
                 stored = asyncio.run(drop_channel(url, name))
-                record(peer, len(subset), seconds, stored=stored,
-                       commit_every=ORM_COMMIT_EVERY)
+                record(peer, len(subset), seconds, stored=stored, commit_every=ORM_COMMIT_EVERY)
         if orm_missing is not None:
             for peer in ("orm_per_row", "orm_batched"):
                 emit(BENCH_NAME, kind="run", peer=peer, skipped=orm_missing)
@@ -343,10 +386,14 @@ def main() -> int:
             name = f"bench-ingest-{os.getpid()}-prof"
             profiled = asyncio.run(run_import_path(path, name, url, True))
             asyncio.run(drop_channel(url, name))
-            emit(BENCH_NAME, kind="profile", peer="import_path",
-                 seconds=round(profiled["seconds"], 3),
-                 note="cProfile slows Python code ~1.5-2x; read the shares, not the seconds",
-                 top_by_own_time=profiled["profile"])
+            emit(
+                BENCH_NAME,
+                kind="profile",
+                peer="import_path",
+                seconds=round(profiled["seconds"], 3),
+                note="cProfile slows Python code ~1.5-2x; read the shares, not the seconds",
+                top_by_own_time=profiled["profile"],
+            )
 
         summary: dict[str, Any] = {"kind": "summary", "messages": total, "orm_messages": orm_total}
         for peer, samples in rates.items():

@@ -81,8 +81,13 @@ def item_rows(count: int, digest_id: int, channel_id: int) -> Iterator[tuple[Any
     for n in range(count):
         words = " ".join(_WORDS[(n * k) % len(_WORDS)] for k in (1, 3, 7, 11))
         yield (
-            digest_id, channel_id, n % 1000, f"K{n}", _KINDS[n % len(_KINDS)],
-            f"Item {n}: {words}", f"Synthesized note {n} about {words}.",
+            digest_id,
+            channel_id,
+            n % 1000,
+            f"K{n}",
+            _KINDS[n % len(_KINDS)],
+            f"Item {n}: {words}",
+            f"Synthesized note {n} about {words}.",
             BASE_TIME + timedelta(minutes=n // ITEMS_PER_DIGEST_TIME),
         )
 
@@ -102,8 +107,16 @@ async def load(url: str, items: int) -> dict[str, Any]:
         )
         started = time.perf_counter()
         rows = item_rows(items, digest_id, channel_id)
-        columns = ("digest_id", "channel_id", "position", "item_key", "kind", "title",
-                   "content", "created_at")
+        columns = (
+            "digest_id",
+            "channel_id",
+            "position",
+            "item_key",
+            "kind",
+            "title",
+            "content",
+            "created_at",
+        )
         while True:
             batch = [row for _, row in zip(range(COPY_BATCH), rows, strict=False)]
             if not batch:
@@ -114,8 +127,12 @@ async def load(url: str, items: int) -> dict[str, Any]:
         loaded = time.perf_counter() - started
         await connection.execute("ANALYZE knowledge_items")
         total = await connection.fetchval("SELECT count(*) FROM knowledge_items")
-        return {"load_seconds": round(loaded, 2), "rows_in_table": total,
-                "channel_id": channel_id, "digest_id": digest_id}
+        return {
+            "load_seconds": round(loaded, 2),
+            "rows_in_table": total,
+            "channel_id": channel_id,
+            "digest_id": digest_id,
+        }
     finally:
         await connection.close()
 
@@ -181,7 +198,9 @@ async def measure(url: str, args: argparse.Namespace, deep: int) -> list[dict[st
             return [decode_global_id(edge["node"]["id"])[1] for edge in edges]
 
         methods: dict[str, Callable[[int], Awaitable[list[int]]]] = {
-            "sql/keyset": sql_keyset, "sql/offset": sql_offset, "graphql/keyset": graphql_keyset,
+            "sql/keyset": sql_keyset,
+            "sql/offset": sql_offset,
+            "graphql/keyset": graphql_keyset,
         }
         # The same rows whichever way a page is fetched, or the comparison means nothing.
         for page in (1, deep):
@@ -202,23 +221,32 @@ async def measure(url: str, args: argparse.Namespace, deep: int) -> list[dict[st
                     timings = await time_it(lambda m=method, p=page: m(p), count)
                     median = statistics.median(timings)
                     medians.setdefault((name, page), []).append(median)
-                    emit(BENCH_NAME, kind="run", repeat=repeat, method=name, page=page,
-                         samples=count, median_ms=round(1000 * median, 3),
-                         min_ms=round(1000 * min(timings), 3),
-                         p90_ms=round(1000 * sorted(timings)[int(0.9 * (count - 1))], 3))
+                    emit(
+                        BENCH_NAME,
+                        kind="run",
+                        repeat=repeat,
+                        method=name,
+                        page=page,
+                        samples=count,
+                        median_ms=round(1000 * median, 3),
+                        min_ms=round(1000 * min(timings), 3),
+                        p90_ms=round(1000 * sorted(timings)[int(0.9 * (count - 1))], 3),
+                    )
         summaries = []
         for name in methods:
             first_ms = [1000 * m for m in medians[(name, 1)]]
             deep_ms = [1000 * m for m in medians[(name, deep)]]
-            summaries.append({
-                "method": name,
-                "first_page_ms": round(min(first_ms), 3),
-                "deep_page_ms": round(min(deep_ms), 3),
-                "first_page_ms_range": [round(min(first_ms), 3), round(max(first_ms), 3)],
-                "deep_page_ms_range": [round(min(deep_ms), 3), round(max(deep_ms), 3)],
-                # Best median against best median, from the same run.
-                "deep_over_first": round(min(deep_ms) / min(first_ms), 2),
-            })
+            summaries.append(
+                {
+                    "method": name,
+                    "first_page_ms": round(min(first_ms), 3),
+                    "deep_page_ms": round(min(deep_ms), 3),
+                    "first_page_ms_range": [round(min(first_ms), 3), round(max(first_ms), 3)],
+                    "deep_page_ms_range": [round(min(deep_ms), 3), round(max(deep_ms), 3)],
+                    # Best median against best median, from the same run.
+                    "deep_over_first": round(min(deep_ms) / min(first_ms), 2),
+                }
+            )
         return summaries
     finally:
         await pool.close()
@@ -226,10 +254,21 @@ async def measure(url: str, args: argparse.Namespace, deep: int) -> list[dict[st
 
 async def run(url: str, args: argparse.Namespace, items: int, deep: int) -> None:
     version = await postgres_version(url)
-    emit(BENCH_NAME, kind="setup", items=items, page_size=args.page_size, deep_page=deep,
-         deep_offset=(deep - 1) * args.page_size, samples=args.samples, repeats=args.repeats,
-         quick=args.quick, started=utc_now(), postgres=version,
-         database="url" if args.database_url else "embedded", **machine_details())
+    emit(
+        BENCH_NAME,
+        kind="setup",
+        items=items,
+        page_size=args.page_size,
+        deep_page=deep,
+        deep_offset=(deep - 1) * args.page_size,
+        samples=args.samples,
+        repeats=args.repeats,
+        quick=args.quick,
+        started=utc_now(),
+        postgres=version,
+        database="url" if args.database_url else "embedded",
+        **machine_details(),
+    )
     loaded = await load(url, items)
     emit(BENCH_NAME, kind="load", items=items, **loaded)
     summaries = await measure(url, args, deep)
@@ -237,17 +276,25 @@ async def run(url: str, args: argparse.Namespace, items: int, deep: int) -> None
         emit(BENCH_NAME, kind="method", **summary)
     by_name = {s["method"]: s for s in summaries}
     keyset_ok = all(
-        by_name[m]["deep_over_first"] <= TARGET_KEYSET_RATIO for m in ("sql/keyset", "graphql/keyset")
+        by_name[m]["deep_over_first"] <= TARGET_KEYSET_RATIO
+        for m in ("sql/keyset", "graphql/keyset")
     )
-    emit(BENCH_NAME, kind="summary", items=items, deep_page=deep,
-         sql_keyset_deep_over_first=by_name["sql/keyset"]["deep_over_first"],
-         graphql_keyset_deep_over_first=by_name["graphql/keyset"]["deep_over_first"],
-         sql_offset_deep_over_first=by_name["sql/offset"]["deep_over_first"],
-         offset_deep_over_keyset_deep=round(by_name["sql/offset"]["deep_page_ms"]
-                                            / by_name["sql/keyset"]["deep_page_ms"], 1),
-         graphql_over_sql_keyset_first=round(by_name["graphql/keyset"]["first_page_ms"]
-                                             / by_name["sql/keyset"]["first_page_ms"], 2),
-         target_met=keyset_ok and by_name["sql/offset"]["deep_over_first"] > TARGET_KEYSET_RATIO)
+    emit(
+        BENCH_NAME,
+        kind="summary",
+        items=items,
+        deep_page=deep,
+        sql_keyset_deep_over_first=by_name["sql/keyset"]["deep_over_first"],
+        graphql_keyset_deep_over_first=by_name["graphql/keyset"]["deep_over_first"],
+        sql_offset_deep_over_first=by_name["sql/offset"]["deep_over_first"],
+        offset_deep_over_keyset_deep=round(
+            by_name["sql/offset"]["deep_page_ms"] / by_name["sql/keyset"]["deep_page_ms"], 1
+        ),
+        graphql_over_sql_keyset_first=round(
+            by_name["graphql/keyset"]["first_page_ms"] / by_name["sql/keyset"]["first_page_ms"], 2
+        ),
+        target_met=keyset_ok and by_name["sql/offset"]["deep_over_first"] > TARGET_KEYSET_RATIO,
+    )
 
 
 def main() -> int:

@@ -216,7 +216,9 @@ async def run_server(
 def start_fake_server(delay: float) -> tuple[subprocess.Popen[str], str]:
     process = subprocess.Popen(
         [sys.executable, str(_BENCH / "_pipeline_fake_llm.py"), "--delay", str(delay)],
-        cwd=REPO, stdout=subprocess.PIPE, text=True,
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     assert process.stdout is not None
     port = int(process.stdout.readline())
@@ -230,8 +232,12 @@ def main() -> int:
     parser.add_argument("--delay", type=float, default=0.2, help="fake server's answer delay")
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=None, help="runs of each mode (3)")
-    parser.add_argument("--chunk-tokens", type=int, default=default_chunk_tokens(),
-                        help="chunk budget (default: DIGESTD_CHUNK_TOKENS' default)")
+    parser.add_argument(
+        "--chunk-tokens",
+        type=int,
+        default=default_chunk_tokens(),
+        help="chunk budget (default: DIGESTD_CHUNK_TOKENS' default)",
+    )
     parser.add_argument("--profile", action="store_true", help="cProfile one extra instant run")
     args = parser.parse_args()
     count = args.messages or (2_000 if args.quick else 100_000)
@@ -241,11 +247,21 @@ def main() -> int:
     started = time.perf_counter()
     chunks = chunk_messages(list(window.messages), args.chunk_tokens)
     chunking = time.perf_counter() - started
-    emit(BENCH_NAME, kind="setup", messages=count, repeats=repeats, quick=args.quick,
-         concurrency=args.concurrency, delay_seconds=args.delay, started=utc_now(),
-         chunk_tokens=args.chunk_tokens,
-         database="none (run_pipeline on plain data)", chunks=len(chunks),
-         chunking_seconds=round(chunking, 3), **machine_details())
+    emit(
+        BENCH_NAME,
+        kind="setup",
+        messages=count,
+        repeats=repeats,
+        quick=args.quick,
+        concurrency=args.concurrency,
+        delay_seconds=args.delay,
+        started=utc_now(),
+        chunk_tokens=args.chunk_tokens,
+        database="none (run_pipeline on plain data)",
+        chunks=len(chunks),
+        chunking_seconds=round(chunking, 3),
+        **machine_details(),
+    )
 
     process, base_url = start_fake_server(args.delay)
     results: dict[str, list[dict[str, Any]]] = {"instant": [], "server": []}
@@ -253,14 +269,24 @@ def main() -> int:
         for run in range(repeats):
             instant = asyncio.run(run_instant(window, args.concurrency, args.chunk_tokens))
             results["instant"].append(instant)
-            emit(BENCH_NAME, kind="run", mode="instant", run=run,
-                 **{k: v for k, v in instant.items() if k not in _CLOCKS})
+            emit(
+                BENCH_NAME,
+                kind="run",
+                mode="instant",
+                run=run,
+                **{k: v for k, v in instant.items() if k not in _CLOCKS},
+            )
             served = asyncio.run(
                 run_server(window, base_url, args.concurrency, args.delay, args.chunk_tokens)
             )
             results["server"].append(served)
-            emit(BENCH_NAME, kind="run", mode="server", run=run,
-                 **{k: v for k, v in served.items() if k not in _CLOCKS})
+            emit(
+                BENCH_NAME,
+                kind="run",
+                mode="server",
+                run=run,
+                **{k: v for k, v in served.items() if k not in _CLOCKS},
+            )
     finally:
         process.terminate()
         process.wait(timeout=10)
@@ -270,10 +296,14 @@ def main() -> int:
         profiler.enable()
         profiled = asyncio.run(run_instant(window, args.concurrency, args.chunk_tokens))
         profiler.disable()
-        emit(BENCH_NAME, kind="profile", mode="instant",
-             wall_seconds=round(profiled["wall_seconds"], 3),
-             note="cProfile slows Python code ~1.5-2x; read the shares, not the seconds",
-             top_by_own_time=top_functions(profiler, limit=25))
+        emit(
+            BENCH_NAME,
+            kind="profile",
+            mode="instant",
+            wall_seconds=round(profiled["wall_seconds"], 3),
+            note="cProfile slows Python code ~1.5-2x; read the shares, not the seconds",
+            top_by_own_time=top_functions(profiler, limit=25),
+        )
 
     instant, served = results["instant"], results["server"]
     best_served = min(served, key=lambda r: r["wall_seconds"])

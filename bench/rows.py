@@ -67,7 +67,9 @@ async def run(url: str, count: int, samples: int) -> None:
     try:
         await migrate(connection)
         channel_id = await connection.fetchval(_SEED, count)
-        sql, params = pages.build_page_query(pages.MESSAGES, {"channel_id": channel_id}, None, count)
+        sql, params = pages.build_page_query(
+            pages.MESSAGES, {"channel_id": channel_id}, None, count
+        )
         records = (await connection.fetch(sql, *params))[:count]
         timings = []
         for _ in range(samples):
@@ -83,10 +85,18 @@ async def run(url: str, count: int, samples: int) -> None:
         "model_validate": median_microseconds(
             lambda: [MessageFields.model_validate(dict(record)) for record in records], samples
         ),
-        "table_init": median_microseconds(lambda: [Message(**record) for record in records], samples),
+        "table_init": median_microseconds(
+            lambda: [Message(**record) for record in records], samples
+        ),
     }
-    emit(BENCH_NAME, kind="result", rows=count, unit="microseconds per page", when=utc_now(),
-         **figures)
+    emit(
+        BENCH_NAME,
+        kind="result",
+        rows=count,
+        unit="microseconds per page",
+        when=utc_now(),
+        **figures,
+    )
 
 
 def main() -> int:

@@ -109,7 +109,9 @@ class _StageClock:
 
         return timed
 
-    def wrap_iterator(self, name: str, function: Callable[..., Iterator[Any]]) -> Callable[..., Iterator[Any]]:
+    def wrap_iterator(
+        self, name: str, function: Callable[..., Iterator[Any]]
+    ) -> Callable[..., Iterator[Any]]:
         def timed(*args: Any, **kwargs: Any) -> Iterator[Any]:
             iterator = function(*args, **kwargs)
             while True:
@@ -226,8 +228,14 @@ def child(count: int, code_root: Path, profile: bool, stages: bool = False) -> d
 
 
 def run_child(count: int, code_root: Path, profile: bool, stages: bool = False) -> dict[str, Any]:
-    command = [sys.executable, str(Path(__file__).resolve()), "--child", str(count),
-               "--code-root", str(code_root)] + (["--profile"] if profile else [])
+    command = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--child",
+        str(count),
+        "--code-root",
+        str(code_root),
+    ] + (["--profile"] if profile else [])
     command += ["--stages"] if stages else []
     completed = subprocess.run(command, cwd=code_root, capture_output=True, text=True)
     if completed.returncode != 0:
@@ -242,8 +250,11 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=1, help="runs of each size")
     parser.add_argument("--baseline", type=Path, help="another checkout to time in the same run")
     parser.add_argument("--profile", action="store_true", help="cProfile the largest size")
-    parser.add_argument("--stages", action="store_true",
-                        help="CPU seconds per step at the largest size (inline run)")
+    parser.add_argument(
+        "--stages",
+        action="store_true",
+        help="CPU seconds per step at the largest size (inline run)",
+    )
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--code-root", type=Path, default=_BENCH.parent, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -260,10 +271,17 @@ def main() -> int:
     roots = [("current", _BENCH.parent)]
     if args.baseline:
         roots.append(("baseline", args.baseline.resolve()))
-    emit(BENCH_NAME, kind="setup", sizes=sizes, repeats=args.repeats, quick=args.quick,
-         roots={label: str(root) for label, root in roots}, started=utc_now(),
-         database="none (run_pipeline on plain data, as the worker calls it)",
-         **machine_details())
+    emit(
+        BENCH_NAME,
+        kind="setup",
+        sizes=sizes,
+        repeats=args.repeats,
+        quick=args.quick,
+        roots={label: str(root) for label, root in roots},
+        started=utc_now(),
+        database="none (run_pipeline on plain data, as the worker calls it)",
+        **machine_details(),
+    )
     for label, root in roots:
         per_size: dict[int, list[dict[str, Any]]] = {}
         for size in sizes:
@@ -273,17 +291,28 @@ def main() -> int:
                 emit(BENCH_NAME, kind="run", code=label, run=run, **figures)
         if args.stages:
             inline = run_child(sizes[-1], root, profile=args.profile, stages=True)
-            emit(BENCH_NAME, kind="stages", code=label, messages=sizes[-1],
-                 seconds=inline["seconds"], cpu_seconds=inline["cpu_seconds"],
-                 stage_cpu_seconds=inline["stage_cpu_seconds"],
-                 digest_sha256=inline["digest_sha256"],
-                 **({"top_by_own_time": inline["top_by_own_time"]} if args.profile else {}))
+            emit(
+                BENCH_NAME,
+                kind="stages",
+                code=label,
+                messages=sizes[-1],
+                seconds=inline["seconds"],
+                cpu_seconds=inline["cpu_seconds"],
+                stage_cpu_seconds=inline["stage_cpu_seconds"],
+                digest_sha256=inline["digest_sha256"],
+                **({"top_by_own_time": inline["top_by_own_time"]} if args.profile else {}),
+            )
         elif args.profile:
             profiled = run_child(sizes[-1], root, profile=True)
-            emit(BENCH_NAME, kind="profile", code=label, messages=sizes[-1],
-                 note="cProfile slows Python code ~1.5-2x; read the shares, not the seconds",
-                 seconds=profiled["seconds"],
-                 top_by_own_time=profiled["top_by_own_time"])
+            emit(
+                BENCH_NAME,
+                kind="profile",
+                code=label,
+                messages=sizes[-1],
+                note="cProfile slows Python code ~1.5-2x; read the shares, not the seconds",
+                seconds=profiled["seconds"],
+                top_by_own_time=profiled["top_by_own_time"],
+            )
         small, large = per_size[sizes[0]], per_size[sizes[-1]]
         best_small = min(r["us_per_message"] for r in small)
         best_large = min(r["us_per_message"] for r in large)
@@ -292,23 +321,31 @@ def main() -> int:
             BENCH_NAME,
             kind="summary",
             code=label,
-            msgs_per_s={size: spread([r["msgs_per_s"] for r in runs], higher_is_better=True)
-                        for size, runs in per_size.items()},
-            us_per_message={size: min(r["us_per_message"] for r in runs)
-                            for size, runs in per_size.items()},
-            peak_rss_mb={size: max(r["peak_rss_mb"] for r in runs)
-                         for size, runs in per_size.items()},
-            pool_peak_rss_mb={size: max(r["pool_peak_rss_mb"] for r in runs)
-                              for size, runs in per_size.items()},
-            cpu_us_per_message={size: min(r["cpu_us_per_message"] for r in runs)
-                                for size, runs in per_size.items()},
+            msgs_per_s={
+                size: spread([r["msgs_per_s"] for r in runs], higher_is_better=True)
+                for size, runs in per_size.items()
+            },
+            us_per_message={
+                size: min(r["us_per_message"] for r in runs) for size, runs in per_size.items()
+            },
+            peak_rss_mb={
+                size: max(r["peak_rss_mb"] for r in runs) for size, runs in per_size.items()
+            },
+            pool_peak_rss_mb={
+                size: max(r["pool_peak_rss_mb"] for r in runs) for size, runs in per_size.items()
+            },
+            cpu_us_per_message={
+                size: min(r["cpu_us_per_message"] for r in runs) for size, runs in per_size.items()
+            },
             per_message_ratio=round(best_large / best_small, 3),
             cpu_per_message_ratio=round(
                 min(r["cpu_us_per_message"] for r in large)
-                / min(r["cpu_us_per_message"] for r in small), 3
+                / min(r["cpu_us_per_message"] for r in small),
+                3,
             ),
-            deterministic=all(len({r["digest_sha256"] for r in runs}) == 1
-                              for runs in per_size.values()),
+            deterministic=all(
+                len({r["digest_sha256"] for r in runs}) == 1 for runs in per_size.values()
+            ),
             target_linear_met=best_large / best_small <= TARGET_PER_MESSAGE_RATIO,
             target_rate_met=large_rate >= TARGET_MSGS_PER_S,
         )

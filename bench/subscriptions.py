@@ -40,17 +40,29 @@ from bench.api import free_port, wait_healthy
 PER_CONNECTION = 20
 TRIGGER = "mutation($id: ID!) { triggerDigest(channelId: $id) { ... on DigestJob { id } } }"
 PROGRESS = "subscription($id: ID!) { jobProgress(id: $id) { status phase progress { chunksDone chunksTotal } } }"
-DURATION = "SELECT extract(epoch FROM finished_at - started_at), status FROM digest_jobs WHERE id = $1"
+DURATION = (
+    "SELECT extract(epoch FROM finished_at - started_at), status FROM digest_jobs WHERE id = $1"
+)
 
 
 def serve(url: str, home: Path, port: int, watches: int) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "DATABASE_URL": url, "DIGESTD_HOME": str(home), "DIGEST_EXTRACTOR": "offline",
-           "DIGESTD_MAX_SUBSCRIPTIONS_PER_CLIENT": str(max(watches, 1)),
-           "DIGESTD_MAX_SUBSCRIPTIONS": str(max(watches, 1))}
+    env = {
+        **os.environ,
+        "DATABASE_URL": url,
+        "DIGESTD_HOME": str(home),
+        "DIGEST_EXTRACTOR": "offline",
+        "DIGESTD_MAX_SUBSCRIPTIONS_PER_CLIENT": str(max(watches, 1)),
+        "DIGESTD_MAX_SUBSCRIPTIONS": str(max(watches, 1)),
+    }
     env.pop("DIGESTD_API_TOKENS", None)
     log = (home / "serve.log").open("ab")
-    process = subprocess.Popen([sys.executable, "-m", "server.cli", "serve", "--port", str(port)],
-                               cwd=_BENCH.parent, env=env, stdout=log, stderr=log)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "server.cli", "serve", "--port", str(port)],
+        cwd=_BENCH.parent,
+        env=env,
+        stdout=log,
+        stderr=log,
+    )
     log.close()
     wait_healthy(port, process)
     return process
@@ -58,8 +70,11 @@ def serve(url: str, home: Path, port: int, watches: int) -> subprocess.Popen[byt
 
 async def follow(port: int, job_id: str, count: int) -> int:
     """`count` subscriptions of the job on one connection, until all completed: their messages."""
-    async with connect(f"ws://127.0.0.1:{port}/graphql", subprotocols=["graphql-transport-ws"],  # type: ignore[list-item]
-                       max_size=None) as ws:
+    async with connect(
+        f"ws://127.0.0.1:{port}/graphql",
+        subprotocols=["graphql-transport-ws"],  # type: ignore[list-item]
+        max_size=None,
+    ) as ws:
         await ws.send(json.dumps({"type": "connection_init"}))
         assert json.loads(await ws.recv())["type"] == "connection_ack"
         for op in range(count):
@@ -80,7 +95,9 @@ async def _until_all_complete(ws: ClientConnection, count: int) -> int:
     return received
 
 
-async def one_run(url: str, port: int, work: Path, messages: int, connections: int, run: int) -> dict[str, Any]:
+async def one_run(
+    url: str, port: int, work: Path, messages: int, connections: int, run: int
+) -> dict[str, Any]:
     import asyncpg
 
     from db.engine import create_pool
@@ -92,12 +109,18 @@ async def one_run(url: str, port: int, work: Path, messages: int, connections: i
         path = work / f"run-{run}-{connections}.jsonl"
         write_jsonl(path, messages, channel=f"bench-subs-{run}-{connections}")
         await import_path(pool, path, server="bench-subscriptions")
-        channel_id = await pool.fetchval("SELECT id FROM channels WHERE name = $1", f"bench-subs-{run}-{connections}")
+        channel_id = await pool.fetchval(
+            "SELECT id FROM channels WHERE name = $1", f"bench-subs-{run}-{connections}"
+        )
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:
-            answer = await client.post("/graphql", json={"query": TRIGGER, "variables": {"id": str(channel_id)}})
+            answer = await client.post(
+                "/graphql", json={"query": TRIGGER, "variables": {"id": str(channel_id)}}
+            )
         job_id = answer.json()["data"]["triggerDigest"]["id"]
         row_id = decode_global_id(job_id)[1]
-        followers = [asyncio.create_task(follow(port, job_id, PER_CONNECTION)) for _ in range(connections)]
+        followers = [
+            asyncio.create_task(follow(port, job_id, PER_CONNECTION)) for _ in range(connections)
+        ]
         while True:
             duration, status = await pool.fetchrow(DURATION, row_id)
             if duration is not None:
@@ -106,8 +129,15 @@ async def one_run(url: str, port: int, work: Path, messages: int, connections: i
         received = sum(await asyncio.gather(*followers))
     finally:
         await pool.close()
-    return {"kind": "run", "run": run, "watches": connections * PER_CONNECTION, "messages": messages,
-            "status": status, "job_seconds": round(float(duration), 3), "messages_received": received}
+    return {
+        "kind": "run",
+        "run": run,
+        "watches": connections * PER_CONNECTION,
+        "messages": messages,
+        "status": status,
+        "job_seconds": round(float(duration), 3),
+        "messages_received": received,
+    }
 
 
 async def run(options: argparse.Namespace, url: str, home: Path) -> int:
@@ -120,7 +150,13 @@ async def run(options: argparse.Namespace, url: str, home: Path) -> int:
     finally:
         await connection.close()
     watches = options.connections * PER_CONNECTION
-    emit("subscriptions", kind="setup", machine=machine_details(), messages=options.messages, watches=watches)
+    emit(
+        "subscriptions",
+        kind="setup",
+        machine=machine_details(),
+        messages=options.messages,
+        watches=watches,
+    )
     port = free_port()
     server = serve(url, home, port, watches)
     seconds: dict[int, list[float]] = {0: [], watches: []}
@@ -130,15 +166,23 @@ async def run(options: argparse.Namespace, url: str, home: Path) -> int:
             await one_run(url, port, Path(work), min(options.messages, 500), 0, -1)
             for number in range(options.repeats):
                 for connections in (0, options.connections):
-                    row = await one_run(url, port, Path(work), options.messages, connections, number)
+                    row = await one_run(
+                        url, port, Path(work), options.messages, connections, number
+                    )
                     emit("subscriptions", **row)
                     seconds[connections * PER_CONNECTION].append(row["job_seconds"])
     finally:
         server.terminate()
         server.wait(timeout=30)
     unwatched, watched = spread(seconds[0]), spread(seconds[watches])
-    emit("subscriptions", kind="summary", unwatched=unwatched, watched=watched, watches=watches,
-         ratio=round(watched["best"] / unwatched["best"], 3) if unwatched["best"] else None)
+    emit(
+        "subscriptions",
+        kind="summary",
+        unwatched=unwatched,
+        watched=watched,
+        watches=watches,
+        ratio=round(watched["best"] / unwatched["best"], 3) if unwatched["best"] else None,
+    )
     return 0
 
 

@@ -49,8 +49,16 @@ async def insert_channel_item(
     digest_id: int,
 ) -> int:
     item_id = await connection.fetchval(
-        QUERIES["insert_channel_item"], channel_id, kind, status, text, owner, conversation_id,
-        message_ids, said_at, digest_id,
+        QUERIES["insert_channel_item"],
+        channel_id,
+        kind,
+        status,
+        text,
+        owner,
+        conversation_id,
+        message_ids,
+        said_at,
+        digest_id,
     )
     return int(item_id)
 

@@ -53,7 +53,9 @@ async def messages_by_ids(connection: asyncpg.Connection, ids: list[int]) -> lis
     return as_rows(Message, await connection.fetch(QUERIES["messages_by_ids"], ids))
 
 
-async def message_fields_by_ids(connection: asyncpg.Connection, ids: list[int]) -> list[MessageFields]:
+async def message_fields_by_ids(
+    connection: asyncpg.Connection, ids: list[int]
+) -> list[MessageFields]:
     """Messages by internal id without their texts (see message_texts)."""
     return as_rows(MessageFields, await connection.fetch(QUERIES["message_fields_by_ids"], ids))
 
@@ -139,9 +141,7 @@ async def catch_up_after(
 ) -> MessageRange | None:
     """The range of messages after (ts, message_id) and before `until`: what a catch-up
     window's cap left out."""
-    record = await connection.fetchrow(
-        QUERIES["catch_up_after"], channel_id, ts, message_id, until
-    )
+    record = await connection.fetchrow(QUERIES["catch_up_after"], channel_id, ts, message_id, until)
     return as_row_or_none(MessageRange, record)
 
 

@@ -23,9 +23,7 @@ async def messages_before(
     connection: asyncpg.Connection, channel_id: int, ts: datetime, message_id: int, limit: int
 ) -> list[ThreadContextRow]:
     """The `limit` messages of the channel just before (ts, message_id), in time order."""
-    records = await connection.fetch(
-        QUERIES["messages_before"], channel_id, ts, message_id, limit
-    )
+    records = await connection.fetch(QUERIES["messages_before"], channel_id, ts, message_id, limit)
     return as_rows(ThreadContextRow, records)
 
 
@@ -61,8 +59,19 @@ async def insert_conversation(
 ) -> int:
     message, revision, start, end = title_pointer or (None, None, None, None)
     conversation_id = await connection.fetchval(
-        QUERIES["insert_conversation"], channel_id, root_message_id, title, message, revision,
-        start, end, participants, message_count, answered, first_ts, last_ts,
+        QUERIES["insert_conversation"],
+        channel_id,
+        root_message_id,
+        title,
+        message,
+        revision,
+        start,
+        end,
+        participants,
+        message_count,
+        answered,
+        first_ts,
+        last_ts,
     )
     return int(conversation_id)
 
@@ -77,8 +86,13 @@ async def extend_conversation(
     answered: bool,
 ) -> None:
     await connection.execute(
-        QUERIES["extend_conversation"], conversation_id, participants, message_count, first_ts,
-        last_ts, answered,
+        QUERIES["extend_conversation"],
+        conversation_id,
+        participants,
+        message_count,
+        first_ts,
+        last_ts,
+        answered,
     )
 
 
@@ -89,6 +103,4 @@ async def thread_messages(
     conversation_ids: list[int],
 ) -> None:
     """Each message's parent and conversation, for messages not threaded yet."""
-    await connection.execute(
-        QUERIES["thread_messages"], message_ids, parent_ids, conversation_ids
-    )
+    await connection.execute(QUERIES["thread_messages"], message_ids, parent_ids, conversation_ids)

@@ -34,13 +34,22 @@ from db.queries import QUERIES
 ItemTable = Literal["topic", "decision", "action_item", "open_question", "link", "artifact"]
 # The items of a digest, one model per section; `items_of_digests` reads any of them.
 DigestItem = TypeVar(
-    "DigestItem", Topic, Decision, ActionItem, OpenQuestion, Link, ArtifactWithMessage,
+    "DigestItem",
+    Topic,
+    Decision,
+    ActionItem,
+    OpenQuestion,
+    Link,
+    ArtifactWithMessage,
     KnowledgeItemWithMessage,
 )
 _ITEM_QUERIES: dict[type[SQLModel], str] = {
-    Topic: "topics_of_digests", Decision: "decisions_of_digests",
-    ActionItem: "action_items_of_digests", OpenQuestion: "open_questions_of_digests",
-    Link: "links_of_digests", ArtifactWithMessage: "artifacts_of_digests",
+    Topic: "topics_of_digests",
+    Decision: "decisions_of_digests",
+    ActionItem: "action_items_of_digests",
+    OpenQuestion: "open_questions_of_digests",
+    Link: "links_of_digests",
+    ArtifactWithMessage: "artifacts_of_digests",
     KnowledgeItemWithMessage: "knowledge_items_of_digests",
 }
 

@@ -90,10 +90,19 @@ async def insert_document_digest(
     wins (a concurrent job computed the same deterministic digest)."""
     row = await connection.fetchrow(
         QUERIES["insert_document_digest"],
-        values["document_id"], job_id, values["query"], values["query_hash"],
-        values["cache_key"], values["payload"], values["summarizer"], values["evidence_mode"],
-        values["original_tokens"], values["final_tokens"], values["tokens_estimated"],
-        values["warnings"], values["duration_ms"],
+        values["document_id"],
+        job_id,
+        values["query"],
+        values["query_hash"],
+        values["cache_key"],
+        values["payload"],
+        values["summarizer"],
+        values["evidence_mode"],
+        values["original_tokens"],
+        values["final_tokens"],
+        values["tokens_estimated"],
+        values["warnings"],
+        values["duration_ms"],
     )
     assert row is not None
     return int(row["id"]), bool(row["created"])

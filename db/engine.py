@@ -65,7 +65,9 @@ def _prune_dead_handles(pgdata: Path) -> list[int]:
             pids = []
         alive = [pid for pid in pids if psutil.pid_exists(pid)]
         if alive != pids:
-            logger.info("embedded server: pruned dead handle pids %s", sorted(set(pids) - set(alive)))
+            logger.info(
+                "embedded server: pruned dead handle pids %s", sorted(set(pids) - set(alive))
+            )
             handles.write_text(json.dumps(alive))
         return alive
 
@@ -80,9 +82,7 @@ def embedded_database_url(home: Path) -> str:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         server = pgserver.get_server(pgdata, cleanup_mode="stop")
-    exists = server.psql(
-        f"SELECT 1 FROM pg_database WHERE datname = '{EMBEDDED_DATABASE}';"
-    )
+    exists = server.psql(f"SELECT 1 FROM pg_database WHERE datname = '{EMBEDDED_DATABASE}';")
     if "1 row" not in exists:
         server.psql(f"CREATE DATABASE {EMBEDDED_DATABASE};")
         logger.info("created embedded database in %s", home / "pgdata")
@@ -182,8 +182,11 @@ def _stop_postmaster(server: Any, pgdata: Path) -> None:
     with _quiet_pgserver():
         for mode in ("fast", "immediate"):
             try:
-                pg_ctl(["-w", "-t", str(_FAST_STOP_SECONDS), "-m", mode, "stop"], pgdata=pgdata,
-                       user=server.system_user)
+                pg_ctl(
+                    ["-w", "-t", str(_FAST_STOP_SECONDS), "-m", mode, "stop"],
+                    pgdata=pgdata,
+                    user=server.system_user,
+                )
                 break
             except subprocess.CalledProcessError:
                 logger.warning(
@@ -308,11 +311,18 @@ async def create_pool(
     kwargs.setdefault("timeout", CONNECT_TIMEOUT_SECONDS)
     kwargs.setdefault("reset", _keep_session)
     pool = BoundedPool(
-        url, min_size=1, max_size=max_size, max_queries=50_000,
-        max_inactive_connection_lifetime=300.0, init=_init_connection,
+        url,
+        min_size=1,
+        max_size=max_size,
+        max_queries=50_000,
+        max_inactive_connection_lifetime=300.0,
+        init=_init_connection,
         connect=_reviving_connect(revive) if revive is not None else None,
-        command_timeout=command_timeout, loop=None, connection_class=asyncpg.Connection,
-        record_class=asyncpg.Record, **kwargs,
+        command_timeout=command_timeout,
+        loop=None,
+        connection_class=asyncpg.Connection,
+        record_class=asyncpg.Record,
+        **kwargs,
     )
     pool.acquire_timeout = command_timeout
     await pool

@@ -52,7 +52,10 @@ async def _insert_refs(
 ) -> None:
     if refs:
         await connection.execute(
-            QUERIES[query], digest_id, [r[0] for r in refs], [r[1] for r in refs],
+            QUERIES[query],
+            digest_id,
+            [r[0] for r in refs],
+            [r[1] for r in refs],
             [r[2] for r in refs],
         )
 
@@ -101,9 +104,7 @@ async def entity_item_refs(connection: asyncpg.Connection, ids: list[int]) -> li
     return as_rows(OwnedItemRef, await connection.fetch(QUERIES["entity_item_refs_of"], ids))
 
 
-async def topic_profile_items(
-    connection: asyncpg.Connection, ids: list[int]
-) -> list[OwnedItemRef]:
+async def topic_profile_items(connection: asyncpg.Connection, ids: list[int]) -> list[OwnedItemRef]:
     return as_rows(OwnedItemRef, await connection.fetch(QUERIES["topic_profile_items_of"], ids))
 
 

@@ -35,8 +35,15 @@ CREATE TEMP TABLE IF NOT EXISTS message_staging (
 """
 
 _STAGING_COLUMNS = (
-    "seq", "channel_id", "external_id", "author", "ts",
-    "reply_to", "raw_text", "normalized_text", "attachments",
+    "seq",
+    "channel_id",
+    "external_id",
+    "author",
+    "ts",
+    "reply_to",
+    "raw_text",
+    "normalized_text",
+    "attachments",
 )
 
 # Last occurrence of an id in a batch wins; unchanged rows are not rewritten (no dead tuples, and
@@ -152,7 +159,8 @@ async def _copy_batch(connection: asyncpg.Connection, rows: list[tuple[Any, ...]
         # reset) would wait on the same silent socket: close it without a word to the server.
         logger.warning(
             "COPY of a batch of %d messages did not finish in %.0fs: closing its connection",
-            len(rows), seconds,
+            len(rows),
+            seconds,
         )
         connection.terminate()
         raise

@@ -141,9 +141,7 @@ async def update_progress(
     done: int,
     total: int,
 ) -> None:
-    await connection.execute(
-        QUERIES["update_job_progress"], job_id, worker_id, phase, done, total
-    )
+    await connection.execute(QUERIES["update_job_progress"], job_id, worker_id, phase, done, total)
 
 
 async def finish_job(
@@ -164,8 +162,17 @@ async def finish_job(
     document job's `document_digest_id`, a report job's `report_id`, or nothing). Run it in the transaction that stored the
     digest so both commit together. None when this worker no longer holds the job."""
     finished = await connection.fetchrow(
-        QUERIES["finish_job"], job_id, worker_id, status, digest_id, message, stats, warnings,
-        error, document_digest_id, report_id,
+        QUERIES["finish_job"],
+        job_id,
+        worker_id,
+        status,
+        digest_id,
+        message,
+        stats,
+        warnings,
+        error,
+        document_digest_id,
+        report_id,
     )
     return as_row_or_none(DigestJob, finished)
 
@@ -210,8 +217,12 @@ class QueueCount:
 async def queue_summary(connection: asyncpg.Connection) -> list[QueueCount]:
     rows = await connection.fetch(QUERIES["job_queue_summary"])
     return [
-        QueueCount(JobKind(row["kind"]), JobStatus(row["status"]), int(row["jobs"]),
-                   float(row["oldest_due_seconds"]))
+        QueueCount(
+            JobKind(row["kind"]),
+            JobStatus(row["status"]),
+            int(row["jobs"]),
+            float(row["oldest_due_seconds"]),
+        )
         for row in rows
     ]
 

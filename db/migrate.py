@@ -55,7 +55,10 @@ async def migrate(connection: asyncpg.Connection) -> list[str]:
                        name       text NOT NULL,
                        applied_at timestamptz NOT NULL DEFAULT now())"""
             )
-            done = {row["version"] for row in await connection.fetch("SELECT version FROM schema_migrations")}
+            done = {
+                row["version"]
+                for row in await connection.fetch("SELECT version FROM schema_migrations")
+            }
             for migration in available_migrations():
                 if migration.version in done:
                     continue

@@ -73,11 +73,13 @@ class KeysetCursor:
 
     def encode(self) -> str:
         sort_value = self.sort_value
-        payload = json.dumps([
-            self.list_name,
-            sort_value.isoformat() if isinstance(sort_value, datetime) else sort_value,
-            self.row_id,
-        ])
+        payload = json.dumps(
+            [
+                self.list_name,
+                sort_value.isoformat() if isinstance(sort_value, datetime) else sort_value,
+                self.row_id,
+            ]
+        )
         return base64.urlsafe_b64encode(payload.encode()).decode().rstrip("=")
 
     @classmethod
@@ -118,7 +120,9 @@ ListRow = TypeVar("ListRow", bound=SQLModel)
 @dataclass(frozen=True)
 class ListSpec(Generic[ListRow]):
     name: str
-    model: type[ListRow]  # the row of `select` (tests/integration/db/test_models.py checks its columns)
+    model: type[
+        ListRow
+    ]  # the row of `select` (tests/integration/db/test_models.py checks its columns)
     select: str  # SELECT ... FROM ... (no WHERE)
     sort_column: str
     id_column: str

@@ -40,14 +40,20 @@ async def cached_report_id(connection: asyncpg.Connection, cache_key: str) -> in
     return None if record is None else int(record["id"])
 
 
-async def insert_report(
-    connection: asyncpg.Connection, job_id: int, values: dict[str, Any]
-) -> int:
+async def insert_report(connection: asyncpg.Connection, job_id: int, values: dict[str, Any]) -> int:
     """Store a report (or find the one a concurrent job stored under the same key); its id."""
     record = await connection.fetchrow(
-        QUERIES["insert_report"], job_id, values["question"], values["request"],
-        values["cache_key"], values["title"], values["sections"], values["sources"],
-        values["markdown"], values["audit"], values["writer"],
+        QUERIES["insert_report"],
+        job_id,
+        values["question"],
+        values["request"],
+        values["cache_key"],
+        values["title"],
+        values["sections"],
+        values["sources"],
+        values["markdown"],
+        values["audit"],
+        values["writer"],
         values.get("fidelity", EMPTY_FIDELITY),
     )
     assert record is not None  # the insert or the row that beat it

@@ -44,7 +44,9 @@ async def schedule_for_update(connection: asyncpg.Connection, schedule_id: int) 
 
 
 async def pause_schedule(connection: asyncpg.Connection, schedule_id: int) -> Schedule | None:
-    return as_row_or_none(Schedule, await connection.fetchrow(QUERIES["pause_schedule"], schedule_id))
+    return as_row_or_none(
+        Schedule, await connection.fetchrow(QUERIES["pause_schedule"], schedule_id)
+    )
 
 
 async def resume_schedule(
@@ -79,8 +81,14 @@ async def record_schedule_run(
     """The firing of `slot` by process `fired_by` (its run row) and the schedule's move to
     `next_run_at`; `job_id` None records it skipped (no job queued)."""
     await connection.execute(
-        QUERIES["record_schedule_run"], schedule_id, slot, next_run_at, job_id, job_created,
-        fired_by, job_id is None,
+        QUERIES["record_schedule_run"],
+        schedule_id,
+        slot,
+        next_run_at,
+        job_id,
+        job_created,
+        fired_by,
+        job_id is None,
     )
 
 
@@ -106,9 +114,7 @@ async def prune_schedule_runs(
 ) -> int:
     """Delete up to `limit` runs older than `retention_days` that queued nothing (skipped, or
     whose job ended without a digest); how many were deleted."""
-    deleted: int = await connection.fetchval(
-        QUERIES["prune_schedule_runs"], retention_days, limit
-    )
+    deleted: int = await connection.fetchval(QUERIES["prune_schedule_runs"], retention_days, limit)
     return deleted
 
 

@@ -34,33 +34,40 @@ CHUNK_CACHE = Counter(
     "digestd_chunk_cache_lookups", "Chunk-result cache lookups of the map step.", ["result"]
 )
 LLM_CALLS = Counter(
-    "digestd_llm_calls", "LLM requests sent, by endpoint, model and result (ok or error).",
+    "digestd_llm_calls",
+    "LLM requests sent, by endpoint, model and result (ok or error).",
     ["endpoint", "model", "result"],
 )
 LLM_ERRORS = Counter(
-    "digestd_llm_errors", "Failed LLM requests by endpoint and reason (HTTP status or class).",
+    "digestd_llm_errors",
+    "Failed LLM requests by endpoint and reason (HTTP status or class).",
     ["endpoint", "reason"],
 )
 LLM_TOKENS = Counter(
-    "digestd_llm_tokens", "Tokens the endpoints reported, by kind: prompt, cached, completion.",
+    "digestd_llm_tokens",
+    "Tokens the endpoints reported, by kind: prompt, cached, completion.",
     ["endpoint", "model", "kind"],
 )
 
 # Document digests: dashboards query these names and labels (listed in the README), so they stay.
 DIGEST_SECONDS = Histogram(
-    "digest_duration_seconds", "Document digest duration.", ["policy", "cache_hit"],
+    "digest_duration_seconds",
+    "Document digest duration.",
+    ["policy", "cache_hit"],
     buckets=(0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120),
 )
 DIGEST_SOURCES = Counter(
     "digest_sources_processed", "Documents a digest job processed, by outcome.", ["outcome"]
 )
 DIGEST_COMPRESSION = Histogram(
-    "digest_compression_ratio", "Digest characters / original characters of fresh digests.",
+    "digest_compression_ratio",
+    "Digest characters / original characters of fresh digests.",
     buckets=(0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0),
 )
 DIGEST_CACHE_HITS = Counter("digest_cache_hits", "Document digests served from the cache.")
 DIGEST_EVIDENCE = Histogram(
-    "digest_evidence_snippets", "Evidence snippets per fresh document digest.",
+    "digest_evidence_snippets",
+    "Evidence snippets per fresh document digest.",
     buckets=(0, 1, 2, 3, 4, 5, 8, 12, 20),
 )
 

@@ -103,7 +103,9 @@ class JobListener:
             self._retry_at = loop.time() + delay
             logger.warning(
                 "LISTEN unavailable (%s); polling every %ss, retrying in %.1fs",
-                describe_error(error), self._poll_seconds, delay,
+                describe_error(error),
+                self._poll_seconds,
+                delay,
             )
             if connection is not None:
                 connection.terminate()
@@ -152,9 +154,7 @@ class RunnerSupervisor:
         self.restarts = 0
 
     def start(self) -> None:
-        self._tasks = [
-            asyncio.create_task(self._supervise(i)) for i in range(len(self._factories))
-        ]
+        self._tasks = [asyncio.create_task(self._supervise(i)) for i in range(len(self._factories))]
 
     @property
     def running(self) -> bool:

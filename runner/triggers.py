@@ -101,9 +101,7 @@ async def trigger_document_digest(
     the same query. Refused when the query is too long or the digest policy makes the document
     ineligible (the job checks again: the policy may change before it runs)."""
     if len(query) > MAX_QUERY_CHARS:
-        raise TriggerRefused(
-            f"query is too long: at most {MAX_QUERY_CHARS} characters"
-        )
+        raise TriggerRefused(f"query is too long: at most {MAX_QUERY_CHARS} characters")
     row = await document_queries.document_by_id(connection, document_id)
     if row is None:
         raise SubjectNotFound(f"no document with id {document_id}")
@@ -146,7 +144,9 @@ async def trigger_report(
     try:
         window = window_options(since, until)
     except ValueError as error:
-        raise TriggerRefused(str(error).replace("options.", "sources."), code="invalid_window") from None
+        raise TriggerRefused(
+            str(error).replace("options.", "sources."), code="invalid_window"
+        ) from None
     found = {c.id for c in await channel_queries.channels_by_ids(connection, channel_ids)}
     if missing := [i for i in channel_ids if i not in found]:
         raise SubjectNotFound(f"no channel with id {missing[0]}")

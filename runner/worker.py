@@ -79,7 +79,8 @@ class Worker:
                 max_window_messages=config.max_window_messages,
             ),
             JobKind.DOCUMENT: documents or DocumentJobRunner(),
-            JobKind.REPORT: reports or ReportJobRunner(
+            JobKind.REPORT: reports
+            or ReportJobRunner(
                 min_overlap=config.min_overlap, max_messages=config.max_window_messages
             ),
         }
@@ -106,7 +107,9 @@ class Worker:
                     delay = backoff.next_delay()
                     logger.warning(
                         "worker %s: %s; retrying in %.1fs",
-                        self.worker_id, describe_error(error), delay,
+                        self.worker_id,
+                        describe_error(error),
+                        delay,
                     )
                     logger.debug("worker %s: claim failed", self.worker_id, exc_info=True)
                     await wait_any((stop,), delay)
@@ -257,7 +260,9 @@ class Worker:
         except Exception as error:  # noqa: BLE001 - see above
             logger.warning(
                 "job %s: could not record its end (%s); it will be reclaimed when its lease "
-                "expires", job.id, describe_error(error),
+                "expires",
+                job.id,
+                describe_error(error),
             )
 
 

@@ -71,17 +71,24 @@ class DigestSchema(strawberry.Schema):
             if is_client_error(error):
                 logger.info(
                     "graphql.client_error request_id=%s code=%s path=%s message=%r",
-                    request_id, code_of(error), error.path, error.message[:200],
+                    request_id,
+                    code_of(error),
+                    error.path,
+                    error.message[:200],
                 )
             elif code_of(error) == UNAVAILABLE:
                 logger.warning(
                     "graphql.unavailable request_id=%s path=%s error=%s",
-                    request_id, error.path, type(error.original_error).__name__,
+                    request_id,
+                    error.path,
+                    type(error.original_error).__name__,
                 )
             else:
                 logger.error(
                     "graphql.internal_error request_id=%s path=%s error=%s",
-                    request_id, error.path, type(error.original_error).__name__,
+                    request_id,
+                    error.path,
+                    type(error.original_error).__name__,
                     exc_info=error.original_error,
                 )
 

@@ -43,8 +43,21 @@ INTERNAL = "INTERNAL"  # a server fault: only the request id is shown
 UNAVAILABLE = "UNAVAILABLE"  # the database is unreachable or did not answer in time: try again
 
 CODES = (
-    BAD_REQUEST, REQUEST_TOO_LARGE, UNAUTHENTICATED, BAD_HOST, FORBIDDEN, PARSE, VALIDATION, TOO_COMPLEX,
-    BAD_ID, BAD_CURSOR, PAGE_SIZE, BAD_USER_INPUT, NOT_FOUND, RESPONSE_TOO_LARGE, INTERNAL,
+    BAD_REQUEST,
+    REQUEST_TOO_LARGE,
+    UNAUTHENTICATED,
+    BAD_HOST,
+    FORBIDDEN,
+    PARSE,
+    VALIDATION,
+    TOO_COMPLEX,
+    BAD_ID,
+    BAD_CURSOR,
+    PAGE_SIZE,
+    BAD_USER_INPUT,
+    NOT_FOUND,
+    RESPONSE_TOO_LARGE,
+    INTERNAL,
     UNAVAILABLE,
     TOO_MANY_SUBSCRIPTIONS,
 )
@@ -99,7 +112,10 @@ def formatted(error: GraphQLError, request_id: str) -> dict[str, Any]:
     """The client's view of one error."""
     code = code_of(error)
     if code in _GENERIC_MESSAGES:
-        return {"message": _GENERIC_MESSAGES[code], "extensions": {"code": code, "requestId": request_id}}
+        return {
+            "message": _GENERIC_MESSAGES[code],
+            "extensions": {"code": code, "requestId": request_id},
+        }
     shown = error.formatted
     shown["extensions"] = {**(shown.get("extensions") or {}), "code": code}
     return dict(shown)

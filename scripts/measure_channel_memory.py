@@ -82,8 +82,12 @@ query ($id: ID!) {
   }
 }
 """
-SECTION = {"QUESTION": "openQuestions", "ACTION_ITEM": "actionItems", "DECISION": "decisions",
-           "KNOWLEDGE": "knowledgeItems"}
+SECTION = {
+    "QUESTION": "openQuestions",
+    "ACTION_ITEM": "actionItems",
+    "DECISION": "decisions",
+    "KNOWLEDGE": "knowledgeItems",
+}
 
 
 def _windows(paths: list[Path], hours: int) -> dict[datetime, list[ParsedMessage]]:
@@ -93,8 +97,10 @@ def _windows(paths: list[Path], hours: int) -> dict[datetime, list[ParsedMessage
         for record in iter_records(path, base_date=file_date(path)):
             if isinstance(record, ParsedMessage):
                 start = record.ts.replace(minute=0, second=0, microsecond=0)
-                start = start.replace(hour=start.hour - start.hour % hours) if hours < 24 else (
-                    start.replace(hour=0)
+                start = (
+                    start.replace(hour=start.hour - start.hour % hours)
+                    if hours < 24
+                    else (start.replace(hour=0))
                 )
                 by_window[start].append(record)
     return dict(sorted(by_window.items()))
@@ -107,7 +113,8 @@ def _cut(text: str | None, limit: int) -> str:
 
 async def _api(pool: Any, query: str, **variables: Any) -> dict[str, Any]:
     result = await build_schema().execute(
-        query, variable_values=variables,
+        query,
+        variable_values=variables,
         context_value=Context(pool=pool, role=Role.READER, config=ApiConfig()),
     )
     if result.errors or result.data is None:
@@ -148,8 +155,7 @@ async def _measure(
     ingestor = MessageIngestor(pool, normalize_text)
     channel_row = await ingestor.channel_id(key)
     channel = global_id(CHANNEL, channel_row)
-    worker = Worker(pool, url, WorkerConfig(chunk_tokens=6000),
-                    extractor_factory=OfflineExtractor)
+    worker = Worker(pool, url, WorkerConfig(chunk_tokens=6000), extractor_factory=OfflineExtractor)
     days: list[tuple[str, int, str]] = []  # window, messages, digest global id
     label = "%Y-%m-%d" if hours >= 24 else "%Y-%m-%d %H:%M"
     for start, messages in _windows(paths, hours).items():
@@ -190,9 +196,13 @@ async def _measure(
         }
         for name in totals:
             totals[name] += row[name]
-        print(f"{day:{width}} {count:>8} {row['created']:>7} {row['linked']:>6} {row['changed']:>7}")
-    print(f"{'total':{width}} {'':>8} {totals['created']:>7} {totals['linked']:>6} "
-          f"{totals['changed']:>7}")
+        print(
+            f"{day:{width}} {count:>8} {row['created']:>7} {row['linked']:>6} {row['changed']:>7}"
+        )
+    print(
+        f"{'total':{width}} {'':>8} {totals['created']:>7} {totals['linked']:>6} "
+        f"{totals['changed']:>7}"
+    )
 
     def said(message_id: str) -> str:
         message = texts.get(message_id)
@@ -204,11 +214,13 @@ async def _measure(
     for number, (item, mention) in enumerate(linked[:sample], 1):
         digest = (await _api(pool, DIGEST_ITEMS, id=mention["digest"]["id"]))["digest"]
         row = digest[SECTION[item["kind"]]][mention["position"]]
-        print(f"L{number} [{item['kind']}] first said {item['firstSaidAt'][:10]}"
-              f"\n   item:  {_cut(item['text'], quote_chars)}"
-              f"\n   said:  {said(item['messageIds'][0])}"
-              f"\n   again: {_cut(row.get('text') or row.get('title'), quote_chars)}"
-              f"\n   in:    {said(row['messageIds'][0]) if row['messageIds'] else '-'}")
+        print(
+            f"L{number} [{item['kind']}] first said {item['firstSaidAt'][:10]}"
+            f"\n   item:  {_cut(item['text'], quote_chars)}"
+            f"\n   said:  {said(item['messageIds'][0])}"
+            f"\n   again: {_cut(row.get('text') or row.get('title'), quote_chars)}"
+            f"\n   in:    {said(row['messageIds'][0]) if row['messageIds'] else '-'}"
+        )
     print(f"\n## State changes ({min(sample, len(changes))} of {len(changes)})")
     for number, (item, event) in enumerate(changes[:sample], 1):
         pointer = event["pointer"]["resolvedText"] if event["pointer"] else None
@@ -227,26 +239,41 @@ async def _measure(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
-    parser.add_argument("--log", action="append", help=f"under ../shared/data (default {DEFAULT_LOG})")
+    parser.add_argument(
+        "--log", action="append", help=f"under ../shared/data (default {DEFAULT_LOG})"
+    )
     parser.add_argument("--database-url", default=None)
     parser.add_argument("--sample", type=int, default=20)
     parser.add_argument("--quote-chars", type=int, default=200)
-    parser.add_argument("--window-hours", type=int, default=24, choices=(1, 2, 3, 4, 6, 8, 12, 24),
-                        help="digest windows: calendar days (24) or slices of these many hours")
+    parser.add_argument(
+        "--window-hours",
+        type=int,
+        default=24,
+        choices=(1, 2, 3, 4, 6, 8, 12, 24),
+        help="digest windows: calendar days (24) or slices of these many hours",
+    )
     args = parser.parse_args()
     paths = [DATA / name for name in (args.log or [DEFAULT_LOG])]
     missing = [str(p) for p in paths if not p.is_file()]
     if missing:
         raise SystemExit(f"not found: {', '.join(missing)} (the data lives in ../shared/data)")
     if args.database_url:
-        asyncio.run(measure(args.database_url, paths, args.sample, args.quote_chars,
-                            args.window_hours))
+        asyncio.run(
+            measure(args.database_url, paths, args.sample, args.quote_chars, args.window_hours)
+        )
         return
     with tempfile.TemporaryDirectory(prefix="digestd-memory-") as home:
         Path(home).chmod(0o755)  # the embedded server runs as its own user
         try:
-            asyncio.run(measure(embedded_database_url(Path(home)), paths, args.sample,
-                                args.quote_chars, args.window_hours))
+            asyncio.run(
+                measure(
+                    embedded_database_url(Path(home)),
+                    paths,
+                    args.sample,
+                    args.quote_chars,
+                    args.window_hours,
+                )
+            )
         finally:
             stop_embedded_server(Path(home))
 

@@ -53,42 +53,87 @@ READER, WRITER = "reader-token-0123", "writer-token-4567"
 # Text that only an internal error shows a client (exception names, library and codec messages).
 INTERNALS = re.compile(
     r"Traceback|max\(\) arg|invalid byte sequence|codec|tsquery|recursion|asyncpg|Error:|"
-    r"File \"|4300 digits|out of range for|object has no attribute|NoneType|^None$", re.I
+    r"File \"|4300 digits|out of range for|object has no attribute|NoneType|^None$",
+    re.I,
 )
-WORDS = ("deploy docker build cache layer image registry volume network port config staging "
-         "production rollback release version branch merge review test flaky timeout retry "
-         "memory cpu disk latency queue worker lease database index query migration backup").split()
-JOB = ("id status attempts maxAttempts error resultMessage digestId warnings { code message } "
-       "stats { messages chunks chunksFailed }")
+WORDS = (
+    "deploy docker build cache layer image registry volume network port config staging "
+    "production rollback release version branch merge review test flaky timeout retry "
+    "memory cpu disk latency queue worker lease database index query migration backup"
+).split()
+JOB = (
+    "id status attempts maxAttempts error resultMessage digestId warnings { code message } "
+    "stats { messages chunks chunksFailed }"
+)
 
 
 # --- the report ---------------------------------------------------------------------------
 
 CASES: list[tuple[str, str, str]] = [
-    ("1.1", "partial digest: failed chunk digested by the next trigger", "job 1 PARTIAL, job 2 digests the left-out messages"),
-    ("1.2", "partial digest: messageCoverage.leftOut names the failed range", "a leftOut range, reason chunk_failed"),
+    (
+        "1.1",
+        "partial digest: failed chunk digested by the next trigger",
+        "job 1 PARTIAL, job 2 digests the left-out messages",
+    ),
+    (
+        "1.2",
+        "partial digest: messageCoverage.leftOut names the failed range",
+        "a leftOut range, reason chunk_failed",
+    ),
     ("1.3", "backfill with older timestamps", "the 15 older messages are digested"),
     ("1.4", "re-ingest of a digested message with ts 2030", "the 10 later messages are digested"),
     ("1.5", "catch-up window since/until", "exactly the 20 messages of [since, until)"),
-    ("1.6", "catch-up leaves coverage unchanged", "uncoveredMessageCount 50, next trigger digests 50"),
+    (
+        "1.6",
+        "catch-up leaves coverage unchanged",
+        "uncoveredMessageCount 50, next trigger digests 50",
+    ),
     ("1.7", "Digest.messageCoverage shown", "count/first/last/catchUp present, count = job's"),
-    ("1.8", "triggerDigest idempotent while a job is active", "second trigger returns the same job"),
+    (
+        "1.8",
+        "triggerDigest idempotent while a job is active",
+        "second trigger returns the same job",
+    ),
     ("2.1", "edited message: old pointer's resolvedText", "still the verbatim quote"),
-    ("2.2", "edited message: pointer revision + revisionText", "revision 1, revisionText = original text"),
+    (
+        "2.2",
+        "edited message: pointer revision + revisionText",
+        "revision 1, revisionText = original text",
+    ),
     ("2.3", "edited message: item flagged", "flag source_edited"),
-    ("2.4", "edited message uncovered and re-digested", "uncoveredMessageCount 1, next job digests it"),
+    (
+        "2.4",
+        "edited message uncovered and re-digested",
+        "uncoveredMessageCount 1, next job digests it",
+    ),
     ("3.1", "serve: SIGKILL of a Postgres backend mid-job", "the job finishes"),
     ("3.2", "serve: trigger after the kill", "a new job, finished"),
     ("3.3", "serve: /readyz after the kill", "200 ready iff the runner runs (else 503 runner)"),
-    ("3.4", "standalone worker: burst of Postgres backend SIGKILLs mid-job", "worker alive, then finishes a job"),
+    (
+        "3.4",
+        "standalone worker: burst of Postgres backend SIGKILLs mid-job",
+        "worker alive, then finishes a job",
+    ),
     ("3.5", "/healthz during a 30,000-message offline digest", "max latency < 1 s"),
     ("3.6", "lease lost twice with max attempts 2", "FAILED, error lease_expired:..."),
     ("3.7", "serve SIGTERM", "exit code 0"),
     ("3.8", "serve SIGTERM: embedded PostgreSQL", "stopped (postmaster gone)"),
     ("3.9", "worker SIGTERM", "exit code 0"),
-    ("4.1", "JSONL: deep-nested line + 5000-digit int among 1,000 good", "exit 0, 1,000 stored, 2 rejected"),
-    ("4.2", "Discord JSON: deep-nested + 5000-digit int among 1,000 good", "exit 0, 1,000 stored, 2 rejected"),
-    ("4.3", "Slack channels.json: deep-nested / 5000-digit entries", "exit 0, good channel's 50 stored"),
+    (
+        "4.1",
+        "JSONL: deep-nested line + 5000-digit int among 1,000 good",
+        "exit 0, 1,000 stored, 2 rejected",
+    ),
+    (
+        "4.2",
+        "Discord JSON: deep-nested + 5000-digit int among 1,000 good",
+        "exit 0, 1,000 stored, 2 rejected",
+    ),
+    (
+        "4.3",
+        "Slack channels.json: deep-nested / 5000-digit entries",
+        "exit 0, good channel's 50 stored",
+    ),
     ("4.4", "Slack folder with a FIFO day file", "exit 2, clear error, no hang"),
     ("4.5", "Slack channel named ../outside", "refused, outside text not stored"),
     ("4.6", "QMSum JSON (every record rejected)", "exit 1, names the format assumed"),
@@ -115,7 +160,11 @@ CASES: list[tuple[str, str, str]] = [
     ("5.17", "X-Request-Id on responses", "header present"),
     ("5.18", "server log after the hostile requests", "no traceback"),
     ("6.1", "llama.cpp-like endpoint, 8,192 context, 400 on overflow", "job SUCCEEDED"),
-    ("6.2", "LIMITS_DEFAULTED names the setting to use", "warning mentions DIGEST_MAP_CONTEXT_TOKENS"),
+    (
+        "6.2",
+        "LIMITS_DEFAULTED names the setting to use",
+        "warning mentions DIGEST_MAP_CONTEXT_TOKENS",
+    ),
     ("6.3", "endpoint answering 200 text/html", "clear error saying HTML, no AttributeError"),
     ("6.4", "known items at concurrency 4, two runs", "identical knowledge items"),
     ("7.1", "direct dependencies pinned to tested ranges", "upper bounds, graphql-core declared"),
@@ -152,14 +201,20 @@ class Report:
             return text if len(text) <= width else text[: width - 1] + "…"
 
         def result(row: Row) -> str:
-            return {True: "PASS", False: "FAIL"}.get(row.ok, "not run" if row.observed == "not run" else "SKIP")
+            return {True: "PASS", False: "FAIL"}.get(
+                row.ok, "not run" if row.observed == "not run" else "SKIP"
+            )
 
         rows = [["case", "expected", "observed", "result"]] + [
             [cell(f"{key} {row.case}", 70), cell(row.expected, 60), cell(row.observed), result(row)]
-            for key, row in self.rows.items() if sections is None or key.split(".")[0] in sections
+            for key, row in self.rows.items()
+            if sections is None or key.split(".")[0] in sections
         ]
         widths = [max(len(r[i]) for r in rows) for i in range(4)]
-        lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) + " |" for r in rows]
+        lines = [
+            "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) + " |"
+            for r in rows
+        ]
         lines.insert(1, "| " + " | ".join("-" * w for w in widths) + " |")
         return "\n".join(lines)
 
@@ -194,11 +249,19 @@ def fake_chunk_summary(user: str) -> dict[str, Any]:
     if sent:
         message_id, text, offset = max(sent, key=lambda s: len(s[1]))
         quote = text[:60]
-        summary["knowledge_items"] = [{
-            "key": "K1", "kind": "fact", "title": f"c{index} knew {known}",
-            "content_pointer": {"message_id": message_id, "char_start": offset,
-                                "char_end": offset + len(quote), "quote": quote},
-        }]
+        summary["knowledge_items"] = [
+            {
+                "key": "K1",
+                "kind": "fact",
+                "title": f"c{index} knew {known}",
+                "content_pointer": {
+                    "message_id": message_id,
+                    "char_start": offset,
+                    "char_end": offset + len(quote),
+                    "quote": quote,
+                },
+            }
+        ]
     return summary
 
 
@@ -211,13 +274,16 @@ def fake_digest(user: str) -> dict[str, Any]:
             items.setdefault(item["key"], item)
     return {
         "title": "Fake digest",
-        "overview": " ".join(s.get("chunk_summary", s.get("overview", "")) for s in summaries)[:2400],
+        "overview": " ".join(s.get("chunk_summary", s.get("overview", "")) for s in summaries)[
+            :2400
+        ],
         "coverage": {"messages_total": 0, "messages_covered": 0},
         "signal_quality": {"level": "medium", "reason": "fake endpoint"},
         "topics": [t for s in summaries for t in s.get("topics", [])][:12],
         "knowledge_items": list(items.values())[:60],
-        "notable_message_ids": list(dict.fromkeys(
-            i for s in summaries for i in s.get("notable_message_ids", [])))[:20],
+        "notable_message_ids": list(
+            dict.fromkeys(i for s in summaries for i in s.get("notable_message_ids", []))
+        )[:20],
     }
 
 
@@ -238,7 +304,14 @@ class FakeLLM:
                 pass
 
             def do_GET(self) -> None:
-                fake.reply(self, 200, {"object": "list", "data": [{"id": "local-model", "object": "model", "owned_by": "me"}]})
+                fake.reply(
+                    self,
+                    200,
+                    {
+                        "object": "list",
+                        "data": [{"id": "local-model", "object": "model", "owned_by": "me"}],
+                    },
+                )
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
@@ -252,7 +325,9 @@ class FakeLLM:
         return f"http://127.0.0.1:{self.server.server_address[1]}/{mode}/v1"
 
     @staticmethod
-    def reply(handler: BaseHTTPRequestHandler, status: int, payload: Any, kind: str = "application/json") -> None:
+    def reply(
+        handler: BaseHTTPRequestHandler, status: int, payload: Any, kind: str = "application/json"
+    ) -> None:
         data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
         try:
             handler.send_response(status)
@@ -266,7 +341,9 @@ class FakeLLM:
     def answer(self, handler: BaseHTTPRequestHandler, mode: str, body: dict[str, Any]) -> None:
         tool = body["tool_choice"]["function"]["name"]
         user = next(m["content"] for m in body["messages"] if m["role"] == "user")
-        sent = sum(len(str(m.get("content") or "")) for m in body["messages"]) + len(json.dumps(body["tools"]))
+        sent = sum(len(str(m.get("content") or "")) for m in body["messages"]) + len(
+            json.dumps(body["tools"])
+        )
         prompt = sent // 4
         wanted = int(body.get("max_tokens") or body.get("max_completion_tokens") or 0)
         if mode == "html":
@@ -274,23 +351,61 @@ class FakeLLM:
             return self.reply(handler, 200, page, "text/html")
         if mode == "llama8k" and prompt + wanted > 8192:
             self.overflows += 1
-            message = (f"This model's maximum context length is 8192 tokens, however you requested "
-                       f"{prompt + wanted} tokens ({prompt} in your prompt; {wanted} for the "
-                       "completion). Please reduce your prompt; or completion length.")
-            return self.reply(handler, 400, {"error": {"message": message, "type": "invalid_request_error", "code": "context_length_exceeded"}})
+            message = (
+                f"This model's maximum context length is 8192 tokens, however you requested "
+                f"{prompt + wanted} tokens ({prompt} in your prompt; {wanted} for the "
+                "completion). Please reduce your prompt; or completion length."
+            )
+            return self.reply(
+                handler,
+                400,
+                {
+                    "error": {
+                        "message": message,
+                        "type": "invalid_request_error",
+                        "code": "context_length_exceeded",
+                    }
+                },
+            )
         if mode == "slow" or (mode == "cover" and "SLOWCHUNK" in user):
             time.sleep(self.delay if mode == "slow" else 3.0)
         if mode == "jitter":
             time.sleep(random.choice((0.02, 0.6)))
-        arguments: Any = fake_chunk_summary(user) if tool == "emit_chunk_summary" else fake_digest(user)
+        arguments: Any = (
+            fake_chunk_summary(user) if tool == "emit_chunk_summary" else fake_digest(user)
+        )
         if mode == "cover" and self.fail and "FAILCHUNK" in user:
             arguments = "this is not JSON"
-        call = {"id": "call_1", "type": "function", "function": {"name": tool, "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments)}}
-        self.reply(handler, 200, {
-            "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": body["model"],
-            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": None, "tool_calls": [call]}}],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": 50, "total_tokens": prompt + 50},
-        })
+        call = {
+            "id": "call_1",
+            "type": "function",
+            "function": {
+                "name": tool,
+                "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments),
+            },
+        }
+        self.reply(
+            handler,
+            200,
+            {
+                "id": "chatcmpl-fake",
+                "object": "chat.completion",
+                "created": 0,
+                "model": body["model"],
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "tool_calls",
+                        "message": {"role": "assistant", "content": None, "tool_calls": [call]},
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": prompt,
+                    "completion_tokens": 50,
+                    "total_tokens": prompt + 50,
+                },
+            },
+        )
 
 
 # --- processes, homes, servers --------------------------------------------------------------
@@ -329,10 +444,16 @@ def pid_alive(pid: int) -> bool:
 
 
 def exit_code(code: int | None) -> str:
-    return f"killed by signal {-code} (shell status {128 - code})" if code is not None and code < 0 else f"exit code {code}"
+    return (
+        f"killed by signal {-code} (shell status {128 - code})"
+        if code is not None and code < 0
+        else f"exit code {code}"
+    )
 
 
-def stop_process(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM, timeout: float = 15) -> int | None:
+def stop_process(
+    proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM, timeout: float = 15
+) -> int | None:
     if proc.poll() is None:
         proc.send_signal(sig)
         try:
@@ -352,7 +473,9 @@ def finish(proc: subprocess.Popen[bytes], timeout: float) -> Result:
     except subprocess.TimeoutExpired:
         proc.kill()
         out, err = proc.communicate(timeout=10)
-    return Result(rc, out.decode(errors="replace"), err.decode(errors="replace"), time.monotonic() - started)
+    return Result(
+        rc, out.decode(errors="replace"), err.decode(errors="replace"), time.monotonic() - started
+    )
 
 
 class Home:
@@ -361,8 +484,12 @@ class Home:
     def __init__(self, ctx: Ctx, name: str, env: dict[str, str] | None = None) -> None:
         self.ctx, self.path = ctx, ctx.workdir / name
         self.path.mkdir(parents=True)
-        self.env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "TEST_DATABASE_URL")}
-        self.env.update({"DIGESTD_HOME": str(self.path / "home"), "PYTHONUNBUFFERED": "1"}, **(env or {}))
+        self.env = {
+            k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "TEST_DATABASE_URL")
+        }
+        self.env.update(
+            {"DIGESTD_HOME": str(self.path / "home"), "PYTHONUNBUFFERED": "1"}, **(env or {})
+        )
         self.procs: list[subprocess.Popen[bytes]] = []
         self.logs: list[Any] = []
         ctx.homes.append(self)
@@ -370,11 +497,23 @@ class Home:
     def cli(self, *args: str, timeout: float = 120, env: dict[str, str] | None = None) -> Result:
         return finish(self.spawn(*args, env=env, capture=True), timeout)
 
-    def spawn(self, *args: str, env: dict[str, str] | None = None, capture: bool = False) -> subprocess.Popen[bytes]:
-        log = subprocess.PIPE if capture else open(self.path / f"{args[0]}-{len(self.procs)}.log", "wb")
+    def spawn(
+        self, *args: str, env: dict[str, str] | None = None, capture: bool = False
+    ) -> subprocess.Popen[bytes]:
+        log = (
+            subprocess.PIPE
+            if capture
+            else open(self.path / f"{args[0]}-{len(self.procs)}.log", "wb")
+        )
         self.logs.append(log)
-        proc = subprocess.Popen([str(self.ctx.digestd), *args], env={**self.env, **(env or {})}, stdin=subprocess.DEVNULL,
-                                stdout=log, stderr=subprocess.STDOUT if not capture else subprocess.PIPE, start_new_session=True)
+        proc = subprocess.Popen(
+            [str(self.ctx.digestd), *args],
+            env={**self.env, **(env or {})},
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT if not capture else subprocess.PIPE,
+            start_new_session=True,
+        )
         self.procs.append(proc)
         return proc
 
@@ -385,7 +524,9 @@ class Home:
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
             if proc.poll() is not None:
-                raise RuntimeError(f"serve exited {proc.returncode}: {serve.log.read_text()[-300:]}")
+                raise RuntimeError(
+                    f"serve exited {proc.returncode}: {serve.log.read_text()[-300:]}"
+                )
             try:
                 if httpx.get(serve.base + "/healthz", timeout=2).status_code == 200:
                     return serve
@@ -408,14 +549,20 @@ class Home:
         info = self.postmaster()
         # Only ever the embedded server's Unix socket in this home, never a TCP port.
         if info is None or not info[1].startswith("/"):
-            raise LookupError("the embedded PostgreSQL of this home is not running on a Unix socket")
+            raise LookupError(
+                "the embedded PostgreSQL of this home is not running on a Unix socket"
+            )
 
         async def find() -> list[int]:
-            connection = await asyncpg.connect(host=info[1], port=info[2], user="postgres", database="digestd")
+            connection = await asyncpg.connect(
+                host=info[1], port=info[2], user="postgres", database="digestd"
+            )
             try:
                 rows = await connection.fetch(
                     "SELECT pid FROM pg_stat_activity WHERE datname = 'digestd' AND pid <> pg_backend_pid() "
-                    "AND backend_type = 'client backend' AND query ILIKE $1 ORDER BY state = 'active' DESC", like)
+                    "AND backend_type = 'client backend' AND query ILIKE $1 ORDER BY state = 'active' DESC",
+                    like,
+                )
             finally:
                 await connection.close()
             return [int(r["pid"]) for r in rows]
@@ -455,12 +602,16 @@ class Reply:
         if not isinstance(self.body, dict):
             return found
         for error in self.body.get("errors") or []:
-            found.append((str(error.get("message")), str((error.get("extensions") or {}).get("code", ""))))
+            found.append(
+                (str(error.get("message")), str((error.get("extensions") or {}).get("code", "")))
+            )
 
         def walk(value: Any) -> None:
             if isinstance(value, dict):
                 if str(value.get("__typename", "")).endswith("Error"):
-                    found.append((str(value.get("message")), str(value.get("code", value["__typename"]))))
+                    found.append(
+                        (str(value.get("message")), str(value.get("code", value["__typename"])))
+                    )
                 for item in value.values():
                     walk(item)
             elif isinstance(value, list):
@@ -481,48 +632,88 @@ class Serve:
     base: str
     log: Path
 
-    def post(self, query: str | None = None, variables: dict[str, Any] | None = None, *,
-             raw: bytes | None = None, token: str | None = WRITER, timeout: float = 60) -> Reply:
-        content = raw if raw is not None else json.dumps({"query": query, "variables": variables or {}}).encode()
-        headers = {"content-type": "application/json"} | ({"authorization": f"Bearer {token}"} if token else {})
+    def post(
+        self,
+        query: str | None = None,
+        variables: dict[str, Any] | None = None,
+        *,
+        raw: bytes | None = None,
+        token: str | None = WRITER,
+        timeout: float = 60,
+    ) -> Reply:
+        content = (
+            raw
+            if raw is not None
+            else json.dumps({"query": query, "variables": variables or {}}).encode()
+        )
+        headers = {"content-type": "application/json"} | (
+            {"authorization": f"Bearer {token}"} if token else {}
+        )
         started = time.monotonic()
-        response = httpx.post(self.base + "/graphql", content=content, headers=headers, timeout=timeout)
+        response = httpx.post(
+            self.base + "/graphql", content=content, headers=headers, timeout=timeout
+        )
         try:
             body = response.json()
         except ValueError:
             body = response.text[:500]
-        return Reply(response.status_code, body, time.monotonic() - started, len(response.content), response.headers)
+        return Reply(
+            response.status_code,
+            body,
+            time.monotonic() - started,
+            len(response.content),
+            response.headers,
+        )
 
-    def data(self, query: str, variables: dict[str, Any] | None = None, token: str | None = WRITER) -> dict[str, Any]:
+    def data(
+        self, query: str, variables: dict[str, Any] | None = None, token: str | None = WRITER
+    ) -> dict[str, Any]:
         reply = self.post(query, variables, token=token)
         if not isinstance(reply.body, dict) or reply.body.get("errors") or reply.status >= 400:
-            detail = reply.body.get("errors", [{}])[0].get("message") if isinstance(reply.body, dict) else reply.body
+            detail = (
+                reply.body.get("errors", [{}])[0].get("message")
+                if isinstance(reply.body, dict)
+                else reply.body
+            )
             raise GraphQLFailure(f"HTTP {reply.status}: {str(detail)[:160]}")
         return dict(reply.body["data"])
 
     def ingest(self, channel: str, messages: list[dict[str, Any]]) -> str:
-        query = ("mutation($c: ChannelInput!, $m: [MessageInput!]!) { ingestMessages(channel: $c, messages: $m) "
-                 "{ __typename ... on IngestResult { channel { id } rejected } ... on InvalidInputError { message } } }")
+        query = (
+            "mutation($c: ChannelInput!, $m: [MessageInput!]!) { ingestMessages(channel: $c, messages: $m) "
+            "{ __typename ... on IngestResult { channel { id } rejected } ... on InvalidInputError { message } } }"
+        )
         channel_id = ""
         for start in range(0, len(messages), 2000):
-            result = self.data(query, {"c": {"name": channel}, "m": messages[start : start + 2000]})["ingestMessages"]
+            result = self.data(
+                query, {"c": {"name": channel}, "m": messages[start : start + 2000]}
+            )["ingestMessages"]
             if result["__typename"] != "IngestResult":
                 raise GraphQLFailure(str(result))
             channel_id = result["channel"]["id"]
         return channel_id
 
     def trigger(self, channel_id: str, options: dict[str, Any] | None = None) -> dict[str, Any]:
-        query = ("mutation($c: ID!, $o: DigestOptions) { triggerDigest(channelId: $c, options: $o) "
-                 f"{{ __typename ... on DigestJob {{ {JOB} }} ... on NotFoundError {{ message }} ... on InvalidInputError {{ message }} }} }}")
+        query = (
+            "mutation($c: ID!, $o: DigestOptions) { triggerDigest(channelId: $c, options: $o) "
+            f"{{ __typename ... on DigestJob {{ {JOB} }} ... on NotFoundError {{ message }} ... on InvalidInputError {{ message }} }} }}"
+        )
         job = self.data(query, {"c": channel_id, "o": options})["triggerDigest"]
         if job["__typename"] != "DigestJob":
             raise GraphQLFailure(f"triggerDigest: {job.get('message')}")
         return dict(job)
 
     def job(self, job_id: str) -> dict[str, Any]:
-        return dict(self.data(f"query($i: ID!) {{ job(id: $i) {{ {JOB} }} }}", {"i": job_id})["job"])
+        return dict(
+            self.data(f"query($i: ID!) {{ job(id: $i) {{ {JOB} }} }}", {"i": job_id})["job"]
+        )
 
-    def wait_job(self, job_id: str, timeout: float = 90, until: Callable[[dict[str, Any]], bool] | None = None) -> dict[str, Any]:
+    def wait_job(
+        self,
+        job_id: str,
+        timeout: float = 90,
+        until: Callable[[dict[str, Any]], bool] | None = None,
+    ) -> dict[str, Any]:
         """Poll the job until `until` (default: a terminal status); transient errors (a database
         restarting) are retried until the deadline; returns the last state seen."""
         deadline, job = time.monotonic() + timeout, {"status": "UNKNOWN", "id": job_id}
@@ -536,7 +727,9 @@ class Serve:
             time.sleep(0.4)
         return job
 
-    def digest_job(self, channel_id: str, options: dict[str, Any] | None = None, timeout: float = 90) -> dict[str, Any]:
+    def digest_job(
+        self, channel_id: str, options: dict[str, Any] | None = None, timeout: float = 90
+    ) -> dict[str, Any]:
         return self.wait_job(self.trigger(channel_id, options)["id"], timeout)
 
 
@@ -550,14 +743,27 @@ def describe(job: dict[str, Any]) -> str:
     return text + (f" ({str(extra)[:70]})" if extra else "")
 
 
-def messages(n: int, prefix: str, start: datetime, step: timedelta = timedelta(minutes=1), seed: int = 1) -> list[dict[str, Any]]:
+def messages(
+    n: int, prefix: str, start: datetime, step: timedelta = timedelta(minutes=1), seed: int = 1
+) -> list[dict[str, Any]]:
     rng = random.Random(seed)
-    return [{"id": f"{prefix}{i}", "author": f"user{rng.randint(1, 9)}", "ts": (start + i * step).isoformat(),
-             "text": " ".join(rng.choice(WORDS) for _ in range(rng.randint(20, 40))).capitalize() + "."}
-            for i in range(n)]
+    return [
+        {
+            "id": f"{prefix}{i}",
+            "author": f"user{rng.randint(1, 9)}",
+            "ts": (start + i * step).isoformat(),
+            "text": " ".join(rng.choice(WORDS) for _ in range(rng.randint(20, 40))).capitalize()
+            + ".",
+        }
+        for i in range(n)
+    ]
 
 
-def write_jsonl(path: Path, rows: Iterator[dict[str, Any]] | list[dict[str, Any]], extra: dict[str, Any] | None = None) -> Path:
+def write_jsonl(
+    path: Path,
+    rows: Iterator[dict[str, Any]] | list[dict[str, Any]],
+    extra: dict[str, Any] | None = None,
+) -> Path:
     with path.open("w") as handle:
         for row in rows:
             handle.write(json.dumps({**row, **(extra or {})}) + "\n")
@@ -579,13 +785,20 @@ class Ctx:
     shared: dict[str, Any] = field(default_factory=dict)
 
     def llm_env(self, mode: str, **extra: str) -> dict[str, str]:
-        return {"DIGEST_LLM_BASE_URL": self.fake.url(mode), "DIGEST_LLM_API_KEY": "sk-fake-0123456789",
-                "DIGEST_LLM_MAX_RETRIES": "1", "DIGESTD_RETRY_BASE_SECONDS": "0.5", **extra}
+        return {
+            "DIGEST_LLM_BASE_URL": self.fake.url(mode),
+            "DIGEST_LLM_API_KEY": "sk-fake-0123456789",
+            "DIGEST_LLM_MAX_RETRIES": "1",
+            "DIGESTD_RETRY_BASE_SECONDS": "0.5",
+            **extra,
+        }
 
     def cover_serve(self) -> Serve:
         """One serve on the `cover` fake endpoint, shared by sections 1 and 2."""
         if "cover" not in self.shared:
-            self.shared["cover"] = Home(self, "coverage", self.llm_env("cover", DIGESTD_POLL_SECONDS="0.5")).serve()
+            self.shared["cover"] = Home(
+                self, "coverage", self.llm_env("cover", DIGESTD_POLL_SECONDS="0.5")
+            ).serve()
         return self.shared["cover"]  # type: ignore[no-any-return]
 
 
@@ -596,18 +809,28 @@ class Need(dict[str, Any]):
         raise RuntimeError(f"needs {key!r}, which an earlier step did not produce")
 
 
-COVERAGE = ("messageCount messageCoverage { messageCount firstMessageAt lastMessageAt catchUp since until "
-            "leftOut { firstMessageId lastMessageId messageCount reason } }")
+COVERAGE = (
+    "messageCount messageCoverage { messageCount firstMessageAt lastMessageAt catchUp since until "
+    "leftOut { firstMessageId lastMessageId messageCount reason } }"
+)
 
 
 def digest_of(serve: Serve, digest_id: str | None, fields: str) -> dict[str, Any]:
     if not digest_id:
         raise RuntimeError("the job stored no digest")
-    return dict(serve.data(f"query($i: ID!) {{ digest(id: $i) {{ {fields} }} }}", {"i": digest_id})["digest"])
+    return dict(
+        serve.data(f"query($i: ID!) {{ digest(id: $i) {{ {fields} }} }}", {"i": digest_id})[
+            "digest"
+        ]
+    )
 
 
 def uncovered(serve: Serve, channel_id: str) -> int:
-    return int(serve.data("query($i: ID!) { channel(id: $i) { uncoveredMessageCount } }", {"i": channel_id})["channel"]["uncoveredMessageCount"])
+    return int(
+        serve.data(
+            "query($i: ID!) { channel(id: $i) { uncoveredMessageCount } }", {"i": channel_id}
+        )["channel"]["uncoveredMessageCount"]
+    )
 
 
 def count(job: dict[str, Any]) -> int:
@@ -628,26 +851,42 @@ def section1(ctx: Ctx) -> None:
         s["j1"] = serve.digest_job(s["ch"], {"chunkTokens": 300})
         ctx.fake.fail = False
         s["j2"] = serve.digest_job(s["ch"])
-        ok = s["j1"]["status"] == "PARTIAL" and s["j2"]["status"] == "SUCCEEDED" and count(s["j2"]) > 0
+        ok = (
+            s["j1"]["status"] == "PARTIAL"
+            and s["j2"]["status"] == "SUCCEEDED"
+            and count(s["j2"]) > 0
+        )
         return f"{describe(s['j1'])}; then {describe(s['j2'])}", ok
 
     def left_out() -> tuple[str, bool]:
         ranges = digest_of(serve, s["j1"]["digestId"], COVERAGE)["messageCoverage"]["leftOut"]
         failed = [x for x in ranges if x["reason"] == "chunk_failed" and x["messageCount"] > 0]
-        shown = "; ".join(f"{x['messageCount']} msgs {x['firstMessageId']}..{x['lastMessageId']} {x['reason']}" for x in ranges)
+        shown = "; ".join(
+            f"{x['messageCount']} msgs {x['firstMessageId']}..{x['lastMessageId']} {x['reason']}"
+            for x in ranges
+        )
         return f"leftOut: {shown or 'none'}", bool(failed)
 
     def shown() -> tuple[str, bool]:
         cov = digest_of(serve, s["b1"]["digestId"], COVERAGE)["messageCoverage"]
-        ok = cov["messageCount"] == count(s["b1"]) == 20 and bool(cov["firstMessageAt"] and cov["lastMessageAt"]) and cov["catchUp"] is False
-        return f"messageCount {cov['messageCount']} (job {count(s['b1'])}), {cov['firstMessageAt']}..{cov['lastMessageAt']}, catchUp {cov['catchUp']}", ok
+        ok = (
+            cov["messageCount"] == count(s["b1"]) == 20
+            and bool(cov["firstMessageAt"] and cov["lastMessageAt"])
+            and cov["catchUp"] is False
+        )
+        return (
+            f"messageCount {cov['messageCount']} (job {count(s['b1'])}), {cov['firstMessageAt']}..{cov['lastMessageAt']}, catchUp {cov['catchUp']}",
+            ok,
+        )
 
     def backfill() -> tuple[str, bool]:
         ch = serve.ingest("backfill", messages(20, "b", day(10)))
         s["b1"] = first = serve.digest_job(ch)
         serve.ingest("backfill", messages(15, "old", day(5), seed=2))
         second = serve.digest_job(ch)
-        return f"{describe(first)}; after backfill {describe(second)}", first["status"] == "SUCCEEDED" and count(second) == 15
+        return f"{describe(first)}; after backfill {describe(second)}", first[
+            "status"
+        ] == "SUCCEEDED" and count(second) == 15
 
     def clock() -> tuple[str, bool]:
         rows = messages(20, "k", day(12))
@@ -666,7 +905,9 @@ def section1(ctx: Ctx) -> None:
     def window_coverage() -> tuple[str, bool]:
         left = uncovered(serve, s["w"])
         job = serve.digest_job(s["w"])
-        return f"uncoveredMessageCount {left}; next trigger: {describe(job)}", left == 50 and count(job) == 50
+        return f"uncoveredMessageCount {left}; next trigger: {describe(job)}", left == 50 and count(
+            job
+        ) == 50
 
     def idempotent() -> tuple[str, bool]:
         rows = messages(10, "i", day(15))
@@ -674,10 +915,20 @@ def section1(ctx: Ctx) -> None:
         ch = serve.ingest("idem", rows)
         first, second = serve.trigger(ch), serve.trigger(ch)
         serve.wait_job(first["id"])
-        return f"job {first['id']} then job {second['id']} ({second['status']})", first["id"] == second["id"]
+        return f"job {first['id']} then job {second['id']} ({second['status']})", first[
+            "id"
+        ] == second["id"]
 
-    for key, body in (("1.1", partial), ("1.2", left_out), ("1.3", backfill), ("1.7", shown), ("1.4", clock),
-                      ("1.5", window), ("1.6", window_coverage), ("1.8", idempotent)):
+    for key, body in (
+        ("1.1", partial),
+        ("1.2", left_out),
+        ("1.3", backfill),
+        ("1.7", shown),
+        ("1.4", clock),
+        ("1.5", window),
+        ("1.6", window_coverage),
+        ("1.8", idempotent),
+    ):
         r.check(key, body)
 
 
@@ -687,8 +938,10 @@ def section1(ctx: Ctx) -> None:
 def section2(ctx: Ctx) -> None:
     r, serve, s = ctx.report, ctx.cover_serve(), Need()
     rows = messages(6, "e", day(20))
-    original = ("The deploy command for the staging host is docker compose up -d --build web, and it must "
-                "run before the release is tagged. ") * 3
+    original = (
+        "The deploy command for the staging host is docker compose up -d --build web, and it must "
+        "run before the release is tagged. "
+    ) * 3
     rows[3]["text"] = original.strip()
     items = "knowledgeItems { title pointer { messageId charStart charEnd resolvedText } flags { code } }"
 
@@ -705,12 +958,16 @@ def section2(ctx: Ctx) -> None:
         before = cited(items)["pointer"]["resolvedText"]
         serve.ingest("edits", [dict(rows[3], text="Edited: never mind.")])
         after = cited(items)["pointer"]["resolvedText"]
-        return f"before {before[:30]!r}, after the edit {after[:30]!r}", before == original[:60] and after == before
+        return f"before {before[:30]!r}, after the edit {after[:30]!r}", before == original[
+            :60
+        ] and after == before
 
     def revision() -> tuple[str, bool]:
         pointer = cited("knowledgeItems { pointer { messageId revision revisionText } }")["pointer"]
         text = str(pointer["revisionText"])
-        return f"revision {pointer['revision']}, revisionText {text[:40]!r}", pointer["revision"] == 1 and text == original.strip()
+        return f"revision {pointer['revision']}, revisionText {text[:40]!r}", pointer[
+            "revision"
+        ] == 1 and text == original.strip()
 
     def flagged() -> tuple[str, bool]:
         codes = [f["code"] for f in cited(items)["flags"]]
@@ -719,7 +976,9 @@ def section2(ctx: Ctx) -> None:
     def redigest() -> tuple[str, bool]:
         left = uncovered(serve, s["ch"])
         job = serve.digest_job(s["ch"])
-        return f"uncoveredMessageCount {left}; next trigger: {describe(job)}", left == 1 and count(job) == 1
+        return f"uncoveredMessageCount {left}; next trigger: {describe(job)}", left == 1 and count(
+            job
+        ) == 1
 
     for key, body in (("2.1", verbatim), ("2.2", revision), ("2.3", flagged), ("2.4", redigest)):
         r.check(key, body)
@@ -731,8 +990,17 @@ def section2(ctx: Ctx) -> None:
 def section3_serve(ctx: Ctx) -> None:
     r, s = ctx.report, Need()
     ctx.fake.delay = 1.0
-    home = Home(ctx, "crash-serve", ctx.llm_env("slow", DIGEST_LLM_CONCURRENCY="1", DIGESTD_LEASE_SECONDS="6",
-                                                DIGESTD_HEARTBEAT_SECONDS="2", DIGESTD_POLL_SECONDS="1"))
+    home = Home(
+        ctx,
+        "crash-serve",
+        ctx.llm_env(
+            "slow",
+            DIGEST_LLM_CONCURRENCY="1",
+            DIGESTD_LEASE_SECONDS="6",
+            DIGESTD_HEARTBEAT_SECONDS="2",
+            DIGESTD_POLL_SECONDS="1",
+        ),
+    )
 
     def killed() -> tuple[str, bool]:
         s["serve"] = serve = home.serve()
@@ -742,7 +1010,10 @@ def section3_serve(ctx: Ctx) -> None:
         time.sleep(2)
         pid = home.kill_backend()
         s["job"] = done = serve.wait_job(job["id"], 60)
-        return f"killed backend {pid} mid-job; then {describe(done)}", done["status"] in ("SUCCEEDED", "PARTIAL")
+        return f"killed backend {pid} mid-job; then {describe(done)}", done["status"] in (
+            "SUCCEEDED",
+            "PARTIAL",
+        )
 
     def later() -> tuple[str, bool]:
         serve = s["serve"]
@@ -757,8 +1028,15 @@ def section3_serve(ctx: Ctx) -> None:
     def ready() -> tuple[str, bool]:
         response = httpx.get(s["serve"].base + "/readyz", timeout=10)
         alive = s.get("alive", False)
-        ok = (response.status_code == 200) if alive else (response.status_code == 503 and "runner" in response.text)
-        return f"runner {'works' if alive else 'dead'}; /readyz {response.status_code} {response.text[:80]}", ok
+        ok = (
+            (response.status_code == 200)
+            if alive
+            else (response.status_code == 503 and "runner" in response.text)
+        )
+        return (
+            f"runner {'works' if alive else 'dead'}; /readyz {response.status_code} {response.text[:80]}",
+            ok,
+        )
 
     for key, body in (("3.1", killed), ("3.2", later), ("3.3", ready)):
         r.check(key, body)
@@ -768,8 +1046,17 @@ def section3_serve(ctx: Ctx) -> None:
 def section3_worker(ctx: Ctx) -> None:
     r, s = ctx.report, Need()
     ctx.fake.delay = 1.0
-    home = Home(ctx, "crash-worker", ctx.llm_env("slow", DIGEST_LLM_CONCURRENCY="1", DIGESTD_LEASE_SECONDS="6",
-                                                 DIGESTD_HEARTBEAT_SECONDS="2", DIGESTD_POLL_SECONDS="1"))
+    home = Home(
+        ctx,
+        "crash-worker",
+        ctx.llm_env(
+            "slow",
+            DIGEST_LLM_CONCURRENCY="1",
+            DIGESTD_LEASE_SECONDS="6",
+            DIGESTD_HEARTBEAT_SECONDS="2",
+            DIGESTD_POLL_SECONDS="1",
+        ),
+    )
 
     def survives() -> tuple[str, bool]:
         serve = home.serve("--no-runner")
@@ -784,10 +1071,16 @@ def section3_worker(ctx: Ctx) -> None:
                 kills += 1
         time.sleep(8)
         if worker.poll() is not None:
-            return f"{kills} backend(s) killed mid-job: worker exited with status {worker.returncode}", False
+            return (
+                f"{kills} backend(s) killed mid-job: worker exited with status {worker.returncode}",
+                False,
+            )
         done = serve.wait_job(job["id"], 60)
         alive = worker.poll() is None
-        return f"{kills} backend(s) killed mid-job: worker {'alive' if alive else 'exited'}; {describe(done)}", alive and done["status"] == "SUCCEEDED"
+        return (
+            f"{kills} backend(s) killed mid-job: worker {'alive' if alive else 'exited'}; {describe(done)}",
+            alive and done["status"] == "SUCCEEDED",
+        )
 
     def sigterm() -> tuple[str, bool]:
         worker = s["worker"]
@@ -805,7 +1098,9 @@ def section3_worker(ctx: Ctx) -> None:
 def big_jsonl(ctx: Ctx, n: int, channel: str) -> Path:
     path = ctx.workdir / f"{channel}-{n}.jsonl"
     if not path.exists():
-        write_jsonl(path, messages(n, "m", day(1), timedelta(seconds=30), seed=7), {"channel": channel})
+        write_jsonl(
+            path, messages(n, "m", day(1), timedelta(seconds=30), seed=7), {"channel": channel}
+        )
     return path
 
 
@@ -833,7 +1128,9 @@ def section3_healthz(ctx: Ctx) -> None:
                     pass
             time.sleep(0.1)
         took = time.monotonic() - started
-        return f"max {worst:.2f} s over {probes} probes; {describe(job)} in {took:.0f} s", job["status"] == "SUCCEEDED" and worst < 1.0
+        return f"max {worst:.2f} s over {probes} probes; {describe(job)} in {took:.0f} s", job[
+            "status"
+        ] == "SUCCEEDED" and worst < 1.0
 
     ctx.report.check("3.5", latency)
     home.close()
@@ -841,8 +1138,14 @@ def section3_healthz(ctx: Ctx) -> None:
 
 def section3_lease(ctx: Ctx) -> None:
     ctx.fake.delay = 1.0
-    env = ctx.llm_env("slow", DIGEST_LLM_CONCURRENCY="1", DIGESTD_LEASE_SECONDS="3", DIGESTD_HEARTBEAT_SECONDS="1",
-                      DIGESTD_POLL_SECONDS="0.5", DIGESTD_MAX_ATTEMPTS="2")
+    env = ctx.llm_env(
+        "slow",
+        DIGEST_LLM_CONCURRENCY="1",
+        DIGESTD_LEASE_SECONDS="3",
+        DIGESTD_HEARTBEAT_SECONDS="1",
+        DIGESTD_POLL_SECONDS="0.5",
+        DIGESTD_MAX_ATTEMPTS="2",
+    )
     home = Home(ctx, "lease", env)
 
     def capped() -> tuple[str, bool]:
@@ -850,7 +1153,13 @@ def section3_lease(ctx: Ctx) -> None:
         job = serve.trigger(serve.ingest("lease", messages(40, "l", day(1))), {"chunkTokens": 300})
         for attempt in (1, 2):
             worker = home.spawn("worker")
-            seen = serve.wait_job(job["id"], 40, until=lambda j, attempt=attempt: j["status"] == "RUNNING" and j["attempts"] >= attempt)
+            seen = serve.wait_job(
+                job["id"],
+                40,
+                until=lambda j, attempt=attempt: (
+                    j["status"] == "RUNNING" and j["attempts"] >= attempt
+                ),
+            )
             if seen["status"] != "RUNNING":
                 return f"attempt {attempt} never ran: {describe(seen)}", False
             time.sleep(1.5)
@@ -858,7 +1167,10 @@ def section3_lease(ctx: Ctx) -> None:
         home.spawn("worker")
         final = serve.wait_job(job["id"], 45)
         ok = final["status"] == "FAILED" and str(final.get("error")).startswith("lease_expired")
-        return f"2 workers SIGKILLed; {describe(final)}, attempts {final.get('attempts')}/{final.get('maxAttempts')}", ok
+        return (
+            f"2 workers SIGKILLed; {describe(final)}, attempts {final.get('attempts')}/{final.get('maxAttempts')}",
+            ok,
+        )
 
     ctx.report.check("3.6", capped)
     home.close()
@@ -897,7 +1209,9 @@ def outcome(result: Result, workdir: Path) -> str:
     line = next((row for row in result.out.splitlines() if row.startswith("imported")), "")
     line = re.sub(r"^imported \S+ ", "", line) or (result.err.strip().splitlines() or [""])[-1]
     line = re.sub(re.escape(str(workdir)) + r"/(\S*/)?", "", line)
-    return f"exit {result.rc}{' with a TRACEBACK' if 'Traceback' in result.text else ''}: {line[:90]}"
+    return (
+        f"exit {result.rc}{' with a TRACEBACK' if 'Traceback' in result.text else ''}: {line[:90]}"
+    )
 
 
 def section4(ctx: Ctx) -> None:
@@ -905,7 +1219,9 @@ def section4(ctx: Ctx) -> None:
     serve, d = home.serve("--no-runner"), home.path
 
     def stored() -> dict[str, int]:
-        nodes = serve.data("{ channels(first: 100) { nodes { name messageCount } } }")["channels"]["nodes"]
+        nodes = serve.data("{ channels(first: 100) { nodes { name messageCount } } }")["channels"][
+            "nodes"
+        ]
         return {n["name"]: n["messageCount"] for n in nodes}
 
     def run(path: Path | str, timeout: float = 60) -> Result:
@@ -913,23 +1229,51 @@ def section4(ctx: Ctx) -> None:
 
     def jsonl() -> tuple[str, bool]:
         good = [json.dumps({**m, "channel": "jsonl-good"}) for m in messages(1000, "j", day(1))]
-        bad = ['{"id": "deep", "author": "a", "ts": "2024-04-01T00:00:00Z", "text": "x", "attachments": ' + DEEP + "}",
-               '{"id": ' + HUGE + ', "author": "a", "ts": "2024-04-01T00:00:00Z", "text": "big int"}']
+        bad = [
+            '{"id": "deep", "author": "a", "ts": "2024-04-01T00:00:00Z", "text": "x", "attachments": '
+            + DEEP
+            + "}",
+            '{"id": ' + HUGE + ', "author": "a", "ts": "2024-04-01T00:00:00Z", "text": "big int"}',
+        ]
         (d / "mixed.jsonl").write_text("\n".join(good[:500] + bad + good[500:]) + "\n")
         result, n = run(d / "mixed.jsonl"), stored().get("jsonl-good", 0)
-        return f"{outcome(result, ctx.workdir)}; {n} stored", result.rc == 0 and n == 1000 and " 2 rejected" in result.out
+        return (
+            f"{outcome(result, ctx.workdir)}; {n} stored",
+            result.rc == 0 and n == 1000 and " 2 rejected" in result.out,
+        )
 
     def discord() -> tuple[str, bool]:
-        good = [json.dumps({"id": m["id"], "type": "Default", "timestamp": m["ts"], "content": m["text"],
-                            "author": {"id": "u1", "name": m["author"]}}) for m in messages(1000, "d", day(1))]
-        bad = ['{"id": "deep", "timestamp": "2024-04-01T00:00:00Z", "content": "x", "author": {"name": "a"}, "embeds": ' + DEEP + "}",
-               '{"id": ' + HUGE + ', "timestamp": "2024-04-01T00:00:00Z", "content": "x", "author": {"name": "a"}}']
+        good = [
+            json.dumps(
+                {
+                    "id": m["id"],
+                    "type": "Default",
+                    "timestamp": m["ts"],
+                    "content": m["text"],
+                    "author": {"id": "u1", "name": m["author"]},
+                }
+            )
+            for m in messages(1000, "d", day(1))
+        ]
+        bad = [
+            '{"id": "deep", "timestamp": "2024-04-01T00:00:00Z", "content": "x", "author": {"name": "a"}, "embeds": '
+            + DEEP
+            + "}",
+            '{"id": '
+            + HUGE
+            + ', "timestamp": "2024-04-01T00:00:00Z", "content": "x", "author": {"name": "a"}}',
+        ]
         head = '{"guild": {"id": "1", "name": "guild"}, "channel": {"id": "2", "name": "discord-good"}, "messages": ['
         (d / "discord.json").write_text(head + ",".join(good[:500] + bad + good[500:]) + "]}")
         result, n = run(d / "discord.json"), stored().get("discord-good", 0)
-        return f"{outcome(result, ctx.workdir)}; {n} stored", result.rc == 0 and n == 1000 and " 2 rejected" in result.out
+        return (
+            f"{outcome(result, ctx.workdir)}; {n} stored",
+            result.rc == 0 and n == 1000 and " 2 rejected" in result.out,
+        )
 
-    def slack_folder(name: str, channels: str, files: dict[str, list[dict[str, Any]] | None]) -> Path:
+    def slack_folder(
+        name: str, channels: str, files: dict[str, list[dict[str, Any]] | None]
+    ) -> Path:
         folder = d / name
         folder.mkdir(parents=True)
         (folder / "channels.json").write_text(channels)
@@ -943,29 +1287,56 @@ def section4(ctx: Ctx) -> None:
         return folder
 
     def slack_rows(n: int, text: str = "") -> list[dict[str, Any]]:
-        return [{"type": "message", "user": "U1", "text": text or m["text"], "ts": f"{1712000000 + i * 60}.000100"}
-                for i, m in enumerate(messages(n, "s", day(1)))]
+        return [
+            {
+                "type": "message",
+                "user": "U1",
+                "text": text or m["text"],
+                "ts": f"{1712000000 + i * 60}.000100",
+            }
+            for i, m in enumerate(messages(n, "s", day(1)))
+        ]
 
     def slack() -> tuple[str, bool]:
-        channels = '[{"id": "C1", "name": "slack-good"}, {"id": "C2", "name": "deep", "purpose": ' + DEEP + '}, {"id": ' + HUGE + ', "name": "bigint"}]'
-        result = run(slack_folder("slack", channels, {"slack-good/2024-04-02.json": slack_rows(50)}))
+        channels = (
+            '[{"id": "C1", "name": "slack-good"}, {"id": "C2", "name": "deep", "purpose": '
+            + DEEP
+            + '}, {"id": '
+            + HUGE
+            + ', "name": "bigint"}]'
+        )
+        result = run(
+            slack_folder("slack", channels, {"slack-good/2024-04-02.json": slack_rows(50)})
+        )
         n = stored().get("slack-good", 0)
         return f"{outcome(result, ctx.workdir)}; {n} stored", result.rc == 0 and n == 50
 
     def slack_fifo() -> tuple[str, bool]:
-        folder = slack_folder("slackfifo", '[{"id": "C1", "name": "fifo-chan"}]',
-                              {"fifo-chan/2024-04-01.json": None, "fifo-chan/2024-04-02.json": slack_rows(5)})
+        folder = slack_folder(
+            "slackfifo",
+            '[{"id": "C1", "name": "fifo-chan"}]',
+            {"fifo-chan/2024-04-01.json": None, "fifo-chan/2024-04-02.json": slack_rows(5)},
+        )
         result = run(folder, timeout=20)
         return outcome(result, ctx.workdir), result.rc == 2 and "Traceback" not in result.text
 
     def outside() -> tuple[str, bool]:
-        slack_folder("escape/outside", "[]", {"2024-04-01.json": slack_rows(3, "OUTSIDE-SECRET from outside the export")})
+        slack_folder(
+            "escape/outside",
+            "[]",
+            {"2024-04-01.json": slack_rows(3, "OUTSIDE-SECRET from outside the export")},
+        )
         result = run(slack_folder("escape/export", '[{"id": "C9", "name": "../outside"}]', {}))
         leaked = {k: v for k, v in stored().items() if "outside" in k and v}
-        return f"{outcome(result, ctx.workdir)}; stored from outside: {leaked or 'nothing'}", result.rc not in (0, None) and not leaked
+        return (
+            f"{outcome(result, ctx.workdir)}; stored from outside: {leaked or 'nothing'}",
+            result.rc not in (0, None) and not leaked,
+        )
 
     def qmsum() -> tuple[str, bool | None]:
-        found = sorted(ctx.data.glob("meetings/qmsum/*.json")) or sorted(ctx.data.rglob("*qmsum*/*.json"))
+        found = sorted(ctx.data.glob("meetings/qmsum/*.json")) or sorted(
+            ctx.data.rglob("*qmsum*/*.json")
+        )
         if not found:
             return f"skipped: no QMSum JSON under {ctx.data}", None
         result = run(found[0])
@@ -975,17 +1346,23 @@ def section4(ctx: Ctx) -> None:
     def special(path: Path | str) -> tuple[str, bool]:
         result = run(path, timeout=20)
         said = re.search(r"fifo|pipe|device|not a regular|special", result.text, re.I)
-        return outcome(result, ctx.workdir), result.rc == 2 and bool(said) and "does not exist" not in result.text
+        return outcome(result, ctx.workdir), result.rc == 2 and bool(
+            said
+        ) and "does not exist" not in result.text
 
     def fifo() -> tuple[str, bool]:
         os.mkfifo(d / "pipe.jsonl")
         return special(d / "pipe.jsonl")
 
     def utf16() -> tuple[str, bool]:
-        lines = "".join(json.dumps({**m, "channel": "utf16"}) + "\n" for m in messages(20, "u", day(1)))
+        lines = "".join(
+            json.dumps({**m, "channel": "utf16"}) + "\n" for m in messages(20, "u", day(1))
+        )
         (d / "utf16.jsonl").write_bytes(lines.encode("utf-16"))
         result = run(d / "utf16.jsonl")
-        return outcome(result, ctx.workdir), "utf-16" in result.text.lower() or stored().get("utf16") == 20
+        return outcome(result, ctx.workdir), "utf-16" in result.text.lower() or stored().get(
+            "utf16"
+        ) == 20
 
     def db_dies() -> tuple[str, bool]:
         proc = home.spawn("import", str(big_jsonl(ctx, 100_000, "dbdie")), capture=True)
@@ -999,11 +1376,23 @@ def section4(ctx: Ctx) -> None:
         if not pid:
             return f"the import ended before the fault: {outcome(result, ctx.workdir)}", False
         lines = [line for line in result.err.splitlines() if line.strip()]
-        return f"killed backend {pid}: {outcome(result, ctx.workdir)}", result.rc is not None and "Traceback" not in result.text and len(lines) <= 2
+        return (
+            f"killed backend {pid}: {outcome(result, ctx.workdir)}",
+            result.rc is not None and "Traceback" not in result.text and len(lines) <= 2,
+        )
 
-    for key, body in (("4.1", jsonl), ("4.2", discord), ("4.3", slack), ("4.4", slack_fifo), ("4.5", outside),
-                      ("4.6", qmsum), ("4.7", lambda: special("/dev/zero")), ("4.8", fifo), ("4.9", utf16),
-                      ("4.10", db_dies)):
+    for key, body in (
+        ("4.1", jsonl),
+        ("4.2", discord),
+        ("4.3", slack),
+        ("4.4", slack_fifo),
+        ("4.5", outside),
+        ("4.6", qmsum),
+        ("4.7", lambda: special("/dev/zero")),
+        ("4.8", fifo),
+        ("4.9", utf16),
+        ("4.10", db_dies),
+    ):
         r.check(key, body)
     home.close()
 
@@ -1028,25 +1417,73 @@ def section5(ctx: Ctx) -> None:
     home = Home(ctx, "api", {"DIGESTD_API_TOKENS": f"reader:{READER},writer:{WRITER}"})
     serve = home.serve()
     serve.ingest("api", messages(5, "a", day(1)))
-    ingest = ('mutation($c: ChannelInput!, $m: [MessageInput!]!) { ingestMessages(channel: $c, messages: $m) '
-              '{ __typename ... on IngestResult { accepted } ... on InvalidInputError { message } } }')
+    ingest = (
+        "mutation($c: ChannelInput!, $m: [MessageInput!]!) { ingestMessages(channel: $c, messages: $m) "
+        "{ __typename ... on IngestResult { accepted } ... on InvalidInputError { message } } }"
+    )
     items = "query($f: KnowledgeItemFilter, $a: String) { knowledgeItems(filter: $f, after: $a) { nodes { id } } }"
-    cursor = base64.urlsafe_b64encode(json.dumps(["knowledgeItems", "2024-01-01T00:00:00+00:00", 2**70]).encode()).decode()
-    nested = ('{"query": ' + json.dumps(ingest) + ', "variables": {"c": {"name": "api"}, "m": [{"id": "n1", "author": "a", '
-              '"ts": "2024-01-01T00:00:00Z", "text": "x", "attachments": [' + '{"a": ' * 900 + "{}" + "}" * 900 + "]}]}}")
+    cursor = base64.urlsafe_b64encode(
+        json.dumps(["knowledgeItems", "2024-01-01T00:00:00+00:00", 2**70]).encode()
+    ).decode()
+    nested = (
+        '{"query": '
+        + json.dumps(ingest)
+        + ', "variables": {"c": {"name": "api"}, "m": [{"id": "n1", "author": "a", '
+        '"ts": "2024-01-01T00:00:00Z", "text": "x", "attachments": ['
+        + '{"a": ' * 900
+        + "{}"
+        + "}" * 900
+        + "]}]}}"
+    )
     cases: list[tuple[str, dict[str, Any]]] = [
         ("5.1", {"query": "{ channels { } }"}),
         ("5.2", {"query": items, "variables": {"f": {"kind": "a\x00b"}}}),
-        ("5.3", {"query": ingest, "variables": {"c": {"name": "nul\x00name"}, "m": []}, "token": WRITER}),
-        ("5.4", {"raw": b'{"query": "query($q: String) { knowledgeItems(filter: {query: $q}) { nodes { id } } }", "variables": {"q": "\\ud800x"}}'}),
+        (
+            "5.3",
+            {
+                "query": ingest,
+                "variables": {"c": {"name": "nul\x00name"}, "m": []},
+                "token": WRITER,
+            },
+        ),
+        (
+            "5.4",
+            {
+                "raw": b'{"query": "query($q: String) { knowledgeItems(filter: {query: $q}) { nodes { id } } }", "variables": {"q": "\\ud800x"}}'
+            },
+        ),
         ("5.5", {"query": items, "variables": {"a": cursor}}),
-        ("5.6", {"query": "query($d: DateTime) { digests(filter: {since: $d}) { nodes { id } } }", "variables": {"d": "9999-12-31T23:59:59-14:00"}}),
+        (
+            "5.6",
+            {
+                "query": "query($d: DateTime) { digests(filter: {since: $d}) { nodes { id } } }",
+                "variables": {"d": "9999-12-31T23:59:59-14:00"},
+            },
+        ),
         ("5.7", {"query": items, "variables": {"f": {"query": "-" * 400}}, "allow_data": True}),
         ("5.8", {"raw": nested.encode(), "token": WRITER}),
         ("5.9", {"raw": b"null"}),
-        ("5.10", {"raw": b'{"query": "query($n: Int) { channels(first: $n) { nodes { id } } }", "variables": {"n": ' + HUGE.encode() + b"}}"}),
-        ("5.11", {"raw": b'{"query": "{ __typename }", "variables": {"x": ' + b"[" * 5000 + b"]" * 5000 + b"}}"}),
-        ("5.14", {"query": "query($i: ID!) { digest(id: $i) { id } }", "variables": {"i": "\u0661"}}),
+        (
+            "5.10",
+            {
+                "raw": b'{"query": "query($n: Int) { channels(first: $n) { nodes { id } } }", "variables": {"n": '
+                + HUGE.encode()
+                + b"}}"
+            },
+        ),
+        (
+            "5.11",
+            {
+                "raw": b'{"query": "{ __typename }", "variables": {"x": '
+                + b"[" * 5000
+                + b"]" * 5000
+                + b"}}"
+            },
+        ),
+        (
+            "5.14",
+            {"query": "query($i: ID!) { digest(id: $i) { id } }", "variables": {"i": "\u0661"}},
+        ),
         ("5.15", {"query": "query($i: ID!) { digest(id: $i) { id } }", "variables": {"i": "1_0"}}),
         ("5.16", {"query": "query($i: ID!) { digest(id: $i) { id } }", "variables": {"i": " 7 "}}),
     ]
@@ -1056,10 +1493,17 @@ def section5(ctx: Ctx) -> None:
         r.check(key, lambda spec=spec, allow=allow: judge(serve.post(**spec), allow))  # type: ignore[misc]
 
     def flood() -> tuple[str, bool]:
-        rows = [{"id": str(i), "author": "a", "ts": "2024-01-01T00:00:00Z", "text": "x" * 5} for i in range(300_000)]
-        raw = json.dumps({"query": ingest, "variables": {"c": {"name": "flood"}, "m": rows}}).encode()
+        rows = [
+            {"id": str(i), "author": "a", "ts": "2024-01-01T00:00:00Z", "text": "x" * 5}
+            for i in range(300_000)
+        ]
+        raw = json.dumps(
+            {"query": ingest, "variables": {"c": {"name": "flood"}, "m": rows}}
+        ).encode()
         replies: list[Reply] = []
-        thread = threading.Thread(target=lambda: replies.append(serve.post(raw=raw, token=READER, timeout=120)))
+        thread = threading.Thread(
+            target=lambda: replies.append(serve.post(raw=raw, token=READER, timeout=120))
+        )
         thread.start()
         worst = 0.0
         while thread.is_alive():
@@ -1069,16 +1513,31 @@ def section5(ctx: Ctx) -> None:
             time.sleep(0.1)
         thread.join()
         text, ok = judge(replies[0])
-        return f"{len(raw) / 1e6:.0f} MB: {text[:60]} in {replies[0].seconds:.1f} s; /healthz max {worst:.2f} s", ok and replies[0].seconds < 2 and worst < 1
+        return (
+            f"{len(raw) / 1e6:.0f} MB: {text[:60]} in {replies[0].seconds:.1f} s; /healthz max {worst:.2f} s",
+            ok and replies[0].seconds < 2 and worst < 1,
+        )
 
     def aliases() -> tuple[str, bool]:
-        text = "\n".join(" ".join(random.Random(i).choice(WORDS) for _ in range(12)) for i in range(20_000))
-        added = serve.data("mutation($t: String!) { ingestDocument(input: {text: $t}) { __typename ... on Document { id } ... on InvalidInputError { message } } }", {"t": text})
+        text = "\n".join(
+            " ".join(random.Random(i).choice(WORDS) for _ in range(12)) for i in range(20_000)
+        )
+        added = serve.data(
+            "mutation($t: String!) { ingestDocument(input: {text: $t}) { __typename ... on Document { id } ... on InvalidInputError { message } } }",
+            {"t": text},
+        )
         doc = added["ingestDocument"].get("id") or "1"
-        query = "{ " + " ".join(f'a{i}: document(id: "{doc}") {{ canonicalText }}' for i in range(30)) + " }"
+        query = (
+            "{ "
+            + " ".join(f'a{i}: document(id: "{doc}") {{ canonicalText }}' for i in range(30))
+            + " }"
+        )
         reply = serve.post(query, token=READER, timeout=300)
         said, _ = judge(reply)
-        return f"{len(text) / 1e6:.1f} MB text: {reply.size / 1e6:.1f} MB response in {reply.seconds:.1f} s; {said[:70]}", bool(reply.errors()) and reply.size < 5e6
+        return (
+            f"{len(text) / 1e6:.1f} MB text: {reply.size / 1e6:.1f} MB response in {reply.seconds:.1f} s; {said[:70]}",
+            bool(reply.errors()) and reply.size < 5e6,
+        )
 
     def request_id() -> tuple[str, bool]:
         header = serve.post("{ channels { } }", token=READER).headers.get("x-request-id")
@@ -1087,7 +1546,10 @@ def section5(ctx: Ctx) -> None:
     def log() -> tuple[str, bool]:
         text = serve.log.read_text(errors="replace")
         found = re.findall(r"^\w+(?:Error|Exception): .*$", text, re.M)
-        return f"{text.count('Traceback')} tracebacks{': ' + found[0][:70] if found else ''}", "Traceback" not in text
+        return (
+            f"{text.count('Traceback')} tracebacks{': ' + found[0][:70] if found else ''}",
+            "Traceback" not in text,
+        )
 
     for key, body in (("5.12", flood), ("5.13", aliases), ("5.17", request_id), ("5.18", log)):
         r.check(key, body)
@@ -1099,13 +1561,25 @@ def section5(ctx: Ctx) -> None:
 
 def section6(ctx: Ctx) -> None:
     r, s = ctx.report, Need()
-    llama = Home(ctx, "llama", ctx.llm_env("llama8k", DIGEST_MAP_MODEL="local-llama", DIGEST_REDUCE_MODEL="local-llama",
-                                           DIGESTD_MAX_ATTEMPTS="2"))
+    llama = Home(
+        ctx,
+        "llama",
+        ctx.llm_env(
+            "llama8k",
+            DIGEST_MAP_MODEL="local-llama",
+            DIGEST_REDUCE_MODEL="local-llama",
+            DIGESTD_MAX_ATTEMPTS="2",
+        ),
+    )
 
     def context() -> tuple[str, bool]:
         serve = llama.serve()
-        s["job"] = job = serve.digest_job(serve.ingest("llama", messages(300, "l", day(1), seed=5)), timeout=240)
-        return f"{describe(job)}; {ctx.fake.overflows} context-length 400s", job["status"] == "SUCCEEDED"
+        s["job"] = job = serve.digest_job(
+            serve.ingest("llama", messages(300, "l", day(1), seed=5)), timeout=240
+        )
+        return f"{describe(job)}; {ctx.fake.overflows} context-length 400s", job[
+            "status"
+        ] == "SUCCEEDED"
 
     def defaulted() -> tuple[str, bool]:
         warnings = [w for w in s["job"]["warnings"] if w["code"] == "LIMITS_DEFAULTED"]
@@ -1117,19 +1591,36 @@ def section6(ctx: Ctx) -> None:
         serve = home.serve()
         job = serve.digest_job(serve.ingest("html", messages(20, "h", day(1))), timeout=120)
         home.close()
-        said = " ".join([str(job.get("error")), str(job.get("resultMessage"))] + [w["message"] for w in job["warnings"]])
-        return describe(job)[:110], job["status"] in TERMINAL and "AttributeError" not in said and "html" in said.lower()
+        said = " ".join(
+            [str(job.get("error")), str(job.get("resultMessage"))]
+            + [w["message"] for w in job["warnings"]]
+        )
+        return describe(job)[:110], job[
+            "status"
+        ] in TERMINAL and "AttributeError" not in said and "html" in said.lower()
 
     def known() -> tuple[str, bool]:
         home = Home(ctx, "known", ctx.llm_env("jitter"))
         serve, runs = home.serve(), []
         for prefix in ("x", "y"):
-            job = serve.digest_job(serve.ingest(f"known-{prefix}", messages(40, prefix, day(1), seed=9)), {"chunkTokens": 300})
-            titles = [i["title"] for i in digest_of(serve, job["digestId"], "knowledgeItems { title }")["knowledgeItems"]]
+            job = serve.digest_job(
+                serve.ingest(f"known-{prefix}", messages(40, prefix, day(1), seed=9)),
+                {"chunkTokens": 300},
+            )
+            titles = [
+                i["title"]
+                for i in digest_of(serve, job["digestId"], "knowledgeItems { title }")[
+                    "knowledgeItems"
+                ]
+            ]
             runs.append(sorted(titles, key=lambda t: int(re.sub(r"\D.*", "", t[1:]) or 0)))
         home.close()
         differ = [f"{a} / {b}" for a, b in zip(*runs, strict=False) if a != b]
-        shown = f"{len(differ)} of {len(runs[0])} items differ, e.g. {differ[0]}" if differ else f"identical: {'; '.join(runs[0][-3:])}"
+        shown = (
+            f"{len(differ)} of {len(runs[0])} items differ, e.g. {differ[0]}"
+            if differ
+            else f"identical: {'; '.join(runs[0][-3:])}"
+        )
         return shown, runs[0] == runs[1] and len(runs[0]) >= 4
 
     for key, body in (("6.1", context), ("6.2", defaulted), ("6.3", html), ("6.4", known)):
@@ -1145,21 +1636,31 @@ def section7(ctx: Ctx) -> None:
 
     r = ctx.report
     candidates = [*ROOT.glob("*"), *ROOT.glob("[!.]*/*"), *ROOT.glob(".ci/*")]  # not .venv or .git
-    files = sorted(str(p.relative_to(ROOT)) for p in candidates
-                   if p.is_file() and re.search(r"constraint|(^|[._-])lock([._-]|$)|^requirements", p.name, re.I))
+    files = sorted(
+        str(p.relative_to(ROOT))
+        for p in candidates
+        if p.is_file()
+        and re.search(r"constraint|(^|[._-])lock([._-]|$)|^requirements", p.name, re.I)
+    )
 
     def ranges() -> tuple[str, bool]:
-        deps: list[str] = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+        deps: list[str] = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+            "dependencies"
+        ]
         open_ended = [d for d in deps if not re.search(r"<|==|~=", d)]
         graphql = any(re.match(r"graphql[-_]core", d, re.I) for d in deps)
-        return (f"{len(deps)} deps, {len(open_ended)} without an upper bound ({', '.join(open_ended[:3])}); "
-                f"graphql-core {'declared' if graphql else 'undeclared'}"), not open_ended and graphql
+        return (
+            f"{len(deps)} deps, {len(open_ended)} without an upper bound ({', '.join(open_ended[:3])}); "
+            f"graphql-core {'declared' if graphql else 'undeclared'}"
+        ), not open_ended and graphql
 
     def used() -> tuple[str, bool]:
         readme, ci = (ROOT / "README.md").read_text(), (ROOT / ".ci" / "run").read_text()
         both = [f for f in files if Path(f).name in readme and Path(f).name in ci]
         upgrade = bool(re.search(r"upgrad", readme, re.I))
-        return f"README+CI use: {both or 'none'}; README explains upgrading: {upgrade}", bool(both) and upgrade
+        return f"README+CI use: {both or 'none'}; README explains upgrading: {upgrade}", bool(
+            both
+        ) and upgrade
 
     r.check("7.1", ranges)
     r.check("7.2", lambda: (f"files: {files or 'none'}", bool(files)))
@@ -1169,8 +1670,17 @@ def section7(ctx: Ctx) -> None:
 # --- main -----------------------------------------------------------------------------------
 
 GROUPS: list[tuple[str, Callable[[Ctx], None]]] = [
-    ("1", section1), ("2", section2), ("3", section3_serve), ("3", section3_worker), ("3", section3_healthz),
-    ("3", section3_lease), ("3", section3_sigterm), ("4", section4), ("5", section5), ("6", section6), ("7", section7),
+    ("1", section1),
+    ("2", section2),
+    ("3", section3_serve),
+    ("3", section3_worker),
+    ("3", section3_healthz),
+    ("3", section3_lease),
+    ("3", section3_sigterm),
+    ("4", section4),
+    ("5", section5),
+    ("6", section6),
+    ("7", section7),
 ]
 
 
@@ -1188,21 +1698,35 @@ def run_group(ctx: Ctx, name: str, group: Callable[[Ctx], None], budget: float) 
     thread = threading.Thread(target=guarded, daemon=True)
     thread.start()
     thread.join(budget)
-    return f"{name} exceeded its {budget:.0f} s budget" if thread.is_alive() else (failure[0] if failure else None)
+    return (
+        f"{name} exceeded its {budget:.0f} s budget"
+        if thread.is_alive()
+        else (failure[0] if failure else None)
+    )
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--digestd", default=str(ROOT / ".venv" / "bin" / "digestd"), help="the digestd command")
-    parser.add_argument("--data", default=str(ROOT.parent / "shared" / "data"), help="real data (QMSum)")
-    parser.add_argument("--only", help="sections or groups to run, e.g. 1,3 or section3_lease (default: all)")
+    parser.add_argument(
+        "--digestd", default=str(ROOT / ".venv" / "bin" / "digestd"), help="the digestd command"
+    )
+    parser.add_argument(
+        "--data", default=str(ROOT.parent / "shared" / "data"), help="real data (QMSum)"
+    )
+    parser.add_argument(
+        "--only", help="sections or groups to run, e.g. 1,3 or section3_lease (default: all)"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temporary homes and logs")
     args = parser.parse_args()
     digestd = Path(args.digestd).absolute()
     if not os.access(digestd, os.X_OK):
         parser.error(f"{digestd} is not an executable digestd (pass --digestd)")
     only = set(args.only.replace(" ", "").split(",")) if args.only else None
-    chosen = [(section, group) for section, group in GROUPS if only is None or {section, group.__name__} & only]
+    chosen = [
+        (section, group)
+        for section, group in GROUPS
+        if only is None or {section, group.__name__} & only
+    ]
     sections = {section for section, _ in chosen} if only else None
     for name in ("NO_PROXY", "no_proxy"):  # the fake endpoint and the servers are local
         os.environ[name] = ",".join(filter(None, [os.environ.get(name), "127.0.0.1", "localhost"]))
@@ -1211,7 +1735,11 @@ def main() -> int:
     started, stops = time.monotonic(), {}
     try:
         for section, group in chosen:
-            print(f"[{time.monotonic() - started:5.0f}s] {group.__name__}", file=sys.stderr, flush=True)
+            print(
+                f"[{time.monotonic() - started:5.0f}s] {group.__name__}",
+                file=sys.stderr,
+                flush=True,
+            )
             if (stop := run_group(ctx, group.__name__, group, 420)) is not None:
                 stops[section] = stop
     finally:
@@ -1225,9 +1753,15 @@ def main() -> int:
         if row.observed == "not run" and key.split(".")[0] in stops:
             row.observed, row.ok = f"not reached: {stops[key.split('.')[0]]}", False
     print(ctx.report.table(sections))
-    shown = [row for key, row in ctx.report.rows.items() if sections is None or key.split(".")[0] in sections]
-    print(f"\n{sum(r.ok is True for r in shown)} PASS, {sum(r.ok is False for r in shown)} FAIL, "
-          f"{sum(r.ok is None for r in shown)} not run or skipped; {time.monotonic() - started:.0f} s")
+    shown = [
+        row
+        for key, row in ctx.report.rows.items()
+        if sections is None or key.split(".")[0] in sections
+    ]
+    print(
+        f"\n{sum(r.ok is True for r in shown)} PASS, {sum(r.ok is False for r in shown)} FAIL, "
+        f"{sum(r.ok is None for r in shown)} not run or skipped; {time.monotonic() - started:.0f} s"
+    )
     return 0
 
 

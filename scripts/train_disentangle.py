@@ -162,10 +162,18 @@ class HiddenParameters:
         units = len(self.biases)
         linear = {name: round(float(self.table[i, units]), 4) for i, name in enumerate(NAMES)}
         linear = with_self_bias(linear, self_bias)
-        inputs = {name: [round(float(v), 4) for v in self.table[i, :units]]
-                  for i, name in enumerate(NAMES)}
-        return LinkModel(linear, HiddenLayer(inputs, [round(float(v), 4) for v in self.biases],
-                                             [round(float(v), 4) for v in self.outputs]))
+        inputs = {
+            name: [round(float(v), 4) for v in self.table[i, :units]]
+            for i, name in enumerate(NAMES)
+        }
+        return LinkModel(
+            linear,
+            HiddenLayer(
+                inputs,
+                [round(float(v), 4) for v in self.biases],
+                [round(float(v), 4) for v in self.outputs],
+            ),
+        )
 
 
 def train_hidden(dataset: Dataset, parameters: HiddenParameters, epochs: int) -> None:
@@ -212,8 +220,11 @@ def train_hidden(dataset: Dataset, parameters: HiddenParameters, epochs: int) ->
             d_summed[:, units] = row_gradient
             d_summed[:, :units] = np.outer(row_gradient, parameters.outputs) * (1 - hidden**2)
             d_table = np.stack(
-                [np.bincount(ids, weights=d_summed[row_of_feature, j], minlength=len(NAMES))
-                 for j in range(units + 1)], axis=1,
+                [
+                    np.bincount(ids, weights=d_summed[row_of_feature, j], minlength=len(NAMES))
+                    for j in range(units + 1)
+                ],
+                axis=1,
             )
             gradients = [
                 d_table + L2 * parameters.table,
@@ -257,22 +268,34 @@ def report_held_out(
         else:
             model = hidden.model(bias)
         score = score_system("held out", lambda messages, model=model: link(messages, model), held)
-        print(f"held out ({len(held)} train logs), self bias {bias:+.1f}: link P/R/F1 "
-              f"{score.links.precision:.4f} {score.links.recall:.4f} {score.links.f1:.4f}, "
-              f"1-VI {score.vi:.4f}, 1-1 {score.one_to_one:.4f}, exact P/R/F1 "
-              f"{score.exact.precision:.4f} {score.exact.recall:.4f} {score.exact.f1:.4f}",
-              flush=True)
+        print(
+            f"held out ({len(held)} train logs), self bias {bias:+.1f}: link P/R/F1 "
+            f"{score.links.precision:.4f} {score.links.recall:.4f} {score.links.f1:.4f}, "
+            f"1-VI {score.vi:.4f}, 1-1 {score.one_to_one:.4f}, exact P/R/F1 "
+            f"{score.exact.precision:.4f} {score.exact.recall:.4f} {score.exact.f1:.4f}",
+            flush=True,
+        )
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
     parser.add_argument("--out", type=Path, default=WEIGHTS_PATH)
-    parser.add_argument("--hold-out-every", type=int, default=0, metavar="N",
-                        help="fit on the train files but every N-th, score those, write nothing")
+    parser.add_argument(
+        "--hold-out-every",
+        type=int,
+        default=0,
+        metavar="N",
+        help="fit on the train files but every N-th, score those, write nothing",
+    )
     parser.add_argument("--hold-out-offset", type=int, default=0, metavar="K")
-    parser.add_argument("--hidden", type=int, default=0, metavar="H",
-                        help="add H tanh units to the linear score (a feed-forward model)")
+    parser.add_argument(
+        "--hidden",
+        type=int,
+        default=0,
+        metavar="H",
+        help="add H tanh units to the linear score (a feed-forward model)",
+    )
     args = parser.parse_args()
     started = time.monotonic()
     logs = read_split(args.data, "train")
@@ -308,17 +331,25 @@ def main() -> int:
         units = len(shipped.hidden.biases)
         learned = {name: round(float(shipped.table[i, units]), 4) for i, name in enumerate(NAMES)}
         layer = {
-            "units": units, "epochs": HIDDEN_EPOCHS, "epochs_later": HIDDEN_EPOCHS_LATER,
-            "batch": HIDDEN_BATCH, "learning_rate": HIDDEN_LEARNING_RATE, "seed": HIDDEN_SEED,
-            "biases": list(shipped.hidden.biases), "outputs": list(shipped.hidden.outputs),
+            "units": units,
+            "epochs": HIDDEN_EPOCHS,
+            "epochs_later": HIDDEN_EPOCHS_LATER,
+            "batch": HIDDEN_BATCH,
+            "learning_rate": HIDDEN_LEARNING_RATE,
+            "seed": HIDDEN_SEED,
+            "biases": list(shipped.hidden.biases),
+            "outputs": list(shipped.hidden.outputs),
             "inputs": dict(sorted(shipped.hidden.inputs.items())),
         }
         document = {
             "about": "disentanglement link weights (linear + one tanh layer); made by "
             "scripts/train_disentangle.py --hidden from the train split of Kummerfeld et al. "
             "2019 (data CC-BY-4.0)",
-            "rounds": ROUNDS, "l2": L2, "self_bias": SELF_BIAS,
-            "weights": dict(sorted(learned.items())), "hidden": layer,
+            "rounds": ROUNDS,
+            "l2": L2,
+            "self_bias": SELF_BIAS,
+            "weights": dict(sorted(learned.items())),
+            "hidden": layer,
         }
         args.out.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
         print(f"wrote {args.out} ({time.monotonic() - started:.1f} s)", file=sys.stderr)
@@ -327,8 +358,12 @@ def main() -> int:
     document = {
         "about": "disentanglement link weights; made by scripts/train_disentangle.py from the "
         "train split of Kummerfeld et al. 2019 (data CC-BY-4.0)",
-        "rounds": ROUNDS, "steps": STEPS, "steps_later": STEPS_LATER,
-        "learning_rate": LEARNING_RATE, "l2": L2, "self_bias": SELF_BIAS,
+        "rounds": ROUNDS,
+        "steps": STEPS,
+        "steps_later": STEPS_LATER,
+        "learning_rate": LEARNING_RATE,
+        "l2": L2,
+        "self_bias": SELF_BIAS,
         "weights": dict(sorted(learned.items())),
     }
     args.out.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")

@@ -46,18 +46,48 @@ class Vendored:
 
 
 ASSETS = (
-    Vendored("react", "18.2.0", "package/umd/react.production.min.js", "react.production.min.js",
-             "tMH8h3BGESGckSAVGZ82T9n90ztNXxvdwvdM6UoR56cYcf+0iGXBliJ29D+wZ/x8"),
-    Vendored("react-dom", "18.2.0", "package/umd/react-dom.production.min.js", "react-dom.production.min.js",
-             "bm7MnzvK++ykSwVJ2tynSE5TRdN+xL418osEVF2DE/L/gfWHj91J2Sphe582B1Bh"),
-    Vendored("graphiql", "3.8.3", "package/graphiql.min.js", "graphiql.min.js",
-             "HbRVEFG0JGJZeAHCJ9Xm2+tpknBQ7QZmNlO/DgZtkZ0aJSypT96YYGRNod99l9Ie"),
-    Vendored("graphiql", "3.8.3", "package/graphiql.min.css", "graphiql.min.css",
-             "Mq3vbRBY71jfjQAt/DcjxUIYY33ksal4cgdRt9U/hNPvHBCaT2JfJ/PTRiPKf0aM"),
-    Vendored("@graphiql/plugin-explorer", "1.0.2", "package/dist/index.umd.js", "plugin-explorer.umd.js",
-             "2oonKe47vfHIZnmB6ZZ10vl7T0Y+qrHQF2cmNTaFDuPshpKqpUMGMc9jgj9MLDZ9"),
-    Vendored("@graphiql/plugin-explorer", "1.0.2", "package/dist/style.css", "plugin-explorer.css",
-             "5DFJlDPW2tSATRbM8kzoP1j194jexLswuNmClWoRr2Q0x7R68JIQzPHZ02Faktwi"),
+    Vendored(
+        "react",
+        "18.2.0",
+        "package/umd/react.production.min.js",
+        "react.production.min.js",
+        "tMH8h3BGESGckSAVGZ82T9n90ztNXxvdwvdM6UoR56cYcf+0iGXBliJ29D+wZ/x8",
+    ),
+    Vendored(
+        "react-dom",
+        "18.2.0",
+        "package/umd/react-dom.production.min.js",
+        "react-dom.production.min.js",
+        "bm7MnzvK++ykSwVJ2tynSE5TRdN+xL418osEVF2DE/L/gfWHj91J2Sphe582B1Bh",
+    ),
+    Vendored(
+        "graphiql",
+        "3.8.3",
+        "package/graphiql.min.js",
+        "graphiql.min.js",
+        "HbRVEFG0JGJZeAHCJ9Xm2+tpknBQ7QZmNlO/DgZtkZ0aJSypT96YYGRNod99l9Ie",
+    ),
+    Vendored(
+        "graphiql",
+        "3.8.3",
+        "package/graphiql.min.css",
+        "graphiql.min.css",
+        "Mq3vbRBY71jfjQAt/DcjxUIYY33ksal4cgdRt9U/hNPvHBCaT2JfJ/PTRiPKf0aM",
+    ),
+    Vendored(
+        "@graphiql/plugin-explorer",
+        "1.0.2",
+        "package/dist/index.umd.js",
+        "plugin-explorer.umd.js",
+        "2oonKe47vfHIZnmB6ZZ10vl7T0Y+qrHQF2cmNTaFDuPshpKqpUMGMc9jgj9MLDZ9",
+    ),
+    Vendored(
+        "@graphiql/plugin-explorer",
+        "1.0.2",
+        "package/dist/style.css",
+        "plugin-explorer.css",
+        "5DFJlDPW2tSATRbM8kzoP1j194jexLswuNmClWoRr2Q0x7R68JIQzPHZ02Faktwi",
+    ),
 )
 
 # @graphiql/plugin-explorer ships no LICENSE file: its package.json says MIT and its repository
@@ -94,9 +124,17 @@ def sri(data: bytes) -> str:
 
 def npm_pack(spec: str, scratch: Path) -> Path:
     """The package's tarball, downloaded by npm into `scratch`."""
-    output = subprocess.run(
-        ["npm", "pack", "--silent", spec], cwd=scratch, check=True, capture_output=True, text=True
-    ).stdout.strip().splitlines()
+    output = (
+        subprocess.run(
+            ["npm", "pack", "--silent", spec],
+            cwd=scratch,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        .stdout.strip()
+        .splitlines()
+    )
     return scratch / output[-1]
 
 
@@ -118,7 +156,10 @@ def main() -> int:
                 tarballs[item.spec] = npm_pack(item.spec, Path(scratch))
             data = member(tarballs[item.spec], item.member)
             if item.sha384 and sri(data) != item.sha384:
-                print(f"{item.spec} {item.member}: sha384 {sri(data)} is not the pinned {item.sha384}", file=sys.stderr)
+                print(
+                    f"{item.spec} {item.member}: sha384 {sri(data)} is not the pinned {item.sha384}",
+                    file=sys.stderr,
+                )
                 return 1
             (TARGET / item.name).write_bytes(data)
             rows.append(

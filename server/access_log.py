@@ -16,7 +16,6 @@ from server.metrics import HTTP_REQUEST_SECONDS
 logger = logging.getLogger(ACCESS_LOGGER)
 
 
-
 def route_paths(routes: list[BaseRoute]) -> tuple[frozenset[str], tuple[str, ...]]:
     """The app's exact paths and mount prefixes, read off its routes (so a new route is
     labelled without a second list to keep)."""
@@ -53,7 +52,9 @@ class AccessLogMiddleware:
         finally:
             seconds = time.perf_counter() - started
             method, path = str(scope.get("method", "")), str(scope.get("path", ""))
-            HTTP_REQUEST_SECONDS.labels(method, self.route_label(path), str(status)).observe(seconds)
+            HTTP_REQUEST_SECONDS.labels(method, self.route_label(path), str(status)).observe(
+                seconds
+            )
             # The path is the client's: cut it, and never log the query string (it may hold a
             # GraphQL query with message text in it).
             logger.info("%s %s %d %.1fms", method, path[:200], status, seconds * 1000)

@@ -80,8 +80,14 @@ class BodySizeLimitMiddleware:
 
     async def _too_large(self, send: Send) -> None:
         response = JSONResponse(
-            {"errors": [{"message": f"request body over {self.max_bytes} bytes",
-                         "extensions": {"code": REQUEST_TOO_LARGE}}]},
+            {
+                "errors": [
+                    {
+                        "message": f"request body over {self.max_bytes} bytes",
+                        "extensions": {"code": REQUEST_TOO_LARGE},
+                    }
+                ]
+            },
             status_code=413,
         )
         await response({"type": "http"}, _no_receive, send)

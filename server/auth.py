@@ -64,7 +64,9 @@ def role_for(tokens: list[ApiToken], header: str | None) -> Role | None:
 class TokenAuthMiddleware:
     """Sets `scope["state"]["role"]` for GraphQL requests, or answers 401."""
 
-    def __init__(self, app: ASGIApp, tokens: list[ApiToken], protected_prefix: str = "/graphql") -> None:
+    def __init__(
+        self, app: ASGIApp, tokens: list[ApiToken], protected_prefix: str = "/graphql"
+    ) -> None:
         self.app = app
         self.tokens = tokens
         self.protected_prefix = protected_prefix
@@ -99,8 +101,14 @@ class TokenAuthMiddleware:
     @staticmethod
     async def _unauthorized(send: Send) -> None:
         body = json.dumps(
-            {"errors": [{"message": "unauthorized: send Authorization: Bearer <token>",
-                         "extensions": {"code": "UNAUTHENTICATED"}}]}
+            {
+                "errors": [
+                    {
+                        "message": "unauthorized: send Authorization: Bearer <token>",
+                        "extensions": {"code": "UNAUTHENTICATED"},
+                    }
+                ]
+            }
         ).encode()
         await send(
             {

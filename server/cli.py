@@ -87,7 +87,10 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     tune_gc_for_serving()
     server = uvicorn.Server(
         uvicorn.Config(
-            app, host=args.host, port=args.port, log_level="warning",
+            app,
+            host=args.host,
+            port=args.port,
+            log_level="warning",
             timeout_graceful_shutdown=max(1, int(settings.digestd_shutdown_grace_seconds)),
             # WebSocket frames are subscribe messages (server/graphql_ws.py caps them at 128 Ki
             # characters): uvicorn's 16 MiB default would buffer far more before that check.
@@ -214,8 +217,11 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     if args.metrics_port is not None:
         busy = port_problem(args.metrics_host, args.metrics_port)
         if busy is not None:
-            print(f"digestd worker: cannot serve metrics on {args.metrics_host}:"
-                  f"{args.metrics_port}: {busy}", file=sys.stderr)
+            print(
+                f"digestd worker: cannot serve metrics on {args.metrics_host}:"
+                f"{args.metrics_port}: {busy}",
+                file=sys.stderr,
+            )
             return 2
 
     @_watches_stopping
@@ -225,8 +231,10 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
         if args.metrics_port is not None:
             _serve_worker_metrics(args.metrics_host, args.metrics_port)
         runner = runtime.runner(args.concurrency)
-        print(f"digestd worker: {args.concurrency} loop(s), extractor {settings.extractor_name}",
-              file=sys.stderr)
+        print(
+            f"digestd worker: {args.concurrency} loop(s), extractor {settings.extractor_name}",
+            file=sys.stderr,
+        )
         runner.start()
         await runtime.stopping.wait()
         await runner.stop(timeout=settings.digestd_shutdown_grace_seconds + 5)
@@ -287,7 +295,10 @@ async def _digest(
     try:
         async with runtime.pool.acquire() as connection:
             job, created = await trigger_channel_digest(
-                connection, channel_id, since=since, until=until,
+                connection,
+                channel_id,
+                since=since,
+                until=until,
                 max_attempts=runtime.settings.digestd_max_attempts,
             )
     except TriggerRefused as refused:
@@ -386,8 +397,13 @@ def cmd_digest(args: argparse.Namespace, settings: Settings) -> int:
         except ValueError as error:
             return refuse("digestd digest", str(error), args.json)
         return await _digest(
-            runtime, channel_id, wait=args.wait, run_worker=not args.no_worker,
-            since=since, until=until, as_json=args.json,
+            runtime,
+            channel_id,
+            wait=args.wait,
+            run_worker=not args.no_worker,
+            since=since,
+            until=until,
+            as_json=args.json,
         )
 
     try:
@@ -410,7 +426,7 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
         print(
             "\nNext: run `digestd serve` and open http://127.0.0.1:8000/ (the web console) or "
             "http://127.0.0.1:8000/graphql to explore it, e.g. "
-            f"{{ digests(filter: {{channelId: \"{global_id(CHANNEL, channel_id)}\"}}) "
+            f'{{ digests(filter: {{channelId: "{global_id(CHANNEL, channel_id)}"}}) '
             "{ nodes { id title excerpt } } }"
         )
         return code
@@ -491,7 +507,9 @@ def build_parser() -> argparse.ArgumentParser:
     worker.add_argument("--metrics-host", default="127.0.0.1", help="address of --metrics-port")
     worker.set_defaults(handler=cmd_worker)
 
-    commands.add_parser("migrate", help="apply database migrations").set_defaults(handler=cmd_migrate)
+    commands.add_parser("migrate", help="apply database migrations").set_defaults(
+        handler=cmd_migrate
+    )
 
     importer = commands.add_parser("import", help="import a chat export (file or Slack folder)")
     importer.add_argument("path")

@@ -61,9 +61,7 @@ async def _wait(
         print(f"job {job_id} {job.status}: {job.error or job.result_message or ''}")
         return code
     async with runtime.pool.acquire() as connection:
-        rows = await document_queries.document_digests_by_ids(
-            connection, [job.document_digest_id]
-        )
+        rows = await document_queries.document_digests_by_ids(connection, [job.document_digest_id])
     # Validated on read, printed in the schema's key order (jsonb keeps its own order).
     validate_payload_dict(rows[0].payload)
     payload = DigestPayload.from_dict(rows[0].payload).to_dict()
@@ -73,8 +71,7 @@ async def _wait(
     print(json.dumps(payload, ensure_ascii=False, indent=2))
     stats = job.stats or {}
     origin = "served from the cache" if stats.get("cache_hit") else "digested"
-    print(f"job {job_id} {job.status}: digest {job.document_digest_id} {origin}",
-          file=sys.stderr)
+    print(f"job {job_id} {job.status}: digest {job.document_digest_id} {origin}", file=sys.stderr)
     return 0
 
 
@@ -91,12 +88,17 @@ async def add_doc(runtime: Runtime, args: argparse.Namespace) -> int:
         row, created = await document_queries.store_document(connection, document.as_record())
     result: dict[str, Any] | None = None
     if args.json:
-        result = {"document": {
-            "id": global_id(DOCUMENT, row.id), "created": created, "contentType": document.content_type,
-            "chars": len(document.canonical_text), "pages": len(document.page_spans or []) or None,
-            "sourceTextHash": document.source_text_hash,
-            "warnings": [{"code": w.code, "message": w.message} for w in document.warnings],
-        }}
+        result = {
+            "document": {
+                "id": global_id(DOCUMENT, row.id),
+                "created": created,
+                "contentType": document.content_type,
+                "chars": len(document.canonical_text),
+                "pages": len(document.page_spans or []) or None,
+                "sourceTextHash": document.source_text_hash,
+                "warnings": [{"code": w.code, "message": w.message} for w in document.warnings],
+            }
+        }
     else:
         pages = f", {len(document.page_spans)} pages" if document.page_spans else ""
         print(
@@ -113,13 +115,18 @@ async def add_doc(runtime: Runtime, args: argparse.Namespace) -> int:
     try:
         async with runtime.pool.acquire() as connection:
             job, job_created = await trigger_document_digest(
-                connection, row.id, args.query, config=digest_config(settings),
+                connection,
+                row.id,
+                args.query,
+                config=digest_config(settings),
                 max_attempts=settings.digestd_max_attempts,
             )
     except TriggerRefused as refused:
         return refuse("digestd add-doc", str(refused.message), args.json)
-    print(f"job {job.id} {JobStatus.QUEUED if job_created else 'already ' + job.status}",
-          file=sys.stderr)
+    print(
+        f"job {job.id} {JobStatus.QUEUED if job_created else 'already ' + job.status}",
+        file=sys.stderr,
+    )
     if not args.wait:
         if result is not None:
             emit({**result, "job": job_json(job), "payload": None})
@@ -137,6 +144,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--no-worker", action="store_true", help="only wait; let running workers do the job"
     )
     parser.add_argument(
-        "--json", action="store_true",
+        "--json",
+        action="store_true",
         help="print one JSON object on stdout (document, job, payload) instead of text",
     )

@@ -73,10 +73,14 @@ def optional_sections(data_dir: Path) -> tuple[list[EvalSection], bool]:
             sections.append(function(data_dir))
         except Exception as error:  # noqa: BLE001 - one broken section must not hide the others
             ok = False
-            sections.append(EvalSection(
-                f"{module_name}.{function_name}", ["error"], [[f"{type(error).__name__}: {error}"]],
-                ["this section failed; the other figures are unaffected"],
-            ))
+            sections.append(
+                EvalSection(
+                    f"{module_name}.{function_name}",
+                    ["error"],
+                    [[f"{type(error).__name__}: {error}"]],
+                    ["this section failed; the other figures are unaffected"],
+                )
+            )
     return sections, ok
 
 
@@ -140,13 +144,15 @@ def handler(args: argparse.Namespace, settings: Settings) -> int:
 def add_eval_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Register `eval` on the `digestd` subcommands."""
     parser = commands.add_parser(
-        "eval", help="score digests against a gold set (P/R/F1, grounding)",
+        "eval",
+        help="score digests against a gold set (P/R/F1, grounding)",
         description="Run the real pipeline on every gold window and print P/R/F1 per field, "
         "grounding figures and, when available, the evidence and HTML sections.",
     )
     parser.add_argument("gold_dir", metavar="GOLD_DIR", help="directory of gold *.json files")
     parser.add_argument(
-        "--data", default=None,
+        "--data",
+        default=None,
         help="shared data directory (default: ../shared/data beside the checkout)",
     )
     parser.add_argument("--extractor", choices=("offline", "llm"), default="offline")

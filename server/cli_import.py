@@ -40,17 +40,25 @@ async def import_and_report(
     try:
         with tqdm(unit=" msg", disable=not sys.stderr.isatty(), desc=path.name) as bar:
             report = await import_path(
-                runtime.pool, path, channel=channel, server=server,
+                runtime.pool,
+                path,
+                channel=channel,
+                server=server,
                 max_message_chars=runtime.settings.digestd_max_message_chars,
-                on_record=bar.update, export_format=export_format,
+                on_record=bar.update,
+                export_format=export_format,
             )
     except UnusableInput as error:
         return refuse("digestd: error", str(error), as_json)
     except ImportStopped as stopped:
         code = _report_stop(path, stopped)
         if as_json:
-            emit({"error": f"the import stopped ({type(stopped.cause).__name__})",
-                  "stored": stopped.report.stored})
+            emit(
+                {
+                    "error": f"the import stopped ({type(stopped.cause).__name__})",
+                    "stored": stopped.report.stored,
+                }
+            )
         return code
     elapsed = time.perf_counter() - started
     rate = report.accepted / elapsed if elapsed > 0 else 0.0
@@ -124,8 +132,12 @@ def _report_stop(path: Path, stopped: ImportStopped) -> int:
         return 2
     name = type(cause).__name__
     if stopped.stage == "store":
-        lost = (OSError, asyncpg.InterfaceError, asyncpg.PostgresConnectionError,
-                asyncpg.exceptions.OperatorInterventionError)
+        lost = (
+            OSError,
+            asyncpg.InterfaceError,
+            asyncpg.PostgresConnectionError,
+            asyncpg.exceptions.OperatorInterventionError,
+        )
         if isinstance(cause, lost):
             what, then = "database connection lost", "run the same import again when it is back"
         else:

@@ -22,11 +22,13 @@ COMMAND = "digestd report"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("question", help="what the report answers")
-    parser.add_argument("--channel", action="append", default=[],
-                        help="channel name or id (repeat for several)")
+    parser.add_argument(
+        "--channel", action="append", default=[], help="channel name or id (repeat for several)"
+    )
     parser.add_argument("--server", help="server name, when channel names repeat")
-    parser.add_argument("--doc", action="append", default=[],
-                        help="document id (repeat for several)")
+    parser.add_argument(
+        "--doc", action="append", default=[], help="document id (repeat for several)"
+    )
     parser.add_argument("--since", help="messages from, ISO 8601 (inclusive)")
     parser.add_argument("--until", help="messages before, ISO 8601 (exclusive)")
     parser.add_argument("--wait", action="store_true", help="run it here and print the report")
@@ -38,9 +40,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def report_json(row: Report) -> dict[str, Any]:
     return {
-        "id": global_id(REPORT, row.id), "question": row.question, "title": row.title,
-        "markdown": row.markdown, "sections": row.sections, "sources": row.sources,
-        "audit": row.audit, "writer": row.writer, "fidelity": row.fidelity.get("fidelity", []),
+        "id": global_id(REPORT, row.id),
+        "question": row.question,
+        "title": row.title,
+        "markdown": row.markdown,
+        "sections": row.sections,
+        "sources": row.sources,
+        "audit": row.audit,
+        "writer": row.writer,
+        "fidelity": row.fidelity.get("fidelity", []),
         "warnings": row.fidelity.get("warnings", []),
         "dropped_content_ids": row.fidelity.get("dropped_content_ids", []),
     }
@@ -62,13 +70,19 @@ async def report(
     try:
         async with runtime.pool.acquire() as connection:
             job, created = await trigger_report(
-                connection, args.question, channel_ids=channel_ids, document_ids=document_ids,
-                since=since, until=until, max_attempts=runtime.settings.digestd_max_attempts,
+                connection,
+                args.question,
+                channel_ids=channel_ids,
+                document_ids=document_ids,
+                since=since,
+                until=until,
+                max_attempts=runtime.settings.digestd_max_attempts,
             )
     except (SubjectNotFound, TriggerRefused) as refused:
         return refuse(COMMAND, refused.message, args.json)
-    print(f"job {job.id} {JobStatus.QUEUED if created else 'already ' + job.status}",
-          file=sys.stderr)
+    print(
+        f"job {job.id} {JobStatus.QUEUED if created else 'already ' + job.status}", file=sys.stderr
+    )
     if not args.wait:
         if args.json:
             emit({"created": created, "job": job_json(job)})
@@ -82,8 +96,13 @@ async def report(
     # PARTIAL: the model failed and the offline report was written instead; a report all the same.
     code = 0 if job.status in (JobStatus.SUCCEEDED, JobStatus.PARTIAL) and rows else 1
     if args.json:
-        emit({"created": created, "job": job_json(job),
-              "report": report_json(rows[0]) if rows else None})
+        emit(
+            {
+                "created": created,
+                "job": job_json(job),
+                "report": report_json(rows[0]) if rows else None,
+            }
+        )
         return code
     if not rows:
         print(f"job {job.id} {job.status}: {job.error or job.result_message or ''}")

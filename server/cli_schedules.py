@@ -69,8 +69,11 @@ def checked_cron(args: argparse.Namespace) -> str | None:
 
 def schedule_json(row: Schedule) -> dict[str, Any]:
     return {
-        "id": global_id(SCHEDULE, row.id), "channelId": global_id(CHANNEL, row.channel_id),
-        "cron": row.cron, "timezone": row.timezone, "paused": row.paused,
+        "id": global_id(SCHEDULE, row.id),
+        "channelId": global_id(CHANNEL, row.channel_id),
+        "cron": row.cron,
+        "timezone": row.timezone,
+        "paused": row.paused,
         "nextRunAt": None if row.paused else row.next_run_at.isoformat(),
         "lastRunAt": row.last_run_at.isoformat() if row.last_run_at else None,
         "lastJobId": optional_global_id(DIGEST_JOB, row.last_job_id),
@@ -130,8 +133,11 @@ async def _list(runtime: Runtime, channel_id: int | None, *, as_json: bool) -> i
     async with runtime.pool.acquire() as connection:
         while True:
             page = await pages.fetch_page(
-                connection, pages.SCHEDULES, {"channel_id": channel_id},
-                first=pages.MAX_PAGE_SIZE, after=cursor,
+                connection,
+                pages.SCHEDULES,
+                {"channel_id": channel_id},
+                first=pages.MAX_PAGE_SIZE,
+                after=cursor,
             )
             rows.extend(page.rows)
             if not page.has_next_page or not page.rows:

@@ -40,6 +40,8 @@ PAGE_POLICY = "; ".join(
         "frame-ancestors 'none'",
     )
 )
+
+
 def page_policy(host: str | None) -> str:
     """The page's policy, letting it open WebSockets to `host` (the request's Host header)."""
     return PAGE_POLICY.format(connect=connect_sources(host))
@@ -57,7 +59,9 @@ def graphiql_page(host: str | None) -> HTMLResponse:
 def is_page_request(method: str, query_string: bytes) -> bool:
     """A GET of /graphql without `query` in the URL asks for the page (with one, it runs the
     query). The page keeps its own state in the URL as `q` and `variables`."""
-    return method == "GET" and "query" not in parse_qs(query_string.decode("latin-1"), keep_blank_values=True)
+    return method == "GET" and "query" not in parse_qs(
+        query_string.decode("latin-1"), keep_blank_values=True
+    )
 
 
 def static_files() -> Mount:

@@ -54,7 +54,9 @@ class BadBody(Exception):
 
 def _number(text: str) -> float | int:
     if len(text) > MAX_NUMBER_CHARS:
-        raise BadBody(f"the request body has a number of {len(text)} characters (at most {MAX_NUMBER_CHARS})")
+        raise BadBody(
+            f"the request body has a number of {len(text)} characters (at most {MAX_NUMBER_CHARS})"
+        )
     return float(text) if any(c in text for c in ".eE") else int(text)
 
 
@@ -71,14 +73,18 @@ def decode_json(body: bytes | str) -> Any:
     except UnicodeDecodeError:
         raise BadBody("the request body is not UTF-8 JSON") from None
     except json.JSONDecodeError as error:
-        raise BadBody(f"the request body is not JSON: {error.msg} at character {error.pos}") from None
+        raise BadBody(
+            f"the request body is not JSON: {error.msg} at character {error.pos}"
+        ) from None
 
 
 def graphql_request(data: Any, body_bytes: int, method: str) -> GraphQLRequest:
     if isinstance(data, list):
         raise BadBody("batched requests are not supported: send one operation per request")
     if not isinstance(data, dict):
-        raise BadBody('the request body must be a JSON object like {"query": "...", "variables": {}}')
+        raise BadBody(
+            'the request body must be a JSON object like {"query": "...", "variables": {}}'
+        )
     query, variables, name = data.get("query"), data.get("variables"), data.get("operationName")
     if not isinstance(query, str) or not query.strip():
         raise BadBody("the request has no query: `query` must be a non-empty string")
@@ -114,14 +120,31 @@ class GraphQLEndpoint:
             document = admit(self.schema._schema, parsed, role, self.limits)
         except BadBody as problem:
             observe_graphql("none", [problem.code])
-            logger.info("graphql.bad_request request_id=%s status=%d reason=%r", request_id, problem.status, str(problem)[:200])
-            return _json({"errors": [{"message": str(problem), "extensions": {"code": problem.code}}]}, problem.status)
+            logger.info(
+                "graphql.bad_request request_id=%s status=%d reason=%r",
+                request_id,
+                problem.status,
+                str(problem)[:200],
+            )
+            return _json(
+                {"errors": [{"message": str(problem), "extensions": {"code": problem.code}}]},
+                problem.status,
+            )
         except Refused as refused:
             code = code_of(refused.error)
             observe_graphql("none", [code])
-            logger.info("graphql.refused request_id=%s code=%s message=%r", request_id, code, refused.error.message[:200])
-            return _json({"data": None, "errors": [formatted(refused.error, request_id)]}, refused.status)
-        context = Context(pool=request.app.state.pool, role=role, config=self.config, request_id=request_id)
+            logger.info(
+                "graphql.refused request_id=%s code=%s message=%r",
+                request_id,
+                code,
+                refused.error.message[:200],
+            )
+            return _json(
+                {"data": None, "errors": [formatted(refused.error, request_id)]}, refused.status
+            )
+        context = Context(
+            pool=request.app.state.pool, role=role, config=self.config, request_id=request_id
+        )
         result = await self.schema.execute(
             parsed.query,
             variable_values=parsed.variables,
@@ -130,26 +153,37 @@ class GraphQLEndpoint:
             allowed_operation_types={OperationType.QUERY, OperationType.MUTATION},
         )
         response = self._answer(result, request_id)
-        observe_graphql(_operation_type(document, parsed.operation_name), [code_of(e) for e in result.errors or []])
+        observe_graphql(
+            _operation_type(document, parsed.operation_name),
+            [code_of(e) for e in result.errors or []],
+        )
         return response
 
     async def _read(self, request: Request, role: Role) -> GraphQLRequest:
         if request.method == "GET":
             params = request.query_params
             variables = decode_json(params["variables"]) if params.get("variables") else None
-            data = {"query": params.get("query"), "variables": variables, "operationName": params.get("operationName")}
+            data = {
+                "query": params.get("query"),
+                "variables": variables,
+                "operationName": params.get("operationName"),
+            }
             return graphql_request(data, len(request.url.query), "GET")
         if request.method != "POST":
             raise BadBody("GraphQL is served over GET and POST only", status=405)
         if "application/json" not in request.headers.get("content-type", ""):
-            raise BadBody("the request body must be JSON (Content-Type: application/json)", status=415)
+            raise BadBody(
+                "the request body must be JSON (Content-Type: application/json)", status=415
+            )
         body = await self._body(request, role)
         return graphql_request(decode_json(body), len(body), "POST")
 
     async def _body(self, request: Request, role: Role) -> bytes:
         """The body, read no further than the caller's cap: a reader's is the query cap, since
         a reader can run no mutation, so a reader's 22 MB post is refused at its first bytes."""
-        cap = self.limits.max_ingest_body_bytes if role is Role.WRITER else self.limits.max_body_bytes
+        cap = (
+            self.limits.max_ingest_body_bytes if role is Role.WRITER else self.limits.max_body_bytes
+        )
         declared = request.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > cap:
             raise _too_large(int(declared), cap, role)
@@ -189,10 +223,14 @@ def _operation_type(document: DocumentNode, name: str | None) -> str:
 def _too_large(size: int, cap: int, role: Role) -> BadBody:
     return BadBody(
         f"request body of {size} bytes is over {cap} bytes, the limit for a {role.value} token",
-        413, REQUEST_TOO_LARGE,
+        413,
+        REQUEST_TOO_LARGE,
     )
 
 
 def _json(payload: dict[str, Any], status: int) -> Response:
-    return Response(json.dumps(payload, ensure_ascii=False).encode(), status_code=status, media_type="application/json")
-
+    return Response(
+        json.dumps(payload, ensure_ascii=False).encode(),
+        status_code=status,
+        media_type="application/json",
+    )

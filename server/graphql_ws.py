@@ -112,12 +112,16 @@ class SubscriptionQuota:
 class BoundedSocket(ASGIWebSocketAdapter):
     """Strawberry's adapter, reading text messages of bounded size as strict JSON."""
 
-    async def iter_json(self, *, ignore_parsing_errors: bool = False) -> AsyncGenerator[object, None]:
+    async def iter_json(
+        self, *, ignore_parsing_errors: bool = False
+    ) -> AsyncGenerator[object, None]:
         try:
             while self.ws.application_state != WebSocketState.DISCONNECTED:
                 text = await self.ws.receive_text()
                 if len(text) > MAX_MESSAGE_CHARS:
-                    await self.close(MESSAGE_TOO_BIG, f"message over {MAX_MESSAGE_CHARS} characters")
+                    await self.close(
+                        MESSAGE_TOO_BIG, f"message over {MAX_MESSAGE_CHARS} characters"
+                    )
                     return
                 try:
                     yield decode_json(text)
@@ -141,7 +145,9 @@ class AdmittedOperation(Operation[SocketContext, None]):
 
     async def send_initial_errors(self, errors: list[GraphQLError]) -> None:
         observe_graphql("subscription", [code_of(error) for error in errors])
-        await self.send_operation_message({"id": self.id, "type": "error", "payload": self._shown(errors)})
+        await self.send_operation_message(
+            {"id": self.id, "type": "error", "payload": self._shown(errors)}
+        )
 
     async def send_next(self, execution_result: ExecutionResult) -> None:
         payload: NextMessagePayload = {"data": execution_result.data}
@@ -164,7 +170,11 @@ class AdmittingHandler(BaseGraphQLTransportWSHandler[SocketContext, None]):
             return
         payload = message["payload"]
         operation = AdmittedOperation(
-            self, message["id"], payload["query"], payload.get("variables"), payload.get("operationName")
+            self,
+            message["id"],
+            payload["query"],
+            payload.get("variables"),
+            payload.get("operationName"),
         )
         operation.task = asyncio.create_task(self.run_operation(operation))
         operation.task.add_done_callback(self._task_done)
@@ -182,7 +192,12 @@ class AdmittingHandler(BaseGraphQLTransportWSHandler[SocketContext, None]):
 
     def _too_many(self, why: str) -> GraphQLFormattedError:
         observe_graphql("none", [TOO_MANY_SUBSCRIPTIONS])
-        logger.info("graphql.refused request_id=%s code=%s message=%r", self.context.request_id, TOO_MANY_SUBSCRIPTIONS, why)
+        logger.info(
+            "graphql.refused request_id=%s code=%s message=%r",
+            self.context.request_id,
+            TOO_MANY_SUBSCRIPTIONS,
+            why,
+        )
         return _error(why, TOO_MANY_SUBSCRIPTIONS)
 
     def _refusal(self, message: SubscribeMessage) -> GraphQLFormattedError | None:
@@ -202,7 +217,12 @@ class AdmittingHandler(BaseGraphQLTransportWSHandler[SocketContext, None]):
         except Refused as refused:
             code = code_of(refused.error)
             observe_graphql("none", [code])
-            logger.info("graphql.refused request_id=%s code=%s message=%r", request_id, code, refused.error.message[:200])
+            logger.info(
+                "graphql.refused request_id=%s code=%s message=%r",
+                request_id,
+                code,
+                refused.error.message[:200],
+            )
             return cast(GraphQLFormattedError, formatted(refused.error, request_id))
         return None
 
@@ -238,7 +258,9 @@ class SubscriptionEndpoint(GraphQL[SocketContext, None]):
         self.config = config
         self.limits = limits
         self.tokens = tokens
-        self.quota = SubscriptionQuota(config.max_subscriptions_per_client, config.max_subscriptions)
+        self.quota = SubscriptionQuota(
+            config.max_subscriptions_per_client, config.max_subscriptions
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "websocket":  # never routed here; HTTP is GraphQLEndpoint's
@@ -246,8 +268,12 @@ class SubscriptionEndpoint(GraphQL[SocketContext, None]):
             return
         await super().__call__(scope, receive, send)
 
-    async def get_context(self, request: Request | WebSocket, response: Response | WebSocket) -> SocketContext:
-        header_role = role_for(self.tokens, request.headers.get("authorization")) if self.tokens else None
+    async def get_context(
+        self, request: Request | WebSocket, response: Response | WebSocket
+    ) -> SocketContext:
+        header_role = (
+            role_for(self.tokens, request.headers.get("authorization")) if self.tokens else None
+        )
         return SocketContext(
             pool=request.app.state.pool,
             # Open (no tokens): every caller is a writer, as over HTTP. Else settled at init.
@@ -264,7 +290,9 @@ class SubscriptionEndpoint(GraphQL[SocketContext, None]):
         payload, else the connection is closed with 4403 (ConnectionRejectionError)."""
         if not self.tokens:
             return await super().on_ws_connect(context)
-        role = context.header_role or role_for(self.tokens, _authorization(context.connection_params))
+        role = context.header_role or role_for(
+            self.tokens, _authorization(context.connection_params)
+        )
         if role is None:
             logger.info("graphql.ws_unauthorized request_id=%s", context.request_id)
             raise ConnectionRejectionError()

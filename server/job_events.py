@@ -223,7 +223,9 @@ class JobEventHub:
                 async with self._pool.acquire() as connection:
                     row = await jobs.job_by_id(connection, feed.job_id)
             except Exception as error:  # noqa: BLE001 - each watch raises it, as its own read would
-                logger.warning("job events: reading job %s failed (%s)", feed.job_id, describe_error(error))
+                logger.warning(
+                    "job events: reading job %s failed (%s)", feed.job_id, describe_error(error)
+                )
                 outcome.set_exception(error)
                 outcome.exception()  # retrieved here; each watch re-raises it
                 feed.publish(outcome, failed=True)
@@ -260,7 +262,9 @@ class JobEventHub:
                 logger.warning(
                     "job events: LISTEN unavailable (%s); subscribers re-read every %ss, "
                     "retrying in %.1fs",
-                    describe_error(error), self.fallback_seconds, delay,
+                    describe_error(error),
+                    self.fallback_seconds,
+                    delay,
                 )
                 await wait_any((self._closed,), delay)
                 continue
@@ -310,7 +314,9 @@ class JobEventHub:
                 async with asyncio.timeout(self._probe_timeout_seconds):
                     await database_version(connection)
             except Exception as error:  # noqa: BLE001 - any failure means a new connection
-                logger.warning("job events: LISTEN connection probe failed (%s)", describe_error(error))
+                logger.warning(
+                    "job events: LISTEN connection probe failed (%s)", describe_error(error)
+                )
                 return
 
     async def _drop_connection(self) -> None:

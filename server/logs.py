@@ -109,7 +109,9 @@ def repeating_kind(record: logging.LogRecord) -> str | None:
         return "accept"
     if record.name == "uvicorn.error" and record.msg == "Exceeded concurrency limit.":
         return "concurrency"
-    if record.name == "server.connection_limits" and str(record.msg).startswith("websocket.refused"):
+    if record.name == "server.connection_limits" and str(record.msg).startswith(
+        "websocket.refused"
+    ):
         return "websocket cap"
     return None
 
@@ -148,7 +150,9 @@ class JsonFormatter(logging.Formatter):
 
 def configure_logging(verbose: bool, log_format: LogFormat = "text") -> None:
     handler = logging.StreamHandler()
-    handler.setFormatter(JsonFormatter() if log_format == "json" else logging.Formatter(TEXT_FORMAT))
+    handler.setFormatter(
+        JsonFormatter() if log_format == "json" else logging.Formatter(TEXT_FORMAT)
+    )
     handler.addFilter(RequestIdFilter())
     if not verbose:
         handler.addFilter(OneLineLibraryRetries())

@@ -56,7 +56,9 @@ class QueueCollector(Collector):
         self.counts: list[QueueCount] = []
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        jobs = GaugeMetricFamily("digestd_jobs", "Jobs by kind and status.", labels=["kind", "status"])
+        jobs = GaugeMetricFamily(
+            "digestd_jobs", "Jobs by kind and status.", labels=["kind", "status"]
+        )
         depth = GaugeMetricFamily(
             "digestd_queue_depth", "Queued jobs by kind (due now or later).", labels=["kind"]
         )
@@ -99,4 +101,3 @@ def observe_graphql(operation_type: str, error_codes: list[str]) -> None:
     GRAPHQL_REQUESTS.labels(operation_type).inc()
     for code in error_codes:
         GRAPHQL_ERRORS.labels(operation_type, code).inc()
-

@@ -58,13 +58,16 @@ async def _prose_markdown(connection: asyncpg.Connection, digest: Digest) -> str
     texts = {(r.message_id, r.revision): r.normalized_text for r in rows}
     messages = await channel_queries.messages_by_ids(connection, [k[0] for k in keys])
     authors = {m.id: (m.author, m.ts) for m in messages}
-    return footnoted_markdown([
-        Section(None, stored_sentences(digest.overview_sentences, authors, texts)),
-        Section(
-            "Highlights", stored_sentences(digest.highlight_sentences, authors, texts),
-            bullets=True,
-        ),
-    ])
+    return footnoted_markdown(
+        [
+            Section(None, stored_sentences(digest.overview_sentences, authors, texts)),
+            Section(
+                "Highlights",
+                stored_sentences(digest.highlight_sentences, authors, texts),
+                bullets=True,
+            ),
+        ]
+    )
 
 
 async def render_digest(connection: asyncpg.Connection, digest_id: int) -> str:
@@ -110,16 +113,23 @@ async def render_digest(connection: asyncpg.Connection, digest_id: int) -> str:
             lines.extend(["", f"## {title}", *rows])
 
     section("Topics", [f"- {md(r.title)}{_cites(list(r.message_ids))}" for r in topics])
-    section("Decisions", [f"- {md(r.text)}{_cites(list(r.message_ids))}{_flags(r.flags)}" for r in decisions])
+    section(
+        "Decisions",
+        [f"- {md(r.text)}{_cites(list(r.message_ids))}{_flags(r.flags)}" for r in decisions],
+    )
     section(
         "Action items",
         [
-            f"- {md(r.text)}" + (f" — owner: {md(r.owner)}" if r.owner else "")
-            + _cites(list(r.message_ids)) + _flags(r.flags)
+            f"- {md(r.text)}"
+            + (f" — owner: {md(r.owner)}" if r.owner else "")
+            + _cites(list(r.message_ids))
+            + _flags(r.flags)
             for r in action_items
         ],
     )
-    section("Open questions", [f"- {md(r.text)}{_cites(list(r.message_ids))}" for r in open_questions])
+    section(
+        "Open questions", [f"- {md(r.text)}{_cites(list(r.message_ids))}" for r in open_questions]
+    )
     section("Links", [f"- {md(r.url)} — {md(r.description)}" for r in links])
     section(
         "Artifacts",
@@ -134,11 +144,15 @@ async def render_digest(connection: asyncpg.Connection, digest_id: int) -> str:
         body = _excerpt(pointer_text(r)) if r.message_id else _excerpt(r.content or "")
         where = (
             f" (msg {md(r.message_external_id or '')} {r.char_start}:{r.char_end})"
-            if r.message_id else _cites(list(r.message_ids))
+            if r.message_id
+            else _cites(list(r.message_ids))
         )
         version = f" \\[{md(r.context_version)}\\]" if r.context_version else ""
         knowledge.append(f"- {r.kind}: {md(r.title)}{version}{where}{_flags(r.flags)}\n    {body}")
     section("Knowledge", knowledge)
     if digest.rejections:
-        lines += ["", f"({len(digest.rejections)} extracted items failed validation and were dropped)"]
+        lines += [
+            "",
+            f"({len(digest.rejections)} extracted items failed validation and were dropped)",
+        ]
     return "\n".join(textwrap.dedent(line) for line in lines)

@@ -72,7 +72,9 @@ class RequestIdMiddleware:
         except Exception:
             logger.exception(
                 "http.internal_error request_id=%s method=%s path=%s",
-                request_id, scope.get("method"), scope.get("path"),
+                request_id,
+                scope.get("method"),
+                scope.get("path"),
             )
             if not started:
                 await _internal_error(send_with_id, request_id)
@@ -82,13 +84,23 @@ class RequestIdMiddleware:
 
 async def _internal_error(send: Send, request_id: str) -> None:
     body = json.dumps(
-        {"errors": [{"message": INTERNAL_MESSAGE, "extensions": {"code": INTERNAL, "requestId": request_id}}]}
+        {
+            "errors": [
+                {
+                    "message": INTERNAL_MESSAGE,
+                    "extensions": {"code": INTERNAL, "requestId": request_id},
+                }
+            ]
+        }
     ).encode()
     await send(
         {
             "type": "http.response.start",
             "status": 500,
-            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+            ],
         }
     )
     await send({"type": "http.response.body", "body": body})

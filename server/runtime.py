@@ -133,7 +133,9 @@ def llm_config(settings: Settings) -> LLMConfig:
         headers = {str(k): str(v) for k, v in parsed.items()}
     return LLMConfig(
         base_url=settings.digest_llm_base_url,
-        api_key=settings.digest_llm_api_key.get_secret_value() if settings.digest_llm_api_key else "",
+        api_key=settings.digest_llm_api_key.get_secret_value()
+        if settings.digest_llm_api_key
+        else "",
         map_model=settings.digest_map_model,
         reduce_model=settings.digest_reduce_model,
         extra_headers=headers,
@@ -196,7 +198,9 @@ def reduce_model_call(settings: Settings, kind: type[Call]) -> Call:
     config = llm_config(settings)
     caller = ResilientCaller(shared_client(config), config, config_breaker(config))
     return kind(
-        caller, config.reduce_model, max_tokens_param=config.max_tokens_param,
+        caller,
+        config.reduce_model,
+        max_tokens_param=config.max_tokens_param,
         temperature=config.temperature,
     )
 
@@ -343,8 +347,12 @@ class Runtime:
             self._reports = report_runner(self.settings)
         assert self.database_url is not None
         return Worker(
-            self.pool, self.database_url, self.worker_config(), self._extractor_factory,
-            self._documents, self._reports,
+            self.pool,
+            self.database_url,
+            self.worker_config(),
+            self._extractor_factory,
+            self._documents,
+            self._reports,
         )
 
     def new_schedule_ticker(self) -> ScheduleTicker:

@@ -60,18 +60,21 @@ class Settings(BaseSettings):
         "connection; past it the database counts as unavailable (`UNAVAILABLE`).",
     )
     digestd_max_connections: int | None = Field(
-        default=None, ge=16,
+        default=None,
+        ge=16,
         description=(
             "Client connections `serve` holds at once (more are answered 503); unset = the "
             "descriptor limit (`ulimit -n`) less the pool and 64."
         ),
     )
     digestd_max_websockets: int | None = Field(
-        default=None, ge=1,
+        default=None,
+        ge=1,
         description="WebSocket connections per `serve` process; unset = half of the connection limit.",
     )
     digestd_max_websockets_per_client: int = Field(
-        default=32, ge=1,
+        default=32,
+        ge=1,
         description="WebSocket connections per client address (behind a proxy, all of its clients are one).",
     )
     digestd_log_format: Literal["text", "json"] = Field(
@@ -96,22 +99,27 @@ class Settings(BaseSettings):
         default=300.0, ge=0, description="Cap of the retry delay."
     )
     digestd_schedule_tick_seconds: float = Field(
-        default=10.0, gt=0, le=3600,
+        default=10.0,
+        gt=0,
+        le=3600,
         description="How often each worker process fires the digest schedules that are due (a slot fires at most this late).",
     )
     digestd_schedule_min_interval_seconds: float = Field(
-        default=300.0, gt=0,
+        default=300.0,
+        gt=0,
         description="Shortest time between two slots of a schedule: a cron whose slots come closer is refused, and the tick never fires a schedule more often.",
     )
     digestd_schedules_per_channel: int = Field(
         default=20, ge=1, description="Schedules one channel may have at most."
     )
     digestd_schedule_run_retention_days: int = Field(
-        default=7, ge=1,
+        default=7,
+        ge=1,
         description="Days a schedule run that queued nothing (skipped: no new messages, or its digest found none) is kept before the tick prunes it.",
     )
     digestd_shutdown_grace_seconds: float = Field(
-        default=10.0, ge=0,
+        default=10.0,
+        ge=0,
         description="On SIGTERM/SIGINT, how long a running job may take to checkpoint before its lease is released.",
     )
 
@@ -119,18 +127,23 @@ class Settings(BaseSettings):
     digestd_chunk_tokens: int = Field(
         # 6000 measured: half the map calls of 3000 and prompt/content 1.49 instead of 1.94 on
         # a real channel (tests/unit/runner/extract/test_llm_measure.py); capped per model by its context.
-        default=6000, ge=200, le=32_000,
+        default=6000,
+        ge=200,
+        le=32_000,
         description="Token budget of one map chunk (cl100k_base); capped by the map model's context.",
     )
     digestd_extract_processes: int | None = Field(
-        default=None, ge=0, le=64,
+        default=None,
+        ge=0,
+        le=64,
         description="Processes running offline extraction off the event loop; unset = min(2, CPUs), 0 = one thread.",
     )
     digest_extractor: Literal["offline", "llm"] | None = Field(
         default=None, description="Force an extractor; default: llm when a base URL is set."
     )
     digest_llm_base_url: str | None = Field(
-        default=None, description="OpenAI-compatible endpoint; setting it selects the llm extractor."
+        default=None,
+        description="OpenAI-compatible endpoint; setting it selects the llm extractor.",
     )
     digest_llm_api_key: SecretStr | None = Field(
         default=None, description="API key of the endpoint; never logged or shown."
@@ -179,7 +192,8 @@ class Settings(BaseSettings):
     )
 
     digestd_max_window_messages: int = Field(
-        default=100_000, ge=100,
+        default=100_000,
+        ge=100,
         description="Messages one digest covers at most (the rest wait); also the messages a report reads per channel (the newest in its range, with a `window_cap` warning counting the rest).",
     )
 
@@ -238,8 +252,12 @@ class Settings(BaseSettings):
         `*.` and a domain. No bare `*`: it would answer a rebinding page again."""
         for name in (spec or "").split(","):
             name = name.strip()
-            if name and not re.fullmatch(r"(\*\.)?[A-Za-z0-9][A-Za-z0-9.\-]*|\[?[0-9A-Fa-f:.]+\]?", name):
-                raise ValueError(f"{name[:80]!r} is not a host name like digest.example or *.example.com")
+            if name and not re.fullmatch(
+                r"(\*\.)?[A-Za-z0-9][A-Za-z0-9.\-]*|\[?[0-9A-Fa-f:.]+\]?", name
+            ):
+                raise ValueError(
+                    f"{name[:80]!r} is not a host name like digest.example or *.example.com"
+                )
         return spec
 
     @field_validator("digestd_cors_origins")
@@ -250,7 +268,9 @@ class Settings(BaseSettings):
         for origin in (spec or "").split(","):
             origin = origin.strip()
             if origin and not re.fullmatch(r"https?://[^\s/?#*]+", origin):
-                raise ValueError(f"{origin!r} is not an origin like https://dash.example or http://127.0.0.1:8080")
+                raise ValueError(
+                    f"{origin!r} is not an origin like https://dash.example or http://127.0.0.1:8080"
+                )
         return spec
 
     @property

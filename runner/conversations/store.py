@@ -39,22 +39,39 @@ async def read_threading_input(
             connection, channel_id, first.ts, first.message_id, CONTEXT_MESSAGES
         ):
             internal_ids[row.external_id] = row.id
-            messages.append(ThreadedMessage(
-                row.external_id, row.author, row.ts, row.normalized_text, row.reply_to,
-                row.revision, row.conversation_id,
-            ))
+            messages.append(
+                ThreadedMessage(
+                    row.external_id,
+                    row.author,
+                    row.ts,
+                    row.normalized_text,
+                    row.reply_to,
+                    row.revision,
+                    row.conversation_id,
+                )
+            )
     for message in window.messages:
         row_id = internal_ids[message.message_id]
-        messages.append(ThreadedMessage(
-            message.message_id, message.author, message.ts, message.normalized_text,
-            message.reply_to, stored_window.revisions.get(message.message_id, 1),
-            threaded.get(row_id),
-        ))
+        messages.append(
+            ThreadedMessage(
+                message.message_id,
+                message.author,
+                message.ts,
+                message.normalized_text,
+                message.reply_to,
+                stored_window.revisions.get(message.message_id, 1),
+                threaded.get(row_id),
+            )
+        )
     ids = sorted({m.conversation_id for m in messages if m.conversation_id is not None})
     rows = await conversation_queries.conversations_by_ids(connection, ids)
     stored = {
         row.id: StoredConversation(
-            row.id, tuple(row.participants), row.message_count, row.first_ts, row.last_ts,
+            row.id,
+            tuple(row.participants),
+            row.message_count,
+            row.first_ts,
+            row.last_ts,
             row.answered,
         )
         for row in rows
@@ -63,7 +80,9 @@ async def read_threading_input(
 
 
 async def store_threading(
-    connection: asyncpg.Connection, channel_id: int, threading: Threading,
+    connection: asyncpg.Connection,
+    channel_id: int,
+    threading: Threading,
     internal_ids: dict[str, int],
 ) -> None:
     """Write new conversations, extend stored ones, and record each message's parent and
@@ -76,20 +95,33 @@ async def store_threading(
             assert conversation.root_message_id is not None
             title = conversation.title
             conversation_id = await conversation_queries.insert_conversation(
-                connection, channel_id, internal_ids[conversation.root_message_id],
+                connection,
+                channel_id,
+                internal_ids[conversation.root_message_id],
                 title.text if title else "",
-                None if title is None else (
-                    internal_ids[title.message_id], title.revision, title.char_start,
+                None
+                if title is None
+                else (
+                    internal_ids[title.message_id],
+                    title.revision,
+                    title.char_start,
                     title.char_end,
                 ),
-                list(conversation.participants), conversation.message_count,
-                conversation.answered, conversation.first_ts, conversation.last_ts,
+                list(conversation.participants),
+                conversation.message_count,
+                conversation.answered,
+                conversation.first_ts,
+                conversation.last_ts,
             )
         else:
             conversation_id = conversation.continues
             await conversation_queries.extend_conversation(
-                connection, conversation_id, list(conversation.participants),
-                conversation.message_count, conversation.first_ts, conversation.last_ts,
+                connection,
+                conversation_id,
+                list(conversation.participants),
+                conversation.message_count,
+                conversation.first_ts,
+                conversation.last_ts,
                 conversation.answered,
             )
         for message_id in conversation.message_ids:

@@ -195,20 +195,35 @@ def thread_messages(
         authors = dict.fromkeys(m.author for m in threaded)
         if continued is None:
             participants = tuple(authors)
-            conversations.append(ThreadedConversation(
-                None, threaded[0].message_id, tuple(m.message_id for m in threaded),
-                participants, len(threaded), threaded[0].ts, threaded[-1].ts,
-                len(participants) > 1, conversation_title(threaded),
-            ))
+            conversations.append(
+                ThreadedConversation(
+                    None,
+                    threaded[0].message_id,
+                    tuple(m.message_id for m in threaded),
+                    participants,
+                    len(threaded),
+                    threaded[0].ts,
+                    threaded[-1].ts,
+                    len(participants) > 1,
+                    conversation_title(threaded),
+                )
+            )
             continue
         before = stored[continued]
         participants = tuple(dict.fromkeys((*before.participants, *authors)))
-        conversations.append(ThreadedConversation(
-            continued, None, tuple(m.message_id for m in threaded), participants,
-            before.message_count + len(threaded), min(before.first_ts, threaded[0].ts),
-            max(before.last_ts, threaded[-1].ts), before.answered or len(participants) > 1,
-            None,
-        ))
+        conversations.append(
+            ThreadedConversation(
+                continued,
+                None,
+                tuple(m.message_id for m in threaded),
+                participants,
+                before.message_count + len(threaded),
+                min(before.first_ts, threaded[0].ts),
+                max(before.last_ts, threaded[-1].ts),
+                before.answered or len(participants) > 1,
+                None,
+            )
+        )
     return Threading(parents, conversations)
 
 
@@ -220,11 +235,14 @@ def order_window(
     whole threads rather than time slices of several. `messages` is what was threaded (with
     the conversation of those threaded before)."""
     keys: dict[str, str] = {
-        m.message_id: f"stored:{m.conversation_id}" for m in messages if m.conversation_id is not None
+        m.message_id: f"stored:{m.conversation_id}"
+        for m in messages
+        if m.conversation_id is not None
     }
     for conversation in threading.conversations:
         key = (
-            f"stored:{conversation.continues}" if conversation.continues is not None
+            f"stored:{conversation.continues}"
+            if conversation.continues is not None
             else f"new:{conversation.root_message_id}"
         )
         keys.update(dict.fromkeys(conversation.message_ids, key))

@@ -157,7 +157,9 @@ class _Packer:
         self.estimated = False
         self.index = 0
 
-    def add(self, lines: list[tuple[str, ChunkPart, int, bool]], *, as_unit: bool) -> Iterator[Chunk]:
+    def add(
+        self, lines: list[tuple[str, ChunkPart, int, bool]], *, as_unit: bool
+    ) -> Iterator[Chunk]:
         """Add `lines` in order; `as_unit`: start a new chunk first if they fit one together but
         not in what is left of this one."""
         total = sum(tokens for _, _, tokens, _ in lines)
@@ -173,7 +175,8 @@ class _Packer:
 
     def flush(self) -> Iterator[Chunk]:
         if self.parts:
-            yield Chunk(self.index, tuple(self.parts), "\n".join(self.lines), self.tokens,
-                        self.estimated)
+            yield Chunk(
+                self.index, tuple(self.parts), "\n".join(self.lines), self.tokens, self.estimated
+            )
             self.index += 1
             self.lines, self.parts, self.tokens, self.estimated = [], [], 0, False

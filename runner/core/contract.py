@@ -286,11 +286,13 @@ def compact_schema(node: dict[str, Any]) -> dict[str, Any]:
 @functools.cache
 def _tool_schema_json(name: str) -> str:
     model = TOOL_MODELS[name]
-    return json.dumps({
-        "type": "function",
-        "function": {
-            "name": name,
-            "description": _TOOL_DESCRIPTIONS[name],
-            "parameters": model_schema(model),
-        },
-    })
+    return json.dumps(
+        {
+            "type": "function",
+            "function": {
+                "name": name,
+                "description": _TOOL_DESCRIPTIONS[name],
+                "parameters": model_schema(model),
+            },
+        }
+    )

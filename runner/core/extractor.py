@@ -60,4 +60,3 @@ class Extractor(Protocol):
         window: Window,
         top_messages: list[WindowMessage],
     ) -> Digest: ...
-

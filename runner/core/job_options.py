@@ -94,10 +94,14 @@ class ReportOptions(JobOptions):
     ) -> ReportOptions:
         """The options of a report request, with its hash; `window` is the canonical
         since/until of `runner.digests.window.window_options`."""
-        request = cls.parse({
-            "question": question, "channel_ids": channel_ids, "document_ids": document_ids,
-            **window,
-        })
+        request = cls.parse(
+            {
+                "question": question,
+                "channel_ids": channel_ids,
+                "document_ids": document_ids,
+                **window,
+            }
+        )
         return request.model_copy(
             update={"request_hash": query_hash(json.dumps(request.request(), sort_keys=True))}
         )

@@ -95,7 +95,8 @@ class ChannelJobRunner:
             # them (an extractor that takes no known items is not given them).
             tracked = (
                 known_items_of(await read_tracked_items(connection, channel.id))
-                if extractor.uses_known_items and not spec.catch_up else []
+                if extractor.uses_known_items and not spec.catch_up
+                else []
             )
         # The link model is CPU-bound (about 15 s for 100,000 messages): off the event loop,
         # so the job's heartbeat keeps its lease meanwhile.
@@ -105,7 +106,8 @@ class ChannelJobRunner:
         window = order_window(window, thread_input.messages, threading)
         stats["conversations"] = sum(1 for c in threading.conversations if c.continues is None)
         result = await run_pipeline(
-            window, extractor,
+            window,
+            extractor,
             chunk_tokens=chunk_tokens,
             min_overlap=self.min_overlap,
             concurrency=self.map_concurrency,
@@ -127,9 +129,9 @@ class ChannelJobRunner:
             {"code": "chunk_failed", "message": f"chunk {f['chunk']}: {f['reason']}"}
             for f in result.failed_chunks
         ]
-        rejections = [
-            {**r.as_json(), "stage": "map"} for r in result.map_rejections
-        ] + [{**r.as_json(), "stage": "reduce"} for r in result.validation.rejections]
+        rejections = [{**r.as_json(), "stage": "map"} for r in result.map_rejections] + [
+            {**r.as_json(), "stage": "reduce"} for r in result.validation.rejections
+        ]
         # Entity finding is pure Python over every message: off the event loop, like threading.
         entities = await asyncio.to_thread(
             analyze_digest, window.messages, result.validation.output
@@ -137,14 +139,25 @@ class ChannelJobRunner:
         clock.enter("store")
         async with context.pool.acquire() as connection:
             await job_queries.update_progress(
-                connection, job.id, context.worker_id, "store", result.chunk_count,
+                connection,
+                job.id,
+                context.worker_id,
+                "store",
+                result.chunk_count,
                 result.chunk_count,
             )
             await store_digest(
-                connection, job_id=job.id, worker_id=context.worker_id,
-                channel_id=channel.id, extractor=extractor.name,
-                validation=result.validation, window=stored, digest_flags=digest_flags,
-                rejections=rejections, status=status, stats=stats,
+                connection,
+                job_id=job.id,
+                worker_id=context.worker_id,
+                channel_id=channel.id,
+                extractor=extractor.name,
+                validation=result.validation,
+                window=stored,
+                digest_flags=digest_flags,
+                rejections=rejections,
+                status=status,
+                stats=stats,
                 warnings=[w.as_json() for w in result.warnings],
                 uncovered=result.failed_message_ids,
                 # Only a complete digest stands for its input (a catch-up may be served from it).
@@ -170,7 +183,8 @@ class ChannelJobRunner:
             return None
         context.stats["served_from_digest"] = existing
         return Finished(
-            JobStatus.SUCCEEDED, digest_id=existing,
+            JobStatus.SUCCEEDED,
+            digest_id=existing,
             message=f"same messages as digest {existing}: served from it",
         )
 

@@ -72,9 +72,7 @@ class PipelineResult:
         return ids
 
 
-def chunk_cache_key(
-    extractor: Extractor, chunk: Chunk, known_items_hash: str | None = None
-) -> str:
+def chunk_cache_key(extractor: Extractor, chunk: Chunk, known_items_hash: str | None = None) -> str:
     """The chunk-result cache key: the extractor's fingerprint, the chunk's content and the
     known items it was given (`_KnownItems.digest`), so a result is reused only for the same
     input. A chunk given no known items keeps the key it always had."""
@@ -100,9 +98,11 @@ class _KnownItems:
 
     def add(self, summary: ChunkSummary | None) -> None:
         """Append the next chunk's items (none for a failed chunk)."""
-        new = [KnownItem(i.key, i.kind.value, i.title) for i in summary.knowledge_items] if (
-            summary is not None
-        ) else []
+        new = (
+            [KnownItem(i.key, i.kind.value, i.title) for i in summary.knowledge_items]
+            if (summary is not None)
+            else []
+        )
         self.items.extend(new)
         previous = self.hashes[-1] if self.hashes else self.base_hash
         if new:
@@ -135,7 +135,9 @@ def _smaller(current: int, fit: int) -> bool:
     return _MIN_RECUT_TOKENS <= following < current
 
 
-def top_messages(window: Window, summaries: list[ChunkSummary], limit: int = 20) -> list[WindowMessage]:
+def top_messages(
+    window: Window, summaries: list[ChunkSummary], limit: int = 20
+) -> list[WindowMessage]:
     """The messages the map step called notable, in window order, at most `limit`."""
     notable = {message_id for s in summaries for message_id in s.notable_message_ids}
     return [m for m in window.messages if m.message_id in notable][:limit]

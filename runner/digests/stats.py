@@ -12,9 +12,7 @@ def job_stats(result: PipelineResult, extractor: Extractor, messages: int) -> di
     """The figures a job shows: sizes, cache use, LLM usage and the token ratio."""
     usage = extractor.usage
     content_tokens = usage.content_tokens or result.content_tokens
-    flagged = sum(
-        1 for flags in result.validation.item_flags.values() for item in flags if item
-    )
+    flagged = sum(1 for flags in result.validation.item_flags.values() for item in flags if item)
     return {
         "messages": messages,
         "chunks": result.chunk_count,

@@ -49,8 +49,11 @@ def window_messages(rows: Iterable[WindowMessageRow]) -> tuple[WindowMessage, ..
     """Stored message rows as the plain messages an extractor reads."""
     return tuple(
         WindowMessage(
-            message_id=row.external_id, author=row.author, ts=row.ts,
-            normalized_text=row.normalized_text, reply_to=row.reply_to,
+            message_id=row.external_id,
+            author=row.author,
+            ts=row.ts,
+            normalized_text=row.normalized_text,
+            reply_to=row.reply_to,
         )
         for row in rows
     )
@@ -148,44 +151,63 @@ async def _store_items(
     flags = validation.item_flags
     matches = validation.pointer_matches
     await digest_queries.insert_items(
-        connection, "topic",
+        connection,
+        "topic",
         [(digest_id, i, t.title, t.summary, t.message_ids) for i, t in enumerate(digest.topics)],
     )
     await digest_queries.insert_items(
-        connection, "decision",
+        connection,
+        "decision",
         [
             (digest_id, i, d.text, d.message_ids, _flag_json(flags["decisions"][i]))
             for i, d in enumerate(digest.decisions)
         ],
     )
     await digest_queries.insert_items(
-        connection, "action_item",
+        connection,
+        "action_item",
         [
             (digest_id, i, a.text, a.owner, a.message_ids, _flag_json(flags["action_items"][i]))
             for i, a in enumerate(digest.action_items)
         ],
     )
     await digest_queries.insert_items(
-        connection, "open_question",
+        connection,
+        "open_question",
         [
-            (digest_id, i, q.text, q.asked_by, q.message_ids, _flag_json(flags["open_questions"][i]))
+            (
+                digest_id,
+                i,
+                q.text,
+                q.asked_by,
+                q.message_ids,
+                _flag_json(flags["open_questions"][i]),
+            )
             for i, q in enumerate(digest.open_questions)
         ],
     )
     await digest_queries.insert_items(
-        connection, "link",
+        connection,
+        "link",
         [
             (digest_id, i, link.url, link.description, link.message_ids)
             for i, link in enumerate(digest.links)
         ],
     )
     await digest_queries.insert_items(
-        connection, "artifact",
+        connection,
+        "artifact",
         [
             (
-                digest_id, i, a.kind.value, a.title, a.language,
-                window.internal_ids[a.pointer.message_id], a.pointer.char_start,
-                a.pointer.char_end, _match_name(matches["artifacts"][i]),
+                digest_id,
+                i,
+                a.kind.value,
+                a.title,
+                a.language,
+                window.internal_ids[a.pointer.message_id],
+                a.pointer.char_start,
+                a.pointer.char_end,
+                _match_name(matches["artifacts"][i]),
                 window.revisions.get(a.pointer.message_id, 1),
             )
             for i, a in enumerate(digest.artifacts)
@@ -197,13 +219,21 @@ async def _store_items(
         match = matches["knowledge_items"][i]
         item_id = await digest_queries.insert_knowledge_item(
             connection,
-            digest_id, channel_id, i, item.key, item.kind.value, item.title, item.content,
+            digest_id,
+            channel_id,
+            i,
+            item.key,
+            item.kind.value,
+            item.title,
+            item.content,
             window.internal_ids[pointer.message_id] if pointer else None,
             pointer.char_start if pointer else None,
             pointer.char_end if pointer else None,
             _match_name(match) if pointer else None,
             pointer.quote if pointer else None,
-            item.message_ids, item.context_version, item.entity_refs,
+            item.message_ids,
+            item.context_version,
+            item.entity_refs,
             _flag_json(flags["knowledge_items"][i]),
             window.revisions.get(pointer.message_id) if pointer else None,
         )
@@ -247,31 +277,53 @@ async def store_digest(
     async with connection.transaction():
         await channel_queries.lock_channel(connection, channel_id)
         digest_id = await digest_queries.insert_digest(
-            connection, channel_id, job_id, digest.title, digest.overview_text(),
+            connection,
+            channel_id,
+            job_id,
+            digest.title,
+            digest.overview_text(),
             [sentence.sentence for sentence in digest.highlights],
-            digest.coverage.model_dump(), digest.search_keywords,
-            digest.signal_quality.level.value, digest.signal_quality.reason,
-            window.first_message_id, window.last_message_id, window.window_start,
-            window.window_end, window.message_count, digest.notable_message_ids, extractor,
-            digest_flags, rejections, window.catch_up, window.since, window.until, window_key,
+            digest.coverage.model_dump(),
+            digest.search_keywords,
+            digest.signal_quality.level.value,
+            digest.signal_quality.reason,
+            window.first_message_id,
+            window.last_message_id,
+            window.window_start,
+            window.window_end,
+            window.message_count,
+            digest.notable_message_ids,
+            extractor,
+            digest_flags,
+            rejections,
+            window.catch_up,
+            window.since,
+            window.until,
+            window_key,
         )
         await _store_items(connection, digest_id, channel_id, validation, window)
         await digest_queries.set_digest_prose(
-            connection, digest_id,
+            connection,
+            digest_id,
             _sentences_json(validation, "overview", window),
             _sentences_json(validation, "highlights", window),
             validation.audit.as_json(),
         )
         await digest_queries.insert_digest_messages(
-            connection, digest_id,
-            [key.message_id for key in window.keys], [key.revision for key in window.keys],
+            connection,
+            digest_id,
+            [key.message_id for key in window.keys],
+            [key.revision for key in window.keys],
         )
         if threads is not None:
             threading, internal_ids = threads
             await store_threading(connection, channel_id, threading, internal_ids)
         if entities is not None:
             await store_entities(
-                connection, digest_id=digest_id, channel_id=channel_id, analysis=entities,
+                connection,
+                digest_id=digest_id,
+                channel_id=channel_id,
+                analysis=entities,
                 window=window,
             )
         await remember_items(connection, digest_id, channel_id, digest, window)
@@ -298,8 +350,11 @@ async def _cover(
     if not window.catch_up:
         wanted = [key for key in window.keys if key.message_id not in reasons]
         missed = await channel_queries.cover_messages(
-            connection, channel_id, digest_id,
-            [key.message_id for key in wanted], [key.revision for key in wanted],
+            connection,
+            channel_id,
+            digest_id,
+            [key.message_id for key in wanted],
+            [key.revision for key in wanted],
         )
         for message in missed:
             reasons[message.id] = REASON_EDITED

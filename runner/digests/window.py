@@ -58,9 +58,7 @@ def window_key(extractor_fingerprint: str, chunk_tokens: int, keys: Iterable[Mes
     return digest.hexdigest()
 
 
-def left_out_ranges(
-    keys: tuple[MessageKey, ...], reasons: dict[int, str]
-) -> list[dict[str, Any]]:
+def left_out_ranges(keys: tuple[MessageKey, ...], reasons: dict[int, str]) -> list[dict[str, Any]]:
     """Runs of consecutive window messages (window order) left out for the same reason;
     `reasons` maps internal message id → reason."""
     ranges: list[dict[str, Any]] = []

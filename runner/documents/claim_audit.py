@@ -44,7 +44,9 @@ def summary_sentences(summary: str) -> list[str]:
     return [summary[start:end] for start, end in sentence_spans(summary, 0, len(summary))]
 
 
-def document_claims(summary: str, key_points: Iterable[str], snippets: list[str]) -> list[DocumentClaim]:
+def document_claims(
+    summary: str, key_points: Iterable[str], snippets: list[str]
+) -> list[DocumentClaim]:
     """Each summary sentence, then each key point, with the snippets that support it."""
     snippet_tokens = [token_set([text]) for text in snippets]
     claims: list[DocumentClaim] = []
@@ -53,7 +55,8 @@ def document_claims(summary: str, key_points: Iterable[str], snippets: list[str]
             shares = [share_in(text, tokens) for tokens in snippet_tokens]
             known = [share for share in shares if share is not None]
             evidence = tuple(
-                index for index, share in enumerate(shares)
+                index
+                for index, share in enumerate(shares)
                 if share is not None and share >= DEFAULT_MIN_OVERLAP
             )
             claims.append(DocumentClaim(field, text, evidence, max(known) if known else None))
@@ -65,9 +68,7 @@ def document_citation_audit(
 ) -> dict[str, Any]:
     """The audit's figures: per field proposed / kept / cited, the share of summary sentences
     that cite evidence (None without a summary), and the dropped claims by reason."""
-    reasons = Counter(
-        str(w.get("code")) for w in warnings if str(w.get("code")) in DROP_WARNINGS
-    )
+    reasons = Counter(str(w.get("code")) for w in warnings if str(w.get("code")) in DROP_WARNINGS)
     dropped = Counter({field: 0 for field in (SUMMARY, KEY_POINTS)})
     for reason, count in reasons.items():
         dropped[DROP_WARNINGS[reason]] += count

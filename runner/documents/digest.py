@@ -177,8 +177,13 @@ def assemble(
     logger.info(
         "digest.completed source_id=%s original_chars=%d digest_chars=%d ratio=%.3f "
         "evidence=%d query_hash=%s duration_ms=%d",
-        source_id, original, digest_chars, payload.compression_ratio, len(snippets),
-        payload.query_hash, duration_ms,
+        source_id,
+        original,
+        digest_chars,
+        payload.compression_ratio,
+        len(snippets),
+        payload.query_hash,
+        duration_ms,
     )
     return DigestOutcome(
         payload=payload,
@@ -212,13 +217,22 @@ async def digest_document(
     started = time.perf_counter()
     logger.info(
         "digest.started source_id=%s content_chars=%d policy=%s query_hash=%s",
-        source_id, len(document.canonical_text), config.policy.value, query_hash(query)[:8],
+        source_id,
+        len(document.canonical_text),
+        config.policy.value,
+        query_hash(query)[:8],
     )
     request = summary_request(document, query, config)
     summary = await summarizer.summarize(request)
     return assemble(
-        document, query, config, request, summary,
-        source_id=source_id, summarizer_fingerprint=summarizer.fingerprint(), started=started,
+        document,
+        query,
+        config,
+        request,
+        summary,
+        source_id=source_id,
+        summarizer_fingerprint=summarizer.fingerprint(),
+        started=started,
     )
 
 
@@ -231,7 +245,12 @@ def digest_document_offline(
     started = time.perf_counter()
     request = summary_request(document, query, config)
     return assemble(
-        document, query, config, request, offline_summary(request),
-        source_id=source_id, summarizer_fingerprint=OfflineSummarizer().fingerprint(),
+        document,
+        query,
+        config,
+        request,
+        offline_summary(request),
+        source_id=source_id,
+        summarizer_fingerprint=OfflineSummarizer().fingerprint(),
         started=started,
     )

@@ -35,8 +35,19 @@ _LINE_BREAK_TAGS = frozenset({"lb", "br"})
 _ROW_TAGS = frozenset({"row", "tr"})
 _CELL_TAGS = frozenset({"cell", "td", "th"})
 _FALLBACK_DROP = (
-    "script", "style", "noscript", "template", "nav", "footer", "header", "aside", "form",
-    "iframe", "svg", "button", "select",
+    "script",
+    "style",
+    "noscript",
+    "template",
+    "nav",
+    "footer",
+    "header",
+    "aside",
+    "form",
+    "iframe",
+    "svg",
+    "button",
+    "select",
 )
 _PREFORMATTED_TAGS = frozenset({"code", "pre"})
 _SPACE_RUN = re.compile(r"\s+")

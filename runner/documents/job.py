@@ -65,6 +65,7 @@ from runner.metrics import (
 
 logger = logging.getLogger(__name__)
 
+
 @dataclass
 class DocumentJobRunner:
     """Runs document jobs with one digest configuration and a summarizer factory (a fresh
@@ -112,8 +113,10 @@ class DocumentJobRunner:
             waited = time.perf_counter() - begun
             DIGEST_SECONDS.labels(self.config.policy.value, "true").observe(waited)
             return Finished(
-                JobStatus.SUCCEEDED, message="served from the digest cache",
-                document_digest_id=cached, warnings=archive_warnings,
+                JobStatus.SUCCEEDED,
+                message="served from the digest cache",
+                document_digest_id=cached,
+                warnings=archive_warnings,
             )
         stats["cache_hit"] = False
         if context.should_stop():
@@ -167,9 +170,12 @@ class DocumentJobRunner:
         try:
             await asyncio.to_thread(write)
         except (OSError, ArchiveError) as error:
-            logger.warning("digest.archive_failed source_id=%s error=%s", source_id,
-                           type(error).__name__)
-            return [{"code": "archive_failed", "message": f"{type(error).__name__} while archiving"}]
+            logger.warning(
+                "digest.archive_failed source_id=%s error=%s", source_id, type(error).__name__
+            )
+            return [
+                {"code": "archive_failed", "message": f"{type(error).__name__} while archiving"}
+            ]
         stats["archived"] = True
         return []
 
@@ -205,9 +211,7 @@ class DocumentJobRunner:
             digest_id, _created = await document_queries.insert_document_digest(
                 connection, job.id, values
             )
-            end = Finished(
-                JobStatus.SUCCEEDED, document_digest_id=digest_id, warnings=job_warnings
-            )
+            end = Finished(JobStatus.SUCCEEDED, document_digest_id=digest_id, warnings=job_warnings)
             await finish(connection, job.id, context.worker_id, end, stats)
 
 

@@ -183,9 +183,7 @@ class LLMSummarizer:
         if len(summary) > request.summary_budget:
             warnings.append(PipelineWarning("summary_shortened", "the summary exceeded its budget"))
             summary = fit_text(summary, request.summary_budget)
-        return SummaryResult(
-            summary=summary, key_points=key_points, warnings=warnings, usage=usage
-        )
+        return SummaryResult(summary=summary, key_points=key_points, warnings=warnings, usage=usage)
 
 
 @dataclass
@@ -214,8 +212,11 @@ class SummaryCall(ModelCall):
                 f"is {budget.input_tokens}"
             )
         response = await tools.send(
-            model=self.model, messages=messages, tool=tool,
-            max_output_tokens=budget.max_output_tokens, sent_tokens=checked.tokens,
+            model=self.model,
+            messages=messages,
+            tool=tool,
+            max_output_tokens=budget.max_output_tokens,
+            sent_tokens=checked.tokens,
         )
         for choice in response.choices[:1]:
             for tool_call in choice.message.tool_calls or []:
@@ -237,6 +238,9 @@ def resilient_tool_call(
     """The summarizer's calls to `model` over `caller` (its `create` does the retries and the
     circuit breaker; `CircuitOpen` and `LLMCallError` propagate to the caller)."""
     return SummaryCall(
-        caller, model, max_output_tokens=max_output_tokens,
-        max_tokens_param=max_tokens_param, temperature=temperature,
+        caller,
+        model,
+        max_output_tokens=max_output_tokens,
+        max_tokens_param=max_tokens_param,
+        temperature=temperature,
     )

@@ -142,8 +142,13 @@ def _title(reader: PdfReader) -> str | None:
     return (canonicalize(str(title)) or None) if title else None
 
 
-def _page_text(reader: PdfReader, data: bytes, index: int, password: str | None,
-               warnings: list[PipelineWarning]) -> str:
+def _page_text(
+    reader: PdfReader,
+    data: bytes,
+    index: int,
+    password: str | None,
+    warnings: list[PipelineWarning],
+) -> str:
     try:
         text = reader.pages[index].extract_text() or ""
     except Exception as error:  # noqa: BLE001 - a broken page falls back to pdfminer

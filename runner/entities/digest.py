@@ -152,8 +152,11 @@ def _topic_groups(
         *((ACTION_ITEM, i, a.message_ids) for i, a in enumerate(digest.action_items)),
         *((OPEN_QUESTION, i, q.message_ids) for i, q in enumerate(digest.open_questions)),
         *(
-            (KNOWLEDGE_ITEM, i, [*k.message_ids,
-                                 *([k.content_pointer.message_id] if k.content_pointer else [])])
+            (
+                KNOWLEDGE_ITEM,
+                i,
+                [*k.message_ids, *([k.content_pointer.message_id] if k.content_pointer else [])],
+            )
             for i, k in enumerate(digest.knowledge_items)
         ),
     ]

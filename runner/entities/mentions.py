@@ -51,8 +51,12 @@ class EntityKind(str, Enum):
 
 # When several signals name one key, the kind of the most specific wins.
 _KIND_RANK = {
-    EntityKind.PERSON: 5, EntityKind.MODEL: 4, EntityKind.SOFTWARE: 3, EntityKind.SERVICE: 2,
-    EntityKind.FILE: 1, EntityKind.NAME: 0,
+    EntityKind.PERSON: 5,
+    EntityKind.MODEL: 4,
+    EntityKind.SOFTWARE: 3,
+    EntityKind.SERVICE: 2,
+    EntityKind.FILE: 1,
+    EntityKind.NAME: 0,
 }
 
 # Widely used software, by the name people type: what a command line or a sentence about
@@ -91,8 +95,12 @@ AMBIGUOUS = frozenset(
 )
 # Official alternate spellings of one piece of software (after case and separator folding).
 ALIASES = {
-    "postgres": "postgresql", "psql": "postgresql", "nodejs": "node.js", "k8s": "kubernetes",
-    "js": "javascript", "grub2": "grub",
+    "postgres": "postgresql",
+    "psql": "postgresql",
+    "nodejs": "node.js",
+    "k8s": "kubernetes",
+    "js": "javascript",
+    "grub2": "grub",
 }
 
 # Words that look like names in chat but are not: greetings, days, months, chat words.
@@ -114,7 +122,9 @@ GENERIC_ACRONYMS = frozenset(
 # Placeholders some published chat datasets put where links, code or issues were.
 PLACEHOLDER = re.compile(r"\[?<-[A-Z]+->\]?")
 
-_URL = re.compile(r"(?:https?|ftp)://([^\s/<>\"'`?#:]+)[^\s<>\"'`]*|\bwww\.([^\s/<>\"'`?#:]+)", re.I)
+_URL = re.compile(
+    r"(?:https?|ftp)://([^\s/<>\"'`?#:]+)[^\s<>\"'`]*|\bwww\.([^\s/<>\"'`?#:]+)", re.I
+)
 _FENCE = re.compile(r"```(.*?)(?:```|\Z)", re.S)
 _INLINE_CODE = re.compile(r"`([^`\n]{1,200})`")
 _MENTION = re.compile(r"(?<![\w@])@([\w][\w.\-#]{1,39})")
@@ -277,9 +287,10 @@ def _token_mention(token: str, sentence_start: bool) -> Mention | None:
     if not key or lowered in STOPWORDS or lowered in NOT_NAMES or key in NOT_NAMES:
         return None
     kind = known_kind(key)
-    if kind is not None and (key not in AMBIGUOUS or (
-        surface[:1].isupper() and not surface.isupper() and not sentence_start
-    )):
+    if kind is not None and (
+        key not in AMBIGUOUS
+        or (surface[:1].isupper() and not surface.isupper() and not sentence_start)
+    ):
         return Mention(key, base, kind, True, version)
     if kind is not None:
         return None
@@ -317,11 +328,18 @@ def _prose_mentions(prose: str) -> Iterable[Mention]:
         if mention is not None and mention.version is None and index + 1 < len(tokens):
             following = tokens[index + 1]
             gap = prose[match.end() : following.start()]
-            if mention.strong and gap.strip() == "" and re.fullmatch(
-                r"v?\d{1,4}(?:\.\d{1,4}){1,3}|\d{1,4}", following.group(0)
+            if (
+                mention.strong
+                and gap.strip() == ""
+                and re.fullmatch(r"v?\d{1,4}(?:\.\d{1,4}){1,3}|\d{1,4}", following.group(0))
             ):  # `Ubuntu 10.10`, `python 3`
-                mention = Mention(mention.key, mention.surface, mention.kind, True,
-                                  following.group(0).lstrip("vV"))
+                mention = Mention(
+                    mention.key,
+                    mention.surface,
+                    mention.kind,
+                    True,
+                    following.group(0).lstrip("vV"),
+                )
         if mention is not None:
             yield mention
 
@@ -394,8 +412,11 @@ def window_entities(messages: Sequence[WindowText]) -> dict[str, Entity]:
                 entity.kind = mention.kind
             entity.strong = entity.strong or mention.strong
             entity.surfaces[mention.surface] += 1
-            if (mention.version and mention.version not in entity.versions
-                    and len(entity.versions) < MAX_VERSIONS):
+            if (
+                mention.version
+                and mention.version not in entity.versions
+                and len(entity.versions) < MAX_VERSIONS
+            ):
                 entity.versions.append(mention.version)
             if mention.key in seen:
                 continue
@@ -413,7 +434,8 @@ def window_entities(messages: Sequence[WindowText]) -> dict[str, Entity]:
 def _lowercase_words(messages: Sequence[WindowText], entities: dict[str, Entity]) -> Counter[str]:
     """How often the window writes each weak capitalized name in lower case, as a word."""
     names = {
-        key for key, entity in entities.items()
+        key
+        for key, entity in entities.items()
         if not entity.strong and all(_CAPITALIZED.match(s) for s in entity.surfaces)
     }
     counts: Counter[str] = Counter()

@@ -57,7 +57,10 @@ class ChatEvaluation:
 
 
 async def evaluate_window(
-    gold: GoldFile, gold_path: Path, roots: Roots, make_extractor: Callable[[], Extractor],
+    gold: GoldFile,
+    gold_path: Path,
+    roots: Roots,
+    make_extractor: Callable[[], Extractor],
     options: PipelineOptions,
 ) -> WindowScore:
     window = load_window(gold, roots)
@@ -67,8 +70,11 @@ async def evaluate_window(
         raise WindowMismatch(f"{gold_path}: " + "; ".join(problems[:5]))
     # Threaded and ordered by conversation, as the worker's channel job does.
     result = await run_pipeline(
-        thread_window(window), make_extractor(), chunk_tokens=options.chunk_tokens,
-        min_overlap=options.min_overlap, concurrency=options.concurrency,
+        thread_window(window),
+        make_extractor(),
+        chunk_tokens=options.chunk_tokens,
+        min_overlap=options.min_overlap,
+        concurrency=options.concurrency,
     )
     texts = {message.message_id: message.normalized_text for message in window.messages}
     return WindowScore(
@@ -86,7 +92,9 @@ async def evaluate_window(
 
 
 async def evaluate_chat(
-    golds: list[tuple[Path, GoldFile]], roots: Roots, make_extractor: Callable[[], Extractor],
+    golds: list[tuple[Path, GoldFile]],
+    roots: Roots,
+    make_extractor: Callable[[], Extractor],
     options: PipelineOptions,
 ) -> ChatEvaluation:
     """Every window in gold-file order; a window whose data is absent is skipped with its
@@ -103,7 +111,9 @@ async def evaluate_chat(
 
 
 def run_chat(
-    golds: list[tuple[Path, GoldFile]], roots: Roots, make_extractor: Callable[[], Extractor],
+    golds: list[tuple[Path, GoldFile]],
+    roots: Roots,
+    make_extractor: Callable[[], Extractor],
     options: PipelineOptions,
 ) -> ChatEvaluation:
     return asyncio.run(evaluate_chat(golds, roots, make_extractor, options))

@@ -36,12 +36,30 @@ def fields_section(
     totals = field_totals(evaluation)
     rows: list[list[Cell]] = []
     for name, (strict, lenient) in totals.items():
-        rows.append([name, strict.gold, strict.extracted, strict.matched, *_prf(strict),
-                     ratio(lenient.recall)])
+        rows.append(
+            [
+                name,
+                strict.gold,
+                strict.extracted,
+                strict.matched,
+                *_prf(strict),
+                ratio(lenient.recall),
+            ]
+        )
     overall = reduce(lambda a, b: a + b, (s for s, _ in totals.values()), Counts())
-    overall_lenient = reduce(lambda a, b: a + b, (lenient for _, lenient in totals.values()), Counts())
-    rows.append(["overall", overall.gold, overall.extracted, overall.matched, *_prf(overall),
-                 ratio(overall_lenient.recall)])
+    overall_lenient = reduce(
+        lambda a, b: a + b, (lenient for _, lenient in totals.values()), Counts()
+    )
+    rows.append(
+        [
+            "overall",
+            overall.gold,
+            overall.extracted,
+            overall.matched,
+            *_prf(overall),
+            ratio(overall_lenient.recall),
+        ]
+    )
     owners = [w.fields["action_items"].owner_agreement for w in evaluation.windows]
     same, with_owner = sum(o[0] for o in owners), sum(o[1] for o in owners)
     notes = [
@@ -65,22 +83,55 @@ def windows_section(evaluation: ChatEvaluation) -> EvalSection:
 
     for window in evaluation.windows:
         counts = total([window])
-        rows.append([window.name, window.messages, window.chunks, counts.gold, counts.extracted,
-                     counts.matched, *_prf(counts), round(window.seconds, 3)])
+        rows.append(
+            [
+                window.name,
+                window.messages,
+                window.chunks,
+                counts.gold,
+                counts.extracted,
+                counts.matched,
+                *_prf(counts),
+                round(window.seconds, 3),
+            ]
+        )
     # The sample channel was written alongside the offline rules, so its figures are optimistic;
     # the real-data subtotal is the closer estimate for other people's chats.
-    subtotals = [("all windows", evaluation.windows),
-                 ("real-data windows", [w for w in evaluation.windows if w.real_data])]
+    subtotals = [
+        ("all windows", evaluation.windows),
+        ("real-data windows", [w for w in evaluation.windows if w.real_data]),
+    ]
     for label, windows in subtotals:
         if windows:
             counts = total(windows)
-            rows.append([label, sum(w.messages for w in windows), sum(w.chunks for w in windows),
-                         counts.gold, counts.extracted, counts.matched, *_prf(counts),
-                         round(sum(w.seconds for w in windows), 3)])
-    columns = ["window", "messages", "chunks", "gold", "extracted", "matched", "P", "R", "F1",
-               "seconds"]
-    notes = ["real-data windows: third-party chats from ../shared/data; the sample channel was "
-             "written with the offline rules, so its figures are optimistic"]
+            rows.append(
+                [
+                    label,
+                    sum(w.messages for w in windows),
+                    sum(w.chunks for w in windows),
+                    counts.gold,
+                    counts.extracted,
+                    counts.matched,
+                    *_prf(counts),
+                    round(sum(w.seconds for w in windows), 3),
+                ]
+            )
+    columns = [
+        "window",
+        "messages",
+        "chunks",
+        "gold",
+        "extracted",
+        "matched",
+        "P",
+        "R",
+        "F1",
+        "seconds",
+    ]
+    notes = [
+        "real-data windows: third-party chats from ../shared/data; the sample channel was "
+        "written with the offline rules, so its figures are optimistic"
+    ]
     return EvalSection("Chat gold set: per window", columns, rows, notes)
 
 
@@ -88,17 +139,34 @@ def grounding_section(evaluation: ChatEvaluation, min_overlap: float) -> EvalSec
     rows: list[list[Cell]] = []
 
     def row(name: str, g: Grounding, rejected_map: int) -> list[Cell]:
-        return [name, g.pointers_stored, ratio(g.verbatim_share), g.pointers_reanchored,
-                g.pointers_rejected, g.claims_emitted, ratio(g.claims_pass_share),
-                f"{g.claims_rechecked}/{g.claims_passed}", rejected_map]
+        return [
+            name,
+            g.pointers_stored,
+            ratio(g.verbatim_share),
+            g.pointers_reanchored,
+            g.pointers_rejected,
+            g.claims_emitted,
+            ratio(g.claims_pass_share),
+            f"{g.claims_rechecked}/{g.claims_passed}",
+            rejected_map,
+        ]
 
     for window in evaluation.windows:
         rows.append(row(window.name, window.grounding, window.map_rejections))
     if evaluation.windows:
         total = reduce(lambda a, b: a + b, (w.grounding for w in evaluation.windows))
         rows.append(row("all", total, sum(w.map_rejections for w in evaluation.windows)))
-    columns = ["window", "pointers", "verbatim", "re-anchored", "ptr rejected", "claims",
-               "claims pass", "re-checked", "map rejected"]
+    columns = [
+        "window",
+        "pointers",
+        "verbatim",
+        "re-anchored",
+        "ptr rejected",
+        "claims",
+        "claims pass",
+        "re-checked",
+        "map rejected",
+    ]
     notes = [
         "verbatim: share of stored pointers whose normalized_text[start:end] is their quote "
         "(must be 1.000)",

@@ -70,9 +70,15 @@ def score_system(name: str, linker: Linker, logs: list[AnnotatedLog]) -> SystemS
         overlap += one_to_one_overlap(gold_conversations, predicted_conversations)
         exact += exact_match(gold_conversations, predicted_conversations)
         scored += len(log.gold)
-    return SystemScore(name, sum(len(log.messages) for log in logs), links,
-                       variation_of_information(pairs), overlap / scored if scored else 0.0,
-                       exact, seconds)
+    return SystemScore(
+        name,
+        sum(len(log.messages) for log in logs),
+        links,
+        variation_of_information(pairs),
+        overlap / scored if scored else 0.0,
+        exact,
+        seconds,
+    )
 
 
 def score_dev(data_dir: Path) -> list[SystemScore]:
@@ -87,9 +93,16 @@ def _row(score: SystemScore) -> list[Cell]:
         return round(value, 4)
 
     return [
-        score.name, r(score.links.precision), r(score.links.recall), r(score.links.f1),
-        r(score.vi), r(score.one_to_one), r(score.exact.precision), r(score.exact.recall),
-        r(score.exact.f1), round(score.messages / score.seconds) if score.seconds else 0,
+        score.name,
+        r(score.links.precision),
+        r(score.links.recall),
+        r(score.links.f1),
+        r(score.vi),
+        r(score.one_to_one),
+        r(score.exact.precision),
+        r(score.exact.recall),
+        r(score.exact.f1),
+        round(score.messages / score.seconds) if score.seconds else 0,
     ]
 
 
@@ -97,8 +110,18 @@ def disentanglement_section(scores: list[SystemScore], logs: int) -> EvalSection
     scored = scores[0].links.gold if scores else 0
     return EvalSection(
         title=TITLE,
-        columns=["system", "link P", "link R", "link F1", "1-VI", "1-1", "exact P", "exact R",
-                 "exact F1", "msg/s"],
+        columns=[
+            "system",
+            "link P",
+            "link R",
+            "link F1",
+            "1-VI",
+            "1-1",
+            "exact P",
+            "exact R",
+            "exact F1",
+            "msg/s",
+        ],
         rows=[_row(score) for score in scores],
         notes=[
             f"{logs} dev logs of Kummerfeld et al. 2019 ({scores[0].messages if scores else 0} "

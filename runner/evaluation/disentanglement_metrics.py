@@ -45,8 +45,9 @@ class Prf:
         return 2 * p * r / (p + r) if p + r else 0.0
 
     def __add__(self, other: Prf) -> Prf:
-        return Prf(self.matched + other.matched, self.predicted + other.predicted,
-                   self.gold + other.gold)
+        return Prf(
+            self.matched + other.matched, self.predicted + other.predicted, self.gold + other.gold
+        )
 
 
 def links_from_parents(parents: list[int | None], first_scored: int) -> dict[int, set[int]]:

@@ -227,8 +227,13 @@ def evaluate_evidence(data_dir: Path) -> EvalSection:
         rows.append([path.stem, len(mine), spans, chunks, *(_figure(mine, n) for n in figures)])
     total_spans = sum(len(r.query.spans) for r in results)
     rows.append(
-        ["overall", len(results), total_spans, sum(chunk_counts),
-         *(_figure(results, name) for name in figures)]
+        [
+            "overall",
+            len(results),
+            total_spans,
+            sum(chunk_counts),
+            *(_figure(results, name) for name in figures),
+        ]
     )
     short = sum(1 for r in results if len(r.snippets["digestd"]) < TOP_K)
     bm25 = bm25_version()

@@ -60,7 +60,8 @@ def quoting_answer(body: dict[str, Any]) -> dict[str, Any]:
         "answer": cited(statements[:ANSWER]),
         "sections": (
             [{"heading": "What the sources say", "sentences": body_sentences}]
-            if body_sentences else []
+            if body_sentences
+            else []
         ),
         "open_points": cited(questions[:OPEN]),
     }
@@ -68,12 +69,23 @@ def quoting_answer(body: dict[str, Any]) -> dict[str, Any]:
 
 def tool_completion(arguments: dict[str, Any], tool: str = REPORT_TOOL) -> dict[str, Any]:
     """A chat.completion body that calls `tool` with `arguments`."""
-    call = {"id": "call_1", "type": "function",
-            "function": {"name": tool, "arguments": json.dumps(arguments)}}
+    call = {
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": tool, "arguments": json.dumps(arguments)},
+    }
     return {
-        "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": FAKE_MODEL,
-        "choices": [{"index": 0, "finish_reason": "tool_calls",
-                     "message": {"role": "assistant", "content": None, "tool_calls": [call]}}],
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": 0,
+        "model": FAKE_MODEL,
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "tool_calls",
+                "message": {"role": "assistant", "content": None, "tool_calls": [call]},
+            }
+        ],
         "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
     }
 
@@ -98,8 +110,13 @@ class FakeModel:
 
 
 def fake_config(**settings: Any) -> LLMConfig:
-    values: dict[str, Any] = {"base_url": "http://fake-model.test/v1", "api_key": "",
-                              "reduce_model": FAKE_MODEL, "max_retries": 0, **settings}
+    values: dict[str, Any] = {
+        "base_url": "http://fake-model.test/v1",
+        "api_key": "",
+        "reduce_model": FAKE_MODEL,
+        "max_retries": 0,
+        **settings,
+    }
     return LLMConfig(**values)
 
 
@@ -109,7 +126,9 @@ def fake_report_writer(
     """The production writer over the real `openai` client whose transport is `model`."""
     model = model or FakeModel()
     config = fake_config(**settings)
-    client = build_client(config, http_client=httpx.AsyncClient(transport=httpx.MockTransport(model)))
+    client = build_client(
+        config, http_client=httpx.AsyncClient(transport=httpx.MockTransport(model))
+    )
     caller = ResilientCaller(client, config, CircuitBreaker("fake-report-model"))
     call = ReportCall(caller, config.reduce_model)
     if min_overlap is None:

@@ -89,9 +89,12 @@ def meeting_channel(name: str, turns: list[dict[str, object]]) -> list[ChannelMe
     """The meeting as a channel: one message per turn, message id = turn index."""
     return [
         ChannelMessage(
-            channel=name, message_id=str(index), revision=1,
+            channel=name,
+            message_id=str(index),
+            revision=1,
             author=str(turn.get("speaker", "")).strip() or "Unknown",
-            ts=MEETING_START + timedelta(seconds=index), text=str(turn.get("content", "")),
+            ts=MEETING_START + timedelta(seconds=index),
+            text=str(turn.get("content", "")),
         )
         for index, turn in enumerate(turns)
     ]
@@ -152,7 +155,9 @@ def cited_turns(report: Report) -> list[int]:
 
 
 def score_query(
-    meeting: str, channel: list[ChannelMessage], query: MeetingQuery,
+    meeting: str,
+    channel: list[ChannelMessage],
+    query: MeetingQuery,
     fake: LLMReportRun | None = None,
 ) -> QueryScore:
     """One report over the meeting for `query`, scored against its gold spans; `fake` is the
@@ -163,27 +168,35 @@ def score_query(
     baseline = bm25_top_turns(query.text, run.units, len(cited))
     proposed, supported = supported_sentences(run.draft)
     score = QueryScore(
-        meeting=meeting, query=query.text, gold_spans=len(query.gold), cited=len(cited),
+        meeting=meeting,
+        query=query.text,
+        gold_spans=len(query.gold),
+        cited=len(cited),
         recall=span_recall(set(cited), query.gold),
         precision=span_precision(cited, query.gold),
         bm25_recall=span_recall(set(baseline), query.gold),
         bm25_precision=span_precision(baseline, query.gold),
-        proposed=proposed, supported=supported, kept=audit.kept,
+        proposed=proposed,
+        supported=supported,
+        kept=audit.kept,
     )
     if fake is None:
         return score
     fake_cited = cited_turns(fake.report)
     return replace(
-        score, fake_cited=len(fake_cited), fake_recall=span_recall(set(fake_cited), query.gold),
+        score,
+        fake_cited=len(fake_cited),
+        fake_recall=span_recall(set(fake_cited), query.gold),
         fake_precision=span_precision(fake_cited, query.gold),
-        fake_proposed=fake.audit.proposed, fake_supported=fake.audit.kept,
+        fake_proposed=fake.audit.proposed,
+        fake_supported=fake.audit.kept,
         fake_re_asked=fake.audit.re_asked,
     )
 
 
-async def fake_model_runs(channel: list[ChannelMessage], queries: list[MeetingQuery]) -> list[
-    LLMReportRun
-]:
+async def fake_model_runs(
+    channel: list[ChannelMessage], queries: list[MeetingQuery]
+) -> list[LLMReportRun]:
     """The LLM writer's report for each query against the fake model (one client per loop)."""
     writer, _ = fake_report_writer()
     units = gather_evidence([channel], [])
@@ -213,14 +226,21 @@ def _row(label: str, scores: list[QueryScore]) -> list[Cell]:
     proposed = sum(s.proposed for s in scores)
     fake_proposed = sum(s.fake_proposed for s in scores)
     return [
-        label, len(scores), sum(s.gold_spans for s in scores), sum(s.cited for s in scores),
-        _mean([s.recall for s in scores]), _mean([s.precision for s in scores]),
-        _mean([s.bm25_recall for s in scores]), _mean([s.bm25_precision for s in scores]),
+        label,
+        len(scores),
+        sum(s.gold_spans for s in scores),
+        sum(s.cited for s in scores),
+        _mean([s.recall for s in scores]),
+        _mean([s.precision for s in scores]),
+        _mean([s.bm25_recall for s in scores]),
+        _mean([s.bm25_precision for s in scores]),
         round(sum(s.supported for s in scores) / proposed, 4) if proposed else NOT_DEFINED,
         sum(s.kept for s in scores),
-        _mean([s.fake_recall for s in scores]), _mean([s.fake_precision for s in scores]),
+        _mean([s.fake_recall for s in scores]),
+        _mean([s.fake_precision for s in scores]),
         round(sum(s.fake_supported for s in scores) / fake_proposed, 4)
-        if fake_proposed else NOT_DEFINED,
+        if fake_proposed
+        else NOT_DEFINED,
         sum(s.fake_re_asked for s in scores),
     ]
 
@@ -232,9 +252,22 @@ def report_section(scores: list[QueryScore]) -> EvalSection:
     rows.append(_row("overall", scores))
     return EvalSection(
         title="Report citations on QMSum meetings",
-        columns=["meeting", "queries", "gold spans", "cited", "recall", "precision",
-                 "bm25 recall", "bm25 precision", "support", "kept", "fake recall",
-                 "fake precision", "fake support", "fake re-asked"],
+        columns=[
+            "meeting",
+            "queries",
+            "gold spans",
+            "cited",
+            "recall",
+            "precision",
+            "bm25 recall",
+            "bm25 precision",
+            "support",
+            "kept",
+            "fake recall",
+            "fake precision",
+            "fake support",
+            "fake re-asked",
+        ],
         rows=rows,
         notes=[
             "each meeting is one channel, one message per turn; the offline extractive report "

@@ -171,8 +171,12 @@ class Grounding:
 
 def _values(grounding: Grounding) -> tuple[int, ...]:
     return (
-        grounding.pointers_stored, grounding.pointers_verbatim, grounding.pointers_reanchored,
-        grounding.pointers_rejected, grounding.claims_emitted, grounding.claims_passed,
+        grounding.pointers_stored,
+        grounding.pointers_verbatim,
+        grounding.pointers_reanchored,
+        grounding.pointers_rejected,
+        grounding.claims_emitted,
+        grounding.claims_passed,
         grounding.claims_rechecked,
     )
 

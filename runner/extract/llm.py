@@ -149,24 +149,31 @@ class LLMExtractor:
     def map_budget(self) -> RequestBudget:
         config = self.config
         return self._budget(
-            config.map_model, config.map_max_output_tokens,
-            config.map_context_tokens, config.map_output_tokens,
+            config.map_model,
+            config.map_max_output_tokens,
+            config.map_context_tokens,
+            config.map_output_tokens,
         )
 
     @property
     def reduce_budget(self) -> RequestBudget:
         config = self.config
         return self._budget(
-            config.reduce_model, config.reduce_max_output_tokens,
-            config.reduce_context_tokens, config.reduce_output_tokens,
+            config.reduce_model,
+            config.reduce_max_output_tokens,
+            config.reduce_context_tokens,
+            config.reduce_output_tokens,
         )
 
     def _budget(
         self, model: str, wanted_output: int, context: int | None, output: int | None
     ) -> RequestBudget:
         return endpoint_budget(
-            self.config, model,
-            wanted_output_tokens=wanted_output, context_tokens=context, output_tokens=output,
+            self.config,
+            model,
+            wanted_output_tokens=wanted_output,
+            context_tokens=context,
+            output_tokens=output,
         )
 
     def _note_limits(self) -> None:
@@ -205,7 +212,9 @@ class LLMExtractor:
         ):
             if setting is None:
                 await limits.discover(
-                    self.client, self.config.endpoint, budget.model,
+                    self.client,
+                    self.config.endpoint,
+                    budget.model,
                     upper_bound=budget.limits.context_window,
                 )
         self._note_limits()

@@ -22,7 +22,6 @@ MAX_ANCHOR_CHARS = 160
 _SEGMENT = re.compile(r"[^\n]*?(?:[.!?](?=\s|$)|(?=\n)|$)")
 
 
-
 @dataclass(frozen=True)
 class Anchor:
     """The characters `normalized_text[char_start:char_end]` of message `message_id` that a
@@ -48,9 +47,7 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def cut_span(
-    text: str, start: int, end: int, max_chars: int = MAX_ANCHOR_CHARS
-) -> tuple[int, int]:
+def cut_span(text: str, start: int, end: int, max_chars: int = MAX_ANCHOR_CHARS) -> tuple[int, int]:
     """[start, end) shortened to at most `max_chars`, at a word boundary when there is one."""
     if end - start <= max_chars:
         return start, end

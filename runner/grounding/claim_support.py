@@ -36,9 +36,7 @@ STOPWORDS = frozenset(
 
 def content_tokens(text: str) -> list[str]:
     """The claim-comparison tokens of `text`, in order."""
-    return [
-        token for token in words(text, WORD) if len(token) > 1 and token not in STOPWORDS
-    ]
+    return [token for token in words(text, WORD) if len(token) > 1 and token not in STOPWORDS]
 
 
 _ASCII_LETTER = re.compile(r"[A-Za-z]")

@@ -109,9 +109,7 @@ def footnoted_markdown(sections: Sequence[Section[SourceT]]) -> str:
             for source in sentence.sources:
                 first.setdefault(source.key, source)
     if first:
-        blocks.append(
-            "\n".join(footnote_line(numbers[m], source) for m, source in first.items())
-        )
+        blocks.append("\n".join(footnote_line(numbers[m], source) for m, source in first.items()))
     return "\n\n".join(blocks)
 
 

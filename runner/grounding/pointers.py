@@ -42,9 +42,22 @@ _FUZZY_MAX_ANCHORS = 20  # exact hits followed per seed
 _FUZZY_MAX_EVALUATIONS = 8  # alignments examined with the (quadratic) sequence matcher
 
 _LOOKALIKES = {
-    "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u2032": "'",
-    "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"', "\u2033": '"',
-    "\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2013": "-", "\u2014": "-", "\u2212": "-",
+    "\u2018": "'",
+    "\u2019": "'",
+    "\u201a": "'",
+    "\u201b": "'",
+    "\u2032": "'",
+    "\u201c": '"',
+    "\u201d": '"',
+    "\u201e": '"',
+    "\u201f": '"',
+    "\u2033": '"',
+    "\u2010": "-",
+    "\u2011": "-",
+    "\u2012": "-",
+    "\u2013": "-",
+    "\u2014": "-",
+    "\u2212": "-",
 }
 _INVISIBLE = frozenset("\u200b\u200c\u200d\u2060\ufeff\ufe0e\ufe0f")
 

@@ -29,11 +29,7 @@ _DISCORD_FORMATS = (
 
 
 def _utc(value: datetime) -> datetime:
-    return (
-        value.replace(tzinfo=UTC)
-        if value.tzinfo is None
-        else value.astimezone(UTC)
-    )
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 def parse_iso_timestamp(value: object) -> datetime:

@@ -31,10 +31,20 @@ from runner.importers.records import (
 
 SYSTEM_TYPES = frozenset(
     {
-        "RecipientAdd", "RecipientRemove", "Call", "ChannelNameChange", "ChannelIconChange",
-        "ChannelPinnedMessage", "GuildMemberJoin", "ThreadCreated", "UserPremiumGuildSubscription",
-        "UserPremiumGuildSubscriptionTier1", "UserPremiumGuildSubscriptionTier2",
-        "UserPremiumGuildSubscriptionTier3", "ChannelFollowAdd", "GuildDiscoveryDisqualified",
+        "RecipientAdd",
+        "RecipientRemove",
+        "Call",
+        "ChannelNameChange",
+        "ChannelIconChange",
+        "ChannelPinnedMessage",
+        "GuildMemberJoin",
+        "ThreadCreated",
+        "UserPremiumGuildSubscription",
+        "UserPremiumGuildSubscriptionTier1",
+        "UserPremiumGuildSubscriptionTier2",
+        "UserPremiumGuildSubscriptionTier3",
+        "ChannelFollowAdd",
+        "GuildDiscoveryDisqualified",
         "GuildDiscoveryRequalified",
     }
 )

@@ -167,7 +167,9 @@ async def _save_what_was_parsed(ingestor: MessageIngestor, *, database_failed: b
 def _fill_counts(report: ImportReport, ingestor: MessageIngestor, stats: ParseStats) -> None:
     counts = ingestor.counts
     report.inserted, report.updated, report.unchanged = (
-        counts.inserted, counts.updated, counts.unchanged
+        counts.inserted,
+        counts.updated,
+        counts.unchanged,
     )
     report.channels = dict(counts.channel_ids)
     report.skipped = dict(stats.skipped)

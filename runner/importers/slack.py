@@ -50,10 +50,25 @@ from runner.importers.records import (
 
 SKIPPED_SUBTYPES = frozenset(
     {
-        "channel_join", "channel_leave", "channel_topic", "channel_purpose", "channel_name",
-        "channel_archive", "channel_unarchive", "group_join", "group_leave", "group_topic",
-        "group_purpose", "group_name", "group_archive", "group_unarchive", "pinned_item",
-        "unpinned_item", "bot_add", "bot_remove", "tombstone",
+        "channel_join",
+        "channel_leave",
+        "channel_topic",
+        "channel_purpose",
+        "channel_name",
+        "channel_archive",
+        "channel_unarchive",
+        "group_join",
+        "group_leave",
+        "group_topic",
+        "group_purpose",
+        "group_name",
+        "group_archive",
+        "group_unarchive",
+        "pinned_item",
+        "unpinned_item",
+        "bot_add",
+        "bot_remove",
+        "tombstone",
     }
 )
 CONVERSATION_FILES = ("channels.json", "groups.json", "mpims.json", "dms.json")
@@ -114,8 +129,11 @@ def _user_names(folder: Path, root: Path) -> tuple[dict[str, str], list[RecordEr
 def _profile_name(profile: Any, user: dict[str, Any]) -> str | None:
     profile = profile if isinstance(profile, dict) else {}
     for value in (
-        profile.get("display_name"), profile.get("real_name"), user.get("real_name"),
-        user.get("name"), profile.get("name"),
+        profile.get("display_name"),
+        profile.get("real_name"),
+        user.get("real_name"),
+        user.get("name"),
+        profile.get("name"),
     ):
         if isinstance(value, str) and value.strip():
             return value
@@ -146,11 +164,13 @@ def conversations(
             if not name:
                 continue
             if not _plain_name(name):
-                rejected.append(RecordError(
-                    f"{file_name} entry {number}",
-                    f"names the channel {name[:80]!r}, which is not a folder name inside the "
-                    "export: skipped, nothing outside the folder is read",
-                ))
+                rejected.append(
+                    RecordError(
+                        f"{file_name} entry {number}",
+                        f"names the channel {name[:80]!r}, which is not a folder name inside the "
+                        "export: skipped, nothing outside the folder is read",
+                    )
+                )
                 continue
             found.append((name, name, channel_id))
     return found, rejected
@@ -164,9 +184,11 @@ def _day_files(folder: Path, root: Path, name: str) -> tuple[list[Path], list[Re
     if not os.path.lexists(channel_folder):
         return [], []
     if not inside(root, channel_folder):
-        return [], [RecordError(
-            name, "the channel's folder points outside the export folder: skipped, not read"
-        )]
+        return [], [
+            RecordError(
+                name, "the channel's folder points outside the export folder: skipped, not read"
+            )
+        ]
     if not channel_folder.is_dir():
         return [], []
     found: list[Path] = []
@@ -176,9 +198,9 @@ def _day_files(folder: Path, root: Path, name: str) -> tuple[list[Path], list[Re
             continue
         location = f"{name}/{day_file.name}"
         if not inside(root, day_file):
-            rejected.append(RecordError(
-                location, "points outside the export folder: skipped, not read"
-            ))
+            rejected.append(
+                RecordError(location, "points outside the export folder: skipped, not read")
+            )
             continue
         problem = describe_file(day_file)
         if problem is not None:
@@ -289,13 +311,18 @@ def parse_slack(folder: Path, options: ParseOptions, stats: ParseStats) -> Itera
             stats.skip("folder not listed in channels.json")
     for channel, day_files in plan:
         for day_file in day_files:
-            yield from _day_records(day_file, f"{channel[0]}/{day_file.name}", channel, users,
-                                    options, stats)
+            yield from _day_records(
+                day_file, f"{channel[0]}/{day_file.name}", channel, users, options, stats
+            )
 
 
 def _day_records(
-    day_file: Path, prefix: str, channel: Conversation, users: dict[str, str],
-    options: ParseOptions, stats: ParseStats,
+    day_file: Path,
+    prefix: str,
+    channel: Conversation,
+    users: dict[str, str],
+    options: ParseOptions,
+    stats: ParseStats,
 ) -> Iterator[Record]:
     """The records of one day file; the file rejected whole when it stopped being a regular
     file since it was checked (swapped for a FIFO: never waited on)."""

@@ -50,10 +50,17 @@ async def finish(
     """End a job this worker holds. Run it in the transaction that stored the digest so both
     commit together. Raises LostLease when another worker holds the job now."""
     finished = await job_queries.finish_job(
-        connection, job_id, worker_id, status=end.status, digest_id=end.digest_id,
-        document_digest_id=end.document_digest_id, report_id=end.report_id,
-        message=end.message, stats=stats,
-        warnings=end.warnings, error=end.error,
+        connection,
+        job_id,
+        worker_id,
+        status=end.status,
+        digest_id=end.digest_id,
+        document_digest_id=end.document_digest_id,
+        report_id=end.report_id,
+        message=end.message,
+        stats=stats,
+        warnings=end.warnings,
+        error=end.error,
     )
     if finished is None:
         raise LostLease(f"job {job_id} is no longer held by {worker_id}")

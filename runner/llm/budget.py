@@ -155,9 +155,7 @@ class RequestBudget:
         if context_tokens is not None:
             limits = replace(limits, context_window=context_tokens)
             source = LimitSource.SETTING
-        elif learned_context is not None and (
-            defaulted or learned_context < limits.context_window
-        ):
+        elif learned_context is not None and (defaulted or learned_context < limits.context_window):
             limits = replace(limits, context_window=learned_context)
             source = learned_source
         if output_tokens is not None:

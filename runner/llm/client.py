@@ -127,8 +127,10 @@ def describe_body(content_type: str, text: str, secrets: list[str]) -> str:
     prefix = " ".join(_UNPRINTABLE.sub(" ", text[: _PREFIX_CHARS * 4]).split())
     prefix = redact(prefix, secrets)
     cut = prefix[:_PREFIX_CHARS] + ("…" if len(prefix) > _PREFIX_CHARS else "")
-    return f"{content_type or 'no content type'}: {cut!r}" if cut else (
-        f"{content_type or 'no content type'}, empty body"
+    return (
+        f"{content_type or 'no content type'}: {cut!r}"
+        if cut
+        else (f"{content_type or 'no content type'}, empty body")
     )
 
 
@@ -264,9 +266,7 @@ class ResilientCaller:
                 self.breaker.before_call()
                 try:
                     async with asyncio.timeout(self.config.timeout_seconds):
-                        raw = await self.client.chat.completions.with_raw_response.create(
-                            **request
-                        )
+                        raw = await self.client.chat.completions.with_raw_response.create(**request)
                         response = checked_completion(raw, secrets)
                 except asyncio.CancelledError:
                     self.breaker.abandon()

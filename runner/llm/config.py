@@ -76,8 +76,12 @@ class LLMConfig:
             raise ValueError("token_safety_margin must be in [0, 1)")
         if self.timeout_seconds <= 0:
             raise ValueError("timeout_seconds must be positive")
-        for name in ("map_context_tokens", "map_output_tokens", "reduce_context_tokens",
-                     "reduce_output_tokens"):
+        for name in (
+            "map_context_tokens",
+            "map_output_tokens",
+            "reduce_context_tokens",
+            "reduce_output_tokens",
+        ):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ValueError(f"{name} must be positive")

@@ -153,7 +153,10 @@ def learn(endpoint: str, model: str, context_tokens: int, source: str) -> Learne
             _learned[key] = known
             logger.warning(
                 "LLM endpoint %s: model %s has a context of %d tokens (learned from %s)",
-                endpoint, model, context_tokens, source,
+                endpoint,
+                model,
+                context_tokens,
+                source,
             )
         return known
 

@@ -198,7 +198,9 @@ class TreeReducer:
             return ReduceInput(merged, first, last)
         # Check the partial digest now, so nothing invented travels up the tree.
         checked = validate_output(
-            partial, self.texts, min_overlap=self.min_overlap,
+            partial,
+            self.texts,
+            min_overlap=self.min_overlap,
             channel_name=self.window.channel_name,
         )
         if checked.rejections:

@@ -44,9 +44,7 @@ def render_known_items(known_items: list[KnownItem], limit: int) -> str:
     shown = shown_known_items(known_items, limit)
     if not shown:
         return ""
-    lines = [
-        f"{alias} {escape(item.kind)}: {escape(item.title)}" for alias, item in shown.items()
-    ]
+    lines = [f"{alias} {escape(item.kind)}: {escape(item.title)}" for alias, item in shown.items()]
     return "<known_items>\n" + "\n".join(lines) + "\n</known_items>\n"
 
 

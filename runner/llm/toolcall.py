@@ -249,8 +249,11 @@ class ToolCaller:
                     )
                 break  # the re-ask does not fit: report the first problem
             response = await self.send(
-                model=model, messages=conversation, tool=tools[0],
-                max_output_tokens=max_output_tokens, sent_tokens=checked.tokens,
+                model=model,
+                messages=conversation,
+                tool=tools[0],
+                max_output_tokens=max_output_tokens,
+                sent_tokens=checked.tokens,
             )
             verdict = judge_response(response, tool_name, max_output_tokens, model_type)
             if verdict.value is not None:
@@ -285,14 +288,19 @@ class ModelCall:
         # not DIGEST_REDUCE_OUTPUT_TOKENS.
         context = config.reduce_context_tokens if self.model == config.reduce_model else None
         return endpoint_budget(
-            config, self.model,
-            wanted_output_tokens=self.max_output_tokens, context_tokens=context, output_tokens=None,
+            config,
+            self.model,
+            wanted_output_tokens=self.max_output_tokens,
+            context_tokens=context,
+            output_tokens=None,
         )
 
     def tools(self, usage: ExtractionUsage) -> ToolCaller:
         return ToolCaller(
-            self.caller, usage,
-            temperature=self.temperature, max_tokens_param=self.max_tokens_param,
+            self.caller,
+            usage,
+            temperature=self.temperature,
+            max_tokens_param=self.max_tokens_param,
         )
 
     async def call_tool(
@@ -306,13 +314,21 @@ class ModelCall:
         `usage`. Raises MalformedOutput, RequestTooLarge, LLMCallError or CircuitOpen."""
         budget = self.budget()
         return await self.tools(usage).call(
-            model=self.model, messages=messages, tool_name=tool["function"]["name"],
-            model_type=model_type, max_output_tokens=budget.max_output_tokens,
-            input_budget=budget.input_tokens, tool=tool,
+            model=self.model,
+            messages=messages,
+            tool_name=tool["function"]["name"],
+            model_type=model_type,
+            max_output_tokens=budget.max_output_tokens,
+            input_budget=budget.input_tokens,
+            tool=tool,
         )
 
 
 __all__ = [
-    "MalformedOutput", "ModelCall", "RequestTooLarge", "ToolCaller", "is_function_call",
+    "MalformedOutput",
+    "ModelCall",
+    "RequestTooLarge",
+    "ToolCaller",
+    "is_function_call",
     "judge_response",
 ]

@@ -350,8 +350,10 @@ class _Window:
             message_id, start, end, quote = evidence.pointer
             try:
                 resolved = resolve_pointer(
-                    ContentPointer(message_id=message_id, char_start=start, char_end=end,
-                                   quote=quote), self.texts,
+                    ContentPointer(
+                        message_id=message_id, char_start=start, char_end=end, quote=quote
+                    ),
+                    self.texts,
                 )
             except PointerError:
                 return "pointer_unresolved"
@@ -419,8 +421,13 @@ def _question_change(item: _Item, window: _Window) -> StateChange | None:
             found = _marker(_WITHDRAWN, message.text)
             if found is not None and not _is_question(message.text):
                 evidence = window.evidence(message, _marker_span(message.text, found))
-                return StateChange(item.ref, "open", "dropped", evidence,
-                                   "the asker says it is solved or withdrawn")
+                return StateChange(
+                    item.ref,
+                    "open",
+                    "dropped",
+                    evidence,
+                    "the asker says it is solved or withdrawn",
+                )
             continue
         if not asker:
             continue  # nobody to tell an answer from the question's own follow-ups
@@ -439,8 +446,13 @@ def _question_change(item: _Item, window: _Window) -> StateChange | None:
         if not to_asker and len(item.tokens & window.tokens(message)) < MIN_ANSWER_WORDS:
             continue  # neither said to the asker nor about what was asked
         evidence = window.evidence(message, _answer_span(message.text))
-        return StateChange(item.ref, "open", "answered", evidence,
-                           f"answered by {message.author} in its conversation")
+        return StateChange(
+            item.ref,
+            "open",
+            "answered",
+            evidence,
+            f"answered by {message.author} in its conversation",
+        )
     return None
 
 
@@ -485,12 +497,18 @@ def _action_change(item: _Item, window: _Window) -> StateChange | None:
         ):
             evidence = window.evidence(message, _marker_span(message.text, done))
             how = "names the task" if names_task else "its owner, in its conversation"
-            return StateChange(item.ref, "open", "done", evidence,
-                               f"{message.author} says it is done ({how})")
+            return StateChange(
+                item.ref, "open", "done", evidence, f"{message.author} says it is done ({how})"
+            )
         if cancelled is not None and same_thread and (by_owner or names_task):
             evidence = window.evidence(message, _marker_span(message.text, cancelled))
-            return StateChange(item.ref, "open", "cancelled", evidence,
-                               f"{message.author} says it is not to be done")
+            return StateChange(
+                item.ref,
+                "open",
+                "cancelled",
+                evidence,
+                f"{message.author} says it is not to be done",
+            )
     return None
 
 
@@ -521,7 +539,8 @@ def _claim_evidence(new: _Item, window: _Window) -> Evidence | None:
         return None
     message = max(cited, key=lambda m: m.ts)
     return Evidence(
-        tuple(m.message_id for m in cited), message.ts,
+        tuple(m.message_id for m in cited),
+        message.ts,
         _pointer_of(message, anchor_span(new.text, message.text)),
     )
 
@@ -543,8 +562,11 @@ def _link_target(new: _Item, tracked: Sequence[_Item]) -> tuple[_Item, str] | No
         if set(old.message_ids) & set(new.message_ids):
             score, reason = 2.0 + overlap, "cites the same message"
         elif (
-            old.conversation_id is not None and old.conversation_id == new.conversation_id
-            and overlap >= THREAD_OVERLAP and shared >= 2 and new.kind != ItemKind.KNOWLEDGE
+            old.conversation_id is not None
+            and old.conversation_id == new.conversation_id
+            and overlap >= THREAD_OVERLAP
+            and shared >= 2
+            and new.kind != ItemKind.KNOWLEDGE
         ):
             score, reason = 1.0 + overlap, f"same conversation, {overlap:.0%} shared words"
         elif shared >= MIN_SHARED_WORDS and overlap >= (
@@ -567,8 +589,17 @@ def plan_items(
     window = _Window(messages)
     plan = MemoryPlan()
     old = [
-        _Item(t.id, t.kind, t.text, t.owner, t.conversation_id, t.said_at, t.message_ids,
-              _tokens(t.text), t.said_text)
+        _Item(
+            t.id,
+            t.kind,
+            t.text,
+            t.owner,
+            t.conversation_id,
+            t.said_at,
+            t.message_ids,
+            _tokens(t.text),
+            t.said_text,
+        )
         for t in tracked
     ]
     fresh: list[_Item] = []
@@ -578,8 +609,17 @@ def plan_items(
             continue  # cites nothing of this window: nothing to anchor it to
         conversation = window.conversation_of(new.message_ids, new.owner)
         first = window.by_id.get(new.message_ids[0]) if new.message_ids else None
-        item = _Item(new, new.kind, new.text, new.owner, conversation, said_at,
-                     new.message_ids, _tokens(new.text), first.text if first else "")
+        item = _Item(
+            new,
+            new.kind,
+            new.text,
+            new.owner,
+            conversation,
+            said_at,
+            new.message_ids,
+            _tokens(new.text),
+            first.text if first else "",
+        )
         target = _link_target(item, old)
         if target is not None:
             linked, reason = target
@@ -646,12 +686,24 @@ def _decision_changes(
             evidence = _claim_evidence(later, window) if how else None
             if how is None or evidence is None:
                 continue
-            where = "its conversation" if later.conversation_id == before.conversation_id else (
-                "its topic"
+            where = (
+                "its conversation"
+                if later.conversation_id == before.conversation_id
+                else ("its topic")
             )
-            changes.append((StateChange(before.ref, "in_force", how, evidence,
-                                        f"a later decision in {where}", related=later.ref),
-                            before.said_at))
+            changes.append(
+                (
+                    StateChange(
+                        before.ref,
+                        "in_force",
+                        how,
+                        evidence,
+                        f"a later decision in {where}",
+                        related=later.ref,
+                    ),
+                    before.said_at,
+                )
+            )
             break
     return changes
 
@@ -660,8 +712,9 @@ def _knowledge_changes(
     old: Sequence[_Item], fresh: Sequence[_Item], window: _Window
 ) -> list[tuple[StateChange, datetime]]:
     """Knowledge items superseded or in conflict, by the keys the new items name."""
-    by_key: dict[str, _Item] = {item_key(o.ref): o for o in old
-                                if o.kind == ItemKind.KNOWLEDGE and isinstance(o.ref, int)}
+    by_key: dict[str, _Item] = {
+        item_key(o.ref): o for o in old if o.kind == ItemKind.KNOWLEDGE and isinstance(o.ref, int)
+    }
     for item in fresh:
         if isinstance(item.ref, NewItem) and item.ref.key:
             by_key.setdefault(item.ref.key, item)
@@ -678,9 +731,17 @@ def _knowledge_changes(
             evidence = _knowledge_evidence(new, item, window)
             if evidence is None:
                 continue
-            reason = "a later item supersedes it" if status == "superseded" else "a later item contradicts it"
-            changes.append((StateChange(target.ref, "current", status, evidence, reason,
-                                        related=new), target.said_at - _SAME_TIME))
+            reason = (
+                "a later item supersedes it"
+                if status == "superseded"
+                else "a later item contradicts it"
+            )
+            changes.append(
+                (
+                    StateChange(target.ref, "current", status, evidence, reason, related=new),
+                    target.said_at - _SAME_TIME,
+                )
+            )
     return changes
 
 
@@ -689,4 +750,3 @@ def _knowledge_evidence(new: NewItem, item: _Item, window: _Window) -> Evidence 
         message = window.by_id[new.pointer_message_id]
         return Evidence((message.message_id,), message.ts, None)
     return _claim_evidence(item, window)
-

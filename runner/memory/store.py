@@ -41,8 +41,14 @@ MAX_TRACKED_ITEMS = 1000
 def tracked_item(row: ChannelItem, said_texts: dict[str, str]) -> TrackedItem:
     said = said_texts.get(row.message_ids[0], "") if row.message_ids else ""
     return TrackedItem(
-        row.id, ItemKind(row.kind), row.text, row.owner, row.conversation_id,
-        tuple(row.message_ids), row.said_at, said,
+        row.id,
+        ItemKind(row.kind),
+        row.text,
+        row.owner,
+        row.conversation_id,
+        tuple(row.message_ids),
+        row.said_at,
+        said,
     )
 
 
@@ -58,24 +64,42 @@ async def read_tracked_items(connection: asyncpg.Connection, channel_id: int) ->
 
 def new_items(digest: Digest) -> list[NewItem]:
     """The digest's items the channel tracks, in section order."""
-    items = [NewItem(ItemKind.QUESTION, i, q.text, q.asked_by, tuple(q.message_ids))
-             for i, q in enumerate(digest.open_questions)]
-    items += [NewItem(ItemKind.ACTION_ITEM, i, a.text, a.owner, tuple(a.message_ids))
-              for i, a in enumerate(digest.action_items)]
-    items += [NewItem(ItemKind.DECISION, i, d.text, None, tuple(d.message_ids))
-              for i, d in enumerate(digest.decisions)]
+    items = [
+        NewItem(ItemKind.QUESTION, i, q.text, q.asked_by, tuple(q.message_ids))
+        for i, q in enumerate(digest.open_questions)
+    ]
+    items += [
+        NewItem(ItemKind.ACTION_ITEM, i, a.text, a.owner, tuple(a.message_ids))
+        for i, a in enumerate(digest.action_items)
+    ]
+    items += [
+        NewItem(ItemKind.DECISION, i, d.text, None, tuple(d.message_ids))
+        for i, d in enumerate(digest.decisions)
+    ]
     for i, k in enumerate(digest.knowledge_items):
         pointed = k.content_pointer.message_id if k.content_pointer else None
         cited = tuple(dict.fromkeys([*k.message_ids, *([pointed] if pointed else [])]))
-        items.append(NewItem(
-            ItemKind.KNOWLEDGE, i, k.title, None, cited, k.key, k.supersedes_id,
-            k.conflicts_with_id, pointed,
-        ))
+        items.append(
+            NewItem(
+                ItemKind.KNOWLEDGE,
+                i,
+                k.title,
+                None,
+                cited,
+                k.key,
+                k.supersedes_id,
+                k.conflicts_with_id,
+                pointed,
+            )
+        )
     return items
 
 
 async def remember_items(
-    connection: asyncpg.Connection, digest_id: int, channel_id: int, digest: Digest,
+    connection: asyncpg.Connection,
+    digest_id: int,
+    channel_id: int,
+    digest: Digest,
     window: StoredWindow,
 ) -> MemoryPlan | None:
     """Link, create and change the channel's items for a stored digest (inside the caller's
@@ -88,13 +112,23 @@ async def remember_items(
     revision_read = {key.message_id: key.revision for key in window.keys}
     # A message edited while the digest ran is no evidence: its text is not the one read.
     messages = [
-        MemoryMessage(row.external_id, row.author, row.ts, row.normalized_text,
-                      row.conversation_id, row.reply_to)
-        for row in rows if revision_read.get(row.id) == row.revision
+        MemoryMessage(
+            row.external_id,
+            row.author,
+            row.ts,
+            row.normalized_text,
+            row.conversation_id,
+            row.reply_to,
+        )
+        for row in rows
+        if revision_read.get(row.id) == row.revision
     ]
     # Whom each open question was put to is in the message it was asked in.
-    asked = [row.message_ids[0] for row in tracked if row.kind == ItemKind.QUESTION.value
-             and row.message_ids]
+    asked = [
+        row.message_ids[0]
+        for row in tracked
+        if row.kind == ItemKind.QUESTION.value and row.message_ids
+    ]
     said_texts = {
         row.external_id: row.normalized_text
         for row in await channel_queries.messages_by_external_ids(connection, channel_id, asked)
@@ -102,7 +136,9 @@ async def remember_items(
     # Pure CPU (about 2 s for 100,000 messages and 1,000 open items): off the event loop, so
     # the job's heartbeat keeps its lease meanwhile.
     plan = await asyncio.to_thread(
-        plan_items, [tracked_item(row, said_texts) for row in tracked], new_items(digest),
+        plan_items,
+        [tracked_item(row, said_texts) for row in tracked],
+        new_items(digest),
         messages,
     )
     await _apply(connection, digest_id, channel_id, plan, window)
@@ -110,7 +146,10 @@ async def remember_items(
 
 
 async def _apply(
-    connection: asyncpg.Connection, digest_id: int, channel_id: int, plan: MemoryPlan,
+    connection: asyncpg.Connection,
+    digest_id: int,
+    channel_id: int,
+    plan: MemoryPlan,
     window: StoredWindow,
 ) -> None:
     digest_rows = {
@@ -123,20 +162,39 @@ async def _apply(
     for new in plan.created:
         item = new.new
         item_id = await item_queries.insert_channel_item(
-            connection, channel_id, item.kind.value, OPEN_STATUS[item.kind], item.text,
-            item.owner, new.conversation_id, list(item.message_ids), new.said_at, digest_id,
+            connection,
+            channel_id,
+            item.kind.value,
+            OPEN_STATUS[item.kind],
+            item.text,
+            item.owner,
+            new.conversation_id,
+            list(item.message_ids),
+            new.said_at,
+            digest_id,
         )
         created[(item.kind, item.position)] = item_id
         mentions.append((item_id, item))
         pointer = _pointer_columns(new.evidence.pointer if new.evidence else None, window)
-        events.append((
-            item_id, None, OPEN_STATUS[item.kind], new.said_at, list(item.message_ids),
-            *pointer, digest_id, None, "first said",
-        ))
+        events.append(
+            (
+                item_id,
+                None,
+                OPEN_STATUS[item.kind],
+                new.said_at,
+                list(item.message_ids),
+                *pointer,
+                digest_id,
+                None,
+                "first said",
+            )
+        )
     mentions += [(link.tracked, link.new) for link in plan.links]
     present = [(i, n) for i, n in mentions if (n.kind.value, n.position) in digest_rows]
     await item_queries.mention_channel_items(
-        connection, digest_id, [item_id for item_id, _ in present],
+        connection,
+        digest_id,
+        [item_id for item_id, _ in present],
         [digest_rows[(n.kind.value, n.position)] for _, n in present],
         [n.position for _, n in present],
     )
@@ -165,9 +223,7 @@ def _pointer_columns(
     if pointer is None:
         return (None, None, None, None, None)
     message_id, start, end, quote = pointer
-    return (
-        window.internal_ids[message_id], window.revisions.get(message_id, 1), start, end, quote
-    )
+    return (window.internal_ids[message_id], window.revisions.get(message_id, 1), start, end, quote)
 
 
 def _event_row(
@@ -175,6 +231,13 @@ def _event_row(
 ) -> tuple[Any, ...]:
     evidence = change.evidence
     return (
-        item_id, change.from_status, change.to_status, evidence.at, list(evidence.message_ids),
-        *_pointer_columns(evidence.pointer, window), digest_id, related, change.reason,
+        item_id,
+        change.from_status,
+        change.to_status,
+        evidence.at,
+        list(evidence.message_ids),
+        *_pointer_columns(evidence.pointer, window),
+        digest_id,
+        related,
+        change.reason,
     )

@@ -143,19 +143,28 @@ def message_evidence(messages: list[ChannelMessage], origin_index: int) -> list[
                 continue
             start, end = quotable
             source = MessageSource(
-                channel=message.channel, message_id=message.message_id,
-                revision=message.revision, author=message.author, ts=message.ts,
-                text=message.text, char_start=start, char_end=end, row_id=message.row_id,
+                channel=message.channel,
+                message_id=message.message_id,
+                revision=message.revision,
+                author=message.author,
+                ts=message.ts,
+                text=message.text,
+                char_start=start,
+                char_end=end,
+                row_id=message.row_id,
             )
             units.append(
-                Evidence(message.text[start:end], source, f"#{message.channel}", origin_index,
-                         len(units))
+                Evidence(
+                    message.text[start:end], source, f"#{message.channel}", origin_index, len(units)
+                )
             )
     return units
 
 
 def claim_evidence(
-    claims: list[DigestClaim], messages: list[ChannelMessage], origin_index: int,
+    claims: list[DigestClaim],
+    messages: list[ChannelMessage],
+    origin_index: int,
     first_positions: dict[str, int],
 ) -> list[Evidence]:
     """Units for a channel's digest claims: the claim's text, citing every message it rests on
@@ -174,9 +183,15 @@ def claim_evidence(
         seen.add(folded)
         sources = [
             MessageSource(
-                channel=m.channel, message_id=m.message_id, revision=m.revision, author=m.author,
-                ts=m.ts, text=m.text, char_start=0, char_end=cut_span(m.text, 0, len(m.text),
-                MAX_UNIT_CHARS)[1], row_id=m.row_id,
+                channel=m.channel,
+                message_id=m.message_id,
+                revision=m.revision,
+                author=m.author,
+                ts=m.ts,
+                text=m.text,
+                char_start=0,
+                char_end=cut_span(m.text, 0, len(m.text), MAX_UNIT_CHARS)[1],
+                row_id=m.row_id,
             )
             for m in cited
             if m.text.strip()
@@ -185,8 +200,15 @@ def claim_evidence(
             continue
         position = min(first_positions.get(m.message_id, 0) for m in cited)
         units.append(
-            Evidence(text, sources[0], f"#{cited[0].channel}", origin_index, position,
-                     kind=claim.kind, more_sources=tuple(sources[1:]))
+            Evidence(
+                text,
+                sources[0],
+                f"#{cited[0].channel}",
+                origin_index,
+                position,
+                kind=claim.kind,
+                more_sources=tuple(sources[1:]),
+            )
         )
     return units
 
@@ -209,9 +231,7 @@ def document_evidence(document: DocumentText, origin_index: int) -> list[Evidenc
             source = DocumentSource(
                 document.document_id, document.title, document.source_text_hash, locator, quote
             )
-            units.append(
-                Evidence(quote, source, document.title, origin_index, len(units), prose)
-            )
+            units.append(Evidence(quote, source, document.title, origin_index, len(units), prose))
     return units
 
 

@@ -87,6 +87,7 @@ class EvidenceFit:
 def priority_order(ranked: list[RankedEvidence]) -> list[RankedEvidence]:
     """Relevance first (the rank's prose-before-lists order and score), then recency; ties keep
     the rank's order."""
+
     def key(item: tuple[int, RankedEvidence]) -> tuple[bool, float, float, int]:
         index, ranked_unit = item
         source = ranked_unit.evidence.source
@@ -112,8 +113,14 @@ def cut_to_tokens(text: str, limit: int, counter: Callable[[str], int]) -> str:
 
 
 def _record(step: str, before: int, after: int, reason: str, **extra: Any) -> dict[str, Any]:
-    return {"phase": PHASE, "step": step, "original_tokens": before, "final_tokens": after,
-            "reason": reason, **extra}
+    return {
+        "phase": PHASE,
+        "step": step,
+        "original_tokens": before,
+        "final_tokens": after,
+        "reason": reason,
+        **extra,
+    }
 
 
 def _warning(code: str, message: str, item_ids: list[str] | None = None) -> dict[str, Any]:
@@ -149,17 +156,31 @@ def fit_evidence(
         left_out = units[max_units:]
         fit.units = units[:max_units]
         fit.dropped_content_ids += [content_id(u.evidence) for u in left_out]
-        fit.fidelity.append(_record("cap", original, fit.tokens, "unit_cap",
-                                    units_before=len(units), units_after=max_units))
-        fit.warnings.append(_warning(
-            "CONTENT_DROPPED", f"{len(left_out)} lower-ranked evidence units beyond the first "
-            f"{max_units} were not given to the model",
-        ))
+        fit.fidelity.append(
+            _record(
+                "cap",
+                original,
+                fit.tokens,
+                "unit_cap",
+                units_before=len(units),
+                units_after=max_units,
+            )
+        )
+        fit.warnings.append(
+            _warning(
+                "CONTENT_DROPPED",
+                f"{len(left_out)} lower-ranked evidence units beyond the first "
+                f"{max_units} were not given to the model",
+            )
+        )
     if budget_tokens < MIN_EVIDENCE_TOKENS:
-        fit.warnings.append(_warning(
-            "TOKEN_BUDGET_FLOORED", f"the evidence budget of {budget_tokens} tokens was raised "
-            f"to the minimum of {MIN_EVIDENCE_TOKENS}",
-        ))
+        fit.warnings.append(
+            _warning(
+                "TOKEN_BUDGET_FLOORED",
+                f"the evidence budget of {budget_tokens} tokens was raised "
+                f"to the minimum of {MIN_EVIDENCE_TOKENS}",
+            )
+        )
         fit.fidelity.append(_record("floor", budget_tokens, MIN_EVIDENCE_TOKENS, "budget_floor"))
         fit.budget_tokens = budget_tokens = MIN_EVIDENCE_TOKENS
     _truncate(fit, count)
@@ -168,9 +189,12 @@ def fit_evidence(
         fit.fidelity.append(_record("none", original, fit.tokens, "within_budget"))
     fit.estimated = estimated
     if estimated:
-        fit.warnings.append(_warning(
-            "TOKEN_COUNT_ESTIMATE_USED", "evidence tokens were estimated as characters / 4",
-        ))
+        fit.warnings.append(
+            _warning(
+                "TOKEN_COUNT_ESTIMATE_USED",
+                "evidence tokens were estimated as characters / 4",
+            )
+        )
     return fit
 
 
@@ -188,12 +212,17 @@ def _truncate(fit: EvidenceFit, count: Callable[[str], int]) -> None:
         fit.units[index] = FittedUnit(unit.evidence, text, count(text), truncated=True)
         cut.append(content_id(unit.evidence))
     if cut:
-        fit.fidelity.append(_record("truncate", before, fit.tokens, "budget_limit",
-                                    units_truncated=len(cut)))
-        fit.warnings.append(_warning(
-            "CONTENT_TRUNCATED", f"{len(cut)} evidence units were cut to "
-            f"{TRUNCATED_UNIT_TOKENS} tokens for the model", cut,
-        ))
+        fit.fidelity.append(
+            _record("truncate", before, fit.tokens, "budget_limit", units_truncated=len(cut))
+        )
+        fit.warnings.append(
+            _warning(
+                "CONTENT_TRUNCATED",
+                f"{len(cut)} evidence units were cut to "
+                f"{TRUNCATED_UNIT_TOKENS} tokens for the model",
+                cut,
+            )
+        )
 
 
 def _drop(fit: EvidenceFit) -> None:
@@ -204,9 +233,14 @@ def _drop(fit: EvidenceFit) -> None:
         dropped.append(content_id(fit.units.pop().evidence))
     if dropped:
         fit.dropped_content_ids += dropped
-        fit.fidelity.append(_record("drop", before, fit.tokens, "budget_limit",
-                                    units_dropped=len(dropped)))
-        fit.warnings.append(_warning(
-            "CONTENT_DROPPED", f"{len(dropped)} lowest-priority evidence units did not fit the "
-            f"model's budget of {fit.budget_tokens} evidence tokens", dropped,
-        ))
+        fit.fidelity.append(
+            _record("drop", before, fit.tokens, "budget_limit", units_dropped=len(dropped))
+        )
+        fit.warnings.append(
+            _warning(
+                "CONTENT_DROPPED",
+                f"{len(dropped)} lowest-priority evidence units did not fit the "
+                f"model's budget of {fit.budget_tokens} evidence tokens",
+                dropped,
+            )
+        )

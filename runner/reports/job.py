@@ -105,12 +105,16 @@ class ReportJobRunner:
         stats = context.stats
         writer = self.llm_writer.version if self.llm_writer else EXTRACTOR_VERSION
         cache_key = self._cache_key(question, inputs, writer)
-        stats.update({
-            "channels": len(inputs.channels), "documents": len(inputs.documents),
-            "messages": sum(len(messages) for messages in inputs.channels), "writer": writer,
-            "digest_claims": sum(len(claims) for claims in inputs.claims),
-            "messages_not_read": sum(w["messages_not_read"] for w in inputs.window_warnings),
-        })
+        stats.update(
+            {
+                "channels": len(inputs.channels),
+                "documents": len(inputs.documents),
+                "messages": sum(len(messages) for messages in inputs.channels),
+                "writer": writer,
+                "digest_claims": sum(len(claims) for claims in inputs.claims),
+                "messages_not_read": sum(w["messages_not_read"] for w in inputs.window_warnings),
+            }
+        )
         async with context.pool.acquire() as connection:
             cached = await report_queries.cached_report_id(connection, cache_key)
         if cached is not None:
@@ -123,9 +127,7 @@ class ReportJobRunner:
         if context.should_stop():
             raise Cancelled()
         async with context.pool.acquire() as connection:
-            await job_queries.update_progress(
-                connection, job.id, context.worker_id, "reduce", 0, 1
-            )
+            await job_queries.update_progress(connection, job.id, context.worker_id, "reduce", 0, 1)
         units = await asyncio.to_thread(
             gather_evidence, inputs.channels, inputs.documents, inputs.claims
         )
@@ -137,9 +139,13 @@ class ReportJobRunner:
             written = await asyncio.to_thread(self._write_offline, question, ranked, cache_key)
         if inputs.window_warnings:  # first: they say what every later step could not see
             written.warnings = [*inputs.window_warnings, *written.warnings]
-            written.fidelity = {**written.fidelity, "warnings": [
-                *inputs.window_warnings, *written.fidelity.get("warnings", []),
-            ]}
+            written.fidelity = {
+                **written.fidelity,
+                "warnings": [
+                    *inputs.window_warnings,
+                    *written.fidelity.get("warnings", []),
+                ],
+            }
         stats.update(written.audit.as_json())
         stats.pop("problems", None)
         if context.should_stop():
@@ -149,9 +155,11 @@ class ReportJobRunner:
 
     def _cache_key(self, question: str, inputs: ReportInputs, writer: str) -> str:
         return report_cache_key(
-            question, inputs.revisions,
+            question,
+            inputs.revisions,
             [(int(t.document_id), t.source_text_hash) for t in inputs.documents],
-            {"min_overlap": self.min_overlap, "max_messages": self.max_messages}, writer,
+            {"min_overlap": self.min_overlap, "max_messages": self.max_messages},
+            writer,
             inputs.digests,
         )
 
@@ -164,8 +172,13 @@ class ReportJobRunner:
         return Written(report, audit, EXTRACTOR_VERSION, cache_key)
 
     async def _write_llm(
-        self, job: DigestJob, question: str, ranked: list[RankedEvidence],
-        inputs: ReportInputs, cache_key: str, stats: dict[str, Any],
+        self,
+        job: DigestJob,
+        question: str,
+        ranked: list[RankedEvidence],
+        inputs: ReportInputs,
+        cache_key: str,
+        stats: dict[str, Any],
     ) -> Written:
         """The LLM report, or the extractive one (PARTIAL, warned) when the model fails."""
         assert self.llm_writer is not None
@@ -176,24 +189,39 @@ class ReportJobRunner:
             key = self._cache_key(question, inputs, EXTRACTOR_VERSION)
             written = await asyncio.to_thread(self._write_offline, question, ranked, key)
             written.status = JobStatus.PARTIAL
-            written.warnings.append({"code": "llm_writer_failed", "message": (
-                f"the report model failed ({type(error).__name__}: {str(error)[:200]}); the "
-                "offline extractive report was written instead"
-            )})
+            written.warnings.append(
+                {
+                    "code": "llm_writer_failed",
+                    "message": (
+                        f"the report model failed ({type(error).__name__}: {str(error)[:200]}); the "
+                        "offline extractive report was written instead"
+                    ),
+                }
+            )
             written.fidelity = {**written.fidelity, "warnings": list(written.warnings)}
             return written
         usage = run.usage
-        stats.update({
-            "llm_calls": usage.llm_calls, "prompt_tokens": usage.prompt_tokens,
-            "completion_tokens": usage.completion_tokens, "cached_tokens": usage.cached_tokens,
-            "evidence_given": len(run.fit.units), "evidence_tokens": run.fit.tokens,
-            "evidence_dropped": len(run.fit.dropped_content_ids),
-        })
+        stats.update(
+            {
+                "llm_calls": usage.llm_calls,
+                "prompt_tokens": usage.prompt_tokens,
+                "completion_tokens": usage.completion_tokens,
+                "cached_tokens": usage.cached_tokens,
+                "evidence_given": len(run.fit.units),
+                "evidence_tokens": run.fit.tokens,
+                "evidence_dropped": len(run.fit.dropped_content_ids),
+            }
+        )
         warnings = [*run.fit.warnings, *run.warnings]
         status = JobStatus.PARTIAL if run.warnings else JobStatus.SUCCEEDED
         return Written(
-            run.report, run.audit, self.llm_writer.version, cache_key, status,
-            {**run.fit.as_json(), "warnings": warnings}, warnings,
+            run.report,
+            run.audit,
+            self.llm_writer.version,
+            cache_key,
+            status,
+            {**run.fit.as_json(), "warnings": warnings},
+            warnings,
         )
 
     async def _read(self, options: ReportOptions, context: JobContext) -> ReportInputs:
@@ -222,21 +250,32 @@ class ReportJobRunner:
                         connection, channel_id, rows[0], since
                     )
                     if left_out is not None:
-                        window_warnings.append(window_cap_warning(
-                            channel_id, channel.name, rows, left_out, self.max_messages
-                        ))
-                channels.append([
-                    ChannelMessage(channel.name, row.external_id, row.revision, row.author,
-                                   row.ts, row.normalized_text, row.id)
-                    for row in rows
-                ])
+                        window_warnings.append(
+                            window_cap_warning(
+                                channel_id, channel.name, rows, left_out, self.max_messages
+                            )
+                        )
+                channels.append(
+                    [
+                        ChannelMessage(
+                            channel.name,
+                            row.external_id,
+                            row.revision,
+                            row.author,
+                            row.ts,
+                            row.normalized_text,
+                            row.id,
+                        )
+                        for row in rows
+                    ]
+                )
                 revisions.append((channel_id, [(row.id, row.revision) for row in rows]))
                 items = await report_queries.report_digest_items(
                     connection, channel_id, since, until
                 )
-                claims.append([
-                    DigestClaim(item.kind, item.text, tuple(item.message_ids)) for item in items
-                ])
+                claims.append(
+                    [DigestClaim(item.kind, item.text, tuple(item.message_ids)) for item in items]
+                )
                 digests.append((channel_id, sorted({item.digest_id for item in items})))
         texts: list[DocumentText] = []
         for document_id in document_ids:
@@ -244,10 +283,15 @@ class ReportJobRunner:
             if row is None:
                 raise FailNow("source_gone", f"document {document_id} no longer exists")
             document = CanonicalDocument.from_record(document_queries.document_record(row))
-            texts.append(DocumentText(
-                str(row.id), document.title or f"document {row.id}", document.canonical_text,
-                document.source_text_hash, document.page_spans,
-            ))
+            texts.append(
+                DocumentText(
+                    str(row.id),
+                    document.title or f"document {row.id}",
+                    document.canonical_text,
+                    document.source_text_hash,
+                    document.page_spans,
+                )
+            )
         return ReportInputs(channels, claims, texts, revisions, digests, window_warnings)
 
     async def _store(
@@ -272,19 +316,26 @@ class ReportJobRunner:
             {"code": f"sentence_dropped:{reason}", "message": f"{count} sentence(s) dropped"}
             for reason, count in sorted(audit.reasons.items())
         ]
-        warnings += [
-            {"code": w["code"], "message": w["message"]} for w in written.warnings
-        ]
+        warnings += [{"code": w["code"], "message": w["message"]} for w in written.warnings]
         async with context.pool.acquire() as connection, connection.transaction():
             report_id = await report_queries.insert_report(connection, job.id, values)
             end = Finished(written.status, report_id=report_id, warnings=warnings)
             await finish(connection, job.id, context.worker_id, end, context.stats)
-        logger.info("report.stored job_id=%s report_id=%s writer=%s sentences=%s sources=%s",
-                    job.id, report_id, written.writer, audit.kept, audit.sources)
+        logger.info(
+            "report.stored job_id=%s report_id=%s writer=%s sentences=%s sources=%s",
+            job.id,
+            report_id,
+            written.writer,
+            audit.kept,
+            audit.sources,
+        )
 
 
 def window_cap_warning(
-    channel_id: int, channel_name: str, read: list[WindowMessageRow], left_out: MessageRange,
+    channel_id: int,
+    channel_name: str,
+    read: list[WindowMessageRow],
+    left_out: MessageRange,
     cap: int,
 ) -> dict[str, Any]:
     """The `window_cap` warning of a channel read up to the cap: which channel, how many older
@@ -293,10 +344,15 @@ def window_cap_warning(
     first, last = read[0].ts.isoformat(), read[-1].ts.isoformat()
     skipped_from, skipped_to = left_out.first_at.isoformat(), left_out.last_at.isoformat()
     return {
-        "code": "window_cap", "phase": "read", "channel_id": channel_id,
-        "messages_read": len(read), "messages_not_read": left_out.message_count,
-        "read_from": first, "read_to": last,
-        "not_read_from": skipped_from, "not_read_to": skipped_to,
+        "code": "window_cap",
+        "phase": "read",
+        "channel_id": channel_id,
+        "messages_read": len(read),
+        "messages_not_read": left_out.message_count,
+        "read_from": first,
+        "read_to": last,
+        "not_read_from": skipped_from,
+        "not_read_to": skipped_to,
         "message": (
             f"channel {channel_id} ({name!r}): {left_out.message_count:,} older messages, "
             f"{skipped_from} to {skipped_to}, were not read; a report reads at most {cap:,} "
@@ -304,5 +360,3 @@ def window_cap_warning(
             f"from {first} to {last}. Narrow since/until to read the others."
         ),
     }
-
-

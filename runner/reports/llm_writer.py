@@ -90,14 +90,16 @@ class WrittenReport(StrictModel):
 def _report_tool_json() -> str:
     # Generated once (a schema takes milliseconds to build, and every request sends it), in the
     # compact form the chat extractor's tools use (`runner.core.contract.model_schema`).
-    return json.dumps({
-        "type": "function",
-        "function": {
-            "name": REPORT_TOOL,
-            "description": "Report the answer to the question, every sentence citing sources.",
-            "parameters": model_schema(WrittenReport),
-        },
-    })
+    return json.dumps(
+        {
+            "type": "function",
+            "function": {
+                "name": REPORT_TOOL,
+                "description": "Report the answer to the question, every sentence citing sources.",
+                "parameters": model_schema(WrittenReport),
+            },
+        }
+    )
 
 
 def report_tool_schema() -> dict[str, Any]:
@@ -115,8 +117,10 @@ def _attributes(unit: FittedUnit) -> str:
     # A digest's claim (a decision, an open question, ...) says which kind it is.
     kind = "" if unit.evidence.kind == "sentence" else f" kind={quoteattr(unit.evidence.kind)}"
     if isinstance(source, MessageSource):
-        return (f"channel={quoteattr(source.channel)} author={quoteattr(source.author)} "
-                f"time={quoteattr(source.ts.isoformat())}{kind}")
+        return (
+            f"channel={quoteattr(source.channel)} author={quoteattr(source.author)} "
+            f"time={quoteattr(source.ts.isoformat())}{kind}"
+        )
     return f"document={quoteattr(source.title)} locator={quoteattr(source.locator)}{kind}"
 
 
@@ -180,8 +184,10 @@ def reask_text(written: WrittenReport, failures: list[SentenceFailure]) -> str:
         if len(shown) > _SHOWN_SENTENCE_CHARS:
             shown = shown[:_SHOWN_SENTENCE_CHARS] + "…"
         ids = ", ".join(failure.ids) or "none"
-        lines.append(f"- sentence {failure.index} ({shown!r}): {failure.code}, ids: {ids}; it "
-                     f"{_EXPLAIN[failure.code]}")
+        lines.append(
+            f"- sentence {failure.index} ({shown!r}): {failure.code}, ids: {ids}; it "
+            f"{_EXPLAIN[failure.code]}"
+        )
     return (
         "Citation audit errors:\n" + "\n".join(lines) + "\n"
         f"Call `{REPORT_TOOL}` again with the whole corrected report: cite only ids of the "
@@ -286,23 +292,44 @@ class LLMReportWriter:
         run_warnings: list[dict[str, Any]] = []
         re_asked = len(failures)
         if failures:
-            logger.info("report.re_ask sentences=%d codes=%s", len(failures),
-                        ",".join(sorted({f.code for f in failures})))
+            logger.info(
+                "report.re_ask sentences=%d codes=%s",
+                len(failures),
+                ",".join(sorted({f.code for f in failures})),
+            )
             followup: list[dict[str, Any]] = [
-                {"role": "assistant", "content": None, "tool_calls": [{
-                    "id": "call_report", "type": "function",
-                    "function": {"name": REPORT_TOOL, "arguments": written.model_dump_json()},
-                }]},
-                {"role": "tool", "tool_call_id": "call_report",
-                 "content": reask_text(written, failures)},
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": "call_report",
+                            "type": "function",
+                            "function": {
+                                "name": REPORT_TOOL,
+                                "arguments": written.model_dump_json(),
+                            },
+                        }
+                    ],
+                },
+                {
+                    "role": "tool",
+                    "tool_call_id": "call_report",
+                    "content": reask_text(written, failures),
+                },
             ]
             try:
                 written = await self.call([*messages, *followup], usage)
             except LLMError as error:
                 logger.warning("report.re_ask_failed error=%s", type(error).__name__)
-                run_warnings.append({"code": "re_ask_failed", "message": (
-                    f"the re-ask failed ({type(error).__name__}); the first answer was audited"
-                )})
+                run_warnings.append(
+                    {
+                        "code": "re_ask_failed",
+                        "message": (
+                            f"the re-ask failed ({type(error).__name__}); the first answer was audited"
+                        ),
+                    }
+                )
         draft, unknown = to_report(question, written, sources)
         report, audit = accept_sentences(draft, self.min_overlap)
         audit.proposed += sum(unknown.values())
@@ -310,4 +337,3 @@ class LLMReportWriter:
         audit.re_asked = re_asked
         report = Report(report.question, checked_title(report, self.min_overlap), report.sections)
         return LLMReportRun(fit, draft, report, audit, usage, run_warnings)
-

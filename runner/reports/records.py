@@ -22,16 +22,26 @@ from runner.reports.sources import DocumentSource, MessageSource, ReportSource
 def source_json(identifier: str, source: ReportSource) -> dict[str, Any]:
     if isinstance(source, MessageSource):
         return {
-            "id": identifier, "kind": "message", "quote": source.quote,
-            "channel": source.channel, "message_id": source.row_id,
-            "external_id": source.message_id, "revision": source.revision,
-            "author": source.author, "ts": source.ts.isoformat(),
-            "char_start": source.char_start, "char_end": source.char_end,
+            "id": identifier,
+            "kind": "message",
+            "quote": source.quote,
+            "channel": source.channel,
+            "message_id": source.row_id,
+            "external_id": source.message_id,
+            "revision": source.revision,
+            "author": source.author,
+            "ts": source.ts.isoformat(),
+            "char_start": source.char_start,
+            "char_end": source.char_end,
         }
     return {
-        "id": identifier, "kind": "document", "quote": source.quote,
-        "document_id": source.document_id, "title": source.title,
-        "source_text_hash": source.source_text_hash, "locator": source.locator,
+        "id": identifier,
+        "kind": "document",
+        "quote": source.quote,
+        "document_id": source.document_id,
+        "title": source.title,
+        "source_text_hash": source.source_text_hash,
+        "locator": source.locator,
     }
 
 
@@ -62,15 +72,23 @@ def report_json(report: Report) -> tuple[list[dict[str, Any]], list[dict[str, An
 def _source(entry: dict[str, Any], message_texts: dict[tuple[int, int], str]) -> ReportSource:
     if entry["kind"] == "document":
         return DocumentSource(
-            str(entry["document_id"]), str(entry["title"]), str(entry["source_text_hash"]),
-            str(entry["locator"]), str(entry["quote"]),
+            str(entry["document_id"]),
+            str(entry["title"]),
+            str(entry["source_text_hash"]),
+            str(entry["locator"]),
+            str(entry["quote"]),
         )
     row, revision = int(entry["message_id"]), int(entry["revision"])
     return MessageSource(
-        channel=str(entry["channel"]), message_id=str(entry["external_id"]), revision=revision,
-        author=str(entry["author"]), ts=datetime.fromisoformat(entry["ts"]),
-        text=message_texts[(row, revision)], char_start=int(entry["char_start"]),
-        char_end=int(entry["char_end"]), row_id=row,
+        channel=str(entry["channel"]),
+        message_id=str(entry["external_id"]),
+        revision=revision,
+        author=str(entry["author"]),
+        ts=datetime.fromisoformat(entry["ts"]),
+        text=message_texts[(row, revision)],
+        char_start=int(entry["char_start"]),
+        char_end=int(entry["char_end"]),
+        row_id=row,
     )
 
 

@@ -73,7 +73,7 @@ class DocumentSource:
 
     def footnote_text(self) -> str:
         return (
-            f'{escape_inline(self.title)}, {escape_inline(self.locator)}, '
+            f"{escape_inline(self.title)}, {escape_inline(self.locator)}, "
             f'"{escape_inline(self.quote)}" (document {escape_inline(self.document_id)})'
         )
 

@@ -94,7 +94,8 @@ def parse_schedule(cron: str, timezone_name: str) -> CronSchedule:
         raise InvalidSchedule("timezone", _not_a_zone(name))
     if not name or len(name) > MAX_TIMEZONE_CHARS or name not in _zone_names():
         raise InvalidSchedule(
-            "timezone", f"{name[:MAX_TIMEZONE_CHARS]!r} is not an IANA time zone name such as "
+            "timezone",
+            f"{name[:MAX_TIMEZONE_CHARS]!r} is not an IANA time zone name such as "
             "'Europe/Berlin' or 'UTC'",
         )
     schedule = CronSchedule(expression, name)
@@ -113,11 +114,14 @@ def check_min_interval(schedule: CronSchedule, minimum: timedelta, start: dateti
         except InvalidSchedule:  # no slot left within cronsim's horizon
             return
         if previous is not None and slot - previous < minimum:
-            raise InvalidSchedule("cron", (
-                f"{schedule.cron!r} has slots {_duration(slot - previous)} apart (at "
-                f"{previous.isoformat()} and {slot.isoformat()}); a schedule may fire at most "
-                f"every {_duration(minimum)} (DIGESTD_SCHEDULE_MIN_INTERVAL_SECONDS)"
-            ))
+            raise InvalidSchedule(
+                "cron",
+                (
+                    f"{schedule.cron!r} has slots {_duration(slot - previous)} apart (at "
+                    f"{previous.isoformat()} and {slot.isoformat()}); a schedule may fire at most "
+                    f"every {_duration(minimum)} (DIGESTD_SCHEDULE_MIN_INTERVAL_SECONDS)"
+                ),
+            )
         previous = moment = slot
 
 

@@ -60,7 +60,10 @@ class TooManySchedules(TriggerRefused):
 
 
 async def create_schedule(
-    connection: asyncpg.Connection, channel_id: int, cron: str, timezone: str,
+    connection: asyncpg.Connection,
+    channel_id: int,
+    cron: str,
+    timezone: str,
     limits: ScheduleLimits = ScheduleLimits(),
 ) -> Schedule:
     """A schedule digesting the channel at each slot of `cron` in `timezone`, first due at the
@@ -77,7 +80,10 @@ async def create_schedule(
         # The channel row locked: two creates at once cannot both pass the count below.
         if not await schedule_queries.lock_channel_for_schedules(connection, channel_id):
             raise SubjectNotFound(f"no channel with id {channel_id}")
-        if await schedule_queries.channel_schedule_count(connection, channel_id) >= limits.per_channel:
+        if (
+            await schedule_queries.channel_schedule_count(connection, channel_id)
+            >= limits.per_channel
+        ):
             raise TooManySchedules(channel_id, limits.per_channel)
         now = await schedule_queries.database_now(connection)
         return await schedule_queries.insert_schedule(
@@ -94,13 +100,17 @@ async def resume_schedule(connection: asyncpg.Connection, schedule_id: int) -> S
     """Resume it (idempotent), due at its first slot after now: the slots that passed while it
     was paused are not caught up (that is what pausing asked for)."""
     async with connection.transaction():
-        row = _found(await schedule_queries.schedule_for_update(connection, schedule_id), schedule_id)
+        row = _found(
+            await schedule_queries.schedule_for_update(connection, schedule_id), schedule_id
+        )
         try:
             spec = parse_schedule(row.cron, row.timezone)
         except InvalidSchedule as invalid:  # its zone left the system's zone data
             raise ScheduleRefused(invalid) from None
         now = await schedule_queries.database_now(connection)
-        resumed = await schedule_queries.resume_schedule(connection, schedule_id, spec.next_after(now))
+        resumed = await schedule_queries.resume_schedule(
+            connection, schedule_id, spec.next_after(now)
+        )
         return _found(resumed, schedule_id)
 
 

@@ -72,7 +72,9 @@ async def fire_due_schedules(
         for due in await schedule_queries.due_schedules(connection, limit):
             try:
                 next_run_at = earliest_next_slot(
-                    CronSchedule(due.cron, due.timezone), due.next_run_at, due.database_now,
+                    CronSchedule(due.cron, due.timezone),
+                    due.next_run_at,
+                    due.database_now,
                     limits.min_interval,
                 )
             except InvalidSchedule as invalid:
@@ -145,12 +147,17 @@ class ScheduleTicker:
             self._backoff.reset()
             for firing in fired:
                 if firing.job_id is None:  # a quiet channel's every slot: not worth a line
-                    logger.debug("schedule %s skipped %s: no new messages",
-                                 firing.schedule_id, firing.slot.isoformat())
+                    logger.debug(
+                        "schedule %s skipped %s: no new messages",
+                        firing.schedule_id,
+                        firing.slot.isoformat(),
+                    )
                     continue
                 logger.info(
-                    "schedule %s fired for %s: job %s %s; next at %s", firing.schedule_id,
-                    firing.slot.isoformat(), firing.job_id,
+                    "schedule %s fired for %s: job %s %s; next at %s",
+                    firing.schedule_id,
+                    firing.slot.isoformat(),
+                    firing.job_id,
                     "queued" if firing.job_created else "already active",
                     firing.next_run_at.isoformat(),
                 )

@@ -24,7 +24,9 @@ def first_argument(maximum: int, count_field: str) -> Any:
 def capped(rows: list[Row], first: int, maximum: int, argument: str = "first") -> list[Row]:
     """The first `first` rows; a size outside 1..maximum is the client's mistake."""
     if not 1 <= first <= maximum:
-        raise client_error(f"{argument} must be between 1 and {maximum}", PAGE_SIZE, argument=argument)
+        raise client_error(
+            f"{argument} must be between 1 and {maximum}", PAGE_SIZE, argument=argument
+        )
     return rows[:first]
 
 

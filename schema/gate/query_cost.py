@@ -48,13 +48,15 @@ CHARS_PER_COST = 4_000
 # Fields holding a message's text or one revision of it: up to DIGESTD_MAX_MESSAGE_CHARS each
 # (200,000 by default: 50 units). Nine aliases of `messages(first: 100) { nodes { text
 # normalizedText } }` (351 MB of text at 195,000 characters a message) cost 90,909.
-MESSAGE_TEXT_FIELDS: frozenset[tuple[str, str]] = frozenset({
-    ("Message", "text"),
-    ("Message", "normalizedText"),
-    ("Pointer", "revisionText"),
-    ("Citation", "revisionText"),
-    ("ReportSource", "revisionText"),
-})
+MESSAGE_TEXT_FIELDS: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("Message", "text"),
+        ("Message", "normalizedText"),
+        ("Pointer", "revisionText"),
+        ("Citation", "revisionText"),
+        ("ReportSource", "revisionText"),
+    }
+)
 # Other large texts, by (type, field). A document's canonical text can be 10 MB: a query may ask
 # for at most 3 of them. A stored payload is weighed as 10 ordinary fields.
 FIXED_WEIGHTS: Mapping[tuple[str, str], int] = {
@@ -65,7 +67,9 @@ DEFAULT_MAX_MESSAGE_CHARS = 200_000
 
 
 @lru_cache(maxsize=8)
-def field_weights(max_message_chars: int = DEFAULT_MAX_MESSAGE_CHARS) -> Mapping[tuple[str, str], int]:
+def field_weights(
+    max_message_chars: int = DEFAULT_MAX_MESSAGE_CHARS,
+) -> Mapping[tuple[str, str], int]:
     """Every weighed field's weight, a message text's from the largest message allowed."""
     message_text = max(1, -(-max_message_chars // CHARS_PER_COST))
     return {**FIXED_WEIGHTS, **dict.fromkeys(MESSAGE_TEXT_FIELDS, message_text)}
@@ -88,7 +92,10 @@ class _Estimator:
         self.fragment_costs: dict[str, int] = {}
 
     def selection_set(
-        self, parent: GraphQLNamedType | None, selections: SelectionSetNode, visiting: frozenset[str]
+        self,
+        parent: GraphQLNamedType | None,
+        selections: SelectionSetNode,
+        visiting: frozenset[str],
     ) -> int:
         total = 0
         for selection in selections.selections:
@@ -113,7 +120,9 @@ class _Estimator:
         self.fragment_costs[name] = cost
         return cost
 
-    def field(self, parent: GraphQLNamedType | None, node: FieldNode, visiting: frozenset[str]) -> int:
+    def field(
+        self, parent: GraphQLNamedType | None, node: FieldNode, visiting: frozenset[str]
+    ) -> int:
         name = node.name.value
         fields: dict[str, Any] | None = (
             parent.fields if isinstance(parent, GraphQLObjectType | GraphQLInterfaceType) else None
@@ -125,12 +134,18 @@ class _Estimator:
         if node.selection_set is None:
             # A list of scalars given a `first` (a bounded list of ids) weighs each of its rows.
             bounded = "first" in definition.args
-            return own * self.rows(fields, node, definition.type, definition.args) if bounded else own
+            return (
+                own * self.rows(fields, node, definition.type, definition.args) if bounded else own
+            )
         below = self.selection_set(get_named_type(definition.type), node.selection_set, visiting)
         return own + self.rows(fields, node, definition.type, definition.args) * below
 
     def rows(
-        self, siblings: Mapping[str, Any], node: FieldNode, output: GraphQLOutputType, args: Mapping[str, Any]
+        self,
+        siblings: Mapping[str, Any],
+        node: FieldNode,
+        output: GraphQLOutputType,
+        args: Mapping[str, Any],
     ) -> int:
         """How many rows the field can return: its `first` or `last` (the argument's default if
         it has neither, else DEFAULT_PAGE_ROWS), the length of `nodes(ids:)`, or LIST_ROWS for a
@@ -180,5 +195,7 @@ def query_cost(
 ) -> int:
     """The estimated cost of the operation whose root selections are given (`weights`: those of
     field_weights() with the largest message allowed; the default's when not given)."""
-    estimator = _Estimator(schema, fragments, variables, weights if weights is not None else field_weights())
+    estimator = _Estimator(
+        schema, fragments, variables, weights if weights is not None else field_weights()
+    )
     return estimator.selection_set(root, selections, frozenset())

@@ -110,7 +110,9 @@ def parse_document(query: str) -> DocumentNode:
     return parse(query, max_tokens=MAX_TOKENS)
 
 
-def admit(schema: GraphQLSchema, request: GraphQLRequest, role: Role, limits: GateLimits) -> DocumentNode:
+def admit(
+    schema: GraphQLSchema, request: GraphQLRequest, role: Role, limits: GateLimits
+) -> DocumentNode:
     """The parsed document of an acceptable request; raises Refused otherwise."""
     if len(request.query) > MAX_QUERY_CHARS:
         raise _refuse(f"the query text is over {MAX_QUERY_CHARS} characters", BAD_REQUEST, 400)
@@ -124,7 +126,8 @@ def admit(schema: GraphQLSchema, request: GraphQLRequest, role: Role, limits: Ga
     operation = get_operation_ast(document, request.operation_name)
     if operation is None:
         reason = (
-            f"no operation named {request.operation_name[:100]!r}" if request.operation_name
+            f"no operation named {request.operation_name[:100]!r}"
+            if request.operation_name
             else "the document has several operations: give operationName"
         )
         raise _refuse(f"cannot tell which operation to run: {reason}", BAD_REQUEST, 400)
@@ -149,10 +152,14 @@ def admit(schema: GraphQLSchema, request: GraphQLRequest, role: Role, limits: Ga
         )
     elif operation.operation is not OperationType.QUERY:
         if request.method == "GET":
-            raise _refuse(f"{operation.operation.value}s are not allowed over GET: use POST", BAD_REQUEST, 400)
+            raise _refuse(
+                f"{operation.operation.value}s are not allowed over GET: use POST", BAD_REQUEST, 400
+            )
         if role is not Role.WRITER:
             raise _refuse(WRITER_MESSAGE, FORBIDDEN)
-    fragments = {d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)}
+    fragments = {
+        d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)
+    }
     roots = list(_root_fields(operation.selection_set, fragments, frozenset()))
     ingests = [f for f in roots if f.name.value in INGEST_FIELDS]
     is_ingest = operation.operation is OperationType.MUTATION and bool(ingests)
@@ -161,7 +168,8 @@ def admit(schema: GraphQLSchema, request: GraphQLRequest, role: Role, limits: Ga
         raise _refuse(
             f"request body of {request.body_bytes} bytes is over {cap} bytes for this operation "
             f"(only ingestMessages and ingestDocument may send up to {limits.max_ingest_body_bytes})",
-            REQUEST_TOO_LARGE, 413,
+            REQUEST_TOO_LARGE,
+            413,
         )
     messages = sum(_message_count(f, request.variables) for f in ingests)
     if messages > limits.max_ingest_messages:
@@ -180,7 +188,9 @@ def admit(schema: GraphQLSchema, request: GraphQLRequest, role: Role, limits: Ga
     if root_type is not None:
         try:
             weights = field_weights(limits.max_message_chars)
-            cost = query_cost(schema, root_type, operation.selection_set, fragments, request.variables, weights)
+            cost = query_cost(
+                schema, root_type, operation.selection_set, fragments, request.variables, weights
+            )
         except RecursionError:
             raise _refuse("the query is nested too deeply", VALIDATION) from None
         if cost > limits.max_query_cost:
@@ -188,7 +198,9 @@ def admit(schema: GraphQLSchema, request: GraphQLRequest, role: Role, limits: Ga
                 f"the query would cost {cost}, over the limit of {limits.max_query_cost}: ask for "
                 "smaller pages, fewer aliases or fewer large texts (message texts, canonicalText) per "
                 "request",
-                TOO_COMPLEX, cost=cost, maxCost=limits.max_query_cost,
+                TOO_COMPLEX,
+                cost=cost,
+                maxCost=limits.max_query_cost,
             )
     return document
 
@@ -239,11 +251,14 @@ class _Survey(Visitor):
         owner = f"Field '{parent.name.value}'" if isinstance(parent, FieldNode) else "The operation"
         self.empty_selection = GraphQLError(
             f"{owner} has an empty selection set: select at least one field",
-            nodes=node, extensions={"code": VALIDATION},
+            nodes=node,
+            extensions={"code": VALIDATION},
         )
         return BREAK
 
-    def enter_argument(self, node: ArgumentNode, key: Any, parent: Any, path: Any, ancestors: list[Node]) -> Any:
+    def enter_argument(
+        self, node: ArgumentNode, key: Any, parent: Any, path: Any, ancestors: list[Node]
+    ) -> Any:
         owner = next((a for a in reversed(ancestors) if isinstance(a, FieldNode)), None)
         owner_name = owner.name.value if owner is not None else "directive"
         repaired = (owner_name, node.name.value) == REPAIRED_ARGUMENT

@@ -96,5 +96,6 @@ class BudgetedExecutor(StrawberryGraphQLCoreExecutionContext):
         # more database reads). The null is never shown: the partial data is dropped.
         if self.response_budget is not None and self.response_budget.exhausted:
             return None
-        return super().execute_field(parent_type, source, field_details_list, path, position_context)
-
+        return super().execute_field(
+            parent_type, source, field_details_list, path, position_context
+        )

@@ -39,7 +39,9 @@ def validation_cache(maxsize: int) -> type[SchemaExtension]:
     """An extension class validating each distinct (text, rules) once, `maxsize` remembered."""
 
     @lru_cache(maxsize=maxsize)
-    def validated(schema: GraphQLSchema, document: _Document, rules: tuple[Any, ...]) -> list[GraphQLError]:
+    def validated(
+        schema: GraphQLSchema, document: _Document, rules: tuple[Any, ...]
+    ) -> list[GraphQLError]:
         # Strawberry's validation: the rules given plus its own (maybe-null, one-of inputs).
         return validate_document(schema, document.document, rules)
 

@@ -80,7 +80,9 @@ async def canonical_document(source: DocumentInput, info: Info[Context, None]) -
         raise ValueError(f"title {problem}")
     if source.url:
         return await ingest_url(
-            source.url.strip(), policy=info.context.config.fetch_policy, title=title,
+            source.url.strip(),
+            policy=info.context.config.fetch_policy,
+            title=title,
             password=source.password,
         )
     if source.text:
@@ -152,12 +154,13 @@ class DocumentMutations:
         except ValueError as error:
             return InvalidInputError(message=str(error), code=BAD_USER_INPUT)
         async with info.context.pool.acquire() as connection:
-            row, created = await document_queries.store_document(
-                connection, document.as_record()
-            )
+            row, created = await document_queries.store_document(connection, document.as_record())
         logger.info(
             "document.ingested id=%s created=%s chars=%d type=%s",
-            row.id, created, len(document.canonical_text), document.content_type,
+            row.id,
+            created,
+            len(document.canonical_text),
+            document.content_type,
         )
         return Document.from_row(row)
 
@@ -176,7 +179,10 @@ class DocumentMutations:
         try:
             async with info.context.pool.acquire() as connection:
                 job, _created = await trigger_document_digest(
-                    connection, key, query, config=info.context.config.digest_config,
+                    connection,
+                    key,
+                    query,
+                    config=info.context.config.digest_config,
                     max_attempts=info.context.config.max_attempts,
                 )
         except TriggerRefused as refused:

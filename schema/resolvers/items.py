@@ -74,8 +74,11 @@ class TrackedItemFilter:
 
 
 def _filters(
-    channel_id: strawberry.ID | None, kind: TrackedItemKind | None,
-    status: TrackedItemStatus | None, owner: str | None = None, open: bool | None = None,
+    channel_id: strawberry.ID | None,
+    kind: TrackedItemKind | None,
+    status: TrackedItemStatus | None,
+    owner: str | None = None,
+    open: bool | None = None,
 ) -> dict[str, Any]:
     if kind is not None and status is not None and status not in KIND_STATUSES[kind]:
         allowed = ", ".join(sorted(s.name for s in KIND_STATUSES[kind]))

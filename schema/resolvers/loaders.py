@@ -104,7 +104,9 @@ def _uncovered_counts(pool: asyncpg.Pool) -> BatchLoad:
     return load
 
 
-def _revision_texts(pool: asyncpg.Pool) -> Callable[[list[tuple[int, int]]], Awaitable[list[str | None]]]:
+def _revision_texts(
+    pool: asyncpg.Pool,
+) -> Callable[[list[tuple[int, int]]], Awaitable[list[str | None]]]:
     """(message id, revision) → that revision's normalized text."""
 
     async def load(keys: list[tuple[int, int]]) -> list[str | None]:
@@ -147,7 +149,8 @@ def _edited_messages(pool: asyncpg.Pool) -> BatchLoad:
 
 
 def _group_rows(
-    pool: asyncpg.Pool, fetch: Callable[[asyncpg.Connection, list[int]], Awaitable[list[V]]],
+    pool: asyncpg.Pool,
+    fetch: Callable[[asyncpg.Connection, list[int]], Awaitable[list[V]]],
     key: Callable[[V], int],
 ) -> BatchLoad:
     """Id → the rows of `fetch` whose `key` is that id, in the query's order."""
@@ -200,7 +203,9 @@ class _Loader(Generic[K, V]):
     `job(id)` poll. After the first access the loader sits in the instance's `__dict__`, which
     Python looks up before this (non-data) descriptor, so later accesses cost nothing extra."""
 
-    def __init__(self, batch_load: Callable[[asyncpg.Pool], Callable[[list[K]], Awaitable[Sequence[V]]]]) -> None:
+    def __init__(
+        self, batch_load: Callable[[asyncpg.Pool], Callable[[list[K]], Awaitable[Sequence[V]]]]
+    ) -> None:
         self.batch_load = batch_load
         self.name = ""
 
@@ -232,10 +237,16 @@ class Loaders:
     def __init__(self, pool: asyncpg.Pool) -> None:
         self.pool = pool
 
-    channel: _Loader[int, ChannelWithServer | None] = _Loader(lambda pool: _by_id(pool, channels.channels_by_ids))
+    channel: _Loader[int, ChannelWithServer | None] = _Loader(
+        lambda pool: _by_id(pool, channels.channels_by_ids)
+    )
     # Messages without their texts; each text is loaded only when a query asks for it.
-    message: _Loader[int, MessageFields | None] = _Loader(lambda pool: _by_id(pool, channels.message_fields_by_ids))
-    message_text: _Loader[int, MessageText | None] = _Loader(lambda pool: _by_id(pool, _texts(normalized=False)))
+    message: _Loader[int, MessageFields | None] = _Loader(
+        lambda pool: _by_id(pool, channels.message_fields_by_ids)
+    )
+    message_text: _Loader[int, MessageText | None] = _Loader(
+        lambda pool: _by_id(pool, _texts(normalized=False))
+    )
     message_normalized_text: _Loader[int, MessageText | None] = _Loader(
         lambda pool: _by_id(pool, _texts(normalized=True))
     )
@@ -248,7 +259,9 @@ class Loaders:
     topics: _Loader[int, list[Topic]] = _Loader(lambda pool: _grouped(pool, Topic))
     decisions: _Loader[int, list[Decision]] = _Loader(lambda pool: _grouped(pool, Decision))
     action_items: _Loader[int, list[ActionItem]] = _Loader(lambda pool: _grouped(pool, ActionItem))
-    open_questions: _Loader[int, list[OpenQuestion]] = _Loader(lambda pool: _grouped(pool, OpenQuestion))
+    open_questions: _Loader[int, list[OpenQuestion]] = _Loader(
+        lambda pool: _grouped(pool, OpenQuestion)
+    )
     links: _Loader[int, list[Link]] = _Loader(lambda pool: _grouped(pool, Link))
     artifacts: _Loader[int, list[ArtifactWithMessage]] = _Loader(
         lambda pool: _grouped(pool, ArtifactWithMessage)
@@ -259,7 +272,9 @@ class Loaders:
     knowledge_item: _Loader[int, KnowledgeItemWithMessage | None] = _Loader(
         lambda pool: _by_id(pool, digests.knowledge_items_by_ids)
     )
-    document: _Loader[int, Document | None] = _Loader(lambda pool: _by_id(pool, documents.documents_by_ids))
+    document: _Loader[int, Document | None] = _Loader(
+        lambda pool: _by_id(pool, documents.documents_by_ids)
+    )
     document_digest: _Loader[int, DocumentDigest | None] = _Loader(
         lambda pool: _by_id(pool, documents.document_digests_by_ids)
     )
@@ -288,7 +303,9 @@ class Loaders:
     revision_text: _Loader[tuple[int, int], str | None] = _Loader(_revision_texts)
     edited_messages: _Loader[int, frozenset[str]] = _Loader(_edited_messages)
     cited_author: _Loader[tuple[int, str], str | None] = _Loader(_cited_authors)
-    entity: _Loader[int, Entity | None] = _Loader(lambda pool: _by_id(pool, entities.entities_by_ids))
+    entity: _Loader[int, Entity | None] = _Loader(
+        lambda pool: _by_id(pool, entities.entities_by_ids)
+    )
     topic_profile: _Loader[int, TopicProfile | None] = _Loader(
         lambda pool: _by_id(pool, entities.topic_profiles_by_ids)
     )

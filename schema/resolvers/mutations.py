@@ -95,6 +95,7 @@ CancelJobResult = Annotated[
 
 MAX_ERRORS_SHOWN = 20
 
+
 @strawberry.type
 class Mutation(DocumentMutations, ReportMutations, ScheduleMutations):
     @strawberry.mutation(
@@ -112,7 +113,10 @@ class Mutation(DocumentMutations, ReportMutations, ScheduleMutations):
             )
         # Names are shown on one line (report headings, footnotes): a typed name that is not
         # one line is refused, not rewritten into a name the caller did not choose.
-        for field_name, value in (("channel.name", channel.name), ("channel.server", channel.server)):
+        for field_name, value in (
+            ("channel.name", channel.name),
+            ("channel.server", channel.server),
+        ):
             if field_name == "channel.server" and not (value or "").strip():
                 continue  # no server: the channel stands alone
             problem = name_problem(value or "")
@@ -178,8 +182,11 @@ class Mutation(DocumentMutations, ReportMutations, ScheduleMutations):
         try:
             async with info.context.pool.acquire() as connection:
                 job, _created = await trigger_channel_digest(
-                    connection, channel_key, chunk_tokens=options.chunk_tokens,
-                    since=options.since, until=options.until,
+                    connection,
+                    channel_key,
+                    chunk_tokens=options.chunk_tokens,
+                    since=options.since,
+                    until=options.until,
                     max_attempts=info.context.config.max_attempts,
                 )
         except TriggerRefused as refused:

@@ -158,9 +158,7 @@ class Query(
             "until": filter.until,
         }
         args = PageArgs(first, after, last, before, default_size=20)
-        return await connection_of(
-            info, pages.CONVERSATIONS, filters, args, Conversation.from_row
-        )
+        return await connection_of(info, pages.CONVERSATIONS, filters, args, Conversation.from_row)
 
     @strawberry.field(description="Digests, newest first, in their light form.")
     async def digests(
@@ -210,7 +208,9 @@ class Query(
             "current": filter.current,
         }
         args = PageArgs(first, after, last, before, default_size=20)
-        return await connection_of(info, pages.KNOWLEDGE_ITEMS, filters, args, KnowledgeItem.from_row)
+        return await connection_of(
+            info, pages.KNOWLEDGE_ITEMS, filters, args, KnowledgeItem.from_row
+        )
 
     @strawberry.field(description="Digest jobs, newest first.")
     async def digest_jobs(

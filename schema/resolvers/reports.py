@@ -22,8 +22,10 @@ from schema.types.report import Report
 from schema.types.shared import InvalidInputError, NotFoundError, parse_id_or_error, refusal
 
 
-@strawberry.input(description="What a report reads: channels (their messages in [since, until)) "
-                  "and documents; at least one of them.")
+@strawberry.input(
+    description="What a report reads: channels (their messages in [since, until)) "
+    "and documents; at least one of them."
+)
 class ReportSources:
     channel_ids: list[strawberry.ID] = strawberry.field(default_factory=list)
     document_ids: list[strawberry.ID] = strawberry.field(default_factory=list)
@@ -97,8 +99,12 @@ class ReportMutations:
         try:
             async with info.context.pool.acquire() as connection:
                 job, _created = await trigger_report(
-                    connection, question, channel_ids=channel_ids, document_ids=document_ids,
-                    since=sources.since, until=sources.until,
+                    connection,
+                    question,
+                    channel_ids=channel_ids,
+                    document_ids=document_ids,
+                    since=sources.since,
+                    until=sources.until,
                     max_attempts=info.context.config.max_attempts,
                 )
         except TriggerRefused as refused:

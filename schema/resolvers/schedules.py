@@ -100,7 +100,7 @@ class ScheduleMutations:
     @strawberry.mutation(
         permission_classes=[IsWriter],
         description="Digest the channel at each slot of `cron` in `timezone` (an IANA name): "
-        "e.g. \"0 9 * * 1-5\" in \"Europe/Berlin\" is 09:00 Berlin time on weekdays. A bad "
+        'e.g. "0 9 * * 1-5" in "Europe/Berlin" is 09:00 Berlin time on weekdays. A bad '
         "expression or zone, or slots closer than the minimum interval (5 minutes by default), "
         "is an InvalidInputError naming the argument (reason invalid_cron or invalid_timezone); "
         "a channel with the most schedules allowed refuses another (too_many_schedules). A slot "
@@ -129,7 +129,9 @@ class ScheduleMutations:
         permission_classes=[IsWriter],
         description="Pause a schedule: no slot fires until it is resumed.",
     )
-    async def pause_schedule(self, info: Info[Context, None], id: IdArgument) -> PauseScheduleResult:
+    async def pause_schedule(
+        self, info: Info[Context, None], id: IdArgument
+    ) -> PauseScheduleResult:
         row = await _change(info, id, schedules.pause_schedule)
         return Schedule.from_row(row) if isinstance(row, ScheduleRow) else row
 

@@ -51,14 +51,23 @@ class Conversation(relay.Node):
     @classmethod
     def from_row(cls, row: models.ConversationWithState) -> Conversation:
         pointer = Pointer.stored(
-            row.title_message_id, row.title_message_external_id, row.title_char_start,
-            row.title_char_end, row.title_revision,
+            row.title_message_id,
+            row.title_message_external_id,
+            row.title_char_start,
+            row.title_char_end,
+            row.title_revision,
         )
         return cls(
-            id=row.id, channel_id=global_id(CHANNEL, row.channel_id), title=row.title,
-            title_pointer=pointer, state=ConversationState(row.state),
-            participants=list(row.participants), message_count=row.message_count,
-            first_at=row.first_ts, last_at=row.last_ts, root_message_row=row.root_message_id,
+            id=row.id,
+            channel_id=global_id(CHANNEL, row.channel_id),
+            title=row.title,
+            title_pointer=pointer,
+            state=ConversationState(row.state),
+            participants=list(row.participants),
+            message_count=row.message_count,
+            first_at=row.first_ts,
+            last_at=row.last_ts,
+            root_message_row=row.root_message_id,
         )
 
     @strawberry.field(description="The message that opened it.")

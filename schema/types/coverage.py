@@ -73,7 +73,10 @@ class MessageCoverage:
             int, first_argument(MAX_LEFT_OUT_RANGES, "leftOutRangeCount")
         ] = LEFT_OUT_RANGES,
     ) -> list[LeftOutRange]:
-        return [LeftOutRange.from_json(value) for value in capped(self.ranges, first, MAX_LEFT_OUT_RANGES)]
+        return [
+            LeftOutRange.from_json(value)
+            for value in capped(self.ranges, first, MAX_LEFT_OUT_RANGES)
+        ]
 
     @classmethod
     def from_row(cls, row: models.Digest) -> MessageCoverage:

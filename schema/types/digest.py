@@ -58,16 +58,24 @@ class Pointer:
 
     @classmethod
     def stored(
-        cls, message_row: int | None, message_id: str | None, char_start: int | None,
-        char_end: int | None, revision: int | None,
+        cls,
+        message_row: int | None,
+        message_id: str | None,
+        char_start: int | None,
+        char_end: int | None,
+        revision: int | None,
     ) -> Pointer | None:
         """An exact span stored as nullable columns (all NULL: none) as a Pointer."""
         if message_row is None or message_id is None:
             return None
         assert char_start is not None and char_end is not None  # the tables' span checks
         return cls(
-            message_id=message_id, char_start=char_start, char_end=char_end, match_kind="exact",
-            revision=revision or 1, message_row=message_row,
+            message_id=message_id,
+            char_start=char_start,
+            char_end=char_end,
+            match_kind="exact",
+            revision=revision or 1,
+            message_row=message_row,
         )
 
 
@@ -104,7 +112,9 @@ class _Cited:
     def cited(self) -> list[str]:
         return list(getattr(self, "message_ids", []))
 
-    @strawberry.field(description="Validation flags, and source_edited when a cited message changed.")
+    @strawberry.field(
+        description="Validation flags, and source_edited when a cited message changed."
+    )
     async def flags(self, info: Info[Context, None]) -> list[Flag]:
         return await item_flags(info, self.digest_row, self.stored_flags, self.cited())
 
@@ -135,8 +145,10 @@ class Link(_Cited):
     description: str
     message_ids: list[str]
 
-    @strawberry.field(description="Who shared it: the authors of the messages it is cited "
-                      "from, in citation order, each once.")
+    @strawberry.field(
+        description="Who shared it: the authors of the messages it is cited "
+        "from, in citation order, each once."
+    )
     async def shared_by(self, info: Info[Context, None]) -> list[str]:
         loader = info.context.loaders.cited_author
         authors = await loader.load_many([(self.digest_row, m) for m in self.message_ids])
@@ -265,7 +277,9 @@ def _base_fields(row: models.Digest) -> dict[str, Any]:
         "channel_id": global_id(CHANNEL, row.channel_id),
         "channel_row": row.channel_id,
         "title": row.title,
-        "signal_quality": SignalQuality(level=SignalLevel(row.signal_quality), reason=row.signal_reason),
+        "signal_quality": SignalQuality(
+            level=SignalLevel(row.signal_quality), reason=row.signal_reason
+        ),
         "message_count": row.message_count,
         "window_start": row.window_start,
         "window_end": row.window_end,
@@ -321,8 +335,8 @@ class Digest(DigestBase):
         return await sentences_of(info, self.row, "highlights")
 
     @strawberry.field(
-        description='The overview as Markdown: a [^n] marker after each sentence and one '
-        'footnote per cited message, numbered from 1 in order of first citation: '
+        description="The overview as Markdown: a [^n] marker after each sentence and one "
+        "footnote per cited message, numbered from 1 in order of first citation: "
         '`[^1]: ann, 2024-05-01 10:02 UTC, "the quoted words" (message 12)`.'
     )
     async def overview_markdown(self, info: Info[Context, None]) -> str:
@@ -340,8 +354,10 @@ class Digest(DigestBase):
             flags=Flag.many(row.flags),
             rejections=[
                 Rejection(
-                    stage=str(r.get("stage", "")), field=str(r.get("field", "")),
-                    label=str(r.get("label", "")), reason=str(r.get("reason", "")),
+                    stage=str(r.get("stage", "")),
+                    field=str(r.get("field", "")),
+                    label=str(r.get("label", "")),
+                    reason=str(r.get("reason", "")),
                 )
                 for r in row.rejections
             ],
@@ -365,15 +381,19 @@ class Digest(DigestBase):
     @strawberry.field
     async def topics(self, info: Info[Context, None]) -> list[Topic]:
         rows = await info.context.loaders.topics.load(self.id)
-        return [Topic(title=r.title, summary=r.summary, message_ids=list(r.message_ids)) for r in rows]
+        return [
+            Topic(title=r.title, summary=r.summary, message_ids=list(r.message_ids)) for r in rows
+        ]
 
     @strawberry.field
     async def decisions(self, info: Info[Context, None]) -> list[Decision]:
         rows = await info.context.loaders.decisions.load(self.id)
         return [
             Decision(
-                text=r.text, message_ids=list(r.message_ids),
-                digest_row=r.digest_id, stored_flags=Flag.many(r.flags),
+                text=r.text,
+                message_ids=list(r.message_ids),
+                digest_row=r.digest_id,
+                stored_flags=Flag.many(r.flags),
             )
             for r in rows
         ]
@@ -383,8 +403,11 @@ class Digest(DigestBase):
         rows = await info.context.loaders.action_items.load(self.id)
         return [
             ActionItem(
-                text=r.text, owner=r.owner, message_ids=list(r.message_ids),
-                digest_row=r.digest_id, stored_flags=Flag.many(r.flags),
+                text=r.text,
+                owner=r.owner,
+                message_ids=list(r.message_ids),
+                digest_row=r.digest_id,
+                stored_flags=Flag.many(r.flags),
             )
             for r in rows
         ]
@@ -394,8 +417,11 @@ class Digest(DigestBase):
         rows = await info.context.loaders.open_questions.load(self.id)
         return [
             OpenQuestion(
-                text=r.text, asked_by=r.asked_by, message_ids=list(r.message_ids),
-                digest_row=r.digest_id, stored_flags=Flag.many(r.flags),
+                text=r.text,
+                asked_by=r.asked_by,
+                message_ids=list(r.message_ids),
+                digest_row=r.digest_id,
+                stored_flags=Flag.many(r.flags),
             )
             for r in rows
         ]
@@ -405,8 +431,11 @@ class Digest(DigestBase):
         rows = await info.context.loaders.links.load(self.id)
         return [
             Link(
-                url=r.url, description=r.description, message_ids=list(r.message_ids),
-                digest_row=r.digest_id, stored_flags=[],
+                url=r.url,
+                description=r.description,
+                message_ids=list(r.message_ids),
+                digest_row=r.digest_id,
+                stored_flags=[],
             )
             for r in rows
         ]
@@ -416,9 +445,12 @@ class Digest(DigestBase):
         rows = await info.context.loaders.artifacts.load(self.id)
         return [
             Artifact(
-                kind=r.kind, title=r.title, language=r.language,
+                kind=r.kind,
+                title=r.title,
+                language=r.language,
                 pointer=_pointer(r),  # type: ignore[arg-type]
-                digest_row=r.digest_id, stored_flags=[],
+                digest_row=r.digest_id,
+                stored_flags=[],
             )
             for r in rows
         ]

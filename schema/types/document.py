@@ -97,7 +97,9 @@ class Document(relay.Node):
     ) -> list[DocumentDigest] | None:
         if not 1 <= first <= LATEST_DIGESTS_PER_DOCUMENT:
             raise client_error(
-                f"first must be between 1 and {LATEST_DIGESTS_PER_DOCUMENT}", PAGE_SIZE, argument="first"
+                f"first must be between 1 and {LATEST_DIGESTS_PER_DOCUMENT}",
+                PAGE_SIZE,
+                argument="first",
             )
         rows = await info.context.loaders.latest_document_digests.load(self.id)
         return [DocumentDigest.from_row(row) for row in rows[:first]]
@@ -171,8 +173,10 @@ def _payload(row: models.DocumentDigest) -> DigestPayload:
     return DigestPayload.from_dict(data)
 
 
-@strawberry.type(description="A summary sentence or key point of a document digest, and the "
-                 "evidence snippets that support it.")
+@strawberry.type(
+    description="A summary sentence or key point of a document digest, and the "
+    "evidence snippets that support it."
+)
 class DocumentClaim:
     field: str = strawberry.field(description='"summary" (one of its sentences) or "key_points".')
     text: str
@@ -264,8 +268,9 @@ class DocumentDigest(relay.Node):
             warnings=Flag.many(row.warnings or []),
             created_at=row.created_at,
             claims=[
-                DocumentClaim(field=c.field, text=c.text, evidence=list(c.evidence),
-                              support=c.support)
+                DocumentClaim(
+                    field=c.field, text=c.text, evidence=list(c.evidence), support=c.support
+                )
                 for c in claims
             ],
             citation_audit=CitationAudit.from_json(

@@ -32,7 +32,8 @@ from schema.types.digest import DigestSummary
 from schema.types.ids import CHANNEL, DIGEST, global_id
 
 strawberry.enum(
-    EntityKind, name="EntityKind",
+    EntityKind,
+    name="EntityKind",
     description="What kind of thing an entity is, as far as the rules can tell.",
 )
 
@@ -82,12 +83,16 @@ class ItemReference:
     @classmethod
     def from_row(cls, row: models.OwnedItemRef) -> ItemReference:
         return cls(
-            kind=DigestItemKind(row.item_kind), position=row.position,
-            digest_id=global_id(DIGEST, row.digest_id), digest_row=row.digest_id,
+            kind=DigestItemKind(row.item_kind),
+            position=row.position,
+            digest_id=global_id(DIGEST, row.digest_id),
+            digest_row=row.digest_id,
         )
 
 
-@strawberry.type(description="A digest where an entity or a topic appears, and with which messages.")
+@strawberry.type(
+    description="A digest where an entity or a topic appears, and with which messages."
+)
 class Appearance:
     digest_id: strawberry.ID
     message_count: int = strawberry.field(
@@ -101,7 +106,9 @@ class Appearance:
     @strawberry.field(description="External ids, in time order.")
     def message_ids(
         self,
-        first: Annotated[int, first_argument(MAX_APPEARANCE_MESSAGE_IDS, "messageCount")] = APPEARANCE_MESSAGE_IDS,
+        first: Annotated[
+            int, first_argument(MAX_APPEARANCE_MESSAGE_IDS, "messageCount")
+        ] = APPEARANCE_MESSAGE_IDS,
     ) -> list[str]:
         return capped(self.listed_message_ids, first, MAX_APPEARANCE_MESSAGE_IDS)
 
@@ -113,8 +120,10 @@ class Appearance:
     @classmethod
     def from_row(cls, row: models.OwnedDigestMention) -> Appearance:
         return cls(
-            digest_id=global_id(DIGEST, row.digest_id), message_count=row.message_count,
-            listed_message_ids=list(row.message_ids), digest_row=row.digest_id,
+            digest_id=global_id(DIGEST, row.digest_id),
+            message_count=row.message_count,
+            listed_message_ids=list(row.message_ids),
+            digest_row=row.digest_id,
             conversation_rows=list(row.conversation_ids),
         )
 
@@ -146,13 +155,21 @@ class Entity(relay.Node):
     @classmethod
     def from_row(cls, row: models.Entity) -> Entity:
         return cls(
-            id=row.id, channel_id=global_id(CHANNEL, row.channel_id), key=row.key,
-            name=row.name, kind=EntityKind(row.kind), aliases=list(row.aliases),
-            versions=list(row.versions), mention_count=row.mention_count,
-            first_seen=row.first_seen, last_seen=row.last_seen,
+            id=row.id,
+            channel_id=global_id(CHANNEL, row.channel_id),
+            key=row.key,
+            name=row.name,
+            kind=EntityKind(row.kind),
+            aliases=list(row.aliases),
+            versions=list(row.versions),
+            mention_count=row.mention_count,
+            first_seen=row.first_seen,
+            last_seen=row.last_seen,
         )
 
-    @strawberry.field(description=f"Digest items naming it, newest digest first (the newest {MAX_OWNER_ITEMS}).")
+    @strawberry.field(
+        description=f"Digest items naming it, newest digest first (the newest {MAX_OWNER_ITEMS})."
+    )
     async def items(
         self,
         info: Info[Context, None],
@@ -166,7 +183,9 @@ class Entity(relay.Node):
         rows = await info.context.loaders.entity_items.load(self.id)
         return rows[0].owner_total if rows else 0
 
-    @strawberry.field(description=f"The latest digests mentioning it, newest first (the latest {MAX_OWNER_DIGESTS}).")
+    @strawberry.field(
+        description=f"The latest digests mentioning it, newest first (the latest {MAX_OWNER_DIGESTS})."
+    )
     async def digests(
         self,
         info: Info[Context, None],
@@ -199,12 +218,18 @@ class TopicProfile(relay.Node):
     @classmethod
     def from_row(cls, row: models.TopicProfile) -> TopicProfile:
         return cls(
-            id=row.id, channel_id=global_id(CHANNEL, row.channel_id), key=row.key,
-            title=row.title, mention_count=row.mention_count, first_seen=row.first_seen,
+            id=row.id,
+            channel_id=global_id(CHANNEL, row.channel_id),
+            key=row.key,
+            title=row.title,
+            mention_count=row.mention_count,
+            first_seen=row.first_seen,
             last_seen=row.last_seen,
         )
 
-    @strawberry.field(description=f"The latest digests where it appears, newest first (the latest {MAX_OWNER_DIGESTS}).")
+    @strawberry.field(
+        description=f"The latest digests where it appears, newest first (the latest {MAX_OWNER_DIGESTS})."
+    )
     async def digests(
         self,
         info: Info[Context, None],

@@ -23,7 +23,9 @@ __all__ = ["JobPhase", "JobStatus", "KnowledgeKind", "SignalLevel"]
 JobStatus = jobs.JobStatus
 strawberry.enum(JobStatus, name="JobStatus", description="Where a job is in its lifecycle.")
 strawberry.enum(KnowledgeKind, name="KnowledgeItemKind", description="What a knowledge item holds.")
-strawberry.enum(SignalLevel, name="SignalLevel", description="How much a digest's window had to say.")
+strawberry.enum(
+    SignalLevel, name="SignalLevel", description="How much a digest's window had to say."
+)
 
 
 @strawberry.enum(description="The step a running job is at.")

@@ -39,8 +39,21 @@ ENTITY: Final = "Entity"
 TOPIC_PROFILE: Final = "TopicProfile"
 SCHEDULE: Final = "Schedule"
 NODE_TYPES: Final = frozenset(
-    {CHANNEL, MESSAGE, DIGEST, KNOWLEDGE_ITEM, DIGEST_JOB, DOCUMENT, DOCUMENT_DIGEST, REPORT,
-     CONVERSATION, TRACKED_ITEM, ENTITY, TOPIC_PROFILE, SCHEDULE}
+    {
+        CHANNEL,
+        MESSAGE,
+        DIGEST,
+        KNOWLEDGE_ITEM,
+        DIGEST_JOB,
+        DOCUMENT,
+        DOCUMENT_DIGEST,
+        REPORT,
+        CONVERSATION,
+        TRACKED_ITEM,
+        ENTITY,
+        TOPIC_PROFILE,
+        SCHEDULE,
+    }
 )
 
 # A legacy id's only spelling: ASCII digits, no sign, spaces, leading zeros or separators.
@@ -75,10 +88,19 @@ IdArgument: TypeAlias = Annotated[strawberry.ID, strawberry.argument(description
 
 # How an error message names each type.
 _LABELS: Final = {
-    CHANNEL: "channel", MESSAGE: "message", DIGEST: "digest", KNOWLEDGE_ITEM: "knowledge item",
-    DIGEST_JOB: "job", DOCUMENT: "document", DOCUMENT_DIGEST: "document digest",
-    REPORT: "report", CONVERSATION: "conversation", TRACKED_ITEM: "tracked item",
-    ENTITY: "entity", TOPIC_PROFILE: "topic profile", SCHEDULE: "schedule",
+    CHANNEL: "channel",
+    MESSAGE: "message",
+    DIGEST: "digest",
+    KNOWLEDGE_ITEM: "knowledge item",
+    DIGEST_JOB: "job",
+    DOCUMENT: "document",
+    DOCUMENT_DIGEST: "document digest",
+    REPORT: "report",
+    CONVERSATION: "conversation",
+    TRACKED_ITEM: "tracked item",
+    ENTITY: "entity",
+    TOPIC_PROFILE: "topic profile",
+    SCHEDULE: "schedule",
 }
 
 
@@ -115,7 +137,8 @@ def parse_id(value: strawberry.ID | str, type_name: str) -> int:
         found, row_id = decode_global_id(text)
     except GraphQLError:
         raise _bad_id(
-            text, "neither a global id from this API nor a legacy numeric id (ids are numeric "
+            text,
+            "neither a global id from this API nor a legacy numeric id (ids are numeric "
             f"strings of ASCII digits without sign, spaces or leading zeros, at most {MAX_ID})",
             type_name,
         ) from None

@@ -76,7 +76,10 @@ def _check_json(value: Any, where: str, *, check_text: bool) -> None:
                         raise InputProblem(path, f"a key {key_problem}")
                     stack.append((item, f"{path}.{key}"[:200], depth + 1))
             else:
-                stack.extend((item, f"{path}[{index}]"[:200], depth + 1) for index, item in enumerate(current))
+                stack.extend(
+                    (item, f"{path}[{index}]"[:200], depth + 1)
+                    for index, item in enumerate(current)
+                )
 
 
 def check_literal(argument: ArgumentNode, where: str, *, check_text: bool) -> None:

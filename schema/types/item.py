@@ -73,13 +73,19 @@ class ItemEvent:
     @classmethod
     def from_row(cls, row: models.ChannelItemEventWithMessage) -> ItemEvent:
         pointer = Pointer.stored(
-            row.pointer_message_id, row.pointer_external_id, row.pointer_char_start,
-            row.pointer_char_end, row.pointer_revision,
+            row.pointer_message_id,
+            row.pointer_external_id,
+            row.pointer_char_start,
+            row.pointer_char_end,
+            row.pointer_revision,
         )
         return cls(
             from_status=TrackedItemStatus(row.from_status) if row.from_status else None,
-            to_status=TrackedItemStatus(row.to_status), at=row.at,
-            evidence_message_ids=list(row.evidence_ids), pointer=pointer, reason=row.reason,
+            to_status=TrackedItemStatus(row.to_status),
+            at=row.at,
+            evidence_message_ids=list(row.evidence_ids),
+            pointer=pointer,
+            reason=row.reason,
             related_item_id=optional_global_id(TRACKED_ITEM, row.related_item_id),
             digest_row=row.digest_id,
         )
@@ -129,11 +135,17 @@ class TrackedItem(relay.Node):
     @classmethod
     def from_row(cls, row: models.ChannelItem) -> TrackedItem:
         return cls(
-            id=row.id, channel_id=global_id(CHANNEL, row.channel_id),
-            kind=TrackedItemKind(row.kind), status=TrackedItemStatus(row.status), text=row.text,
-            owner=row.owner, conversation_id=optional_global_id(CONVERSATION, row.conversation_id),
-            message_ids=list(row.message_ids), first_said_at=row.said_at,
-            created_at=row.created_at, updated_at=row.updated_at,
+            id=row.id,
+            channel_id=global_id(CHANNEL, row.channel_id),
+            kind=TrackedItemKind(row.kind),
+            status=TrackedItemStatus(row.status),
+            text=row.text,
+            owner=row.owner,
+            conversation_id=optional_global_id(CONVERSATION, row.conversation_id),
+            message_ids=list(row.message_ids),
+            first_said_at=row.said_at,
+            created_at=row.created_at,
+            updated_at=row.updated_at,
         )
 
     @strawberry.field(description="Its states, oldest first, each with its evidence.")
@@ -150,7 +162,9 @@ class TrackedItem(relay.Node):
         info: Info[Context, None],
         last: Annotated[
             int,
-            strawberry.argument(description=f"How many of the latest to return, 1 to {MAX_ITEM_MENTIONS}."),
+            strawberry.argument(
+                description=f"How many of the latest to return, 1 to {MAX_ITEM_MENTIONS}."
+            ),
         ] = ITEM_MENTIONS,
     ) -> list[ItemMention]:
         rows = await info.context.loaders.item_mentions.load(self.id)

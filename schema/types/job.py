@@ -119,7 +119,8 @@ class DigestJob(relay.Node):
             document_digest_id=optional_global_id(DOCUMENT_DIGEST, row.document_digest_id),
             query=(
                 DocumentDigestOptions.parse(row.options).query
-                if row.kind == jobs.JobKind.DOCUMENT else None
+                if row.kind == jobs.JobKind.DOCUMENT
+                else None
             ),
             report_id=optional_global_id(REPORT, row.report_id),
             options=cast(JSON, row.options or {}),

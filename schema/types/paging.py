@@ -53,7 +53,12 @@ async def page_of(
     try:
         async with info.context.pool.acquire() as connection:
             return await pages.fetch_page(
-                connection, spec, filters, first=first, after=args.after, last=args.last,
+                connection,
+                spec,
+                filters,
+                first=first,
+                after=args.after,
+                last=args.last,
                 before=args.before,
             )
     except InvalidCursor as error:
@@ -64,7 +69,9 @@ async def page_of(
         raise client_error(f"invalid search query: {error}", argument="filter.query") from None
     except asyncpg.ProgramLimitExceededError:
         # A search the checks let through but Postgres still finds too complex.
-        raise client_error("the search query is too complex: use fewer words and operators") from None
+        raise client_error(
+            "the search query is too complex: use fewer words and operators"
+        ) from None
     except ValueError as error:
         raise client_error(str(error)) from None
 
@@ -89,4 +96,6 @@ async def connection_of(
 ) -> Connection[NodeType]:
     """One page of the list as a connection, its counts resolved lazily."""
     page = await page_of(info, spec, filters, args)
-    return Connection.from_page(page, to_node, estimate=estimate_of(info, spec, filters), exact=exact)
+    return Connection.from_page(
+        page, to_node, estimate=estimate_of(info, spec, filters), exact=exact
+    )

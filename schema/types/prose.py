@@ -107,9 +107,14 @@ class CitationAudit:
     def from_json(cls, audit: dict[str, Any]) -> CitationAudit:
         fields = [
             AuditField(
-                field=name, proposed=int(v["proposed"]), kept=int(v["kept"]),
-                cited=int(v["cited"]) if "cited" in v
-                else int(v["kept"]) if name in VALIDATED_PROSE else None,
+                field=name,
+                proposed=int(v["proposed"]),
+                kept=int(v["kept"]),
+                cited=int(v["cited"])
+                if "cited" in v
+                else int(v["kept"])
+                if name in VALIDATED_PROSE
+                else None,
             )
             for name, v in sorted(audit.get("fields", {}).items())
         ]
@@ -146,7 +151,8 @@ async def load_prose(
 
 
 def prose_sections(
-    overview: tuple[FootnotedSentence[Source], ...], highlights: tuple[FootnotedSentence[Source], ...]
+    overview: tuple[FootnotedSentence[Source], ...],
+    highlights: tuple[FootnotedSentence[Source], ...],
 ) -> list[Section[Source]]:
     """The one footnote numbering of a digest: overview first, then highlights."""
     return [Section(None, overview), Section("Highlights", highlights, bullets=True)]
@@ -162,7 +168,9 @@ def cited_sentences(
         spans = {str(c["external_id"]): c for c in entry.get("citations", [])}
         citations = [
             Citation(
-                message_id=source.message_id, author=source.author, ts=source.ts,
+                message_id=source.message_id,
+                author=source.author,
+                ts=source.ts,
                 quote=source.quote,
                 char_start=int(spans[source.message_id]["char_start"]),
                 char_end=int(spans[source.message_id]["char_end"]),
@@ -176,7 +184,9 @@ def cited_sentences(
     return result
 
 
-async def sentences_of(info: Info[Context, None], row: models.Digest, field: str) -> list[CitedSentence]:
+async def sentences_of(
+    info: Info[Context, None], row: models.Digest, field: str
+) -> list[CitedSentence]:
     overview, highlights = await load_prose(info, row)
     numbers = footnote_numbers(prose_sections(overview, highlights))
     if field == "overview":

@@ -55,16 +55,21 @@ class ReportSource:
         message = entry["kind"] == "message"
         document = not message
         return cls(
-            id=str(entry["id"]), footnote=source_number(str(entry["id"])) or 0,
-            kind=str(entry["kind"]), quote=str(entry["quote"]),
+            id=str(entry["id"]),
+            footnote=source_number(str(entry["id"])) or 0,
+            kind=str(entry["kind"]),
+            quote=str(entry["quote"]),
             channel_name=entry.get("channel") if message else None,
             message_id=optional_global_id(MESSAGE, entry.get("message_id")),
-            external_id=entry.get("external_id"), revision=entry.get("revision"),
+            external_id=entry.get("external_id"),
+            revision=entry.get("revision"),
             author=entry.get("author"),
             ts=datetime.fromisoformat(entry["ts"]) if message else None,
-            char_start=entry.get("char_start"), char_end=entry.get("char_end"),
+            char_start=entry.get("char_start"),
+            char_end=entry.get("char_end"),
             document_id=optional_global_id(DOCUMENT, int(entry["document_id"]))
-            if document else None,
+            if document
+            else None,
             document_title=entry.get("title") if document else None,
             locator=entry.get("locator"),
             message_row=int(entry["message_id"]) if message else None,
@@ -106,15 +111,19 @@ class ReportAudit:
     @classmethod
     def from_json(cls, audit: dict[str, Any]) -> ReportAudit:
         return cls(
-            proposed=int(audit.get("proposed", 0)), kept=int(audit.get("kept", 0)),
-            dropped=int(audit.get("dropped", 0)), re_asked=int(audit.get("re_asked", 0)),
-            coverage=audit.get("coverage"), sources=int(audit.get("sources", 0)),
+            proposed=int(audit.get("proposed", 0)),
+            kept=int(audit.get("kept", 0)),
+            dropped=int(audit.get("dropped", 0)),
+            re_asked=int(audit.get("re_asked", 0)),
+            coverage=audit.get("coverage"),
+            sources=int(audit.get("sources", 0)),
             reasons=cast(JSON, audit.get("reasons", {})),
         )
 
 
-@strawberry.type(description="One step of fitting the evidence to the writer model's budget "
-                 "(a fidelity record).")
+@strawberry.type(
+    description="One step of fitting the evidence to the writer model's budget (a fidelity record)."
+)
 class ReportFidelityRecord:
     phase: str = strawberry.field(description='"synthesis": the evidence given to the writer.')
     step: str = strawberry.field(
@@ -129,15 +138,19 @@ class ReportFidelityRecord:
     @classmethod
     def from_json(cls, record: dict[str, Any]) -> ReportFidelityRecord:
         return cls(
-            phase=str(record.get("phase", "")), step=str(record.get("step", "")),
+            phase=str(record.get("phase", "")),
+            step=str(record.get("step", "")),
             original_tokens=int(record.get("original_tokens", 0)),
-            final_tokens=int(record.get("final_tokens", 0)), reason=str(record.get("reason", "")),
+            final_tokens=int(record.get("final_tokens", 0)),
+            reason=str(record.get("reason", "")),
         )
 
 
-@strawberry.type(description="A degradation of the report (warning codes such as "
-                 "CONTENT_TRUNCATED, CONTENT_DROPPED, TOKEN_BUDGET_FLOORED; llm_writer_failed, "
-                 "re_ask_failed).")
+@strawberry.type(
+    description="A degradation of the report (warning codes such as "
+    "CONTENT_TRUNCATED, CONTENT_DROPPED, TOKEN_BUDGET_FLOORED; llm_writer_failed, "
+    "re_ask_failed)."
+)
 class ReportWarning:
     code: str
     message: str
@@ -150,14 +163,17 @@ class ReportWarning:
     def from_json(cls, warning: dict[str, Any]) -> ReportWarning:
         phase = warning.get("phase")
         return cls(
-            code=str(warning.get("code", "")), message=str(warning.get("message", "")),
+            code=str(warning.get("code", "")),
+            message=str(warning.get("message", "")),
             phase=None if phase is None else str(phase),
             item_ids=[str(i) for i in warning.get("item_ids", [])],
         )
 
 
-@strawberry.type(description="An answer to a question across channels and documents, every "
-                 "sentence citing S1..Sn sources.")
+@strawberry.type(
+    description="An answer to a question across channels and documents, every "
+    "sentence citing S1..Sn sources."
+)
 class Report(relay.Node):
     id: relay.NodeID[int]
     question: str
@@ -188,7 +204,8 @@ class Report(relay.Node):
         sources = {str(e["id"]): ReportSource.from_json(e) for e in row.sources}
         sections = [
             ReportSection(
-                heading=section.get("heading"), bullets=bool(section.get("bullets")),
+                heading=section.get("heading"),
+                bullets=bool(section.get("bullets")),
                 sentences=[
                     ReportSentence(
                         text=str(sentence["text"]),
@@ -205,11 +222,18 @@ class Report(relay.Node):
             for section in row.sections
         ]
         return cls(
-            id=row.id, question=row.question, title=row.title, markdown=row.markdown,
-            request=cast(JSON, row.request), sections=sections, sources=list(sources.values()),
-            audit=ReportAudit.from_json(row.audit), writer=row.writer,
+            id=row.id,
+            question=row.question,
+            title=row.title,
+            markdown=row.markdown,
+            request=cast(JSON, row.request),
+            sections=sections,
+            sources=list(sources.values()),
+            audit=ReportAudit.from_json(row.audit),
+            writer=row.writer,
             fidelity=[ReportFidelityRecord.from_json(r) for r in row.fidelity.get("fidelity", [])],
             warnings=[ReportWarning.from_json(w) for w in row.fidelity.get("warnings", [])],
             dropped_content_ids=[str(i) for i in row.fidelity.get("dropped_content_ids", [])],
-            job_id=optional_global_id(DIGEST_JOB, row.job_id), created_at=row.created_at,
+            job_id=optional_global_id(DIGEST_JOB, row.job_id),
+            created_at=row.created_at,
         )

@@ -27,7 +27,9 @@ def _refused(message: str, code: str = BAD_USER_INPUT) -> StrawberryInputCoercio
 
 def parse_datetime(value: object) -> datetime:
     if not isinstance(value, str):
-        raise _refused(f"DateTime must be an ISO 8601 string, not {type(value).__name__}", VALIDATION)
+        raise _refused(
+            f"DateTime must be an ISO 8601 string, not {type(value).__name__}", VALIDATION
+        )
     if len(value) > MAX_DATETIME_CHARS:
         raise _refused(f"DateTime is over {MAX_DATETIME_CHARS} characters")
     try:

@@ -15,10 +15,12 @@ from schema.types.ids import CHANNEL, DIGEST_JOB, global_id, optional_global_id
 from schema.types.job import DigestJob
 
 
-@strawberry.type(description="A channel digested at each slot of a cron expression in a time "
-                 "zone. At each slot a worker queues an ordinary digest of the channel (or joins "
-                 "the one already queued or running); slots missed while no worker ran are "
-                 "caught up once.")
+@strawberry.type(
+    description="A channel digested at each slot of a cron expression in a time "
+    "zone. At each slot a worker queues an ordinary digest of the channel (or joins "
+    "the one already queued or running); slots missed while no worker ran are "
+    "caught up once."
+)
 class Schedule(relay.Node):
     id: relay.NodeID[int]
     channel_id: strawberry.ID
@@ -44,11 +46,16 @@ class Schedule(relay.Node):
     @classmethod
     def from_row(cls, row: models.Schedule) -> Schedule:
         return cls(
-            id=row.id, channel_id=global_id(CHANNEL, row.channel_id), cron=row.cron,
-            timezone=row.timezone, paused=row.paused,
-            next_run_at=None if row.paused else row.next_run_at, last_run_at=row.last_run_at,
+            id=row.id,
+            channel_id=global_id(CHANNEL, row.channel_id),
+            cron=row.cron,
+            timezone=row.timezone,
+            paused=row.paused,
+            next_run_at=None if row.paused else row.next_run_at,
+            last_run_at=row.last_run_at,
             last_job_id=optional_global_id(DIGEST_JOB, row.last_job_id),
-            created_at=row.created_at, row=row,
+            created_at=row.created_at,
+            row=row,
         )
 
     @strawberry.field

@@ -24,16 +24,20 @@ async def api(db: asyncpg.Pool, settings: Settings) -> AsyncIterator[httpx.Async
         update={"digestd_api_tokens": SecretStr("reader:reader-token-1,writer:writer-token-1")}
     )
     app = create_app(secured, AppOptions(run_workers=0))
-    async with running_server(app) as base_url, httpx.AsyncClient(base_url=base_url, timeout=120) as http:
+    async with (
+        running_server(app) as base_url,
+        httpx.AsyncClient(base_url=base_url, timeout=120) as http,
+    ):
         yield http
 
 
 @pytest.fixture
 async def client(db: asyncpg.Pool, settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
     app = create_app(settings, AppOptions(run_workers=1))
-    async with running_server(app) as base_url, httpx.AsyncClient(
-        base_url=base_url, timeout=60
-    ) as http:
+    async with (
+        running_server(app) as base_url,
+        httpx.AsyncClient(base_url=base_url, timeout=60) as http,
+    ):
         yield http
 
 

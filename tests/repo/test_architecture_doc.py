@@ -28,6 +28,10 @@ def test_every_module_has_a_docstring() -> None:
 def test_every_file_the_document_names_exists() -> None:
     # The paragraph on the earlier layout names files that are gone on purpose.
     text = re.sub(r"\nBefore the restructure.*?\n\n", "\n", DOC.read_text("utf-8"), flags=re.S)
-    named = set(re.findall(r"`((?:server|schema|db|runner|bench|scripts|tests)/[\w/.]+\.(?:py|sql|md))`", text))
+    named = set(
+        re.findall(
+            r"`((?:server|schema|db|runner|bench|scripts|tests)/[\w/.]+\.(?:py|sql|md))`", text
+        )
+    )
     assert len(named) > 20
     assert sorted(name for name in named if not (ROOT / name).exists()) == []

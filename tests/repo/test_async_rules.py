@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from tests.support.paths import REPO_ROOT
 
-PRODUCT = sorted(path for package in ("db", "runner", "schema", "server") for path in (REPO_ROOT / package).rglob("*.py"))
+PRODUCT = sorted(
+    path
+    for package in ("db", "runner", "schema", "server")
+    for path in (REPO_ROOT / package).rglob("*.py")
+)
 
 
 def test_no_wait_for() -> None:
@@ -12,5 +16,9 @@ def test_no_wait_for() -> None:
     tick the inner awaitable finishes: the cancelled task goes on (a subscription waited for
     ever that way). `async with asyncio.timeout(...)` keeps the cancellation."""
     assert len(PRODUCT) > 50
-    offenders = [str(path.relative_to(REPO_ROOT)) for path in PRODUCT if "wait_for(" in path.read_text(encoding="utf-8")]
+    offenders = [
+        str(path.relative_to(REPO_ROOT))
+        for path in PRODUCT
+        if "wait_for(" in path.read_text(encoding="utf-8")
+    ]
     assert offenders == []

@@ -42,7 +42,9 @@ def _module_name(path: Path) -> str:
 
 
 REPO_MODULES = {
-    _module_name(path): path for package in PACKAGES for path in sorted((REPO_ROOT / package).rglob("*.py"))
+    _module_name(path): path
+    for package in PACKAGES
+    for path in sorted((REPO_ROOT / package).rglob("*.py"))
 }
 
 
@@ -92,9 +94,7 @@ def test_db_modules_are_found() -> None:
 @pytest.mark.parametrize("path", DB_MODULES, ids=lambda path: path.name)
 def test_db_imports_nothing_from_upper_layers(path: Path) -> None:
     uphill = sorted(
-        module
-        for module in _imported_modules(path)
-        if module.split(".")[0] in UPPER_LAYERS
+        module for module in _imported_modules(path) if module.split(".")[0] in UPPER_LAYERS
     )
     assert uphill == [], f"{path.name} imports {uphill}"
 
@@ -113,8 +113,17 @@ def test_upper_layers_run_no_named_query_themselves() -> None:
 
 # The database, the network, and the layers that stand on them.
 IMPURE = (
-    "asyncpg", "httpx", "httpx2", "openai", "socket", "urllib.request", "requests", "aiohttp",
-    "db", "server", "schema",
+    "asyncpg",
+    "httpx",
+    "httpx2",
+    "openai",
+    "socket",
+    "urllib.request",
+    "requests",
+    "aiohttp",
+    "db",
+    "server",
+    "schema",
 )
 # Within runner/, a module's name says whether it touches the database or the network: the I/O
 # shells of the feature folders are named store.py or job.py. The few other modules that do I/O
@@ -151,8 +160,13 @@ PURE_CORE = sorted(path for path in (REPO_ROOT / "runner").rglob("*.py") if not 
 
 def test_pure_core_is_found() -> None:
     names = {str(path.relative_to(REPO_ROOT)) for path in PURE_CORE}
-    assert {"runner/grounding/normalize.py", "runner/importers/slack.py", "runner/documents/canonical.py",
-            "runner/extract/offline/digest.py", "runner/conversations/disentangle/model.py"} <= names
+    assert {
+        "runner/grounding/normalize.py",
+        "runner/importers/slack.py",
+        "runner/documents/canonical.py",
+        "runner/extract/offline/digest.py",
+        "runner/conversations/disentangle/model.py",
+    } <= names
     assert len(PURE_CORE) > 80
 
 
@@ -183,7 +197,10 @@ def test_evaluation_never_imports_the_server(path: Path) -> None:
 
 # The worker loop, what every job shares, and the job kinds (each beside its feature).
 JOB_RUNNERS = (
-    "runner.worker", "runner.jobs", "runner.digests.job", "runner.reports.job",
+    "runner.worker",
+    "runner.jobs",
+    "runner.digests.job",
+    "runner.reports.job",
     "runner.documents.job",
 )
 # The process's composition root: it builds the workers and job runners from settings for

@@ -12,8 +12,15 @@ TESTS = REPO_ROOT / "tests"
 
 
 def test_every_test_folder_is_a_package() -> None:
-    folders = [TESTS, *(path for path in TESTS.rglob("*") if path.is_dir() and path.name != "__pycache__")]
-    missing = [str(folder.relative_to(REPO_ROOT)) for folder in folders if not (folder / "__init__.py").exists()]
+    folders = [
+        TESTS,
+        *(path for path in TESTS.rglob("*") if path.is_dir() and path.name != "__pycache__"),
+    ]
+    missing = [
+        str(folder.relative_to(REPO_ROOT))
+        for folder in folders
+        if not (folder / "__init__.py").exists()
+    ]
     assert not missing, f"folders without __init__.py: {missing}"
 
 

@@ -29,10 +29,16 @@ query($id: ID!) {
 """
 
 
-async def gql(client: httpx.AsyncClient, query: str, variables: dict[str, Any] | None = None,
-              token: str | None = None) -> dict[str, Any]:
+async def gql(
+    client: httpx.AsyncClient,
+    query: str,
+    variables: dict[str, Any] | None = None,
+    token: str | None = None,
+) -> dict[str, Any]:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    response = await client.post("/graphql", json={"query": query, "variables": variables or {}}, headers=headers)
+    response = await client.post(
+        "/graphql", json={"query": query, "variables": variables or {}}, headers=headers
+    )
     assert response.status_code == 200, response.text
     body = response.json()
     assert "errors" not in body, body["errors"]
@@ -41,9 +47,17 @@ async def gql(client: httpx.AsyncClient, query: str, variables: dict[str, Any] |
 
 
 def sample_messages() -> list[dict[str, Any]]:
-    rows = [json.loads(line) for line in SAMPLE.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = [
+        json.loads(line) for line in SAMPLE.read_text(encoding="utf-8").splitlines() if line.strip()
+    ]
     return [
-        {"id": r["id"], "author": r["author"], "ts": r["ts"], "text": r["text"], "replyTo": r.get("reply_to")}
+        {
+            "id": r["id"],
+            "author": r["author"],
+            "ts": r["ts"],
+            "text": r["text"],
+            "replyTo": r.get("reply_to"),
+        }
         for r in rows
     ]
 
@@ -67,7 +81,17 @@ WRITER = {"Authorization": "Bearer writer-token-1"}
 
 
 # What a client must never see: internal messages of Python, graphql-core or Postgres.
-LEAKS = ("Traceback", "max() arg", "codec", "tsquery", "recursion", "invalid byte sequence", "None", "overflow", "OverflowError")
+LEAKS = (
+    "Traceback",
+    "max() arg",
+    "codec",
+    "tsquery",
+    "recursion",
+    "invalid byte sequence",
+    "None",
+    "overflow",
+    "OverflowError",
+)
 
 
 INGEST = """mutation($c: ChannelInput!, $m: [MessageInput!]!) { ingestMessages(channel: $c, messages: $m) {
@@ -75,10 +99,19 @@ INGEST = """mutation($c: ChannelInput!, $m: [MessageInput!]!) { ingestMessages(c
 
 
 async def post(
-    http: httpx.AsyncClient, query: str, variables: dict[str, Any] | None = None, headers: dict[str, str] = WRITER
+    http: httpx.AsyncClient,
+    query: str,
+    variables: dict[str, Any] | None = None,
+    headers: dict[str, str] = WRITER,
 ) -> httpx.Response:
-    return await http.post("/graphql", json={"query": query, "variables": variables or {}}, headers=headers)
+    return await http.post(
+        "/graphql", json={"query": query, "variables": variables or {}}, headers=headers
+    )
 
 
-async def post_raw(http: httpx.AsyncClient, body: str | bytes, headers: dict[str, str] = WRITER) -> httpx.Response:
-    return await http.post("/graphql", content=body, headers={**headers, "content-type": "application/json"})
+async def post_raw(
+    http: httpx.AsyncClient, body: str | bytes, headers: dict[str, str] = WRITER
+) -> httpx.Response:
+    return await http.post(
+        "/graphql", content=body, headers={**headers, "content-type": "application/json"}
+    )

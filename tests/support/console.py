@@ -26,8 +26,12 @@ EMOJI_MESSAGES = [
         "`kubectl rollout restart deployment/ingest-worker -n platform` and watch the logs.",
     },
     # Chat text is untrusted: markup in it must show as text.
-    {"id": "emoji-2", "author": "Ana Souza", "ts": "2025-03-10T11:31:00Z",
-     "text": "thanks 🙏 that worked <img src=x onerror=alert(1)><b>really</b>"},
+    {
+        "id": "emoji-2",
+        "author": "Ana Souza",
+        "ts": "2025-03-10T11:31:00Z",
+        "text": "thanks 🙏 that worked <img src=x onerror=alert(1)><b>really</b>",
+    },
 ]
 DOCUMENT_TEXT = (
     "Release notes 🚀 for the ingest service.\n\n"
@@ -39,7 +43,9 @@ DOCUMENT_TEXT = (
 
 INGEST = """mutation($c: ChannelInput!, $m: [MessageInput!]!) { ingestMessages(channel: $c, messages: $m) {
   ... on IngestResult { accepted channel { id messageCount } } } }"""
-TRIGGER = """mutation($id: ID!) { triggerDigest(channelId: $id) { ... on DigestJob { id status } } }"""
+TRIGGER = (
+    """mutation($id: ID!) { triggerDigest(channelId: $id) { ... on DigestJob { id status } } }"""
+)
 INGEST_DOCUMENT = """mutation($input: DocumentInput!) { ingestDocument(input: $input) {
   ... on Document { id } ... on InvalidInputError { message } } }"""
 TRIGGER_DOCUMENT = """mutation($id: ID!, $q: String!) { triggerDocumentDigest(documentId: $id, query: $q) {
@@ -67,7 +73,9 @@ async def run_queued_jobs(settings: Settings) -> None:
 async def seed_channel(http: httpx.AsyncClient, token: str | None) -> tuple[str, int]:
     """Ingests the channel; returns (channel id, message count)."""
     messages = sample_messages() + EMOJI_MESSAGES
-    result = (await gql(http, INGEST, {"c": {"name": "team-platform", "server": "acme"}, "m": messages}, token))
+    result = await gql(
+        http, INGEST, {"c": {"name": "team-platform", "server": "acme"}, "m": messages}, token
+    )
     ingested = result["ingestMessages"]
     assert ingested["accepted"] == len(messages), ingested
     return ingested["channel"]["id"], ingested["channel"]["messageCount"]
@@ -80,14 +88,18 @@ async def trigger_digest(http: httpx.AsyncClient, channel_id: str, token: str | 
 
 
 async def seed_document(http: httpx.AsyncClient, settings: Settings, query: str) -> str:
-    document = (await gql(http, INGEST_DOCUMENT, {"input": {"text": DOCUMENT_TEXT, "title": "Ingest release notes"}}))
+    document = await gql(
+        http, INGEST_DOCUMENT, {"input": {"text": DOCUMENT_TEXT, "title": "Ingest release notes"}}
+    )
     document_id = str(document["ingestDocument"]["id"])
     await gql(http, TRIGGER_DOCUMENT, {"id": document_id, "q": query})
     await run_queued_jobs(settings)
     return document_id
 
 
-async def messages_by_id(http: httpx.AsyncClient, channel_id: str, token: str | None) -> dict[str, dict[str, Any]]:
+async def messages_by_id(
+    http: httpx.AsyncClient, channel_id: str, token: str | None
+) -> dict[str, dict[str, Any]]:
     query = """query($c: ID!, $a: String) { messages(filter: {channelId: $c}, first: 100, after: $a) {
       nodes { messageId normalizedText revision } pageInfo { hasNextPage endCursor } } }"""
     found: dict[str, dict[str, Any]] = {}
@@ -122,7 +134,9 @@ REPORT_JOB = """query($id: ID!) { job(id: $id) { status reportId report { id tit
 
 async def make_report(http: httpx.AsyncClient, settings: Settings) -> dict[str, Any]:
     channel_id, _ = await seed_channel(http, None)
-    document = (await gql(http, INGEST_DOCUMENT, {"input": {"text": DOCUMENT_TEXT, "title": "Ingest release notes"}}))
+    document = await gql(
+        http, INGEST_DOCUMENT, {"input": {"text": DOCUMENT_TEXT, "title": "Ingest release notes"}}
+    )
     sources = {"channelIds": [channel_id], "documentIds": [document["ingestDocument"]["id"]]}
     job = (await gql(http, TRIGGER_REPORT, {"q": QUESTION, "sources": sources}))["triggerReport"]
     assert job["__typename"] == "DigestJob", job

@@ -31,7 +31,9 @@ class Msg:
     attachments: list[dict[str, Any]] = field(default_factory=list)
 
 
-def messages(texts: list[tuple[str, str]], *, start: datetime = BASE_TIME, prefix: str = "m") -> list[Msg]:
+def messages(
+    texts: list[tuple[str, str]], *, start: datetime = BASE_TIME, prefix: str = "m"
+) -> list[Msg]:
     """(author, text) pairs → messages one minute apart with ids m1, m2, ..."""
     return [
         Msg(f"{prefix}{i + 1}", author, start + timedelta(minutes=i), text)

@@ -35,17 +35,25 @@ class FailingChunks(OfflineExtractor):
         return await super().extract_chunk(chunk, known_items)
 
 
-def make_worker(pool: asyncpg.Pool, database_url: str, extractor: Any = None, **config: Any) -> Worker:
+def make_worker(
+    pool: asyncpg.Pool, database_url: str, extractor: Any = None, **config: Any
+) -> Worker:
     settings = {"chunk_tokens": 200, "lease_seconds": 30.0, **config}
     return Worker(
-        pool, database_url, WorkerConfig(**settings),
+        pool,
+        database_url,
+        WorkerConfig(**settings),
         extractor_factory=lambda: extractor or OfflineExtractor(),
     )
 
 
 async def digest_once(
-    pool: asyncpg.Pool, database_url: str, channel_id: int, options: dict[str, Any] | None = None,
-    extractor: Any = None, **config: Any,
+    pool: asyncpg.Pool,
+    database_url: str,
+    channel_id: int,
+    options: dict[str, Any] | None = None,
+    extractor: Any = None,
+    **config: Any,
 ) -> DigestJob:
     async with pool.acquire() as connection:
         job, _ = await jobs.enqueue_job(

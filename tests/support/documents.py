@@ -140,9 +140,7 @@ def static_resolver(table: dict[str, list[str]]) -> Resolver:
     return resolve
 
 
-PAYLOAD_SCHEMA = (
-    REPO_ROOT / "runner" / "documents" / "digest_payload_v1.schema.json"
-)
+PAYLOAD_SCHEMA = REPO_ROOT / "runner" / "documents" / "digest_payload_v1.schema.json"
 
 
 PDF_FILE = "docs/pdf/acl19irc.pdf"
@@ -177,7 +175,9 @@ def upload(path: Path, content_type: str | None = None) -> dict[str, Any]:
     return {"contentBase64": encoded, "contentType": content_type}
 
 
-async def digest_for(http: httpx.AsyncClient, document_id: str, query: str) -> tuple[dict[str, Any], dict[str, Any]]:
+async def digest_for(
+    http: httpx.AsyncClient, document_id: str, query: str
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """Trigger, poll to the end, read: (finished job, digest)."""
     job = (await gql(http, TRIGGER, {"id": document_id, "q": query}))["triggerDocumentDigest"]
     assert job["kind"] == "document" and job["documentId"] == document_id, job

@@ -23,10 +23,12 @@ DAY1_ROWS: list[Row] = [
 
 
 DAY2_ROWS: list[Row] = [
-    ("a1", "bob", "ann: add --exclude=cache to the rsync line in backup.sh, that skips it",
-     "q1"),
-    ("t2", "cid", "deploy docs for the backup flow updated and merged: "
-     "https://github.com/acme/ops/pull/12", None),
-    ("d3", "dee", "We decided to switch to borg instead of restic for the offsite backups.",
-     None),
+    ("a1", "bob", "ann: add --exclude=cache to the rsync line in backup.sh, that skips it", "q1"),
+    (
+        "t2",
+        "cid",
+        "deploy docs for the backup flow updated and merged: https://github.com/acme/ops/pull/12",
+        None,
+    ),
+    ("d3", "dee", "We decided to switch to borg instead of restic for the offsite backups.", None),
 ]

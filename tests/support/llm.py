@@ -176,7 +176,9 @@ def completion(
     }
 
 
-def usage_completion(body: dict[str, Any], tool: str, arguments: Any, cached_tokens: int) -> dict[str, Any]:
+def usage_completion(
+    body: dict[str, Any], tool: str, arguments: Any, cached_tokens: int
+) -> dict[str, Any]:
     """A completion reporting usage like a provider: prompt tokens as tiktoken counts of the
     request, completion tokens of the arguments, and `cached_tokens` of the prefix."""
     from runner.llm.budget import count_request_tokens

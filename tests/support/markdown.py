@@ -11,11 +11,26 @@ from markdown_it.token import Token
 from mdit_py_plugins.footnote import footnote_plugin
 
 # Token types that only markup can produce: none may come from a message, a name or a title.
-MARKUP_TOKENS = frozenset({
-    "html_inline", "html_block", "link_open", "image", "code_inline", "code_block", "fence",
-    "em_open", "strong_open", "s_open", "blockquote_open", "table_open", "hr",
-    "bullet_list_open", "ordered_list_open", "hardbreak",
-})
+MARKUP_TOKENS = frozenset(
+    {
+        "html_inline",
+        "html_block",
+        "link_open",
+        "image",
+        "code_inline",
+        "code_block",
+        "fence",
+        "em_open",
+        "strong_open",
+        "s_open",
+        "blockquote_open",
+        "table_open",
+        "hr",
+        "bullet_list_open",
+        "ordered_list_open",
+        "hardbreak",
+    }
+)
 
 
 def renderer() -> MarkdownIt:
@@ -34,19 +49,13 @@ class Rendered:
     headings: list[str] = field(default_factory=list)
     paragraphs: list[str] = field(default_factory=list)  # outside footnote definitions
     footnote_refs: list[str] = field(default_factory=list)  # labels, in order
-    definitions: list[tuple[str, str]] = field(
-        default_factory=list
-    )  # (label, visible text)
-    markup: list[str] = field(
-        default_factory=list
-    )  # MARKUP_TOKENS found, with what they held
+    definitions: list[tuple[str, str]] = field(default_factory=list)  # (label, visible text)
+    markup: list[str] = field(default_factory=list)  # MARKUP_TOKENS found, with what they held
     links: list[str] = field(default_factory=list)  # hrefs of links and images
 
     @property
     def text(self) -> str:
-        return " ".join(
-            [*self.headings, *self.paragraphs, *(t for _, t in self.definitions)]
-        )
+        return " ".join([*self.headings, *self.paragraphs, *(t for _, t in self.definitions)])
 
 
 def visible(inline: Token, rendered: Rendered) -> str:
@@ -56,9 +65,7 @@ def visible(inline: Token, rendered: Rendered) -> str:
         if child.type in MARKUP_TOKENS:
             rendered.markup.append(f"{child.type}: {child.content or child.attrs}")
         if child.type in ("link_open", "image"):
-            rendered.links.append(
-                str(child.attrs.get("href") or child.attrs.get("src"))
-            )
+            rendered.links.append(str(child.attrs.get("href") or child.attrs.get("src")))
         if child.type == "footnote_ref":
             rendered.footnote_refs.append(str(child.meta["label"]))
         elif child.type in ("text", "code_inline", "html_inline"):

@@ -36,8 +36,11 @@ def start_cli(args: list[str], environment: dict[str, str], log: Path) -> subpro
     """`digestd ARGS` as a child process; its stderr goes to `log` (a pipe could fill up)."""
     with log.open("ab") as stderr:
         return subprocess.Popen(
-            [sys.executable, "-m", "server.cli", *args], cwd=REPO_ROOT, env=environment,
-            stdout=subprocess.DEVNULL, stderr=stderr,
+            [sys.executable, "-m", "server.cli", *args],
+            cwd=REPO_ROOT,
+            env=environment,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
         )
 
 
@@ -102,8 +105,6 @@ async def wait_database_back(url: str, timeout: float = 60) -> None:
             await asyncio.sleep(0.1)
 
 
-
-
 def environment(database_url: str, home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DIGEST_", "DIGESTD_"))}
     env.update(DATABASE_URL=database_url, DIGESTD_HOME=str(home), DIGEST_EXTRACTOR="offline")
@@ -112,8 +113,12 @@ def environment(database_url: str, home: Path) -> dict[str, str]:
 
 def digestd(database_url: str, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "server.cli", *args], cwd=REPO_ROOT, capture_output=True, text=True,
-        env=environment(database_url, home), timeout=120,
+        [sys.executable, "-m", "server.cli", *args],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        env=environment(database_url, home),
+        timeout=120,
     )
 
 

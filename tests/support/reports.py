@@ -29,7 +29,11 @@ async def stored_report(connection: asyncpg.Connection, row: ReportRow) -> Repor
     texts = await channel_queries.revision_texts(
         connection, [k[0] for k in keys], [k[1] for k in keys]
     )
-    by_key = {(t.message_id, t.revision): t.normalized_text for t in texts if t.normalized_text is not None}
+    by_key = {
+        (t.message_id, t.revision): t.normalized_text
+        for t in texts
+        if t.normalized_text is not None
+    }
     return report_from_json(row.question, row.title, row.sections, row.sources, by_key)
 
 
@@ -82,9 +86,14 @@ def bad_answer(body: dict[str, Any]) -> dict[str, Any]:
             {"sentence": GOOD, "source_ids": [id_of(body, GOOD)]},
             {"sentence": FABRICATED, "source_ids": ["E99"]},
         ],
-        "sections": [{"heading": "Who decides", "sentences": [
-            {"sentence": UNRELATED, "source_ids": [schedule]},
-        ]}],
+        "sections": [
+            {
+                "heading": "Who decides",
+                "sentences": [
+                    {"sentence": UNRELATED, "source_ids": [schedule]},
+                ],
+            }
+        ],
         "open_points": [],
     }
 
@@ -116,8 +125,9 @@ query($id: ID!) {
 }"""
 
 
-async def _report(pool: asyncpg.Pool, database_url: str, question: str,
-                  sources: dict[str, Any]) -> dict[str, Any]:
+async def _report(
+    pool: asyncpg.Pool, database_url: str, question: str, sources: dict[str, Any]
+) -> dict[str, Any]:
     job = (await gql(pool, TRIGGER, q=question, sources=sources))["triggerReport"]
     assert job["__typename"] == "DigestJob" and job["kind"] == "report", job
     assert await make_worker(pool, database_url).run_once()
@@ -129,12 +139,22 @@ async def _report(pool: asyncpg.Pool, database_url: str, question: str,
 async def ops_and_runbook(pool: asyncpg.Pool) -> tuple[int, int]:
     """An "ops" channel and a "Runbook" document about database migrations: (channel, document)
     row ids."""
-    ops = await add_channel(pool, "ops", messages([
-        ("bob", "The database migration runs on Friday evening after the freeze."),
-        ("cid", "Rollbacks of the database migration need approval from the on-call lead."),
-    ]))
+    ops = await add_channel(
+        pool,
+        "ops",
+        messages(
+            [
+                ("bob", "The database migration runs on Friday evening after the freeze."),
+                ("cid", "Rollbacks of the database migration need approval from the on-call lead."),
+            ]
+        ),
+    )
     async with pool.acquire() as connection:
-        document, _ = await store_document(connection, ingest_text(
-            "Every database migration has a rollback plan, approved by the on-call lead.",
-            title="Runbook").as_record())
+        document, _ = await store_document(
+            connection,
+            ingest_text(
+                "Every database migration has a rollback plan, approved by the on-call lead.",
+                title="Runbook",
+            ).as_record(),
+        )
     return ops, document.id

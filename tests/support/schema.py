@@ -13,7 +13,8 @@ from schema.context import ApiConfig, Context, Role
 
 async def gql(pool: asyncpg.Pool, query: str, **variables: Any) -> dict[str, Any]:
     result = await build_schema().execute(
-        query, variable_values=variables,
+        query,
+        variable_values=variables,
         context_value=Context(pool=pool, role=Role.WRITER, config=ApiConfig()),
     )
     assert result.errors is None, result.errors

@@ -34,13 +34,25 @@ def ws_url(base_url: str) -> str:
 
 
 @asynccontextmanager
-async def socket(base_url: str, *, init: dict[str, Any] | None = None, headers: dict[str, str] | None = None,
-                 origin: str | None = None, source: str | None = None) -> AsyncIterator[ClientConnection]:
+async def socket(
+    base_url: str,
+    *,
+    init: dict[str, Any] | None = None,
+    headers: dict[str, str] | None = None,
+    origin: str | None = None,
+    source: str | None = None,
+) -> AsyncIterator[ClientConnection]:
     """A graphql-transport-ws connection, acknowledged (init None: no connection_init sent),
     from the loopback address `source` if given (127.0.0.2: another client to the server)."""
     extra: dict[str, Any] = {"local_addr": (source, 0)} if source else {}
-    async with connect(ws_url(base_url), subprotocols=[PROTOCOL], additional_headers=headers or {},  # type: ignore[list-item]
-                       origin=origin, open_timeout=10, **extra) as ws:  # type: ignore[arg-type]
+    async with connect(
+        ws_url(base_url),
+        subprotocols=[PROTOCOL],
+        additional_headers=headers or {},  # type: ignore[list-item]
+        origin=origin,
+        open_timeout=10,
+        **extra,
+    ) as ws:  # type: ignore[arg-type]
         assert ws.subprotocol == PROTOCOL
         if init is not None:
             await ws.send(json.dumps({"type": "connection_init", "payload": init}))
@@ -54,10 +66,20 @@ async def receive(ws: ClientConnection, timeout: float = 30) -> dict[str, Any]:
 
 
 async def subscribe(ws: ClientConnection, op_id: str, job_id: str, query: str = PROGRESS) -> None:
-    await ws.send(json.dumps({"id": op_id, "type": "subscribe", "payload": {"query": query, "variables": {"id": job_id}}}))
+    await ws.send(
+        json.dumps(
+            {
+                "id": op_id,
+                "type": "subscribe",
+                "payload": {"query": query, "variables": {"id": job_id}},
+            }
+        )
+    )
 
 
-async def until_complete(ws: ClientConnection, op_id: str, timeout: float = 60) -> list[dict[str, Any]]:
+async def until_complete(
+    ws: ClientConnection, op_id: str, timeout: float = 60
+) -> list[dict[str, Any]]:
     """The `next` payloads of one operation, up to its `complete` (which must come)."""
     payloads: list[dict[str, Any]] = []
     while True:
@@ -76,10 +98,19 @@ async def closed_with(ws: ClientConnection) -> int | None:
 
 
 async def queued_job(pool: asyncpg.Pool, client: httpx.AsyncClient, name: str = "general") -> str:
-    channel_id = await add_channel(pool, name, messages([("ann", "we decided to ship on friday"), ("bob", "ok, I will write the notes")]))
-    trigger = 'mutation($id: ID!) { triggerDigest(channelId: $id) { ... on DigestJob { id status } } }'
-    response = await client.post("/graphql", json={"query": trigger, "variables": {"id": str(channel_id)}},
-                                 headers={"Authorization": "Bearer write-secret-1"})
+    channel_id = await add_channel(
+        pool,
+        name,
+        messages([("ann", "we decided to ship on friday"), ("bob", "ok, I will write the notes")]),
+    )
+    trigger = (
+        "mutation($id: ID!) { triggerDigest(channelId: $id) { ... on DigestJob { id status } } }"
+    )
+    response = await client.post(
+        "/graphql",
+        json={"query": trigger, "variables": {"id": str(channel_id)}},
+        headers={"Authorization": "Bearer write-secret-1"},
+    )
     job = response.json()["data"]["triggerDigest"]
     assert job["status"] == "QUEUED"
     return str(job["id"])

@@ -23,8 +23,13 @@ from tests.support.paths import SAMPLE
 def sample_messages() -> list[Msg]:
     rows = [json.loads(line) for line in SAMPLE.read_text(encoding="utf-8").splitlines() if line]
     return [
-        Msg(row["id"], row["author"], datetime.fromisoformat(row["ts"]), row["text"],
-            row.get("reply_to"))
+        Msg(
+            row["id"],
+            row["author"],
+            datetime.fromisoformat(row["ts"]),
+            row["text"],
+            row.get("reply_to"),
+        )
         for row in rows
     ]
 
@@ -56,7 +61,9 @@ def slow_model(delay: float) -> Callable[[dict[str, Any]], Awaitable[dict[str, A
 
 async def trigger(pool: asyncpg.Pool, channel_id: int) -> int:
     async with pool.acquire() as connection:
-        job, _ = await jobs.enqueue_job(connection, jobs.JobKind.CHANNEL, channel_id, {}, max_attempts=3)
+        job, _ = await jobs.enqueue_job(
+            connection, jobs.JobKind.CHANNEL, channel_id, {}, max_attempts=3
+        )
     return int(job.id)
 
 

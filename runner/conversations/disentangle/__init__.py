@@ -11,5 +11,12 @@ from runner.conversations.disentangle.api import (
 )
 from runner.conversations.disentangle.message import Message
 
-__all__ = ["ChannelRecord", "Disentanglement", "Message", "disentangle", "explicit_parents",
-           "link", "link_records"]
+__all__ = [
+    "ChannelRecord",
+    "Disentanglement",
+    "Message",
+    "disentangle",
+    "explicit_parents",
+    "link",
+    "link_records",
+]

@@ -11,8 +11,14 @@ from typing import Protocol
 from runner.conversations.disentangle.message import Message
 from runner.conversations.disentangle.model import LinkModel, link
 
-__all__ = ["ChannelRecord", "Disentanglement", "disentangle", "explicit_parents", "link",
-           "link_records"]
+__all__ = [
+    "ChannelRecord",
+    "Disentanglement",
+    "disentangle",
+    "explicit_parents",
+    "link",
+    "link_records",
+]
 
 
 @dataclass(frozen=True)

@@ -52,7 +52,7 @@ class Seen:
 
 
 def _strip_sigil(token: str) -> str:
-    """"@nick" and "#nick" name nick (Slack and Discord style, and some IRC users)."""
+    """ "@nick" and "#nick" name nick (Slack and Discord style, and some IRC users)."""
     return token.lstrip("@#")
 
 
@@ -106,15 +106,25 @@ class ChannelState:
         folded = text.casefold()
         addressed = self._resolve_address(text, key)
         known = self.last_by_author
-        names = {token for token in map(_strip_sigil, _NAME_TOKEN.findall(folded))
-                 if token in known}
+        names = {
+            token for token in map(_strip_sigil, _NAME_TOKEN.findall(folded)) if token in known
+        }
         names.discard(key)
         if addressed:
             names.add(addressed)
         tokens = _WORD.findall(folded)
         words = frozenset(t for t in tokens if t not in STOPWORDS and t not in known and len(t) > 1)
-        seen = Seen(key, message.ts, addressed, frozenset(names), words, "?" in text, False,
-                    len(tokens), _THANKS.search(folded) is not None)
+        seen = Seen(
+            key,
+            message.ts,
+            addressed,
+            frozenset(names),
+            words,
+            "?" in text,
+            False,
+            len(tokens),
+            _THANKS.search(folded) is not None,
+        )
         self.seen.append(seen)
         self.conversation_word_feature.clear()
         return seen
@@ -311,8 +321,10 @@ def pair_features(state: ChannelState, index: int, candidate: int) -> list[int]:
     key, other_key, addressed = message.key, other.key, message.addressed
     distance = index - candidate
     near = 1 if distance == 1 else 2 if distance <= 3 else 3 if distance <= 10 else 4
-    features = [DIST[bisect_left(_DIST_BINS, distance)],
-                GAP[bisect_left(_GAP_BINS, message.ts - other.ts)]]
+    features = [
+        DIST[bisect_left(_DIST_BINS, distance)],
+        GAP[bisect_left(_GAP_BINS, message.ts - other.ts)],
+    ]
     relations = []
     is_latest = state.last_by_author.get(other_key) == candidate
     if is_latest:
@@ -409,7 +421,8 @@ def candidates(state: ChannelState, index: int) -> list[int]:
         if other.system:
             continue
         if index - candidate <= NEAR or (
-            other.key == message.key or other.key in message.mentions
+            other.key == message.key
+            or other.key in message.mentions
             or message.key in other.mentions
         ):
             found.append(candidate)

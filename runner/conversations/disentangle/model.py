@@ -85,8 +85,11 @@ class LinkModel:
             # One row per feature: its unit inputs, then its linear weight, so one gather and
             # one segment sum give both parts of every option's score.
             self.table = np.array(
-                [[*map(float, hidden.inputs.get(name, zero)), self.weights[i]]
-                 for i, name in enumerate(NAMES)], dtype=np.float64,
+                [
+                    [*map(float, hidden.inputs.get(name, zero)), self.weights[i]]
+                    for i, name in enumerate(NAMES)
+                ],
+                dtype=np.float64,
             )
             self.biases = np.array(hidden.biases, dtype=np.float64)
             self.outputs = np.array(hidden.outputs, dtype=np.float64)

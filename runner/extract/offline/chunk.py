@@ -339,9 +339,7 @@ def summarize_chunk(chunk: Chunk) -> ChunkSummary:
         "artifacts": len(artifacts),
         "knowledge items": len(keyed),
     }
-    substantive = [
-        v for v in reader.views if len(v.prose_words) >= 4 and not is_social(v.prose)
-    ]
+    substantive = [v for v in reader.views if len(v.prose_words) >= 4 and not is_social(v.prose)]
     names = frozenset(reader.participants.by_key)
     topics = topics_for(reader.views, 6, names) if len(substantive) >= 3 else []
     signal = signal_quality(counts, bool(topics), high=12, medium=5)

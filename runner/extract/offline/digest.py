@@ -280,7 +280,9 @@ def _empty_digest(window: Window) -> Digest:
 OVERVIEW_CONVERSATIONS = 4
 
 
-def _exchanges(merger: _Merger, topics: Sequence[Topic]) -> list[tuple[WindowMessage, WindowMessage | None]]:
+def _exchanges(
+    merger: _Merger, topics: Sequence[Topic]
+) -> list[tuple[WindowMessage, WindowMessage | None]]:
     """The largest conversations' openings (their topic's quoted title) and first answers."""
     exchanges: list[tuple[WindowMessage, WindowMessage | None]] = []
     for topic in topics[:OVERVIEW_CONVERSATIONS]:
@@ -288,7 +290,9 @@ def _exchanges(merger: _Merger, topics: Sequence[Topic]) -> list[tuple[WindowMes
         if opening is None:
             continue
         answer = find_answer(
-            merger.messages, merger.order[opening.message_id], merger.participants,
+            merger.messages,
+            merger.order[opening.message_id],
+            merger.participants,
             opening.normalized_text,
         )
         exchanges.append((opening, answer.message if answer else None))
@@ -342,7 +346,11 @@ def build_digest(
     else:
         named = [t for t in topics if t.title.casefold() != channel.casefold()]
         overview = writer.overview(
-            named, central, merger.order, decisions, questions,
+            named,
+            central,
+            merger.order,
+            decisions,
+            questions,
             _exchanges(merger, topics) if threaded else (),
         )
     covered, parsed = merger.coverage_ids()

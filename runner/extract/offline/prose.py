@@ -79,16 +79,18 @@ class ProseWriter:
     def exchange(self, opening: WindowMessage, answer: WindowMessage | None) -> list[CitedSentence]:
         """One conversation in a sentence or two: what its opener asked (or said), quoted, and
         the first answer in it, quoted; each cites its own message."""
-        asked = truncate_words(strip_address(squash(opening.normalized_text), self.participants),
-                               _EXCHANGE_CHARS)
+        asked = truncate_words(
+            strip_address(squash(opening.normalized_text), self.participants), _EXCHANGE_CHARS
+        )
         verb = "asked" if "?" in asked else "wrote"
-        sentences = [self.cite([f"{opening.author} {verb}: {asked}", asked],
-                               [opening.message_id])]
+        sentences = [self.cite([f"{opening.author} {verb}: {asked}", asked], [opening.message_id])]
         if answer is not None:
-            reply = truncate_words(strip_address(squash(answer.normalized_text),
-                                                 self.participants), _EXCHANGE_CHARS)
-            sentences.append(self.cite([f"{answer.author} answered: {reply}", reply],
-                                       [answer.message_id]))
+            reply = truncate_words(
+                strip_address(squash(answer.normalized_text), self.participants), _EXCHANGE_CHARS
+            )
+            sentences.append(
+                self.cite([f"{answer.author} answered: {reply}", reply], [answer.message_id])
+            )
         return [sentence for sentence in sentences if sentence is not None]
 
     def overview(
@@ -104,7 +106,9 @@ class ProseWriter:
         threaded window, its largest conversations (`exchanges`: what each opener asked and the
         first answer); otherwise the topics, then the most central messages in window order."""
         # A message a decision or question below already cites is not repeated as discussed.
-        later = {d.message_ids[0] for d in decisions[:2]} | {q.message_ids[0] for q in questions[:2]}
+        later = {d.message_ids[0] for d in decisions[:2]} | {
+            q.message_ids[0] for q in questions[:2]
+        }
         fresh = [c for c in central if c.view.message_id not in later]
         picked = sorted(fresh[:_CENTRAL_SENTENCES], key=lambda c: order.get(c.view.message_id, 0))
         discussed: list[CitedSentence | None] = [

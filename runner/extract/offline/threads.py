@@ -257,7 +257,11 @@ def _answer_in_conversation(messages: Sequence[WindowMessage], index: int) -> An
             break
         text = later.normalized_text
         if later.author == question.author:
-            if offset <= 2 * ADJACENT_HORIZON and _RESOLVED.search(text) and not _is_question_only(text):
+            if (
+                offset <= 2 * ADJACENT_HORIZON
+                and _RESOLVED.search(text)
+                and not _is_question_only(text)
+            ):
                 return Answer(later, "resolved_by_asker")
             continue
         if not _is_question_only(text) and not text.rstrip().endswith("?"):

@@ -294,14 +294,17 @@ def conversation_topics(messages: Sequence[WindowMessage], limit: int) -> list[T
         # The cheap tests first: most conversations of a busy channel are a message or two.
         if len(members) < MIN_CONVERSATION_MESSAGES or len({m.author for m in members}) < 2:
             continue
-        substantive = [m for m in members if len(content_words(m.normalized_text)) >= 3
-                       and not is_social(m.normalized_text)]
+        substantive = [
+            m
+            for m in members
+            if len(content_words(m.normalized_text)) >= 3 and not is_social(m.normalized_text)
+        ]
         if len(substantive) < MIN_SUBSTANTIVE_MESSAGES:
             continue
         ordered = sorted(members, key=lambda m: m.ts)
-        title = conversation_title([
-            ThreadedMessage(m.message_id, m.author, m.ts, m.normalized_text) for m in ordered
-        ])
+        title = conversation_title(
+            [ThreadedMessage(m.message_id, m.author, m.ts, m.normalized_text) for m in ordered]
+        )
         if title is None:
             continue
         cited = [title.message_id] + [
@@ -310,8 +313,15 @@ def conversation_topics(messages: Sequence[WindowMessage], limit: int) -> list[T
         authors = list(dict.fromkeys(m.author for m in ordered))
         others = " and others" if len(authors) > 4 else ""
         summary = f"{len(members)} messages between {', '.join(authors[:4])}{others}."
-        topics.append((-len(members), position, Topic(
-            title=truncate_words(title.text, 120), summary=summary,
-            message_ids=cited[:MAX_TOPIC_MESSAGES],
-        )))
+        topics.append(
+            (
+                -len(members),
+                position,
+                Topic(
+                    title=truncate_words(title.text, 120),
+                    summary=summary,
+                    message_ids=cited[:MAX_TOPIC_MESSAGES],
+                ),
+            )
+        )
     return [topic for _, _, topic in sorted(topics, key=lambda t: t[:2])[:limit]]

@@ -22,26 +22,47 @@ pytestmark = pytest.mark.bench
 
 LOAD_KEYS = {"requests", "requests_per_s", "p50_ms", "p99_ms", "errors"}
 API_SUMMARY_KEYS = {
-    "scenario", "graphql_rps", "graphql_p50_ms", "graphql_p99_ms", "plain_rps", "plain_p50_ms",
-    "plain_p99_ms", "ratio", "target_met",
+    "scenario",
+    "graphql_rps",
+    "graphql_p50_ms",
+    "graphql_p99_ms",
+    "plain_rps",
+    "plain_p50_ms",
+    "plain_p99_ms",
+    "ratio",
+    "target_met",
 }
 EXACTLY_ONCE_KEYS = {
-    "all_succeeded_no_new_messages", "jobs_attempts_not_1", "jobs_claimed_twice",
-    "jobs_finished_twice", "jobs_never_claimed",
+    "all_succeeded_no_new_messages",
+    "jobs_attempts_not_1",
+    "jobs_claimed_twice",
+    "jobs_finished_twice",
+    "jobs_never_claimed",
 }
 QUEUE_SUMMARY_KEYS = {
-    "jobs_per_s", "exactly_once", "notify_p50_ms", "notify_p99_ms", "polling_p50_ms",
-    "polling_p99_ms", "target_met",
+    "jobs_per_s",
+    "exactly_once",
+    "notify_p50_ms",
+    "notify_p99_ms",
+    "polling_p50_ms",
+    "polling_p99_ms",
+    "target_met",
 }
 
 
 def run_bench(script: str, timeout: float) -> list[dict[str, Any]]:
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "DIGESTD_API_TOKENS")}
     # TEST_DATABASE_URL, when the suite has one, is a disposable database: use it too.
-    extra = ["--database-url", os.environ["TEST_DATABASE_URL"]] if "TEST_DATABASE_URL" in env else []
+    extra = (
+        ["--database-url", os.environ["TEST_DATABASE_URL"]] if "TEST_DATABASE_URL" in env else []
+    )
     completed = subprocess.run(
         [sys.executable, str(REPO_ROOT / "bench" / script), "--quick", *extra],
-        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=timeout,
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
     lines = [line for line in completed.stdout.splitlines() if line.startswith("{")]

@@ -20,7 +20,6 @@ from tests.support.paths import REPO_ROOT, shared_data
 pytestmark = pytest.mark.bench
 
 
-
 def run_bench(
     script: str, timeout: float, *, database: bool, args: tuple[str, ...] = ()
 ) -> list[dict[str, Any]]:
@@ -33,7 +32,11 @@ def run_bench(
     )
     completed = subprocess.run(
         [sys.executable, str(REPO_ROOT / "bench" / script), "--quick", *args, *extra],
-        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=timeout,
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
     lines = [line for line in completed.stdout.splitlines() if line.strip()]
@@ -72,8 +75,12 @@ def test_pipeline_bench_quick() -> None:
     assert {"model_busy_seconds", "overhead_share", "ideal_seconds", "slack_share"} <= served.keys()
     summary = rows[-1]
     assert summary["kind"] == "summary"
-    assert {"overhead_share", "prompt_per_content", "target_overhead_met",
-            "target_prompt_per_content_met"} <= summary.keys()
+    assert {
+        "overhead_share",
+        "prompt_per_content",
+        "target_overhead_met",
+        "target_prompt_per_content_met",
+    } <= summary.keys()
 
 
 def test_keyset_bench_quick() -> None:
@@ -87,8 +94,12 @@ def test_keyset_bench_quick() -> None:
             assert {"first_page_ms", "deep_page_ms", "deep_over_first"} <= row.keys()
     summary = rows[-1]
     assert summary["kind"] == "summary"
-    assert {"sql_keyset_deep_over_first", "graphql_keyset_deep_over_first",
-            "sql_offset_deep_over_first", "target_met"} <= summary.keys()
+    assert {
+        "sql_keyset_deep_over_first",
+        "graphql_keyset_deep_over_first",
+        "sql_offset_deep_over_first",
+        "target_met",
+    } <= summary.keys()
 
 
 def test_disentangle_bench_quick() -> None:
@@ -102,8 +113,12 @@ def test_disentangle_bench_quick() -> None:
         assert row["messages"] == rows[0]["messages"] and row["msgs_per_cpu_s"] > 0
     summary = rows[-1]
     assert summary["kind"] == "summary"
-    assert {"model_msgs_per_cpu_s", "lowe_msgs_per_cpu_s", "scoring_share",
-            "target_rate_met"} <= summary.keys()
+    assert {
+        "model_msgs_per_cpu_s",
+        "lowe_msgs_per_cpu_s",
+        "scoring_share",
+        "target_rate_met",
+    } <= summary.keys()
 
 
 def test_all_runs_the_chosen_benchmarks_and_passes_their_lines_through() -> None:
@@ -115,7 +130,10 @@ def test_all_runs_the_chosen_benchmarks_and_passes_their_lines_through() -> None
 def test_all_refuses_an_unknown_benchmark_by_name() -> None:
     completed = subprocess.run(
         [sys.executable, str(REPO_ROOT / "bench" / "all.py"), "--only", "keyset,nope"],
-        cwd=REPO_ROOT, capture_output=True, text=True, timeout=60,
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert completed.returncode == 2 and "unknown benchmark(s): nope" in completed.stderr
 
@@ -128,11 +146,18 @@ def test_coverage_bench_quick() -> None:
     for row in runs:
         assert {"seconds", "window_seconds", "pipeline_seconds", "store_seconds"} <= row.keys()
         assert row["messages"] == rows[0]["messages"]  # each peer read the whole channel
-    assert any(row["kind"] == "check" and row["coverage_channels_uncovered_after"] == 0 for row in rows)
+    assert any(
+        row["kind"] == "check" and row["coverage_channels_uncovered_after"] == 0 for row in rows
+    )
     summary = rows[-1]
     assert summary["kind"] == "summary"
-    assert {"watermark_seconds", "coverage_seconds", "overhead", "database_overhead",
-            "target_met"} <= summary.keys()
+    assert {
+        "watermark_seconds",
+        "coverage_seconds",
+        "overhead",
+        "database_overhead",
+        "target_met",
+    } <= summary.keys()
 
 
 def test_scale_bench_quick() -> None:

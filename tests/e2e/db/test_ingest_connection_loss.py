@@ -68,8 +68,12 @@ async def empty_server(crash_server: str) -> str:
 
 def large_message(number: int) -> dict[str, Any]:
     body = f"message {number} " + "lorem ipsum dolor sit amet " * (MESSAGE_CHARS // 27)
-    return {"id": str(number), "author": "ann", "text": body[:MESSAGE_CHARS],
-            "ts": 1_600_000_000 + number}
+    return {
+        "id": str(number),
+        "author": "ann",
+        "text": body[:MESSAGE_CHARS],
+        "ts": 1_600_000_000 + number,
+    }
 
 
 async def kill_the_copy(
@@ -204,7 +208,9 @@ async def test_ingest_messages_whose_copy_loses_its_backend_answers_unavailable(
         message["ts"] = "2020-09-13T12:26:40Z"
     body = {"query": INGEST, "variables": {"messages": messages}}
     loop = asyncio.get_running_loop()
-    async with httpx.AsyncClient(base_url=live_server, timeout=ANSWER_WITHIN_SECONDS + 60) as client:
+    async with httpx.AsyncClient(
+        base_url=live_server, timeout=ANSWER_WITHIN_SECONDS + 60
+    ) as client:
         request = asyncio.create_task(client.post("/graphql", json=body))
         try:
             await kill_the_copy(empty_server, loop.time() + 120, lambda: not request.done())
@@ -225,8 +231,11 @@ async def test_ingest_messages_whose_copy_loses_its_backend_answers_unavailable(
         # The same call again, once the database is back, stores everything.
         again = await client.post("/graphql", json=body)
         result = again.json()["data"]["ingestMessages"]
-        assert result == {"__typename": "IngestResult", "accepted": API_MESSAGES,
-                          "inserted": API_MESSAGES}, again.text
+        assert result == {
+            "__typename": "IngestResult",
+            "accepted": API_MESSAGES,
+            "inserted": API_MESSAGES,
+        }, again.text
     assert await stored(empty_server) == (API_MESSAGES, API_MESSAGES)
 
 

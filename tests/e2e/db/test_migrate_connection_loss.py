@@ -54,7 +54,10 @@ async def applied_versions(url: str) -> set[int]:
         exists = await connection.fetchval("SELECT to_regclass('schema_migrations') IS NOT NULL")
         if not exists:
             return set()
-        return {row["version"] for row in await connection.fetch("SELECT version FROM schema_migrations")}
+        return {
+            row["version"]
+            for row in await connection.fetch("SELECT version FROM schema_migrations")
+        }
     finally:
         await connection.close()
 

@@ -46,8 +46,11 @@ async def test_killed_worker_process_job_is_finished_by_another_from_the_chunk_c
             "DIGESTD_POLL_SECONDS": "0.2",
         }
         process = subprocess.Popen(
-            [sys.executable, "-m", "server.cli", "worker"], cwd=REPO_ROOT, env=environment,
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            [sys.executable, "-m", "server.cli", "worker"],
+            cwd=REPO_ROOT,
+            env=environment,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
         )
         try:
 

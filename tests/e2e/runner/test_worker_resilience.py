@@ -68,7 +68,9 @@ async def trigger(pool: asyncpg.Pool, channel_id: int, max_attempts: int = 3) ->
 
 
 async def test_worker_loop_survives_killed_backends_idle_and_mid_job(
-    crash_server: str, crash_pool: asyncpg.Pool, settings: Settings,
+    crash_server: str,
+    crash_pool: asyncpg.Pool,
+    settings: Settings,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.WARNING)
@@ -116,7 +118,9 @@ async def test_worker_loop_survives_killed_backends_idle_and_mid_job(
     job = await job_row(crash_pool, second)
     assert job.status == "succeeded", job.error
     assert job.attempts <= 3
-    assert "retrying" in caplog.text or "heartbeat failed" in caplog.text or "could not" in caplog.text
+    assert (
+        "retrying" in caplog.text or "heartbeat failed" in caplog.text or "could not" in caplog.text
+    )
 
 
 async def test_worker_process_survives_a_killed_backend_and_stops_cleanly_on_sigterm(
@@ -124,9 +128,13 @@ async def test_worker_process_survives_a_killed_backend_and_stops_cleanly_on_sig
 ) -> None:
     channel_id = await add_channel(crash_pool, "team-platform", sample_messages())
     environment = cli_environment(
-        DATABASE_URL=crash_server, DIGESTD_HOME=str(tmp_path / "home"),
-        DIGEST_EXTRACTOR="offline", DIGESTD_LEASE_SECONDS="2", DIGESTD_HEARTBEAT_SECONDS="0.3",
-        DIGESTD_POLL_SECONDS="0.2", DIGESTD_RETRY_BASE_SECONDS="0.1",
+        DATABASE_URL=crash_server,
+        DIGESTD_HOME=str(tmp_path / "home"),
+        DIGEST_EXTRACTOR="offline",
+        DIGESTD_LEASE_SECONDS="2",
+        DIGESTD_HEARTBEAT_SECONDS="0.3",
+        DIGESTD_POLL_SECONDS="0.2",
+        DIGESTD_RETRY_BASE_SECONDS="0.1",
     )
     log = tmp_path / "worker.log"
     process = start_cli(["worker"], environment, log)
@@ -167,10 +175,16 @@ async def test_a_lost_lease_counts_as_an_attempt_and_ends_failed_at_the_maximum(
     async with local_openai_server(slow_model(0.4)) as (base_url, _):
         job_id = await trigger(crash_pool, channel_id, max_attempts=2)
         environment = cli_environment(
-            DATABASE_URL=crash_server, DIGESTD_HOME=str(tmp_path / "home"),
-            DIGEST_EXTRACTOR="llm", DIGEST_LLM_BASE_URL=base_url, DIGEST_LLM_API_KEY=API_KEY,
-            DIGEST_LLM_CONCURRENCY="1", DIGESTD_CHUNK_TOKENS="400", DIGESTD_LEASE_SECONDS="2",
-            DIGESTD_HEARTBEAT_SECONDS="0.3", DIGESTD_POLL_SECONDS="0.2",
+            DATABASE_URL=crash_server,
+            DIGESTD_HOME=str(tmp_path / "home"),
+            DIGEST_EXTRACTOR="llm",
+            DIGEST_LLM_BASE_URL=base_url,
+            DIGEST_LLM_API_KEY=API_KEY,
+            DIGEST_LLM_CONCURRENCY="1",
+            DIGESTD_CHUNK_TOKENS="400",
+            DIGESTD_LEASE_SECONDS="2",
+            DIGESTD_HEARTBEAT_SECONDS="0.3",
+            DIGESTD_POLL_SECONDS="0.2",
         )
         for attempt in (1, 2):
             process = start_cli(["worker"], environment, tmp_path / f"worker{attempt}.log")
@@ -182,8 +196,7 @@ async def test_a_lost_lease_counts_as_an_attempt_and_ends_failed_at_the_maximum(
                     assert process.poll() is None, (tmp_path / f"worker{attempt}.log").read_text()
                     job = await job_row(crash_pool, job_id)
                     return bool(
-                        job.status == "running" and job.attempts == attempt
-                        and job.chunks_done >= 1
+                        job.status == "running" and job.attempts == attempt and job.chunks_done >= 1
                     )
 
                 await wait_for(running_this_attempt, 90, f"attempt {attempt} to map a chunk")

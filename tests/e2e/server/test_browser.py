@@ -37,10 +37,10 @@ INGEST = """mutation($c: ChannelInput!, $m: [MessageInput!]!) { ingestMessages(c
 CHANNELS = "{ channels { nodes { id name } } }"
 
 
-
 def _keep_text(lines: list[str]) -> Callable[[ConsoleMessage], None]:
     """A console listener that appends each message's text to `lines`."""
     return lambda message: lines.append(message.text)
+
 
 async def test_graphiql_runs_a_query_offline_with_a_pasted_token(
     db: asyncpg.Pool, settings: Settings, browser: Browser, tmp_path: Path
@@ -49,7 +49,12 @@ async def test_graphiql_runs_a_query_offline_with_a_pasted_token(
     async with running_server(app) as base_url:
         async with httpx.AsyncClient(base_url=base_url) as http:
             channel = {"server": "digestd", "externalId": "c1", "name": "release-planning"}
-            message = {"id": "m1", "author": "ana", "ts": "2024-05-01T10:00:00Z", "text": "Ship 1.2 on Friday."}
+            message = {
+                "id": "m1",
+                "author": "ana",
+                "ts": "2024-05-01T10:00:00Z",
+                "text": "Ship 1.2 on Friday.",
+            }
             ingested = await http.post(
                 "/graphql",
                 json={"query": INGEST, "variables": {"c": channel, "m": [message]}},
@@ -60,7 +65,12 @@ async def test_graphiql_runs_a_query_offline_with_a_pasted_token(
         page.set_default_timeout(TIMEOUT_MS)
         blocked = await loopback_only(page)
         policy_violations: list[str] = []
-        page.on("console", lambda m: policy_violations.append(m.text) if "Content Security Policy" in m.text else None)
+        page.on(
+            "console",
+            lambda m: (
+                policy_violations.append(m.text) if "Content Security Policy" in m.text else None
+            ),
+        )
 
         await page.goto(f"{base_url}/graphql?q={CHANNELS}")
         run = page.locator(".graphiql-execute-button")
@@ -73,11 +83,15 @@ async def test_graphiql_runs_a_query_offline_with_a_pasted_token(
 
         # The user pastes the header into the Headers tab and runs again.
         await page.get_by_role("button", name="Headers").click()
-        await page.locator(".graphiql-editor-tool .graphiql-editor:not(.hidden) .CodeMirror").last.click()
+        await page.locator(
+            ".graphiql-editor-tool .graphiql-editor:not(.hidden) .CodeMirror"
+        ).last.click()
         await page.keyboard.insert_text('{"Authorization": "Bearer reader-token-1"}')
         await run.click()
         await expect(result).to_contain_text('"name": "release-planning"')
-        shown = json.loads(await result.locator(".CodeMirror").evaluate("e => e.CodeMirror.getValue()"))
+        shown = json.loads(
+            await result.locator(".CodeMirror").evaluate("e => e.CodeMirror.getValue()")
+        )
         assert shown["data"]["channels"]["nodes"][0]["name"] == "release-planning"
 
         # The schema, refused before the token was there, loads with it; the explorer plugin
@@ -101,28 +115,43 @@ async def test_graphiql_follows_a_job_over_a_subscription(
     authenticated by the token pasted in the Headers tab, showing each state as it comes."""
     app = create_app(secured(settings), AppOptions(run_workers=0))
     async with running_server(app) as base_url, httpx.AsyncClient(base_url=base_url) as http:
-        channel_id = await add_channel(db, "release-planning", messages([("ana", "Ship 1.2 on Friday.")]))
+        channel_id = await add_channel(
+            db, "release-planning", messages([("ana", "Ship 1.2 on Friday.")])
+        )
         writer = {"authorization": "Bearer writer-token-1"}
-        trigger = 'mutation($id: ID!) { triggerDigest(channelId: $id) { ... on DigestJob { id } } }'
-        triggered = await http.post("/graphql", json={"query": trigger, "variables": {"id": str(channel_id)}}, headers=writer)
+        trigger = "mutation($id: ID!) { triggerDigest(channelId: $id) { ... on DigestJob { id } } }"
+        triggered = await http.post(
+            "/graphql",
+            json={"query": trigger, "variables": {"id": str(channel_id)}},
+            headers=writer,
+        )
         job_id = triggered.json()["data"]["triggerDigest"]["id"]
         page = await browser.new_page(viewport={"width": 1400, "height": 900})
         page.set_default_timeout(TIMEOUT_MS)
         blocked = await loopback_only(page)
         policy_violations: list[str] = []
-        page.on("console", lambda m: policy_violations.append(m.text) if "Content Security Policy" in m.text else None)
+        page.on(
+            "console",
+            lambda m: (
+                policy_violations.append(m.text) if "Content Security Policy" in m.text else None
+            ),
+        )
 
         subscription = f'subscription {{ jobProgress(id: "{job_id}") {{ id status }} }}'
         await page.goto(f"{base_url}/graphql?q={quote(subscription)}")
         await page.get_by_role("button", name="Headers").click()
-        await page.locator(".graphiql-editor-tool .graphiql-editor:not(.hidden) .CodeMirror").last.click()
+        await page.locator(
+            ".graphiql-editor-tool .graphiql-editor:not(.hidden) .CodeMirror"
+        ).last.click()
         await page.keyboard.insert_text('{"Authorization": "Bearer reader-token-1"}')
         await page.locator(".graphiql-execute-button").click()
         result = page.locator(".graphiql-response")
         await expect(result).to_contain_text('"status": "QUEUED"')
 
-        cancel = 'mutation($id: ID!) { cancelJob(id: $id) { ... on DigestJob { status } } }'
-        await http.post("/graphql", json={"query": cancel, "variables": {"id": job_id}}, headers=writer)
+        cancel = "mutation($id: ID!) { cancelJob(id: $id) { ... on DigestJob { status } } }"
+        await http.post(
+            "/graphql", json={"query": cancel, "variables": {"id": job_id}}, headers=writer
+        )
         await expect(result).to_contain_text('"status": "CANCELLED"')
         assert blocked == [], f"the page requested other hosts: {blocked}"
         assert policy_violations == []
@@ -153,7 +182,9 @@ async def test_a_dashboard_on_another_origin_reads_the_api_only_when_allowed(
     dashboards = Starlette(routes=[StarletteRoute("/", dashboard)])
     async with running_server(dashboards) as dashboard_url:
         other_origin = dashboard_url.replace("127.0.0.1", "localhost")
-        app = create_app(secured(settings, digestd_cors_origins=dashboard_url), AppOptions(run_workers=0))
+        app = create_app(
+            secured(settings, digestd_cors_origins=dashboard_url), AppOptions(run_workers=0)
+        )
         async with running_server(app) as api_url:
             visits = {
                 "allowed": f"{dashboard_url}/?api={api_url}",

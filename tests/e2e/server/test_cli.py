@@ -27,8 +27,11 @@ def test_digest_wait_shows_progress_and_a_rerun_says_there_is_nothing_new(
     assert progress[-1].endswith(": succeeded store 1/1"), progress
     assert first.stdout.startswith("# ") and "70 messages" in first.stdout
     # The overview and highlights as Markdown with numbered footnotes, each source once.
-    notes = re.findall(r"^\[\^(\d+)\]: .+, \d{4}-\d\d-\d\d \d\d:\d\d UTC, \".+\" \(message m\d+\)$",
-                       first.stdout, re.MULTILINE)
+    notes = re.findall(
+        r"^\[\^(\d+)\]: .+, \d{4}-\d\d-\d\d \d\d:\d\d UTC, \".+\" \(message m\d+\)$",
+        first.stdout,
+        re.MULTILINE,
+    )
     assert notes and [int(n) for n in notes] == list(range(1, len(notes) + 1))
     markers = {int(n) for n in re.findall(r"\[\^(\d+)\](?!:)", first.stdout)}
     assert markers == set(range(1, len(notes) + 1))
@@ -46,10 +49,20 @@ def test_a_reader_that_goes_away_ends_the_command_without_a_traceback(
     database_url: str, tmp_path: Path
 ) -> None:
     process = subprocess.Popen(
-        [sys.executable, "-m", "server.cli", "import", str(SAMPLE), "--channel",
-         f"cli-{uuid.uuid4().hex[:8]}"],
-        cwd=REPO_ROOT, env=environment(database_url, tmp_path),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "server.cli",
+            "import",
+            str(SAMPLE),
+            "--channel",
+            f"cli-{uuid.uuid4().hex[:8]}",
+        ],
+        cwd=REPO_ROOT,
+        env=environment(database_url, tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     assert process.stdout is not None and process.stderr is not None
     process.stdout.close()  # like `digestd import FILE | head -0`

@@ -20,8 +20,14 @@ async def digestd(database_url: str, home: Path, *args: str) -> tuple[int, str, 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DIGEST_", "DIGESTD_"))}
     env.update(DATABASE_URL=database_url, DIGESTD_HOME=str(home), DIGEST_EXTRACTOR="offline")
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "server.cli", *args, cwd=REPO_ROOT, env=env,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        sys.executable,
+        "-m",
+        "server.cli",
+        *args,
+        cwd=REPO_ROOT,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
     )
     out, err = await asyncio.wait_for(process.communicate(), timeout=120)
     assert process.returncode is not None
@@ -33,14 +39,18 @@ async def test_add_doc_digests_a_real_pdf(
 ) -> None:
     pdf = shared_data("docs/pdf/pdflatex-4-pages.pdf")
     query = "How are the pages of this document laid out?"
-    code, out, err = await digestd(database_url, tmp_path, "add-doc", str(pdf), "--query", query, "--wait")
+    code, out, err = await digestd(
+        database_url, tmp_path, "add-doc", str(pdf), "--query", query, "--wait"
+    )
     assert code == 0, err
     first_line, _, payload_text = out.partition("\n")
     assert first_line.startswith("document 1 (stored): application/pdf") and "4 pages" in first_line
     payload = json.loads(payload_text)
     assert payload["content_type"] == "digest/v1" and payload["summary"]
     async with db.acquire() as connection:
-        row = await connection.fetchrow("SELECT canonical_text, page_spans FROM documents WHERE id = 1")
+        row = await connection.fetchrow(
+            "SELECT canonical_text, page_spans FROM documents WHERE id = 1"
+        )
     spans = [tuple(span) for span in row["page_spans"]]
     assert payload["source_text_hash"] in first_line
     for snippet in payload["evidence_snippets"]:
@@ -48,12 +58,16 @@ async def test_add_doc_digests_a_real_pdf(
         assert row["canonical_text"][start:end] == snippet["text"]
     assert payload["evidence_snippets"] and "digested" in err
 
-    code, out, err = await digestd(database_url, tmp_path, "add-doc", str(pdf), "--query", query, "--wait")
+    code, out, err = await digestd(
+        database_url, tmp_path, "add-doc", str(pdf), "--query", query, "--wait"
+    )
     assert code == 0 and out.startswith("document 1 (already stored)"), err
     assert json.loads(out.partition("\n")[2]) == payload and "served from the cache" in err
 
     encrypted = shared_data("docs/pdf/tricky_encrypted_libreoffice-writer-password.pdf")
     code, out, err = await digestd(database_url, tmp_path, "add-doc", str(encrypted))
     assert code == 2 and "encrypted: the PDF is encrypted; give its password" in err
-    code, out, err = await digestd(database_url, tmp_path, "add-doc", "http://169.254.169.254/latest")
+    code, out, err = await digestd(
+        database_url, tmp_path, "add-doc", "http://169.254.169.254/latest"
+    )
     assert code == 2 and "blocked_address" in err and "metadata" in err

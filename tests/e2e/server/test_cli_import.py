@@ -25,8 +25,12 @@ TIMEOUT = 90  # a hang (the old FIFO behaviour) fails the test instead of blocki
 
 def digestd(database_url: str, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "server.cli", "import", *args], cwd=REPO_ROOT, capture_output=True,
-        text=True, env=environment(database_url, home), timeout=TIMEOUT,
+        [sys.executable, "-m", "server.cli", "import", *args],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        env=environment(database_url, home),
+        timeout=TIMEOUT,
     )
 
 
@@ -73,11 +77,17 @@ async def test_a_fifo_day_file_and_an_escaping_channel_are_skipped_and_the_rest_
     outside.mkdir()
     (outside / "2020-09-13.json").write_text(_day(f"outside {marker}", "1600000000.000900"))
     root = tmp_path / "slack"
-    _slack_export(root, [
-        {"id": "C1", "name": "general"}, {"id": "C2", "name": "../outside"},
-        {"id": "C3", "name": "random"},
-    ])
-    (root / "general" / "2020-09-14.json").write_text(_day(f"general {marker}", "1600090000.000100"))
+    _slack_export(
+        root,
+        [
+            {"id": "C1", "name": "general"},
+            {"id": "C2", "name": "../outside"},
+            {"id": "C3", "name": "random"},
+        ],
+    )
+    (root / "general" / "2020-09-14.json").write_text(
+        _day(f"general {marker}", "1600090000.000100")
+    )
     os.mkfifo(root / "general" / "2020-09-15.json")
     (root / "random").mkdir()
     (root / "random" / "2020-09-13.json").write_text(_day(f"random {marker}", "1600000000.000300"))
@@ -191,14 +201,23 @@ async def test_a_database_that_goes_away_mid_import_gives_one_line_and_exit_1(
     with path.open("w", encoding="utf-8") as out:
         for number in range(150_000):
             out.write(
-                json.dumps({"id": f"{tag}-{number}", "author": "ann", "text": f"message {number}",
-                            "ts": 1_600_000_000 + number})
+                json.dumps(
+                    {
+                        "id": f"{tag}-{number}",
+                        "author": "ann",
+                        "text": f"message {number}",
+                        "ts": 1_600_000_000 + number,
+                    }
+                )
                 + "\n"
             )
     process = subprocess.Popen(
         [sys.executable, "-m", "server.cli", "import", str(path), "--channel", f"dies-{tag}"],
-        cwd=REPO_ROOT, env=environment(database_url, tmp_path), text=True,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        cwd=REPO_ROOT,
+        env=environment(database_url, tmp_path),
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
     killed = 0
     admin = await asyncpg.connect(database_url)

@@ -19,8 +19,12 @@ from tests.support.processes import environment
 
 def run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "server.cli", *args], cwd=REPO_ROOT, capture_output=True, text=True,
-        env=env, timeout=60,
+        [sys.executable, "-m", "server.cli", *args],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
     )
 
 
@@ -90,15 +94,21 @@ def test_a_worker_serves_its_metrics_and_stops_cleanly(database_url: str, tmp_pa
 
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "server.cli", "worker", "--metrics-port", str(port)], cwd=REPO_ROOT,
-        env=environment(database_url, tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [sys.executable, "-m", "server.cli", "worker", "--metrics-port", str(port)],
+        cwd=REPO_ROOT,
+        env=environment(database_url, tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         body = ""
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not body:
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as answer:
+                with urllib.request.urlopen(
+                    f"http://127.0.0.1:{port}/metrics", timeout=2
+                ) as answer:
                     body = answer.read().decode()
             except OSError:
                 time.sleep(0.2)
@@ -121,7 +131,9 @@ def one_object(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:
 def test_json_output_of_import_digest_and_add_doc(database_url: str, tmp_path: Path) -> None:
     env = environment(database_url, tmp_path)
     channel = f"json-{uuid.uuid4().hex[:8]}"
-    imported = run(env, "import", str(SAMPLE), "--channel", channel, "--server", "json-test", "--json")
+    imported = run(
+        env, "import", str(SAMPLE), "--channel", channel, "--server", "json-test", "--json"
+    )
     assert imported.returncode == 0, imported.stderr
     report = one_object(imported)
     assert report["accepted"] == report["inserted"] > 0 and report["rejected"] == 0
@@ -144,10 +156,16 @@ def test_json_output_of_import_digest_and_add_doc(database_url: str, tmp_path: P
     added = run(env, "add-doc", str(text), "--json")
     assert added.returncode == 0, added.stderr
     document = one_object(added)["document"]
-    assert document["created"] is True and document["chars"] > 700 and document["sourceTextHash"].startswith("sha256:")
+    assert (
+        document["created"] is True
+        and document["chars"] > 700
+        and document["sourceTextHash"].startswith("sha256:")
+    )
 
 
-def test_json_output_of_an_unusable_input_is_an_error_object(database_url: str, tmp_path: Path) -> None:
+def test_json_output_of_an_unusable_input_is_an_error_object(
+    database_url: str, tmp_path: Path
+) -> None:
     folder_as_file = tmp_path / "not-an-export"
     folder_as_file.mkdir()
     result = run(environment(database_url, tmp_path), "import", str(folder_as_file), "--json")
@@ -155,7 +173,9 @@ def test_json_output_of_an_unusable_input_is_an_error_object(database_url: str, 
     assert one_object(result)["error"]
 
 
-def test_serve_with_an_unreachable_database_is_one_line_before_announcing_a_url(tmp_path: Path) -> None:
+def test_serve_with_an_unreachable_database_is_one_line_before_announcing_a_url(
+    tmp_path: Path,
+) -> None:
     from tests.support.servers import free_port
 
     with socket.socket() as closed:
@@ -167,7 +187,9 @@ def test_serve_with_an_unreachable_database_is_one_line_before_announcing_a_url(
     assert "s3cret-pw" not in line and "refused" in line.lower() and "GraphiQL" not in result.stderr
 
 
-def test_a_short_api_token_is_one_line_naming_the_entry_not_the_token(database_url: str, tmp_path: Path) -> None:
+def test_a_short_api_token_is_one_line_naming_the_entry_not_the_token(
+    database_url: str, tmp_path: Path
+) -> None:
     from tests.support.servers import free_port
 
     env = environment(database_url, tmp_path)  # a database that answers: serve gets that far

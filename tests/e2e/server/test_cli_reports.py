@@ -25,7 +25,9 @@ def test_report_wait_prints_footnoted_markdown_and_a_rerun_is_served_from_the_ca
     database_url: str, tmp_path: Path
 ) -> None:
     channel = f"cli-{uuid.uuid4().hex[:8]}"
-    assert digestd(database_url, tmp_path, "import", str(SAMPLE), "--channel", channel).returncode == 0
+    assert (
+        digestd(database_url, tmp_path, "import", str(SAMPLE), "--channel", channel).returncode == 0
+    )
     notes = tmp_path / "notes.txt"
     notes.write_text(
         "Ingest notes\n\nThe nightly ingest job times out when the upstream API is slow. "
@@ -36,8 +38,17 @@ def test_report_wait_prints_footnoted_markdown_and_a_rerun_is_served_from_the_ca
     assert added.returncode == 0, added.stderr
     document_id = json.loads(added.stdout)["document"]["id"]
 
-    first = digestd(database_url, tmp_path, "report", QUESTION, "--channel", channel,
-                    "--doc", document_id, "--wait")
+    first = digestd(
+        database_url,
+        tmp_path,
+        "report",
+        QUESTION,
+        "--channel",
+        channel,
+        "--doc",
+        document_id,
+        "--wait",
+    )
     assert first.returncode == 0, first.stderr
     markdown = first.stdout
     assert markdown.startswith("# Why did the nightly ingest job time out\n\n## Answer\n")
@@ -46,8 +57,18 @@ def test_report_wait_prints_footnoted_markdown_and_a_rerun_is_served_from_the_ca
     assert "(document " in markdown and f"#{channel}, " in markdown
     assert "written;" in first.stderr
 
-    again = digestd(database_url, tmp_path, "report", QUESTION, "--channel", channel,
-                    "--doc", document_id, "--wait", "--json")
+    again = digestd(
+        database_url,
+        tmp_path,
+        "report",
+        QUESTION,
+        "--channel",
+        channel,
+        "--doc",
+        document_id,
+        "--wait",
+        "--json",
+    )
     assert again.returncode == 0, again.stderr
     result = json.loads(again.stdout)
     assert result["job"]["kind"] == "report" and result["job"]["stats"]["cache_hit"] is True
@@ -78,14 +99,19 @@ async def test_report_with_an_llm_endpoint_is_written_by_the_model_and_says_its_
         return tool_completion(quoting_answer(body))
 
     async with local_openai_server(respond) as (base_url, received):
-        llm = {"DIGEST_EXTRACTOR": "llm", "DIGEST_LLM_BASE_URL": base_url,
-               "DIGEST_REDUCE_MODEL": "fake-report-model"}
+        llm = {
+            "DIGEST_EXTRACTOR": "llm",
+            "DIGEST_LLM_BASE_URL": base_url,
+            "DIGEST_REDUCE_MODEL": "fake-report-model",
+        }
         args = ("report", QUESTION, "--channel", channel, "--wait", "--json")
         first = await asyncio.to_thread(run_digestd, database_url, tmp_path, llm, *args)
         assert first.returncode == 0, first.stderr
         result = json.loads(first.stdout)
         report = result["report"]
-        assert len(received) == 1 and received[0]["tool_choice"]["function"]["name"] == "emit_report"
+        assert (
+            len(received) == 1 and received[0]["tool_choice"]["function"]["name"] == "emit_report"
+        )
         assert report["writer"] == "llm:fake-report-model:report-1:60"
         assert report["fidelity"][0]["phase"] == "synthesis"
         assert report["warnings"] == [] and report["dropped_content_ids"] == []
@@ -99,6 +125,10 @@ def run_digestd(
     database_url: str, home: Path, extra: dict[str, str], *args: str
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "server.cli", *args], cwd=REPO_ROOT, capture_output=True, text=True,
-        env={**environment(database_url, home), **extra}, timeout=120,
+        [sys.executable, "-m", "server.cli", *args],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        env={**environment(database_url, home), **extra},
+        timeout=120,
     )

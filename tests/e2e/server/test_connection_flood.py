@@ -29,7 +29,9 @@ TRY_AGAIN_LATER = 1013
 INIT_TIMEOUT = 4408  # graphql-transport-ws: no connection_init in time
 
 
-def start_serve(port: int, database_url: str, descriptors: int, log: Path) -> subprocess.Popen[bytes]:
+def start_serve(
+    port: int, database_url: str, descriptors: int, log: Path
+) -> subprocess.Popen[bytes]:
     """`digestd serve` (no tokens, its in-process worker) in a child whose RLIMIT_NOFILE is
     `descriptors`: a small launcher sets the limit and execs the command, which keeps it."""
     launcher = (
@@ -39,13 +41,18 @@ def start_serve(port: int, database_url: str, descriptors: int, log: Path) -> su
     )
     with log.open("ab") as stderr:
         return subprocess.Popen(
-            [sys.executable, "-c", launcher, "serve", "--port", str(port)], cwd=REPO_ROOT,
-            env=cli_environment(DATABASE_URL=database_url), stdout=subprocess.DEVNULL, stderr=stderr,
+            [sys.executable, "-c", launcher, "serve", "--port", str(port)],
+            cwd=REPO_ROOT,
+            env=cli_environment(DATABASE_URL=database_url),
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
         )
 
 
 @asynccontextmanager
-async def serve_with_descriptors(database_url: str, tmp_path: Path, limit: int) -> AsyncIterator[tuple[int, Path]]:
+async def serve_with_descriptors(
+    database_url: str, tmp_path: Path, limit: int
+) -> AsyncIterator[tuple[int, Path]]:
     """`digestd serve` with RLIMIT_NOFILE at `limit`; yields its port and its log once
     /readyz answers."""
     port = free_port()
@@ -110,7 +117,9 @@ async def hold_idle(port: int, idle: Idle) -> None:
         writer.close()
 
 
-async def test_idle_websockets_over_the_descriptor_limit(db: asyncpg.Pool, database_url: str, tmp_path: Path) -> None:
+async def test_idle_websockets_over_the_descriptor_limit(
+    db: asyncpg.Pool, database_url: str, tmp_path: Path
+) -> None:
     async with serve_with_descriptors(database_url, tmp_path, DESCRIPTORS) as (port, log):
         loop = asyncio.get_running_loop()
         logged_before = log.stat().st_size
@@ -123,23 +132,35 @@ async def test_idle_websockets_over_the_descriptor_limit(db: asyncpg.Pool, datab
                 await asyncio.sleep(0.05)
             # The writer's query, behind the whole flood.
             async with httpx.AsyncClient(timeout=60) as http:
-                response = await http.post(f"http://127.0.0.1:{port}/graphql",
-                                           json={"query": "{ channels(first: 5) { nodes { id } } }"})
+                response = await http.post(
+                    f"http://127.0.0.1:{port}/graphql",
+                    json={"query": "{ channels(first: 5) { nodes { id } } }"},
+                )
             answered_at = loop.time()
             assert response.status_code == 200 and "errors" not in response.json(), response.text
             # It was answered while the flood still held what it was given: no idle connection
             # had yet been let go for not sending connection_init.
-            timed_out = [i for i in idles if i.close_code == INIT_TIMEOUT and i.closed_at and i.closed_at < answered_at]
-            assert not timed_out, f"{len(timed_out)} idle connections were let go before the writer was answered"
+            timed_out = [
+                i
+                for i in idles
+                if i.close_code == INIT_TIMEOUT and i.closed_at and i.closed_at < answered_at
+            ]
+            assert not timed_out, (
+                f"{len(timed_out)} idle connections were let go before the writer was answered"
+            )
             # Every flood connection has its answer: held, or refused over the caps.
             deadline = loop.time() + 60
             while any(idle.status is None and idle.closed_at is None for idle in idles):
                 assert loop.time() < deadline, "flood connections left unanswered"
                 await asyncio.sleep(0.05)
             refused = [idle for idle in idles if idle.close_code == TRY_AGAIN_LATER]
-            held = [idle for idle in idles if idle.status == 101 and idle.close_code != TRY_AGAIN_LATER]
+            held = [
+                idle for idle in idles if idle.status == 101 and idle.close_code != TRY_AGAIN_LATER
+            ]
             assert refused and held, (len(refused), len(held))
-            assert len(refused) + len(held) == FLOOD, [i for i in idles if i not in refused and i not in held][:3]
+            assert len(refused) + len(held) == FLOOD, [
+                i for i in idles if i not in refused and i not in held
+            ][:3]
             assert all("connections" in idle.close_reason for idle in refused), refused[0]
             assert len(held) < DESCRIPTORS // 2
             # The held ones are let go for want of connection_init, with the protocol's code.

@@ -16,5 +16,12 @@ def test_the_connection_limit_follows_the_descriptor_limit() -> None:
         "s = Settings(database_url='postgresql://unused', digestd_db_pool_size=20); "
         "print(connection_limit(s), websocket_limit(s))"
     )
-    result = subprocess.run([sys.executable, "-c", script], cwd=REPO_ROOT, capture_output=True, text=True, timeout=60, check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     assert result.stdout.split() == ["216", "108"]  # 300 - 20 pool - 64 reserved; half of it

@@ -108,10 +108,14 @@ def signal_all(processes: list[psutil.Process], number: signal.Signals) -> None:
             pass
 
 
-async def start_serve(home: Path, log: Path, **settings: str) -> tuple[subprocess.Popen[bytes], int]:
+async def start_serve(
+    home: Path, log: Path, **settings: str
+) -> tuple[subprocess.Popen[bytes], int]:
     port = free_port()
     environment = cli_environment(
-        DIGESTD_HOME=str(home), DIGESTD_POLL_SECONDS="0.2", DIGESTD_SHUTDOWN_GRACE_SECONDS="3",
+        DIGESTD_HOME=str(home),
+        DIGESTD_POLL_SECONDS="0.2",
+        DIGESTD_SHUTDOWN_GRACE_SECONDS="3",
         **settings,
     )
     serve = start_cli(["serve", "--port", str(port)], environment, log)
@@ -188,13 +192,17 @@ async def test_a_frozen_database_answers_unavailable_within_bounds(tmp_path: Pat
     assert "graphql.internal_error" not in text, text
 
 
-async def test_serve_restarts_a_killed_embedded_postmaster_and_stops_it_on_exit(tmp_path: Path) -> None:
+async def test_serve_restarts_a_killed_embedded_postmaster_and_stops_it_on_exit(
+    tmp_path: Path,
+) -> None:
     home, log = tmp_path / "home", tmp_path / "serve.log"
     serve, port = await start_serve(home, log)
     try:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:
             messages = sample_messages()
-            ingested = (await gql(client, INGEST, {"c": {"name": "ops"}, "m": messages}))["ingestMessages"]
+            ingested = (await gql(client, INGEST, {"c": {"name": "ops"}, "m": messages}))[
+                "ingestMessages"
+            ]
             assert ingested["inserted"] == len(messages)
 
             postmaster = postgres_processes(home)[0]
@@ -223,7 +231,9 @@ async def test_serve_restarts_a_killed_embedded_postmaster_and_stops_it_on_exit(
         kill_leftover_postgres(home)
 
 
-async def test_the_last_one_out_stops_the_postmaster_another_process_restarted(tmp_path: Path) -> None:
+async def test_the_last_one_out_stops_the_postmaster_another_process_restarted(
+    tmp_path: Path,
+) -> None:
     """This process joins the embedded server, its postmaster dies, another digestd process
     (`digestd migrate`) starts it again and exits; this process, the last one out, must stop
     the postmaster running now, not look at the dead one it joined."""
@@ -236,7 +246,9 @@ async def test_the_last_one_out_stops_the_postmaster_another_process_restarted(t
         assert not alive, alive
         migrate = start_cli(["migrate"], cli_environment(DIGESTD_HOME=str(home)), log)
         assert await wait_exit(migrate, 90) == 0, log.read_text()
-        assert postmaster_running(home), "migrate should leave the server to the process still using it"
+        assert postmaster_running(home), (
+            "migrate should leave the server to the process still using it"
+        )
     finally:
         await asyncio.to_thread(stop_embedded_server, home)
     try:

@@ -28,7 +28,10 @@ ATTACKER = "rebind.attacker.example"
 INGEST = """mutation($c: ChannelInput!, $m: [MessageInput!]!) { ingestMessages(channel: $c, messages: $m) {
   ... on IngestResult { accepted } } }"""
 READ = "{ channels(first: 10) { nodes { id name } } }"
-PLANTED = {"c": {"name": "planted"}, "m": [{"id": "x1", "author": "page", "ts": "2025-03-10T11:30:00Z", "text": "hi"}]}
+PLANTED = {
+    "c": {"name": "planted"},
+    "m": [{"id": "x1", "author": "page", "ts": "2025-03-10T11:30:00Z", "text": "hi"}],
+}
 
 
 def rebinding(port: int) -> dict[str, str]:
@@ -42,9 +45,11 @@ async def upgrade_status(port: int, host: str) -> int:
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     try:
         writer.write(
-            (f"GET /graphql HTTP/1.1\r\nHost: {host}\r\nOrigin: http://{host}\r\nUpgrade: websocket\r\n"
-             "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
-             "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: graphql-transport-ws\r\n\r\n").encode()
+            (
+                f"GET /graphql HTTP/1.1\r\nHost: {host}\r\nOrigin: http://{host}\r\nUpgrade: websocket\r\n"
+                "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: graphql-transport-ws\r\n\r\n"
+            ).encode()
         )
         await writer.drain()
         status_line = await asyncio.wait_for(reader.readline(), 30)
@@ -61,7 +66,9 @@ async def channel_names(pool: asyncpg.Pool) -> list[str]:
 async def assert_rebinding_refused(base_url: str, port: int, pool: asyncpg.Pool) -> None:
     async with httpx.AsyncClient(base_url=base_url, timeout=30) as http:
         for query, variables in ((INGEST, PLANTED), (READ, {})):
-            response = await http.post("/graphql", json={"query": query, "variables": variables}, headers=rebinding(port))
+            response = await http.post(
+                "/graphql", json={"query": query, "variables": variables}, headers=rebinding(port)
+            )
             assert response.status_code == 400, response.text
             (error,) = response.json()["errors"]
             assert error["extensions"]["code"] == "BAD_HOST" and ATTACKER not in error["message"]
@@ -73,9 +80,18 @@ async def assert_rebinding_refused(base_url: str, port: int, pool: asyncpg.Pool)
 
 async def assert_own_names_answered(base_url: str, port: int) -> None:
     async with httpx.AsyncClient(base_url=base_url, timeout=30) as http:
-        for host in (f"127.0.0.1:{port}", f"localhost:{port}", "localhost", f"[::1]:{port}", "LocalHost"):
+        for host in (
+            f"127.0.0.1:{port}",
+            f"localhost:{port}",
+            "localhost",
+            f"[::1]:{port}",
+            "LocalHost",
+        ):
             response = await http.post("/graphql", json={"query": READ}, headers={"host": host})
-            assert response.status_code == 200 and "errors" not in response.json(), (host, response.text)
+            assert response.status_code == 200 and "errors" not in response.json(), (
+                host,
+                response.text,
+            )
     assert await upgrade_status(port, f"127.0.0.1:{port}") == 101
     assert await upgrade_status(port, f"localhost:{port}") == 101
 
@@ -84,7 +100,9 @@ def port_of(base_url: str) -> int:
     return int(base_url.rsplit(":", 1)[1])
 
 
-async def test_a_rebinding_page_gets_nothing_from_the_app(db: asyncpg.Pool, settings: Settings) -> None:
+async def test_a_rebinding_page_gets_nothing_from_the_app(
+    db: asyncpg.Pool, settings: Settings
+) -> None:
     app = create_app(settings, AppOptions(run_workers=0))
     async with running_server(app) as base_url:
         await assert_rebinding_refused(base_url, port_of(base_url), db)
@@ -92,13 +110,18 @@ async def test_a_rebinding_page_gets_nothing_from_the_app(db: asyncpg.Pool, sett
 
 
 @asynccontextmanager
-async def serving(database_url: str, tmp_path: Path, **settings: str) -> AsyncIterator[tuple[str, Path]]:
+async def serving(
+    database_url: str, tmp_path: Path, **settings: str
+) -> AsyncIterator[tuple[str, Path]]:
     """`digestd serve` on a free loopback port, without tokens unless given; yields its base
     URL and its log, once /healthz answers."""
     port = free_port()
     log = tmp_path / "serve.log"
-    process = start_cli(["serve", "--port", str(port), "--no-runner"],
-                        cli_environment(DATABASE_URL=database_url, **settings), log)
+    process = start_cli(
+        ["serve", "--port", str(port), "--no-runner"],
+        cli_environment(DATABASE_URL=database_url, **settings),
+        log,
+    )
     base_url = f"http://127.0.0.1:{port}"
     try:
         deadline = asyncio.get_running_loop().time() + 90
@@ -118,7 +141,9 @@ async def serving(database_url: str, tmp_path: Path, **settings: str) -> AsyncIt
         await wait_exit(process, 60)
 
 
-async def test_a_rebinding_page_gets_nothing_from_digestd_serve(db: asyncpg.Pool, database_url: str, tmp_path: Path) -> None:
+async def test_a_rebinding_page_gets_nothing_from_digestd_serve(
+    db: asyncpg.Pool, database_url: str, tmp_path: Path
+) -> None:
     async with serving(database_url, tmp_path) as (base_url, log):
         await assert_rebinding_refused(base_url, port_of(base_url), db)
         await assert_own_names_answered(base_url, port_of(base_url))
@@ -128,38 +153,67 @@ async def test_a_rebinding_page_gets_nothing_from_digestd_serve(db: asyncpg.Pool
 
 
 async def test_a_listed_name_is_answered(db: asyncpg.Pool, settings: Settings) -> None:
-    listed = settings.model_copy(update={"digestd_allowed_hosts": "digest.example, *.internal.example"})
+    listed = settings.model_copy(
+        update={"digestd_allowed_hosts": "digest.example, *.internal.example"}
+    )
     app = create_app(listed, AppOptions(run_workers=0))
-    async with running_server(app) as base_url, httpx.AsyncClient(base_url=base_url, timeout=30) as http:
+    async with (
+        running_server(app) as base_url,
+        httpx.AsyncClient(base_url=base_url, timeout=30) as http,
+    ):
         port = port_of(base_url)
-        for host, status in (("digest.example", 200), (f"api.internal.example:{port}", 200),
-                             ("internal.example", 400), (f"{ATTACKER}:{port}", 400)):
+        for host, status in (
+            ("digest.example", 200),
+            (f"api.internal.example:{port}", 200),
+            ("internal.example", 400),
+            (f"{ATTACKER}:{port}", 400),
+        ):
             response = await http.post("/graphql", json={"query": READ}, headers={"host": host})
             assert response.status_code == status, (host, response.text)
 
 
-async def test_with_tokens_the_list_applies_only_when_given(db: asyncpg.Pool, settings: Settings) -> None:
+async def test_with_tokens_the_list_applies_only_when_given(
+    db: asyncpg.Pool, settings: Settings
+) -> None:
     tokens = SecretStr("reader:reader-token-1,writer:writer-token-1")
     bearer = {"authorization": "Bearer reader-token-1"}
     for hosts, status in ((None, 200), ("digest.example", 400)):
-        secured = settings.model_copy(update={"digestd_api_tokens": tokens, "digestd_allowed_hosts": hosts})
+        secured = settings.model_copy(
+            update={"digestd_api_tokens": tokens, "digestd_allowed_hosts": hosts}
+        )
         app = create_app(secured, AppOptions(run_workers=0))
-        async with running_server(app) as base_url, httpx.AsyncClient(base_url=base_url, timeout=30) as http:
+        async with (
+            running_server(app) as base_url,
+            httpx.AsyncClient(base_url=base_url, timeout=30) as http,
+        ):
             # Behind a proxy: the proxy's name, and a token (which no rebinding page has).
-            response = await http.post("/graphql", json={"query": READ}, headers={**bearer, "host": "proxy.example"})
+            response = await http.post(
+                "/graphql", json={"query": READ}, headers={**bearer, "host": "proxy.example"}
+            )
             assert response.status_code == status, (hosts, response.text)
 
 
 def test_the_policy_of_a_wildcard_bind_and_odd_headers() -> None:
     wildcard = HostPolicy.for_server("0.0.0.0")
-    assert wildcard.allows("192.168.1.20") and wildcard.allows("::1") and not wildcard.allows(ATTACKER)
+    assert (
+        wildcard.allows("192.168.1.20") and wildcard.allows("::1") and not wildcard.allows(ATTACKER)
+    )
     named = HostPolicy.for_server("box.lan")
-    assert named.allows("box.lan") and named.allows("127.0.0.2") and not named.allows("192.168.1.20")
+    assert (
+        named.allows("box.lan") and named.allows("127.0.0.2") and not named.allows("192.168.1.20")
+    )
     ipv6 = HostPolicy.for_server("::1")
     assert ipv6.allows("::1") and ipv6.allows("localhost")
     parsed: dict[str | None, Any] = {
-        "LOCALHOST:8000": "localhost", "[::1]:8000": "::1", "[::1]": "::1", None: None, "": None,
-        "a b": None, "x:99999999": None, "x:port": None, "evil.example/@localhost": None,
+        "LOCALHOST:8000": "localhost",
+        "[::1]:8000": "::1",
+        "[::1]": "::1",
+        None: None,
+        "": None,
+        "a b": None,
+        "x:99999999": None,
+        "x:port": None,
+        "evil.example/@localhost": None,
         "user@localhost": None,
     }
     for header, host in parsed.items():
@@ -168,7 +222,14 @@ def test_the_policy_of_a_wildcard_bind_and_odd_headers() -> None:
 
 def test_a_bad_allowed_host_is_one_line_exit_2(tmp_path: Path) -> None:
     env = cli_environment(DATABASE_URL="postgresql://unused", DIGESTD_ALLOWED_HOSTS="*")
-    result = subprocess.run([sys.executable, "-m", "server.cli", "serve", "--port", str(free_port())], check=False, capture_output=True,
-                            text=True, env=env, timeout=60, cwd=REPO_ROOT)
+    result = subprocess.run(
+        [sys.executable, "-m", "server.cli", "serve", "--port", str(free_port())],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        cwd=REPO_ROOT,
+    )
     assert result.returncode == 2 and "DIGESTD_ALLOWED_HOSTS" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr

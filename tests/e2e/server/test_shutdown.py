@@ -34,12 +34,18 @@ from tests.support.worker import job_row, sample_messages, slow_model, wait_for
 
 def llm_environment(home: Path, base_url: str) -> dict[str, str]:
     return cli_environment(
-        DIGESTD_HOME=str(home), DIGEST_EXTRACTOR="llm", DIGEST_LLM_BASE_URL=base_url,
-        DIGEST_LLM_API_KEY=API_KEY, DIGEST_LLM_CONCURRENCY="1", DIGEST_LLM_MAX_RETRIES="0",
+        DIGESTD_HOME=str(home),
+        DIGEST_EXTRACTOR="llm",
+        DIGEST_LLM_BASE_URL=base_url,
+        DIGEST_LLM_API_KEY=API_KEY,
+        DIGEST_LLM_CONCURRENCY="1",
+        DIGEST_LLM_MAX_RETRIES="0",
         DIGESTD_CHUNK_TOKENS="400",
         # A lease far longer than the test waits: the job can only move on if it is released.
-        DIGESTD_LEASE_SECONDS="120", DIGESTD_HEARTBEAT_SECONDS="0.3",
-        DIGESTD_POLL_SECONDS="0.2", DIGESTD_SHUTDOWN_GRACE_SECONDS="3",
+        DIGESTD_LEASE_SECONDS="120",
+        DIGESTD_HEARTBEAT_SECONDS="0.3",
+        DIGESTD_POLL_SECONDS="0.2",
+        DIGESTD_SHUTDOWN_GRACE_SECONDS="3",
     )
 
 
@@ -139,11 +145,21 @@ async def test_import_interrupted_by_sigterm_exits_0_and_stops_postgres(tmp_path
     with export.open("w", encoding="utf-8") as out:
         for i in range(300_000):
             ts = (start + timedelta(seconds=i)).isoformat()
-            out.write(json.dumps({"id": f"m{i}", "author": f"u{i % 7}", "ts": ts,
-                                  "text": f"message number {i} about the deploy"}) + "\n")
+            out.write(
+                json.dumps(
+                    {
+                        "id": f"m{i}",
+                        "author": f"u{i % 7}",
+                        "ts": ts,
+                        "text": f"message number {i} about the deploy",
+                    }
+                )
+                + "\n"
+            )
     log = tmp_path / "import.log"
-    process = start_cli(["import", str(export), "--channel", "big"], cli_environment(
-        DIGESTD_HOME=str(home)), log)
+    process = start_cli(
+        ["import", str(export), "--channel", "big"], cli_environment(DIGESTD_HOME=str(home)), log
+    )
     try:
         url = await wait_embedded(home, process, log)
         connection = await asyncpg.connect(url)
@@ -195,7 +211,9 @@ async def test_digest_wait_interrupted_releases_its_job(
                 process.kill()
                 process.wait()
     async with db.acquire() as connection:
-        job = await connection.fetchrow("SELECT * FROM digest_jobs WHERE channel_id = $1", channel_id)
+        job = await connection.fetchrow(
+            "SELECT * FROM digest_jobs WHERE channel_id = $1", channel_id
+        )
         cached = await connection.fetchval("SELECT count(*) FROM chunk_results")
     assert job["status"] == "queued" and job["attempts"] == 0 and job["worker_id"] is None
     assert job["run_after"] <= datetime.now(UTC)
@@ -214,8 +232,12 @@ async def test_an_import_whose_database_crashes_ends_in_bounded_time_and_stops_p
     path = tmp_path / "big.jsonl"
     with path.open("w", encoding="utf-8") as out:
         for number in range(150_000):
-            record = {"id": str(number), "author": "ann", "text": f"message {number}",
-                      "ts": 1_600_000_000 + number}
+            record = {
+                "id": str(number),
+                "author": "ann",
+                "text": f"message {number}",
+                "ts": 1_600_000_000 + number,
+            }
             out.write(json.dumps(record) + "\n")
     environment = cli_environment(DIGESTD_HOME=str(home))
     log = tmp_path / "import.log"

@@ -20,7 +20,8 @@ async def test_documents_jobs_and_channels_share_the_queue(db: asyncpg.Pool) -> 
     async with db.acquire() as connection:
         row, created = await document_queries.store_document(connection, document.as_record())
         again, created_again = await document_queries.store_document(
-            connection, ingest_text("Postgres   is the system. " * 20).as_record()  # same canonical text
+            connection,
+            ingest_text("Postgres   is the system. " * 20).as_record(),  # same canonical text
         )
         assert created and not created_again and again.id == row.id
         assert again.title == "notes"  # the first ingest's metadata is kept
@@ -52,7 +53,8 @@ async def test_documents_jobs_and_channels_share_the_queue(db: asyncpg.Pool) -> 
         with pytest.raises(asyncpg.CheckViolationError):
             await connection.execute(
                 "INSERT INTO digest_jobs (kind, document_id, channel_id) VALUES ('document', $1, $2)",
-                row.id, channel_id,
+                row.id,
+                channel_id,
             )
         with pytest.raises(asyncpg.CheckViolationError):
             await connection.execute(
@@ -64,25 +66,44 @@ async def test_documents_jobs_and_channels_share_the_queue(db: asyncpg.Pool) -> 
 async def test_a_cache_key_is_stored_once(db: asyncpg.Pool) -> None:
     document = ingest_text("Evidence must slice to its snippet. " * 10)
     payload = {
-        "version": "1.0", "content_type": "digest/v1", "query_hash": "0" * 8, "summary": "s",
-        "key_points": [], "evidence_snippets": [], "original_chars": 10, "digest_chars": 1,
-        "compression_ratio": 0.1, "source_text_hash": document.source_text_hash,
+        "version": "1.0",
+        "content_type": "digest/v1",
+        "query_hash": "0" * 8,
+        "summary": "s",
+        "key_points": [],
+        "evidence_snippets": [],
+        "original_chars": 10,
+        "digest_chars": 1,
+        "compression_ratio": 0.1,
+        "source_text_hash": document.source_text_hash,
     }
     async with db.acquire() as connection:
         row, _ = await document_queries.store_document(connection, document.as_record())
         cache_key = "digest:1.0:doc-1:abc:def:ghi"
         values = {
-            "document_id": row.id, "query": "q", "query_hash": query_hash("q"),
-            "cache_key": cache_key, "payload": payload,
-            "summarizer": "offline", "evidence_mode": "query", "original_tokens": 10,
-            "final_tokens": 1, "tokens_estimated": False, "warnings": [], "duration_ms": 1,
+            "document_id": row.id,
+            "query": "q",
+            "query_hash": query_hash("q"),
+            "cache_key": cache_key,
+            "payload": payload,
+            "summarizer": "offline",
+            "evidence_mode": "query",
+            "original_tokens": 10,
+            "final_tokens": 1,
+            "tokens_estimated": False,
+            "warnings": [],
+            "duration_ms": 1,
         }
         first, created = await document_queries.insert_document_digest(connection, None, values)
-        second, created_again = await document_queries.insert_document_digest(connection, None, values)
+        second, created_again = await document_queries.insert_document_digest(
+            connection, None, values
+        )
         assert created and not created_again and first == second
         assert await document_queries.cached_digest_id(connection, cache_key) == first
         assert await document_queries.cached_digest_id(connection, "digest:other") is None
         with pytest.raises(asyncpg.CheckViolationError):
             await document_queries.insert_document_digest(
-                connection, None, values | {"cache_key": "k2", "payload": payload | {"version": "2"}}
+                connection,
+                None,
+                values | {"cache_key": "k2", "payload": payload | {"version": "2"}},
             )

@@ -32,9 +32,10 @@ async def test_reimport_is_idempotent_and_edits_update(db: asyncpg.Pool) -> None
         row = await connection.fetchrow("SELECT * FROM messages WHERE external_id = 'm1'")
         assert row["raw_text"] == "line 0\r\nsecond\u200b line"
         assert row["normalized_text"] == "line 0\nsecond line"
-        assert await connection.fetchval(
-            "SELECT raw_text FROM messages WHERE external_id = 'm6'"
-        ) == "edited text"
+        assert (
+            await connection.fetchval("SELECT raw_text FROM messages WHERE external_id = 'm6'")
+            == "edited text"
+        )
 
 
 async def test_duplicate_ids_in_one_batch_keep_the_last(db: asyncpg.Pool) -> None:
@@ -48,8 +49,14 @@ async def test_duplicate_ids_in_one_batch_keep_the_last(db: asyncpg.Pool) -> Non
 
 
 async def test_snowflake_ids_stay_strings(db: asyncpg.Pool) -> None:
-    items = [replace(m, external_id=str(412323938782150658 + i)) for i, m in enumerate(messages([("a", "x"), ("b", "y")]))]
+    items = [
+        replace(m, external_id=str(412323938782150658 + i))
+        for i, m in enumerate(messages([("a", "x"), ("b", "y")]))
+    ]
     await _ingest(db, items)
     async with db.acquire() as connection:
-        ids = [r["external_id"] for r in await connection.fetch("SELECT external_id FROM messages ORDER BY id")]
+        ids = [
+            r["external_id"]
+            for r in await connection.fetch("SELECT external_id FROM messages ORDER BY id")
+        ]
     assert ids == ["412323938782150658", "412323938782150659"]

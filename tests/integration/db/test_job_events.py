@@ -42,7 +42,9 @@ async def heard(db: asyncpg.Pool, database_url: str) -> AsyncIterator[Heard]:
 async def _queued(pool: asyncpg.Pool, name: str, max_attempts: int = 3) -> int:
     channel_id = await add_channel(pool, name, messages([("ann", "hello"), ("bob", "hi there")]))
     async with pool.acquire() as connection:
-        job, _ = await jobs.enqueue_job(connection, jobs.JobKind.CHANNEL, channel_id, {}, max_attempts=max_attempts)
+        job, _ = await jobs.enqueue_job(
+            connection, jobs.JobKind.CHANNEL, channel_id, {}, max_attempts=max_attempts
+        )
     return int(job.id)
 
 
@@ -69,7 +71,13 @@ async def test_each_change_of_a_job_notifies_its_id(db: asyncpg.Pool, heard: Hea
         assert await heard.settle() == [job_id]
         async with c.transaction():  # as the worker stores a digest: the end commits with it
             finished = await jobs.finish_job(
-                c, job_id, "w3", status=jobs.JobStatus.SUCCEEDED, message="done", stats={}, warnings=[]
+                c,
+                job_id,
+                "w3",
+                status=jobs.JobStatus.SUCCEEDED,
+                message="done",
+                stats={},
+                warnings=[],
             )
             assert finished is not None and finished.status == "succeeded"
             assert await heard.settle() == []  # not before the commit
@@ -83,7 +91,9 @@ async def test_nothing_is_heard_from_a_rolled_back_change(db: asyncpg.Pool, hear
         assert await heard.settle() == [job_id]
         transaction = c.transaction()
         await transaction.start()
-        await jobs.finish_job(c, job_id, "w1", status=jobs.JobStatus.SUCCEEDED, message=None, stats={}, warnings=[])
+        await jobs.finish_job(
+            c, job_id, "w1", status=jobs.JobStatus.SUCCEEDED, message=None, stats={}, warnings=[]
+        )
         await transaction.rollback()
         assert await heard.settle() == []
 
@@ -99,7 +109,10 @@ async def test_cancel_and_lease_expiry_notify(db: asyncpg.Pool, heard: Heard) ->
         assert claimed is not None and claimed.id == expiring
         assert await heard.settle() == [expiring]
         # The worker died: its lease ran out on the last attempt.
-        await c.execute("UPDATE digest_jobs SET lease_expires_at = now() - interval '1 second' WHERE id = $1", expiring)
+        await c.execute(
+            "UPDATE digest_jobs SET lease_expires_at = now() - interval '1 second' WHERE id = $1",
+            expiring,
+        )
         assert await jobs.claim_next_job(c, "w2", 30) is None
         failed = await jobs.job_by_id(c, expiring)
         assert failed is not None and failed.status == "failed"

@@ -19,8 +19,12 @@ async def _channel(pool: asyncpg.Pool, name: str = "general") -> int:
 async def test_trigger_twice_returns_the_same_job(db: asyncpg.Pool) -> None:
     channel_id = await _channel(db)
     async with db.acquire() as connection:
-        first, created_first = await jobs.enqueue_job(connection, jobs.JobKind.CHANNEL, channel_id, {}, max_attempts=3)
-        second, created_second = await jobs.enqueue_job(connection, jobs.JobKind.CHANNEL, channel_id, {}, max_attempts=3)
+        first, created_first = await jobs.enqueue_job(
+            connection, jobs.JobKind.CHANNEL, channel_id, {}, max_attempts=3
+        )
+        second, created_second = await jobs.enqueue_job(
+            connection, jobs.JobKind.CHANNEL, channel_id, {}, max_attempts=3
+        )
     assert created_first and not created_second
     assert first.id == second.id
     assert first.status == "queued"
@@ -31,7 +35,9 @@ async def test_concurrent_triggers_create_one_job(db: asyncpg.Pool) -> None:
 
     async def trigger() -> int:
         async with db.acquire() as connection:
-            job, _ = await jobs.enqueue_job(connection, jobs.JobKind.CHANNEL, channel_id, {}, max_attempts=3)
+            job, _ = await jobs.enqueue_job(
+                connection, jobs.JobKind.CHANNEL, channel_id, {}, max_attempts=3
+            )
             return int(job.id)
 
     ids = await asyncio.gather(*(trigger() for _ in range(10)))
@@ -74,7 +80,9 @@ async def test_concurrent_claims_never_share_a_job(db: asyncpg.Pool) -> None:
 async def test_expired_lease_is_reclaimed_and_old_holder_locked_out(db: asyncpg.Pool) -> None:
     channel_id = await _channel(db)
     async with db.acquire() as connection:
-        job, _ = await jobs.enqueue_job(connection, jobs.JobKind.CHANNEL, channel_id, {}, max_attempts=3)
+        job, _ = await jobs.enqueue_job(
+            connection, jobs.JobKind.CHANNEL, channel_id, {}, max_attempts=3
+        )
         claimed = await jobs.claim_next_job(connection, "dead-worker", 0.2)
         assert claimed is not None and claimed.id == job.id
         assert await jobs.claim_next_job(connection, "other", 30) is None
@@ -85,8 +93,14 @@ async def test_expired_lease_is_reclaimed_and_old_holder_locked_out(db: asyncpg.
         # The dead worker can neither renew nor finish the job any more.
         assert await jobs.heartbeat(connection, job.id, "dead-worker", 30) is None
         finished = await jobs.finish_job(
-            connection, job.id, "dead-worker", status=JobStatus.SUCCEEDED, digest_id=None,
-            message=None, stats={}, warnings=[],
+            connection,
+            job.id,
+            "dead-worker",
+            status=JobStatus.SUCCEEDED,
+            digest_id=None,
+            message=None,
+            stats={},
+            warnings=[],
         )
         assert finished is None
         assert await jobs.heartbeat(connection, job.id, "other", 30) is False
@@ -95,7 +109,9 @@ async def test_expired_lease_is_reclaimed_and_old_holder_locked_out(db: asyncpg.
 async def test_failed_job_retries_with_backoff_then_fails(db: asyncpg.Pool) -> None:
     channel_id = await _channel(db)
     async with db.acquire() as connection:
-        job, _ = await jobs.enqueue_job(connection, jobs.JobKind.CHANNEL, channel_id, {}, max_attempts=2)
+        job, _ = await jobs.enqueue_job(
+            connection, jobs.JobKind.CHANNEL, channel_id, {}, max_attempts=2
+        )
         await jobs.claim_next_job(connection, "w", 30)
         retried = await jobs.fail_job(connection, job.id, "w", "boom", 0.3, {})
         assert retried is not None and retried.status == "queued" and retried.error == "boom"
@@ -112,10 +128,14 @@ async def test_cancel_queued_and_running(db: asyncpg.Pool) -> None:
     first = await _channel(db, "a")
     second = await _channel(db, "b")
     async with db.acquire() as connection:
-        queued, _ = await jobs.enqueue_job(connection, jobs.JobKind.CHANNEL, first, {}, max_attempts=3)
+        queued, _ = await jobs.enqueue_job(
+            connection, jobs.JobKind.CHANNEL, first, {}, max_attempts=3
+        )
         cancelled = await jobs.cancel_job(connection, queued.id)
         assert cancelled is not None and cancelled.status == "cancelled"
-        running, _ = await jobs.enqueue_job(connection, jobs.JobKind.CHANNEL, second, {}, max_attempts=3)
+        running, _ = await jobs.enqueue_job(
+            connection, jobs.JobKind.CHANNEL, second, {}, max_attempts=3
+        )
         claimed = await jobs.claim_next_job(connection, "w", 30)
         assert claimed is not None and claimed.id == running.id
         flagged = await jobs.cancel_job(connection, running.id)

@@ -48,7 +48,9 @@ async def _database_tables(pool: asyncpg.Pool) -> dict[str, dict[str, Column]]:
             if record["table_name"] in BOOKKEEPING_TABLES:
                 continue
             tables.setdefault(record["table_name"], {})[record["column_name"]] = (
-                record["data_type"], record["nullable"], record["primary_key"],
+                record["data_type"],
+                record["nullable"],
+                record["primary_key"],
             )
     return tables
 
@@ -61,7 +63,11 @@ def _model_type(table: Table, name: str) -> str:
 def _model_tables() -> dict[str, dict[str, Column]]:
     return {
         table.name: {
-            column.name: (_model_type(table, column.name), bool(column.nullable), column.primary_key)
+            column.name: (
+                _model_type(table, column.name),
+                bool(column.nullable),
+                column.primary_key,
+            )
             for column in table.columns
         }
         for table in SQLModel.metadata.tables.values()
@@ -69,10 +75,14 @@ def _model_tables() -> dict[str, dict[str, Column]]:
 
 
 def _column_diff(table: str, database: dict[str, Column], model: dict[str, Column]) -> list[str]:
-    lines = [f"{table}.{name}: only in the migrations {database[name]}"
-             for name in sorted(set(database) - set(model))]
-    lines += [f"{table}.{name}: only in the model {model[name]}"
-              for name in sorted(set(model) - set(database))]
+    lines = [
+        f"{table}.{name}: only in the migrations {database[name]}"
+        for name in sorted(set(database) - set(model))
+    ]
+    lines += [
+        f"{table}.{name}: only in the model {model[name]}"
+        for name in sorted(set(model) - set(database))
+    ]
     for name in sorted(set(database) & set(model)):
         if database[name] != model[name]:
             lines.append(
@@ -206,9 +216,20 @@ async def test_each_query_returns_the_fields_of_its_model(db: asyncpg.Pool, quer
 
 @pytest.mark.parametrize(
     "spec",
-    [pages.DIGESTS, pages.JOBS, pages.KNOWLEDGE_ITEMS, pages.MESSAGES, pages.CHANNELS,
-     pages.DOCUMENTS, pages.REPORTS, pages.CONVERSATIONS, pages.CHANNEL_ITEMS, pages.ENTITIES,
-     pages.TOPIC_PROFILES, pages.SCHEDULES],
+    [
+        pages.DIGESTS,
+        pages.JOBS,
+        pages.KNOWLEDGE_ITEMS,
+        pages.MESSAGES,
+        pages.CHANNELS,
+        pages.DOCUMENTS,
+        pages.REPORTS,
+        pages.CONVERSATIONS,
+        pages.CHANNEL_ITEMS,
+        pages.ENTITIES,
+        pages.TOPIC_PROFILES,
+        pages.SCHEDULES,
+    ],
     ids=lambda spec: spec.name,
 )
 async def test_each_keyset_list_returns_the_fields_of_its_model(

@@ -25,8 +25,13 @@ async def _insert_digests(pool: asyncpg.Pool, channel_id: int, count: int) -> No
         )
 
 
-async def _read_all(pool: asyncpg.Pool, spec: pages.ListSpec[Any], filters: dict[str, Any], first: int,
-                    between_pages: Callable[[], Awaitable[None]] | None = None) -> list[int]:
+async def _read_all(
+    pool: asyncpg.Pool,
+    spec: pages.ListSpec[Any],
+    filters: dict[str, Any],
+    first: int,
+    between_pages: Callable[[], Awaitable[None]] | None = None,
+) -> list[int]:
     seen: list[int] = []
     after = None
     while True:

@@ -34,7 +34,9 @@ async def scrape(http: httpx.AsyncClient) -> Samples:
     return samples((await http.get("/metrics")).text)
 
 
-async def test_metrics_move_during_channel_and_document_digests(db: asyncpg.Pool, settings: Settings) -> None:
+async def test_metrics_move_during_channel_and_document_digests(
+    db: asyncpg.Pool, settings: Settings
+) -> None:
     chat = scripted()
 
     def respond(body: dict[str, Any]) -> Any:
@@ -42,20 +44,26 @@ async def test_metrics_move_during_channel_and_document_digests(db: asyncpg.Pool
 
     async with local_openai_server_for(respond) as (base_url, received):
         endpoint = base_url.removesuffix("/v1")
-        llm = settings.model_copy(update={"digest_extractor": "llm", "digest_llm_base_url": base_url})
+        llm = settings.model_copy(
+            update={"digest_extractor": "llm", "digest_llm_base_url": base_url}
+        )
         app = create_app(llm, AppOptions(run_workers=1))
         async with running_server(app) as api, httpx.AsyncClient(base_url=api, timeout=60) as http:
             before = await scrape(http)
 
             channel = {"name": "metrics-team", "server": "acme"}
             ingested = await gql(http, INGEST_MESSAGES, {"c": channel, "m": sample_messages()})
-            job = (await gql(http, TRIGGER, {"id": ingested["ingestMessages"]["channel"]["id"]}))["triggerDigest"]
+            job = (await gql(http, TRIGGER, {"id": ingested["ingestMessages"]["channel"]["id"]}))[
+                "triggerDigest"
+            ]
             assert (await poll_job(http, job["id"]))["status"] == "SUCCEEDED"
 
             source = upload(shared_data("docs/html/readability/wikipedia/source.html"), "text/html")
             document = (await gql(http, INGEST, {"input": source}))["ingestDocument"]
             for _ in range(2):  # fresh, then served from the digest cache
-                assert (await run_job(http, document["id"], "Which products does Mozilla make?"))["status"] == "SUCCEEDED"
+                assert (await run_job(http, document["id"], "Which products does Mozilla make?"))[
+                    "status"
+                ] == "SUCCEEDED"
             after = await scrape(http)
 
     def moved(name: str, **labels: str) -> float:
@@ -69,9 +77,17 @@ async def test_metrics_move_during_channel_and_document_digests(db: asyncpg.Pool
 
     chat_calls = sum(1 for body in received if tool_of(body) != "emit_document_digest")
     models = {body["model"] for body in received}
-    calls = sum(moved("digestd_llm_calls_total", endpoint=endpoint, model=m, result="ok") for m in models)
+    calls = sum(
+        moved("digestd_llm_calls_total", endpoint=endpoint, model=m, result="ok") for m in models
+    )
     assert calls == len(received) == chat_calls + 1
-    assert sum(moved("digestd_llm_tokens_total", endpoint=endpoint, model=m, kind="prompt") for m in models) > 0
+    assert (
+        sum(
+            moved("digestd_llm_tokens_total", endpoint=endpoint, model=m, kind="prompt")
+            for m in models
+        )
+        > 0
+    )
     assert value(after, "digestd_llm_breaker_state", endpoint=endpoint) == 0
 
     assert moved("digest_sources_processed_total", outcome="completed") == 2

@@ -42,7 +42,9 @@ async def test_llm_extractor_from_settings_digests_a_channel(
     job = await job_row(db, job_id)
     assert job.status == "succeeded", job.error
     stats = job.stats
-    map_calls = sum(1 for body in received if body["tool_choice"]["function"]["name"] == "emit_chunk_summary")
+    map_calls = sum(
+        1 for body in received if body["tool_choice"]["function"]["name"] == "emit_chunk_summary"
+    )
     assert stats["chunks"] == map_calls >= 3  # 70 messages at 400 tokens a chunk
     assert stats["llm_calls"] == len(received) and stats["prompt_tokens"] > 0
     # The scripted model shifts every offset by 3; validation re-anchored them on the quote.

@@ -23,7 +23,9 @@ def busy_channel(count: int) -> list[Msg]:
     start = datetime(2024, 6, 3, 9, 0, tzinfo=UTC)
     return [
         Msg(
-            str(5000 + i), f"dev{i % 5}", start + timedelta(minutes=i),
+            str(5000 + i),
+            f"dev{i % 5}",
+            start + timedelta(minutes=i),
             f"build {i}: the integration suite for service {i % 7} timed out at stage {i % 4}; "
             f"raising the runner memory to {4 + i % 3} GB and pinning the base image fixed it",
         )
@@ -39,8 +41,13 @@ async def test_a_small_context_local_server_ends_the_job_succeeded(
     name = unique_model("worker")
     async with local_openai_server(model) as (base_url, _):
         small_context = llm_settings(
-            settings, base_url, digest_map_model=name, digest_reduce_model=name,
-            digestd_chunk_tokens=6000, digest_llm_concurrency=4, digest_llm_max_retries=2,
+            settings,
+            base_url,
+            digest_map_model=name,
+            digest_reduce_model=name,
+            digestd_chunk_tokens=6000,
+            digest_llm_concurrency=4,
+            digest_llm_max_retries=2,
         )
         job_id = await run_one_job(db, small_context, channel_id)
     job = await job_row(db, job_id)
@@ -65,7 +72,9 @@ async def test_an_html_endpoint_fails_the_attempt_with_what_came_back(
         return HTMLResponse("<!DOCTYPE html><html><title>Sign in</title><body>" + "x" * 5000)
 
     async with local_openai_server(login_page) as (base_url, _):
-        one_try = llm_settings(settings, base_url, digest_llm_max_retries=1, digest_llm_concurrency=1)
+        one_try = llm_settings(
+            settings, base_url, digest_llm_max_retries=1, digest_llm_concurrency=1
+        )
         job_id = await run_one_job(db, one_try, channel_id)
     job = await job_row(db, job_id)
     error = str(job.error)

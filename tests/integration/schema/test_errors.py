@@ -16,7 +16,9 @@ from schema.errors import CODES
 from tests.support.api import INGEST, LEAKS, READER, WRITER, post, post_raw
 from tests.support.paths import REPO_ROOT
 
-DOCUMENTED = set(re.findall(r"^\| `([A-Z_]+)` \|", (REPO_ROOT / "docs/api-errors.md").read_text(), re.M))
+DOCUMENTED = set(
+    re.findall(r"^\| `([A-Z_]+)` \|", (REPO_ROOT / "docs/api-errors.md").read_text(), re.M)
+)
 INVALID = "... on InvalidInputError { code message }"
 TYPED = INVALID + " ... on NotFoundError { code message }"
 
@@ -29,12 +31,37 @@ MISTAKES: dict[str, tuple[str, dict[str, Any], dict[str, str], str]] = {
     "first_10001": ("{ channels(first: 10001) { nodes { id } } }", {}, READER, "PAGE_SIZE"),
     "unknown_field": ("{ channels { nope } }", {}, READER, "VALIDATION"),
     "parse_error": ("{ channels { ", {}, READER, "PARSE"),
-    "wrong_type_variable": ("query($n: Int) { channels(first: $n) { nodes { id } } }", {"n": "ten"}, READER, "VALIDATION"),
-    "too_costly": ("{ documents(first: 100) { nodes { canonicalText } } }", {}, READER, "TOO_COMPLEX"),
+    "wrong_type_variable": (
+        "query($n: Int) { channels(first: $n) { nodes { id } } }",
+        {"n": "ten"},
+        READER,
+        "VALIDATION",
+    ),
+    "too_costly": (
+        "{ documents(first: 100) { nodes { canonicalText } } }",
+        {},
+        READER,
+        "TOO_COMPLEX",
+    ),
     "reader_mutation": ('mutation { cancelJob(id: "1") { __typename } }', {}, READER, "FORBIDDEN"),
-    "unknown_enum_in_filter": ("query($f: KnowledgeItemFilter) { knowledgeItems(filter: $f) { nodes { id } } }", {"f": {"kind": "commands"}}, READER, "VALIDATION"),
-    "unknown_enum_literal": ("{ digests(filter: {signalQuality: high}) { nodes { id } } }", {}, READER, "VALIDATION"),
-    "nul_in_string": ("query($q: String) { knowledgeItems(filter: {query: $q}) { nodes { id } } }", {"q": "a\x00b"}, READER, "BAD_USER_INPUT"),
+    "unknown_enum_in_filter": (
+        "query($f: KnowledgeItemFilter) { knowledgeItems(filter: $f) { nodes { id } } }",
+        {"f": {"kind": "commands"}},
+        READER,
+        "VALIDATION",
+    ),
+    "unknown_enum_literal": (
+        "{ digests(filter: {signalQuality: high}) { nodes { id } } }",
+        {},
+        READER,
+        "VALIDATION",
+    ),
+    "nul_in_string": (
+        "query($q: String) { knowledgeItems(filter: {query: $q}) { nodes { id } } }",
+        {"q": "a\x00b"},
+        READER,
+        "BAD_USER_INPUT",
+    ),
 }
 
 
@@ -62,12 +89,22 @@ async def test_each_client_mistake_has_a_documented_code(
     assert [e["extensions"]["code"] for e in checked_errors(response.json())] == [code]
     # Logged at info in one line with its code and the request id; no traceback, nothing louder.
     request_id = response.headers["x-request-id"]
-    lines = [r.getMessage() for r in caplog.records if request_id in r.getMessage() and f"code={code}" in r.getMessage()]
+    lines = [
+        r.getMessage()
+        for r in caplog.records
+        if request_id in r.getMessage() and f"code={code}" in r.getMessage()
+    ]
     assert len(lines) == 1 and "\n" not in lines[0], lines
-    assert all(r.levelno <= logging.INFO and r.exc_info is None for r in caplog.records if r.name.startswith(("schema", "server", "strawberry")))
+    assert all(
+        r.levelno <= logging.INFO and r.exc_info is None
+        for r in caplog.records
+        if r.name.startswith(("schema", "server", "strawberry"))
+    )
 
 
-async def test_unknown_enum_values_are_refused_with_the_allowed_ones(api: httpx.AsyncClient) -> None:
+async def test_unknown_enum_values_are_refused_with_the_allowed_ones(
+    api: httpx.AsyncClient,
+) -> None:
     """The typo "commands" used to match nothing, silently."""
     query, variables, headers, _ = MISTAKES["unknown_enum_in_filter"]
     (error,) = checked_errors((await post(api, query, variables, headers=headers)).json())
@@ -75,10 +112,18 @@ async def test_unknown_enum_values_are_refused_with_the_allowed_ones(api: httpx.
 
 
 async def test_too_large_and_no_token_have_codes(api: httpx.AsyncClient) -> None:
-    large = await post_raw(api, b'{"query": "' + b" " * (2 * 1024 * 1024) + b'{ channels { nodes { id } } }"}', headers=READER)
-    assert large.status_code == 413 and [e["extensions"]["code"] for e in checked_errors(large.json())] == ["REQUEST_TOO_LARGE"]
+    large = await post_raw(
+        api,
+        b'{"query": "' + b" " * (2 * 1024 * 1024) + b'{ channels { nodes { id } } }"}',
+        headers=READER,
+    )
+    assert large.status_code == 413 and [
+        e["extensions"]["code"] for e in checked_errors(large.json())
+    ] == ["REQUEST_TOO_LARGE"]
     anonymous = await api.post("/graphql", json={"query": "{ channels { nodes { id } } }"})
-    assert anonymous.status_code == 401 and [e["extensions"]["code"] for e in checked_errors(anonymous.json())] == ["UNAUTHENTICATED"]
+    assert anonymous.status_code == 401 and [
+        e["extensions"]["code"] for e in checked_errors(anonymous.json())
+    ] == ["UNAUTHENTICATED"]
 
 
 async def test_mutations_answer_expected_failures_typed_with_a_code(api: httpx.AsyncClient) -> None:
@@ -87,22 +132,44 @@ async def test_mutations_answer_expected_failures_typed_with_a_code(api: httpx.A
         'mutation { cancelJob(id: "999") { %s } }': ("NotFoundError", "NOT_FOUND"),
         'mutation { triggerDigest(channelId: "0x1") { %s } }': ("InvalidInputError", "BAD_ID"),
         'mutation { triggerDigest(channelId: "999") { %s } }': ("NotFoundError", "NOT_FOUND"),
-        'mutation { triggerDocumentDigest(documentId: "-1", query: "q") { %s } }': ("InvalidInputError", "BAD_ID"),
-        'mutation { triggerDocumentDigest(documentId: "999", query: "q") { %s } }': ("NotFoundError", "NOT_FOUND"),
-        'mutation { ingestMessages(channel: {name: " "}, messages: []) { %s } }': ("InvalidInputError", "BAD_USER_INPUT"),
-        'mutation { ingestDocument(input: {}) { %s } }': ("InvalidInputError", "BAD_USER_INPUT"),
+        'mutation { triggerDocumentDigest(documentId: "-1", query: "q") { %s } }': (
+            "InvalidInputError",
+            "BAD_ID",
+        ),
+        'mutation { triggerDocumentDigest(documentId: "999", query: "q") { %s } }': (
+            "NotFoundError",
+            "NOT_FOUND",
+        ),
+        'mutation { ingestMessages(channel: {name: " "}, messages: []) { %s } }': (
+            "InvalidInputError",
+            "BAD_USER_INPUT",
+        ),
+        "mutation { ingestDocument(input: {}) { %s } }": ("InvalidInputError", "BAD_USER_INPUT"),
     }
     for query, (typename, code) in cases.items():
         members = INVALID if "ingest" in query else TYPED  # the ingests find nothing by id
         body = (await post(api, query % f"__typename {members}", headers=WRITER)).json()
         assert "errors" not in body, (query, body)
         (result,) = body["data"].values()
-        assert result["__typename"] == typename and result["code"] == code and result["message"], (query, result)
+        assert result["__typename"] == typename and result["code"] == code and result["message"], (
+            query,
+            result,
+        )
 
 
 async def test_one_bad_argument_nulls_only_its_field(api: httpx.AsyncClient) -> None:
-    await post(api, INGEST, {"c": {"name": "general"}, "m": [{"id": "m1", "author": "a", "ts": "2024-01-01T00:00:00Z", "text": "hi"}]})
+    await post(
+        api,
+        INGEST,
+        {
+            "c": {"name": "general"},
+            "m": [{"id": "m1", "author": "a", "ts": "2024-01-01T00:00:00Z", "text": "hi"}],
+        },
+    )
     query = '{ good: channels { nodes { name } } bad: channels(after: "nope") { nodes { name } } jobs: digestJobs(first: 0) { nodes { id } } }'
     body = (await post(api, query, headers=READER)).json()
     assert body["data"] == {"good": {"nodes": [{"name": "general"}]}, "bad": None, "jobs": None}
-    assert sorted(e["extensions"]["code"] for e in checked_errors(body)) == ["BAD_CURSOR", "PAGE_SIZE"]
+    assert sorted(e["extensions"]["code"] for e in checked_errors(body)) == [
+        "BAD_CURSOR",
+        "PAGE_SIZE",
+    ]

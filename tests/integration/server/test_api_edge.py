@@ -45,7 +45,9 @@ async def test_an_empty_selection_set_is_a_validation_error(api: httpx.AsyncClie
 
 
 KNOWLEDGE = "query($f: KnowledgeItemFilter) { knowledgeItems(filter: $f) { nodes { id } } }"
-MESSAGES = "query($f: MessageFilter!, $a: String) { messages(filter: $f, after: $a) { nodes { id } } }"
+MESSAGES = (
+    "query($f: MessageFilter!, $a: String) { messages(filter: $f, after: $a) { nodes { id } } }"
+)
 
 
 def cursor(payload: list[Any]) -> str:
@@ -58,14 +60,46 @@ def nested(depth: int) -> str:
 
 BAD_VALUES: dict[str, tuple[str, dict[str, Any], str]] = {
     # name: (query, variables, what the message must say)
-    "nul_in_filter": (KNOWLEDGE, {"f": {"kind": "deci\x00sion"}}, "variables.f.kind: contains a NUL"),
-    "nul_in_literal": ('{ knowledgeItems(filter: {kind: "a\\u0000b"}) { nodes { id } } }', {}, "knowledgeItems(filter).kind: contains a NUL"),
-    "nul_in_channel_name": (INGEST, {"c": {"name": "gen\x00eral"}, "m": []}, "variables.c.name: contains a NUL"),
-    "lone_surrogate": (KNOWLEDGE, {"f": {"kind": "\ud800"}}, "variables.f.kind: contains a lone UTF-16 surrogate"),
-    "cursor_row_id_2_70": (MESSAGES, {"f": {"channelId": "1"}, "a": cursor(["messages", "2024-01-01T00:00:00+00:00", 2**70])}, "invalid cursor"),
-    "cursor_naive_time": (MESSAGES, {"f": {"channelId": "1"}, "a": cursor(["messages", "9999-12-31T23:00:00-14:00", 1])}, "invalid cursor"),
-    "date_9999_minus_14": (MESSAGES, {"f": {"channelId": "1", "since": "9999-12-31T23:00:00-14:00"}}, "out of range"),
-    "date_year_1_plus_14": (MESSAGES, {"f": {"channelId": "1", "until": "0001-01-01T01:00:00+14:00"}}, "out of range"),
+    "nul_in_filter": (
+        KNOWLEDGE,
+        {"f": {"kind": "deci\x00sion"}},
+        "variables.f.kind: contains a NUL",
+    ),
+    "nul_in_literal": (
+        '{ knowledgeItems(filter: {kind: "a\\u0000b"}) { nodes { id } } }',
+        {},
+        "knowledgeItems(filter).kind: contains a NUL",
+    ),
+    "nul_in_channel_name": (
+        INGEST,
+        {"c": {"name": "gen\x00eral"}, "m": []},
+        "variables.c.name: contains a NUL",
+    ),
+    "lone_surrogate": (
+        KNOWLEDGE,
+        {"f": {"kind": "\ud800"}},
+        "variables.f.kind: contains a lone UTF-16 surrogate",
+    ),
+    "cursor_row_id_2_70": (
+        MESSAGES,
+        {"f": {"channelId": "1"}, "a": cursor(["messages", "2024-01-01T00:00:00+00:00", 2**70])},
+        "invalid cursor",
+    ),
+    "cursor_naive_time": (
+        MESSAGES,
+        {"f": {"channelId": "1"}, "a": cursor(["messages", "9999-12-31T23:00:00-14:00", 1])},
+        "invalid cursor",
+    ),
+    "date_9999_minus_14": (
+        MESSAGES,
+        {"f": {"channelId": "1", "since": "9999-12-31T23:00:00-14:00"}},
+        "out of range",
+    ),
+    "date_year_1_plus_14": (
+        MESSAGES,
+        {"f": {"channelId": "1", "until": "0001-01-01T01:00:00+14:00"}},
+        "out of range",
+    ),
     "tsquery_400_words": (KNOWLEDGE, {"f": {"query": "- " * 200}}, "at most 32"),
 }
 
@@ -78,7 +112,9 @@ async def test_bad_values_are_refused_with_where_and_why(api: httpx.AsyncClient,
     assert response.status_code == 200, response.text
     error = only_error(response)
     # A bad cursor has its own code.
-    assert error["extensions"]["code"] == ("BAD_CURSOR" if case.startswith("cursor_") else "BAD_USER_INPUT"), error
+    assert error["extensions"]["code"] == (
+        "BAD_CURSOR" if case.startswith("cursor_") else "BAD_USER_INPUT"
+    ), error
     assert expected in error["message"], error
 
 
@@ -91,21 +127,40 @@ async def test_a_search_of_400_dashes_runs(api: httpx.AsyncClient) -> None:
 
 
 async def test_attachments_nested_900_deep_are_refused(api: httpx.AsyncClient) -> None:
-    message = '{"id": "m1", "author": "ann", "ts": "2024-01-01T00:00:00Z", "text": "hi", "attachments": [%s]}' % nested(900)
-    body = '{"query": %s, "variables": {"c": {"name": "general"}, "m": [%s]}}' % (json.dumps(INGEST), message)
+    message = (
+        '{"id": "m1", "author": "ann", "ts": "2024-01-01T00:00:00Z", "text": "hi", "attachments": [%s]}'
+        % nested(900)
+    )
+    body = '{"query": %s, "variables": {"c": {"name": "general"}, "m": [%s]}}' % (
+        json.dumps(INGEST),
+        message,
+    )
     response = await post_raw(api, body)
     error = only_error(response)
     assert error["extensions"]["code"] == "BAD_USER_INPUT"
-    assert "variables.m[0].attachments[0].a" in error["message"] and "nested deeper than 32" in error["message"]
+    assert (
+        "variables.m[0].attachments[0].a" in error["message"]
+        and "nested deeper than 32" in error["message"]
+    )
 
 
 BAD_BODIES: dict[str, tuple[str, str]] = {
     "null": ("null", "must be a JSON object"),
     "list": ('[{"query": "{ channels { nodes { id } } }"}]', "batched requests"),
-    "number_5000_digits": ('{"query": "query($n: Int) { channels(first: $n) { nodes { id } } }", "variables": {"n": %s}}' % ("9" * 5000), "number of 5000 characters"),
-    "json_5000_deep": ('{"query": "{ channels { nodes { id } } }", "variables": {"x": %s}}' % nested(5000), "nested too deeply"),
+    "number_5000_digits": (
+        '{"query": "query($n: Int) { channels(first: $n) { nodes { id } } }", "variables": {"n": %s}}'
+        % ("9" * 5000),
+        "number of 5000 characters",
+    ),
+    "json_5000_deep": (
+        '{"query": "{ channels { nodes { id } } }", "variables": {"x": %s}}' % nested(5000),
+        "nested too deeply",
+    ),
     "not_json": ("{nope", "not JSON"),
-    "nan": ('{"query": "{ channels { nodes { id } } }", "variables": {"x": NaN}}', "not strict JSON"),
+    "nan": (
+        '{"query": "{ channels { nodes { id } } }", "variables": {"x": NaN}}',
+        "not strict JSON",
+    ),
     "no_query": ('{"variables": {}}', "has no query"),
 }
 
@@ -136,10 +191,15 @@ async def test_an_internal_fault_is_generic_for_the_client_and_detailed_in_the_l
     request_id = response.headers["x-request-id"]
     assert response.status_code == 200
     assert response.json()["errors"] == [
-        {"message": "Internal server error", "extensions": {"code": "INTERNAL", "requestId": request_id}}
+        {
+            "message": "Internal server error",
+            "extensions": {"code": "INTERNAL", "requestId": request_id},
+        }
     ]
     assert "channels" not in json.dumps(response.json()["errors"])
-    faults = [r for r in caplog.records if request_id in r.getMessage() and r.levelno >= logging.ERROR]
+    faults = [
+        r for r in caplog.records if request_id in r.getMessage() and r.levelno >= logging.ERROR
+    ]
     assert faults and faults[0].exc_info is not None, "the fault is logged with its traceback"
     assert "UndefinedTable" in faults[0].getMessage() + repr(faults[0].exc_info[1])
 
@@ -161,9 +221,14 @@ async def test_client_mistakes_are_logged_without_a_traceback(
         request_id = response.headers["x-request-id"]
         records = [r for r in caplog.records if request_id in r.getMessage()]
         assert records, f"the refusal of {request_id} is logged"
-        assert all(r.levelno <= logging.INFO and r.exc_info is None and r.stack_info is None for r in records)
+        assert all(
+            r.levelno <= logging.INFO and r.exc_info is None and r.stack_info is None
+            for r in records
+        )
     api_loggers = ("schema", "server", "strawberry")
-    assert not [r for r in caplog.records if r.levelno >= logging.WARNING and r.name.startswith(api_loggers)]
+    assert not [
+        r for r in caplog.records if r.levelno >= logging.WARNING and r.name.startswith(api_loggers)
+    ]
 
 
 async def test_every_response_carries_a_request_id(api: httpx.AsyncClient) -> None:
@@ -180,13 +245,22 @@ async def test_every_response_carries_a_request_id(api: httpx.AsyncClient) -> No
 
 def huge_ingest(count: int) -> bytes:
     messages = [
-        {"id": f"m{i}", "author": "ann", "ts": "2024-01-01T00:00:00Z", "text": f"message number {i}"}
+        {
+            "id": f"m{i}",
+            "author": "ann",
+            "ts": "2024-01-01T00:00:00Z",
+            "text": f"message number {i}",
+        }
         for i in range(count)
     ]
-    return json.dumps({"query": INGEST, "variables": {"c": {"name": "flood"}, "m": messages}}).encode()
+    return json.dumps(
+        {"query": INGEST, "variables": {"c": {"name": "flood"}, "m": messages}}
+    ).encode()
 
 
-async def timed_with_heartbeat(http: httpx.AsyncClient, body: bytes, headers: dict[str, str]) -> tuple[httpx.Response, float, float]:
+async def timed_with_heartbeat(
+    http: httpx.AsyncClient, body: bytes, headers: dict[str, str]
+) -> tuple[httpx.Response, float, float]:
     """The response to `body`, its time, and the longest the event loop was blocked meanwhile
     (the server runs in this loop: a heartbeat of an in-process worker would have waited as long)."""
     worst = 0.0
@@ -208,13 +282,18 @@ async def timed_with_heartbeat(http: httpx.AsyncClient, body: bytes, headers: di
     return response, elapsed, worst
 
 
-async def test_a_flood_is_refused_before_coercion(api: httpx.AsyncClient, capsys: pytest.CaptureFixture[str]) -> None:
+async def test_a_flood_is_refused_before_coercion(
+    api: httpx.AsyncClient, capsys: pytest.CaptureFixture[str]
+) -> None:
     """300,000 messages (22 MB) froze the process for 18 s before the permission check and the
     5,000 cap refused them. Now a reader is refused by size at once and a writer by count."""
     body = huge_ingest(300_000)
     assert 20 * 1024 * 1024 < len(body) < 32 * 1024 * 1024
     reader, reader_seconds, reader_stall = await timed_with_heartbeat(api, body, READER)
-    assert reader.status_code == 413 and only_error(reader)["extensions"]["code"] == "REQUEST_TOO_LARGE"
+    assert (
+        reader.status_code == 413
+        and only_error(reader)["extensions"]["code"] == "REQUEST_TOO_LARGE"
+    )
     writer, writer_seconds, writer_stall = await timed_with_heartbeat(api, body, WRITER)
     error = only_error(writer)
     assert error["extensions"]["code"] == "BAD_USER_INPUT" and "300000" in error["message"], error
@@ -231,11 +310,19 @@ async def test_a_flood_is_refused_before_coercion(api: httpx.AsyncClient, capsys
     small = await post(api, INGEST, {"c": {"name": "x"}, "m": [{"id": 1.5}]}, headers=READER)
     assert only_error(small)["extensions"]["code"] == "FORBIDDEN"
     # Only the ingest mutations may send a large body: a 2 MB query is refused, for a writer too.
-    padded = await post(api, "query($pad: String) { channels { nodes { id } } }", {"pad": "x" * (2 * 1024 * 1024)})
-    assert padded.status_code == 413 and only_error(padded)["extensions"]["code"] == "REQUEST_TOO_LARGE"
+    padded = await post(
+        api, "query($pad: String) { channels { nodes { id } } }", {"pad": "x" * (2 * 1024 * 1024)}
+    )
+    assert (
+        padded.status_code == 413
+        and only_error(padded)["extensions"]["code"] == "REQUEST_TOO_LARGE"
+    )
     # The cap counts every ingestMessages of the request, inline lists too.
-    two = "mutation($m: [MessageInput!]!) { a: ingestMessages(channel: {name: \"x\"}, messages: $m) { __typename } b: ingestMessages(channel: {name: \"y\"}, messages: $m) { __typename } }"
-    messages = [{"id": f"m{i}", "author": "a", "ts": "2024-01-01T00:00:00Z", "text": "t"} for i in range(2600)]
+    two = 'mutation($m: [MessageInput!]!) { a: ingestMessages(channel: {name: "x"}, messages: $m) { __typename } b: ingestMessages(channel: {name: "y"}, messages: $m) { __typename } }'
+    messages = [
+        {"id": f"m{i}", "author": "a", "ts": "2024-01-01T00:00:00Z", "text": "t"}
+        for i in range(2600)
+    ]
     assert "5200" in only_error(await post(api, two, {"m": messages}))["message"]
 
 
@@ -245,73 +332,139 @@ async def test_responses_are_bounded(api: httpx.AsyncClient) -> None:
     ingest = "mutation($t: String!) { ingestDocument(input: {text: $t}) { ... on Document { id chars } ... on InvalidInputError { message } } }"
     document = (await post(api, ingest, {"t": text})).json()["data"]["ingestDocument"]
     assert document["chars"] > 6_000_000, document
-    aliases = "{ " + " ".join(f'd{i}: document(id: "{document["id"]}") {{ canonicalText }}' for i in range(30)) + " }"
+    aliases = (
+        "{ "
+        + " ".join(f'd{i}: document(id: "{document["id"]}") {{ canonicalText }}' for i in range(30))
+        + " }"
+    )
     costly = await post(api, aliases, headers=READER)
     error = only_error(costly)
     assert error["extensions"]["code"] == "TOO_COMPLEX" and costly.json()["data"] is None
     assert error["extensions"]["cost"] > error["extensions"]["maxCost"]
     # Within the cost limit, the response cap (16 MB) still holds: three copies are ~21 MB.
-    three = "{ " + " ".join(f'd{i}: document(id: "{document["id"]}") {{ canonicalText }}' for i in range(3)) + " }"
+    three = (
+        "{ "
+        + " ".join(f'd{i}: document(id: "{document["id"]}") {{ canonicalText }}' for i in range(3))
+        + " }"
+    )
     large = await post(api, three, headers=READER)
     assert only_error(large)["extensions"]["code"] == "RESPONSE_TOO_LARGE"
     assert len(large.content) < 10_000
-    one = await post(api, f'{{ document(id: "{document["id"]}") {{ canonicalText }} }}', headers=READER)
+    one = await post(
+        api, f'{{ document(id: "{document["id"]}") {{ canonicalText }} }}', headers=READER
+    )
     assert len(one.json()["data"]["document"]["canonicalText"]) == document["chars"]
 
 
-@pytest.mark.parametrize("spelling", ["١", "1_0", " 7 ", "+1", "01", "1.0", "1e1", "-1", "", "9223372036854775808", "1\x00"])
+@pytest.mark.parametrize(
+    "spelling",
+    ["١", "1_0", " 7 ", "+1", "01", "1.0", "1e1", "-1", "", "9223372036854775808", "1\x00"],
+)
 async def test_ids_have_one_spelling(api: httpx.AsyncClient, spelling: str) -> None:
-    created = (await post(api, INGEST, {"c": {"name": "general"}, "m": [{"id": "m1", "author": "a", "ts": "2024-01-01T00:00:00Z", "text": "hi"}]})).json()
+    created = (
+        await post(
+            api,
+            INGEST,
+            {
+                "c": {"name": "general"},
+                "m": [{"id": "m1", "author": "a", "ts": "2024-01-01T00:00:00Z", "text": "hi"}],
+            },
+        )
+    ).json()
     channel_one = base64.b64encode(b"Channel:1").decode()  # a global id
     assert created["data"]["ingestMessages"]["channel"]["id"] == channel_one
     for query, variables in (
         ("query($id: ID!) { channel(id: $id) { id } }", {"id": spelling}),
-        ("query($id: ID!) { messages(filter: {channelId: $id}) { nodes { id } } }", {"id": spelling}),
+        (
+            "query($id: ID!) { messages(filter: {channelId: $id}) { nodes { id } } }",
+            {"id": spelling},
+        ),
         ("query($id: ID) { digests(filter: {channelId: $id}) { nodes { id } } }", {"id": spelling}),
     ):
         error = only_error(await post(api, query, variables))
         # A NUL is refused with the variables, before any id is read.
-        assert error["extensions"]["code"] == ("BAD_USER_INPUT" if "\x00" in spelling else "BAD_ID"), (query, error)
+        assert error["extensions"]["code"] == (
+            "BAD_USER_INPUT" if "\x00" in spelling else "BAD_ID"
+        ), (query, error)
         assert "id" in error["message"]
     # A mutation answers a malformed id with its typed error, like an unknown one (a NUL is
     # refused in any string, before the request runs).
     mutation = "mutation($id: ID!) { triggerDigest(channelId: $id) { ... on InvalidInputError { code message } } }"
     if "\x00" in spelling:
-        assert only_error(await post(api, mutation, {"id": spelling}))["extensions"]["code"] == "BAD_USER_INPUT"
+        assert (
+            only_error(await post(api, mutation, {"id": spelling}))["extensions"]["code"]
+            == "BAD_USER_INPUT"
+        )
         return
     typed = (await post(api, mutation, {"id": spelling})).json()
     assert "errors" not in typed, typed
-    assert typed["data"]["triggerDigest"]["code"] == "BAD_ID" and "id" in typed["data"]["triggerDigest"]["message"]
-    canonical = (await post(api, "{ channel(id: \"1\") { id } zero: channel(id: \"0\") { id } }")).json()
+    assert (
+        typed["data"]["triggerDigest"]["code"] == "BAD_ID"
+        and "id" in typed["data"]["triggerDigest"]["message"]
+    )
+    canonical = (
+        await post(api, '{ channel(id: "1") { id } zero: channel(id: "0") { id } }')
+    ).json()
     assert canonical["data"] == {"channel": {"id": channel_one}, "zero": None}
 
 
 async def test_get_runs_queries_only_and_serves_graphiql(api: httpx.AsyncClient) -> None:
     page = await api.get("/graphql", headers={"accept": "text/html"})
     assert page.status_code == 200 and "graphiql" in page.text.lower()
-    query = await api.get("/graphql", params={"query": "{ channels { nodes { id } } }"}, headers=READER)
+    query = await api.get(
+        "/graphql", params={"query": "{ channels { nodes { id } } }"}, headers=READER
+    )
     assert query.json() == {"data": {"channels": {"nodes": []}}}
-    mutation = await api.get("/graphql", params={"query": 'mutation { cancelJob(id: "1") { __typename } }'}, headers=WRITER)
+    mutation = await api.get(
+        "/graphql",
+        params={"query": 'mutation { cancelJob(id: "1") { __typename } }'},
+        headers=WRITER,
+    )
     assert mutation.status_code == 400 and "over GET" in only_error(mutation)["message"]
     subscription = await post(api, "subscription { channels { nodes { id } } }")
     assert only_error(subscription)["extensions"]["code"] == "VALIDATION"
-    bad_variables = await api.get("/graphql", params={"query": "{ channels { nodes { id } } }", "variables": "[1"}, headers=READER)
-    assert bad_variables.status_code == 400 and only_error(bad_variables)["extensions"]["code"] == "BAD_REQUEST"
+    bad_variables = await api.get(
+        "/graphql",
+        params={"query": "{ channels { nodes { id } } }", "variables": "[1"},
+        headers=READER,
+    )
+    assert (
+        bad_variables.status_code == 400
+        and only_error(bad_variables)["extensions"]["code"] == "BAD_REQUEST"
+    )
 
 
 async def test_message_fields_are_repaired_not_refused(api: httpx.AsyncClient) -> None:
     """A NUL or a lone surrogate in a message is repaired like an imported record's; the same in
     the channel name (stored as is) is refused."""
-    messages = [{"id": "m\x001", "author": "a\ud800", "ts": "2024-01-01T00:00:00Z", "text": "hi\x00 there \udfff", "attachments": [{"k\x00": "v"}]}]
+    messages = [
+        {
+            "id": "m\x001",
+            "author": "a\ud800",
+            "ts": "2024-01-01T00:00:00Z",
+            "text": "hi\x00 there \udfff",
+            "attachments": [{"k\x00": "v"}],
+        }
+    ]
     body = json.dumps({"query": INGEST, "variables": {"c": {"name": "general"}, "m": messages}})
     stored = (await post_raw(api, body)).json()["data"]["ingestMessages"]
     assert stored["accepted"] == 1 and stored["rejected"] == 0
-    page = await post(api, '{ messages(filter: {channelId: "1"}) { nodes { messageId author text attachments } } }')
+    page = await post(
+        api,
+        '{ messages(filter: {channelId: "1"}) { nodes { messageId author text attachments } } }',
+    )
     node = page.json()["data"]["messages"]["nodes"][0]
-    assert node == {"messageId": "m1", "author": "a\ufffd", "text": "hi there \ufffd", "attachments": [{"k": "v"}]}
+    assert node == {
+        "messageId": "m1",
+        "author": "a\ufffd",
+        "text": "hi there \ufffd",
+        "attachments": [{"k": "v"}],
+    }
 
 
-async def test_an_exception_outside_graphql_is_a_generic_500(caplog: pytest.LogCaptureFixture) -> None:
+async def test_an_exception_outside_graphql_is_a_generic_500(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     """Whatever escapes the app (here a route that fails) is logged with its traceback under the
     request id, and the client gets only the generic error with that id."""
     from starlette.applications import Starlette
@@ -330,6 +483,13 @@ async def test_an_exception_outside_graphql_is_a_generic_500(caplog: pytest.LogC
         response = await http.get("/broken")
     request_id = response.headers["x-request-id"]
     assert response.status_code == 500
-    assert response.json() == {"errors": [{"message": "Internal server error", "extensions": {"code": "INTERNAL", "requestId": request_id}}]}
+    assert response.json() == {
+        "errors": [
+            {
+                "message": "Internal server error",
+                "extensions": {"code": "INTERNAL", "requestId": request_id},
+            }
+        ]
+    }
     logged = [r for r in caplog.records if request_id in r.getMessage()]
     assert logged and logged[0].levelno == logging.ERROR and logged[0].exc_info is not None

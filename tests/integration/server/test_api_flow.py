@@ -16,7 +16,10 @@ from tests.support.servers import running_server
 
 async def test_ingest_trigger_poll_read_over_http(db: Any, settings: Settings) -> None:
     app = create_app(settings, AppOptions(run_workers=1))
-    async with running_server(app) as base_url, httpx.AsyncClient(base_url=base_url, timeout=30) as client:
+    async with (
+        running_server(app) as base_url,
+        httpx.AsyncClient(base_url=base_url, timeout=30) as client,
+    ):
         assert (await client.get("/healthz")).json() == {"status": "ok"}
         ready = (await client.get("/readyz")).json()
         assert ready["status"] == "ready"
@@ -26,14 +29,29 @@ async def test_ingest_trigger_poll_read_over_http(db: Any, settings: Settings) -
             ... on IngestResult { accepted rejected inserted unchanged channel { id name messageCount } errors { location reason } }
             ... on InvalidInputError { message } } }"""
         messages = sample_messages()
-        bad = {"id": "bad-1", "author": "x", "ts": "2024-01-01T00:00:00Z", "text": "x" * (settings.digestd_max_message_chars + 1)}
-        result = (await gql(client, ingest, {"c": {"name": "team-platform", "server": "acme"}, "m": messages + [bad]}))["ingestMessages"]
+        bad = {
+            "id": "bad-1",
+            "author": "x",
+            "ts": "2024-01-01T00:00:00Z",
+            "text": "x" * (settings.digestd_max_message_chars + 1),
+        }
+        result = (
+            await gql(
+                client,
+                ingest,
+                {"c": {"name": "team-platform", "server": "acme"}, "m": messages + [bad]},
+            )
+        )["ingestMessages"]
         assert result["accepted"] == len(messages) and result["rejected"] == 1
         assert result["errors"][0]["location"] == f"messages[{len(messages)}]"
         channel_id = result["channel"]["id"]
         assert result["channel"]["messageCount"] == len(messages)
 
-        again = (await gql(client, ingest, {"c": {"name": "team-platform", "server": "acme"}, "m": messages}))["ingestMessages"]
+        again = (
+            await gql(
+                client, ingest, {"c": {"name": "team-platform", "server": "acme"}, "m": messages}
+            )
+        )["ingestMessages"]
         assert again["inserted"] == 0 and again["unchanged"] == len(messages)
 
         trigger = """mutation($id: ID!) { triggerDigest(channelId: $id) {
@@ -57,30 +75,48 @@ async def test_ingest_trigger_poll_read_over_http(db: Any, settings: Settings) -
         assert rerun_done["digestId"] is None and rerun_done["stats"]["chunks"] is None
         assert rerun_done["phase"] is None  # it never reached a phase of extraction
 
-        listing = await gql(client, "{ digests(first: 5) { nodes { id title excerpt itemCounts { decisions } } pageInfo { hasNextPage endCursor } } }")
+        listing = await gql(
+            client,
+            "{ digests(first: 5) { nodes { id title excerpt itemCounts { decisions } } pageInfo { hasNextPage endCursor } } }",
+        )
         assert [n["id"] for n in listing["digests"]["nodes"]] == [done["digestId"]]
         missing = (await gql(client, trigger, {"id": "999999"}))["triggerDigest"]
         assert "no channel" in missing["message"]
 
 
-async def assert_pointers_resolve(client: httpx.AsyncClient, channel_id: str, digest: dict[str, Any]) -> None:
+async def assert_pointers_resolve(
+    client: httpx.AsyncClient, channel_id: str, digest: dict[str, Any]
+) -> None:
     """Every pointer slices the stored message's normalizedText to exactly its resolved text."""
     texts: dict[str, str] = {}
     authors: dict[str, str] = {}
     after = None
     while True:
-        page = (await gql(client, "query($c: ID!, $a: String) { messages(filter: {channelId: $c}, first: 100, after: $a) { nodes { messageId author normalizedText } pageInfo { hasNextPage endCursor } } }", {"c": channel_id, "a": after}))["messages"]
+        page = (
+            await gql(
+                client,
+                "query($c: ID!, $a: String) { messages(filter: {channelId: $c}, first: 100, after: $a) { nodes { messageId author normalizedText } pageInfo { hasNextPage endCursor } } }",
+                {"c": channel_id, "a": after},
+            )
+        )["messages"]
         texts.update({n["messageId"]: n["normalizedText"] for n in page["nodes"]})
         authors.update({n["messageId"]: n["author"] for n in page["nodes"]})
         if not page["pageInfo"]["hasNextPage"]:
             break
         after = page["pageInfo"]["endCursor"]
-    pointers = [a["pointer"] for a in digest["artifacts"]] + [k["pointer"] for k in digest["knowledgeItems"] if k["pointer"]]
+    pointers = [a["pointer"] for a in digest["artifacts"]] + [
+        k["pointer"] for k in digest["knowledgeItems"] if k["pointer"]
+    ]
     for pointer in pointers:
         text = texts[pointer["messageId"]]
         assert 0 <= pointer["charStart"] < pointer["charEnd"] <= len(text)
         assert text[pointer["charStart"] : pointer["charEnd"]] == pointer["resolvedText"]
-    cited = {i for field in ("decisions", "actionItems", "openQuestions", "links") for item in digest[field] for i in item["messageIds"]}
+    cited = {
+        i
+        for field in ("decisions", "actionItems", "openQuestions", "links")
+        for item in digest[field]
+        for i in item["messageIds"]
+    }
     assert cited <= set(texts), "a cited message id does not exist"
     for link in digest["links"]:  # who shared a link: the authors of its messages, each once
         assert link["sharedBy"] == list(dict.fromkeys(authors[m] for m in link["messageIds"]))
@@ -88,13 +124,25 @@ async def assert_pointers_resolve(client: httpx.AsyncClient, channel_id: str, di
 
 @pytest.mark.parametrize("role", ["none", "wrong", "reader"])
 async def test_tokens_guard_the_api(db: Any, settings: Settings, role: str) -> None:
-    secured = settings.model_copy(update={"digestd_api_tokens": __import__("pydantic").SecretStr("reader:read-secret-1,writer:write-secret-1")})
+    secured = settings.model_copy(
+        update={
+            "digestd_api_tokens": __import__("pydantic").SecretStr(
+                "reader:read-secret-1,writer:write-secret-1"
+            )
+        }
+    )
     app = create_app(secured, AppOptions(run_workers=0))
     token = {"none": None, "wrong": "nope-nope-nope", "reader": "read-secret-1"}[role]
     async with running_server(app) as base_url, httpx.AsyncClient(base_url=base_url) as client:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        query = await client.post("/graphql", json={"query": "{ channels { nodes { id } } }"}, headers=headers)
-        mutation = await client.post("/graphql", json={"query": 'mutation { cancelJob(id: "1") { ... on NotFoundError { message } } }'}, headers=headers)
+        query = await client.post(
+            "/graphql", json={"query": "{ channels { nodes { id } } }"}, headers=headers
+        )
+        mutation = await client.post(
+            "/graphql",
+            json={"query": 'mutation { cancelJob(id: "1") { ... on NotFoundError { message } } }'},
+            headers=headers,
+        )
         if role == "reader":
             assert query.status_code == 200 and "errors" not in query.json()
             body = mutation.json()
@@ -102,7 +150,11 @@ async def test_tokens_guard_the_api(db: Any, settings: Settings, role: str) -> N
         else:
             assert query.status_code == 401 and mutation.status_code == 401
             assert "data" not in query.json()
-        writer = await client.post("/graphql", json={"query": 'mutation { cancelJob(id: "1") { ... on NotFoundError { message } } }'}, headers={"Authorization": "Bearer write-secret-1"})
+        writer = await client.post(
+            "/graphql",
+            json={"query": 'mutation { cancelJob(id: "1") { ... on NotFoundError { message } } }'},
+            headers={"Authorization": "Bearer write-secret-1"},
+        )
         assert writer.json()["data"]["cancelJob"]["message"] == "no job with id 1"
 
 
@@ -121,11 +173,25 @@ async def test_abusive_queries_are_refused(db: Any, settings: Settings) -> None:
             assert "aliases" in body["errors"][0]["message"].lower()
             body = (await client.post("/graphql", json={"query": many_tokens})).json()
             assert "more than 2000 tokens" in body["errors"][0]["message"]
-        body = (await client.post("/graphql", json={"query": "{ digests(first: 1000) { nodes { id } } }"})).json()
+        body = (
+            await client.post(
+                "/graphql", json={"query": "{ digests(first: 1000) { nodes { id } } }"}
+            )
+        ).json()
         assert "between 1 and 100" in body["errors"][0]["message"]
-        body = (await client.post("/graphql", json={"query": '{ digests(after: "garbage") { nodes { id } } }'})).json()
+        body = (
+            await client.post(
+                "/graphql", json={"query": '{ digests(after: "garbage") { nodes { id } } }'}
+            )
+        ).json()
         assert "invalid cursor" in body["errors"][0]["message"]
-        body = (await client.post("/graphql", json={"query": '{ digest(id: "abc") { id } }'})).json()
+        body = (
+            await client.post("/graphql", json={"query": '{ digest(id: "abc") { id } }'})
+        ).json()
         assert "invalid digest id" in body["errors"][0]["message"]
-        huge = await client.post("/graphql", content=b"x" * (33 * 1024 * 1024), headers={"content-type": "application/json"})
+        huge = await client.post(
+            "/graphql",
+            content=b"x" * (33 * 1024 * 1024),
+            headers={"content-type": "application/json"},
+        )
         assert huge.status_code == 413

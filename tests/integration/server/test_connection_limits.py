@@ -26,7 +26,11 @@ PROTOCOL = "graphql-transport-ws"
 
 async def acknowledged(base_url: str, stack: AsyncExitStack) -> ClientConnection:
     ws = await stack.enter_async_context(
-        connect(base_url.replace("http://", "ws://") + "/graphql", subprotocols=[PROTOCOL], open_timeout=10)  # type: ignore[list-item]
+        connect(
+            base_url.replace("http://", "ws://") + "/graphql",
+            subprotocols=[PROTOCOL],
+            open_timeout=10,
+        )  # type: ignore[list-item]
     )
     await ws.send(json.dumps({"type": "connection_init"}))
     assert json.loads(await asyncio.wait_for(ws.recv(), 10)) == {"type": "connection_ack"}
@@ -34,18 +38,27 @@ async def acknowledged(base_url: str, stack: AsyncExitStack) -> ClientConnection
 
 
 async def refused_with(base_url: str) -> tuple[int, str]:
-    async with connect(base_url.replace("http://", "ws://") + "/graphql", subprotocols=[PROTOCOL], open_timeout=10) as ws:  # type: ignore[list-item]
+    async with connect(
+        base_url.replace("http://", "ws://") + "/graphql", subprotocols=[PROTOCOL], open_timeout=10
+    ) as ws:  # type: ignore[list-item]
         with pytest.raises(ConnectionClosed) as closed:
             await asyncio.wait_for(ws.recv(), 10)
     assert closed.value.rcvd is not None
     return closed.value.rcvd.code, closed.value.rcvd.reason
 
 
-@pytest.mark.parametrize(("per_process", "per_client", "said"), [(10, 2, "from this address"), (2, 10, "to this server")])
+@pytest.mark.parametrize(
+    ("per_process", "per_client", "said"), [(10, 2, "from this address"), (2, 10, "to this server")]
+)
 async def test_a_websocket_over_a_cap_is_closed_with_1013(
     db: asyncpg.Pool, settings: Settings, per_process: int, per_client: int, said: str
 ) -> None:
-    capped = settings.model_copy(update={"digestd_max_websockets": per_process, "digestd_max_websockets_per_client": per_client})
+    capped = settings.model_copy(
+        update={
+            "digestd_max_websockets": per_process,
+            "digestd_max_websockets_per_client": per_client,
+        }
+    )
     app = create_app(capped, AppOptions(run_workers=0))
     async with running_server(app) as base_url, AsyncExitStack() as stack:
         first = await acknowledged(base_url, stack)
@@ -69,8 +82,15 @@ def accept_error() -> logging.LogRecord:
         raise OSError(errno.EMFILE, "Too many open files")
     except OSError:
         exc_info = sys.exc_info()
-    return logging.LogRecord("asyncio", logging.ERROR, __file__, 1,
-                             "socket.accept() out of system resource\nsocket: <fd=8>", None, exc_info)
+    return logging.LogRecord(
+        "asyncio",
+        logging.ERROR,
+        __file__,
+        1,
+        "socket.accept() out of system resource\nsocket: <fd=8>",
+        None,
+        exc_info,
+    )
 
 
 def test_a_flood_of_accept_errors_is_one_line_per_interval() -> None:
@@ -78,11 +98,24 @@ def test_a_flood_of_accept_errors_is_one_line_per_interval() -> None:
     folding = CollapseRepeats(interval=10, clock=lambda: now[0])
     passed = [record for record in (accept_error() for _ in range(5000)) if folding.filter(record)]
     assert len(passed) == 1 and passed[0].exc_info is None
-    assert passed[0].getMessage() == "socket.accept() out of system resource (OSError: Too many open files)"
+    assert (
+        passed[0].getMessage()
+        == "socket.accept() out of system resource (OSError: Too many open files)"
+    )
     now[0] += 11
     later = accept_error()
     assert folding.filter(later) and "4999 more like it in the last 11s" in later.getMessage()
-    refused = logging.LogRecord("server.connection_limits", logging.WARNING, __file__, 1, "websocket.refused client=%s reason=%s", ("127.0.0.1", "too many"), None)
+    refused = logging.LogRecord(
+        "server.connection_limits",
+        logging.WARNING,
+        __file__,
+        1,
+        "websocket.refused client=%s reason=%s",
+        ("127.0.0.1", "too many"),
+        None,
+    )
     assert folding.filter(refused) and not folding.filter(refused)  # a kind of its own, folded too
-    other = logging.LogRecord("asyncio", logging.ERROR, __file__, 1, "Task exception was never retrieved", None, None)
+    other = logging.LogRecord(
+        "asyncio", logging.ERROR, __file__, 1, "Task exception was never retrieved", None, None
+    )
     assert folding.filter(other) and other.getMessage() == "Task exception was never retrieved"

@@ -23,14 +23,19 @@ from tests.support.servers import running_server
 
 CONSOLE = REPO_ROOT / "server" / "static" / "console"
 IMPORT = re.compile(r"""^import\s[^;]*?from\s+"(\.{1,2}/[^"]+)";""", re.MULTILINE | re.DOTALL)
-HTML_SINKS = re.compile(r"innerHTML|outerHTML|insertAdjacentHTML|document\.write|\beval\(|new Function|DOMParser")
+HTML_SINKS = re.compile(
+    r"innerHTML|outerHTML|insertAdjacentHTML|document\.write|\beval\(|new Function|DOMParser"
+)
 
 
 @pytest.fixture
 async def api(db: asyncpg.Pool, settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
     secured = settings.model_copy(update={"digestd_api_tokens": SecretStr("reader:reader-token-1")})
     app = create_app(secured, AppOptions(run_workers=0))
-    async with running_server(app) as base_url, httpx.AsyncClient(base_url=base_url, timeout=60) as http:
+    async with (
+        running_server(app) as base_url,
+        httpx.AsyncClient(base_url=base_url, timeout=60) as http,
+    ):
         yield http
 
 
@@ -38,10 +43,14 @@ def modules() -> list[Path]:
     return sorted(CONSOLE.rglob("*.js"))
 
 
-async def test_the_page_is_served_without_a_token_and_the_api_is_not(api: httpx.AsyncClient) -> None:
+async def test_the_page_is_served_without_a_token_and_the_api_is_not(
+    api: httpx.AsyncClient,
+) -> None:
     page = await api.get("/")
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
-    assert "://" not in re.sub(r"<!--.*?-->", "", page.text, flags=re.DOTALL), "the page names another host"
+    assert "://" not in re.sub(r"<!--.*?-->", "", page.text, flags=re.DOTALL), (
+        "the page names another host"
+    )
     policy = page.headers["content-security-policy"]
     host = api.base_url.netloc.decode()
     assert policy == page_policy(host)
@@ -69,7 +78,11 @@ async def test_every_module_the_page_loads_is_served(api: httpx.AsyncClient) -> 
         assert served.headers["content-type"].startswith("text/javascript"), url
         base = url.rsplit("/", 1)[0]
         for relative in IMPORT.findall(served.text):
-            resolved = str(Path(base, relative).resolve()) if relative.startswith("../") else f"{base}/{relative[2:]}"
+            resolved = (
+                str(Path(base, relative).resolve())
+                if relative.startswith("../")
+                else f"{base}/{relative[2:]}"
+            )
             pending.append(resolved)
     on_disk = {f"/static/console/{p.relative_to(CONSOLE).as_posix()}" for p in modules()}
     assert reached == on_disk, "a module is unused or an import is missing"

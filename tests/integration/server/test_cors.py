@@ -38,22 +38,31 @@ async def api(db: asyncpg.Pool, settings: Settings) -> AsyncIterator[httpx.Async
         }
     )
     app = create_app(secured, AppOptions(run_workers=0))
-    async with running_server(app) as base_url, httpx.AsyncClient(base_url=base_url, timeout=60) as http:
+    async with (
+        running_server(app) as base_url,
+        httpx.AsyncClient(base_url=base_url, timeout=60) as http,
+    ):
         yield http
 
 
-async def test_a_preflight_from_an_allowed_origin_is_answered_without_a_token(api: httpx.AsyncClient) -> None:
+async def test_a_preflight_from_an_allowed_origin_is_answered_without_a_token(
+    api: httpx.AsyncClient,
+) -> None:
     response = await api.options("/graphql", headers=preflight(DASHBOARD))
     assert response.status_code == 200, response.text
     assert response.headers["access-control-allow-origin"] == DASHBOARD
-    assert {"authorization", "content-type"} <= set(response.headers["access-control-allow-headers"].lower().split(", "))
+    assert {"authorization", "content-type"} <= set(
+        response.headers["access-control-allow-headers"].lower().split(", ")
+    )
     assert "POST" in response.headers["access-control-allow-methods"]
     assert "access-control-allow-credentials" not in response.headers
     assert "origin" in response.headers["vary"].lower()
 
 
 async def test_an_allowed_origin_reads_data_and_refusals(api: httpx.AsyncClient) -> None:
-    allowed = await api.post("/graphql", json=QUERY, headers={"origin": DASHBOARD, "authorization": READER})
+    allowed = await api.post(
+        "/graphql", json=QUERY, headers={"origin": DASHBOARD, "authorization": READER}
+    )
     assert allowed.json() == {"data": {"channels": {"nodes": []}}}
     assert allowed.headers["access-control-allow-origin"] == DASHBOARD
     assert "x-request-id" in allowed.headers["access-control-expose-headers"].lower()
@@ -67,7 +76,9 @@ async def test_an_origin_not_listed_gets_no_cors_header(api: httpx.AsyncClient) 
     response = await api.options("/graphql", headers=preflight(OTHER))
     assert response.status_code == 400
     assert "access-control-allow-origin" not in response.headers
-    actual = await api.post("/graphql", json=QUERY, headers={"origin": OTHER, "authorization": READER})
+    actual = await api.post(
+        "/graphql", json=QUERY, headers={"origin": OTHER, "authorization": READER}
+    )
     assert "access-control-allow-origin" not in actual.headers
 
 
@@ -80,7 +91,9 @@ async def test_unset_means_no_cors(db: asyncpg.Pool, settings: Settings) -> None
         assert (await http.options("/graphql", headers=preflight(DASHBOARD))).status_code == 405
 
 
-@pytest.mark.parametrize("spec", ["*", "http://127.0.0.1:8088/", "dash.example", "https://*.example"])
+@pytest.mark.parametrize(
+    "spec", ["*", "http://127.0.0.1:8088/", "dash.example", "https://*.example"]
+)
 def test_origins_must_be_exact(spec: str) -> None:
     with pytest.raises(ValidationError, match="is not an origin"):
         Settings(digestd_cors_origins=spec)

@@ -88,7 +88,7 @@ async def test_html_and_pdf_digest_over_http_with_postgres_cache(
     # The document shows its latest digests, newest first; the list pages with a cursor.
     shown = await gql(
         client,
-        'query($id: ID!) { document(id: $id) { id latestDigests(first: 5) { id query } } }',
+        "query($id: ID!) { document(id: $id) { id latestDigests(first: 5) { id query } } }",
         {"id": html["id"]},
     )
     assert [d["id"] for d in shown["document"]["latestDigests"]] == [other["id"], first["id"]]
@@ -97,14 +97,19 @@ async def test_html_and_pdf_digest_over_http_with_postgres_cache(
     two = (await gql(client, page, {"after": one["pageInfo"]["endCursor"]}))["documents"]
     assert [n["id"] for n in one["nodes"] + two["nodes"]] == [pdf["id"], html["id"]]
     assert one["pageInfo"]["hasNextPage"] and not two["pageInfo"]["hasNextPage"]
-    pdfs = await gql(client, '{ documents(filter: {contentType: "application/pdf"}) { nodes { id } } }')
+    pdfs = await gql(
+        client, '{ documents(filter: {contentType: "application/pdf"}) { nodes { id } } }'
+    )
     assert [n["id"] for n in pdfs["documents"]["nodes"]] == [pdf["id"]]
 
     jobs = await gql(
-        client, 'query($id: ID!) { digestJobs(filter: {documentId: $id}) { nodes { id query } } }',
+        client,
+        "query($id: ID!) { digestJobs(filter: {documentId: $id}) { nodes { id query } } }",
         {"id": pdf["id"]},
     )
-    assert [job["query"] for job in jobs["digestJobs"]["nodes"]] == ["conversation disentanglement dataset"]
+    assert [job["query"] for job in jobs["digestJobs"]["nodes"]] == [
+        "conversation disentanglement dataset"
+    ]
 
     # Re-ingesting the same content returns the stored document.
     assert (await ingest(client, upload(shared_data(PDF_FILE))))["id"] == pdf["id"]
@@ -119,7 +124,9 @@ async def test_html_and_pdf_digest_over_http_with_postgres_cache(
 async def assert_no_private_content(pool: asyncpg.Pool) -> None:
     async with pool.acquire() as connection:
         for table in ("documents", "document_digests", "digest_jobs"):
-            dumped = await connection.fetchval(f"SELECT coalesce(json_agg(t)::text, '') FROM {table} t")
+            dumped = await connection.fetchval(
+                f"SELECT coalesce(json_agg(t)::text, '') FROM {table} t"
+            )
             assert "_raw_content" not in dumped and '"_digest' not in dumped
 
 
@@ -127,11 +134,19 @@ async def test_bad_input_gets_a_clear_typed_error(client: httpx.AsyncClient) -> 
     encrypted = await ingest(
         client, upload(shared_data("docs/pdf/tricky_encrypted_libreoffice-writer-password.pdf"))
     )
-    assert encrypted["code"] == "BAD_USER_INPUT" and encrypted["reason"] == "encrypted" and "password" in encrypted["message"].lower()
+    assert (
+        encrypted["code"] == "BAD_USER_INPUT"
+        and encrypted["reason"] == "encrypted"
+        and "password" in encrypted["message"].lower()
+    )
     image_only = await ingest(
         client, upload(shared_data("docs/pdf/tricky_image_only_no_text_layer.pdf"))
     )
-    assert image_only["code"] == "BAD_USER_INPUT" and image_only["reason"] == "no_text_layer" and image_only["message"]
+    assert (
+        image_only["code"] == "BAD_USER_INPUT"
+        and image_only["reason"] == "no_text_layer"
+        and image_only["message"]
+    )
 
     hostile = {
         "http://127.0.0.1/": "blocked_address",
@@ -153,8 +168,14 @@ async def test_bad_input_gets_a_clear_typed_error(client: httpx.AsyncClient) -> 
     assert not_base64["code"] == "BAD_USER_INPUT"
 
     short = await ingest(client, {"text": "A short note about nothing much at all."})
-    refused = (await gql(client, TRIGGER, {"id": short["id"], "q": "notes"}))["triggerDocumentDigest"]
-    assert refused["code"] == "BAD_USER_INPUT" and refused["reason"] == "not_eligible:too_small" and "DIGESTD_DOC_MIN_CHARS" in refused["message"]
+    refused = (await gql(client, TRIGGER, {"id": short["id"], "q": "notes"}))[
+        "triggerDocumentDigest"
+    ]
+    assert (
+        refused["code"] == "BAD_USER_INPUT"
+        and refused["reason"] == "not_eligible:too_small"
+        and "DIGESTD_DOC_MIN_CHARS" in refused["message"]
+    )
     missing = (await gql(client, TRIGGER, {"id": "999999", "q": "x"}))["triggerDocumentDigest"]
     assert "no document" in missing["message"]
     response = await client.post("/graphql", json={"query": '{ document(id: "abc") { id } }'})
@@ -164,11 +185,15 @@ async def test_bad_input_gets_a_clear_typed_error(client: httpx.AsyncClient) -> 
 async def test_a_reader_cannot_ingest_or_trigger(db: asyncpg.Pool, settings: Settings) -> None:
     from pydantic import SecretStr
 
-    guarded = settings.model_copy(update={"digestd_api_tokens": SecretStr("reader:reader-token-1,writer:writer-token-1")})
+    guarded = settings.model_copy(
+        update={"digestd_api_tokens": SecretStr("reader:reader-token-1,writer:writer-token-1")}
+    )
     app = create_app(guarded, AppOptions(run_workers=0))
     async with running_server(app) as base_url, httpx.AsyncClient(base_url=base_url) as http:
         body = {"query": INGEST, "variables": {"input": {"text": "x" * 20}}}
-        denied = await http.post("/graphql", json=body, headers={"Authorization": "Bearer reader-token-1"})
+        denied = await http.post(
+            "/graphql", json=body, headers={"Authorization": "Bearer reader-token-1"}
+        )
         assert denied.json()["errors"][0]["extensions"]["code"] == "FORBIDDEN"
         allowed = await gql(http, INGEST, {"input": {"text": "y" * 20}}, token="writer-token-1")
         assert allowed["ingestDocument"]["id"]
@@ -193,11 +218,17 @@ async def test_url_ingest_when_private_hosts_are_allowed(
             fetched = await ingest(http, {"url": origin.url("/article")})
             assert fetched["contentType"] == "text/html" and fetched["chars"] > 10_000, fetched
             shown = await gql(
-                http, 'query($id: ID!) { document(id: $id) { sourceUrl title } }', {"id": fetched["id"]}
+                http,
+                "query($id: ID!) { document(id: $id) { sourceUrl title } }",
+                {"id": fetched["id"]},
             )
             assert shown["document"]["sourceUrl"] == origin.url("/article")
             refused = await ingest(http, {"url": origin.url("/sneaky")})
-            assert refused["code"] == "BAD_USER_INPUT" and refused["reason"] == "blocked_address" and "metadata" in refused["message"]
+            assert (
+                refused["code"] == "BAD_USER_INPUT"
+                and refused["reason"] == "blocked_address"
+                and "metadata" in refused["message"]
+            )
 
 
 async def test_opt_in_archive_meets_the_verification_contract(
@@ -209,11 +240,16 @@ async def test_opt_in_archive_meets_the_verification_contract(
     archive = tmp_path / "archive"
     archived = settings.model_copy(update={"digestd_archive_dir": archive})
     app = create_app(archived, AppOptions(run_workers=1))
-    async with running_server(app) as base_url, httpx.AsyncClient(base_url=base_url, timeout=60) as http:
+    async with (
+        running_server(app) as base_url,
+        httpx.AsyncClient(base_url=base_url, timeout=60) as http,
+    ):
         pdf = await ingest(http, upload(shared_data("docs/pdf/pdflatex-4-pages.pdf")))
         _, digest = await digest_for(http, pdf["id"], "page layout of the document")
     path = archive_path(archive, f"doc-{row_id(pdf['id'])}", pdf["sourceTextHash"])
     assert path.stat().st_mode & 0o777 == 0o600 and path.parent.stat().st_mode & 0o777 == 0o700
     payload = DigestPayload.from_dict(digest["payload"])
-    verify_archive(archive, f"doc-{row_id(pdf['id'])}", payload)  # sha256 of the file + every locator
+    verify_archive(
+        archive, f"doc-{row_id(pdf['id'])}", payload
+    )  # sha256 of the file + every locator
     assert path.read_text(encoding="utf-8") == digest["document"]["canonicalText"]

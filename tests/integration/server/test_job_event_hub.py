@@ -25,7 +25,9 @@ UNREACHABLE = "postgresql://digestd@127.0.0.1:1/nowhere"
 async def _queued(pool: asyncpg.Pool, name: str = "general") -> int:
     channel_id = await add_channel(pool, name, messages([("ann", "hello"), ("bob", "hi there")]))
     async with pool.acquire() as connection:
-        job, _ = await jobs.enqueue_job(connection, jobs.JobKind.CHANNEL, channel_id, {}, max_attempts=3)
+        job, _ = await jobs.enqueue_job(
+            connection, jobs.JobKind.CHANNEL, channel_id, {}, max_attempts=3
+        )
     return int(job.id)
 
 
@@ -45,7 +47,9 @@ async def _hub(url: str, pool: asyncpg.Pool, **options: float) -> AsyncIterator[
         await hub.close()
 
 
-async def _follow(hub: JobEventHub, job_id: int, ready: asyncio.Event, seen: list[DigestJob]) -> None:
+async def _follow(
+    hub: JobEventHub, job_id: int, ready: asyncio.Event, seen: list[DigestJob]
+) -> None:
     """One subscriber: every state it is given, up to a terminal one."""
     async with hub.watch(job_id) as watch:
         while True:
@@ -65,7 +69,10 @@ async def test_a_burst_of_events_for_a_thousand_watches_costs_a_read_per_event_a
     async with _hub(database_url, db) as hub:
         readies = [asyncio.Event() for _ in range(1000)]
         seen: list[list[DigestJob]] = [[] for _ in readies]
-        followers = [asyncio.create_task(_follow(hub, job_id, r, s)) for r, s in zip(readies, seen, strict=True)]
+        followers = [
+            asyncio.create_task(_follow(hub, job_id, r, s))
+            for r, s in zip(readies, seen, strict=True)
+        ]
         await asyncio.wait_for(asyncio.gather(*(ready.wait() for ready in readies)), 60)
         await _until(lambda: hub.listening)
         await _until(lambda: all(len(s) >= 1 for s in seen))
@@ -76,7 +83,13 @@ async def test_a_burst_of_events_for_a_thousand_watches_costs_a_read_per_event_a
             for done in range(1, 51):  # a burst: fifty commits without waiting for anyone
                 await jobs.update_progress(connection, job_id, "w1", "map", done, 50)
             await jobs.finish_job(
-                connection, job_id, "w1", status=jobs.JobStatus.SUCCEEDED, message="done", stats={}, warnings=[]
+                connection,
+                job_id,
+                "w1",
+                status=jobs.JobStatus.SUCCEEDED,
+                message="done",
+                stats={},
+                warnings=[],
             )
         await asyncio.wait_for(asyncio.gather(*followers), 60)
         events = 52
@@ -124,7 +137,9 @@ async def test_a_watch_cancelled_as_its_state_arrives_is_cancelled() -> None:
     assert watch.cancelled()
 
 
-async def test_a_listener_found_dead_by_its_probe_is_replaced_once(db: asyncpg.Pool, database_url: str) -> None:
+async def test_a_listener_found_dead_by_its_probe_is_replaced_once(
+    db: asyncpg.Pool, database_url: str
+) -> None:
     """The LISTEN backend stops answering (SIGSTOP: a dead socket, as a NAT drops it). Its probe
     fails and the connection is dropped; asyncpg calls its termination listener a tick later,
     while the next connection is opening. That late call must not mark the new connection lost
@@ -132,7 +147,9 @@ async def test_a_listener_found_dead_by_its_probe_is_replaced_once(db: asyncpg.P
     job_id = await _queued(db)
     async with AsyncExitStack() as stack:
         hub = await stack.enter_async_context(
-            _hub(database_url, db, probe_seconds=0.2, probe_timeout_seconds=0.5, fallback_seconds=60)
+            _hub(
+                database_url, db, probe_seconds=0.2, probe_timeout_seconds=0.5, fallback_seconds=60
+            )
         )
         watch = await stack.enter_async_context(hub.watch(job_id))
         first = await asyncio.wait_for(watch.next_state(), 10)

@@ -31,7 +31,10 @@ INGEST = """mutation { ingestMessages(channel: {server: "ops", name: "metrics"},
 @pytest.fixture
 async def api(db: asyncpg.Pool, settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
     app = create_app(settings, AppOptions(run_workers=0))  # nothing takes the job: it stays queued
-    async with running_server(app) as base_url, httpx.AsyncClient(base_url=base_url, timeout=60) as http:
+    async with (
+        running_server(app) as base_url,
+        httpx.AsyncClient(base_url=base_url, timeout=60) as http,
+    ):
         yield http
 
 
@@ -65,15 +68,21 @@ async def test_metrics_count_the_queue_and_the_graphql_requests(api: httpx.Async
     assert after[mutation_key] == mutations_before + 2
     error_key = ("digestd_graphql_errors_total", (("code", bad_code), ("operation_type", "query")))
     assert after[error_key] >= before.get(error_key, 0.0) + 1
-    graphql_posts = ("digestd_http_request_duration_seconds_count",
-                     (("method", "POST"), ("route", "/graphql"), ("status", "200")))
+    graphql_posts = (
+        "digestd_http_request_duration_seconds_count",
+        (("method", "POST"), ("route", "/graphql"), ("status", "200")),
+    )
     assert after[graphql_posts] >= before.get(graphql_posts, 0.0) + 2
 
 
 async def test_probing_paths_does_not_grow_the_label_set(api: httpx.AsyncClient) -> None:
     for index in range(5):
         await api.get(f"/no/such/path/{index}")
-    routes = {dict(labels).get("route") for (name, labels) in (await scrape(api)) if name.startswith("digestd_http")}
+    routes = {
+        dict(labels).get("route")
+        for (name, labels) in (await scrape(api))
+        if name.startswith("digestd_http")
+    }
     assert "other" in routes
     assert not any(route and route.startswith("/no/") for route in routes)
 
@@ -110,7 +119,9 @@ async def test_a_client_request_id_is_echoed_and_on_the_access_log_line(
 
 
 @pytest.mark.parametrize("hostile", ["a" * 129, "x\ny", "<script>", ""])
-async def test_an_unusable_client_request_id_is_replaced(api: httpx.AsyncClient, hostile: str) -> None:
+async def test_an_unusable_client_request_id_is_replaced(
+    api: httpx.AsyncClient, hostile: str
+) -> None:
     response = await api.get("/healthz", headers={"X-Request-ID": hostile.replace("\n", " ")})
     echoed = response.headers["x-request-id"]
     assert echoed != hostile and len(echoed) == 32 and echoed.isalnum()

@@ -51,7 +51,9 @@ class Received:
                 self.completed.add(key)
             elif message["type"] == "next" and "errors" not in message["payload"]:
                 job = message["payload"]["data"]["jobProgress"]
-                self.states.setdefault(key, []).append((job["status"], (job["progress"] or {}).get("chunksDone")))
+                self.states.setdefault(key, []).append(
+                    (job["status"], (job["progress"] or {}).get("chunksDone"))
+                )
             else:
                 self.unexpected.append(message)
 
@@ -83,7 +85,10 @@ async def test_a_thousand_subscriptions_cost_one_read_per_job_event(
 ) -> None:
     app = create_app(roomy, AppOptions(run_workers=0))
     received = Received()
-    async with running_server(app) as base_url, httpx.AsyncClient(base_url=base_url, timeout=30) as client:
+    async with (
+        running_server(app) as base_url,
+        httpx.AsyncClient(base_url=base_url, timeout=30) as client,
+    ):
         job_id = await queued_job(db, client)
         row_id = decode_global_id(job_id)[1]
         async with AsyncExitStack() as stack:
@@ -109,11 +114,19 @@ async def test_a_thousand_subscriptions_cost_one_read_per_job_event(
                         expected.append(("RUNNING", done))
                         await wait_for(received.all_have(len(expected)), 120)
                     await jobs.finish_job(
-                        connection, row_id, "w1", status=jobs.JobStatus.SUCCEEDED, message="done", stats={}, warnings=[]
+                        connection,
+                        row_id,
+                        "w1",
+                        status=jobs.JobStatus.SUCCEEDED,
+                        message="done",
+                        stats={},
+                        warnings=[],
                     )
                     expected.append(("SUCCEEDED", 3))
                     await wait_for(received.all_have(len(expected)), 120)
-                await wait_for(lambda: _true(len(received.completed) == CONNECTIONS * PER_CONNECTION), 60)
+                await wait_for(
+                    lambda: _true(len(received.completed) == CONNECTIONS * PER_CONNECTION), 60
+                )
             finally:
                 for reader in readers:
                     reader.cancel()
@@ -132,7 +145,9 @@ async def _true(value: bool) -> bool:
 
 @pytest.fixture
 def capped(settings: Settings) -> Settings:
-    return settings.model_copy(update={"digestd_max_subscriptions_per_client": 3, "digestd_max_subscriptions": 5})
+    return settings.model_copy(
+        update={"digestd_max_subscriptions_per_client": 3, "digestd_max_subscriptions": 5}
+    )
 
 
 async def _refused(ws: ClientConnection, op_id: str, job_id: str) -> str:
@@ -151,12 +166,17 @@ async def _admitted(ws: ClientConnection, op_id: str, job_id: str) -> None:
     assert answer["type"] == "next" and answer["id"] == op_id, answer
 
 
-async def test_open_subscriptions_are_capped_per_client_and_per_process(db: asyncpg.Pool, capped: Settings) -> None:
+async def test_open_subscriptions_are_capped_per_client_and_per_process(
+    db: asyncpg.Pool, capped: Settings
+) -> None:
     """One client may not hold more than its share however many connections it opens (50 x 20
     was the attack), nor all clients together more than the process's cap; a subscription that
     ends gives its place back."""
     app = create_app(capped, AppOptions(run_workers=0))
-    async with running_server(app) as base_url, httpx.AsyncClient(base_url=base_url, timeout=30) as client:
+    async with (
+        running_server(app) as base_url,
+        httpx.AsyncClient(base_url=base_url, timeout=30) as client,
+    ):
         job_id = await queued_job(db, client)
         async with socket(base_url, init={}) as first, socket(base_url, init={}) as second:
             for op in ("1", "2", "3"):

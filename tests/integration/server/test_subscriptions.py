@@ -40,12 +40,18 @@ TOKENS = SecretStr("reader:read-secret-1,writer:write-secret-1")
 
 async def test_a_subscriber_follows_a_job_to_its_end(db: asyncpg.Pool, settings: Settings) -> None:
     app = create_app(settings, AppOptions(run_workers=0))
-    async with running_server(app) as base_url, httpx.AsyncClient(base_url=base_url, timeout=30) as client:
+    async with (
+        running_server(app) as base_url,
+        httpx.AsyncClient(base_url=base_url, timeout=30) as client,
+    ):
         job_id = await queued_job(db, client)
         async with socket(base_url, init={}) as ws:
             await subscribe(ws, "1", job_id)
             first = await receive(ws)
-            assert first["type"] == "next" and first["payload"]["data"]["jobProgress"]["status"] == "QUEUED"
+            assert (
+                first["type"] == "next"
+                and first["payload"]["data"]["jobProgress"]["status"] == "QUEUED"
+            )
             await run_worker(settings)
             later = [p["data"]["jobProgress"] for p in await until_complete(ws, "1")]
         assert later, "no state after the first one"
@@ -54,15 +60,29 @@ async def test_a_subscriber_follows_a_job_to_its_end(db: asyncpg.Pool, settings:
         assert all(s["status"] not in TERMINAL for s in later[:-1])
         assert later[-1]["digestId"] is not None and later[-1]["phase"] == "STORE"
         # Polling answers the same as the last state.
-        polled = await client.post("/graphql", json={"query": "query($id: ID!) { job(id: $id) { status digestId } }", "variables": {"id": job_id}})
-        assert polled.json()["data"]["job"] == {"status": "SUCCEEDED", "digestId": later[-1]["digestId"]}
+        polled = await client.post(
+            "/graphql",
+            json={
+                "query": "query($id: ID!) { job(id: $id) { status digestId } }",
+                "variables": {"id": job_id},
+            },
+        )
+        assert polled.json()["data"]["job"] == {
+            "status": "SUCCEEDED",
+            "digestId": later[-1]["digestId"],
+        }
 
 
-async def test_a_finished_job_yields_its_state_and_completes(db: asyncpg.Pool, settings: Settings) -> None:
+async def test_a_finished_job_yields_its_state_and_completes(
+    db: asyncpg.Pool, settings: Settings
+) -> None:
     app = create_app(settings, AppOptions(run_workers=0))
-    async with running_server(app) as base_url, httpx.AsyncClient(base_url=base_url, timeout=30) as client:
+    async with (
+        running_server(app) as base_url,
+        httpx.AsyncClient(base_url=base_url, timeout=30) as client,
+    ):
         job_id = await queued_job(db, client)
-        cancel = 'mutation($id: ID!) { cancelJob(id: $id) { ... on DigestJob { status } } }'
+        cancel = "mutation($id: ID!) { cancelJob(id: $id) { ... on DigestJob { status } } }"
         await client.post("/graphql", json={"query": cancel, "variables": {"id": job_id}})
         async with socket(base_url, init={}) as ws:
             await subscribe(ws, "c", job_id)
@@ -70,23 +90,38 @@ async def test_a_finished_job_yields_its_state_and_completes(db: asyncpg.Pool, s
         assert states == ["CANCELLED"]
 
 
-async def test_cancelling_a_queued_job_ends_its_subscription(db: asyncpg.Pool, settings: Settings) -> None:
+async def test_cancelling_a_queued_job_ends_its_subscription(
+    db: asyncpg.Pool, settings: Settings
+) -> None:
     app = create_app(settings, AppOptions(run_workers=0))
-    async with running_server(app) as base_url, httpx.AsyncClient(base_url=base_url, timeout=30) as client:
+    async with (
+        running_server(app) as base_url,
+        httpx.AsyncClient(base_url=base_url, timeout=30) as client,
+    ):
         job_id = await queued_job(db, client)
         async with socket(base_url, init={}) as ws:
             await subscribe(ws, "c", job_id)
             assert (await receive(ws))["payload"]["data"]["jobProgress"]["status"] == "QUEUED"
-            cancel = 'mutation($id: ID!) { cancelJob(id: $id) { ... on DigestJob { status } } }'
+            cancel = "mutation($id: ID!) { cancelJob(id: $id) { ... on DigestJob { status } } }"
             await client.post("/graphql", json={"query": cancel, "variables": {"id": job_id}})
-            states = [p["data"]["jobProgress"]["status"] for p in await until_complete(ws, "c", timeout=5)]
+            states = [
+                p["data"]["jobProgress"]["status"] for p in await until_complete(ws, "c", timeout=5)
+            ]
         assert states == ["CANCELLED"]  # heard at once, not at a fallback read
 
 
-async def test_subscriptions_share_one_listen_connection(db: asyncpg.Pool, settings: Settings) -> None:
+async def test_subscriptions_share_one_listen_connection(
+    db: asyncpg.Pool, settings: Settings
+) -> None:
     app = create_app(settings, AppOptions(run_workers=0))
-    async with running_server(app) as base_url, httpx.AsyncClient(base_url=base_url, timeout=30) as client:
-        first_job, second_job = await queued_job(db, client, "one"), await queued_job(db, client, "two")
+    async with (
+        running_server(app) as base_url,
+        httpx.AsyncClient(base_url=base_url, timeout=30) as client,
+    ):
+        first_job, second_job = (
+            await queued_job(db, client, "one"),
+            await queued_job(db, client, "two"),
+        )
         async with socket(base_url, init={}) as a, socket(base_url, init={}) as b:
             await subscribe(a, "1", first_job)
             await subscribe(a, "2", second_job)
@@ -108,9 +143,14 @@ async def _listening_are(pool: asyncpg.Pool, pids: list[int | None]) -> bool:
     return await listener_pids(pool) == pids
 
 
-async def test_subscribers_reach_the_end_when_the_listener_is_dropped(db: asyncpg.Pool, settings: Settings) -> None:
+async def test_subscribers_reach_the_end_when_the_listener_is_dropped(
+    db: asyncpg.Pool, settings: Settings
+) -> None:
     app = create_app(settings, AppOptions(run_workers=0))
-    async with running_server(app) as base_url, httpx.AsyncClient(base_url=base_url, timeout=30) as client:
+    async with (
+        running_server(app) as base_url,
+        httpx.AsyncClient(base_url=base_url, timeout=30) as client,
+    ):
         job_id = await queued_job(db, client)
         async with socket(base_url, init={}) as ws:
             await subscribe(ws, "1", job_id)
@@ -133,7 +173,10 @@ async def test_subscribers_reach_the_end_when_the_listener_is_dropped(db: asyncp
 async def test_errors_of_a_subscription_carry_codes(db: asyncpg.Pool, settings: Settings) -> None:
     app = create_app(settings, AppOptions(run_workers=0))
     async with running_server(app) as base_url, socket(base_url, init={}) as ws:
-        for op_id, job_id, code in (("unknown", "424242", "NOT_FOUND"), ("malformed", "01", "BAD_ID")):
+        for op_id, job_id, code in (
+            ("unknown", "424242", "NOT_FOUND"),
+            ("malformed", "01", "BAD_ID"),
+        ):
             await subscribe(ws, op_id, job_id)
             answer = await receive(ws)
             assert answer["type"] == "next" and answer["payload"]["data"] is None, answer
@@ -142,20 +185,43 @@ async def test_errors_of_a_subscription_carry_codes(db: asyncpg.Pool, settings: 
             assert await receive(ws) == {"id": op_id, "type": "complete"}
         await subscribe(ws, "query", "1", query="query($id: ID!) { job(id: $id) { id } }")
         refused = await receive(ws)
-        assert refused["type"] == "error" and refused["payload"][0]["extensions"]["code"] == "BAD_REQUEST"
+        assert (
+            refused["type"] == "error"
+            and refused["payload"][0]["extensions"]["code"] == "BAD_REQUEST"
+        )
         assert "send queries and mutations over HTTP" in refused["payload"][0]["message"]
-        await subscribe(ws, "typo", "1", query="subscription($id: ID!) { jobProgress(id: $id) { nope } }")
+        await subscribe(
+            ws, "typo", "1", query="subscription($id: ID!) { jobProgress(id: $id) { nope } }"
+        )
         invalid = await receive(ws)
-        assert invalid["type"] == "error" and invalid["payload"][0]["extensions"]["code"] == "VALIDATION"
-        await ws.send(json.dumps({"id": "x", "type": "subscribe", "payload": {"query": "subscription { jobProgress(id: \"1\") { id } }", "variables": [1]}}))
+        assert (
+            invalid["type"] == "error"
+            and invalid["payload"][0]["extensions"]["code"] == "VALIDATION"
+        )
+        await ws.send(
+            json.dumps(
+                {
+                    "id": "x",
+                    "type": "subscribe",
+                    "payload": {
+                        "query": 'subscription { jobProgress(id: "1") { id } }',
+                        "variables": [1],
+                    },
+                }
+            )
+        )
         shape = await receive(ws)
-        assert shape["type"] == "error" and shape["payload"][0]["extensions"]["code"] == "BAD_REQUEST"
+        assert (
+            shape["type"] == "error" and shape["payload"][0]["extensions"]["code"] == "BAD_REQUEST"
+        )
         # The connection still serves after every refusal.
         await ws.send(json.dumps({"type": "ping"}))
         assert await receive(ws) == {"type": "pong"}
 
 
-async def test_a_subscription_over_http_is_still_refused(db: asyncpg.Pool, settings: Settings) -> None:
+async def test_a_subscription_over_http_is_still_refused(
+    db: asyncpg.Pool, settings: Settings
+) -> None:
     app = create_app(settings, AppOptions(run_workers=0))
     async with running_server(app) as base_url, httpx.AsyncClient(base_url=base_url) as client:
         response = await client.post("/graphql", json={"query": PROGRESS, "variables": {"id": "1"}})
@@ -165,7 +231,10 @@ async def test_a_subscription_over_http_is_still_refused(db: asyncpg.Pool, setti
 
 async def test_bounds_of_a_connection(db: asyncpg.Pool, settings: Settings) -> None:
     app = create_app(settings, AppOptions(run_workers=0))
-    async with running_server(app) as base_url, httpx.AsyncClient(base_url=base_url, timeout=30) as client:
+    async with (
+        running_server(app) as base_url,
+        httpx.AsyncClient(base_url=base_url, timeout=30) as client,
+    ):
         job_id = await queued_job(db, client)
         async with socket(base_url, init={}) as ws:
             for number in range(20):
@@ -176,7 +245,9 @@ async def test_bounds_of_a_connection(db: asyncpg.Pool, settings: Settings) -> N
             assert refused["type"] == "error" and "at most 20" in refused["payload"][0]["message"]
             assert refused["payload"][0]["extensions"]["code"] == "TOO_MANY_SUBSCRIPTIONS"
         async with socket(base_url, init={}) as ws:
-            await ws.send(json.dumps({"id": "big", "type": "subscribe", "payload": {"query": "#" * 200_000}}))
+            await ws.send(
+                json.dumps({"id": "big", "type": "subscribe", "payload": {"query": "#" * 200_000}})
+            )
             assert await closed_with(ws) == 1009
         async with socket(base_url, init={}) as ws:
             await ws.send('{"type": "ping", "payload": {"n": ' + "9" * 100 + "}}")
@@ -190,7 +261,10 @@ def secured(settings: Settings) -> Settings:
 
 async def test_tokens_guard_the_connection(db: asyncpg.Pool, secured: Settings) -> None:
     app = create_app(secured, AppOptions(run_workers=0))
-    async with running_server(app) as base_url, httpx.AsyncClient(base_url=base_url, timeout=30) as client:
+    async with (
+        running_server(app) as base_url,
+        httpx.AsyncClient(base_url=base_url, timeout=30) as client,
+    ):
         job_id = await queued_job(db, client)
         for init in ({}, {"Authorization": "Bearer wrong-secret"}, {"Authorization": 7}):
             async with socket(base_url) as ws:
@@ -203,7 +277,9 @@ async def test_tokens_guard_the_connection(db: asyncpg.Pool, secured: Settings) 
         async with socket(base_url, init={"Authorization": "Bearer read-secret-1"}) as ws:
             await subscribe(ws, "1", job_id)
             assert (await receive(ws))["payload"]["data"]["jobProgress"]["status"] == "QUEUED"
-        async with socket(base_url, init={}, headers={"Authorization": "Bearer read-secret-1"}) as ws:
+        async with socket(
+            base_url, init={}, headers={"Authorization": "Bearer read-secret-1"}
+        ) as ws:
             await subscribe(ws, "1", job_id)
             assert (await receive(ws))["payload"]["data"]["jobProgress"]["id"] == job_id
 
@@ -222,10 +298,15 @@ async def test_origins_at_the_handshake(db: asyncpg.Pool, settings: Settings) ->
                 assert await receive(ws) == {"type": "pong"}
 
 
-async def test_the_server_stops_with_subscriptions_open(db: asyncpg.Pool, settings: Settings) -> None:
+async def test_the_server_stops_with_subscriptions_open(
+    db: asyncpg.Pool, settings: Settings
+) -> None:
     app = create_app(settings, AppOptions(run_workers=0))
     started = asyncio.get_running_loop().time()
-    async with running_server(app) as base_url, httpx.AsyncClient(base_url=base_url, timeout=30) as client:
+    async with (
+        running_server(app) as base_url,
+        httpx.AsyncClient(base_url=base_url, timeout=30) as client,
+    ):
         job_id = await queued_job(db, client)
         ws = await connect(ws_url(base_url), subprotocols=[PROTOCOL])  # type: ignore[list-item]
         await ws.send(json.dumps({"type": "connection_init"}))

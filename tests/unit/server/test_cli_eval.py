@@ -60,11 +60,17 @@ def run(argv: list[str], settings: Settings, monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_sample_prints_tables_and_skips_absent_data(
-    sample_gold_dir: Path, eval_settings: Settings, monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str], tmp_path: Path,
+    sample_gold_dir: Path,
+    eval_settings: Settings,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
 ) -> None:
-    code = run(["eval", str(sample_gold_dir), "--data", str(tmp_path / "nowhere")],
-               eval_settings, monkeypatch)
+    code = run(
+        ["eval", str(sample_gold_dir), "--data", str(tmp_path / "nowhere")],
+        eval_settings,
+        monkeypatch,
+    )
     out, err = capsys.readouterr()
     assert code == 0
     assert "is absent: real-data windows are skipped" in err
@@ -76,17 +82,30 @@ def test_sample_prints_tables_and_skips_absent_data(
 
 
 def test_json_output_is_valid_and_holds_the_figures(
-    sample_gold_dir: Path, eval_settings: Settings, monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str], tmp_path: Path,
+    sample_gold_dir: Path,
+    eval_settings: Settings,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
 ) -> None:
-    code = run(["eval", str(sample_gold_dir), "--data", str(tmp_path / "nowhere"), "--json"],
-               eval_settings, monkeypatch)
+    code = run(
+        ["eval", str(sample_gold_dir), "--data", str(tmp_path / "nowhere"), "--json"],
+        eval_settings,
+        monkeypatch,
+    )
     document = json.loads(capsys.readouterr().out)
     assert code == 0
     sections = {s["title"]: s for s in document["sections"]}
     fields = {r["field"]: r for r in sections["Chat gold set: per field"]["records"]}
-    assert set(fields) == {"topics", "decisions", "action_items", "open_questions", "links",
-                           "artifacts", "overall"}
+    assert set(fields) == {
+        "topics",
+        "decisions",
+        "action_items",
+        "open_questions",
+        "links",
+        "artifacts",
+        "overall",
+    }
     overall = fields["overall"]
     assert overall["gold"] == 39  # the sample gold file's item count
     assert 0 < overall["matched"] <= overall["gold"]
@@ -98,7 +117,9 @@ def test_json_output_is_valid_and_holds_the_figures(
 
 
 def test_bad_gold_dir_is_exit_2(
-    eval_settings: Settings, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    eval_settings: Settings,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
     tmp_path: Path,
 ) -> None:
     assert run(["eval", str(tmp_path)], eval_settings, monkeypatch) == 2
@@ -106,7 +127,9 @@ def test_bad_gold_dir_is_exit_2(
 
 
 def test_llm_without_endpoint_is_a_configuration_error(
-    eval_settings: Settings, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    eval_settings: Settings,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     settings = eval_settings.model_copy(update={"digest_llm_base_url": None})
     assert run(["eval", str(GOLD_DIR), "--extractor", "llm"], settings, monkeypatch) == 2
@@ -114,7 +137,9 @@ def test_llm_without_endpoint_is_a_configuration_error(
 
 
 def test_whole_gold_set_with_real_data(
-    eval_settings: Settings, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    eval_settings: Settings,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     data = shared_data("chat").parent
     code = run(["eval", str(GOLD_DIR), "--data", str(data), "--json"], eval_settings, monkeypatch)

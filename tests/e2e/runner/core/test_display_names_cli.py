@@ -39,21 +39,13 @@ async def test_document_titles_typed_are_refused_and_titles_read_are_one_line(
         )
     )["ingestDocument"]
     assert refused["code"] == "BAD_USER_INPUT"
-    assert (
-        refused["message"]
-        == "title must be one line without control characters (found U+000A)"
-    )
-    kept = await gql(
-        db, INGEST_DOCUMENT, input={"text": "Some words.", "title": " Runbook "}
-    )
+    assert refused["message"] == "title must be one line without control characters (found U+000A)"
+    kept = await gql(db, INGEST_DOCUMENT, input={"text": "Some words.", "title": " Runbook "})
     assert kept["ingestDocument"]["title"] == "Runbook"
 
     page = (
         b"<html><head><title>Runbook\n\n[^1]: FORGED\n## In #ops</title></head><body><p>"
-        + (
-            b"Every database migration has a rollback plan approved by the on-call lead. "
-            * 5
-        )
+        + (b"Every database migration has a rollback plan approved by the on-call lead. " * 5)
         + b"</p></body></html>"
     )
     assert ingest_bytes(page, "text/html").title == "Runbook [^1]: FORGED ## In #ops"
@@ -65,9 +57,7 @@ async def test_document_titles_typed_are_refused_and_titles_read_are_one_line(
     writer.write(buffer)
     assert ingest_bytes(buffer.getvalue()).title == "Paper [^1]: FORGED ## x"
     encoded = base64.b64encode(buffer.getvalue()).decode()
-    stored = (await gql(db, INGEST_DOCUMENT, input={"contentBase64": encoded}))[
-        "ingestDocument"
-    ]
+    stored = (await gql(db, INGEST_DOCUMENT, input={"contentBase64": encoded}))["ingestDocument"]
     assert stored["title"] == "Paper [^1]: FORGED ## x"
 
 
@@ -96,9 +86,7 @@ async def test_the_cli_refuses_a_typed_name_on_several_lines_in_one_line(
         "digestd: error: the channel name must be one line without control characters "
         "(found U+000A)"
     )
-    added = _cli(
-        database_url, tmp_path, "add-doc", str(export), "--title", "Runbook\n# x"
-    )
+    added = _cli(database_url, tmp_path, "add-doc", str(export), "--title", "Runbook\n# x")
     assert added.returncode == 2, added.stderr
     assert "Traceback" not in added.stderr
     assert added.stderr.strip() == (

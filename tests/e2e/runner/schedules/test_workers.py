@@ -31,7 +31,9 @@ WORKERS = 3
 FAST_SCHEDULES = 10
 FAST_SECONDS = 10.0
 DROP_UNIQUE = "ALTER TABLE schedule_runs DROP CONSTRAINT schedule_runs_one_per_slot"
-ADD_UNIQUE = "ALTER TABLE schedule_runs ADD CONSTRAINT schedule_runs_one_per_slot UNIQUE (schedule_id, slot)"
+ADD_UNIQUE = (
+    "ALTER TABLE schedule_runs ADD CONSTRAINT schedule_runs_one_per_slot UNIQUE (schedule_id, slot)"
+)
 EVERY_SECOND = ScheduleLimits(min_interval=timedelta(seconds=1))
 
 
@@ -39,7 +41,9 @@ async def _wait_for(check: Callable[[], Awaitable[bool]], timeout: float, logs: 
     deadline = asyncio.get_running_loop().time() + timeout
     while not await check():
         if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError("timed out; worker logs:\n" + "\n".join(p.read_text() for p in logs))
+            raise AssertionError(
+                "timed out; worker logs:\n" + "\n".join(p.read_text() for p in logs)
+            )
         await asyncio.sleep(0.2)
 
 
@@ -47,28 +51,45 @@ async def test_several_worker_processes_fire_each_slot_exactly_once(
     db: asyncpg.Pool, database_url: str, tmp_path: Path
 ) -> None:
     quiet = [
-        await add_channel(db, f"ops-{i}", messages([
-            ("ann", f"The database migration {i} runs on Friday evening after the freeze."),
-            ("bob", f"Rollbacks of migration {i} need approval from the on-call lead."),
-        ]))
+        await add_channel(
+            db,
+            f"ops-{i}",
+            messages(
+                [
+                    ("ann", f"The database migration {i} runs on Friday evening after the freeze."),
+                    ("bob", f"Rollbacks of migration {i} need approval from the on-call lead."),
+                ]
+            ),
+        )
         for i in range(FAST_SCHEDULES)
     ]
-    web = await add_channel(db, "web", messages([("cid", "The review of the frontend moved to Tuesday.")]))
+    web = await add_channel(
+        db, "web", messages([("cid", "The review of the frontend moved to Tuesday.")])
+    )
     async with db.acquire() as connection:
         fast_ids = [
-            (await schedules.create_schedule(connection, channel, "* * * * * *", "UTC", EVERY_SECOND)).id
+            (
+                await schedules.create_schedule(
+                    connection, channel, "* * * * * *", "UTC", EVERY_SECOND
+                )
+            ).id
             for channel in quiet
         ]
         daily = (await schedules.create_schedule(connection, web, "0 9 * * *", "Europe/Berlin")).id
         missed_slot = await connection.fetchval(
             "UPDATE schedules SET next_run_at = next_run_at - interval '3 days' WHERE id = $1 "
-            "RETURNING next_run_at", daily,
+            "RETURNING next_run_at",
+            daily,
         )
         await connection.execute(DROP_UNIQUE)
     environment = cli_environment(
-        DATABASE_URL=database_url, DIGESTD_HOME=str(tmp_path / "home"), DIGEST_EXTRACTOR="offline",
-        DIGESTD_SCHEDULE_TICK_SECONDS="0.1", DIGESTD_POLL_SECONDS="0.2",
-        DIGESTD_EXTRACT_PROCESSES="0", DIGESTD_DB_POOL_SIZE="3",
+        DATABASE_URL=database_url,
+        DIGESTD_HOME=str(tmp_path / "home"),
+        DIGEST_EXTRACTOR="offline",
+        DIGESTD_SCHEDULE_TICK_SECONDS="0.1",
+        DIGESTD_POLL_SECONDS="0.2",
+        DIGESTD_EXTRACT_PROCESSES="0",
+        DIGESTD_DB_POOL_SIZE="3",
         DIGESTD_SCHEDULE_MIN_INTERVAL_SECONDS="1",
     )
     logs = [tmp_path / f"worker{i}.log" for i in range(WORKERS)]
@@ -172,19 +193,29 @@ async def test_a_worker_killed_while_firing_costs_no_slot_and_fires_none_twice(
     the middle of rolls back with its connection (the row locks go with it), so the survivor
     fires every later slot, once (the unique constraint stays off, as above)."""
     quiet = [
-        await add_channel(db, f"crash-{i}", messages([("ann", f"Deploy {i} waits for the freeze.")]))
+        await add_channel(
+            db, f"crash-{i}", messages([("ann", f"Deploy {i} waits for the freeze.")])
+        )
         for i in range(FAST_SCHEDULES)
     ]
     async with db.acquire() as connection:
         fast_ids = [
-            (await schedules.create_schedule(connection, channel, "* * * * * *", "UTC", EVERY_SECOND)).id
+            (
+                await schedules.create_schedule(
+                    connection, channel, "* * * * * *", "UTC", EVERY_SECOND
+                )
+            ).id
             for channel in quiet
         ]
         await connection.execute(DROP_UNIQUE)
     environment = cli_environment(
-        DATABASE_URL=database_url, DIGESTD_HOME=str(tmp_path / "home"), DIGEST_EXTRACTOR="offline",
-        DIGESTD_SCHEDULE_TICK_SECONDS="0.1", DIGESTD_POLL_SECONDS="0.2",
-        DIGESTD_EXTRACT_PROCESSES="0", DIGESTD_DB_POOL_SIZE="3",
+        DATABASE_URL=database_url,
+        DIGESTD_HOME=str(tmp_path / "home"),
+        DIGEST_EXTRACTOR="offline",
+        DIGESTD_SCHEDULE_TICK_SECONDS="0.1",
+        DIGESTD_POLL_SECONDS="0.2",
+        DIGESTD_EXTRACT_PROCESSES="0",
+        DIGESTD_DB_POOL_SIZE="3",
         DIGESTD_SCHEDULE_MIN_INTERVAL_SECONDS="1",
     )
     logs = [tmp_path / f"worker{i}.log" for i in range(2)]
@@ -196,10 +227,12 @@ async def test_a_worker_killed_while_firing_costs_no_slot_and_fires_none_twice(
 
         async def victim_fired() -> bool:
             async with db.acquire() as connection:
-                return bool(await connection.fetchval(
-                    "SELECT count(*) FROM schedule_runs WHERE fired_by LIKE '%:' || $1::text",
-                    str(victim.pid),
-                ))
+                return bool(
+                    await connection.fetchval(
+                        "SELECT count(*) FROM schedule_runs WHERE fired_by LIKE '%:' || $1::text",
+                        str(victim.pid),
+                    )
+                )
 
         await _wait_for(both_started, 90, logs)
         await _wait_for(victim_fired, 30, logs)

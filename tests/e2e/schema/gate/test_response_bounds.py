@@ -32,10 +32,14 @@ MESSAGE_CHARS = 195_000
 MESSAGES = 120
 # The stated bound (README, "Errors and limits"): a reader's request grows the server by less.
 MAX_GROWTH_BYTES = 200 * MB
-NINE_ALIASES = "query($c: ID!) { " + " ".join(
-    f"a{i}: messages(filter: {{channelId: $c}}, first: 100) {{ nodes {{ text normalizedText }} }}"
-    for i in range(9)
-) + " }"
+NINE_ALIASES = (
+    "query($c: ID!) { "
+    + " ".join(
+        f"a{i}: messages(filter: {{channelId: $c}}, first: 100) {{ nodes {{ text normalizedText }} }}"
+        for i in range(9)
+    )
+    + " }"
+)
 
 
 def _status_kb(pid: int, field: str) -> int:
@@ -53,7 +57,12 @@ def _reset_peak(pid: int) -> None:
 async def _seed(db: asyncpg.Pool) -> str:
     """A channel of MESSAGES messages of MESSAGE_CHARS characters, by the ingest path (COPY)."""
     rows = [
-        Msg(f"big{i}", "author", BASE_TIME + timedelta(seconds=i), (f"{i} " + "lorem ipsum " * 20_000)[:MESSAGE_CHARS])
+        Msg(
+            f"big{i}",
+            "author",
+            BASE_TIME + timedelta(seconds=i),
+            (f"{i} " + "lorem ipsum " * 20_000)[:MESSAGE_CHARS],
+        )
         for i in range(MESSAGES)
     ]
     assert len(normalize_text(rows[0].text)) >= MESSAGE_CHARS - 10
@@ -92,13 +101,17 @@ async def _serve(database_url: str, tmp_path: Path) -> AsyncIterator[tuple[httpx
         assert "Traceback" not in log.read_text(), log.read_text()[-3000:]
 
 
-async def _measured(client: httpx.AsyncClient, pid: int, query: str, variables: dict[str, Any]) -> tuple[httpx.Response, int, int]:
+async def _measured(
+    client: httpx.AsyncClient, pid: int, query: str, variables: dict[str, Any]
+) -> tuple[httpx.Response, int, int]:
     """The answer to `query`, the server's peak RSS growth while it ran, and how many /healthz
     probes answered 200 while it was in flight (one at least: the loop was never held)."""
     await client.post("/graphql", json={"query": "{ __typename }"})  # warm
     _reset_peak(pid)
     before = _status_kb(pid, "VmRSS") * 1024
-    request = asyncio.ensure_future(client.post("/graphql", json={"query": query, "variables": variables}))
+    request = asyncio.ensure_future(
+        client.post("/graphql", json={"query": query, "variables": variables})
+    )
     healthy = 0
     async with httpx.AsyncClient(base_url=str(client.base_url), timeout=30) as probe:
         while True:
@@ -126,7 +139,9 @@ async def test_nine_aliases_of_huge_messages_are_refused_within_a_memory_bound(
     async with _serve(database_url, tmp_path) as (client, pid):
         response, growth, healthy = await _measured(client, pid, NINE_ALIASES, {"c": channel})
         with capsys.disabled():
-            print(f"\nnine aliases: {response.status_code} {response.text[:160]!r}; peak RSS growth {growth / MB:.0f} MB")
+            print(
+                f"\nnine aliases: {response.status_code} {response.text[:160]!r}; peak RSS growth {growth / MB:.0f} MB"
+            )
         assert _only_error(response)["extensions"]["code"] in {"TOO_COMPLEX", "RESPONSE_TOO_LARGE"}
         assert growth < MAX_GROWTH_BYTES, f"the server grew by {growth / MB:.0f} MB"
         assert healthy >= 1
@@ -135,7 +150,9 @@ async def test_nine_aliases_of_huge_messages_are_refused_within_a_memory_bound(
         ids_only = NINE_ALIASES.replace("text normalizedText", "id author")
         response, growth, healthy = await _measured(client, pid, ids_only, {"c": channel})
         with capsys.disabled():
-            print(f"nine pages of ids: {response.status_code}; peak RSS growth {growth / MB:.0f} MB")
+            print(
+                f"nine pages of ids: {response.status_code}; peak RSS growth {growth / MB:.0f} MB"
+            )
         assert len(response.json()["data"]["a8"]["nodes"]) == 100
         assert growth < MAX_GROWTH_BYTES / 4, f"the server grew by {growth / MB:.0f} MB"
         assert healthy >= 1
@@ -155,7 +172,9 @@ async def test_texts_over_the_response_cap_stop_the_request_early(
     async with _serve(database_url, tmp_path) as (client, pid):
         response, growth, _ = await _measured(client, pid, query, {"c": channel})
         with capsys.disabled():
-            print(f"\ntwo pages of texts: {response.text[:160]!r}; peak RSS growth {growth / MB:.0f} MB")
+            print(
+                f"\ntwo pages of texts: {response.text[:160]!r}; peak RSS growth {growth / MB:.0f} MB"
+            )
         error = _only_error(response)
         assert error["extensions"]["code"] == "RESPONSE_TOO_LARGE", error
         assert len(response.content) < 10_000
@@ -163,9 +182,10 @@ async def test_texts_over_the_response_cap_stop_the_request_early(
         # A page a dashboard reads still answers whole.
         page = await client.post(
             "/graphql",
-            json={"query": "query($c: ID!) { messages(filter: {channelId: $c}, first: 50) { nodes { id author text } } }",
-                  "variables": {"c": channel}},
+            json={
+                "query": "query($c: ID!) { messages(filter: {channelId: $c}, first: 50) { nodes { id author text } } }",
+                "variables": {"c": channel},
+            },
         )
         nodes = page.json()["data"]["messages"]["nodes"]
         assert len(nodes) == 50 and all(len(node["text"]) == MESSAGE_CHARS for node in nodes)
-

@@ -50,7 +50,12 @@ def numbers_per_sentence(sentences: list[dict[str, Any]]) -> list[list[int]]:
 
 async def shown_numbers(sentences: Locator) -> list[list[int]]:
     return [
-        [int(n) for n in await s.locator("button.footnote-ref").evaluate_all("bs => bs.map(b => b.textContent)")]
+        [
+            int(n)
+            for n in await s.locator("button.footnote-ref").evaluate_all(
+                "bs => bs.map(b => b.textContent)"
+            )
+        ]
         for s in await sentences.all()
     ]
 
@@ -90,15 +95,20 @@ async def cite_a_message_again(db: asyncpg.Pool, digest_id: int) -> None:
         for sentence in stored if isinstance(stored, list) else json.loads(stored):
             for citation in sentence["citations"]:
                 text = texts[citation["external_id"]]
-                others = [(a, b) for a, b in sentence_spans(text)
-                          if (a, b) != (citation["char_start"], citation["char_end"])]
+                others = [
+                    (a, b)
+                    for a, b in sentence_spans(text)
+                    if (a, b) != (citation["char_start"], citation["char_end"])
+                ]
                 if others:
                     start, end = others[-1]
                     again = {**citation, "char_start": start, "char_end": end}
                     added = [{"sentence": text[start:end], "citations": [again]}]
                     await connection.execute(
                         "UPDATE digests SET highlight_sentences = highlight_sentences || $2::jsonb "
-                        "WHERE id = $1", digest_id, added,
+                        "WHERE id = $1",
+                        digest_id,
+                        added,
                     )
                     return
     raise AssertionError("no overview citation of a message with two sentences")
@@ -108,11 +118,16 @@ async def test_footnotes_show_each_cited_message_with_exactly_the_cited_characte
     db: asyncpg.Pool, settings: Settings, watched: Watched
 ) -> None:
     app = create_app(settings, AppOptions(run_workers=0))
-    async with running_server(app) as base_url, httpx.AsyncClient(base_url=base_url, timeout=60) as http:
+    async with (
+        running_server(app) as base_url,
+        httpx.AsyncClient(base_url=base_url, timeout=60) as http,
+    ):
         channel_id, _ = await seed_channel(http, None)
         job_id = await trigger_digest(http, channel_id, None)
         await run_queued_jobs(settings)
-        job = (await gql(http, "query($id: ID!) { job(id: $id) { status digestId } }", {"id": job_id}))["job"]
+        job = (
+            await gql(http, "query($id: ID!) { job(id: $id) { status digestId } }", {"id": job_id})
+        )["job"]
         assert job["status"] == "SUCCEEDED", job
         await cite_a_message_again(db, row_id(job["digestId"]))
         digest = (await gql(http, PROSE, {"id": job["digestId"]}))["digest"]
@@ -124,8 +139,11 @@ async def test_footnotes_show_each_cited_message_with_exactly_the_cited_characte
         # The test needs a source cited twice with different words (the marker shows the
         # sentence's own span, the footnote list the first) and one cited past its start.
         again = next(c for c in citations if c["quote"] != first_quote[c["footnote"]])
-        inside = next(c for c in reversed(citations)
-                      if c["charStart"] > 0 and c["messageId"] != again["messageId"])
+        inside = next(
+            c
+            for c in reversed(citations)
+            if c["charStart"] > 0 and c["messageId"] != again["messageId"]
+        )
         before_edit = await messages_by_id(http, channel_id, None)
         cited_text = before_edit[inside["messageId"]]["normalizedText"]
         assert before_edit[inside["messageId"]]["revision"] == inside["revision"]
@@ -134,7 +152,10 @@ async def test_footnotes_show_each_cited_message_with_exactly_the_cited_characte
         # The message `inside` cites is edited after the digest: the console must mark the
         # cited revision (Citation.revisionText), not the current text.
         record = next(m for m in sample_messages() if m["id"] == inside["messageId"])
-        ingest = {"c": {"name": "team-platform", "server": "acme"}, "m": [{**record, "text": "(edited) " + record["text"]}]}
+        ingest = {
+            "c": {"name": "team-platform", "server": "acme"},
+            "m": [{**record, "text": "(edited) " + record["text"]}],
+        }
         assert (await gql(http, INGEST, ingest))["ingestMessages"]["accepted"] == 1
         after_edit = await messages_by_id(http, channel_id, None)
         assert after_edit[inside["messageId"]]["revision"] == inside["revision"] + 1
@@ -148,17 +169,25 @@ async def test_footnotes_show_each_cited_message_with_exactly_the_cited_characte
         # Sentences with the API's numbers, in order; numbering contiguous by first appearance.
         shown = section.locator(".cited-sentence")
         await expect(shown).to_have_count(len(overview) + len(highlights))
-        assert await shown.locator(".sentence").all_text_contents() == [s["text"] for s in overview + highlights]
+        assert await shown.locator(".sentence").all_text_contents() == [
+            s["text"] for s in overview + highlights
+        ]
         await expect(section.locator(".overview-text .cited-sentence")).to_have_count(len(overview))
-        await expect(section.locator("ul.highlights > li .cited-sentence")).to_have_count(len(highlights))
+        await expect(section.locator("ul.highlights > li .cited-sentence")).to_have_count(
+            len(highlights)
+        )
         assert await shown_numbers(shown) == numbers_per_sentence(overview + highlights)
-        in_order = list(dict.fromkeys(n for ns in numbers_per_sentence(overview + highlights) for n in ns))
+        in_order = list(
+            dict.fromkeys(n for ns in numbers_per_sentence(overview + highlights) for n in ns)
+        )
         assert in_order == list(range(1, len(in_order) + 1)), in_order
         notes = section.locator("ol.footnotes > li")
         assert [int(n) for n in await notes.evaluate_all("ls => ls.map(l => l.value)")] == in_order
         assert len(first_quote) == len(in_order)
         for number, note in zip(in_order, await notes.all(), strict=True):
-            assert f"“{first_quote[number]}”" in (await note.locator(".footnote-source").text_content() or "")
+            assert f"“{first_quote[number]}”" in (
+                await note.locator(".footnote-source").text_content() or ""
+            )
 
         # The audit, compactly, as the API gives it.
         audit = digest["citationAudit"]
@@ -166,25 +195,37 @@ async def test_footnotes_show_each_cited_message_with_exactly_the_cited_characte
             f"{audit['sentencesKept']} kept, {audit['sentencesDropped']} dropped"
         )
         for field in audit["fields"]:
-            await expect(section.locator(".audit-fields")).to_contain_text(f"{field['field']} {field['kept']} of {field['proposed']}")
+            await expect(section.locator(".audit-fields")).to_contain_text(
+                f"{field['field']} {field['kept']} of {field['proposed']}"
+            )
 
         # Click: the marker of the sentence that cites a source again shows that sentence's words.
-        sentence_of = next(i for i, s in enumerate(overview + highlights) if again in s["citations"])
-        clicked = shown.nth(sentence_of).locator(f'button.footnote-ref[data-footnote="{again["footnote"]}"]')
+        sentence_of = next(
+            i for i, s in enumerate(overview + highlights) if again in s["citations"]
+        )
+        clicked = shown.nth(sentence_of).locator(
+            f'button.footnote-ref[data-footnote="{again["footnote"]}"]'
+        )
         await clicked.click()
         await assert_marked_exactly(page, again, again_text)
         await page.screenshot(path=SCREENSHOT)
         print(f"console citations screenshot: {SCREENSHOT}")
         # The footnote list shows the same source with its first citation's words.
         note = notes.nth(in_order.index(again["footnote"]))
-        await note.get_by_role("button", name=f"Show footnote {again['footnote']} in context").click()
+        await note.get_by_role(
+            "button", name=f"Show footnote {again['footnote']} in context"
+        ).click()
         first = next(c for c in citations if c["footnote"] == again["footnote"])
         await assert_marked_exactly(page, first, again_text)
 
         # Keyboard: focus a marker, Enter shows the edited message's cited revision, focus moves to
         # the mark; Tab reaches "Back to the sentence", which returns focus to the marker.
-        sentence_of = next(i for i, s in enumerate(overview + highlights) if inside in s["citations"])
-        marker = shown.nth(sentence_of).locator(f'button.footnote-ref[data-footnote="{inside["footnote"]}"]')
+        sentence_of = next(
+            i for i, s in enumerate(overview + highlights) if inside in s["citations"]
+        )
+        marker = shown.nth(sentence_of).locator(
+            f'button.footnote-ref[data-footnote="{inside["footnote"]}"]'
+        )
         await marker.focus()
         await page.keyboard.press("Enter")
         await assert_marked_exactly(page, inside, cited_text)

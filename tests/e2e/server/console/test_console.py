@@ -35,8 +35,18 @@ pytestmark = pytest.mark.browser
 
 WRITER = "writer-token-1"
 READER = "reader-token-1"
-SECTIONS = ["Overview", "Topics", "Decisions", "Action items", "Open questions", "Links", "Artifacts",
-            "Knowledge items", "Left out", "Rejected by validation"]
+SECTIONS = [
+    "Overview",
+    "Topics",
+    "Decisions",
+    "Action items",
+    "Open questions",
+    "Links",
+    "Artifacts",
+    "Knowledge items",
+    "Left out",
+    "Rejected by validation",
+]
 RECORD_TEXTS = """status => {
   window.statusTexts = [status.textContent];
   new MutationObserver(() => {
@@ -51,11 +61,18 @@ async def test_the_console_shows_a_digest_and_marks_exactly_the_pointed_characte
 ) -> None:
     secure = secured(settings)
     app = create_app(secure, AppOptions(run_workers=0))
-    async with running_server(app) as base_url, httpx.AsyncClient(base_url=base_url, timeout=60) as http:
+    async with (
+        running_server(app) as base_url,
+        httpx.AsyncClient(base_url=base_url, timeout=60) as http,
+    ):
         channel_id, message_count = await seed_channel(http, WRITER)
         job_id = await trigger_digest(http, channel_id, WRITER)
         await run_queued_jobs(secure)
-        job = (await gql(http, "query($id: ID!) { job(id: $id) { status digestId } }", {"id": job_id}, READER))["job"]
+        job = (
+            await gql(
+                http, "query($id: ID!) { job(id: $id) { status digestId } }", {"id": job_id}, READER
+            )
+        )["job"]
         assert job["status"] == "SUCCEEDED", job
         digest = (await gql(http, DIGEST_QUERY, {"id": job["digestId"]}, READER))["digest"]
         texts = await messages_by_id(http, channel_id, READER)
@@ -83,17 +100,22 @@ async def test_the_console_shows_a_digest_and_marks_exactly_the_pointed_characte
         # The knowledge item pointing after the emoji: its <mark> holds exactly
         # normalizedText[charStart:charEnd] (Python slicing: code points), at that position.
         position, item = next(
-            (i, k) for i, k in enumerate(digest["knowledgeItems"])
+            (i, k)
+            for i, k in enumerate(digest["knowledgeItems"])
             if k["pointer"] and k["pointer"]["messageId"] == EMOJI_MESSAGE_ID
         )
         pointer = item["pointer"]
         text = texts[EMOJI_MESSAGE_ID]["normalizedText"]
         before = text[: pointer["charStart"]]
-        assert any(ord(c) > 0xFFFF for c in before), "the test needs astral characters before the pointer"
+        assert any(ord(c) > 0xFFFF for c in before), (
+            "the test needs astral characters before the pointer"
+        )
         quote = text[pointer["charStart"] : pointer["charEnd"]]
         entry = page.locator("li.knowledge-item").nth(position)
         await entry.get_by_role("button", name="Sources").click()
-        await expect(entry.get_by_role("button", name="Hide sources")).to_have_attribute("aria-expanded", "true")
+        await expect(entry.get_by_role("button", name="Hide sources")).to_have_attribute(
+            "aria-expanded", "true"
+        )
         mark = entry.locator("article.cited mark.pointer")
         await expect(mark).to_have_count(1)
         assert await mark.text_content() == quote
@@ -123,8 +145,10 @@ async def test_the_console_shows_a_digest_and_marks_exactly_the_pointed_characte
         await page.keyboard.press("Enter")
         cited = digest["decisions"][0]["messageIds"]
         await expect(decision.locator("article.cited")).to_have_count(len(cited))
-        assert await decision.locator("article.cited").first.get_attribute("data-message-id") == cited[0]
-
+        assert (
+            await decision.locator("article.cited").first.get_attribute("data-message-id")
+            == cited[0]
+        )
 
         # Knowledge search finds the item and marks the same characters.
         await page.get_by_role("link", name="Knowledge search").click()
@@ -146,7 +170,10 @@ async def test_a_document_shows_its_evidence_marked_at_its_char_range_and_its_au
     # A short document, digested anyway (the default policy digests only long ones).
     settings = settings.model_copy(update={"digestd_doc_min_chars": 0})
     app = create_app(settings, AppOptions(run_workers=0))
-    async with running_server(app) as base_url, httpx.AsyncClient(base_url=base_url, timeout=60) as http:
+    async with (
+        running_server(app) as base_url,
+        httpx.AsyncClient(base_url=base_url, timeout=60) as http,
+    ):
         document_id = await seed_document(http, settings, "how are ingest timeouts retried")
         read = """query($id: ID!) { document(id: $id) { canonicalText
           latestDigests(first: 1) { evidenceSnippets { text charRange }
@@ -174,10 +201,17 @@ async def test_a_document_shows_its_evidence_marked_at_its_char_range_and_its_au
         audit = document["latestDigests"][0]["citationAudit"]
         shown_audit = page.locator(".citation-audit")
         await expect(shown_audit.locator(".audit-sentences")).to_have_text(
-            f"{audit['sentencesKept']} kept, {audit['sentencesDropped']} dropped")
-        await expect(shown_audit.locator(".audit-share")).to_have_text(f"{round(audit['overviewCitedShare'] * 100)}%")
-        await expect(shown_audit.locator(".audit-fields")).to_have_text(" · ".join(
-            f"{f['field']} {f['kept']} of {f['proposed']}, {f['cited']} cited" for f in audit["fields"]))
+            f"{audit['sentencesKept']} kept, {audit['sentencesDropped']} dropped"
+        )
+        await expect(shown_audit.locator(".audit-share")).to_have_text(
+            f"{round(audit['overviewCitedShare'] * 100)}%"
+        )
+        await expect(shown_audit.locator(".audit-fields")).to_have_text(
+            " · ".join(
+                f"{f['field']} {f['kept']} of {f['proposed']}, {f['cited']} cited"
+                for f in audit["fields"]
+            )
+        )
     watched.assert_clean()
 
 
@@ -189,7 +223,10 @@ async def test_a_job_page_follows_the_job_live_to_its_end(
     polling."""
     secure = secured(settings)  # with tokens on, the subscription gets the token too
     app = create_app(secure, AppOptions(run_workers=0))
-    async with running_server(app) as base_url, httpx.AsyncClient(base_url=base_url, timeout=60) as http:
+    async with (
+        running_server(app) as base_url,
+        httpx.AsyncClient(base_url=base_url, timeout=60) as http,
+    ):
         channel_id, _ = await seed_channel(http, WRITER)
         page = watched.page
         await page.goto(f"{base_url}/#/channel/{quote(channel_id, safe='')}")
@@ -204,11 +241,15 @@ async def test_a_job_page_follows_the_job_live_to_its_end(
         await asyncio.sleep(1.5)  # a second or so of "queued", live
         async with worker_runtime(secure) as runtime:
             assert await runtime.new_worker().run_once()
-        await expect(status).to_have_text(re.compile(r"^SUCCEEDED · \d+ of \d+ chunks$"), timeout=15_000)
+        await expect(status).to_have_text(
+            re.compile(r"^SUCCEEDED · \d+ of \d+ chunks$"), timeout=15_000
+        )
         seen = await page.evaluate("window.statusTexts")
         assert seen[0] == "QUEUED" and seen[-1].startswith("SUCCEEDED"), seen
         via = await page.locator(".via").text_content()
-        assert via in ("Finished (followed by subscription).", "Finished (followed by polling)."), via
+        assert via in ("Finished (followed by subscription).", "Finished (followed by polling)."), (
+            via
+        )
         print(f"job progress followed via: {seen} ({via})")
         await expect(page.get_by_role("link", name="Open the digest")).to_be_visible()
     watched.assert_clean()

@@ -28,16 +28,25 @@ LATER_ROWS: list[tuple[str, str, str, str | None]] = [
 ]
 
 
-def _inputs(rows: list[tuple[str, str, str, str | None]], start: datetime) -> list[dict[str, object]]:
+def _inputs(
+    rows: list[tuple[str, str, str, str | None]], start: datetime
+) -> list[dict[str, object]]:
     return [
-        {"id": mid, "author": author, "ts": (start + timedelta(minutes=i)).isoformat(),
-         "text": text, "replyTo": reply}
+        {
+            "id": mid,
+            "author": author,
+            "ts": (start + timedelta(minutes=i)).isoformat(),
+            "text": text,
+            "replyTo": reply,
+        }
         for i, (mid, author, text, reply) in enumerate(rows)
     ]
 
 
-async def _digest_day(http: httpx.AsyncClient, settings: Settings, messages: list[dict[str, object]]) -> str:
-    ingested = (await gql(http, INGEST, {"c": {"name": "ops", "server": "acme"}, "m": messages}))
+async def _digest_day(
+    http: httpx.AsyncClient, settings: Settings, messages: list[dict[str, object]]
+) -> str:
+    ingested = await gql(http, INGEST, {"c": {"name": "ops", "server": "acme"}, "m": messages})
     channel_id = str(ingested["ingestMessages"]["channel"]["id"])
     await trigger_digest(http, channel_id, None)
     await run_queued_jobs(settings)
@@ -48,10 +57,16 @@ async def test_the_channel_page_shows_what_is_open_with_its_evidence_one_click_a
     db: asyncpg.Pool, settings: Settings, browser: object
 ) -> None:
     app = create_app(settings, AppOptions(run_workers=0))
-    async with running_server(app) as base_url, httpx.AsyncClient(base_url=base_url, timeout=60) as http:
+    async with (
+        running_server(app) as base_url,
+        httpx.AsyncClient(base_url=base_url, timeout=60) as http,
+    ):
         channel_id = await _digest_day(http, settings, _inputs(DAY1_ROWS, DAY1))
-        await _digest_day(http, settings, _inputs(DAY2_ROWS, DAY2)
-                          + _inputs(LATER_ROWS, DAY2 + timedelta(hours=3)))
+        await _digest_day(
+            http,
+            settings,
+            _inputs(DAY2_ROWS, DAY2) + _inputs(LATER_ROWS, DAY2 + timedelta(hours=3)),
+        )
         page = await browser.new_page()  # type: ignore[attr-defined]
         page.set_default_timeout(TIMEOUT_MS)
         blocked = await loopback_only(page)

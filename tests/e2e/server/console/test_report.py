@@ -39,18 +39,26 @@ SCREENSHOT = Path("/tmp/digestd-console-report.png")
 def sentence_numbers(report: dict[str, Any]) -> list[list[int]]:
     return [
         list(dict.fromkeys(c["footnote"] for c in sentence["citations"]))
-        for section in report["sections"] for sentence in section["sentences"]
+        for section in report["sections"]
+        for sentence in section["sentences"]
     ]
 
 
 async def shown_numbers(sentences: Locator) -> list[list[int]]:
     return [
-        [int(n) for n in await s.locator("button.footnote-ref").evaluate_all("bs => bs.map(b => b.textContent)")]
+        [
+            int(n)
+            for n in await s.locator("button.footnote-ref").evaluate_all(
+                "bs => bs.map(b => b.textContent)"
+            )
+        ]
         for s in await sentences.all()
     ]
 
 
-async def assert_marked_exactly(page: Page, source: dict[str, Any], text: str, start: int, end: int) -> None:
+async def assert_marked_exactly(
+    page: Page, source: dict[str, Any], text: str, start: int, end: int
+) -> None:
     """The context shows one <mark> holding exactly text[start:end] (= the quote), at that
     position of the shown text, and the mark has focus."""
     context = page.locator("section.citation-context")
@@ -60,15 +68,22 @@ async def assert_marked_exactly(page: Page, source: dict[str, Any], text: str, s
     await expect(mark).to_be_focused()
     assert text[start:end] == source["quote"]
     assert await mark.text_content() == source["quote"]
-    before, after = await mark.evaluate("m => [m.previousSibling.textContent, m.nextSibling.textContent]")
-    assert text[:start].endswith(before.removeprefix("…")) and text[end:].startswith(after.removesuffix("…"))
+    before, after = await mark.evaluate(
+        "m => [m.previousSibling.textContent, m.nextSibling.textContent]"
+    )
+    assert text[:start].endswith(before.removeprefix("…")) and text[end:].startswith(
+        after.removesuffix("…")
+    )
 
 
 async def test_a_report_page_marks_exactly_the_cited_characters_of_messages_and_documents(
     db: asyncpg.Pool, settings: Settings, watched: Watched
 ) -> None:
     app = create_app(settings, AppOptions(run_workers=0))
-    async with running_server(app) as base_url, httpx.AsyncClient(base_url=base_url, timeout=60) as http:
+    async with (
+        running_server(app) as base_url,
+        httpx.AsyncClient(base_url=base_url, timeout=60) as http,
+    ):
         done = await make_report(http, settings)
         report = done["report"]
         sources = report["sources"]
@@ -81,8 +96,13 @@ async def test_a_report_page_marks_exactly_the_cited_characters_of_messages_and_
         assert message["revision"] == message_source["revision"]
         assert message["normalizedText"] == message_source["revisionText"]
         # The cited message is edited after the report: the page must mark the cited revision.
-        record = next(m for m in sample_messages() + EMOJI_MESSAGES if m["id"] == message_source["externalId"])
-        ingest = {"c": {"name": "team-platform", "server": "acme"}, "m": [{**record, "text": "(edited) " + record["text"]}]}
+        record = next(
+            m for m in sample_messages() + EMOJI_MESSAGES if m["id"] == message_source["externalId"]
+        )
+        ingest = {
+            "c": {"name": "team-platform", "server": "acme"},
+            "m": [{**record, "text": "(edited) " + record["text"]}],
+        }
         assert (await gql(http, INGEST, ingest))["ingestMessages"]["accepted"] == 1
 
         page = watched.page
@@ -96,7 +116,9 @@ async def test_a_report_page_marks_exactly_the_cited_characters_of_messages_and_
         shown = page.locator("main .cited-sentence")
         sentences = [s for section in report["sections"] for s in section["sentences"]]
         await expect(shown).to_have_count(len(sentences))
-        assert await shown.locator(".sentence").all_text_contents() == [s["text"] for s in sentences]
+        assert await shown.locator(".sentence").all_text_contents() == [
+            s["text"] for s in sentences
+        ]
         assert await shown_numbers(shown) == sentence_numbers(report)
         in_order = list(dict.fromkeys(n for ns in sentence_numbers(report) for n in ns))
         assert in_order == list(range(1, len(sources) + 1)) == [s["footnote"] for s in sources]
@@ -113,37 +135,58 @@ async def test_a_report_page_marks_exactly_the_cited_characters_of_messages_and_
         await expect(page.locator(".audit-sources")).to_have_text(str(audit["sources"]))
 
         # Click a message footnote: the message among its neighbours, its revision's characters marked.
-        await page.locator(f'button.footnote-ref[data-footnote="{message_source["footnote"]}"]').first.click()
-        await assert_marked_exactly(page, message_source, message["normalizedText"],
-                                    message_source["charStart"], message_source["charEnd"])
+        await page.locator(
+            f'button.footnote-ref[data-footnote="{message_source["footnote"]}"]'
+        ).first.click()
+        await assert_marked_exactly(
+            page,
+            message_source,
+            message["normalizedText"],
+            message_source["charStart"],
+            message_source["charEnd"],
+        )
         context = page.locator("section.citation-context")
         assert await context.locator("article.message").count() >= 2
-        await expect(context.locator(f'article.cited[data-message-id="{message_source["externalId"]}"]')).to_have_count(1)
+        await expect(
+            context.locator(f'article.cited[data-message-id="{message_source["externalId"]}"]')
+        ).to_have_count(1)
         await expect(context).to_contain_text(f"Quoted from revision {message_source['revision']}")
 
         # Click a document footnote: the canonical text around canonicalText[S:E] of its locator.
         kind, span = document_source["locator"].split(":", 1)
         assert kind == "char", document_source["locator"]
         start, end = (int(n) for n in span.split("-"))
-        await page.locator(f'button.footnote-ref[data-footnote="{document_source["footnote"]}"]').first.click()
+        await page.locator(
+            f'button.footnote-ref[data-footnote="{document_source["footnote"]}"]'
+        ).first.click()
         await assert_marked_exactly(page, document_source, DOCUMENT_TEXT, start, end)
-        await expect(context.locator("mark.pointer")).to_have_attribute("data-char-start", str(start))
+        await expect(context.locator("mark.pointer")).to_have_attribute(
+            "data-char-start", str(start)
+        )
         await page.screenshot(path=SCREENSHOT)
         print(f"console report screenshot: {SCREENSHOT}")
 
         # Keyboard: the source list's button for the message, Enter; "Back to the sentence"
         # returns focus to it; Space on a marker opens the document source again.
         listed = notes.nth(message_source["footnote"] - 1).get_by_role(
-            "button", name=f"Show footnote {message_source['footnote']} in context")
+            "button", name=f"Show footnote {message_source['footnote']} in context"
+        )
         await listed.focus()
         await page.keyboard.press("Enter")
-        await assert_marked_exactly(page, message_source, message["normalizedText"],
-                                    message_source["charStart"], message_source["charEnd"])
+        await assert_marked_exactly(
+            page,
+            message_source,
+            message["normalizedText"],
+            message_source["charStart"],
+            message_source["charEnd"],
+        )
         back = context.get_by_role("button", name="Back to the sentence")
         await tab_to(page, back)
         await page.keyboard.press("Enter")
         await expect(listed).to_be_focused()
-        marker = page.locator(f'button.footnote-ref[data-footnote="{document_source["footnote"]}"]').first
+        marker = page.locator(
+            f'button.footnote-ref[data-footnote="{document_source["footnote"]}"]'
+        ).first
         await marker.focus()
         await page.keyboard.press(" ")
         await assert_marked_exactly(page, document_source, DOCUMENT_TEXT, start, end)

@@ -36,25 +36,32 @@ async def test_reports_page_lists_reports_and_its_form_triggers_one_and_shows_re
     db: asyncpg.Pool, settings: Settings, watched: Watched
 ) -> None:
     app = create_app(settings, AppOptions(run_workers=0))
-    async with running_server(app) as base_url, httpx.AsyncClient(base_url=base_url, timeout=60) as http:
+    async with (
+        running_server(app) as base_url,
+        httpx.AsyncClient(base_url=base_url, timeout=60) as http,
+    ):
         made = await make_report(http, settings)
         report = made["report"]
         page = watched.page
         await page.goto(f"{base_url}/#/channels")
         await page.get_by_role("navigation").get_by_role("link", name="Reports").click()
         await expect(page.get_by_role("heading", level=1, name="Reports")).to_be_focused()
-        await expect(page.get_by_role("link", name="Reports")).to_have_attribute("aria-current", "page")
+        await expect(page.get_by_role("link", name="Reports")).to_have_attribute(
+            "aria-current", "page"
+        )
 
         # The list: the report made above, with its question, sources and audit coverage.
         row = page.locator(f'tr[data-report="{report["id"]}"]')
         await expect(row).to_have_count(1)
         await expect(row.get_by_role("link", name=report["title"])).to_have_attribute(
-            "href", f"#/reports/{quote(report['id'], safe='')}")
+            "href", f"#/reports/{quote(report['id'], safe='')}"
+        )
         await expect(row.locator(".report-question")).to_have_text(QUESTION)
         audit = report["audit"]
         await expect(row.locator(".report-sources")).to_have_text(str(audit["sources"]))
         await expect(row.locator(".report-coverage")).to_have_text(
-            f"{round(audit['coverage'] * 100)}% supported · {audit['kept']} of {audit['proposed']} kept")
+            f"{round(audit['coverage'] * 100)}% supported · {audit['kept']} of {audit['proposed']} kept"
+        )
 
         # The form: the API's refusals, as the API words them.
         submit = page.get_by_role("button", name="Write the report")
@@ -62,21 +69,27 @@ async def test_reports_page_lists_reports_and_its_form_triggers_one_and_shows_re
         await expect(page.get_by_role("alert")).to_have_text("question must not be empty")
         await page.get_by_label("Question").fill(CHANNEL_QUESTION)
         await submit.click()
-        await expect(page.get_by_role("alert")).to_have_text("choose at least one channel or document")
+        await expect(page.get_by_role("alert")).to_have_text(
+            "choose at least one channel or document"
+        )
 
         await page.get_by_label("acme / team-platform", exact=False).check()
         since, until = page.get_by_label("Messages since"), page.get_by_label("until (optional)")
         await since.fill("2026-01-01T00:00")
         await until.fill("2025-01-01T00:00")
         await submit.click()
-        await expect(page.get_by_role("alert")).to_have_text("sources.since must be before sources.until")
+        await expect(page.get_by_role("alert")).to_have_text(
+            "sources.since must be before sources.until"
+        )
 
         # A report over the channel imported above (its messages are from March 2025), in a
         # window given in the browser's time zone: queued, followed while a worker runs it,
         # then its page with footnotes.
         await since.fill("2025-01-01T00:00")
         await until.fill("2026-01-01T00:00")
-        window = await page.evaluate("[new Date('2025-01-01T00:00'), new Date('2026-01-01T00:00')].map(d => d.toISOString())")
+        window = await page.evaluate(
+            "[new Date('2025-01-01T00:00'), new Date('2026-01-01T00:00')].map(d => d.toISOString())"
+        )
         await submit.click()
         status = page.locator(".report-job-status")
         await expect(status).to_contain_text("QUEUED")
@@ -88,9 +101,13 @@ async def test_reports_page_lists_reports_and_its_form_triggers_one_and_shows_re
         assert new["question"] == CHANNEL_QUESTION
         assert new["request"]["channel_ids"] and new["request"]["document_ids"] == []
         asked = [datetime.fromisoformat(new["request"][bound]) for bound in ("since", "until")]
-        assert asked == [datetime.fromisoformat(instant.replace("Z", "+00:00")) for instant in window]
+        assert asked == [
+            datetime.fromisoformat(instant.replace("Z", "+00:00")) for instant in window
+        ]
         await expect(page.get_by_role("heading", level=1, name=new["title"])).to_be_focused()
-        numbers = [c["footnote"] for s in new["sections"] for x in s["sentences"] for c in x["citations"]]
+        numbers = [
+            c["footnote"] for s in new["sections"] for x in s["sentences"] for c in x["citations"]
+        ]
         assert numbers, new
         await expect(page.locator("main button.footnote-ref")).to_have_count(len(numbers))
         await expect(page.locator("ol.footnotes > li")).to_have_count(len(new["sources"]))

@@ -34,15 +34,20 @@ async def test_channel_page_lists_its_schedules(
     db: asyncpg.Pool, settings: Settings, watched: Watched
 ) -> None:
     app = create_app(settings, AppOptions(run_workers=0))
-    async with running_server(app) as base_url, httpx.AsyncClient(base_url=base_url, timeout=60) as http:
+    async with (
+        running_server(app) as base_url,
+        httpx.AsyncClient(base_url=base_url, timeout=60) as http,
+    ):
         channel_id, _ = await seed_channel(http, None)
         page = watched.page
         await page.goto(f"{base_url}/#/channel/{quote(channel_id, safe='')}")
         await expect(page.get_by_role("heading", level=2, name="Schedules")).to_be_visible()
         await expect(page.get_by_text("No schedule: add one")).to_be_visible()
 
-        weekdays = (await gql(http, CREATE, {"c": channel_id, "cron": "0 9 * * 1-5", "tz": "Europe/Berlin"}))
-        hourly = (await gql(http, CREATE, {"c": channel_id, "cron": "0 * * * *", "tz": "UTC"}))
+        weekdays = await gql(
+            http, CREATE, {"c": channel_id, "cron": "0 9 * * 1-5", "tz": "Europe/Berlin"}
+        )
+        hourly = await gql(http, CREATE, {"c": channel_id, "cron": "0 * * * *", "tz": "UTC"})
         weekdays_id, hourly_id = weekdays["createSchedule"]["id"], hourly["createSchedule"]["id"]
         await gql(http, PAUSE, {"id": weekdays_id})
         async with db.acquire() as connection:

@@ -29,11 +29,18 @@ from tests.support.schema import gql
 T0 = datetime(2024, 5, 1, 10, 0, tzinfo=UTC)
 
 
-def _messages(rows: list[tuple[str, str, str | None]], start: int = 0,
-              conversation: int | None = None) -> list[ThreadedMessage]:
+def _messages(
+    rows: list[tuple[str, str, str | None]], start: int = 0, conversation: int | None = None
+) -> list[ThreadedMessage]:
     return [
-        ThreadedMessage(f"m{start + i}", author, T0 + timedelta(minutes=start + i), text, reply,
-                        conversation_id=conversation)
+        ThreadedMessage(
+            f"m{start + i}",
+            author,
+            T0 + timedelta(minutes=start + i),
+            text,
+            reply,
+            conversation_id=conversation,
+        )
         for i, (author, text, reply) in enumerate(rows)
     ]
 
@@ -61,7 +68,12 @@ def test_threading_makes_conversations_with_cited_titles_and_answered_flags() ->
     assert nfs.message_ids == ("m0", "m2", "m4") and nfs.participants == ("ann", "cid")
     assert nfs.answered and wifi.answered and not hello.answered
     assert threading.parents == {
-        "m0": None, "m1": None, "m2": "m0", "m3": "m1", "m4": "m2", "m5": None
+        "m0": None,
+        "m1": None,
+        "m2": "m0",
+        "m3": "m1",
+        "m4": "m2",
+        "m5": None,
     }
     assert nfs.title is not None and nfs.title.text == "How do I mount an NFS share at boot?"
     assert hello.title is not None and hello.title.text == "hello"  # nothing longer to quote
@@ -83,8 +95,13 @@ def test_a_title_is_cut_at_a_word_and_skips_openers_with_too_few_words() -> None
 def test_messages_answering_a_stored_conversation_extend_it_and_threaded_ones_stay() -> None:
     context = _messages([("ann", "Is the build broken on main?", None)], conversation=7)
     stored = {7: StoredConversation(7, ("ann",), 1, T0, T0, False)}
-    new = _messages([("bob", "ann: yes, since the merge this morning", None),
-                     ("cid", "who runs the release today?", None)], start=1)
+    new = _messages(
+        [
+            ("bob", "ann: yes, since the merge this morning", None),
+            ("cid", "who runs the release today?", None),
+        ],
+        start=1,
+    )
     threading = thread_messages(context + new, stored)
     extended, opened = threading.conversations
     assert extended.continues == 7 and extended.root_message_id is None
@@ -143,13 +160,19 @@ async def test_a_digest_stores_the_conversations_the_api_serves(
     nfs = nodes[2]
     assert nfs["participants"] == ["ann", "cid"] and nfs["messageCount"] == 3
     assert nfs["titlePointer"]["resolvedText"] == nfs["title"] == CHANNEL_ROWS[0][1]
-    answered = await gql(db, CONVERSATIONS, filter={"channelId": channel_id, "state": "ANSWERED"},
-                         first=1)
+    answered = await gql(
+        db, CONVERSATIONS, filter={"channelId": channel_id, "state": "ANSWERED"}, first=1
+    )
     first_page = answered["conversations"]
     assert [n["id"] for n in first_page["nodes"]] == [nodes[1]["id"]]
     assert first_page["pageInfo"]["hasNextPage"]
-    second = await gql(db, CONVERSATIONS, filter={"channelId": channel_id, "state": "ANSWERED"},
-                       first=1, after=first_page["pageInfo"]["endCursor"])
+    second = await gql(
+        db,
+        CONVERSATIONS,
+        filter={"channelId": channel_id, "state": "ANSWERED"},
+        first=1,
+        after=first_page["pageInfo"]["endCursor"],
+    )
     assert [n["id"] for n in second["conversations"]["nodes"]] == [nfs["id"]]
 
     thread = await gql(db, MESSAGES, filter={"channelId": channel_id, "conversationId": nfs["id"]})
@@ -175,8 +198,12 @@ async def test_a_conversation_id_of_another_type_is_a_client_error(db: asyncpg.P
     channel = await add_channel(db, "empty", [Msg("x1", "ann", BASE_TIME, "hi there")])
     result = await build_schema().execute(
         MESSAGES,
-        variable_values={"filter": {"channelId": global_id(CHANNEL, channel),
-                                    "conversationId": global_id(CHANNEL, channel)}},
+        variable_values={
+            "filter": {
+                "channelId": global_id(CHANNEL, channel),
+                "conversationId": global_id(CHANNEL, channel),
+            }
+        },
         context_value=Context(pool=db, role=Role.WRITER, config=ApiConfig()),
     )
     assert result.errors is not None and len(result.errors) == 1
@@ -198,9 +225,10 @@ def test_the_title_is_the_openers_question_not_a_helpers_clarifying_one() -> Non
 
 def test_a_threaded_window_is_ordered_conversation_by_conversation() -> None:
     messages = _messages(CHANNEL_ROWS)
-    window = Window("help", tuple(
-        WindowMessage(m.message_id, m.author, m.ts, m.text, m.reply_to) for m in messages
-    ))
+    window = Window(
+        "help",
+        tuple(WindowMessage(m.message_id, m.author, m.ts, m.text, m.reply_to) for m in messages),
+    )
     ordered = order_window(window, messages, thread_messages(messages, {}))
     assert [m.message_id for m in ordered.messages] == ["m0", "m2", "m4", "m1", "m3", "m5"]
     assert len({m.conversation for m in ordered.messages}) == 3
@@ -213,24 +241,34 @@ def test_a_threaded_window_is_ordered_conversation_by_conversation() -> None:
 async def test_a_backfilled_older_message_joins_the_stored_conversation_it_answers(
     db: asyncpg.Pool, database_url: str
 ) -> None:
-    items = [Msg(f"m{i}", a, BASE_TIME + timedelta(minutes=i), t, r)
-             for i, (a, t, r) in enumerate(CHANNEL_ROWS)]
+    items = [
+        Msg(f"m{i}", a, BASE_TIME + timedelta(minutes=i), t, r)
+        for i, (a, t, r) in enumerate(CHANNEL_ROWS)
+    ]
     channel = await add_channel(db, "help", items)
     async with db.acquire() as connection:
         await trigger_channel_digest(connection, channel, max_attempts=3)
     assert await make_worker(db, database_url).run_once()
     # An export arrives late with a message from between m0 and m2 answering ann's question.
-    late = Msg("b1", "fay", BASE_TIME + timedelta(minutes=1, seconds=30),
-               "ann: mount it with nfs4 and the _netdev option in /etc/fstab", None)
+    late = Msg(
+        "b1",
+        "fay",
+        BASE_TIME + timedelta(minutes=1, seconds=30),
+        "ann: mount it with nfs4 and the _netdev option in /etc/fstab",
+        None,
+    )
     await add_channel(db, "help", [late])
     async with db.acquire() as connection:
         await trigger_channel_digest(connection, channel, max_attempts=3)
     assert await make_worker(db, database_url).run_once()
     channel_id = global_id(CHANNEL, channel)
-    nodes = (await gql(db, CONVERSATIONS, filter={"channelId": channel_id}))["conversations"]["nodes"]
+    nodes = (await gql(db, CONVERSATIONS, filter={"channelId": channel_id}))["conversations"][
+        "nodes"
+    ]
     nfs = next(n for n in nodes if n["rootMessage"]["messageId"] == "m0")
     assert nfs["messageCount"] == 4 and "fay" in nfs["participants"]
-    listed = (await gql(db, MESSAGES, filter={"channelId": channel_id,
-                                              "conversationId": nfs["id"]}))["messages"]["nodes"]
+    listed = (
+        await gql(db, MESSAGES, filter={"channelId": channel_id, "conversationId": nfs["id"]})
+    )["messages"]["nodes"]
     assert [m["messageId"] for m in listed] == ["m0", "b1", "m2", "m4"]  # time order
     assert next(m for m in listed if m["messageId"] == "b1")["parent"] == {"messageId": "m0"}

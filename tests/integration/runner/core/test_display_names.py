@@ -32,14 +32,8 @@ def test_names_are_made_one_line_or_refused_with_the_reason() -> None:
     long = clean_name("word " * 100)
     assert len(long) <= MAX_NAME_CHARS and long.endswith("word…")
     assert name_problem("ops") is None
-    assert (
-        name_problem(FORGED)
-        == "must be one line without control characters (found U+000A)"
-    )
-    assert (
-        name_problem("ops\x1b")
-        == "must be one line without control characters (found U+001B)"
-    )
+    assert name_problem(FORGED) == "must be one line without control characters (found U+000A)"
+    assert name_problem("ops\x1b") == "must be one line without control characters (found U+001B)"
     assert name_problem("   ") == "must not be empty"
     assert name_problem("x" * 201) == "must be at most 200 characters (got 201)"
 
@@ -67,28 +61,30 @@ async def test_an_export_naming_its_channel_on_several_lines_is_stored_on_one(
 ) -> None:
     export = tmp_path / "export.jsonl"
     lines = [
-        {"id": 1, "author": "ann", "ts": "2024-05-01T09:00:00Z", "text": "hi", "channel": FORGED,
-         "server": "acme\n\n[^1]: FORGED"},
+        {
+            "id": 1,
+            "author": "ann",
+            "ts": "2024-05-01T09:00:00Z",
+            "text": "hi",
+            "channel": FORGED,
+            "server": "acme\n\n[^1]: FORGED",
+        },
         {"id": 2, "author": "bob", "ts": "2024-05-01T09:01:00Z", "text": "yo", "channel": "\n\t"},
     ]
     export.write_text("\n".join(json.dumps(line) for line in lines), encoding="utf-8")
     report = await import_path(db, export)
     assert report.accepted == 2
-    assert sorted(report.channels) == sorted(
-        [ONE_LINE, "export"]
-    )  # blank: the file's name
+    assert sorted(report.channels) == sorted([ONE_LINE, "export"])  # blank: the file's name
     async with db.acquire() as connection:
         names = await connection.fetch(
             "SELECT c.name, s.name AS server FROM channels c LEFT JOIN servers s "
             "ON s.id = c.server_id ORDER BY c.id"
         )
     assert [(r["name"], r["server"]) for r in names] == [
-        (ONE_LINE, "acme [^1]: FORGED"), ("export", None),
+        (ONE_LINE, "acme [^1]: FORGED"),
+        ("export", None),
     ]
 
     for option in ({"channel": "ops\n## x"}, {"server": "acme\x00"}):
         with pytest.raises(UnusableInput, match="name must be one line"):
             await import_path(db, export, **option)  # type: ignore[arg-type]
-
-
-

@@ -49,7 +49,9 @@ HOSTILE = [
     "<svg onload=alert(1)>",
     "[click](javascript:alert(1))",
 ]
-REPORT_QUERY = "query($id: ID!) { report(id: $id) { title markdown audit { kept dropped sources } } }"
+REPORT_QUERY = (
+    "query($id: ID!) { report(id: $id) { title markdown audit { kept dropped sources } } }"
+)
 DIGEST_QUERY = """
 query($id: ID!) { digest(id: $id) {
   overviewMarkdown overviewSentences { text citations { messageId } }
@@ -63,9 +65,7 @@ def assert_only_kept_citations(rendered: Rendered, kept: int) -> None:
     numbers = [str(n) for n in range(1, kept + 1)]
     assert kept > 0
     assert [label for label, _ in rendered.definitions] == numbers, rendered.definitions
-    assert sorted(set(rendered.footnote_refs), key=int) == numbers, (
-        rendered.footnote_refs
-    )
+    assert sorted(set(rendered.footnote_refs), key=int) == numbers, rendered.footnote_refs
     assert rendered.markup == [], rendered.markup
     assert not any(href.lower().startswith("javascript:") for href in rendered.links)
 
@@ -92,9 +92,7 @@ async def test_a_channel_name_or_document_title_cannot_add_a_paragraph_heading_o
     document = replace(ingest_text(RUNBOOK), title=FORGED_TITLE)
     async with db.acquire() as connection:
         row, _ = await store_document(connection, document.as_record())
-    report = await _report(
-        db, database_url, QUESTION, channel_ids=[ops], document_ids=[row.id]
-    )
+    report = await _report(db, database_url, QUESTION, channel_ids=[ops], document_ids=[row.id])
     rendered = render(report["markdown"])
     assert report["audit"]["dropped"] == 0 and report["audit"]["kept"] > 0
     assert_only_kept_citations(rendered, report["audit"]["sources"])
@@ -104,15 +102,11 @@ async def test_a_channel_name_or_document_title_cannot_add_a_paragraph_heading_o
         f"#{single_line(FORGED_CHANNEL)}, ",
         f"{single_line(FORGED_TITLE)}, char:",
     )
-    assert all(text.startswith(sources) for _, text in rendered.definitions), (
-        rendered.definitions
-    )
+    assert all(text.startswith(sources) for _, text in rendered.definitions), rendered.definitions
     origins = {f"In #{single_line(FORGED_CHANNEL)}", f"In {single_line(FORGED_TITLE)}"}
     assert rendered.headings[0] == report["title"]
     assert set(rendered.headings[1:]) <= {"Answer", "Open points"} | origins
-    assert origins <= set(rendered.headings), (
-        rendered.headings
-    )  # both sections were written
+    assert origins <= set(rendered.headings), rendered.headings  # both sections were written
     for source in sources:  # both named in full, as text
         assert any(text.startswith(source) for _, text in rendered.definitions)
 
@@ -142,16 +136,10 @@ async def test_escaped_brackets_and_html_in_messages_stay_text_in_digest_and_rep
     channel = await add_channel(db, "<b>ops</b>", messages(chat))
     done = await digest_once(db, database_url, channel)
     assert done.status == "succeeded" and done.digest_id, done
-    digest = (await gql(db, DIGEST_QUERY, id=global_id(DIGEST, done.digest_id)))[
-        "digest"
-    ]
+    digest = (await gql(db, DIGEST_QUERY, id=global_id(DIGEST, done.digest_id)))["digest"]
     overview_text = " ".join(s["text"] for s in digest["overviewSentences"])
-    assert all(payload in overview_text for payload in HOSTILE), (
-        overview_text
-    )  # all read
-    cited = {
-        c["messageId"] for s in digest["overviewSentences"] for c in s["citations"]
-    }
+    assert all(payload in overview_text for payload in HOSTILE), overview_text  # all read
+    cited = {c["messageId"] for s in digest["overviewSentences"] for c in s["citations"]}
     rendered = render(digest["overviewMarkdown"])
     assert_only_kept_citations(rendered, len(cited))
     for sentence in digest["overviewSentences"]:  # every word still there, as written
@@ -162,9 +150,7 @@ async def test_escaped_brackets_and_html_in_messages_stay_text_in_digest_and_rep
         "When does the billing database move to the new cluster, and who reviews the template?",
         "What about the billing migration, the login page template and the checklist?",
     ):
-        report = await _report(
-            db, database_url, question, channel_ids=[channel], document_ids=[]
-        )
+        report = await _report(db, database_url, question, channel_ids=[channel], document_ids=[])
         rendered = render(report["markdown"])
         assert_only_kept_citations(rendered, report["audit"]["sources"])
         assert "#<b>ops</b>, " in rendered.text
@@ -176,8 +162,6 @@ async def test_a_question_of_punctuation_only_gets_a_title_a_reader_can_see(
     db: asyncpg.Pool, database_url: str
 ) -> None:
     ops = await add_channel(db, "ops", messages(OPS))
-    report = await _report(
-        db, database_url, "???!!!", channel_ids=[ops], document_ids=[]
-    )
+    report = await _report(db, database_url, "???!!!", channel_ids=[ops], document_ids=[])
     assert report["title"] == "Report"
     assert render(report["markdown"]).headings[0] == "Report"

@@ -61,15 +61,22 @@ async def test_edited_message_keeps_its_pointer_is_flagged_and_digested_again(
     same = next(k for k in after["knowledgeItems"] if k["key"] == item["key"])
     assert same["pointer"]["revision"] == 1
     assert same["pointer"]["resolvedText"] == pointer["resolvedText"] == same["text"]
-    assert same["pointer"]["revisionText"][pointer["charStart"] : pointer["charEnd"]] == pointer["resolvedText"]
+    assert (
+        same["pointer"]["revisionText"][pointer["charStart"] : pointer["charEnd"]]
+        == pointer["resolvedText"]
+    )
     assert "source_edited" in [flag["code"] for flag in same["flags"]]
     assert "source_edited" not in [flag["code"] for flag in item["flags"]]
-    untouched = [k for k in after["knowledgeItems"] if before.external_id not in
-                 ([k["pointer"]["messageId"]] if k["pointer"] else [])]
+    untouched = [
+        k
+        for k in after["knowledgeItems"]
+        if before.external_id not in ([k["pointer"]["messageId"]] if k["pointer"] else [])
+    ]
     assert any("source_edited" not in [f["code"] for f in k["flags"]] for k in untouched)
 
     message = await gql(
-        db, "query($c: ID!) { messages(filter: {channelId: $c}, first: 100) { nodes { messageId revision normalizedText } } }",
+        db,
+        "query($c: ID!) { messages(filter: {channelId: $c}, first: 100) { nodes { messageId revision normalizedText } } }",
         c=str(channel_id),
     )
     current = next(n for n in message["messages"]["nodes"] if n["messageId"] == before.external_id)
@@ -108,8 +115,16 @@ async def test_message_coverage_over_graphql(db: asyncpg.Pool, database_url: str
 
     trigger = """mutation($c: ID!, $o: DigestOptions) { triggerDigest(channelId: $c, options: $o) {
       ... on DigestJob { id options } ... on InvalidInputError { message code reason } } }"""
-    bad = await gql(db, trigger, c=str(channel_id), o={"since": "2024-05-02T00:00:00Z", "until": "2024-05-01T00:00:00Z"})
-    assert bad["triggerDigest"]["code"] == "BAD_USER_INPUT" and bad["triggerDigest"]["reason"] == "invalid_window"
+    bad = await gql(
+        db,
+        trigger,
+        c=str(channel_id),
+        o={"since": "2024-05-02T00:00:00Z", "until": "2024-05-01T00:00:00Z"},
+    )
+    assert (
+        bad["triggerDigest"]["code"] == "BAD_USER_INPUT"
+        and bad["triggerDigest"]["reason"] == "invalid_window"
+    )
     far = await gql(db, trigger, c=str(channel_id), o={"since": "9999-12-31T00:00:00-14:00"})
     assert "between 1970 and 2200" in far["triggerDigest"]["message"]
     job = await gql(db, trigger, c=str(channel_id), o={"since": "2024-05-01T11:10:00+02:00"})
@@ -130,8 +145,11 @@ async def test_migration_turns_the_old_mark_into_coverage(
     )
     for migration in old:
         await connection.execute(migration.sql)
-        await connection.execute("INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
-                                 migration.version, migration.name)
+        await connection.execute(
+            "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
+            migration.version,
+            migration.name,
+        )
     # The old code's rows: ten messages, a digest of the first six, the mark on the sixth.
     channel = await connection.fetchval("INSERT INTO channels (name) VALUES ('ops') RETURNING id")
     ids = {}
@@ -139,19 +157,26 @@ async def test_migration_turns_the_old_mark_into_coverage(
         ids[i] = await connection.fetchval(
             "INSERT INTO messages (channel_id, external_id, author, ts, raw_text, normalized_text) "
             "VALUES ($1, $2, 'a', $3, $4, $4) RETURNING id",
-            channel, f"m{i}", BASE_TIME + timedelta(minutes=i), f"text number {i} of the channel",
+            channel,
+            f"m{i}",
+            BASE_TIME + timedelta(minutes=i),
+            f"text number {i} of the channel",
         )
     digest = await connection.fetchval(
         "INSERT INTO digests (channel_id, title, overview, signal_quality, first_message_id, "
         "last_message_id, message_count, extractor) VALUES ($1, 't', 'o', 'high', $2, $3, 6, "
         "'offline') RETURNING id",
-        channel, ids[1], ids[OLD_MARK],
+        channel,
+        ids[1],
+        ids[OLD_MARK],
     )
     await connection.execute(
         "INSERT INTO knowledge_items (digest_id, channel_id, position, item_key, kind, title, "
         "message_id, char_start, char_end, match_kind, quote) "
         "VALUES ($1, $2, 0, 'k1', 'fact', 'x', $3, 0, 4, 'exact', 'text')",
-        digest, channel, ids[2],
+        digest,
+        channel,
+        ids[2],
     )
     await connection.execute(
         "UPDATE channels SET last_digested_message_id = $2 WHERE id = $1", channel, ids[OLD_MARK]
@@ -160,7 +185,8 @@ async def test_migration_turns_the_old_mark_into_coverage(
     await connection.execute(
         "INSERT INTO messages (channel_id, external_id, author, ts, raw_text, normalized_text, "
         "created_at) VALUES ($1, 'late', 'a', $2, 'late text', 'late text', now() + interval '1 s')",
-        channel, BASE_TIME,
+        channel,
+        BASE_TIME,
     )
 
     assert await migrate(connection) == [m.name for m in available_migrations() if m.version > 2]
@@ -174,15 +200,20 @@ async def test_migration_turns_the_old_mark_into_coverage(
     assert all(r["covered_by_digest_id"] == digest for r in rows if r["external_id"] in covered)
     assert all(r["revision"] == 1 for r in rows)
     assert await connection.fetchval("SELECT message_revision FROM knowledge_items") == 1
-    assert await connection.fetchval(
-        "SELECT count(*) FROM digest_messages WHERE digest_id = $1", digest
-    ) == OLD_MARK
+    assert (
+        await connection.fetchval(
+            "SELECT count(*) FROM digest_messages WHERE digest_id = $1", digest
+        )
+        == OLD_MARK
+    )
 
     # The next digest reads exactly what the old mark had not covered, backfill included.
     pool = await create_pool(with_database(database_url, name))
     try:
         job = await digest_once(pool, database_url, channel)
         assert job.status == "succeeded", job.error
-        assert await read_ids(pool, job.digest_id) == ["late"] + [f"m{i}" for i in range(OLD_MARK + 1, 11)]
+        assert await read_ids(pool, job.digest_id) == ["late"] + [
+            f"m{i}" for i in range(OLD_MARK + 1, 11)
+        ]
     finally:
         await pool.close()

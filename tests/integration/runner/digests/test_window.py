@@ -34,7 +34,9 @@ async def test_failed_chunk_messages_are_digested_by_the_next_trigger(
     assert "m1" not in left  # the failed chunk's messages, only those
     assert await uncovered(db, channel_id) == []
     async with db.acquire() as connection:
-        row = await connection.fetchrow("SELECT left_out FROM digests WHERE id = $1", first.digest_id)
+        row = await connection.fetchrow(
+            "SELECT left_out FROM digests WHERE id = $1", first.digest_id
+        )
     # A chunk holds whole conversations, so its messages need not be contiguous in time: the
     # left-out ranges (in time order) together are exactly the messages read again.
     ranges = row["left_out"]
@@ -109,14 +111,18 @@ async def test_a_catch_up_trigger_neither_waits_for_nor_replaces_the_coverage_jo
     channel_id = await add_channel(db, "ops", messages(TEXTS[:5]))
     window = {"since": "2024-05-01T09:00:00+00:00", "until": "2024-05-01T10:00:00+00:00"}
     async with db.acquire() as connection:
-        coverage, created = await jobs.enqueue_job(connection, jobs.JobKind.CHANNEL, channel_id, {}, max_attempts=3)
+        coverage, created = await jobs.enqueue_job(
+            connection, jobs.JobKind.CHANNEL, channel_id, {}, max_attempts=3
+        )
         catch_up, created_window = await jobs.enqueue_job(
             connection, jobs.JobKind.CHANNEL, channel_id, window, max_attempts=3
         )
         same, created_again = await jobs.enqueue_job(
             connection, jobs.JobKind.CHANNEL, channel_id, dict(window), max_attempts=3
         )
-        repeat, created_repeat = await jobs.enqueue_job(connection, jobs.JobKind.CHANNEL, channel_id, {}, max_attempts=3)
+        repeat, created_repeat = await jobs.enqueue_job(
+            connection, jobs.JobKind.CHANNEL, channel_id, {}, max_attempts=3
+        )
     assert created and created_window and not created_again and not created_repeat
     assert catch_up.id != coverage.id
     assert same.id == catch_up.id and repeat.id == coverage.id
@@ -129,7 +135,9 @@ async def test_window_cap_leaves_the_rest_for_the_next_digest(
     channel_id = await add_channel(db, "ops", items)
     first = await digest_once(db, database_url, channel_id, max_window_messages=20)
     async with db.acquire() as connection:
-        row = await connection.fetchrow("SELECT left_out FROM digests WHERE id = $1", first.digest_id)
+        row = await connection.fetchrow(
+            "SELECT left_out FROM digests WHERE id = $1", first.digest_id
+        )
     [capped] = row["left_out"]
     assert capped["reason"] == "window_cap" and capped["message_count"] == 10
     assert (capped["first_message_id"], capped["last_message_id"]) == ("m21", "m30")
@@ -147,7 +155,9 @@ class EditsMidDigest(OfflineExtractor):
     async def extract_chunk(self, chunk: Chunk, known_items: list[KnownItem]) -> ChunkSummary:
         if not self.done:
             self.done = True
-            edited = Msg(self.target.external_id, self.target.author, self.target.ts, "edited meanwhile")
+            edited = Msg(
+                self.target.external_id, self.target.author, self.target.ts, "edited meanwhile"
+            )
             await add_channel(self.pool, "ops", [edited])
         return await super().extract_chunk(chunk, known_items)
 
@@ -163,9 +173,14 @@ async def test_a_message_edited_during_the_digest_stays_uncovered(
     async with db.acquire() as connection:
         row = await connection.fetchrow("SELECT left_out FROM digests WHERE id = $1", job.digest_id)
     assert row["left_out"] == [
-        {"first_message_id": "m5", "last_message_id": "m5", "message_count": 1,
-         "first_at": items[4].ts.isoformat(), "last_at": items[4].ts.isoformat(),
-         "reason": "edited_during_digest"}
+        {
+            "first_message_id": "m5",
+            "last_message_id": "m5",
+            "message_count": 1,
+            "first_at": items[4].ts.isoformat(),
+            "last_at": items[4].ts.isoformat(),
+            "reason": "edited_during_digest",
+        }
     ]
     again = await digest_once(db, database_url, channel_id)
     assert await read_ids(db, again.digest_id) == ["m5"]
@@ -175,7 +190,10 @@ async def test_a_capped_catch_up_window_says_what_it_left_out(
     db: asyncpg.Pool, database_url: str
 ) -> None:
     channel_id = await add_channel(db, "ops", messages(TEXTS))
-    options = {"since": BASE_TIME.isoformat(), "until": (BASE_TIME + timedelta(minutes=30)).isoformat()}
+    options = {
+        "since": BASE_TIME.isoformat(),
+        "until": (BASE_TIME + timedelta(minutes=30)).isoformat(),
+    }
     job = await digest_once(db, database_url, channel_id, options, max_window_messages=25)
     assert await read_ids(db, job.digest_id) == [f"m{i}" for i in range(1, 26)]
     async with db.acquire() as connection:

@@ -46,7 +46,9 @@ def test_a_claim_cites_the_snippets_that_hold_its_words_and_drops_come_from_warn
         "Alerts fire when the p99 latency of the upstream API exceeds 30 seconds.",
     ]
     summary = "The worker retries the batch fetch three times. Nobody mentioned lunch menus today."
-    claims = document_claims(summary, ["Alerts fire above 30 seconds of p99 latency.", "the"], snippets)
+    claims = document_claims(
+        summary, ["Alerts fire above 30 seconds of p99 latency.", "the"], snippets
+    )
     assert [(c.field, c.text, c.evidence) for c in claims] == [
         ("summary", "The worker retries the batch fetch three times.", (0,)),
         ("summary", "Nobody mentioned lunch menus today.", ()),
@@ -54,7 +56,9 @@ def test_a_claim_cites_the_snippets_that_hold_its_words_and_drops_come_from_warn
         ("key_points", "the", ()),
     ]
     assert claims[0].support == 1.0 and claims[1].support == 0.0 and claims[3].support is None
-    warnings = [{"code": "unsupported_key_point", "message": "..."}] * 2 + [{"code": "no_query_match"}]
+    warnings = [{"code": "unsupported_key_point", "message": "..."}] * 2 + [
+        {"code": "no_query_match"}
+    ]
     audit = document_citation_audit(claims, warnings)
     assert audit == {
         "fields": {
@@ -79,7 +83,11 @@ def assert_claims_match(digest: dict[str, Any]) -> None:
     snippets = [s["text"] for s in digest["evidenceSnippets"]]
     for claim in claims:
         shares = [support_share(claim["text"], [text]) for text in snippets]
-        supporting = [i for i, share in enumerate(shares) if share is not None and share >= DEFAULT_MIN_OVERLAP]
+        supporting = [
+            i
+            for i, share in enumerate(shares)
+            if share is not None and share >= DEFAULT_MIN_OVERLAP
+        ]
         assert claim["evidence"] == supporting, claim
 
 
@@ -95,11 +103,15 @@ async def test_offline_digest_of_a_real_pdf_shows_which_claims_cite_evidence(
     sentences = [c for c in claims if c["field"] == "summary"]
     points = [c for c in claims if c["field"] == "key_points"]
     assert by_field["summary"] == {
-        "field": "summary", "proposed": len(sentences), "kept": len(sentences),
+        "field": "summary",
+        "proposed": len(sentences),
+        "kept": len(sentences),
         "cited": sum(1 for c in sentences if c["evidence"]),
     }
     assert by_field["key_points"] == {
-        "field": "key_points", "proposed": len(points), "kept": len(points),
+        "field": "key_points",
+        "proposed": len(points),
+        "kept": len(points),
         "cited": sum(1 for c in points if c["evidence"]),
     }
     # The offline summarizer copies sentences verbatim and drops nothing.
@@ -123,9 +135,13 @@ async def test_a_key_point_the_model_invented_is_dropped_and_counted_with_its_re
         return completion(tool="emit_document_digest", arguments=arguments)
 
     async with local_openai_server(respond) as (base_url, received):
-        llm = settings.model_copy(update={
-            "digest_extractor": "llm", "digest_llm_base_url": base_url, "digest_llm_max_retries": 0,
-        })
+        llm = settings.model_copy(
+            update={
+                "digest_extractor": "llm",
+                "digest_llm_base_url": base_url,
+                "digest_llm_max_retries": 0,
+            }
+        )
         app = create_app(llm, AppOptions(run_workers=1))
         async with running_server(app) as api, httpx.AsyncClient(base_url=api, timeout=60) as http:
             source = upload(shared_data("docs/html/readability/wikipedia/source.html"), "text/html")

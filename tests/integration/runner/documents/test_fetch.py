@@ -191,8 +191,21 @@ def _make_tls_files(directory: Path) -> tuple[Path, Path, Path]:
     def run(*args: str | Path) -> None:
         subprocess.run(["openssl", *args], check=True, capture_output=True)
 
-    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", ca_key, "-out", ca_cert,
-        "-days", "2", "-subj", "/CN=digestd test CA")
+    run(
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        ca_key,
+        "-out",
+        ca_cert,
+        "-days",
+        "2",
+        "-subj",
+        "/CN=digestd test CA",
+    )
     run(
         "req",
         "-newkey",
@@ -205,8 +218,23 @@ def _make_tls_files(directory: Path) -> tuple[Path, Path, Path]:
         "-subj",
         "/CN=docs.test",
     )
-    run("x509", "-req", "-in", csr, "-CA", ca_cert, "-CAkey", ca_key, "-CAcreateserial",
-        "-out", cert, "-days", "2", "-extfile", extensions)
+    run(
+        "x509",
+        "-req",
+        "-in",
+        csr,
+        "-CA",
+        ca_cert,
+        "-CAkey",
+        ca_key,
+        "-CAcreateserial",
+        "-out",
+        cert,
+        "-days",
+        "2",
+        "-extfile",
+        extensions,
+    )
     return ca_cert, cert, key
 
 

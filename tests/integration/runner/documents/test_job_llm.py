@@ -63,15 +63,23 @@ async def test_llm_summarizer_cache_failures_and_breaker(
             assert received[0]["tool_choice"]["function"]["name"] == "emit_document_digest"
             digest = (await gql(http, DIGEST, {"id": first["documentDigestId"]}))["documentDigest"]
             assert digest["summarizer"] == "llm" and digest["keyPoints"]
-            assert digest["summary"] in prompt.replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">")
+            assert digest["summary"] in prompt.replace("&amp;", "&").replace("&lt;", "<").replace(
+                "&gt;", ">"
+            )
             await assert_grounded(db, digest)
 
             cached = await run_job(http, document["id"], query)
-            assert cached["stats"]["cacheHit"] is True and cached["documentDigestId"] == first["documentDigestId"]
+            assert (
+                cached["stats"]["cacheHit"] is True
+                and cached["documentDigestId"] == first["documentDigestId"]
+            )
             assert len(received) == 1, "a cache hit must not call the model"
 
             other = await run_job(http, document["id"], "Who founded the Mozilla Foundation?")
-            assert other["status"] == "SUCCEEDED" and other["documentDigestId"] != first["documentDigestId"]
+            assert (
+                other["status"] == "SUCCEEDED"
+                and other["documentDigestId"] != first["documentDigestId"]
+            )
             assert len(received) == 2
             assert "Who founded the Mozilla Foundation?" in received[1]["messages"][1]["content"]
 

@@ -84,11 +84,16 @@ def test_signals_code_links_handles_and_shapes() -> None:
 def test_weak_signals_need_two_messages_and_acronyms_two_authors() -> None:
     once = window_entities(_window([("ann", "we moved to the Orleans cluster yesterday")]))
     assert "orleans" not in once
-    twice = window_entities(_window([
-        ("ann", "we moved to the Orleans cluster yesterday"),
-        ("bob", "is the new Orleans silo up?"),
-        ("ann", "WHY does it FAIL"), ("ann", "it FAIL again"),
-    ]))
+    twice = window_entities(
+        _window(
+            [
+                ("ann", "we moved to the Orleans cluster yesterday"),
+                ("bob", "is the new Orleans silo up?"),
+                ("ann", "WHY does it FAIL"),
+                ("ann", "it FAIL again"),
+            ]
+        )
+    )
     assert twice["orleans"].mention_count == 2 and twice["orleans"].kind is EntityKind.NAME
     assert "fail" not in twice  # one author shouting is no acronym entity
     # A sentence-initial capital is no name signal.
@@ -97,9 +102,15 @@ def test_weak_signals_need_two_messages_and_acronyms_two_authors() -> None:
 
 
 def test_mentions_count_each_message_once_with_first_and_last_seen() -> None:
-    entities = window_entities(_window([
-        ("ann", "docker docker docker"), ("bob", "docker-compose up"), ("cid", "no Docker here?"),
-    ]))
+    entities = window_entities(
+        _window(
+            [
+                ("ann", "docker docker docker"),
+                ("bob", "docker-compose up"),
+                ("cid", "no Docker here?"),
+            ]
+        )
+    )
     docker = entities["docker"]
     assert docker.mention_count == 2 and docker.message_ids == ["m0", "m2"]
     assert docker.first_seen == T0 and docker.last_seen == T0 + timedelta(minutes=2)
@@ -108,23 +119,32 @@ def test_mentions_count_each_message_once_with_first_and_last_seen() -> None:
 
 
 def _digest(topics: list[Topic], **items: object) -> Digest:
-    return Digest.model_validate({
-        "title": "t", "overview": [], "signal_quality": {"level": "medium", "reason": "r"},
-        "coverage": {"messages_total": 3, "messages_covered": 3},
-        "topics": [t.model_dump() for t in topics], **items,
-    })
+    return Digest.model_validate(
+        {
+            "title": "t",
+            "overview": [],
+            "signal_quality": {"level": "medium", "reason": "r"},
+            "coverage": {"messages_total": 3, "messages_covered": 3},
+            "topics": [t.model_dump() for t in topics],
+            **items,
+        }
+    )
 
 
 def test_items_name_entities_and_topics_group_by_key() -> None:
-    messages = _window([
-        ("ann", "nginx returns 502 after the docker upgrade"),
-        ("bob", "ann: restart nginx with the new docker network"),
-        ("cid", "who owns the backups?"),
-    ])
+    messages = _window(
+        [
+            ("ann", "nginx returns 502 after the docker upgrade"),
+            ("bob", "ann: restart nginx with the new docker network"),
+            ("cid", "who owns the backups?"),
+        ]
+    )
     digest = _digest(
-        [Topic(title="Nginx 502 errors", message_ids=["m0", "m1"]),
-         Topic(title="nginx restarts", message_ids=["m1"]),
-         Topic(title="Backups ownership", message_ids=["m2"])],
+        [
+            Topic(title="Nginx 502 errors", message_ids=["m0", "m1"]),
+            Topic(title="nginx restarts", message_ids=["m1"]),
+            Topic(title="Backups ownership", message_ids=["m2"]),
+        ],
         decisions=[Decision(text="Restart NGINX after each Docker upgrade", message_ids=["m1"])],
         action_items=[ActionItem(text="check backups", owner="cid", message_ids=["m2"])],
     )
@@ -148,8 +168,14 @@ def test_work_is_linear_in_the_window() -> None:
     import time
 
     def run(n: int) -> float:
-        rows = [(f"u{i % 50}", f"u{(i + 1) % 50}: try `pip install foo{i % 7}` on Ubuntu 22.04, "
-                 f"see https://example.com/{i} and the Orleans silo") for i in range(n)]
+        rows = [
+            (
+                f"u{i % 50}",
+                f"u{(i + 1) % 50}: try `pip install foo{i % 7}` on Ubuntu 22.04, "
+                f"see https://example.com/{i} and the Orleans silo",
+            )
+            for i in range(n)
+        ]
         window = _window(rows)
         started = time.perf_counter()
         window_entities(window)
@@ -197,12 +223,16 @@ query($filter: TopicProfileFilter) {
 async def test_a_channel_digested_twice_accumulates_entities_and_topic_profiles(
     db: asyncpg.Pool, database_url: str
 ) -> None:
-    first_rows = [Msg(f"a{i}", a, T0 + timedelta(minutes=i), t) for i, (a, t) in enumerate(WINDOW_ONE)]
+    first_rows = [
+        Msg(f"a{i}", a, T0 + timedelta(minutes=i), t) for i, (a, t) in enumerate(WINDOW_ONE)
+    ]
     channel = await add_channel(db, "ops-entities", first_rows)
     first = await digest_once(db, database_url, channel)
     assert first.status == "succeeded"
     later = T0 + timedelta(days=7)  # the next ISO week
-    second_rows = [Msg(f"b{i}", a, later + timedelta(minutes=i), t) for i, (a, t) in enumerate(WINDOW_TWO)]
+    second_rows = [
+        Msg(f"b{i}", a, later + timedelta(minutes=i), t) for i, (a, t) in enumerate(WINDOW_TWO)
+    ]
     await add_channel(db, "ops-entities", second_rows)
     second = await digest_once(db, database_url, channel)
     assert second.status == "succeeded" and second.digest_id != first.digest_id
@@ -217,20 +247,22 @@ async def test_a_channel_digested_twice_accumulates_entities_and_topic_profiles(
     assert by_key["@ann"]["kind"] == "PERSON"
     counts = [node["mentionCount"] for node in page["nodes"]]
     assert counts == sorted(counts, reverse=True) and page["nodes"][0]["key"] == "nginx"
-    assert nginx["firstSeen"].startswith("2024-04-29") and nginx["lastSeen"].startswith("2024-05-06")
+    assert nginx["firstSeen"].startswith("2024-04-29") and nginx["lastSeen"].startswith(
+        "2024-05-06"
+    )
 
     # Keyset pages: one by one, the same order, nothing twice.
     seen: list[str] = []
     after = None
     while True:
-        step = (await gql(db, ENTITIES, filter={"channelId": channel_id}, first=2, after=after))
+        step = await gql(db, ENTITIES, filter={"channelId": channel_id}, first=2, after=after)
         seen += [node["key"] for node in step["entities"]["nodes"]]
         if not step["entities"]["pageInfo"]["hasNextPage"]:
             break
         after = step["entities"]["pageInfo"]["endCursor"]
     assert seen == [node["key"] for node in page["nodes"]]
 
-    found = (await gql(db, ENTITIES, filter={"channelId": channel_id, "query": "Postgres"}))
+    found = await gql(db, ENTITIES, filter={"channelId": channel_id, "query": "Postgres"})
     assert [node["key"] for node in found["entities"]["nodes"]] == ["postgresql"]
 
     detail = (await gql(db, ENTITY, id=nginx["id"]))["entity"]
@@ -271,7 +303,8 @@ def _real_window(relative: str) -> list[WindowMessage]:
     path: Path = shared_data(relative)
     return [
         WindowMessage(r.external_id, r.author, r.ts, normalize_text(r.text))
-        for r in iter_records(path) if isinstance(r, ParsedMessage)
+        for r in iter_records(path)
+        if isinstance(r, ParsedMessage)
     ]
 
 
@@ -279,8 +312,11 @@ def test_real_channels_top_entities() -> None:
     """The top non-person entities of real channels are mostly real things (the precision
     read by a person is in docs/architecture.md; this keeps the obvious ones on top)."""
     docker = window_entities(_real_window("chat/gitter/manual_docker.txt"))
-    top = [e.key for e in sorted(docker.values(), key=lambda e: -e.mention_count)
-           if e.kind is not EntityKind.PERSON][:10]
+    top = [
+        e.key
+        for e in sorted(docker.values(), key=lambda e: -e.mention_count)
+        if e.kind is not EntityKind.PERSON
+    ][:10]
     assert top[0] == "docker" and {"nginx", "dockercompose"} <= set(top)
     assert not {"link", "code", "issue"} & set(docker)  # dataset placeholders
     irc = window_entities(_real_window("chat/ubuntu_irc/2010-08-17_18.raw.txt"))
@@ -303,7 +339,9 @@ async def test_a_catch_up_digest_stores_its_mentions_but_counts_nothing_again(
     window = {"since": T0.isoformat(), "until": (T0 + timedelta(hours=1)).isoformat()}
     catch_up = await digest_once(db, database_url, channel, window, chunk_tokens=150)
     assert catch_up.status == "succeeded" and catch_up.digest_id is not None
-    page = await gql(db, ENTITIES, filter={"channelId": global_id(CHANNEL, channel), "query": "nginx"})
+    page = await gql(
+        db, ENTITIES, filter={"channelId": global_id(CHANNEL, channel), "query": "nginx"}
+    )
     nginx = page["entities"]["nodes"][0]
     assert nginx["key"] == "nginx" and nginx["mentionCount"] == 3  # not 6
     detail = (await gql(db, ENTITY, id=nginx["id"]))["entity"]
@@ -323,8 +361,11 @@ async def test_migration_0010_folds_legacy_entity_rows_into_keys(
         if migration.version >= 10:
             break
         await connection.execute(migration.sql)
-        await connection.execute("INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
-                                 migration.version, migration.name)
+        await connection.execute(
+            "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
+            migration.version,
+            migration.name,
+        )
     channel = await connection.fetchval("INSERT INTO channels (name) VALUES ('ops') RETURNING id")
     await connection.executemany(
         "INSERT INTO entities (channel_id, name, mention_count) VALUES ($1, $2, $3)",
@@ -335,7 +376,8 @@ async def test_migration_0010_folds_legacy_entity_rows_into_keys(
         "SELECT key, name, mention_count, aliases, kind FROM entities ORDER BY key"
     )
     assert [(r["key"], r["mention_count"], r["kind"]) for r in rows] == [
-        ("docker", 5, "name"), ("nginx", 1, "name")
+        ("docker", 5, "name"),
+        ("nginx", 1, "name"),
     ]
     assert sorted(rows[0]["aliases"]) == ["Docker", "docker"]
 
@@ -371,8 +413,9 @@ async def test_a_page_of_entities_and_topics_costs_the_same_statements_whatever_
     rows = [Msg(f"a{i}", a, T0 + timedelta(minutes=i), t) for i, (a, t) in enumerate(WINDOW_ONE)]
     channel = await add_channel(db, "ops-statements", rows)
     await digest_once(db, database_url, channel)
-    later = [Msg(f"b{i}", a, T0 + timedelta(days=7, minutes=i), t)
-             for i, (a, t) in enumerate(WINDOW_TWO)]
+    later = [
+        Msg(f"b{i}", a, T0 + timedelta(days=7, minutes=i), t) for i, (a, t) in enumerate(WINDOW_TWO)
+    ]
     await add_channel(db, "ops-statements", later)
     await digest_once(db, database_url, channel)
     unguarded = settings.model_copy(update={"digestd_api_tokens": None})

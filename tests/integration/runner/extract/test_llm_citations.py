@@ -51,17 +51,24 @@ def dishonest_digest(body: dict[str, Any]) -> dict[str, Any]:
     digest["title"] = "Quarterly revenue planning"
     digest["search_keywords"] = ["backup", "bucket policy", "revenue forecast"]
     digest["overview"] = [
-        {"sentence": "The nightly backup job failed because the S3 bucket policy denied "
-                     "PutObject.", "message_ids": ["m1"]},
-        {"sentence": "Bob fixed the bucket policy and the backup job ran fine.",
-         "message_ids": ["m2", "m4"]},  # m4 (lunch) is unrelated: its citation is removed
+        {
+            "sentence": "The nightly backup job failed because the S3 bucket policy denied "
+            "PutObject.",
+            "message_ids": ["m1"],
+        },
+        {
+            "sentence": "Bob fixed the bucket policy and the backup job ran fine.",
+            "message_ids": ["m2", "m4"],
+        },  # m4 (lunch) is unrelated: its citation is removed
         {"sentence": "The team chose Rust for the billing rewrite.", "message_ids": ["m4"]},
         {"sentence": "Backups move to Glacier.", "message_ids": ["m77"]},  # invented id
         {"sentence": "Everyone agreed on everything.", "message_ids": []},
     ]
     digest["highlights"] = [
-        {"sentence": "Backups are kept for 30 days in the standard storage class.",
-         "message_ids": ["m3"]},
+        {
+            "sentence": "Backups are kept for 30 days in the standard storage class.",
+            "message_ids": ["m3"],
+        },
         {"sentence": "Costs dropped by half.", "message_ids": ["m999"]},
     ]
     return digest
@@ -117,7 +124,9 @@ async def test_invented_or_unrelated_citations_are_never_stored_as_cited(
     assert (audit["sentencesKept"], audit["sentencesDropped"]) == (3, 4)
     assert audit["overviewCitedShare"] == 1.0 and audit["titleReplaced"]
     assert {f["field"]: (f["proposed"], f["kept"]) for f in audit["fields"]} == {
-        "overview": (5, 2), "highlights": (2, 1), "search_keywords": (3, 2),
+        "overview": (5, 2),
+        "highlights": (2, 1),
+        "search_keywords": (3, 2),
     }
     reasons = {r["reason"]: r["count"] for r in audit["reasons"]}
     assert reasons["unrelated_citation_removed"] == 1 and reasons["unknown_message_id"] == 2
@@ -137,7 +146,8 @@ async def test_invented_or_unrelated_citations_are_never_stored_as_cited(
     async with db.acquire() as connection:
         await connection.execute(
             "UPDATE digests SET overview = 'An old overview.', overview_sentences = '[]', "
-            "highlight_sentences = '[]', citation_audit = NULL WHERE id = $1", job.digest_id
+            "highlight_sentences = '[]', citation_audit = NULL WHERE id = $1",
+            job.digest_id,
         )
     old = (await gql(db, DIGEST_QUERY, id=global_id(DIGEST, job.digest_id)))["digest"]
     assert old["overview"] == old["overviewMarkdown"] == "An old overview."

@@ -142,7 +142,10 @@ async def test_a_cached_chunk_result_is_reused_only_with_the_same_known_items() 
             calls.clear()
             try:
                 result = await run_pipeline(
-                    WINDOW, extractor, chunk_tokens=CHUNK_TOKENS, concurrency=concurrency,
+                    WINDOW,
+                    extractor,
+                    chunk_tokens=CHUNK_TOKENS,
+                    concurrency=concurrency,
                     hooks=hooks,
                 )
             finally:

@@ -45,7 +45,7 @@ def _discord_message(number: int, extra: str = "") -> str:
         "type": "Default",
         "timestamp": f"2021-03-0{1 + number % 9}T10:{number % 60:02d}:00+00:00",
         "author": {"id": "1", "name": "ann", "discriminator": "0000"},
-        "content": f"message {number} [with brackets] and \"quotes\" {'{'}",
+        "content": f'message {number} [with brackets] and "quotes" {"{"}',
         "attachments": [],
     }
     text = json.dumps(message)
@@ -233,8 +233,13 @@ def test_message_from_fields_refuses_attachments_nested_too_deep_without_recursi
     deep: Any = {}
     for _ in range(5000):
         deep = {"x": [deep]}
-    fields: dict[str, Any] = {"location": "record 1", "external_id": "1", "author": "a",
-                              "ts": datetime(2021, 1, 1), "text": "t"}
+    fields: dict[str, Any] = {
+        "location": "record 1",
+        "external_id": "1",
+        "author": "a",
+        "ts": datetime(2021, 1, 1),
+        "text": "t",
+    }
     rejected = message_from_fields(**fields, attachments=[deep])
     assert rejected == RecordError("record 1", "attachments nested deeper than 64 levels")
     shallow = message_from_fields(**fields, attachments=[{"a": [{"b": 1}]}])
@@ -266,5 +271,7 @@ def test_a_minified_discord_export_with_a_deep_message_is_still_detected_and_rea
     assert detect_format(path) == "discord_json"
     records = list(iter_records(path))
     assert [type(record).__name__ for record in records] == [
-        "ParsedMessage", "RecordError", "ParsedMessage"
+        "ParsedMessage",
+        "RecordError",
+        "ParsedMessage",
     ]

@@ -91,8 +91,14 @@ async def test_vllm_max_model_len_is_read_before_the_first_request() -> None:
         "object": "list",
         "data": [
             {
-                "id": name, "object": "model", "created": 0, "owned_by": "vllm", "root": name,
-                "parent": None, "max_model_len": CONTEXT, "permission": [],
+                "id": name,
+                "object": "model",
+                "created": 0,
+                "owned_by": "vllm",
+                "root": name,
+                "parent": None,
+                "max_model_len": CONTEXT,
+                "permission": [],
             },
             {"id": "other-model", "object": "model", "max_model_len": 131072},
         ],
@@ -117,10 +123,18 @@ async def test_llama_cpp_running_context_is_read_from_props() -> None:
             "object": "list",
             "data": [
                 {
-                    "id": "/models/llama-3.1-8b-instruct-q4_k_m.gguf", "object": "model",
-                    "created": 0, "owned_by": "llamacpp",
-                    "meta": {"vocab_type": 2, "n_vocab": 128256, "n_ctx_train": 131072,
-                             "n_embd": 4096, "n_params": 8030261248, "size": 4912898304},
+                    "id": "/models/llama-3.1-8b-instruct-q4_k_m.gguf",
+                    "object": "model",
+                    "created": 0,
+                    "owned_by": "llamacpp",
+                    "meta": {
+                        "vocab_type": 2,
+                        "n_vocab": 128256,
+                        "n_ctx_train": 131072,
+                        "n_embd": 4096,
+                        "n_params": 8030261248,
+                        "size": 4912898304,
+                    },
                 }
             ],
         },
@@ -149,8 +163,12 @@ async def test_a_refused_reduce_is_planned_again_with_the_learned_context() -> N
     reduce_name = unique_model("reducer")
     async with local_openai_server(model) as (base_url, _):
         settings = LLMConfig(
-            base_url=base_url, api_key=API_KEY, map_model="gpt-4o-mini", reduce_model=reduce_name,
-            reduce_max_output_tokens=7000, reduce_output_tokens=None,
+            base_url=base_url,
+            api_key=API_KEY,
+            map_model="gpt-4o-mini",
+            reduce_model=reduce_name,
+            reduce_max_output_tokens=7000,
+            reduce_output_tokens=None,
         )
         extractor = LLMExtractor(settings, breaker=CircuitBreaker("limits-reduce"))
         try:
@@ -171,9 +189,13 @@ async def test_settings_give_the_limits_and_win_over_the_endpoint() -> None:
     model = SmallContextModel()
     async with local_openai_server(model, {"/v1/models": listing}) as (base_url, _):
         settings = Settings(
-            digest_llm_base_url=base_url, digest_map_model="x", digest_reduce_model="x",
-            digest_map_context_tokens=CONTEXT, digest_map_output_tokens=1000,
-            digest_reduce_context_tokens=CONTEXT, digest_reduce_output_tokens=1500,
+            digest_llm_base_url=base_url,
+            digest_map_model="x",
+            digest_reduce_model="x",
+            digest_map_context_tokens=CONTEXT,
+            digest_map_output_tokens=1000,
+            digest_reduce_context_tokens=CONTEXT,
+            digest_reduce_output_tokens=1500,
         )
         config = llm_config(settings)
         assert (config.map_context_tokens, config.map_output_tokens) == (CONTEXT, 1000)
@@ -207,29 +229,43 @@ def test_an_unknown_model_names_the_settings_to_use() -> None:
             "'max_tokens' or 'max_completion_tokens' is too large: 4096. This model's maximum "
             "context length is 8192 tokens and your request has 9285 input tokens "
             "(4096 > 8192 - 9285).",
-            None, 8192, 9285,
+            None,
+            8192,
+            9285,
         ),
         (  # llama.cpp server, newer message
             "Error code: 400",
-            {"error": {"code": 400, "type": "exceed_context_size_error",
-                       "message": "request (9285 tokens) exceeds the available context size "
-                                  "(8192 tokens), try increasing it"}},
-            8192, 9285,
+            {
+                "error": {
+                    "code": 400,
+                    "type": "exceed_context_size_error",
+                    "message": "request (9285 tokens) exceeds the available context size "
+                    "(8192 tokens), try increasing it",
+                }
+            },
+            8192,
+            9285,
         ),
         ("Requested tokens (9285) exceed context window of 8192", None, 8192, 9285),
         (
             "Input validation error: `inputs` tokens + `max_new_tokens` must be <= 8192. "
             "Given: 9285 `inputs` tokens and 4096 `max_new_tokens`",
-            None, 8192, 9285,
+            None,
+            8192,
+            9285,
         ),
         (
             "The input (9285 tokens) is longer than the model's context length (8192 tokens).",
-            None, 8192, 9285,
+            None,
+            8192,
+            9285,
         ),
         ("prompt is too long: 209285 tokens > 200000 maximum", None, 200000, 209285),
         (  # says what, not how much: still an overflow
             "the request exceeds the available context size, try increasing it",
-            {"error": {"type": "exceed_context_size_error"}}, None, None,
+            {"error": {"type": "exceed_context_size_error"}},
+            None,
+            None,
         ),
     ],
 )
@@ -256,8 +292,12 @@ def test_budget_resolution_order() -> None:
 
     def budget(model: str, **kwargs: Any) -> Any:
         return RequestBudget.for_model(
-            model, wanted_output_tokens=4096, overrides=None, runtime_overhead=256,
-            safety_margin=0.15, **kwargs,
+            model,
+            wanted_output_tokens=4096,
+            overrides=None,
+            runtime_overhead=256,
+            safety_margin=0.15,
+            **kwargs,
         )
 
     # A learned context lowers a known model's (a proxy serving it with less), never raises it.

@@ -37,14 +37,25 @@ from tests.support.items import DAY1, DAY1_ROWS, DAY2, DAY2_ROWS
 from tests.support.schema import gql
 
 
-def _message(mid: str, author: str, minutes: int, text: str, conversation: int | None = 7,
-             start: datetime = DAY2) -> MemoryMessage:
+def _message(
+    mid: str,
+    author: str,
+    minutes: int,
+    text: str,
+    conversation: int | None = 7,
+    start: datetime = DAY2,
+) -> MemoryMessage:
     return MemoryMessage(mid, author, start + timedelta(minutes=minutes), text, conversation)
 
 
 QUESTION = TrackedItem(
-    1, ItemKind.QUESTION, "How do I make the backup script skip the cache directory?", "ann", 7,
-    ("q1",), DAY1,
+    1,
+    ItemKind.QUESTION,
+    "How do I make the backup script skip the cache directory?",
+    "ann",
+    7,
+    ("q1",),
+    DAY1,
 )
 
 
@@ -80,8 +91,16 @@ def test_thanks_a_word_to_someone_else_or_a_speakers_continuation_is_no_answer()
 
 
 def test_a_question_put_to_someone_is_answered_by_them_only() -> None:
-    put = TrackedItem(9, ItemKind.QUESTION, "Do you see the new drive in fdisk?", "zen", 7,
-                      ("q5",), DAY1, "vee: ok so do you see the new drive in fdisk?")
+    put = TrackedItem(
+        9,
+        ItemKind.QUESTION,
+        "Do you see the new drive in fdisk?",
+        "zen",
+        7,
+        ("q5",),
+        DAY1,
+        "vee: ok so do you see the new drive in fdisk?",
+    )
     other = [_message("a1", "stevie", 1, "zen, well the drive shows up in fdisk for me")]
     assert plan_items([put], [], other).changes == []
     asked = [_message("a2", "vee", 2, "zen: yes, the drive is listed as /dev/sdb in fdisk")]
@@ -96,8 +115,15 @@ def test_the_asker_withdrawing_drops_the_question() -> None:
 
 
 def test_an_action_item_is_done_when_its_owner_says_merged_in_its_conversation() -> None:
-    task = TrackedItem(2, ItemKind.ACTION_ITEM, "update the deploy docs for the backup flow",
-                       "cid", 7, ("t1",), DAY1)
+    task = TrackedItem(
+        2,
+        ItemKind.ACTION_ITEM,
+        "update the deploy docs for the backup flow",
+        "cid",
+        7,
+        ("t1",),
+        DAY1,
+    )
     window = [
         _message("b1", "cid", 1, "the docs are not merged yet"),  # negated
         _message("b2", "cid", 2, "is it merged?"),  # a question
@@ -113,14 +139,28 @@ def test_an_action_item_is_done_when_its_owner_says_merged_in_its_conversation()
 
 
 def test_a_done_word_deep_in_the_owners_message_is_no_completion_report() -> None:
-    task = TrackedItem(4, ItemKind.ACTION_ITEM, "paste the default.pa file for the headphones",
-                       "gus", 7, ("t2",), DAY1)
+    task = TrackedItem(
+        4,
+        ItemKind.ACTION_ITEM,
+        "paste the default.pa file for the headphones",
+        "gus",
+        7,
+        ("t2",),
+        DAY1,
+    )
     # Said by the owner, in the task's conversation, but about something else.
-    aside = [_message("e1", "gus", 1, "ray: correct, you can set that somewhere, done this "
-                                      "over a year ago, give us a minute")]
+    aside = [
+        _message(
+            "e1",
+            "gus",
+            1,
+            "ray: correct, you can set that somewhere, done this over a year ago, give us a minute",
+        )
+    ]
     assert plan_items([task], [], aside).changes == []
-    watched = [_message("e2", "gus", 2, "ray: all software is installed, I just finished "
-                                        "watching the dvd")]
+    watched = [
+        _message("e2", "gus", 2, "ray: all software is installed, I just finished watching the dvd")
+    ]
     assert plan_items([task], [], watched).changes == []
     pasted = [_message("e4", "gus", 2, "Reading package lists... Done")]
     assert plan_items([task], [], pasted).changes == []
@@ -143,11 +183,17 @@ def test_a_question_back_without_a_question_mark_is_no_answer() -> None:
 
 
 def test_a_later_decision_replacing_one_in_force_supersedes_it() -> None:
-    old = TrackedItem(3, ItemKind.DECISION, "We will host the wiki on the old VPS", None, 7,
-                      ("d1",), DAY1)
+    old = TrackedItem(
+        3, ItemKind.DECISION, "We will host the wiki on the old VPS", None, 7, ("d1",), DAY1
+    )
     window = [_message("d2", "bob", 5, "we will host the wiki on github pages instead of the VPS")]
-    new = NewItem(ItemKind.DECISION, 0, "We will host the wiki on GitHub pages instead of the VPS",
-                  None, ("d2",))
+    new = NewItem(
+        ItemKind.DECISION,
+        0,
+        "We will host the wiki on GitHub pages instead of the VPS",
+        None,
+        ("d2",),
+    )
     plan = plan_items([old], [new], window)
     assert [c.new for c in plan.created] == [new] and plan.links == []
     (change,) = plan.changes
@@ -157,8 +203,9 @@ def test_a_later_decision_replacing_one_in_force_supersedes_it() -> None:
 
 def test_the_same_item_said_again_is_linked_not_duplicated() -> None:
     window = [_message("q9", "ann", 5, "how do I make the backup script skip the cache dir?")]
-    again = NewItem(ItemKind.QUESTION, 0, "How do I make the backup script skip the cache dir?",
-                    "ann", ("q9",))
+    again = NewItem(
+        ItemKind.QUESTION, 0, "How do I make the backup script skip the cache dir?", "ann", ("q9",)
+    )
     plan = plan_items([QUESTION], [again], window)
     assert plan.created == [] and [(link.new, link.tracked) for link in plan.links] == [(again, 1)]
     other_owner = NewItem(ItemKind.QUESTION, 0, again.text, "zed", ("q9",))
@@ -172,19 +219,29 @@ def test_a_change_without_evidence_that_validates_is_not_applied() -> None:
     assert plan.changes == []
     # A knowledge item naming a tracked item it supersedes, citing nothing of the window.
     tip = TrackedItem(4, ItemKind.KNOWLEDGE, "rsync excludes", None, 7, ("k1",), DAY1)
-    later = NewItem(ItemKind.KNOWLEDGE, 0, "rsync exclude patterns", None, ("gone",), "K1",
-                    supersedes=item_key(4))
+    later = NewItem(
+        ItemKind.KNOWLEDGE,
+        0,
+        "rsync exclude patterns",
+        None,
+        ("gone",),
+        "K1",
+        supersedes=item_key(4),
+    )
     assert plan_items([tip], [later], [_message("k2", "bob", 1, "use --exclude")]).changes == []
-    cited = NewItem(ItemKind.KNOWLEDGE, 0, "rsync exclude patterns", None, ("k2",), "K1",
-                    supersedes=item_key(4))
+    cited = NewItem(
+        ItemKind.KNOWLEDGE, 0, "rsync exclude patterns", None, ("k2",), "K1", supersedes=item_key(4)
+    )
     (change,) = plan_items([tip], [cited], [_message("k2", "bob", 1, "use --exclude")]).changes
     assert (change.item, change.to_status, change.related) == (4, "superseded", cited)
 
 
 def _day(rows: list[tuple[str, str, str, str | None]], start: datetime) -> list[Msg]:
     """(id, author, text, reply_to) rows as messages one minute apart from `start`."""
-    return [Msg(mid, author, start + timedelta(minutes=i), text, reply)
-            for i, (mid, author, text, reply) in enumerate(rows)]
+    return [
+        Msg(mid, author, start + timedelta(minutes=i), text, reply)
+        for i, (mid, author, text, reply) in enumerate(rows)
+    ]
 
 
 STILL_OPEN = """
@@ -259,8 +316,9 @@ async def test_a_question_of_day_one_is_answered_on_day_two(
     assert restic["history"][-1]["relatedItemId"] == borg["id"]
     assert restic["history"][-1]["evidenceMessageIds"] == ["d3"]
     assert lists["current"]["nodes"] == lists["all"]["nodes"]  # nothing superseded them
-    node = await gql(db, "query ($id: ID!) { node(id: $id) { ... on TrackedItem { kind } } }",
-                     id=borg["id"])
+    node = await gql(
+        db, "query ($id: ID!) { node(id: $id) { ... on TrackedItem { kind } } }", id=borg["id"]
+    )
     assert node["node"] == {"kind": "DECISION"}
 
 
@@ -271,7 +329,9 @@ async def test_what_is_still_open_in_a_channel_is_one_query(
     await digest_once(db, database_url, channel)
     nodes = (await gql(db, STILL_OPEN, channel=global_id(CHANNEL, channel)))["trackedItems"]
     assert sorted((n["kind"], n["status"]) for n in nodes["nodes"]) == [
-        ("ACTION_ITEM", "OPEN"), ("DECISION", "IN_FORCE"), ("QUESTION", "OPEN"),
+        ("ACTION_ITEM", "OPEN"),
+        ("DECISION", "IN_FORCE"),
+        ("QUESTION", "OPEN"),
     ]
 
 
@@ -298,11 +358,16 @@ class _RecordingOffline(OfflineExtractor):
         return await super().extract_chunk(chunk, known_items)
 
 
-async def test_the_map_step_is_given_the_channels_tracked_items_and_keys_its_cache_by_them() -> None:
-    window = Window("ops", tuple(
-        WindowMessage(f"w{i}", "ann", DAY2 + timedelta(minutes=i), f"note {i} about the backup")
-        for i in range(3)
-    ))
+async def test_the_map_step_is_given_the_channels_tracked_items_and_keys_its_cache_by_them() -> (
+    None
+):
+    window = Window(
+        "ops",
+        tuple(
+            WindowMessage(f"w{i}", "ann", DAY2 + timedelta(minutes=i), f"note {i} about the backup")
+            for i in range(3)
+        ),
+    )
     tracked = [KnownItem(item_key(5), "question", "How do I skip the cache directory?")]
     keys: dict[str, list[str]] = {}
 
@@ -314,8 +379,13 @@ async def test_the_map_step_is_given_the_channels_tracked_items_and_keys_its_cac
             seen.append(key)
             return None
 
-        await run_pipeline(window, extractor, chunk_tokens=2000, tracked_items=items,
-                           hooks=PipelineHooks(load_chunk=load))
+        await run_pipeline(
+            window,
+            extractor,
+            chunk_tokens=2000,
+            tracked_items=items,
+            hooks=PipelineHooks(load_chunk=load),
+        )
         keys[str(len(items))] = seen
         return extractor
 
@@ -326,8 +396,12 @@ async def test_the_map_step_is_given_the_channels_tracked_items_and_keys_its_cac
 
 PORTS_ROWS: list[tuple[str, str, str, str | None]] = [
     ("p1", "ann", "How do I list the open ports on the server?", None),
-    ("p2", "bob", "ann: run `sudo ss -tlnp` to list the listening ports with their processes",
-     None),
+    (
+        "p2",
+        "bob",
+        "ann: run `sudo ss -tlnp` to list the listening ports with their processes",
+        None,
+    ),
     ("p3", "ann", "thanks, that worked", None),
 ]
 KNOWLEDGE = """

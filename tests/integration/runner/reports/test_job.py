@@ -95,8 +95,12 @@ async def test_a_report_job_stores_an_audited_report_and_an_unchanged_rerun_does
     assert second.result_message == "served from the report cache"
 
     # A new revision of a message read is a new report.
-    edited = Msg("m3", "cid", BASE_TIME + timedelta(minutes=2),
-                 "Rollbacks of the database migration need approval from two leads.")
+    edited = Msg(
+        "m3",
+        "cid",
+        BASE_TIME + timedelta(minutes=2),
+        "Rollbacks of the database migration need approval from two leads.",
+    )
     await add_channel(db, "ops", [edited])
     third = await _run(db, database_url, **request)
     assert third.report_id not in (None, first.report_id) and third.stats["cache_hit"] is False
@@ -106,25 +110,38 @@ async def test_report_triggers_refuse_what_cannot_be_a_report(db: asyncpg.Pool) 
     ops, _, _ = await _sources(db)
     async with db.acquire() as connection:
         with pytest.raises(TriggerRefused, match="question must not be empty"):
-            await trigger_report(connection, "  ", channel_ids=[ops], document_ids=[], max_attempts=3)
+            await trigger_report(
+                connection, "  ", channel_ids=[ops], document_ids=[], max_attempts=3
+            )
         with pytest.raises(TriggerRefused, match="at least one channel or document"):
-            await trigger_report(connection, QUESTION, channel_ids=[], document_ids=[], max_attempts=3)
+            await trigger_report(
+                connection, QUESTION, channel_ids=[], document_ids=[], max_attempts=3
+            )
         with pytest.raises(SubjectNotFound, match="no document with id 999"):
             await trigger_report(
                 connection, QUESTION, channel_ids=[ops], document_ids=[999], max_attempts=3
             )
         with pytest.raises(TriggerRefused, match="since must be before"):
             await trigger_report(
-                connection, QUESTION, channel_ids=[ops], document_ids=[],
-                since=BASE_TIME, until=BASE_TIME, max_attempts=3,
+                connection,
+                QUESTION,
+                channel_ids=[ops],
+                document_ids=[],
+                since=BASE_TIME,
+                until=BASE_TIME,
+                max_attempts=3,
             )
 
 
 async def test_a_time_range_reads_only_its_messages(db: asyncpg.Pool, database_url: str) -> None:
     ops, _, _ = await _sources(db)
     done = await _run(
-        db, database_url, channel_ids=[ops], document_ids=[],
-        since=BASE_TIME + timedelta(minutes=2), until=BASE_TIME + timedelta(minutes=3),
+        db,
+        database_url,
+        channel_ids=[ops],
+        document_ids=[],
+        since=BASE_TIME + timedelta(minutes=2),
+        until=BASE_TIME + timedelta(minutes=3),
     )
     assert done.status == "succeeded" and done.stats["messages"] == 1
     async with db.acquire() as connection:

@@ -98,10 +98,15 @@ async def test_an_llm_report_is_stored_with_its_fidelity_and_a_rerun_calls_no_mo
     assert {s["kind"] for s in row.sources} == {"message", "document"}
     shown = (await gql(db, JOB, id=_global(first)))["job"]["report"]
     assert shown["writer"] == writer.version
-    assert shown["fidelity"] == [{
-        "phase": "synthesis", "step": "none", "reason": "within_budget",
-        "originalTokens": first.stats["evidence_tokens"], "finalTokens": first.stats["evidence_tokens"],
-    }]
+    assert shown["fidelity"] == [
+        {
+            "phase": "synthesis",
+            "step": "none",
+            "reason": "within_budget",
+            "originalTokens": first.stats["evidence_tokens"],
+            "finalTokens": first.stats["evidence_tokens"],
+        }
+    ]
     assert shown["warnings"] == [] and shown["droppedContentIds"] == []
 
     again = await _run(db, database_url, writer, request)
@@ -168,10 +173,13 @@ async def test_fabricated_citations_never_reach_the_stored_report(
 
 def test_the_runtime_gives_report_jobs_the_llm_writer_only_with_an_llm(settings: Settings) -> None:
     assert report_runner(settings).llm_writer is None
-    llm = settings.model_copy(update={
-        "digest_extractor": "llm", "digest_llm_base_url": "http://llm.test/v1",
-        "digest_reduce_model": "gpt-4o-mini",
-    })
+    llm = settings.model_copy(
+        update={
+            "digest_extractor": "llm",
+            "digest_llm_base_url": "http://llm.test/v1",
+            "digest_reduce_model": "gpt-4o-mini",
+        }
+    )
     writer = report_runner(llm).llm_writer
     assert writer is not None and writer.version == "llm:gpt-4o-mini:report-1:60"
     assert writer.min_overlap == settings.digestd_min_claim_overlap

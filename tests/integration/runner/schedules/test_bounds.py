@@ -33,10 +33,16 @@ mutation($channel: ID!, $cron: String!, $tz: String!) {
 
 
 async def _channel(pool: asyncpg.Pool, name: str = "ops") -> int:
-    return await add_channel(pool, name, messages([
-        ("ann", "The database migration runs on Friday evening after the freeze."),
-        ("bob", "Rollbacks of the database migration need approval from the on-call lead."),
-    ]))
+    return await add_channel(
+        pool,
+        name,
+        messages(
+            [
+                ("ann", "The database migration runs on Friday evening after the freeze."),
+                ("bob", "Rollbacks of the database migration need approval from the on-call lead."),
+            ]
+        ),
+    )
 
 
 async def _make_due(pool: asyncpg.Pool, schedule_id: int, minutes_ago: int = 1) -> datetime:
@@ -45,7 +51,8 @@ async def _make_due(pool: asyncpg.Pool, schedule_id: int, minutes_ago: int = 1) 
         slot: datetime = await connection.fetchval(
             "UPDATE schedules SET next_run_at = date_trunc('second', now()) "
             "- make_interval(mins => $2) WHERE id = $1 RETURNING next_run_at",
-            schedule_id, minutes_ago,
+            schedule_id,
+            minutes_ago,
         )
     return slot
 
@@ -62,8 +69,10 @@ async def test_a_cron_whose_slots_come_closer_than_the_minimum_is_refused_naming
     channel_id = await _channel(db)
     async with db.acquire() as connection:
         for cron, apart in (
-            ("* * * * * *", "1 second apart"), ("*/10 * * * * *", "10 seconds apart"),
-            ("* * * * *", "1 minute apart"), ("*/2 * * * *", "2 minutes apart"),
+            ("* * * * * *", "1 second apart"),
+            ("*/10 * * * * *", "10 seconds apart"),
+            ("* * * * *", "1 minute apart"),
+            ("*/2 * * * *", "2 minutes apart"),
             ("0,1 9 * * *", "1 minute apart"),  # once a day, but two slots a minute apart
         ):
             with pytest.raises(ScheduleRefused) as refused:
@@ -76,10 +85,14 @@ async def test_a_cron_whose_slots_come_closer_than_the_minimum_is_refused_naming
         await schedules.create_schedule(connection, channel_id, "*/5 * * * *", "UTC")
         await schedules.create_schedule(connection, channel_id, "* * * * * *", "UTC", EVERY_SECOND)
     # Through the API (the server's limits: the defaults here): a typed refusal naming `cron`.
-    made = (await gql(db, CREATE, channel=global_id(CHANNEL, channel_id), cron="* * * * * *",
-                      tz="UTC"))["createSchedule"]
+    made = (
+        await gql(db, CREATE, channel=global_id(CHANNEL, channel_id), cron="* * * * * *", tz="UTC")
+    )["createSchedule"]
     assert (made["__typename"], made["code"], made["reason"]) == (
-        "InvalidInputError", "BAD_USER_INPUT", "invalid_cron")
+        "InvalidInputError",
+        "BAD_USER_INPUT",
+        "invalid_cron",
+    )
     assert made["message"].startswith("cron: '* * * * * *' has slots 1 second apart")
 
 
@@ -90,9 +103,11 @@ async def test_the_tick_never_fires_a_schedule_more_often_than_the_minimum(
     tick moves it to its first slot at least the minimum after the slot it fired."""
     channel_id = await _channel(db)
     async with db.acquire() as connection:
-        schedule_id = (await schedules.create_schedule(
-            connection, channel_id, "* * * * * *", "UTC", EVERY_SECOND
-        )).id
+        schedule_id = (
+            await schedules.create_schedule(
+                connection, channel_id, "* * * * * *", "UTC", EVERY_SECOND
+            )
+        ).id
     slot = await _make_due(db, schedule_id)
     assert await _fire(db) == [schedule_id]
     async with db.acquire() as connection:
@@ -110,7 +125,9 @@ async def test_a_quiet_channels_slot_queues_no_job_and_is_recorded_skipped(
     channel_id = await _channel(db)
     worker = make_worker(db, database_url)
     async with db.acquire() as connection:
-        schedule_id = (await schedules.create_schedule(connection, channel_id, "0 9 * * *", "UTC")).id
+        schedule_id = (
+            await schedules.create_schedule(connection, channel_id, "0 9 * * *", "UTC")
+        ).id
     await _make_due(db, schedule_id, 30)
     assert await _fire(db) == [schedule_id]
     assert await worker.run_once()  # the first scheduled digest reads the two messages
@@ -122,7 +139,8 @@ async def test_a_quiet_channels_slot_queues_no_job_and_is_recorded_skipped(
     async with db.acquire() as connection:
         runs = await connection.fetch(
             "SELECT job_id, job_created, skipped FROM schedule_runs WHERE schedule_id = $1 "
-            "ORDER BY slot", schedule_id,
+            "ORDER BY slot",
+            schedule_id,
         )
         assert await connection.fetchval("SELECT count(*) FROM digest_jobs") == 1
         first_job = await connection.fetchval("SELECT id FROM digest_jobs")
@@ -139,8 +157,12 @@ async def test_a_quiet_channels_slot_queues_no_job_and_is_recorded_skipped(
     assert await _fire(db) == [schedule_id]
     assert await worker.run_once()
     async with db.acquire() as connection:
-        job = await jobs.job_by_id(connection, await connection.fetchval(
-            "SELECT last_job_id FROM schedules WHERE id = $1", schedule_id))
+        job = await jobs.job_by_id(
+            connection,
+            await connection.fetchval(
+                "SELECT last_job_id FROM schedules WHERE id = $1", schedule_id
+            ),
+        )
     assert job is not None and job.id != first_job and job.digest_id is not None
 
 
@@ -154,9 +176,9 @@ async def test_a_channel_has_at_most_the_capped_number_of_schedules_even_when_cr
     async def create(channel: int) -> int | TriggerRefused:
         async with db.acquire() as connection:
             try:
-                return (await schedules.create_schedule(
-                    connection, channel, "0 9 * * *", "UTC", limits
-                )).id
+                return (
+                    await schedules.create_schedule(connection, channel, "0 9 * * *", "UTC", limits)
+                ).id
             except TriggerRefused as refused:
                 return refused
 
@@ -178,25 +200,39 @@ async def test_the_tick_prunes_old_runs_that_queued_nothing_and_keeps_the_rest(
 ) -> None:
     channel_id = await _channel(db)
     async with db.acquire() as connection:
-        schedule_id = (await schedules.create_schedule(connection, channel_id, "0 9 * * *", "UTC")).id
-        digested, _ = await jobs.enqueue_job(connection, jobs.JobKind.CHANNEL, channel_id, {}, max_attempts=3)
+        schedule_id = (
+            await schedules.create_schedule(connection, channel_id, "0 9 * * *", "UTC")
+        ).id
+        digested, _ = await jobs.enqueue_job(
+            connection, jobs.JobKind.CHANNEL, channel_id, {}, max_attempts=3
+        )
     assert await make_worker(db, database_url).run_once()
     async with db.acquire() as connection:
-        empty, _ = await jobs.enqueue_job(connection, jobs.JobKind.CHANNEL, channel_id, {}, max_attempts=3)
+        empty, _ = await jobs.enqueue_job(
+            connection, jobs.JobKind.CHANNEL, channel_id, {}, max_attempts=3
+        )
     assert await make_worker(db, database_url).run_once()  # nothing new: ends without a digest
     async with db.acquire() as connection:
         assert (await jobs.job_by_id(connection, digested.id)).digest_id is not None  # type: ignore[union-attr]
         assert (await jobs.job_by_id(connection, empty.id)).digest_id is None  # type: ignore[union-attr]
         rows = [  # (days ago, job, skipped)
-            (30, None, True), (30, empty.id, False), (30, digested.id, False),
-            (2, None, True), (2, empty.id, False),
+            (30, None, True),
+            (30, empty.id, False),
+            (30, digested.id, False),
+            (2, None, True),
+            (2, empty.id, False),
         ]
         for number, (days, job_id, skipped) in enumerate(rows):
             await connection.execute(
                 "INSERT INTO schedule_runs (schedule_id, slot, fired_at, fired_by, job_id, "
                 "job_created, skipped) VALUES ($1, now() - make_interval(days => $2, secs => $3), "
                 "now() - make_interval(days => $2), 'test', $4, $5, $6)",
-                schedule_id, days, number, job_id, job_id is not None, skipped,
+                schedule_id,
+                days,
+                number,
+                job_id,
+                job_id is not None,
+                skipped,
             )
         assert await prune_schedule_runs(connection, 7) == 2
         assert await prune_schedule_runs(connection, 7) == 0
@@ -205,7 +241,9 @@ async def test_the_tick_prunes_old_runs_that_queued_nothing_and_keeps_the_rest(
             "FROM schedule_runs ORDER BY fired_at, id"
         )
     assert [tuple(r) for r in kept] == [
-        (True, digested.id, False), (False, None, True), (False, empty.id, False),
+        (True, digested.id, False),
+        (False, None, True),
+        (False, empty.id, False),
     ]
 
 
@@ -219,10 +257,13 @@ def test_only_real_iana_zones_are_accepted(zone: str) -> None:
 async def test_a_stored_localtime_schedule_is_paused_by_the_tick(db: asyncpg.Pool) -> None:
     channel_id = await _channel(db)
     async with db.acquire() as connection:
-        schedule_id = (await schedules.create_schedule(connection, channel_id, "0 9 * * *", "UTC")).id
+        schedule_id = (
+            await schedules.create_schedule(connection, channel_id, "0 9 * * *", "UTC")
+        ).id
         await connection.execute(  # as stored before such names were refused
             "UPDATE schedules SET timezone = 'localtime', next_run_at = now() - interval '1 minute' "
-            "WHERE id = $1", schedule_id,
+            "WHERE id = $1",
+            schedule_id,
         )
     assert await _fire(db) == []
     async with db.acquire() as connection:

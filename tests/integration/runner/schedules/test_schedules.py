@@ -28,10 +28,16 @@ DAYS_DOWN = 3
 
 
 async def _channel(pool: asyncpg.Pool, name: str = "ops") -> int:
-    return await add_channel(pool, name, messages([
-        ("ann", "The database migration runs on Friday evening after the freeze."),
-        ("bob", "Rollbacks of the database migration need approval from the on-call lead."),
-    ]))
+    return await add_channel(
+        pool,
+        name,
+        messages(
+            [
+                ("ann", "The database migration runs on Friday evening after the freeze."),
+                ("bob", "Rollbacks of the database migration need approval from the on-call lead."),
+            ]
+        ),
+    )
 
 
 async def _create(pool: asyncpg.Pool, channel_id: int, cron: str, timezone: str = "UTC") -> int:
@@ -44,7 +50,9 @@ async def _make_due(pool: asyncpg.Pool, schedule_id: int, ago: timedelta) -> dat
     async with pool.acquire() as connection:
         slot: datetime = await connection.fetchval(
             "UPDATE schedules SET next_run_at = now() - $2::interval WHERE id = $1 "
-            "RETURNING next_run_at", schedule_id, ago,
+            "RETURNING next_run_at",
+            schedule_id,
+            ago,
         )
     return slot
 
@@ -62,10 +70,13 @@ async def _row(pool: asyncpg.Pool, schedule_id: int) -> Schedule:
 
 async def _runs(pool: asyncpg.Pool, schedule_id: int) -> list[asyncpg.Record]:
     async with pool.acquire() as connection:
-        return list(await connection.fetch(
-            "SELECT slot, job_id, job_created FROM schedule_runs WHERE schedule_id = $1 "
-            "ORDER BY slot", schedule_id,
-        ))
+        return list(
+            await connection.fetch(
+                "SELECT slot, job_id, job_created FROM schedule_runs WHERE schedule_id = $1 "
+                "ORDER BY slot",
+                schedule_id,
+            )
+        )
 
 
 async def test_a_new_schedule_is_due_at_its_next_slot_after_the_databases_now(
@@ -73,9 +84,16 @@ async def test_a_new_schedule_is_due_at_its_next_slot_after_the_databases_now(
 ) -> None:
     channel_id = await _channel(db)
     async with db.acquire() as connection:
-        row = await schedules.create_schedule(connection, channel_id, " 0 9 * * 1-5", "Europe/Berlin")
+        row = await schedules.create_schedule(
+            connection, channel_id, " 0 9 * * 1-5", "Europe/Berlin"
+        )
         now = await schedule_queries.database_now(connection)
-    assert (row.cron, row.timezone, row.paused, row.last_run_at) == ("0 9 * * 1-5", "Europe/Berlin", False, None)
+    assert (row.cron, row.timezone, row.paused, row.last_run_at) == (
+        "0 9 * * 1-5",
+        "Europe/Berlin",
+        False,
+        None,
+    )
     assert row.next_run_at == parse_schedule("0 9 * * 1-5", "Europe/Berlin").next_after(now)
     local = row.next_run_at.astimezone(ZoneInfo("Europe/Berlin"))
     assert (local.hour, local.minute) == (9, 0) and local.weekday() < 5
@@ -93,7 +111,11 @@ async def test_bad_input_and_unknown_subjects_are_refused(db: asyncpg.Pool) -> N
         assert (refused.value.field, refused.value.code) == ("timezone", "invalid_timezone")
         with pytest.raises(SubjectNotFound, match="no channel with id 999"):
             await schedules.create_schedule(connection, 999, "0 9 * * *", "UTC")
-        for change in (schedules.pause_schedule, schedules.resume_schedule, schedules.delete_schedule):
+        for change in (
+            schedules.pause_schedule,
+            schedules.resume_schedule,
+            schedules.delete_schedule,
+        ):
             with pytest.raises(SubjectNotFound, match="no schedule with id 42"):
                 await change(connection, 42)
         assert await connection.fetchval("SELECT count(*) FROM schedules") == 0
@@ -119,7 +141,11 @@ async def test_after_downtime_a_schedule_catches_up_once_then_waits_for_its_next
     runs = await _runs(db, schedule_id)
     assert [(r["slot"], r["job_created"]) for r in runs] == [(missed, True)]
     # An ordinary coverage digest of the channel: no options, no window.
-    assert job is not None and (job.kind, job.channel_id, job.options) == ("channel", channel_id, {})
+    assert job is not None and (job.kind, job.channel_id, job.options) == (
+        "channel",
+        channel_id,
+        {},
+    )
 
 
 async def test_a_firing_joins_the_channels_active_digest_instead_of_queuing_a_second(
@@ -127,12 +153,16 @@ async def test_a_firing_joins_the_channels_active_digest_instead_of_queuing_a_se
 ) -> None:
     channel_id = await _channel(db)
     async with db.acquire() as connection:
-        active, _ = await jobs.enqueue_job(connection, jobs.JobKind.CHANNEL, channel_id, {}, max_attempts=3)
+        active, _ = await jobs.enqueue_job(
+            connection, jobs.JobKind.CHANNEL, channel_id, {}, max_attempts=3
+        )
     schedule_id = await _create(db, channel_id, "*/5 * * * *")
     await _make_due(db, schedule_id, timedelta(seconds=1))
     assert await _fire(db) == [schedule_id]
     assert (await _row(db, schedule_id)).last_job_id == active.id
-    assert [(r["job_id"], r["job_created"]) for r in await _runs(db, schedule_id)] == [(active.id, False)]
+    assert [(r["job_id"], r["job_created"]) for r in await _runs(db, schedule_id)] == [
+        (active.id, False)
+    ]
     async with db.acquire() as connection:
         assert await connection.fetchval("SELECT count(*) FROM digest_jobs") == 1
 
@@ -187,7 +217,8 @@ async def test_a_schedule_whose_zone_vanished_is_paused_by_the_tick(db: asyncpg.
         # As if the system's zone data had lost the name since the schedule was made.
         await connection.execute(
             "UPDATE schedules SET timezone = 'Gone/Zone', next_run_at = now() - interval '1 minute' "
-            "WHERE id = $1", schedule_id,
+            "WHERE id = $1",
+            schedule_id,
         )
     assert await _fire(db) == []
     row = await _row(db, schedule_id)
@@ -203,7 +234,6 @@ async def test_deleting_the_channel_deletes_its_schedules(db: asyncpg.Pool) -> N
     async with db.acquire() as connection:
         await connection.execute("DELETE FROM channels WHERE id = $1", channel_id)
         assert await schedule_queries.schedules_by_ids(connection, [schedule_id]) == []
-
 
 
 async def test_a_process_running_job_loops_also_ticks_and_one_running_none_does_not(
@@ -245,7 +275,9 @@ async def test_a_schedule_that_cannot_fire_stays_due_and_the_others_fire(db: asy
     async with db.acquire() as connection:
         await connection.execute(
             "INSERT INTO schedule_runs (schedule_id, slot, job_created, fired_by) "
-            "VALUES ($1, $2, false, 'elsewhere')", blocked_id, slot,
+            "VALUES ($1, $2, false, 'elsewhere')",
+            blocked_id,
+            slot,
         )
     assert await _fire(db) == [other_id]
     blocked = await _row(db, blocked_id)

@@ -24,12 +24,17 @@ FILLER = 1_200
 RANGES = 1_050
 
 
-async def _run(pool: asyncpg.Pool, query: str, **variables: Any) -> tuple[dict[str, Any] | None, list[str]]:
+async def _run(
+    pool: asyncpg.Pool, query: str, **variables: Any
+) -> tuple[dict[str, Any] | None, list[str]]:
     result = await build_schema().execute(
-        query, variable_values=variables,
+        query,
+        variable_values=variables,
         context_value=Context(pool=pool, role=Role.READER, config=ApiConfig()),
     )
-    codes = [str((error.extensions or {}).get("code") or error.message) for error in result.errors or []]
+    codes = [
+        str((error.extensions or {}).get("code") or error.message) for error in result.errors or []
+    ]
     return result.data, codes
 
 
@@ -39,11 +44,19 @@ async def _crowded_channel(db: asyncpg.Pool, database_url: str) -> int:
     rows = [Msg(f"a{i}", a, T0 + timedelta(minutes=i), t) for i, (a, t) in enumerate(WINDOW_ONE)]
     channel = await add_channel(db, "crowded", rows)
     assert (await digest_once(db, database_url, channel)).status == "succeeded"
-    filler = [Msg(f"f{i}", "zed", T0 + timedelta(days=1, seconds=i), f"filler {i}") for i in range(FILLER)]
+    filler = [
+        Msg(f"f{i}", "zed", T0 + timedelta(days=1, seconds=i), f"filler {i}") for i in range(FILLER)
+    ]
     await add_channel(db, "crowded", filler)
     ranges = [
-        {"first_message_id": f"f{i}", "last_message_id": f"f{i}", "first_at": T0.isoformat(),
-         "last_at": T0.isoformat(), "message_count": 1, "reason": "window_cap"}
+        {
+            "first_message_id": f"f{i}",
+            "last_message_id": f"f{i}",
+            "first_at": T0.isoformat(),
+            "last_at": T0.isoformat(),
+            "message_count": 1,
+            "reason": "window_cap",
+        }
         for i in range(RANGES)
     ]
     async with db.acquire() as connection:
@@ -74,7 +87,10 @@ async def test_capped_lists_say_how_much_they_left(db: asyncpg.Pool, database_ur
     assert len(appearance["messageIds"]) == 20 and len(appearance["few"]) == 3
     assert len(appearance["all"]) == 1000 and appearance["all"][:3] == appearance["few"]
     topic = data["topics"]["nodes"][0]
-    assert topic["digests"][0]["messageCount"] == total and len(topic["digests"][0]["messageIds"]) == 1000
+    assert (
+        topic["digests"][0]["messageCount"] == total
+        and len(topic["digests"][0]["messageIds"]) == 1000
+    )
     assert topic["conversationCount"] >= len(topic["conversations"])
     coverage_query = """query($d: ID!) { digest(id: $d) { messageCoverage {
       leftOutRangeCount leftOut { firstMessageId } most: leftOut(first: 1000) { firstMessageId } } } }"""
@@ -98,7 +114,9 @@ def appearance_digest(data: dict[str, Any]) -> str:
         "digests(filter: {channelId: $c}, first: 1) { nodes { id } }",
     ],
 )
-async def test_over_the_maximum_is_a_page_size_error(db: asyncpg.Pool, database_url: str, field: str) -> None:
+async def test_over_the_maximum_is_a_page_size_error(
+    db: asyncpg.Pool, database_url: str, field: str
+) -> None:
     channel = global_id(CHANNEL, await _crowded_channel(db, database_url))
     if field.startswith("digests"):  # left-out ranges: read from the digest itself
         data, _ = await _run(db, f"query($c: ID!) {{ {field} }}", c=channel)
@@ -113,7 +131,9 @@ async def test_over_the_maximum_is_a_page_size_error(db: asyncpg.Pool, database_
 
 def _cost_refusal(query: str, role: Role = Role.READER) -> int | None:
     try:
-        admit(build_schema()._schema, GraphQLRequest(query, {}, None, len(query)), role, GateLimits())
+        admit(
+            build_schema()._schema, GraphQLRequest(query, {}, None, len(query)), role, GateLimits()
+        )
     except Refused as refused:
         assert (refused.error.extensions or {})["code"] == "TOO_COMPLEX"
         return int((refused.error.extensions or {})["cost"])
@@ -129,20 +149,34 @@ def test_bounded_lists_are_costed_by_their_bound() -> None:
     )
     assert cost is not None and cost > 10_000_000
     # The nine aliases of pages of message texts: over the limit by the texts' real size.
-    nine = "{ " + " ".join(
-        f'a{i}: messages(filter: {{channelId: "Q2hhbm5lbDox"}}, first: 100) {{ nodes {{ text normalizedText }} }}'
-        for i in range(9)
-    ) + " }"
+    nine = (
+        "{ "
+        + " ".join(
+            f'a{i}: messages(filter: {{channelId: "Q2hhbm5lbDox"}}, first: 100) {{ nodes {{ text normalizedText }} }}'
+            for i in range(9)
+        )
+        + " }"
+    )
     assert (_cost_refusal(nine) or 0) > 20_000
     # What dashboards ask stays within it.
-    assert _cost_refusal('{ messages(filter: {channelId: "Q2hhbm5lbDox"}, first: 50) { nodes { id author text } } }') is None
-    assert _cost_refusal(
-        '{ entities(filter: {channelId: "Q2hhbm5lbDox"}, first: 20) { nodes { items { kind text } '
-        "digests { digestId messageIds } } } }"
-    ) is None
+    assert (
+        _cost_refusal(
+            '{ messages(filter: {channelId: "Q2hhbm5lbDox"}, first: 50) { nodes { id author text } } }'
+        )
+        is None
+    )
+    assert (
+        _cost_refusal(
+            '{ entities(filter: {channelId: "Q2hhbm5lbDox"}, first: 20) { nodes { items { kind text } '
+            "digests { digestId messageIds } } } }"
+        )
+        is None
+    )
 
 
-async def test_an_item_mentioned_by_many_digests_lists_the_latest(db: asyncpg.Pool, database_url: str) -> None:
+async def test_an_item_mentioned_by_many_digests_lists_the_latest(
+    db: asyncpg.Pool, database_url: str
+) -> None:
     """Every digest mentioning a tracked item (one a minute under a schedule) was listed."""
     channel = global_id(CHANNEL, await _crowded_channel(db, database_url))
     async with db.acquire() as connection:
@@ -155,9 +189,12 @@ async def test_an_item_mentioned_by_many_digests_lists_the_latest(db: asyncpg.Po
         await connection.execute(
             "INSERT INTO channel_item_mentions (item_id, digest_id, row_id, position) "
             "SELECT $1, $2, 0, 1000 + n FROM generate_series(1, 150) AS n",
-            item, digest,
+            item,
+            digest,
         )
-        total = await connection.fetchval("SELECT count(*) FROM channel_item_mentions WHERE item_id = $1", item)
+        total = await connection.fetchval(
+            "SELECT count(*) FROM channel_item_mentions WHERE item_id = $1", item
+        )
     query = """query($c: ID!) { trackedItems(filter: {channelId: $c}, first: 100) { nodes { id
       mentionCount mentions { position } all: mentions(last: 100) { position } } } }"""
     data, codes = await _run(db, query, c=channel)
@@ -165,7 +202,11 @@ async def test_an_item_mentioned_by_many_digests_lists_the_latest(db: asyncpg.Po
     node = next(n for n in data["trackedItems"]["nodes"] if n["mentionCount"] == total)
     assert [m["position"] for m in node["mentions"]] == list(range(1141, 1151))
     assert len(node["all"]) == 100 and node["all"][-1]["position"] == 1150
-    _, codes = await _run(db, "query($c: ID!) { trackedItems(filter: {channelId: $c}) { nodes { mentions(last: 101) { position } } } }", c=channel)
+    _, codes = await _run(
+        db,
+        "query($c: ID!) { trackedItems(filter: {channelId: $c}) { nodes { mentions(last: 101) { position } } } }",
+        c=channel,
+    )
     assert set(codes) == {"PAGE_SIZE"}
 
 
@@ -189,7 +230,8 @@ def _console_queries() -> dict[str, str]:
         return text.strip()
 
     return {
-        name: filled(text) for name, text in constants.items()
+        name: filled(text)
+        for name, text in constants.items()
         if re.match(r"(query|mutation)\b", filled(text)) and "${" not in filled(text)
     }
 

@@ -34,11 +34,19 @@ async def test_trigger_report_returns_a_job_whose_report_reads_back_structured(
     db: asyncpg.Pool, database_url: str
 ) -> None:
     ops, document_id = await ops_and_runbook(db)
-    sources = {"channelIds": [global_id(CHANNEL, ops)], "documentIds": [global_id(DOCUMENT, document_id)]}
+    sources = {
+        "channelIds": [global_id(CHANNEL, ops)],
+        "documentIds": [global_id(DOCUMENT, document_id)],
+    }
     done = await _report(db, database_url, "Who approves a database migration rollback?", sources)
     report = done["report"]
     assert report["audit"] == {
-        "proposed": 3, "kept": 3, "dropped": 0, "reAsked": 0, "coverage": 1.0, "sources": 3,
+        "proposed": 3,
+        "kept": 3,
+        "dropped": 0,
+        "reAsked": 0,
+        "coverage": 1.0,
+        "sources": 3,
     }
     ids = [source["id"] for source in report["sources"]]
     assert ids == ["S1", "S2", "S3"] and [s["footnote"] for s in report["sources"]] == [1, 2, 3]
@@ -46,26 +54,33 @@ async def test_trigger_report_returns_a_job_whose_report_reads_back_structured(
         for sentence in section["sentences"]:
             (citation,) = sentence["citations"]
             assert citation["source"]["quote"] == sentence["text"]
-            assert f'{sentence["text"]}[^{citation["footnote"]}]' in report["markdown"]
+            assert f"{sentence['text']}[^{citation['footnote']}]" in report["markdown"]
     kinds = {s["kind"]: s for s in report["sources"]}
     assert kinds["document"]["documentTitle"] == "Runbook" and kinds["document"]["locator"]
     assert kinds["message"]["channelName"] == "ops" and kinds["message"]["revision"] == 1
     cited = kinds["message"]
-    assert cited["revisionText"][cited["charStart"]:cited["charEnd"]] == cited["quote"]
+    assert cited["revisionText"][cited["charStart"] : cited["charEnd"]] == cited["quote"]
     assert cited["revisionText"] != cited["quote"] or cited["charStart"] == 0
     assert kinds["document"]["revisionText"] is None
     assert (await gql(db, NODE, id=report["id"])) == {
-        "node": {"title": report["title"]}, "report": {"title": report["title"]}
+        "node": {"title": report["title"]},
+        "report": {"title": report["title"]},
     }
     again = await _report(db, database_url, "Who approves a database migration rollback?", sources)
     assert again["report"]["id"] == report["id"] and again["stats"]["cacheHit"] is True
     assert again["resultMessage"] == "served from the report cache"
 
     refused = (await gql(db, TRIGGER, q="why?", sources={"channelIds": []}))["triggerReport"]
-    assert refused == {"__typename": "InvalidInputError",
-                       "message": "choose at least one channel or document", "reason": "no_sources"}
-    missing = (await gql(db, TRIGGER, q="why?", sources={"channelIds": [global_id(CHANNEL, 999)]}))
-    assert missing["triggerReport"] == {"__typename": "NotFoundError", "message": "no channel with id 999"}
+    assert refused == {
+        "__typename": "InvalidInputError",
+        "message": "choose at least one channel or document",
+        "reason": "no_sources",
+    }
+    missing = await gql(db, TRIGGER, q="why?", sources={"channelIds": [global_id(CHANNEL, 999)]})
+    assert missing["triggerReport"] == {
+        "__typename": "NotFoundError",
+        "message": "no channel with id 999",
+    }
 
 
 QUESTION = (
@@ -93,7 +108,10 @@ async def test_report_across_two_real_channels_and_a_real_pdf(
     done = await _report(db, database_url, QUESTION, sources)
     report = done["report"]
     assert report["audit"]["coverage"] == 1.0 and report["audit"]["dropped"] == 0
-    assert {s["channelName"] or s["documentTitle"] for s in report["sources"]} >= {"docker", "ubuntu"}
+    assert {s["channelName"] or s["documentTitle"] for s in report["sources"]} >= {
+        "docker",
+        "ubuntu",
+    }
     assert any(s["kind"] == "document" for s in report["sources"])
 
     # Footnotes contiguous from 1, and each quote the exact characters at its locator.
@@ -101,8 +119,13 @@ async def test_report_across_two_real_channels_and_a_real_pdf(
     definitions = re.findall(r"^\[\^(\d+)\]: ", markdown, re.M)
     assert definitions == [str(n) for n in range(1, len(report["sources"]) + 1)]
     # A client places a page locator with the document's pageStarts alone, as the console does.
-    placed = (await gql(db, "query($id: ID!) { document(id: $id) { canonicalText pageStarts } }",
-                        id=global_id(DOCUMENT, document.id)))["document"]
+    placed = (
+        await gql(
+            db,
+            "query($id: ID!) { document(id: $id) { canonicalText pageStarts } }",
+            id=global_id(DOCUMENT, document.id),
+        )
+    )["document"]
     assert placed["canonicalText"] == pdf.canonical_text
     for source in report["sources"]:
         if source["kind"] == "document":

@@ -25,7 +25,8 @@ query($first: Int, $after: String, $last: Int, $before: String, $filter: ReportF
 
 async def _errors(pool: asyncpg.Pool, **variables: Any) -> list[dict[str, Any]]:
     result = await build_schema().execute(
-        LIST, variable_values=variables,
+        LIST,
+        variable_values=variables,
         context_value=Context(pool=pool, role=Role.READER, config=ApiConfig()),
     )
     assert result.errors, result.data
@@ -40,24 +41,34 @@ async def test_reports_page_newest_first_filter_by_source_and_refuse_bad_cursors
     db: asyncpg.Pool, database_url: str
 ) -> None:
     ops, document_id = await ops_and_runbook(db)
-    web = await add_channel(db, "web", messages([
-        ("ann", "The release of the web frontend waits for the design review on Monday."),
-        ("dan", "The design review of the web frontend moved to Tuesday morning."),
-    ]))
+    web = await add_channel(
+        db,
+        "web",
+        messages(
+            [
+                ("ann", "The release of the web frontend waits for the design review on Monday."),
+                ("dan", "The design review of the web frontend moved to Tuesday morning."),
+            ]
+        ),
+    )
     ops_id, web_id = global_id(CHANNEL, ops), global_id(CHANNEL, web)
     doc_id = global_id(DOCUMENT, document_id)
     asked = [
         ("When does the database migration run?", {"channelIds": [ops_id]}),
         ("When is the design review of the web frontend?", {"channelIds": [web_id]}),
-        ("Who approves a database migration rollback?",
-         {"channelIds": [ops_id], "documentIds": [doc_id]}),
+        (
+            "Who approves a database migration rollback?",
+            {"channelIds": [ops_id], "documentIds": [doc_id]},
+        ),
     ]
     made = [(await _report(db, database_url, q, s))["report"]["id"] for q, s in asked]
     newest_first = [q for q, _ in reversed(asked)]
 
     first = (await gql(db, LIST, first=2))["reports"]
     assert _questions(first) == newest_first[:2]
-    assert first["pageInfo"]["hasNextPage"] is True and first["pageInfo"]["hasPreviousPage"] is False
+    assert (
+        first["pageInfo"]["hasNextPage"] is True and first["pageInfo"]["hasPreviousPage"] is False
+    )
     assert [e["node"]["id"] for e in first["edges"]] == made[::-1][:2]
     assert first["edges"][0]["node"]["audit"] == {"coverage": 1.0, "sources": 3}
     rest = (await gql(db, LIST, first=2, after=first["pageInfo"]["endCursor"]))["reports"]

@@ -71,14 +71,25 @@ async def test_create_schedule_returns_it_with_its_next_slot_in_its_zone(db: asy
     made = await _create(db, ops, "0 9 * * 1-5", "Europe/Berlin")
     assert made["__typename"] == "Schedule", made
     assert (made["channelId"], made["channel"], made["cron"], made["timezone"]) == (
-        ops, {"name": "ops"}, "0 9 * * 1-5", "Europe/Berlin")
-    assert (made["paused"], made["lastRunAt"], made["lastJobId"], made["lastJob"]) == (False, None, None, None)
+        ops,
+        {"name": "ops"},
+        "0 9 * * 1-5",
+        "Europe/Berlin",
+    )
+    assert (made["paused"], made["lastRunAt"], made["lastJobId"], made["lastJob"]) == (
+        False,
+        None,
+        None,
+        None,
+    )
     local = datetime.fromisoformat(made["nextRunAt"]).astimezone(ZoneInfo("Europe/Berlin"))
     assert (local.hour, local.minute, local.weekday() < 5) == (9, 0, True)
     assert made["id"] == global_id(SCHEDULE, 1)
 
 
-async def test_bad_cron_zone_or_channel_are_typed_refusals_naming_the_field(db: asyncpg.Pool) -> None:
+async def test_bad_cron_zone_or_channel_are_typed_refusals_naming_the_field(
+    db: asyncpg.Pool,
+) -> None:
     ops, _ = await _two_channels(db)
     cron = await _create(db, ops, "0 25 * * *")
     assert cron["__typename"] == "InvalidInputError"
@@ -88,8 +99,11 @@ async def test_bad_cron_zone_or_channel_are_typed_refusals_naming_the_field(db: 
     assert (zone["__typename"], zone["reason"]) == ("InvalidInputError", "invalid_timezone")
     assert zone["message"].startswith("timezone: 'Berlin' is not an IANA time zone name")
     missing = await _create(db, global_id(CHANNEL, 999), "0 9 * * *")
-    assert missing == {"__typename": "NotFoundError", "message": "no channel with id 999",
-                       "code": "NOT_FOUND"}
+    assert missing == {
+        "__typename": "NotFoundError",
+        "message": "no channel with id 999",
+        "code": "NOT_FOUND",
+    }
     wrong_type = await _create(db, global_id(DIGEST_JOB, 1), "0 9 * * *")
     assert (wrong_type["__typename"], wrong_type["code"]) == ("InvalidInputError", "BAD_ID")
     assert (await gql(db, LIST))["schedules"]["edges"] == []
@@ -102,13 +116,23 @@ async def test_pause_resume_delete_and_not_found(db: asyncpg.Pool) -> None:
     assert paused == {"__typename": "Schedule", "paused": True, "nextRunAt": None}
     resumed = (await gql(db, RESUME, id=schedule))["resumeSchedule"]
     assert resumed["paused"] is False
-    assert datetime.fromisoformat(resumed["nextRunAt"]).astimezone(ZoneInfo("America/New_York")).hour == 6
+    assert (
+        datetime.fromisoformat(resumed["nextRunAt"]).astimezone(ZoneInfo("America/New_York")).hour
+        == 6
+    )
     deleted = (await gql(db, DELETE, id=schedule))["deleteSchedule"]
     assert deleted == {"__typename": "DeletedSchedule", "deletedId": schedule}
     again = (await gql(db, DELETE, id=schedule))["deleteSchedule"]
-    assert again == {"__typename": "NotFoundError", "message": "no schedule with id 1", "code": "NOT_FOUND"}
+    assert again == {
+        "__typename": "NotFoundError",
+        "message": "no schedule with id 1",
+        "code": "NOT_FOUND",
+    }
     assert (await gql(db, CHANGE, id=schedule))["pause"]["__typename"] == "NotFoundError"
-    assert (await gql(db, CHANGE, id=ops))["pause"] == {"__typename": "InvalidInputError", "code": "BAD_ID"}
+    assert (await gql(db, CHANGE, id=ops))["pause"] == {
+        "__typename": "InvalidInputError",
+        "code": "BAD_ID",
+    }
     assert (await gql(db, READ, id=schedule)) == {"schedule": None, "node": None}
 
 
@@ -116,8 +140,10 @@ async def test_schedules_list_newest_first_by_keyset_filtered_by_channel_and_sta
     db: asyncpg.Pool,
 ) -> None:
     ops, web = await _two_channels(db)
-    made = [(await _create(db, channel, cron))["id"]
-            for channel, cron in ((ops, "0 9 * * *"), (web, "0 10 * * *"), (ops, "0 17 * * 5"))]
+    made = [
+        (await _create(db, channel, cron))["id"]
+        for channel, cron in ((ops, "0 9 * * *"), (web, "0 10 * * *"), (ops, "0 17 * * 5"))
+    ]
     first = (await gql(db, LIST, first=2))["schedules"]
     assert [e["node"]["id"] for e in first["edges"]] == made[::-1][:2]
     assert first["pageInfo"]["hasNextPage"] is True
@@ -127,7 +153,9 @@ async def test_schedules_list_newest_first_by_keyset_filtered_by_channel_and_sta
 
     of_ops = (await gql(db, LIST, filter={"channelId": ops}))["schedules"]["edges"]
     assert [(e["node"]["cron"], e["node"]["channel"]["name"]) for e in of_ops] == [
-        ("0 17 * * 5", "ops"), ("0 9 * * *", "ops")]
+        ("0 17 * * 5", "ops"),
+        ("0 9 * * *", "ops"),
+    ]
     await gql(db, CHANGE, id=made[1])
     paused = (await gql(db, LIST, filter={"paused": True}))["schedules"]["edges"]
     assert [e["node"]["id"] for e in paused] == [made[1]]
@@ -147,7 +175,9 @@ async def test_a_fired_schedule_reads_back_its_last_job_and_as_a_node(db: asyncp
     assert fired.job_id is not None
     assert read["schedule"]["lastJobId"] == job["id"] == global_id(DIGEST_JOB, fired.job_id)
     assert (job["kind"], job["status"], job["channelId"]) == ("channel", "QUEUED", ops)
-    assert datetime.fromisoformat(read["schedule"]["lastRunAt"]) > datetime.now(fired.slot.tzinfo) - timedelta(minutes=1)
+    assert datetime.fromisoformat(read["schedule"]["lastRunAt"]) > datetime.now(
+        fired.slot.tzinfo
+    ) - timedelta(minutes=1)
     assert read["node"] == {"__typename": "Schedule", "timezone": "UTC"}
 
 
@@ -156,11 +186,15 @@ async def test_readers_may_list_but_not_change_schedules(db: asyncpg.Pool) -> No
     context = Context(pool=db, role=Role.READER, config=ApiConfig())
     schema = build_schema()
     refused = await schema.execute(
-        CREATE, variable_values={"channel": ops, "cron": "0 9 * * *", "tz": "UTC"},
+        CREATE,
+        variable_values={"channel": ops, "cron": "0 9 * * *", "tz": "UTC"},
         context_value=context,
     )
     assert refused.errors and refused.errors[0].extensions == {"code": "FORBIDDEN"}
     listed = await schema.execute(LIST, context_value=context)
     assert listed.errors is None and listed.data == {
-        "schedules": {"edges": [], "pageInfo": {"hasNextPage": False, "hasPreviousPage": False,
-                                                "endCursor": None}}}
+        "schedules": {
+            "edges": [],
+            "pageInfo": {"hasNextPage": False, "hasPreviousPage": False, "endCursor": None},
+        }
+    }

@@ -12,7 +12,9 @@ from bench._api_statements import statement_counter
 from db.engine import create_pool
 from server.settings import Settings
 
-ITEM_COUNTS = "itemCounts { topics decisions actionItems openQuestions links artifacts knowledgeItems }"
+ITEM_COUNTS = (
+    "itemCounts { topics decisions actionItems openQuestions links artifacts knowledgeItems }"
+)
 
 
 def digests_page(first: int) -> str:
@@ -22,14 +24,18 @@ def digests_page(first: int) -> str:
     )
 
 
-JOB_QUERY = "query Poll($id: ID!) { job(id: $id) { id status phase progress { chunksDone } digestId } }"
+JOB_QUERY = (
+    "query Poll($id: ID!) { job(id: $id) { id status phase progress { chunksDone } digestId } }"
+)
 
 
 async def test_statements_per_request_do_not_grow_with_the_page(
     db: asyncpg.Pool, database_url: str, settings: Settings
 ) -> None:
     job_ids = await seed(database_url, 30)  # 30 digests over 20 channels
-    async with statement_counter(settings.model_copy(update={"digestd_api_tokens": None})) as counter:
+    async with statement_counter(
+        settings.model_copy(update={"digestd_api_tokens": None})
+    ) as counter:
         small = await counter.count(digests_page(5))
         large = await counter.count(digests_page(20))
         job = await counter.count(JOB_QUERY, {"id": str(job_ids[0])})
@@ -50,6 +56,9 @@ async def test_a_released_connection_comes_back_without_the_transaction_left_ope
             await connection.execute("INSERT INTO servers (name) VALUES ('left-open')")
         async with pool.acquire() as connection:
             assert not connection.is_in_transaction()
-            assert await connection.fetchval("SELECT count(*) FROM servers WHERE name = 'left-open'") == 0
+            assert (
+                await connection.fetchval("SELECT count(*) FROM servers WHERE name = 'left-open'")
+                == 0
+            )
     finally:
         await pool.close()

@@ -49,13 +49,21 @@ async def client(db: asyncpg.Pool, settings: Settings) -> AsyncIterator[httpx.As
         update={"digestd_api_tokens": SecretStr(f"reader:{READER},writer:{WRITER}")}
     )
     app = create_app(secured, AppOptions(run_workers=1))
-    async with running_server(app) as base_url, httpx.AsyncClient(base_url=base_url, timeout=60) as http:
+    async with (
+        running_server(app) as base_url,
+        httpx.AsyncClient(base_url=base_url, timeout=60) as http,
+    ):
         yield http
 
 
-async def errors_of(http: httpx.AsyncClient, query: str, variables: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    response = await http.post("/graphql", json={"query": query, "variables": variables or {}},
-                               headers={"Authorization": f"Bearer {READER}"})
+async def errors_of(
+    http: httpx.AsyncClient, query: str, variables: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    response = await http.post(
+        "/graphql",
+        json={"query": query, "variables": variables or {}},
+        headers={"Authorization": f"Bearer {READER}"},
+    )
     errors: list[dict[str, Any]] = response.json().get("errors") or []
     return errors
 
@@ -65,30 +73,47 @@ async def one_of_each(http: httpx.AsyncClient) -> dict[str, dict[str, Any]]:
     for a document digest, its document's latestDigests) shows it to a reader."""
     ingest = """mutation($c: ChannelInput!, $m: [MessageInput!]!) { ingestMessages(channel: $c, messages: $m) {
       ... on IngestResult { channel { id } } } }"""
-    channel_id = (await gql(http, ingest, {"c": {"name": "relay"}, "m": sample_messages()}, WRITER))["ingestMessages"]["channel"]["id"]
+    channel_id = (
+        await gql(http, ingest, {"c": {"name": "relay"}, "m": sample_messages()}, WRITER)
+    )["ingestMessages"]["channel"]["id"]
     trigger = "mutation($id: ID!) { triggerDigest(channelId: $id) { ... on DigestJob { id } } }"
     job = (await gql(http, trigger, {"id": channel_id}, WRITER))["triggerDigest"]
     assert (await poll_job_as_writer(http, job["id"]))["status"] == "SUCCEEDED"
     document = """mutation($t: String!) { ingestDocument(input: {text: $t, title: "notes"}) { ... on Document { id } } }"""
-    text = " ".join(f"Paragraph {i} talks about the release plan and its risks." for i in range(200))
+    text = " ".join(
+        f"Paragraph {i} talks about the release plan and its risks." for i in range(200)
+    )
     document_id = (await gql(http, document, {"t": text}, WRITER))["ingestDocument"]["id"]
     digest_document = """mutation($id: ID!) { triggerDocumentDigest(documentId: $id, query: "release risks") {
       ... on DigestJob { id } ... on InvalidInputError { message } ... on NotFoundError { message } } }"""
-    document_job = (await gql(http, digest_document, {"id": document_id}, WRITER))["triggerDocumentDigest"]
+    document_job = (await gql(http, digest_document, {"id": document_id}, WRITER))[
+        "triggerDocumentDigest"
+    ]
     assert "id" in document_job, document_job
     assert (await poll_job_as_writer(http, document_job["id"]))["status"] == "SUCCEEDED"
 
     f = FIELDS
-    listed = await gql(http, f"""{{
+    listed = await gql(
+        http,
+        f"""{{
       channels(first: 1) {{ nodes {{ {f["Channel"]} }} }}
       messages(filter: {{channelId: "{channel_id}"}}, first: 1) {{ nodes {{ {f["Message"]} }} }}
       digests(first: 1) {{ nodes {{ id }} }}
       knowledgeItems(first: 1) {{ nodes {{ {f["KnowledgeItem"]} }} }}
       digestJobs(first: 1, filter: {{channelId: "{channel_id}"}}) {{ nodes {{ {f["DigestJob"]} }} }}
       documents(first: 1) {{ nodes {{ {f["Document"]} latestDigests(first: 1) {{ {f["DocumentDigest"]} }} }} }}
-    }}""", token=READER)
+    }}""",
+        token=READER,
+    )
     digest_id = listed["digests"]["nodes"][0]["id"]
-    digest = (await gql(http, f'query($id: ID!) {{ digest(id: $id) {{ {f["Digest"]} }} }}', {"id": digest_id}, READER))["digest"]
+    digest = (
+        await gql(
+            http,
+            f"query($id: ID!) {{ digest(id: $id) {{ {f['Digest']} }} }}",
+            {"id": digest_id},
+            READER,
+        )
+    )["digest"]
     document_row = listed["documents"]["nodes"][0]
     found = {
         "Channel": listed["channels"]["nodes"][0],
@@ -116,48 +141,82 @@ async def test_node_round_trips_every_type_and_nodes_keeps_order(client: httpx.A
     for type_name, shown in found.items():
         assert re.fullmatch(r"[A-Za-z0-9+/]+=*", shown["id"]), shown
         assert base64.b64decode(shown["id"]).decode().startswith(f"{type_name}:")
-        query = f'query($id: ID!) {{ node(id: $id) {{ __typename ... on {type_name} {{ {FIELDS[type_name]} }} }} }}'
+        query = f"query($id: ID!) {{ node(id: $id) {{ __typename ... on {type_name} {{ {FIELDS[type_name]} }} }} }}"
         node = (await gql(client, query, {"id": shown["id"]}, READER))["node"]
         assert node == {"__typename": type_name, **shown}, type_name
 
     # Reference fields are global ids too: each one goes back into node() as its type.
     references = [
-        (found["Message"]["channelId"], "Channel"), (found["Digest"]["channelId"], "Channel"),
-        (found["Digest"]["jobId"], "DigestJob"), (found["KnowledgeItem"]["digestId"], "Digest"),
-        (found["DigestJob"]["digestId"], "Digest"), (found["DocumentDigest"]["documentId"], "Document"),
+        (found["Message"]["channelId"], "Channel"),
+        (found["Digest"]["channelId"], "Channel"),
+        (found["Digest"]["jobId"], "DigestJob"),
+        (found["KnowledgeItem"]["digestId"], "Digest"),
+        (found["DigestJob"]["digestId"], "Digest"),
+        (found["DocumentDigest"]["documentId"], "Document"),
         (found["DocumentDigest"]["jobId"], "DigestJob"),
     ]
     for reference, type_name in references:
-        node = (await gql(client, "query($id: ID!) { node(id: $id) { __typename id } }", {"id": reference}, READER))["node"]
+        node = (
+            await gql(
+                client,
+                "query($id: ID!) { node(id: $id) { __typename id } }",
+                {"id": reference},
+                READER,
+            )
+        )["node"]
         assert node == {"__typename": type_name, "id": reference}
 
     # The light form of a digest names the same node as the full form.
-    listed = (await gql(client, "{ digests { nodes { id __typename } } }", token=READER))["digests"]["nodes"][0]
+    listed = (await gql(client, "{ digests { nodes { id __typename } } }", token=READER))[
+        "digests"
+    ]["nodes"][0]
     assert listed == {"id": found["Digest"]["id"], "__typename": "DigestSummary"}
 
-    wanted = [found["Document"]["id"], gid("Channel", 999_999), found["Channel"]["id"], found["Message"]["id"]]
-    nodes = (await gql(client, "query($ids: [ID!]!) { nodes(ids: $ids) { __typename id } }", {"ids": wanted}, READER))["nodes"]
+    wanted = [
+        found["Document"]["id"],
+        gid("Channel", 999_999),
+        found["Channel"]["id"],
+        found["Message"]["id"],
+    ]
+    nodes = (
+        await gql(
+            client,
+            "query($ids: [ID!]!) { nodes(ids: $ids) { __typename id } }",
+            {"ids": wanted},
+            READER,
+        )
+    )["nodes"]
     assert nodes == [
-        {"__typename": "Document", "id": wanted[0]}, None,
-        {"__typename": "Channel", "id": wanted[2]}, {"__typename": "Message", "id": wanted[3]},
+        {"__typename": "Document", "id": wanted[0]},
+        None,
+        {"__typename": "Channel", "id": wanted[2]},
+        {"__typename": "Message", "id": wanted[3]},
     ]
 
     # Legacy numeric ids, for one release, in the single-object fields and id arguments.
     legacy = {
-        "channel": ("Channel", found["Channel"]["id"]), "digest": ("Digest", found["Digest"]["id"]),
-        "job": ("DigestJob", found["DigestJob"]["id"]), "document": ("Document", found["Document"]["id"]),
+        "channel": ("Channel", found["Channel"]["id"]),
+        "digest": ("Digest", found["Digest"]["id"]),
+        "job": ("DigestJob", found["DigestJob"]["id"]),
+        "document": ("Document", found["Document"]["id"]),
         "documentDigest": ("DocumentDigest", found["DocumentDigest"]["id"]),
     }
     for field, (_type_name, global_id) in legacy.items():
         pk = str(row_id(global_id))
         by_legacy = (await gql(client, f'{{ {field}(id: "{pk}") {{ id }} }}', token=READER))[field]
-        by_global = (await gql(client, f'{{ {field}(id: "{global_id}") {{ id }} }}', token=READER))[field]
+        by_global = (await gql(client, f'{{ {field}(id: "{global_id}") {{ id }} }}', token=READER))[
+            field
+        ]
         assert by_legacy == by_global == {"id": global_id}, field
     channel_pk = str(row_id(found["Channel"]["id"]))
-    filtered = await gql(client, f'{{ a: digests(filter: {{channelId: "{channel_pk}"}}) {{ nodes {{ id }} }} '
-                                 f'b: digests(filter: {{channelId: "{found["Channel"]["id"]}"}}) {{ nodes {{ id }} }} }}', token=READER)
+    filtered = await gql(
+        client,
+        f'{{ a: digests(filter: {{channelId: "{channel_pk}"}}) {{ nodes {{ id }} }} '
+        f'b: digests(filter: {{channelId: "{found["Channel"]["id"]}"}}) {{ nodes {{ id }} }} }}',
+        token=READER,
+    )
     assert filtered["a"] == filtered["b"] == {"nodes": [{"id": found["Digest"]["id"]}]}
-    trigger = 'mutation($id: ID!) { triggerDigest(channelId: $id) { __typename ... on DigestJob { channelId } } }'
+    trigger = "mutation($id: ID!) { triggerDigest(channelId: $id) { __typename ... on DigestJob { channelId } } }"
     again = (await gql(client, trigger, {"id": channel_pk}, WRITER))["triggerDigest"]
     assert again == {"__typename": "DigestJob", "channelId": found["Channel"]["id"]}
 
@@ -165,38 +224,80 @@ async def test_node_round_trips_every_type_and_nodes_keeps_order(client: httpx.A
 async def test_bad_and_wrong_type_ids_are_bad_id(client: httpx.AsyncClient) -> None:
     channel = gid("Channel", 1)
     cases = [
-        ('query($id: ID!) { digest(id: $id) { id } }', {"id": channel}, "names a Channel, not a Digest"),
-        ('query($id: ID!) { job(id: $id) { id } }', {"id": gid("Digest", 1)}, "not a DigestJob"),
-        ('query($id: ID!) { digests(filter: {channelId: $id}) { nodes { id } } }', {"id": gid("Message", 1)}, "not a Channel"),
-        ('query($id: ID!) { node(id: $id) { id } }', {"id": "1"}, "not an id this API produced"),  # legacy ids name no type
-        ('query($id: ID!) { node(id: $id) { id } }', {"id": gid("Server", 1)}, "not an id this API produced"),
-        ('query($id: ID!) { node(id: $id) { id } }', {"id": gid("Channel", 1).rstrip("=") + "\n"}, "not an id"),
+        (
+            "query($id: ID!) { digest(id: $id) { id } }",
+            {"id": channel},
+            "names a Channel, not a Digest",
+        ),
+        ("query($id: ID!) { job(id: $id) { id } }", {"id": gid("Digest", 1)}, "not a DigestJob"),
+        (
+            "query($id: ID!) { digests(filter: {channelId: $id}) { nodes { id } } }",
+            {"id": gid("Message", 1)},
+            "not a Channel",
+        ),
+        (
+            "query($id: ID!) { node(id: $id) { id } }",
+            {"id": "1"},
+            "not an id this API produced",
+        ),  # legacy ids name no type
+        (
+            "query($id: ID!) { node(id: $id) { id } }",
+            {"id": gid("Server", 1)},
+            "not an id this API produced",
+        ),
+        (
+            "query($id: ID!) { node(id: $id) { id } }",
+            {"id": gid("Channel", 1).rstrip("=") + "\n"},
+            "not an id",
+        ),
         # One node, one id: another base64 spelling of "Channel:1" (or of "Channel:01") is no id.
-        ('query($id: ID!) { node(id: $id) { id } }', {"id": "Q2hhbm5lbDox" + "=="}, "not an id"),
-        ('query($id: ID!) { node(id: $id) { id } }', {"id": "Q2hhbm5lbDoxMh=="}, "not an id"),  # "Channel:12" with stray padding bits
-        ('query($id: ID!) { node(id: $id) { id } }', {"id": base64.b64encode(b"Channel:01").decode()}, "not an id"),
-        ('query($ids: [ID!]!) { nodes(ids: $ids) { id } }', {"ids": [channel, "garbage"]}, "not an id"),
+        ("query($id: ID!) { node(id: $id) { id } }", {"id": "Q2hhbm5lbDox" + "=="}, "not an id"),
+        (
+            "query($id: ID!) { node(id: $id) { id } }",
+            {"id": "Q2hhbm5lbDoxMh=="},
+            "not an id",
+        ),  # "Channel:12" with stray padding bits
+        (
+            "query($id: ID!) { node(id: $id) { id } }",
+            {"id": base64.b64encode(b"Channel:01").decode()},
+            "not an id",
+        ),
+        (
+            "query($ids: [ID!]!) { nodes(ids: $ids) { id } }",
+            {"ids": [channel, "garbage"]},
+            "not an id",
+        ),
     ]
     writer = {"Authorization": f"Bearer {WRITER}"}
     for query, variables, message in cases:
-        response = await client.post("/graphql", json={"query": query, "variables": variables}, headers=writer)
+        response = await client.post(
+            "/graphql", json={"query": query, "variables": variables}, headers=writer
+        )
         errors = response.json().get("errors")
         assert errors, (variables, response.json())
         assert len(errors) == 1 and errors[0]["extensions"]["code"] == "BAD_ID", (variables, errors)
         assert message in errors[0]["message"], (variables, errors)
     # A mutation answers a wrong-type id with its typed error, code BAD_ID (docs/api-errors.md).
-    trigger = 'mutation($id: ID!) { triggerDigest(channelId: $id) { __typename ... on InvalidInputError { code message } } }'
-    typed = await client.post("/graphql", json={"query": trigger, "variables": {"id": gid("Document", 1)}}, headers=writer)
+    trigger = "mutation($id: ID!) { triggerDigest(channelId: $id) { __typename ... on InvalidInputError { code message } } }"
+    typed = await client.post(
+        "/graphql", json={"query": trigger, "variables": {"id": gid("Document", 1)}}, headers=writer
+    )
     assert "errors" not in typed.json(), typed.json()
     refused = typed.json()["data"]["triggerDigest"]
     assert refused["__typename"] == "InvalidInputError" and refused["code"] == "BAD_ID", refused
     assert "not a Channel" in refused["message"], refused
-    too_many = await errors_of(client, 'query($ids: [ID!]!) { nodes(ids: $ids) { id } }', {"ids": [channel] * 101})
+    too_many = await errors_of(
+        client, "query($ids: [ID!]!) { nodes(ids: $ids) { id } }", {"ids": [channel] * 101}
+    )
     assert too_many[0]["extensions"]["code"] == "PAGE_SIZE"
 
 
-async def test_messages_page_backward_as_forward_reversed(client: httpx.AsyncClient, db: asyncpg.Pool) -> None:
-    channel_pk = await add_channel(db, "paged", messages([("a", f"message {i}") for i in range(45)]))
+async def test_messages_page_backward_as_forward_reversed(
+    client: httpx.AsyncClient, db: asyncpg.Pool
+) -> None:
+    channel_pk = await add_channel(
+        db, "paged", messages([("a", f"message {i}") for i in range(45)])
+    )
     channel = gid("Channel", channel_pk)
     query = """query($c: ID!, $first: Int, $after: String, $last: Int, $before: String) {
       messages(filter: {channelId: $c}, first: $first, after: $after, last: $last, before: $before) {
@@ -204,9 +305,14 @@ async def test_messages_page_backward_as_forward_reversed(client: httpx.AsyncCli
         pageInfo { hasNextPage hasPreviousPage startCursor endCursor } } }"""
 
     async def page(**args: Any) -> dict[str, Any]:
-        result: dict[str, Any] = (await gql(client, query, {"c": channel, **args}, READER))["messages"]
+        result: dict[str, Any] = (await gql(client, query, {"c": channel, **args}, READER))[
+            "messages"
+        ]
         info = result["pageInfo"]
-        assert info["startCursor"] == result["edges"][0]["cursor"] and info["endCursor"] == result["edges"][-1]["cursor"]
+        assert (
+            info["startCursor"] == result["edges"][0]["cursor"]
+            and info["endCursor"] == result["edges"][-1]["cursor"]
+        )
         assert result["totalCount"] == 45 and isinstance(result["totalCountEstimate"], int)
         return result
 
@@ -245,15 +351,37 @@ async def test_messages_page_backward_as_forward_reversed(client: httpx.AsyncCli
     third_start = forward[2]["pageInfo"]["startCursor"]
     assert (await page(last=10, before=third_start))["edges"] == forward[1]["edges"]
     # after and before together bound the range from both sides.
-    between = await page(first=100, after=forward[0]["pageInfo"]["endCursor"], before=forward[2]["pageInfo"]["startCursor"])
+    between = await page(
+        first=100,
+        after=forward[0]["pageInfo"]["endCursor"],
+        before=forward[2]["pageInfo"]["startCursor"],
+    )
     assert between["edges"] == forward[1]["edges"]
     assert between["pageInfo"]["hasPreviousPage"] and between["pageInfo"]["hasNextPage"]
     # Past either end: an empty page with no cursors.
-    empty = (await gql(client, query, {"c": channel, "last": 5, "before": forward[0]["edges"][0]["cursor"]}, READER))["messages"]
+    empty = (
+        await gql(
+            client,
+            query,
+            {"c": channel, "last": 5, "before": forward[0]["edges"][0]["cursor"]},
+            READER,
+        )
+    )["messages"]
     assert empty["edges"] == [] and empty["pageInfo"] == {
-        "hasNextPage": True, "hasPreviousPage": False, "startCursor": None, "endCursor": None}
+        "hasNextPage": True,
+        "hasPreviousPage": False,
+        "startCursor": None,
+        "endCursor": None,
+    }
 
-    windowed = (await gql(client, 'query($c: ID!) { messages(filter: {channelId: $c, since: "2000-01-01T00:00:00Z"}) { totalCount } }', {"c": channel}, READER))["messages"]
+    windowed = (
+        await gql(
+            client,
+            'query($c: ID!) { messages(filter: {channelId: $c, since: "2000-01-01T00:00:00Z"}) { totalCount } }',
+            {"c": channel},
+            READER,
+        )
+    )["messages"]
     assert windowed["totalCount"] is None  # not counted where no index makes it cheap
 
 
@@ -261,13 +389,32 @@ async def test_paging_arguments_are_checked(client: httpx.AsyncClient, db: async
     channel = gid("Channel", await add_channel(db, "c", messages([("a", "x")])))
     other_list = pages.KeysetCursor("digests", datetime.now(UTC), 1).encode()
     cases = [
-        ('{ digests(first: 5, last: 5) { nodes { id } } }', {}, "PAGE_SIZE", "not both"),
-        ('{ digests(last: 0) { nodes { id } } }', {}, "PAGE_SIZE", "last must be between 1 and 100"),
-        ('{ digests(first: 101) { nodes { id } } }', {}, "PAGE_SIZE", "first must be between 1 and 100"),
-        ('{ digests(last: 3, before: "garbage") { nodes { id } } }', {}, "BAD_CURSOR", "invalid cursor"),
+        ("{ digests(first: 5, last: 5) { nodes { id } } }", {}, "PAGE_SIZE", "not both"),
+        (
+            "{ digests(last: 0) { nodes { id } } }",
+            {},
+            "PAGE_SIZE",
+            "last must be between 1 and 100",
+        ),
+        (
+            "{ digests(first: 101) { nodes { id } } }",
+            {},
+            "PAGE_SIZE",
+            "first must be between 1 and 100",
+        ),
+        (
+            '{ digests(last: 3, before: "garbage") { nodes { id } } }',
+            {},
+            "BAD_CURSOR",
+            "invalid cursor",
+        ),
         ('{ documents(after: "garbage") { nodes { id } } }', {}, "BAD_CURSOR", "invalid cursor"),
-        ('query($c: ID!, $b: String) { messages(filter: {channelId: $c}, last: 2, before: $b) { nodes { id } } }',
-         {"c": channel, "b": other_list}, "BAD_CURSOR", "belongs to digests"),
+        (
+            "query($c: ID!, $b: String) { messages(filter: {channelId: $c}, last: 2, before: $b) { nodes { id } } }",
+            {"c": channel, "b": other_list},
+            "BAD_CURSOR",
+            "belongs to digests",
+        ),
     ]
     for query, variables, code, message in cases:
         errors = await errors_of(client, query, variables)
@@ -285,7 +432,11 @@ async def test_descending_lists_page_backward_too(db: asyncpg.Pool) -> None:
         )
         whole = await pages.fetch_page(connection, pages.DIGESTS, {}, first=100)
         ids = [row.id for row in whole.rows]
-        assert ids == sorted(ids, reverse=True) and not whole.has_next_page and not whole.has_previous_page
+        assert (
+            ids == sorted(ids, reverse=True)
+            and not whole.has_next_page
+            and not whole.has_previous_page
+        )
         seen: list[list[int]] = []
         before = None
         while True:
@@ -313,18 +464,35 @@ async def test_nodes_are_loaded_in_one_batch_per_type(
 
     monkeypatch.setattr(channel_queries, "channels_by_ids", counted)
     ids = [gid("Channel", pk) for pk in reversed(pks)]
-    nodes = (await gql(client, "query($ids: [ID!]!) { nodes(ids: $ids) { id } }", {"ids": ids}, READER))["nodes"]
+    nodes = (
+        await gql(client, "query($ids: [ID!]!) { nodes(ids: $ids) { id } }", {"ids": ids}, READER)
+    )["nodes"]
     assert [n["id"] for n in nodes] == ids
     assert len(calls) == 1 and sorted(calls[0]) == sorted(pks)
 
 
 def test_no_offset_anywhere_in_the_sql() -> None:
     """Keyset pages only: no OFFSET in any SQL the service runs, nor in the page queries."""
-    sources = [*REPO_ROOT.joinpath("db").rglob("*.py"), *REPO_ROOT.joinpath("db").rglob("*.sql"), *REPO_ROOT.joinpath("schema").rglob("*.py")]
-    offenders = [str(p) for p in sources if re.search(r"\bOFFSET\b", p.read_text(encoding="utf-8"), re.IGNORECASE)]
+    sources = [
+        *REPO_ROOT.joinpath("db").rglob("*.py"),
+        *REPO_ROOT.joinpath("db").rglob("*.sql"),
+        *REPO_ROOT.joinpath("schema").rglob("*.py"),
+    ]
+    offenders = [
+        str(p)
+        for p in sources
+        if re.search(r"\bOFFSET\b", p.read_text(encoding="utf-8"), re.IGNORECASE)
+    ]
     assert offenders == []
     cursor = pages.KeysetCursor("messages", datetime.now(UTC), 1)
-    for spec in (pages.MESSAGES, pages.DIGESTS, pages.JOBS, pages.CHANNELS, pages.DOCUMENTS, pages.KNOWLEDGE_ITEMS):
+    for spec in (
+        pages.MESSAGES,
+        pages.DIGESTS,
+        pages.JOBS,
+        pages.CHANNELS,
+        pages.DOCUMENTS,
+        pages.KNOWLEDGE_ITEMS,
+    ):
         for from_end in (False, True):
             sql, _ = pages.build_page_query(spec, {}, cursor, 10, before=cursor, from_end=from_end)
             assert "OFFSET" not in sql.upper() and "LIMIT" in sql

@@ -68,8 +68,10 @@ def test_slack_style_mentions_and_abbreviated_nicks_address_an_earlier_author() 
 
 def test_a_sigil_before_a_name_still_names_the_author() -> None:
     state = ChannelState()
-    for message in [say("halgeir", 0, "how do I install a .deb I downloaded?"),
-                    say("bitmastro", 1, "#halgeir sudo dpkg -i package.deb")]:
+    for message in [
+        say("halgeir", 0, "how do I install a .deb I downloaded?"),
+        say("bitmastro", 1, "#halgeir sudo dpkg -i package.deb"),
+    ]:
         seen = state.read(message)
         state.commit(None)
     assert seen.mentions == {"halgeir"}
@@ -93,7 +95,9 @@ def test_explicit_reply_wins_over_the_model() -> None:
 
 def test_system_notices_answer_nothing_and_are_never_answered() -> None:
     channel = [
-        say("alice", 0, "anyone around?"), join(0.1), say("bob", 0.2, "alice: yes, what is up?")
+        say("alice", 0, "anyone around?"),
+        join(0.1),
+        say("bob", 0.2, "alice: yes, what is up?"),
     ]
     parents = link(channel)
     assert parents[1] is None and parents[2] == 0

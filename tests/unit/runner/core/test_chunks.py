@@ -54,7 +54,13 @@ def test_texts_short_enough_to_skip_counting_really_fit() -> None:
     budget = 300
     text_budget = budget - 48  # the line overhead chunking reserves
     length = text_budget // 5
-    worst = ("&" * length, "𝔘" * length, "ꙮ" * length, "<>" * (length // 2), "\x00a" * (length // 2))
+    worst = (
+        "&" * length,
+        "𝔘" * length,
+        "ꙮ" * length,
+        "<>" * (length // 2),
+        "\x00a" * (length // 2),
+    )
     for text in worst:
         chunks = chunk_messages([msg(0, text)], budget)
         assert len(chunks) == 1 and len(chunks[0].parts) == 1
@@ -62,8 +68,13 @@ def test_texts_short_enough_to_skip_counting_really_fit() -> None:
 
 
 def _threaded(i: int, conversation: str, words: int) -> WindowMessage:
-    return WindowMessage(f"m{i}", "ann", datetime(2024, 1, 1, tzinfo=UTC) + timedelta(minutes=i),
-                         " ".join(["word"] * words), conversation=conversation)
+    return WindowMessage(
+        f"m{i}",
+        "ann",
+        datetime(2024, 1, 1, tzinfo=UTC) + timedelta(minutes=i),
+        " ".join(["word"] * words),
+        conversation=conversation,
+    )
 
 
 def test_a_conversation_that_fits_an_empty_chunk_is_never_split() -> None:
@@ -74,8 +85,9 @@ def test_a_conversation_that_fits_an_empty_chunk_is_never_split() -> None:
     chunks = chunk_messages(a + b, budget)
     assert [chunk.message_ids for chunk in chunks] == [["m0", "m1", "m2"], ["m10", "m11", "m12"]]
     # Without conversations the same messages are packed greedily, splitting b.
-    plain = chunk_messages([WindowMessage(m.message_id, m.author, m.ts, m.normalized_text)
-                            for m in a + b], budget)
+    plain = chunk_messages(
+        [WindowMessage(m.message_id, m.author, m.ts, m.normalized_text) for m in a + b], budget
+    )
     assert [chunk.message_ids for chunk in plain] == [["m0", "m1", "m2", "m10"], ["m11", "m12"]]
 
 
@@ -85,4 +97,7 @@ def test_a_conversation_bigger_than_a_chunk_is_split_between_its_messages() -> N
     chunks = chunk_messages([_threaded(100, "short", 40), *long], line_tokens * 4)
     # The long one starts where the short one ends, and every chunk is full but the last.
     assert [len(chunk.message_ids) for chunk in chunks] == [4, 4, 2]
-    assert [m for chunk in chunks for m in chunk.message_ids] == ["m100", *[f"m{i}" for i in range(9)]]
+    assert [m for chunk in chunks for m in chunk.message_ids] == [
+        "m100",
+        *[f"m{i}" for i in range(9)],
+    ]

@@ -20,13 +20,20 @@ VALID_SUMMARY = {
     "chunk_summary": "ok",
     "signal_quality": {"level": "low", "reason": "little"},
     "knowledge_items": [
-        {"key": "K1", "kind": "config", "title": "t", "context_version": "v2",
-         "content_pointer": {"message_id": "1", "char_start": 0, "char_end": 3, "quote": "abc"}}
+        {
+            "key": "K1",
+            "kind": "config",
+            "title": "t",
+            "context_version": "v2",
+            "content_pointer": {"message_id": "1", "char_start": 0, "char_end": 3, "quote": "abc"},
+        }
     ],
 }
 
 
-@pytest.mark.parametrize(("name", "model"), [(CHUNK_SUMMARY_TOOL, ChunkSummary), (DIGEST_TOOL, Digest)])
+@pytest.mark.parametrize(
+    ("name", "model"), [(CHUNK_SUMMARY_TOOL, ChunkSummary), (DIGEST_TOOL, Digest)]
+)
 def test_tool_schema_is_the_model_schema(name: str, model: type) -> None:
     tool = tool_schema(name)
     assert tool["type"] == "function"
@@ -47,8 +54,12 @@ def _documents() -> list[object]:
         dict(VALID_SUMMARY, action_items=[{"text": "ship", "message_ids": []}]),
         dict(VALID_SUMMARY, action_items=[{"text": "ship", "message_ids": ["1"], "extra": 1}]),
         dict(VALID_SUMMARY, knowledge_items=[dict(item, content_pointer=None)]),
-        dict(VALID_SUMMARY, knowledge_items=[dict(item, content_pointer=dict(pointer, quote=None))]),
-        dict(VALID_SUMMARY, knowledge_items=[dict(item, content_pointer=dict(pointer, char_end=0))]),
+        dict(
+            VALID_SUMMARY, knowledge_items=[dict(item, content_pointer=dict(pointer, quote=None))]
+        ),
+        dict(
+            VALID_SUMMARY, knowledge_items=[dict(item, content_pointer=dict(pointer, char_end=0))]
+        ),
         dict(VALID_SUMMARY, knowledge_items=[dict(item, kind="opinion")]),
         dict(VALID_SUMMARY, knowledge_items=[dict(item, supersedes_id="x" * 41)]),
         dict(VALID_SUMMARY, signal_quality={"level": "high"}),
@@ -58,7 +69,9 @@ def _documents() -> list[object]:
 
 
 @pytest.mark.parametrize("model", [ChunkSummary, Digest])
-def test_the_compact_schema_accepts_exactly_what_pydantics_schema_accepts(model: type[BaseModel]) -> None:
+def test_the_compact_schema_accepts_exactly_what_pydantics_schema_accepts(
+    model: type[BaseModel],
+) -> None:
     compact = jsonschema.Draft202012Validator(model_schema(model))
     full = jsonschema.Draft202012Validator(model.model_json_schema())
     verdicts = [(compact.is_valid(doc), full.is_valid(doc)) for doc in _documents()]
@@ -81,8 +94,16 @@ def test_schema_and_model_agree_on_limits() -> None:
     validator = jsonschema.Draft202012Validator(schema)
     assert not list(validator.iter_errors(VALID_SUMMARY))
     ChunkSummary.model_validate(VALID_SUMMARY)
-    limits = {"topics": 6, "decisions": 5, "action_items": 8, "open_questions": 6, "links": 15,
-              "artifacts": 10, "knowledge_items": 15, "notable_message_ids": 10}
+    limits = {
+        "topics": 6,
+        "decisions": 5,
+        "action_items": 8,
+        "open_questions": 6,
+        "links": 15,
+        "artifacts": 10,
+        "knowledge_items": 15,
+        "notable_message_ids": 10,
+    }
     for field, limit in limits.items():
         assert schema["properties"][field]["maxItems"] == limit
     assert schema["properties"]["chunk_summary"]["maxLength"] == 1200

@@ -31,7 +31,11 @@ def _json_round_trip(stored: dict[str, Any]) -> dict[str, Any]:
         {"chunk_tokens": 800},
         {"since": "2025-03-11T00:00:00+00:00"},
         {"until": "2025-03-12T09:30:00+00:00"},
-        {"chunk_tokens": 400, "since": "2025-03-11T00:00:00+00:00", "until": "2025-03-12T00:00:00+00:00"},
+        {
+            "chunk_tokens": 400,
+            "since": "2025-03-11T00:00:00+00:00",
+            "until": "2025-03-12T00:00:00+00:00",
+        },
     ],
 )
 def test_a_stored_channel_job_reads_back_and_writes_the_same_json(stored: dict[str, Any]) -> None:
@@ -67,7 +71,10 @@ def test_a_triggered_channel_job_stores_what_the_dict_builder_stored() -> None:
 
 def test_document_options_round_trip() -> None:
     # As db.documents.trigger_document_digest writes them.
-    stored = {"query": "what changed in the API?", "query_hash": query_hash("what changed in the API?")}
+    stored = {
+        "query": "what changed in the API?",
+        "query_hash": query_hash("what changed in the API?"),
+    }
     options = DocumentDigestOptions.parse(stored)
     assert options.query == stored["query"] and options.query_hash == stored["query_hash"]
     assert options.stored() == stored
@@ -79,7 +86,10 @@ def _legacy_report_options(
 ) -> dict[str, Any]:
     """The report options as they were built from a dict before the typed model."""
     options: dict[str, Any] = {
-        "question": question, "channel_ids": channel_ids, "document_ids": document_ids, **window,
+        "question": question,
+        "channel_ids": channel_ids,
+        "document_ids": document_ids,
+        **window,
     }
     options["request_hash"] = query_hash(json.dumps(options, sort_keys=True))
     return options

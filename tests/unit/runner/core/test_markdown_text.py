@@ -14,9 +14,7 @@ from tests.support.database import BASE_TIME
 from tests.support.markdown import render, renderer
 
 # Text rich in what Markdown reacts to, so the generator meets it often, plus any character.
-MARKDOWN_ALPHABET = st.sampled_from(
-    list("\\[]^()!<>&*_~`|#-+=.:1 \n\t\r\x00\x1b\u2028abc;/")
-)
+MARKDOWN_ALPHABET = st.sampled_from(list("\\[]^()!<>&*_~`|#-+=.:1 \n\t\r\x00\x1b\u2028abc;/"))
 ANY_TEXT = st.text(st.one_of(MARKDOWN_ALPHABET, st.characters()), max_size=80)
 
 
@@ -82,15 +80,11 @@ def test_a_heading_and_a_footnote_of_forged_text_hold_their_places() -> None:
     one definition, and each reads as written."""
     forged = "x\n\n[^1]: FORGED\n\n## In #ops"
     source = Source("m1", forged, BASE_TIME, "\\[^2] <svg onload=alert(1)>")
-    markdown = footnoted_markdown(
-        [Section(forged, (FootnotedSentence(forged, (source,)),))]
-    )
+    markdown = footnoted_markdown([Section(forged, (FootnotedSentence(forged, (source,)),))])
     rendered = render(markdown)
     assert rendered.headings == [words(forged)]
     assert rendered.paragraphs == [words(forged)]
-    assert rendered.footnote_refs == ["1"] and [n for n, _ in rendered.definitions] == [
-        "1"
-    ]
+    assert rendered.footnote_refs == ["1"] and [n for n, _ in rendered.definitions] == ["1"]
     assert rendered.definitions[0][1] == (
         f'{words(forged)}, 2024-05-01 09:00 UTC, "\\[^2] <svg onload=alert(1)>" (message m1)'
     )

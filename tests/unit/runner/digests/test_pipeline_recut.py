@@ -103,8 +103,9 @@ async def test_chunks_that_do_not_fit_are_cut_again_without_gaps_or_repeats() ->
 
 
 async def test_chunks_before_the_first_refused_one_are_kept() -> None:
-    window = make_window([f"message {i}: the rollout of region {i % 5} is paused " * 6
-                          for i in range(120)])
+    window = make_window(
+        [f"message {i}: the rollout of region {i % 5} is paused " * 6 for i in range(120)]
+    )
     extractor = SmallModelExtractor(limit=900, first_ok=2)
     result = await run_pipeline(window, extractor, chunk_tokens=3000, concurrency=1)
     assert extractor.refused == 1 and result.failed_chunks == []

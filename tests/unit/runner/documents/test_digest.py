@@ -156,7 +156,9 @@ def test_config_shapes_the_evidence() -> None:
     )
     assert none.payload.evidence_snippets == []
     short = digest_document_offline(
-        document, "latency", source_id="s",
+        document,
+        "latency",
+        source_id="s",
         config=DigestConfig(max_evidence_snippets=2, evidence_max_chars=150),
     )
     assert len(short.payload.evidence_snippets) == 2

@@ -24,7 +24,10 @@ def _sentences(count: int, word: str = "alpha") -> str:
 
 def test_terms_drop_stopwords_and_match_whole_tokens() -> None:
     assert query_terms("What is the role of AI in maintaining systems?") == [
-        "role", "ai", "maintaining", "system",
+        "role",
+        "ai",
+        "maintaining",
+        "system",
     ]
     assert "ai" not in tokens("We maintain the daily build.")
     assert tokens("ﬁle budgets, error-budgets") == ["file", "budget", "error", "budget"]
@@ -106,8 +109,13 @@ def test_ties_break_by_position_then_length() -> None:
 
 def test_short_query_falls_back_to_positional_evidence() -> None:
     text = "\n\n".join(
-        [_sentences(7, "intro"), "Methods", _sentences(6, "method"), _sentences(6, "middle"),
-         _sentences(6, "conclusion")]
+        [
+            _sentences(7, "intro"),
+            "Methods",
+            _sentences(6, "method"),
+            _sentences(6, "middle"),
+            _sentences(6, "conclusion"),
+        ]
     )
     chunks = chunk_document(text)
     for query in ("", "what is it about?", "the of and"):

@@ -32,9 +32,7 @@ from runner.documents.payload import (
 from tests.support.paths import REPO_ROOT
 
 SPECIFICATIONS = REPO_ROOT.parent / "shared" / "seeds"
-SCHEMA_FILE = (
-    REPO_ROOT / "runner" / "documents" / "digest_payload_v1.schema.json"
-)
+SCHEMA_FILE = REPO_ROOT / "runner" / "documents" / "digest_payload_v1.schema.json"
 
 
 def _valid() -> dict[str, Any]:
@@ -167,8 +165,12 @@ def test_pdf_locators_are_page_relative() -> None:
 
 def test_payload_dataclass_matches_schema_fields() -> None:
     payload = DigestPayload(
-        query_hash="0011aabb", summary="", original_chars=0, digest_chars=0,
-        compression_ratio=0.0, source_text_hash="sha256:" + "0" * 64,
+        query_hash="0011aabb",
+        summary="",
+        original_chars=0,
+        digest_chars=0,
+        compression_ratio=0.0,
+        source_text_hash="sha256:" + "0" * 64,
     )
     assert set(payload.to_dict()) == set(payload_schema()["properties"])
     assert set(payload_schema()["required"]) == set(payload.to_dict())

@@ -27,10 +27,15 @@ BIG, SMALL = 12_000, 3_000
 def test_seed_defaults() -> None:
     config = DigestConfig()
     assert (config.policy, config.min_chars, config.max_sources, config.max_concurrent) == (
-        DigestPolicy.AUTO, 10_000, 8, 3,
+        DigestPolicy.AUTO,
+        10_000,
+        8,
+        3,
     )
     assert (config.include_evidence, config.evidence_max_chars, config.max_evidence_snippets) == (
-        True, 400, 5,
+        True,
+        400,
+        5,
     )
     assert config.per_source_timeout == config.timeout / 3
 

@@ -88,7 +88,9 @@ def test_dev_section_and_the_model_beats_both_baselines() -> None:
     assert section.title == TITLE
     records = [dict(zip(section.columns, row, strict=True)) for row in section.rows]
     assert [r["system"] for r in records] == [
-        "link model", "previous (baseline)", "Lowe et al. 2017 (baseline)"
+        "link model",
+        "previous (baseline)",
+        "Lowe et al. 2017 (baseline)",
     ]
     model, *baselines = score_dev(data_dir)
     assert model.links.gold == 2607  # 10 logs x 250 annotated messages, some with 2 parents

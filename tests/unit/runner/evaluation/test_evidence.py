@@ -35,7 +35,9 @@ def _chunk(index: int, start: int, text: str) -> EvidenceChunk:
     return EvidenceChunk(index=index, start=start, end=start + len(text), page=None, text=text)
 
 
-def _meeting_file(tmp_path: Path, turns: list[tuple[str, str]], queries: list[dict[str, Any]]) -> Path:
+def _meeting_file(
+    tmp_path: Path, turns: list[tuple[str, str]], queries: list[dict[str, Any]]
+) -> Path:
     """A QMSum-shaped meeting file (the fields the evaluation reads)."""
     directory = tmp_path / "meetings" / "qmsum"
     directory.mkdir(parents=True)

@@ -91,10 +91,19 @@ def test_bm25_baseline_is_top_k_by_score_each_turn_once() -> None:
 def test_support_counts_sentences_their_source_does_not_support() -> None:
     text = "The battery charger design needs a smaller plug and longer cable."
     source = MessageSource("m", "1", 1, "A", datetime(2020, 1, 1, tzinfo=UTC), text, 0, len(text))
-    report = Report("q", "Q", (Section("Answer", (
-        FootnotedSentence(text, (source,)),
-        FootnotedSentence("Lunch is soup and sandwiches in the kitchen.", (source,)),
-    )),))
+    report = Report(
+        "q",
+        "Q",
+        (
+            Section(
+                "Answer",
+                (
+                    FootnotedSentence(text, (source,)),
+                    FootnotedSentence("Lunch is soup and sandwiches in the kitchen.", (source,)),
+                ),
+            ),
+        ),
+    )
     assert supported_sentences(report) == (2, 1)
 
 

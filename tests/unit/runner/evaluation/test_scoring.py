@@ -39,33 +39,72 @@ TEXTS = {
 
 
 def gold_file() -> GoldFile:
-    return GoldFile.model_validate({
-        "format": "digestd-gold/1", "name": "tiny", "annotator": "test",
-        "window": {"root": "repo", "path": "x.jsonl", "channel": "c", "first_message_id": "a",
-                   "last_message_id": "c", "message_count": 3},
-        "decisions": [{"text": "Ship on Friday", "message_ids": ["a"]},
-                      {"text": "Freeze the API", "message_ids": ["c"]}],
-        "action_items": [{"text": "Write the release notes", "owner": "Bo", "message_ids": ["b"]}],
-        "links": [{"url": "https://example.org/notes", "message_ids": ["b"]}],
-        "artifacts": [{"kind": "config", "title": "retries", "message_id": "a",
-                       "char_start": 38, "char_end": 47, "quote": "retries=5"}],
-    })
+    return GoldFile.model_validate(
+        {
+            "format": "digestd-gold/1",
+            "name": "tiny",
+            "annotator": "test",
+            "window": {
+                "root": "repo",
+                "path": "x.jsonl",
+                "channel": "c",
+                "first_message_id": "a",
+                "last_message_id": "c",
+                "message_count": 3,
+            },
+            "decisions": [
+                {"text": "Ship on Friday", "message_ids": ["a"]},
+                {"text": "Freeze the API", "message_ids": ["c"]},
+            ],
+            "action_items": [
+                {"text": "Write the release notes", "owner": "Bo", "message_ids": ["b"]}
+            ],
+            "links": [{"url": "https://example.org/notes", "message_ids": ["b"]}],
+            "artifacts": [
+                {
+                    "kind": "config",
+                    "title": "retries",
+                    "message_id": "a",
+                    "char_start": 38,
+                    "char_end": 47,
+                    "quote": "retries=5",
+                }
+            ],
+        }
+    )
 
 
 def digest(pointer_end: int = 47) -> Digest:
     return Digest(
-        title="t", signal_quality=SignalQuality(level=SignalLevel.HIGH, reason="r"),
+        title="t",
+        signal_quality=SignalQuality(level=SignalLevel.HIGH, reason="r"),
         coverage=Coverage(messages_total=3, messages_covered=3),
-        decisions=[Decision(text="We decided to ship on Friday", message_ids=["a"]),
-                   Decision(text="Dinner at noon", message_ids=["c"])],
+        decisions=[
+            Decision(text="We decided to ship on Friday", message_ids=["a"]),
+            Decision(text="Dinner at noon", message_ids=["c"]),
+        ],
         action_items=[
             ActionItem(text="Write the release notes", owner="Bo Berg", message_ids=["b"])
         ],
         links=[Link(url="https://example.org/notes", message_ids=["b"])],
-        artifacts=[Artifact(kind=ArtifactKind.CONFIG, title="cfg", pointer=ContentPointer(
-            message_id="a", char_start=30, char_end=pointer_end, quote=TEXTS["a"][30:47]))],
-        knowledge_items=[KnowledgeItem(key="K1", kind=KnowledgeKind.FACT, title="notes",
-                                       content="release notes written", message_ids=["b"])],
+        artifacts=[
+            Artifact(
+                kind=ArtifactKind.CONFIG,
+                title="cfg",
+                pointer=ContentPointer(
+                    message_id="a", char_start=30, char_end=pointer_end, quote=TEXTS["a"][30:47]
+                ),
+            )
+        ],
+        knowledge_items=[
+            KnowledgeItem(
+                key="K1",
+                kind=KnowledgeKind.FACT,
+                title="notes",
+                content="release notes written",
+                message_ids=["b"],
+            )
+        ],
     )
 
 
@@ -121,8 +160,9 @@ def test_a_pointer_off_by_one_is_not_verbatim() -> None:
 
 
 def test_render_table_and_json_round_trip() -> None:
-    section = EvalSection("Figures", ["field", "P", "n"], [["decisions", 0.5, 3], ["x", "-", 10]],
-                          ["a note"])
+    section = EvalSection(
+        "Figures", ["field", "P", "n"], [["decisions", 0.5, 3], ["x", "-", 10]], ["a note"]
+    )
     table = render_table(section)
     lines = table.splitlines()
     assert lines[0] == "Figures" and lines[1] == "=" * len("Figures")

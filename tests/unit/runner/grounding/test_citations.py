@@ -39,10 +39,12 @@ def sentence(text: str, *ids: str) -> dict[str, Any]:
 
 def test_supported_sentences_are_kept_with_exact_anchors() -> None:
     result = validate_output(
-        digest(overview=[
-            sentence("The staging cluster moves to Kubernetes 1.29 next sprint.", "100"),
-            sentence("A migration runbook for the staging cluster is due by Friday.", "101"),
-        ]),
+        digest(
+            overview=[
+                sentence("The staging cluster moves to Kubernetes 1.29 next sprint.", "100"),
+                sentence("A migration runbook for the staging cluster is due by Friday.", "101"),
+            ]
+        ),
         TEXTS,
     )
     assert result.rejections == []
@@ -70,8 +72,10 @@ def test_fabricated_ids_and_unrelated_citations_are_never_kept_as_cited() -> Non
     )
     reasons = {(r.field, r.reason.split(":", 1)[0]) for r in result.rejections}
     assert reasons == {
-        ("overview", "unknown_message_id"), ("overview", "low_support"),
-        ("overview", "no_citation"), ("highlights", "low_support"),
+        ("overview", "unknown_message_id"),
+        ("overview", "low_support"),
+        ("overview", "no_citation"),
+        ("highlights", "low_support"),
     }
     assert [s.message_ids for s in result.output.overview] == [["100"]]
     assert result.output.highlights == []
@@ -79,7 +83,9 @@ def test_fabricated_ids_and_unrelated_citations_are_never_kept_as_cited() -> Non
     assert audit["fields"]["overview"] == {"proposed": 4, "kept": 1}
     assert audit["fields"]["highlights"] == {"proposed": 1, "kept": 0}
     assert audit["reasons"] == {
-        "low_support": 2, "no_citation": 1, "unknown_message_id": 1,
+        "low_support": 2,
+        "no_citation": 1,
+        "unknown_message_id": 1,
         "unrelated_citation_removed": 1,
     }
     assert audit["overview_cited_share"] == 1.0
@@ -106,7 +112,9 @@ def test_title_keywords_and_topics_use_the_words_of_the_window() -> None:
     fields = sorted(r.field for r in result.rejections)
     assert fields == ["search_keywords", "title", "topics", "topics"]
     # The channel's own name may title its digest.
-    named = validate_output(digest(title="platform: staging cluster"), TEXTS, channel_name="platform")
+    named = validate_output(
+        digest(title="platform: staging cluster"), TEXTS, channel_name="platform"
+    )
     assert named.output.title == "platform: staging cluster" and named.rejections == []
 
 
@@ -124,11 +132,19 @@ def _source(message_id: str, minute: int, quote: str) -> Source:
 
 
 def test_footnotes_are_contiguous_each_source_once_with_exact_quotes() -> None:
-    a, b, c = _source("12", 2, "the quoted words"), _source("7", 5, 'say "yes"'), _source("3", 9, "c")
-    markdown = footnoted_markdown([
-        Section(None, (FootnotedSentence("First.", (a, b)), FootnotedSentence("Second.", (b,)))),
-        Section("Highlights", (FootnotedSentence("Third.", (c, a)),), bullets=True),
-    ])
+    a, b, c = (
+        _source("12", 2, "the quoted words"),
+        _source("7", 5, 'say "yes"'),
+        _source("3", 9, "c"),
+    )
+    markdown = footnoted_markdown(
+        [
+            Section(
+                None, (FootnotedSentence("First.", (a, b)), FootnotedSentence("Second.", (b,)))
+            ),
+            Section("Highlights", (FootnotedSentence("Third.", (c, a)),), bullets=True),
+        ]
+    )
     body, notes = markdown.rsplit("\n\n", 1)
     assert body == "First.[^1][^2] Second.[^2]\n\n## Highlights\n\n- Third.[^3][^1]"
     assert notes.splitlines() == [
@@ -152,17 +168,23 @@ def test_the_deterministic_merge_cites_its_overview() -> None:
         ),
     )
     summaries = [
-        ChunkSummary.model_validate({
-            "chunk_summary": "The staging cluster moves to Kubernetes 1.29 " + "soon " * 100,
-            "signal_quality": {"level": "medium", "reason": "a decision"},
-            "decisions": [{"text": "Move the staging cluster to Kubernetes 1.29", "message_ids": ["100"]}],
-            "notable_message_ids": ["100"],
-        }),
-        ChunkSummary.model_validate({
-            "chunk_summary": "Everyone loved the quarterly offsite.",
-            "signal_quality": {"level": "low", "reason": "chatter"},
-            "notable_message_ids": ["102"],
-        }),
+        ChunkSummary.model_validate(
+            {
+                "chunk_summary": "The staging cluster moves to Kubernetes 1.29 " + "soon " * 100,
+                "signal_quality": {"level": "medium", "reason": "a decision"},
+                "decisions": [
+                    {"text": "Move the staging cluster to Kubernetes 1.29", "message_ids": ["100"]}
+                ],
+                "notable_message_ids": ["100"],
+            }
+        ),
+        ChunkSummary.model_validate(
+            {
+                "chunk_summary": "Everyone loved the quarterly offsite.",
+                "signal_quality": {"level": "low", "reason": "chatter"},
+                "notable_message_ids": ["102"],
+            }
+        ),
     ]
     merged, _ = merge_outputs(list(summaries), window, "")
     assert all(len(s.sentence) <= 400 and not s.sentence.endswith(" so") for s in merged.overview)
@@ -178,11 +200,15 @@ def test_chat_text_cannot_forge_footnotes_or_headings() -> None:
     """A message (or a model's sentence) holding `[^1]` or a line that starts `## ` stays text:
     the Markdown's footnotes are those the renderer numbered, its headings those it wrote."""
     forged = _source("5", 1, "see [^1] and\n[^2]: fake source")
-    markdown = footnoted_markdown([
-        Section(None, (FootnotedSentence("Claim [^9] here.\n## Not a heading", (forged,)),)),
-    ])
+    markdown = footnoted_markdown(
+        [
+            Section(None, (FootnotedSentence("Claim [^9] here.\n## Not a heading", (forged,)),)),
+        ]
+    )
     assert not any(line.startswith("## ") for line in markdown.splitlines())
     definitions = [line for line in markdown.splitlines() if re.match(r"\[\^\d+\]:", line)]
-    assert definitions == ['[^1]: user5, 2024-05-01 10:01 UTC, "see \\[^1\\] and \\[^2\\]: fake source" (message 5)']
+    assert definitions == [
+        '[^1]: user5, 2024-05-01 10:01 UTC, "see \\[^1\\] and \\[^2\\]: fake source" (message 5)'
+    ]
     references = re.findall(r"(?<!\\)\[\^(\d+)\](?!:)", markdown)
     assert references == ["1"]

@@ -22,7 +22,8 @@ def test_output_is_nfc_without_forbidden_characters(text: str) -> None:
     assert unicodedata.is_normalized("NFC", out)
     assert "\r" not in out
     assert not any(
-        (unicodedata.category(c) == "Cc" and c not in "\n\t") or c in "\u200b\u200c\u200d\u2060\ufeff"
+        (unicodedata.category(c) == "Cc" and c not in "\n\t")
+        or c in "\u200b\u200c\u200d\u2060\ufeff"
         for c in out
     )
     assert not any("\ud800" <= c <= "\udfff" for c in out)

@@ -24,7 +24,12 @@ def pointer(message_id: str, start: int, end: int, quote: str | None = None) -> 
 def test_zero_start_and_end_of_message() -> None:
     assert resolve_pointer(pointer("1", 0, 5), TEXTS).text == "hello"
     end = resolve_pointer(pointer("1", 6, 11, "world"), TEXTS)
-    assert (end.char_start, end.char_end, end.text, end.match) == (6, 11, "world", MatchKind.OFFSETS)
+    assert (end.char_start, end.char_end, end.text, end.match) == (
+        6,
+        11,
+        "world",
+        MatchKind.OFFSETS,
+    )
 
 
 def test_offsets_are_code_points_of_normalized_text() -> None:

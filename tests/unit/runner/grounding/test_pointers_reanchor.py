@@ -22,7 +22,9 @@ TEXT = normalize_text(
 TEXTS = {"m1": TEXT, "m2": "an unrelated second message about helm charts and ingress"}
 
 
-def resolve(quote: str, start: int = 0, end: int = 1, occurrence: int = 0, message: str = "m1") -> ResolvedPointer:
+def resolve(
+    quote: str, start: int = 0, end: int = 1, occurrence: int = 0, message: str = "m1"
+) -> ResolvedPointer:
     pointer = ContentPointer(message_id=message, char_start=start, char_end=end, quote=quote)
     resolved = resolve_pointer(pointer, TEXTS, occurrence)
     assert TEXTS[message][resolved.char_start : resolved.char_end] == resolved.text

@@ -28,10 +28,35 @@ def summary(**fields: Any) -> ChunkSummary:
 def test_valid_items_are_kept() -> None:
     result = validate_output(
         summary(
-            decisions=[{"text": "Move the staging cluster to Kubernetes 1.29", "message_ids": ["100"]}],
-            action_items=[{"text": "Write the migration runbook for staging", "owner": "ann", "message_ids": ["101"]}],
-            links=[{"url": "https://example.org/runbook", "description": "old process", "message_ids": ["102"]}],
-            artifacts=[{"kind": "command", "title": "drain", "pointer": {"message_id": "103", "char_start": 4, "char_end": 45, "quote": "kubectl drain node-3 --ignore-daemonsets"}}],
+            decisions=[
+                {"text": "Move the staging cluster to Kubernetes 1.29", "message_ids": ["100"]}
+            ],
+            action_items=[
+                {
+                    "text": "Write the migration runbook for staging",
+                    "owner": "ann",
+                    "message_ids": ["101"],
+                }
+            ],
+            links=[
+                {
+                    "url": "https://example.org/runbook",
+                    "description": "old process",
+                    "message_ids": ["102"],
+                }
+            ],
+            artifacts=[
+                {
+                    "kind": "command",
+                    "title": "drain",
+                    "pointer": {
+                        "message_id": "103",
+                        "char_start": 4,
+                        "char_end": 45,
+                        "quote": "kubectl drain node-3 --ignore-daemonsets",
+                    },
+                }
+            ],
         ),
         TEXTS,
     )
@@ -39,7 +64,10 @@ def test_valid_items_are_kept() -> None:
     out = result.output
     assert len(out.decisions) == len(out.action_items) == len(out.links) == len(out.artifacts) == 1
     pointer = out.artifacts[0].pointer
-    assert TEXTS["103"][pointer.char_start : pointer.char_end] == "kubectl drain node-3 --ignore-daemonsets"
+    assert (
+        TEXTS["103"][pointer.char_start : pointer.char_end]
+        == "kubectl drain node-3 --ignore-daemonsets"
+    )
 
 
 def test_fabricated_message_ids_are_dropped() -> None:
@@ -59,9 +87,29 @@ def test_out_of_bounds_and_mismatched_pointers_are_dropped() -> None:
     result = validate_output(
         summary(
             knowledge_items=[
-                {"key": "K1", "kind": "command", "title": "oob", "content_pointer": {"message_id": "103", "char_start": 10, "char_end": 999}},
-                {"key": "K2", "kind": "command", "title": "lie", "content_pointer": {"message_id": "103", "char_start": 0, "char_end": 5, "quote": "rm -rf /"}},
-                {"key": "K3", "kind": "command", "title": "ghost", "content_pointer": {"message_id": "555", "char_start": 0, "char_end": 5}},
+                {
+                    "key": "K1",
+                    "kind": "command",
+                    "title": "oob",
+                    "content_pointer": {"message_id": "103", "char_start": 10, "char_end": 999},
+                },
+                {
+                    "key": "K2",
+                    "kind": "command",
+                    "title": "lie",
+                    "content_pointer": {
+                        "message_id": "103",
+                        "char_start": 0,
+                        "char_end": 5,
+                        "quote": "rm -rf /",
+                    },
+                },
+                {
+                    "key": "K3",
+                    "kind": "command",
+                    "title": "ghost",
+                    "content_pointer": {"message_id": "555", "char_start": 0, "char_end": 5},
+                },
             ]
         ),
         TEXTS,
@@ -74,8 +122,20 @@ def test_empty_citations_and_unsupported_claims_are_dropped() -> None:
     result = validate_output(
         summary(
             knowledge_items=[
-                {"key": "K1", "kind": "recommendation", "title": "x", "content": "Use Kubernetes 1.29 for staging", "message_ids": ["100"]},
-                {"key": "K2", "kind": "recommendation", "title": "y", "content": "Bananas are rich in potassium and sunlight", "message_ids": ["100"]},
+                {
+                    "key": "K1",
+                    "kind": "recommendation",
+                    "title": "x",
+                    "content": "Use Kubernetes 1.29 for staging",
+                    "message_ids": ["100"],
+                },
+                {
+                    "key": "K2",
+                    "kind": "recommendation",
+                    "title": "y",
+                    "content": "Bananas are rich in potassium and sunlight",
+                    "message_ids": ["100"],
+                },
             ],
             open_questions=[{"text": "Who owns the payroll export?", "message_ids": ["101"]}],
         ),
@@ -93,8 +153,18 @@ def test_model_refuses_items_without_citations_or_with_both_forms() -> None:
     with pytest.raises(ValidationError):
         summary(decisions=[{"text": "x", "message_ids": []}])
     with pytest.raises(ValidationError):
-        summary(knowledge_items=[{"key": "K1", "kind": "fact", "title": "t", "content": "c", "message_ids": ["100"],
-                                  "content_pointer": {"message_id": "100", "char_start": 0, "char_end": 2}}])
+        summary(
+            knowledge_items=[
+                {
+                    "key": "K1",
+                    "kind": "fact",
+                    "title": "t",
+                    "content": "c",
+                    "message_ids": ["100"],
+                    "content_pointer": {"message_id": "100", "char_start": 0, "char_end": 2},
+                }
+            ]
+        )
     with pytest.raises(ValidationError):
         summary(knowledge_items=[{"key": "K1", "kind": "fact", "title": "t", "content": "c"}])
 
@@ -109,7 +179,9 @@ def test_signal_empty_with_items_is_corrected_and_flagged() -> None:
     )
     assert result.output.signal_quality.level.value == "low"
     assert result.output_flags and result.output_flags[0].startswith("signal_inconsistent")
-    consistent = validate_output(summary(signal_quality={"level": "empty", "reason": "chit-chat"}), TEXTS)
+    consistent = validate_output(
+        summary(signal_quality={"level": "empty", "reason": "chit-chat"}), TEXTS
+    )
     assert consistent.output_flags == [] and consistent.output.signal_quality.level.value == "empty"
 
 
@@ -117,10 +189,26 @@ def test_version_sensitive_without_version_and_language_mismatch_are_flagged() -
     result = validate_output(
         summary(
             knowledge_items=[
-                {"key": "K1", "kind": "command", "title": "drain", "content_pointer": {"message_id": "103", "char_start": 4, "char_end": 24}},
-                {"key": "K2", "kind": "command", "title": "drain", "context_version": "Kubernetes 1.29", "content_pointer": {"message_id": "103", "char_start": 4, "char_end": 24}},
+                {
+                    "key": "K1",
+                    "kind": "command",
+                    "title": "drain",
+                    "content_pointer": {"message_id": "103", "char_start": 4, "char_end": 24},
+                },
+                {
+                    "key": "K2",
+                    "kind": "command",
+                    "title": "drain",
+                    "context_version": "Kubernetes 1.29",
+                    "content_pointer": {"message_id": "103", "char_start": 4, "char_end": 24},
+                },
             ],
-            decisions=[{"text": "Database moves to the new server on Monday (база данных, сервер)", "message_ids": ["104"]}],
+            decisions=[
+                {
+                    "text": "Database moves to the new server on Monday (база данных, сервер)",
+                    "message_ids": ["104"],
+                }
+            ],
         ),
         TEXTS,
         min_overlap=0.0,
@@ -145,7 +233,9 @@ def test_digest_validation_uses_the_whole_window() -> None:
             "overview": [{"sentence": "Staging moves.", "message_ids": ["100"]}],
             "coverage": {"messages_total": 5, "messages_covered": 5},
             "signal_quality": {"level": "medium", "reason": "one decision"},
-            "decisions": [{"text": "Move staging cluster to Kubernetes 1.29", "message_ids": ["100"]}],
+            "decisions": [
+                {"text": "Move staging cluster to Kubernetes 1.29", "message_ids": ["100"]}
+            ],
         }
     )
     result = validate_output(digest, TEXTS)

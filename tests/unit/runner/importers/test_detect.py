@@ -99,18 +99,26 @@ def test_the_real_files_are_detected() -> None:
 
 def test_message_from_fields_normalizes_types_and_rejects_bad_values() -> None:
     naive = datetime(2024, 1, 1, 12, 0)
-    ok = message_from_fields(location="messages[0]", external_id=12, author="ann", ts=naive, text="hi",
-                             reply_to=11, attachments={"url": "u"})
+    ok = message_from_fields(
+        location="messages[0]",
+        external_id=12,
+        author="ann",
+        ts=naive,
+        text="hi",
+        reply_to=11,
+        attachments={"url": "u"},
+    )
     assert isinstance(ok, ParsedMessage)
     assert (ok.external_id, ok.reply_to, ok.attachments) == ("12", "11", [{"url": "u"}])
     assert ok.ts == datetime(2024, 1, 1, 12, 0, tzinfo=UTC)
-    shifted = message_from_fields(location="x", external_id="a", author="b", text="",
-                                  ts=datetime(2024, 1, 1, 12, 0, tzinfo=timezone(timedelta(hours=3))))
-    assert (
-        isinstance(shifted, ParsedMessage)
-        and shifted.ts.hour == 9
-        and shifted.ts.tzinfo == UTC
+    shifted = message_from_fields(
+        location="x",
+        external_id="a",
+        author="b",
+        text="",
+        ts=datetime(2024, 1, 1, 12, 0, tzinfo=timezone(timedelta(hours=3))),
     )
+    assert isinstance(shifted, ParsedMessage) and shifted.ts.hour == 9 and shifted.ts.tzinfo == UTC
 
     def reason(**fields: object) -> str:
         base: dict[str, object] = {
@@ -135,14 +143,26 @@ def test_message_from_fields_normalizes_types_and_rejects_bad_values() -> None:
         reason(text="abc", max_message_chars=2)
         == "message text is 3 characters, over the limit of 2"
     )
-    nested = message_from_fields(location="x", external_id="1", author="a", ts=naive, text="t",
-                                 attachments=[{"name": "f\x00", "meta": {"k": ["\ud800"]}}])
+    nested = message_from_fields(
+        location="x",
+        external_id="1",
+        author="a",
+        ts=naive,
+        text="t",
+        attachments=[{"name": "f\x00", "meta": {"k": ["\ud800"]}}],
+    )
     assert isinstance(nested, ParsedMessage)
     assert nested.attachments == [{"name": "f", "meta": {"k": ["\ufffd"]}}]
     assert len(nested.repairs) == 2
     json.dumps(nested.attachments)
-    odd = message_from_fields(location="x", external_id="1", author="a", ts=naive, text="t",
-                              attachments=[{"size": float("nan"), "n": 1.5}])
+    odd = message_from_fields(
+        location="x",
+        external_id="1",
+        author="a",
+        ts=naive,
+        text="t",
+        attachments=[{"size": float("nan"), "n": 1.5}],
+    )
     assert isinstance(odd, ParsedMessage)
     assert odd.attachments == [{"size": None, "n": 1.5}]
     assert odd.repairs == ("replaced a non-finite number (nan) in attachments with null",)

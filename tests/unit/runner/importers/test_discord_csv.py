@@ -127,6 +127,4 @@ def test_a_csv_without_the_columns_is_refused_with_a_reason(tmp_path: Path) -> N
     path = tmp_path / "other.csv"
     path.write_text("AuthorID;Author;Content\n1;a;b\n", encoding="utf-8")
     (error,) = iter_records(path, export_format="discord_csv")
-    assert error == RecordError(
-        "line 1", "not a DiscordChatExporter CSV header: no Date column"
-    )
+    assert error == RecordError("line 1", "not a DiscordChatExporter CSV header: no Date column")

@@ -76,7 +76,10 @@ def test_dates_roll_over_and_fall_back(tmp_path: Path) -> None:
     named.write_text(log, encoding="utf-8")
     messages, _ = split(iter_records(named))
     assert [m.ts for m in messages] == [
-        _utc(2024, 2, 28, 23, 58), _utc(2024, 2, 28, 23, 59, 30), _utc(2024, 2, 29, 0, 1), _utc(2024, 2, 29, 0, 1)
+        _utc(2024, 2, 28, 23, 58),
+        _utc(2024, 2, 28, 23, 59, 30),
+        _utc(2024, 2, 29, 0, 1),
+        _utc(2024, 2, 29, 0, 1),
     ]
     assert messages[3].external_id == messages[2].external_id + "-2"
     plain = tmp_path / "chan.log"

@@ -108,9 +108,13 @@ def test_a_slack_folder_streams_every_channel_and_day(tmp_path: Path) -> None:
         "random/2017-08-22.json record 1",
     ]
     first, reply, parent, bot, unknown, other = messages
-    assert (first.external_id, first.author, first.channel, first.channel_external_id, first.server) == (
-        "1503435956.000247", "annie", "general", "C1", None
-    )
+    assert (
+        first.external_id,
+        first.author,
+        first.channel,
+        first.channel_external_id,
+        first.server,
+    ) == ("1503435956.000247", "annie", "general", "C1", None)
     assert first.ts == datetime(2017, 8, 22, 21, 5, 56, 247, tzinfo=UTC)
     assert first.text == "deploy <today> & tell <@U2>"
     assert reply.author == "Bob Stone" and reply.reply_to == "1503435956.000247"

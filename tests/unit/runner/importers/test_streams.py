@@ -104,4 +104,6 @@ def test_a_parse_error_is_reported_with_a_byte_range_that_holds_it() -> None:
     assert isinstance(error, JsonStreamError)
     assert error.detail == "parse error: premature EOF"
     assert error.byte_from <= len(truncated) == error.byte_to
-    assert error.reason().endswith(f"the {len(items)} records before it were kept, the rest of the file was not read")
+    assert error.reason().endswith(
+        f"the {len(items)} records before it were kept, the rest of the file was not read"
+    )

@@ -29,11 +29,11 @@ class Clock:
         return self.now
 
 
-
 def state_of(breaker: CircuitBreaker) -> BreakerState:
     """The breaker's state, read anew: a call that records an outcome may change it, which a
     type checker narrowing `breaker.state` after an assertion would not see."""
     return breaker.state
+
 
 def breaker(clock: Clock) -> CircuitBreaker:
     return CircuitBreaker("test", clock=clock)

@@ -84,8 +84,10 @@ async def test_one_html_answer_is_retried_and_the_chunk_succeeds() -> None:
         (httpx.Response(200, json={"error": {"message": "upstream busy"}}), "without choices"),
         (httpx.Response(200, json={"object": "list", "choices": []}), "without choices"),
         (httpx.Response(200, json={"choices": ["x"]}), "without choices"),
-        (httpx.Response(200, text="{not json", headers={"content-type": "application/json"}),
-         "application/json: '{not json'"),
+        (
+            httpx.Response(200, text="{not json", headers={"content-type": "application/json"}),
+            "application/json: '{not json'",
+        ),
         (httpx.Response(200, text="", headers={"content-type": "text/plain"}), "empty body"),
         (httpx.Response(200, json="just a string"), "not a chat completion"),
     ],
@@ -111,8 +113,10 @@ async def test_a_job_against_an_html_endpoint_records_the_reason() -> None:
 
 async def test_the_document_summarizer_gets_a_call_error_not_an_attribute_error() -> None:
     config = LLMConfig(base_url="http://llm.test/v1", api_key=API_KEY, max_retries=1)
-    client = build_client(config, http_client=httpx.AsyncClient(
-        transport=httpx.MockTransport(FakeEndpoint(html_page))))
+    client = build_client(
+        config,
+        http_client=httpx.AsyncClient(transport=httpx.MockTransport(FakeEndpoint(html_page))),
+    )
     caller = ResilientCaller(client, config, CircuitBreaker("doc-html"), sleep=Sleeps())
     call = resilient_tool_call(caller, "gpt-4o-mini")
     with pytest.raises(LLMCallError, match="text/html") as failure:

@@ -37,7 +37,9 @@ def _summarizer(endpoint: FakeEndpoint, config: LLMConfig) -> LLMSummarizer:
 
 def _config(reduce_context_tokens: int | None = None) -> LLMConfig:
     return LLMConfig(
-        base_url="http://llm.test/v1", api_key="sk-test", max_retries=0,
+        base_url="http://llm.test/v1",
+        api_key="sk-test",
+        max_retries=0,
         reduce_context_tokens=reduce_context_tokens,
     )
 

@@ -28,8 +28,9 @@ def words(text: str) -> int:
 
 
 def unit(name: str, text: str, score: float, minute: int = 0) -> RankedEvidence:
-    source = MessageSource("ops", name, 1, "ann", T0 + timedelta(minutes=minute), text, 0,
-                           len(text))
+    source = MessageSource(
+        "ops", name, 1, "ann", T0 + timedelta(minutes=minute), text, 0, len(text)
+    )
     return RankedEvidence(Evidence(text, source, "#ops", 0, minute), score)
 
 
@@ -48,7 +49,10 @@ def test_priority_is_relevance_then_recency_and_documents_keep_their_order() -> 
     )
     ordered = priority_order([old, document, new, best])
     assert [u.evidence.source for u in ordered] == [
-        best.evidence.source, new.evidence.source, old.evidence.source, document.evidence.source,
+        best.evidence.source,
+        new.evidence.source,
+        old.evidence.source,
+        document.evidence.source,
     ]
 
 
@@ -57,8 +61,15 @@ def test_evidence_within_budget_is_given_whole_with_one_record_and_no_warning() 
     fit = fit_evidence(ranked, 1000, counter=words)
     assert [u.text for u in fit.units] == [sentence(10)] * 3
     assert fit.warnings == [] and fit.dropped_content_ids == []
-    assert fit.fidelity == [{"phase": "synthesis", "step": "none", "original_tokens": fit.tokens,
-                             "final_tokens": fit.tokens, "reason": "within_budget"}]
+    assert fit.fidelity == [
+        {
+            "phase": "synthesis",
+            "step": "none",
+            "original_tokens": fit.tokens,
+            "final_tokens": fit.tokens,
+            "reason": "within_budget",
+        }
+    ]
 
 
 def test_long_units_are_truncated_lowest_priority_first_before_anything_is_dropped() -> None:
@@ -108,8 +119,15 @@ def test_a_budget_below_the_floor_is_raised_and_said() -> None:
     fit = fit_evidence(ranked, 40, counter=words)
     assert fit.budget_tokens == MIN_EVIDENCE_TOKENS and len(fit.units) == 1
     assert [w["code"] for w in fit.warnings] == ["TOKEN_BUDGET_FLOORED"]
-    assert fit.fidelity == [{"phase": "synthesis", "step": "floor", "original_tokens": 40,
-                             "final_tokens": MIN_EVIDENCE_TOKENS, "reason": "budget_floor"}]
+    assert fit.fidelity == [
+        {
+            "phase": "synthesis",
+            "step": "floor",
+            "original_tokens": 40,
+            "final_tokens": MIN_EVIDENCE_TOKENS,
+            "reason": "budget_floor",
+        }
+    ]
 
 
 def test_more_units_than_the_cap_are_dropped_whatever_the_budget() -> None:
@@ -117,7 +135,10 @@ def test_more_units_than_the_cap_are_dropped_whatever_the_budget() -> None:
     fit = fit_evidence(ranked, 10_000, max_units=2, counter=words)
     assert ids(ranked[:2]) == [content_id(u.evidence) for u in fit.units]
     assert fit.dropped_content_ids == ids(ranked[2:])
-    assert fit.warnings[0]["code"] == "CONTENT_DROPPED" and "beyond the first 2" in fit.warnings[0]["message"]
+    assert (
+        fit.warnings[0]["code"] == "CONTENT_DROPPED"
+        and "beyond the first 2" in fit.warnings[0]["message"]
+    )
     assert fit.fidelity[0]["reason"] == "unit_cap"
 
 

@@ -57,9 +57,14 @@ def fixed_answer(body: dict[str, Any]) -> dict[str, Any]:
     return {
         "title": "Database migration rollbacks",
         "answer": [{"sentence": GOOD, "source_ids": [id_of(body, GOOD)]}],
-        "sections": [{"heading": "Where it is written", "sentences": [
-            {"sentence": plan, "source_ids": [id_of(body, plan)]},
-        ]}],
+        "sections": [
+            {
+                "heading": "Where it is written",
+                "sentences": [
+                    {"sentence": plan, "source_ids": [id_of(body, plan)]},
+                ],
+            }
+        ],
         "open_points": [],
     }
 
@@ -84,7 +89,9 @@ async def test_a_faithful_answer_is_kept_whole_with_one_request_and_no_re_ask() 
     assert body["tool_choice"]["function"]["name"] == REPORT_TOOL
     user = body["messages"][1]["content"]
     assert f"Question: {QUESTION}" in user
-    assert [t for _, t in request_sources(body)] == [r.evidence.text for r in priority_order(ranked)]
+    assert [t for _, t in request_sources(body)] == [
+        r.evidence.text for r in priority_order(ranked)
+    ]
     assert [i for i, _ in request_sources(body)] == [f"E{n}" for n in range(1, len(ranked) + 1)]
     assert run.audit.re_asked == 0 and run.audit.dropped == 0 and run.audit.kept >= 3
     assert_audited(run.report, report_markdown(run.report))
@@ -102,11 +109,16 @@ async def test_fabricated_ids_and_unrelated_citations_are_re_asked_once_then_dro
     assert len(model.requests) == 2, "exactly one re-ask"
     reask = model.requests[1]["messages"]
     assert reask[:2] == model.requests[0]["messages"]  # the static prefix is unchanged
-    assert reask[2]["role"] == "assistant" and reask[2]["tool_calls"][0]["function"]["name"] == REPORT_TOOL
+    assert (
+        reask[2]["role"] == "assistant"
+        and reask[2]["tool_calls"][0]["function"]["name"] == REPORT_TOOL
+    )
     errors = reask[3]["content"]
     assert reask[3]["role"] == "tool"
     assert "sentence 2" in errors and "unknown_source, ids: E99" in errors
-    schedule = id_of(model.requests[0], "The database migration runs on Friday evening after the freeze.")
+    schedule = id_of(
+        model.requests[0], "The database migration runs on Friday evening after the freeze."
+    )
     assert "sentence 3" in errors and f"low_support, ids: {schedule}" in errors
     assert "sentence 1 " not in errors  # the good sentence is not sent back
     texts = [s.sentence for s in run.report.sentences()]
@@ -126,7 +138,10 @@ async def test_a_corrected_second_answer_is_kept() -> None:
     run = await writer.write(QUESTION, ranked_evidence())
     assert len(model.requests) == 2
     assert run.audit.re_asked == 2 and run.audit.dropped == 0 and run.audit.kept == 2
-    assert [s.heading for s in run.report.sections if s.sentences] == ["Answer", "Where it is written"]
+    assert [s.heading for s in run.report.sections if s.sentences] == [
+        "Answer",
+        "Where it is written",
+    ]
     assert run.report.title == "Database migration rollbacks"  # its words are in what it cites
     for sentence in run.report.sentences():
         (source,) = sentence.sources
@@ -161,8 +176,11 @@ async def test_garbage_twice_raises_for_the_job_to_fall_back() -> None:
 
 async def test_evidence_beyond_the_model_budget_is_dropped_and_not_sent() -> None:
     rows = [
-        (f"user{i}", f"The database migration rollback step {i} is approved after review "
-                     f"number {i} of the plan.")
+        (
+            f"user{i}",
+            f"The database migration rollback step {i} is approved after review "
+            f"number {i} of the plan.",
+        )
         for i in range(200)
     ]
     ranked = ranked_evidence(rows)
@@ -184,7 +202,8 @@ async def test_evidence_beyond_the_model_budget_is_dropped_and_not_sent() -> Non
 
 async def test_citing_a_digest_claim_cites_every_message_it_rests_on() -> None:
     claim = DigestClaim(
-        "decision", "Database migration rollbacks are approved by the on-call lead from now on.",
+        "decision",
+        "Database migration rollbacks are approved by the on-call lead from now on.",
         ("m2", "m4"),
     )
     channel = [
@@ -199,4 +218,6 @@ async def test_citing_a_digest_claim_cites_every_message_it_rests_on() -> None:
     (sentence,) = [s for s in run.report.sentences() if s.sentence == claim.text]
     assert [s.message_id for s in sentence.sources if isinstance(s, MessageSource)] == ["m2", "m4"]
     unit = next(r.evidence for r in ranked if r.evidence.kind == "decision")
-    assert content_id(unit).startswith("decision:") and content_id(unit).endswith("message:ops:m2@1")
+    assert content_id(unit).startswith("decision:") and content_id(unit).endswith(
+        "message:ops:m2@1"
+    )

@@ -27,8 +27,14 @@ from runner.reports.sources import (
 T0 = datetime(2024, 5, 1, 10, 0, tzinfo=UTC)
 
 
-def message(message_id: str, text: str, *, channel: str = "ops", revision: int = 1,
-            span: tuple[int, int] | None = None) -> MessageSource:
+def message(
+    message_id: str,
+    text: str,
+    *,
+    channel: str = "ops",
+    revision: int = 1,
+    span: tuple[int, int] | None = None,
+) -> MessageSource:
     start, end = span or (0, len(text))
     return MessageSource(channel, message_id, revision, "ann", T0, text, start, end)
 
@@ -45,7 +51,11 @@ def test_registry_deduplicates_by_canonical_key_and_numbers_by_first_appearance(
     d_same = document("page:2:char:0-30", "Rollbacks need the on-call lead.")
     registry = SourceRegistry()
     assert [registry.register(s) for s in (d, a, a_other_span, d_same, a_edited)] == [
-        "S1", "S2", "S2", "S1", "S3",
+        "S1",
+        "S2",
+        "S2",
+        "S1",
+        "S3",
     ]
     assert registry.get("S2") == a and registry.get("S4") is None and registry.get("S0") is None
     assert registry.find_by_key(a_edited.key) == "S3" and len(registry) == 3
@@ -115,13 +125,13 @@ def test_audit_of_marked_text_finds_each_seed_failure() -> None:
     assert codes(good) == []
     # S2 never cited: an orphan, and S1, S3 is not contiguous numbering.
     assert codes([good[0], "Rollbacks need on-call approval.", good[2]]) == [
-        "no_citation", "orphan_source", "numbering_gap",
+        "no_citation",
+        "orphan_source",
+        "numbering_gap",
     ]
     assert codes([*good, "Staging is owned by nobody. [S9]"]) == ["unknown_source"]
     assert codes([good[1], good[0], good[2]]) == ["numbering_gap"]
-    assert codes([good[0], "Kubernetes upgrades happen in March. [S2]", good[2]]) == [
-        "low_support"
-    ]
+    assert codes([good[0], "Kubernetes upgrades happen in March. [S2]", good[2]]) == ["low_support"]
 
 
 CHANNEL = [
@@ -145,7 +155,9 @@ def _evidence_report(question: str) -> Report:
         for i, (author, text) in enumerate(CHANNEL, start=1)
     ]
     doc = DocumentText("7", "Runbook", DOCUMENT, "hash1")
-    return write_extractive_report(question, rank_evidence(question, gather_evidence([messages], [doc])))
+    return write_extractive_report(
+        question, rank_evidence(question, gather_evidence([messages], [doc]))
+    )
 
 
 def test_extractive_report_answers_first_cites_exact_quotes_and_skips_noise() -> None:
@@ -175,7 +187,9 @@ def test_extractive_report_answers_first_cites_exact_quotes_and_skips_noise() ->
 def test_a_question_no_source_matches_gives_an_empty_report_not_an_invented_one() -> None:
     report = _evidence_report("quantum chromodynamics lattice")
     assert list(report.sentences()) == []
-    assert report_markdown(report).endswith("_No passage of the chosen sources matches the question._")
+    assert report_markdown(report).endswith(
+        "_No passage of the chosen sources matches the question._"
+    )
 
 
 def test_title_is_the_question_cut_at_a_word() -> None:
@@ -200,7 +214,12 @@ def test_evidence_names_two_words_of_the_question_in_any_form() -> None:
         "prefix_only": "the database holds the chat logs of last year",
     }
     units = gather_evidence(
-        [[ChannelMessage("ops", key, 1, "ann", T0, text, index) for index, (key, text) in enumerate(texts.items())]],
+        [
+            [
+                ChannelMessage("ops", key, 1, "ann", T0, text, index)
+                for index, (key, text) in enumerate(texts.items())
+            ]
+        ],
         [],
     )
     sources = [item.evidence.source for item in rank_evidence(question, units)]
@@ -216,10 +235,16 @@ def test_digest_claims_are_evidence_that_cites_the_messages_they_rest_on() -> No
     ]
     claims = [
         # Rests on messages 3 and 4: one unit, citing both, in the place of message 3.
-        DigestClaim("decision", "Rollback approval during the database migration comes from "
-                    "the on-call lead.", ("3", "4", "99")),
-        DigestClaim("decision", "Rollback approval during the  database migration comes from "
-                    "the on-call lead.", ("4",)),  # the same claim from an older digest
+        DigestClaim(
+            "decision",
+            "Rollback approval during the database migration comes from the on-call lead.",
+            ("3", "4", "99"),
+        ),
+        DigestClaim(
+            "decision",
+            "Rollback approval during the  database migration comes from the on-call lead.",
+            ("4",),
+        ),  # the same claim from an older digest
         DigestClaim("topic", "Database migration rollback approvals", ("404",)),  # unread
         DigestClaim("action_item", "Approve it.", ("4",)),  # says too little
     ]
@@ -238,9 +263,18 @@ def test_digest_claims_are_evidence_that_cites_the_messages_they_rest_on() -> No
 
 def test_a_link_with_a_footnote_number_is_no_evidence() -> None:
     messages = [
-        ChannelMessage("ops", "1", 1, "ann", T0, "1 https://example.org/database-migration-rollback-approvals"),
-        ChannelMessage("ops", "2", 1, "bob", T0, "Rollbacks of the database migration need approval, "
-                       "see https://example.org/runbook for the steps."),
+        ChannelMessage(
+            "ops", "1", 1, "ann", T0, "1 https://example.org/database-migration-rollback-approvals"
+        ),
+        ChannelMessage(
+            "ops",
+            "2",
+            1,
+            "bob",
+            T0,
+            "Rollbacks of the database migration need approval, "
+            "see https://example.org/runbook for the steps.",
+        ),
     ]
     units = gather_evidence([messages], [])
     assert [u.source.message_id for u in units if isinstance(u.source, MessageSource)] == ["2"]

@@ -207,8 +207,13 @@ async def test_a_decision_refined_in_the_thread_is_one_decision() -> None:
 
 def _conversation(key: str, rows: list[tuple[str, str]], start: int) -> list[WindowMessage]:
     return [
-        WindowMessage(f"{key}{i}", author, datetime(2024, 3, 1, 9, tzinfo=UTC)
-                      + timedelta(minutes=start + i), text, conversation=key)
+        WindowMessage(
+            f"{key}{i}",
+            author,
+            datetime(2024, 3, 1, 9, tzinfo=UTC) + timedelta(minutes=start + i),
+            text,
+            conversation=key,
+        )
         for i, (author, text) in enumerate(rows)
     ]
 
@@ -216,17 +221,23 @@ def _conversation(key: str, rows: list[tuple[str, str]], start: int) -> list[Win
 def test_a_threaded_windows_topics_are_its_real_conversations() -> None:
     from runner.extract.offline.topics import conversation_topics
 
-    printer = _conversation("p", [
-        ("ann", "hi"),
-        ("ann", "Why does the office printer reject jobs from the laptop?"),
-        ("bob", "ann: which driver does the laptop use for the printer queue?"),
-        ("ann", "the generic postscript driver from the vendor site"),
-        ("bob", "switch to the ipp everywhere driver, the generic one breaks duplex jobs"),
-    ], 0)
-    chat = _conversation("c", [("cid", "morning all"), ("dee", "morning!"), ("cid", "coffee?"),
-                               ("dee", "sure")], 10)
-    monologue = _conversation("m", [("eve", f"note {i} about the backup rotation schedule")
-                                    for i in range(5)], 20)
+    printer = _conversation(
+        "p",
+        [
+            ("ann", "hi"),
+            ("ann", "Why does the office printer reject jobs from the laptop?"),
+            ("bob", "ann: which driver does the laptop use for the printer queue?"),
+            ("ann", "the generic postscript driver from the vendor site"),
+            ("bob", "switch to the ipp everywhere driver, the generic one breaks duplex jobs"),
+        ],
+        0,
+    )
+    chat = _conversation(
+        "c", [("cid", "morning all"), ("dee", "morning!"), ("cid", "coffee?"), ("dee", "sure")], 10
+    )
+    monologue = _conversation(
+        "m", [("eve", f"note {i} about the backup rotation schedule") for i in range(5)], 20
+    )
     topics = conversation_topics([*printer, *chat, *monologue], 12)
     assert topics is not None and len(topics) == 1  # small talk and a monologue are no topics
     (topic,) = topics
@@ -240,25 +251,37 @@ def test_in_a_threaded_window_only_the_questions_own_conversation_answers_it() -
     from runner.extract.offline.threads import Participants, find_answer
 
     asked = _conversation("q", [("ann", "How do I rotate the backup disks every week?")], 0)
-    other = _conversation("o", [("bob", "rotate the logs weekly with logrotate and compress them")], 1)
+    other = _conversation(
+        "o", [("bob", "rotate the logs weekly with logrotate and compress them")], 1
+    )
     window = [*asked, *other]
     assert find_answer(window, 0, Participants.of(window), asked[0].normalized_text) is None
-    answered = _conversation("q", [
-        ("ann", "How do I rotate the backup disks every week?"),
-        ("bob", "ann: which disks do you have?"),  # a question back does not answer
-        ("bob", "label them A and B and swap them every Friday"),
-    ], 0)
+    answered = _conversation(
+        "q",
+        [
+            ("ann", "How do I rotate the backup disks every week?"),
+            ("bob", "ann: which disks do you have?"),  # a question back does not answer
+            ("bob", "label them A and B and swap them every Friday"),
+        ],
+        0,
+    )
     answer = find_answer(answered, 0, Participants.of(answered), answered[0].normalized_text)
-    assert answer is not None and answer.message.message_id == "q2" and answer.rule == "conversation"
+    assert (
+        answer is not None and answer.message.message_id == "q2" and answer.rule == "conversation"
+    )
 
 
 async def test_a_threaded_windows_overview_tells_what_each_conversation_asked_and_got() -> None:
-    printer = _conversation("p", [
-        ("ann", "Why does the office printer reject jobs from the laptop?"),
-        ("bob", "ann: which driver does the laptop use for the printer queue?"),
-        ("ann", "the generic postscript driver from the vendor site"),
-        ("bob", "switch to the ipp everywhere driver, the generic one breaks duplex jobs"),
-    ], 0)
+    printer = _conversation(
+        "p",
+        [
+            ("ann", "Why does the office printer reject jobs from the laptop?"),
+            ("bob", "ann: which driver does the laptop use for the printer queue?"),
+            ("ann", "the generic postscript driver from the vendor site"),
+            ("bob", "switch to the ipp everywhere driver, the generic one breaks duplex jobs"),
+        ],
+        0,
+    )
     result = await run_offline(Window("office", tuple(printer)))
     overview = result.digest.overview
     asked = next(s for s in overview if s.sentence.startswith("ann asked:"))
@@ -269,11 +292,15 @@ async def test_a_threaded_windows_overview_tells_what_each_conversation_asked_an
 
 
 async def test_every_distinct_link_of_the_window_is_kept_past_a_chunks_cap() -> None:
-    rows = [(f"user{i % 3}", f"the release notes for part {i} are at https://example.org/notes/{i}")
-            for i in range(22)]
+    rows = [
+        (f"user{i % 3}", f"the release notes for part {i} are at https://example.org/notes/{i}")
+        for i in range(22)
+    ]
     messages = _conversation("l", rows, 0)
     result = await run_offline(Window("links", tuple(messages)))
     assert result.chunk_count == 1  # one chunk, whose summary may keep only 15 links
     urls = {link.url for link in result.digest.links}
     assert urls == {f"https://example.org/notes/{i}" for i in range(22)}
-    assert all(link.message_ids == [f"l{link.url.rsplit('/', 1)[1]}"] for link in result.digest.links)
+    assert all(
+        link.message_ids == [f"l{link.url.rsplit('/', 1)[1]}"] for link in result.digest.links
+    )

@@ -67,7 +67,9 @@ def _assert_cited_overview(window: Window, result: PipelineResult) -> None:
     assert 3 <= len(digest.overview) <= 12
     assert result.validation.audit.overview_cited_share == 1.0
     sentences = []
-    for sentence, anchors in zip(digest.overview, result.validation.anchors["overview"], strict=True):
+    for sentence, anchors in zip(
+        digest.overview, result.validation.anchors["overview"], strict=True
+    ):
         assert sentence.message_ids and [a.message_id for a in anchors] == sentence.message_ids
         sources = []
         for anchor in anchors:
@@ -82,7 +84,9 @@ def _assert_cited_overview(window: Window, result: PipelineResult) -> None:
     lines = notes.splitlines()
     assert sorted(set(markers)) == list(range(1, len(lines) + 1))
     for number, line in enumerate(lines, start=1):
-        match = re.fullmatch(r'\[\^(\d+)\]: (.+), (\d{4}-\d\d-\d\d \d\d:\d\d) UTC, "(.*)" \(message (.+)\)', line)
+        match = re.fullmatch(
+            r'\[\^(\d+)\]: (.+), (\d{4}-\d\d-\d\d \d\d:\d\d) UTC, "(.*)" \(message (.+)\)', line
+        )
         assert match is not None and int(match[1]) == number, line
         # The footnote is Markdown: its author, quote and id are escaped text (runner.core.markdown_text).
         message = by_id[_unescaped(match[5])]
@@ -140,7 +144,8 @@ async def test_gitter_docker_largest_file() -> None:
     digest = result.digest
     assert digest.open_questions and digest.knowledge_items and digest.topics
     assert any(
-        a.kind == ArtifactKind.COMMAND and "docker run" in quote_of(a.pointer) for a in digest.artifacts
+        a.kind == ArtifactKind.COMMAND and "docker run" in quote_of(a.pointer)
+        for a in digest.artifacts
     )
     assert {"docker", "container"} <= {t.title.casefold() for t in digest.topics}
     assert 3 <= len(digest.overview) <= 12 and "docker" in digest.overview_text().casefold()

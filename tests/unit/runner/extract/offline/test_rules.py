@@ -35,6 +35,7 @@ def rule_of(answer: Answer | None) -> str:
     assert answer is not None
     return answer.rule
 
+
 def test_decision_phrasing() -> None:
     marked = patterns.decision("[agreed] Ship v2 on Friday after the freeze", PEOPLE)
     assert marked is not None and marked.text == "Ship v2 on Friday after the freeze"

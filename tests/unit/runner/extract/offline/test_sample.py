@@ -175,9 +175,13 @@ def test_artifacts_and_verbatim_knowledge(window: Window, digest: Digest) -> Non
         by_kind.setdefault(artifact.kind, []).append(artifact)
     code = by_kind[ArtifactKind.CODE][0]
     assert code.language == "python" and code.pointer.message_id == "m011"
-    assert quote_of(code.pointer).startswith("import asyncio") and "```" not in quote_of(code.pointer)
+    assert quote_of(code.pointer).startswith("import asyncio") and "```" not in quote_of(
+        code.pointer
+    )
     configs = {a.pointer.message_id: a for a in by_kind[ArtifactKind.CONFIG]}
-    assert configs["m013"].language == "yaml" and "max_attempts: 5" in quote_of(configs["m013"].pointer)
+    assert configs["m013"].language == "yaml" and "max_attempts: 5" in quote_of(
+        configs["m013"].pointer
+    )
     assert configs["m056"].language == "ini"
     commands = {a.pointer.message_id: quote_of(a.pointer) for a in by_kind[ArtifactKind.COMMAND]}
     # The three `$ ...` lines of one procedure are one pointer.
@@ -198,7 +202,9 @@ def test_artifacts_and_verbatim_knowledge(window: Window, digest: Digest) -> Non
 
 
 def test_version_specific_tips(digest: Digest) -> None:
-    tips = {content_of(k): k for k in digest.knowledge_items if k.kind == KnowledgeKind.RECOMMENDATION}
+    tips = {
+        content_of(k): k for k in digest.knowledge_items if k.kind == KnowledgeKind.RECOMMENDATION
+    }
     python = next(k for c, k in tips.items() if "utcnow()" in c)
     assert python.context_version == "Python 3.12" and python.message_ids == ["m047"]
     postgres = next(k for c, k in tips.items() if "ANALYZE" in c)
