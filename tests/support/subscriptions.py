@@ -14,6 +14,7 @@ import httpx
 import pytest
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
+from websockets.typing import Origin, Subprotocol
 
 from db import jobs
 from db.models import DigestJob
@@ -21,7 +22,7 @@ from server.runtime import Runtime
 from server.settings import Settings
 from tests.support.database import add_channel, messages
 
-PROTOCOL = "graphql-transport-ws"
+PROTOCOL = Subprotocol("graphql-transport-ws")
 PROGRESS = """subscription($id: ID!) {
   jobProgress(id: $id) { id status phase progress { chunksDone chunksTotal } digestId }
 }"""
@@ -48,11 +49,11 @@ async def socket(
     async with connect(
         ws_url(base_url),
         subprotocols=[PROTOCOL],
-        additional_headers=headers or {},  # type: ignore[list-item]
-        origin=origin,
+        additional_headers=headers or {},
+        origin=Origin(origin) if origin is not None else None,
         open_timeout=10,
         **extra,
-    ) as ws:  # type: ignore[arg-type]
+    ) as ws:
         assert ws.subprotocol == PROTOCOL
         if init is not None:
             await ws.send(json.dumps({"type": "connection_init", "payload": init}))

@@ -15,13 +15,14 @@ import asyncpg
 import pytest
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
+from websockets.typing import Subprotocol
 
 from server.app import AppOptions, create_app
 from server.logs import CollapseRepeats
 from server.settings import Settings
 from tests.support.servers import running_server
 
-PROTOCOL = "graphql-transport-ws"
+PROTOCOL = Subprotocol("graphql-transport-ws")
 
 
 async def acknowledged(base_url: str, stack: AsyncExitStack) -> ClientConnection:
@@ -30,7 +31,7 @@ async def acknowledged(base_url: str, stack: AsyncExitStack) -> ClientConnection
             base_url.replace("http://", "ws://") + "/graphql",
             subprotocols=[PROTOCOL],
             open_timeout=10,
-        )  # type: ignore[list-item]
+        )
     )
     await ws.send(json.dumps({"type": "connection_init"}))
     assert json.loads(await asyncio.wait_for(ws.recv(), 10)) == {"type": "connection_ack"}
@@ -40,7 +41,7 @@ async def acknowledged(base_url: str, stack: AsyncExitStack) -> ClientConnection
 async def refused_with(base_url: str) -> tuple[int, str]:
     async with connect(
         base_url.replace("http://", "ws://") + "/graphql", subprotocols=[PROTOCOL], open_timeout=10
-    ) as ws:  # type: ignore[list-item]
+    ) as ws:
         with pytest.raises(ConnectionClosed) as closed:
             await asyncio.wait_for(ws.recv(), 10)
     assert closed.value.rcvd is not None

@@ -308,7 +308,7 @@ async def test_the_server_stops_with_subscriptions_open(
         httpx.AsyncClient(base_url=base_url, timeout=30) as client,
     ):
         job_id = await queued_job(db, client)
-        ws = await connect(ws_url(base_url), subprotocols=[PROTOCOL])  # type: ignore[list-item]
+        ws = await connect(ws_url(base_url), subprotocols=[PROTOCOL])
         await ws.send(json.dumps({"type": "connection_init"}))
         assert (await receive(ws))["type"] == "connection_ack"
         await subscribe(ws, "1", job_id)
