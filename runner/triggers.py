@@ -1,5 +1,6 @@
-"""Trigger a digest: the one path from "digest this" to a queued job, shared by the API
-(`triggerDigest`, `triggerDocumentDigest`) and the CLI (`digestd digest`, `digestd add-doc`).
+"""Trigger a digest or a report: the one path from "digest this" to a queued job, shared by the
+API (`triggerDigest`, `triggerDocumentDigest`, `triggerReport`), the CLI (`digestd digest`,
+`digestd add-doc`, `digestd report`) and the schedule tick.
 
 Each trigger checks its subject and options, builds the job's options and queues it through
 `db.jobs.enqueue_job`, which returns the active job holding the same slot instead of a second
