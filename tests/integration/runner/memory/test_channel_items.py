@@ -20,14 +20,9 @@ from runner.core.vocabulary import KnownItem
 from runner.core.window import Window, WindowMessage
 from runner.digests.pipeline import PipelineHooks, run_pipeline
 from runner.extract.offline import OfflineExtractor
-from runner.memory.plan import (
-    ItemKind,
-    MemoryMessage,
-    NewItem,
-    TrackedItem,
-    item_key,
-    plan_items,
-)
+from runner.memory.items import ItemKind, NewItem, TrackedItem, item_key
+from runner.memory.plan import plan_items
+from runner.memory.window import MemoryMessage
 from schema import build_schema
 from schema.context import ApiConfig, Context, Role
 from schema.types.ids import CHANNEL, DIGEST, global_id
