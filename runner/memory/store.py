@@ -1,7 +1,7 @@
 """The store step's channel memory: after a digest's items and the window's conversations are
 written, link its questions, action items, decisions and knowledge items to the items the channel
 already tracks, create the others, and apply the state changes the window gives evidence for (the
-rules: runner/memory/plan.py), in the digest's transaction.
+plan: runner/memory/plan.py), in the digest's transaction.
 
 A catch-up digest re-reads a past window on request and changes no coverage; it changes no
 channel items either, so asking for one never rewrites what the channel's state is.
@@ -20,18 +20,10 @@ from db.models import ChannelItem
 from runner.core.contract import Digest
 from runner.core.vocabulary import KnownItem
 from runner.core.window import StoredWindow
-from runner.memory.plan import (
-    OPEN_STATUS,
-    ItemKind,
-    ItemRef,
-    MemoryMessage,
-    MemoryPlan,
-    NewItem,
-    StateChange,
-    TrackedItem,
-    item_key,
-    plan_items,
-)
+from runner.memory.items import OPEN_STATUS, ItemKind, ItemRef, NewItem, TrackedItem, item_key
+from runner.memory.plan import MemoryPlan, plan_items
+from runner.memory.transitions import StateChange
+from runner.memory.window import MemoryMessage
 
 # The open items a digest links against: enough for months of a busy channel, bounded so a
 # digest's store step costs the same whatever the channel's age.
