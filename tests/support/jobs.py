@@ -1,10 +1,13 @@
 """Job tests without sleeping: a job's clock moved (a lease that has run out, a retry backoff
-that is over), as the rows would read once that time had passed. The queue compares these
-columns with the database's now(), so moving them is what waiting would have done."""
+that is over, as the rows would read once that time had passed: the queue compares these
+columns with the database's now(), so moving them is what waiting would have done), and a mark
+on the job events channel that tells a listener it has heard everything committed before it."""
 
 from __future__ import annotations
 
 import asyncpg
+
+from db.jobs import JOB_EVENTS_CHANNEL
 
 
 async def expire_lease(connection: asyncpg.Connection, job_id: int) -> None:
@@ -24,3 +27,14 @@ async def end_backoff(connection: asyncpg.Connection, job_id: int) -> None:
         job_id,
     )
     assert moved == job_id, f"job {job_id} is not queued: it has no backoff"
+
+
+# A job id no job has (ids start at 1): a listener tells this marker from a job's event.
+EVENTS_MARK = 0
+
+
+async def mark_job_events(connection: asyncpg.Connection) -> None:
+    """Send EVENTS_MARK on the job events channel, committed at once. PostgreSQL delivers
+    notifications in the order their transactions committed, so once a listener hears the mark,
+    it has heard every job event committed before it, and none committed after it."""
+    await connection.execute("SELECT pg_notify($1, $2)", JOB_EVENTS_CHANNEL, str(EVENTS_MARK))
