@@ -13,19 +13,30 @@ import pytest
 from db import jobs
 from db.engine import connect
 from tests.support.database import add_channel, messages
+from tests.support.jobs import EVENTS_MARK, expire_lease, mark_job_events
 
 
 class Heard:
     """The payloads of one LISTEN connection, in order."""
 
-    def __init__(self) -> None:
+    def __init__(self, pool: asyncpg.Pool) -> None:
         self.ids: list[int] = []
+        self._pool = pool
+        self._marked = asyncio.Event()
 
     def __call__(self, connection: object, pid: int, channel: str, payload: str) -> None:
-        self.ids.append(int(payload))
+        if int(payload) == EVENTS_MARK:
+            self._marked.set()
+        else:
+            self.ids.append(int(payload))
 
     async def settle(self) -> list[int]:
-        await asyncio.sleep(0.2)
+        """The ids heard since the last call: every event committed before this call and none
+        after it, since the mark sent here arrives after the former (commit order)."""
+        self._marked.clear()
+        async with self._pool.acquire() as connection:
+            await mark_job_events(connection)
+        await asyncio.wait_for(self._marked.wait(), 30)  # a guard: the mark comes at once
         heard, self.ids = self.ids, []
         return heard
 
@@ -33,7 +44,7 @@ class Heard:
 @pytest.fixture
 async def heard(db: asyncpg.Pool, database_url: str) -> AsyncIterator[Heard]:
     listener = await connect(database_url)
-    heard = Heard()
+    heard = Heard(db)
     await listener.add_listener(jobs.JOB_EVENTS_CHANNEL, heard)
     yield heard
     await listener.close()
@@ -109,10 +120,7 @@ async def test_cancel_and_lease_expiry_notify(db: asyncpg.Pool, heard: Heard) ->
         assert claimed is not None and claimed.id == expiring
         assert await heard.settle() == [expiring]
         # The worker died: its lease ran out on the last attempt.
-        await c.execute(
-            "UPDATE digest_jobs SET lease_expires_at = now() - interval '1 second' WHERE id = $1",
-            expiring,
-        )
+        await expire_lease(c, expiring)
         assert await jobs.claim_next_job(c, "w2", 30) is None
         failed = await jobs.job_by_id(c, expiring)
         assert failed is not None and failed.status == "failed"

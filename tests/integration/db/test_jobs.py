@@ -4,12 +4,14 @@ retries, cancellation."""
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 
 import asyncpg
 
 from db import jobs
 from db.jobs import JobStatus
 from tests.support.database import add_channel, messages
+from tests.support.jobs import end_backoff, expire_lease
 
 
 async def _channel(pool: asyncpg.Pool, name: str = "general") -> int:
@@ -83,10 +85,10 @@ async def test_expired_lease_is_reclaimed_and_old_holder_locked_out(db: asyncpg.
         job, _ = await jobs.enqueue_job(
             connection, jobs.JobKind.CHANNEL, channel_id, {}, max_attempts=3
         )
-        claimed = await jobs.claim_next_job(connection, "dead-worker", 0.2)
+        claimed = await jobs.claim_next_job(connection, "dead-worker", 30)
         assert claimed is not None and claimed.id == job.id
-        assert await jobs.claim_next_job(connection, "other", 30) is None
-        await asyncio.sleep(0.4)
+        assert await jobs.claim_next_job(connection, "other", 30) is None  # the lease holds
+        await expire_lease(connection, job.id)  # the dead worker stopped renewing it
         reclaimed = await jobs.claim_next_job(connection, "other", 30)
         assert reclaimed is not None and reclaimed.id == job.id
         assert reclaimed.attempts == 2
@@ -113,13 +115,14 @@ async def test_failed_job_retries_with_backoff_then_fails(db: asyncpg.Pool) -> N
             connection, jobs.JobKind.CHANNEL, channel_id, {}, max_attempts=2
         )
         await jobs.claim_next_job(connection, "w", 30)
-        retried = await jobs.fail_job(connection, job.id, "w", "boom", 0.3, {})
+        retried = await jobs.fail_job(connection, job.id, "w", "boom", 30, {})
         assert retried is not None and retried.status == "queued" and retried.error == "boom"
+        assert retried.run_after - retried.updated_at == timedelta(seconds=30)
         assert await jobs.claim_next_job(connection, "w", 30) is None  # backoff not over
-        await asyncio.sleep(0.4)
+        await end_backoff(connection, job.id)
         again = await jobs.claim_next_job(connection, "w", 30)
         assert again is not None and again.attempts == 2
-        final = await jobs.fail_job(connection, job.id, "w", "boom again", 0.3, {})
+        final = await jobs.fail_job(connection, job.id, "w", "boom again", 30, {})
         assert final is not None and final.status == "failed"
         assert final.finished_at is not None
 

@@ -26,7 +26,6 @@ from tests.support.worker import (
     llm_settings,
     run_one_job,
     sample_messages,
-    slow_model,
     trigger,
     wait_for,
 )
@@ -75,7 +74,21 @@ async def test_cancelling_a_running_job_stops_it_without_a_digest(
     db: asyncpg.Pool, settings: Settings
 ) -> None:
     channel_id = await add_channel(db, "team-platform", sample_messages())
-    async with local_openai_server(slow_model(0.3)) as (base_url, _):
+    respond = scripted()
+    asked = 0
+    heard = asyncio.Event()  # a heartbeat of the worker has read the cancel request
+
+    async def held_after_the_first_chunk(body: dict[str, Any]) -> dict[str, Any]:
+        # The second chunk is answered only once the worker knows of the cancel: the job
+        # cannot finish meanwhile, however slowly the heartbeat runs.
+        nonlocal asked
+        asked += 1
+        if asked > 1:
+            await heard.wait()
+        answer: dict[str, Any] = respond(body)
+        return answer
+
+    async with local_openai_server(held_after_the_first_chunk) as (base_url, _):
         runtime = Runtime(llm_settings(settings, base_url, digest_llm_concurrency=1))
         await runtime.open()
         try:
@@ -87,9 +100,22 @@ async def test_cancelling_a_running_job_stops_it_without_a_digest(
 
             await wait_for(mapping, 30, "the first chunk")
             async with db.acquire() as connection:
-                await jobs.cancel_job(connection, job_id)
+                cancelled = await jobs.cancel_job(connection, job_id)
+            assert cancelled is not None and cancelled.cancel_requested
+            lease_at_cancel = cancelled.lease_expires_at
+            assert lease_at_cancel is not None
+
+            async def renewed() -> bool:
+                # Only a heartbeat moves the lease; one that moved it after the cancel read
+                # cancel_requested in the same statement.
+                lease = (await job_row(db, job_id)).lease_expires_at
+                return lease is not None and lease > lease_at_cancel
+
+            await wait_for(renewed, 30, "a heartbeat to read the cancel request")
+            heard.set()
             await asyncio.wait_for(running, 30)
         finally:
+            heard.set()
             await runtime.close()
     job = await job_row(db, job_id)
     assert job.status == "cancelled" and job.digest_id is None
