@@ -48,7 +48,7 @@ from runner.importers.ingest import import_path
 
 BENCH_NAME = "event_loop"
 _SERVE = (
-    "import sys; from runner import offload; offload.set_inline(sys.argv[1] == 'in_loop'); "
+    "import sys; from runner.core import offload; offload.set_inline(sys.argv[1] == 'in_loop'); "
     "from server.cli import main; sys.exit(main(sys.argv[2:]))"
 )
 
@@ -84,11 +84,12 @@ async def probe(base: str, done: asyncio.Event) -> list[float]:
     return latencies
 
 
-async def wait_ready(base: str, process: subprocess.Popen[bytes]) -> None:
+async def wait_ready(base: str, process: subprocess.Popen[bytes], log: Path) -> None:
     async with httpx.AsyncClient(base_url=base, timeout=5) as client:
         for _ in range(600):
             if process.poll() is not None:
-                raise RuntimeError("digestd serve exited at start")
+                tail = log.read_text(encoding="utf-8", errors="replace")[-3000:]
+                raise RuntimeError(f"digestd serve exited at start:\n{tail}")
             try:
                 if (await client.get("/readyz")).status_code == 200:
                     return
@@ -127,17 +128,20 @@ async def run_mode(
         await pool.close()
     port = free_port()
     env = environment(url, home)
-    serve = subprocess.Popen(
-        [sys.executable, "-c", _SERVE, mode, "serve", "--port", str(port)],
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    # Its log, kept beside the scratch home: what a serve that failed to start said.
+    log = home.parent / f"serve-{mode}.log"
+    with log.open("wb") as log_file:
+        serve = subprocess.Popen(
+            [sys.executable, "-c", _SERVE, mode, "serve", "--port", str(port)],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=log_file,
+        )
     others: list[subprocess.Popen[bytes]] = []
     base = f"http://127.0.0.1:{port}"
     try:
-        await wait_ready(base, serve)
+        await wait_ready(base, serve, log)
         if two_workers:
             others.append(
                 subprocess.Popen(
@@ -175,16 +179,16 @@ async def run_mode(
     result = {
         "mode": mode,
         "messages": report.accepted,
-        "job_status": row["status"],
-        "job_attempts": row["attempts"],
+        "job_status": row.status,
+        "job_attempts": row.attempts,
         "job_seconds": round(seconds, 2),
-        "chunks": (row["stats"] or {}).get("chunks"),
+        "chunks": (row.stats or {}).get("chunks"),
         "healthz_probes": len(ordered),
         "healthz_p50_ms": round(statistics.median(ordered) * 1000, 1),
         "healthz_p95_ms": round(ordered[int(len(ordered) * 0.95) - 1] * 1000, 1),
         "healthz_max_ms": round(ordered[-1] * 1000, 1),
     }
-    digest = await digest_summary(url, row["digest_id"]) if row["digest_id"] else {}
+    digest = await digest_summary(url, row.digest_id) if row.digest_id else {}
     # The channel name (one per mode) appears in the title; the rest must be equal.
     result["digest"] = json.loads(json.dumps(digest, default=str).replace(f"bench-{mode}", "bench"))
     return result

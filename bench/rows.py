@@ -1,7 +1,7 @@
 """What typed rows cost: records of a 100-row `messages` keyset page turned into models, by the
 ways SQLModel and pydantic offer, against the page's query itself.
 
-    /tmp/venv/bin/python bench/rows.py [--rows 100] [--samples 200] [--database-url URL]
+    /tmp/venv/bin/python bench/rows.py [--quick] [--rows 100] [--samples 200] [--database-url URL]
 
 Setup: one channel with `--rows` messages (chat-sized text, a timestamp, jsonb attachments).
 The records are real asyncpg records of `db.pages.MESSAGES` (the SQL the API runs). Measured,
@@ -13,7 +13,8 @@ microseconds per page (median of `--samples` after a warm-up):
   the page carries no texts, which the API loads apart);
 - `table_init`: `Message(**record)` (a table model's `__init__`: SQLAlchemy's instrumentation;
   it skips validation but sets up ORM state per row).
-The choice (model_construct) should cost a small fraction of the query.
+The choice (model_construct) should cost a small fraction of the query. `--quick` takes 20
+samples (the CI smoke size).
 """
 
 from __future__ import annotations
@@ -101,12 +102,14 @@ async def run(url: str, count: int, samples: int) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="20 samples: CI smoke test")
     parser.add_argument("--rows", type=int, default=100)
-    parser.add_argument("--samples", type=int, default=200)
+    parser.add_argument("--samples", type=int, default=None, help="timed calls per way (200)")
     parser.add_argument("--database-url")
     args = parser.parse_args()
+    samples = args.samples or (20 if args.quick else 200)
     with bench_database(args.database_url) as (url, _home):
-        asyncio.run(run(url, args.rows, args.samples))
+        asyncio.run(run(url, args.rows, samples))
     return 0
 
 

@@ -5,15 +5,9 @@ same run."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from typing import Any
-
 import pytest
 
-from tests.support.paths import REPO_ROOT
+from tests.support.bench import run_quick
 
 # Smoke runs of bench/ scripts: `.ci/run` runs them after the main suite (`-m bench`), so the
 # README's test command stays fast.
@@ -50,27 +44,8 @@ QUEUE_SUMMARY_KEYS = {
 }
 
 
-def run_bench(script: str, timeout: float) -> list[dict[str, Any]]:
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "DIGESTD_API_TOKENS")}
-    # TEST_DATABASE_URL, when the suite has one, is a disposable database: use it too.
-    extra = (
-        ["--database-url", os.environ["TEST_DATABASE_URL"]] if "TEST_DATABASE_URL" in env else []
-    )
-    completed = subprocess.run(
-        [sys.executable, str(REPO_ROOT / "bench" / script), "--quick", *extra],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    lines = [line for line in completed.stdout.splitlines() if line.startswith("{")]
-    return [json.loads(line) for line in lines]
-
-
 def test_api_bench_quick() -> None:
-    rows = run_bench("api.py", timeout=90)
+    rows = run_quick("api.py", timeout=90)
     assert all(row["bench"] == "api" for row in rows)
     check = next(row for row in rows if row.get("check") == "same_data")
     assert check["job"] and check["digests"] and check["digests_nested"]
@@ -90,7 +65,8 @@ def test_api_bench_quick() -> None:
 
 
 def test_api_layers_bench_quick() -> None:
-    rows = run_bench("api_layers.py", timeout=120)
+    rows = run_quick("api_layers.py", timeout=120)
+    assert all(row["bench"] == "api_layers" for row in rows)
     assert [row["scenario"] for row in rows] == ["job", "digests"]
     for row in rows:
         figures = row["us_per_request"]
@@ -100,7 +76,7 @@ def test_api_layers_bench_quick() -> None:
 
 
 def test_queue_bench_quick() -> None:
-    rows = run_bench("job_queue.py", timeout=90)
+    rows = run_quick("job_queue.py", timeout=90)
     assert all(row["bench"] == "queue" for row in rows)
     throughput = [row for row in rows if row.get("phase") == "throughput"]
     latency = [row for row in rows if row.get("phase") == "latency"]

@@ -1,18 +1,16 @@
-"""Smoke test of bench/ingest.py, bench/pipeline.py, bench/keyset.py, bench/disentangle.py and
-bench/all.py: each runs with `--quick` as a subprocess and prints valid JSON lines with the
-expected keys. No thresholds: timings on a shared CI machine mean little; each benchmark
-compares against its peer in the same run."""
+"""Smoke test of bench/ingest.py, bench/pipeline.py, bench/keyset.py, bench/disentangle.py,
+bench/coverage.py, bench/scale.py and bench/all.py: each runs with `--quick` as a subprocess and
+prints valid JSON lines with the expected keys. No thresholds: timings on a shared CI machine mean
+little; each benchmark compares against its peer in the same run."""
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
 import sys
-from typing import Any
 
 import pytest
 
+from tests.support.bench import run_quick
 from tests.support.paths import REPO_ROOT, shared_data
 
 # Smoke runs of bench/ scripts: `.ci/run` runs them after the main suite (`-m bench`), so the
@@ -20,34 +18,8 @@ from tests.support.paths import REPO_ROOT, shared_data
 pytestmark = pytest.mark.bench
 
 
-def run_bench(
-    script: str, timeout: float, *, database: bool, args: tuple[str, ...] = ()
-) -> list[dict[str, Any]]:
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "DIGESTD_API_TOKENS")}
-    # TEST_DATABASE_URL, when the suite has one, is a disposable database: use it too.
-    extra = (
-        ["--database-url", os.environ["TEST_DATABASE_URL"]]
-        if database and "TEST_DATABASE_URL" in env
-        else []
-    )
-    completed = subprocess.run(
-        [sys.executable, str(REPO_ROOT / "bench" / script), "--quick", *args, *extra],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    lines = [line for line in completed.stdout.splitlines() if line.strip()]
-    assert lines, "the benchmark printed nothing"
-    rows = [json.loads(line) for line in lines]  # every line is one JSON object
-    assert all(isinstance(row, dict) for row in rows)
-    return rows
-
-
 def test_ingest_bench_quick() -> None:
-    rows = run_bench("ingest.py", timeout=120, database=True)
+    rows = run_quick("ingest.py", timeout=120, database=True)
     assert all(row["bench"] == "ingest" for row in rows)
     setup = rows[0]
     assert setup["kind"] == "setup" and {"messages", "nproc", "cpu", "postgres"} <= setup.keys()
@@ -64,7 +36,7 @@ def test_ingest_bench_quick() -> None:
 
 
 def test_pipeline_bench_quick() -> None:
-    rows = run_bench("pipeline.py", timeout=120, database=False)
+    rows = run_quick("pipeline.py", timeout=120, database=False)
     assert all(row["bench"] == "pipeline" for row in rows)
     runs = [row for row in rows if row["kind"] == "run"]
     assert {row["mode"] for row in runs} == {"instant", "server"}
@@ -84,7 +56,7 @@ def test_pipeline_bench_quick() -> None:
 
 
 def test_keyset_bench_quick() -> None:
-    rows = run_bench("keyset.py", timeout=120, database=True)
+    rows = run_quick("keyset.py", timeout=120, database=True)
     assert all(row["bench"] == "keyset" for row in rows)
     assert any(row["kind"] == "check" and row["same_rows"] for row in rows)
     methods = {row["method"] for row in rows if row["kind"] == "method"}
@@ -104,7 +76,7 @@ def test_keyset_bench_quick() -> None:
 
 def test_disentangle_bench_quick() -> None:
     shared_data("chat/ubuntu_irc_disentanglement/dev")
-    rows = run_bench("disentangle.py", timeout=120, database=False)
+    rows = run_quick("disentangle.py", timeout=120, database=False)
     assert all(row["bench"] == "disentangle" for row in rows)
     assert rows[0]["kind"] == "setup" and rows[0]["logs"] == 1
     runs = [row for row in rows if row["kind"] == "run"]
@@ -122,7 +94,7 @@ def test_disentangle_bench_quick() -> None:
 
 
 def test_all_runs_the_chosen_benchmarks_and_passes_their_lines_through() -> None:
-    rows = run_bench("all.py", timeout=120, database=True, args=("--only", "keyset"))
+    rows = run_quick("all.py", timeout=120, database=True, args=("--only", "keyset"))
     assert any(row["bench"] == "keyset" and row["kind"] == "summary" for row in rows)
     assert rows[-1] == {**rows[-1], "bench": "all", "script": "keyset", "exit": 0}
 
@@ -139,7 +111,7 @@ def test_all_refuses_an_unknown_benchmark_by_name() -> None:
 
 
 def test_coverage_bench_quick() -> None:
-    rows = run_bench("coverage.py", timeout=180, database=True)
+    rows = run_quick("coverage.py", timeout=180, database=True)
     assert all(row["bench"] == "coverage" for row in rows)
     runs = [row for row in rows if row["kind"] == "run"]
     assert {row["peer"] for row in runs} == {"watermark", "coverage"}
@@ -161,7 +133,7 @@ def test_coverage_bench_quick() -> None:
 
 
 def test_scale_bench_quick() -> None:
-    rows = run_bench("scale.py", timeout=300, database=False, args=("--repeats", "2"))
+    rows = run_quick("scale.py", timeout=300, database=False, args=("--repeats", "2"))
     assert all(row["bench"] == "scale" for row in rows)
     runs = [row for row in rows if row["kind"] == "run"]
     assert {row["messages"] for row in runs} == {1000, 5000}
