@@ -166,8 +166,9 @@ class FakeLLM:
         self.requests.clear()
 
     async def _chat(self, request: Request) -> Response:
-        exchange = Exchange(request.url.path, {}, dict(request.headers), time.perf_counter())
-        exchange.body = await request.json()
+        received = time.perf_counter()
+        body = await request.json()
+        exchange = Exchange(request.url.path, body, dict(request.headers), received)
         self.exchanges.append(exchange)
         self.requests.append(exchange.body)
         answer = self.model(exchange.body)
@@ -198,12 +199,14 @@ class FakeLLM:
 
     # --- reaching it ---
 
+    def transport(self) -> httpx.AsyncBaseTransport:
+        """An httpx transport whose requests this fake answers in-process, without a socket."""
+        return httpx.ASGITransport(self.app)
+
     def http_client(self) -> httpx.AsyncClient:
-        """An httpx client whose requests this fake answers in-process (no socket); pass it to
-        `openai.AsyncOpenAI(http_client=...)` or `runner.llm.client.build_client`."""
-        return httpx.AsyncClient(
-            transport=httpx.ASGITransport(self.app), base_url=IN_PROCESS_BASE_URL
-        )
+        """An httpx client over `transport()`, for `openai.AsyncOpenAI(http_client=...)` or
+        `runner.llm.client.build_client`."""
+        return httpx.AsyncClient(transport=self.transport(), base_url=IN_PROCESS_BASE_URL)
 
     @contextlib.asynccontextmanager
     async def serve(self) -> AsyncIterator[str]:
