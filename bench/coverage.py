@@ -128,14 +128,12 @@ def make_extractor(kind: str) -> Any:
         return OfflineExtractor()
     import httpx
 
-    from bench._pipeline_fake_llm import ScriptedModel
-    from bench.pipeline import InstantModel
+    from bench.pipeline import instant_transport
     from bench.pipeline import make_extractor as llm_extractor
     from runner.llm.config import LLMConfig
 
-    model = InstantModel(ScriptedModel())
     config = LLMConfig(base_url="http://llm.bench/v1", api_key="bench", concurrency=8)
-    return llm_extractor(config, httpx.AsyncClient(transport=httpx.MockTransport(model)))
+    return llm_extractor(config, httpx.AsyncClient(transport=instant_transport()))
 
 
 async def pipeline(window: Window, extractor: Any) -> PipelineResult:

@@ -1,5 +1,5 @@
 """Pipeline benchmark: digest one generated channel with the LLM extractor, (a) against an
-in-process instant fake model (httpx MockTransport) and (b) against a fake OpenAI-compatible
+in-process instant fake model (runner/llm/fake.py through httpx's ASGI transport) and (b) against a fake OpenAI-compatible
 server in its own process that answers after 200 ms, at concurrency 8.
 
     /tmp/venv/bin/python bench/pipeline.py [--quick] [--messages 100000] [--delay 0.2]
@@ -31,12 +31,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
-import json
 import math
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +62,7 @@ from runner.extract.llm import LLMExtractor
 from runner.llm.breaker import CircuitBreaker
 from runner.llm.client import build_client
 from runner.llm.config import LLMConfig
+from runner.llm.fake import FakeLLM
 from server.settings import Settings
 
 BENCH_NAME = "pipeline"
@@ -76,21 +75,22 @@ def default_chunk_tokens() -> int:
     return int(Settings.model_fields["digestd_chunk_tokens"].default)
 
 
-@dataclass
-class InstantModel:
-    """The scripted model in-process, timing itself so its cost can be taken out."""
+class TimedTransport(httpx.AsyncBaseTransport):
+    """The fake endpoint in-process, timing itself so its cost can be taken out."""
 
-    model: ScriptedModel
-    seconds: float = 0.0
-    calls: dict[str, int] | None = None
+    def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
+        self.inner = inner
+        self.seconds = 0.0
 
-    async def __call__(self, request: httpx.Request) -> httpx.Response:
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         started = time.perf_counter()
-        body = json.loads(request.content)
-        answer = self.model.respond(body)
-        response = httpx.Response(200, json=answer)
+        response = await self.inner.handle_async_request(request)
         self.seconds += time.perf_counter() - started
         return response
+
+
+def instant_transport() -> TimedTransport:
+    return TimedTransport(FakeLLM(ScriptedModel().respond).transport())
 
 
 def union_seconds(intervals: list[tuple[float, float]], lo: float, hi: float) -> float:
@@ -161,9 +161,9 @@ async def digest(
 
 
 async def run_instant(window: Window, concurrency: int, chunk_tokens: int) -> dict[str, Any]:
-    model = InstantModel(ScriptedModel())
+    model = instant_transport()
     config = LLMConfig(base_url="http://llm.bench/v1", api_key="bench", concurrency=concurrency)
-    client = httpx.AsyncClient(transport=httpx.MockTransport(model))
+    client = httpx.AsyncClient(transport=model)
     extractor = make_extractor(config, client)
     try:
         figures = await digest(window, extractor, concurrency, chunk_tokens)
@@ -184,14 +184,14 @@ async def run_server(
 ) -> dict[str, Any]:
     config = LLMConfig(base_url=base_url, api_key="bench", concurrency=concurrency)
     async with httpx.AsyncClient() as control:
-        await control.post(base_url.replace("/v1", "/reset"))
+        await control.post(base_url.replace("/v1", "/fake/reset"))
         extractor = make_extractor(config, None)  # the production HTTP client
         try:
             figures = await digest(window, extractor, concurrency, chunk_tokens)
         finally:
             await extractor.client.close()
-        raw = (await control.get(base_url.replace("/v1", "/intervals"))).json()
-    intervals = [(float(a), float(b), str(tool)) for a, b, tool in raw]
+        raw = (await control.get(base_url.replace("/v1", "/fake/exchanges"))).json()
+    intervals = [(float(e["received"]), float(e["answered"]), str(e["tool"])) for e in raw]
     lo, hi = figures["started"], figures["finished"]
     busy = union_seconds([(a, b) for a, b, _ in intervals], lo, hi)
     wall = figures["wall_seconds"]
@@ -221,8 +221,7 @@ def start_fake_server(delay: float) -> tuple[subprocess.Popen[str], str]:
         text=True,
     )
     assert process.stdout is not None
-    port = int(process.stdout.readline())
-    return process, f"http://127.0.0.1:{port}/v1"
+    return process, process.stdout.readline().strip()
 
 
 def main() -> int:

@@ -9,9 +9,9 @@ odd LLM endpoints and pinned installs.
 Each group of cases gets its own temporary DIGESTD_HOME (embedded PostgreSQL; DATABASE_URL is
 removed from every child's environment), starts `digestd serve` on a free port when it needs
 GraphQL, and reads every result back through GraphQL or the CLI's output. The database is
-touched directly only to inject faults (SIGKILL of a backend). A fake OpenAI-compatible server
-(http.server in a thread on 127.0.0.1) plays the LLM endpoints; the first segment of its path
-picks a behaviour (`/cover/v1`, `/llama8k/v1`, `/html/v1`...).
+touched directly only to inject faults (SIGKILL of a backend). The fake OpenAI-compatible
+endpoint of runner/llm/fake.py plays the LLM endpoints, one on a port of 127.0.0.1 per
+behaviour (`cover`, `slow`, `jitter`, `llama8k`, `html`).
 
 Prints a Markdown table `case | expected | observed | result` and exits 0 (it is a report);
 every step has a timeout, and a failing case never stops the others.
@@ -39,13 +39,14 @@ import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import unescape
 
 import asyncpg
 import httpx
+
+from runner.llm import fake as fake_llm
 
 ROOT = Path(__file__).resolve().parents[1]
 TERMINAL = {"SUCCEEDED", "PARTIAL", "FAILED", "CANCELLED"}
@@ -287,125 +288,105 @@ def fake_digest(user: str) -> dict[str, Any]:
     }
 
 
-class FakeLLM:
-    """OpenAI-compatible /chat/completions and /models on 127.0.0.1, in a thread. Modes:
-    cover (a chunk holding FAILCHUNK gets unusable output while `fail` is set; SLOWCHUNK
-    answers after 3 s), slow (every answer after `delay`), jitter (random 0.02 or 0.6 s),
-    llama8k (400 "maximum context length" above 8,192 tokens, like llama-cpp-python), html."""
+def prompt_tokens(body: dict[str, Any]) -> int:
+    """A rough count of a request's prompt, as a server would report it: 4 characters a token."""
+    sent = sum(len(str(m.get("content") or "")) for m in body["messages"])
+    return (sent + len(json.dumps(body["tools"]))) // 4
+
+
+def user_text(body: dict[str, Any]) -> str:
+    return str(next(m["content"] for m in body["messages"] if m["role"] == "user"))
+
+
+def answer(body: dict[str, Any], arguments: Any = None) -> dict[str, Any]:
+    """The forced tool call of `body` with `arguments`, by default the scripted map or reduce
+    answer."""
+    tool, user = fake_llm.tool_of(body), user_text(body)
+    if arguments is None:
+        arguments = fake_chunk_summary(user) if tool == "emit_chunk_summary" else fake_digest(user)
+    return fake_llm.completion(
+        tool=tool,
+        arguments=arguments,
+        prompt_tokens=prompt_tokens(body),
+        completion_tokens=50,
+        model=body["model"],
+    )
+
+
+MODEL_LIST = {
+    "object": "list",
+    "data": [{"id": "local-model", "object": "model", "owned_by": "me"}],
+}
+NGINX_PAGE = "<!doctype html><html><body><h1>Welcome to nginx!</h1></body></html>"
+
+
+class FakeEndpoints:
+    """The LLM endpoints of the cases: the fake of runner/llm/fake.py, one per behaviour, each
+    on a port of its own on a thread, started on first use. Behaviours: cover (a chunk holding
+    FAILCHUNK gets unusable output while `fail` is set; SLOWCHUNK answers after 3 s), slow
+    (every answer after `delay`), jitter (random 0.02 or 0.6 s), llama8k (400 "maximum
+    context length" above 8,192 tokens, like llama-cpp-python), html (a web server's page)."""
 
     def __init__(self) -> None:
         self.fail = True
         self.delay = 1.0
         self.overflows = 0
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_GET(self) -> None:
-                fake.reply(
-                    self,
-                    200,
-                    {
-                        "object": "list",
-                        "data": [{"id": "local-model", "object": "model", "owned_by": "me"}],
-                    },
-                )
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
-                fake.answer(self, self.path.strip("/").split("/")[0], body)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self._models: dict[str, fake_llm.Model] = {
+            "cover": self.cover,
+            "slow": self.slow,
+            "jitter": self.jitter,
+            "llama8k": self.llama8k,
+            "html": lambda body: fake_llm.raw(NGINX_PAGE, "text/html"),
+        }
+        self._urls: dict[str, str] = {}
+        self._servers = contextlib.ExitStack()
+        self._lock = threading.Lock()
 
     def url(self, mode: str) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/{mode}/v1"
+        with self._lock:
+            if mode not in self._urls:
+                endpoint = fake_llm.FakeLLM(self._models[mode], routes={"/v1/models": MODEL_LIST})
+                self._urls[mode] = self._servers.enter_context(endpoint.serve_in_thread())
+            return self._urls[mode]
 
-    @staticmethod
-    def reply(
-        handler: BaseHTTPRequestHandler, status: int, payload: Any, kind: str = "application/json"
-    ) -> None:
-        data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-        try:
-            handler.send_response(status)
-            handler.send_header("content-type", kind)
-            handler.send_header("content-length", str(len(data)))
-            handler.end_headers()
-            handler.wfile.write(data)
-        except OSError:  # the client gave up (a killed worker)
-            pass
+    def close(self) -> None:
+        self._servers.close()
 
-    def answer(self, handler: BaseHTTPRequestHandler, mode: str, body: dict[str, Any]) -> None:
-        tool = body["tool_choice"]["function"]["name"]
-        user = next(m["content"] for m in body["messages"] if m["role"] == "user")
-        sent = sum(len(str(m.get("content") or "")) for m in body["messages"]) + len(
-            json.dumps(body["tools"])
-        )
-        prompt = sent // 4
+    async def cover(self, body: dict[str, Any]) -> fake_llm.Answer:
+        user = user_text(body)
+        if "SLOWCHUNK" in user:
+            await asyncio.sleep(3.0)
+        if self.fail and "FAILCHUNK" in user:
+            return answer(body, "this is not JSON")
+        return answer(body)
+
+    async def slow(self, body: dict[str, Any]) -> fake_llm.Answer:
+        await asyncio.sleep(self.delay)
+        return answer(body)
+
+    async def jitter(self, body: dict[str, Any]) -> fake_llm.Answer:
+        await asyncio.sleep(random.choice((0.02, 0.6)))
+        return answer(body)
+
+    def llama8k(self, body: dict[str, Any]) -> fake_llm.Answer:
+        prompt = prompt_tokens(body)
         wanted = int(body.get("max_tokens") or body.get("max_completion_tokens") or 0)
-        if mode == "html":
-            page = b"<!doctype html><html><body><h1>Welcome to nginx!</h1></body></html>"
-            return self.reply(handler, 200, page, "text/html")
-        if mode == "llama8k" and prompt + wanted > 8192:
-            self.overflows += 1
-            message = (
-                f"This model's maximum context length is 8192 tokens, however you requested "
-                f"{prompt + wanted} tokens ({prompt} in your prompt; {wanted} for the "
-                "completion). Please reduce your prompt; or completion length."
-            )
-            return self.reply(
-                handler,
-                400,
-                {
-                    "error": {
-                        "message": message,
-                        "type": "invalid_request_error",
-                        "code": "context_length_exceeded",
-                    }
-                },
-            )
-        if mode == "slow" or (mode == "cover" and "SLOWCHUNK" in user):
-            time.sleep(self.delay if mode == "slow" else 3.0)
-        if mode == "jitter":
-            time.sleep(random.choice((0.02, 0.6)))
-        arguments: Any = (
-            fake_chunk_summary(user) if tool == "emit_chunk_summary" else fake_digest(user)
+        if prompt + wanted <= 8192:
+            return answer(body)
+        self.overflows += 1
+        message = (
+            f"This model's maximum context length is 8192 tokens, however you requested "
+            f"{prompt + wanted} tokens ({prompt} in your prompt; {wanted} for the "
+            "completion). Please reduce your prompt; or completion length."
         )
-        if mode == "cover" and self.fail and "FAILCHUNK" in user:
-            arguments = "this is not JSON"
-        call = {
-            "id": "call_1",
-            "type": "function",
-            "function": {
-                "name": tool,
-                "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments),
-            },
+        refusal = {
+            "error": {
+                "message": message,
+                "type": "invalid_request_error",
+                "code": "context_length_exceeded",
+            }
         }
-        self.reply(
-            handler,
-            200,
-            {
-                "id": "chatcmpl-fake",
-                "object": "chat.completion",
-                "created": 0,
-                "model": body["model"],
-                "choices": [
-                    {
-                        "index": 0,
-                        "finish_reason": "tool_calls",
-                        "message": {"role": "assistant", "content": None, "tool_calls": [call]},
-                    }
-                ],
-                "usage": {
-                    "prompt_tokens": prompt,
-                    "completion_tokens": 50,
-                    "total_tokens": prompt + 50,
-                },
-            },
-        )
+        return fake_llm.error(400, body=refusal)
 
 
 # --- processes, homes, servers --------------------------------------------------------------
@@ -780,7 +761,7 @@ class Ctx:
     data: Path
     workdir: Path
     report: Report
-    fake: FakeLLM
+    fake: FakeEndpoints
     homes: list[Home] = field(default_factory=list)
     shared: dict[str, Any] = field(default_factory=dict)
 
@@ -1731,7 +1712,7 @@ def main() -> int:
     for name in ("NO_PROXY", "no_proxy"):  # the fake endpoint and the servers are local
         os.environ[name] = ",".join(filter(None, [os.environ.get(name), "127.0.0.1", "localhost"]))
     workdir = Path(tempfile.mkdtemp(prefix="replay-resilience-"))
-    ctx = Ctx(digestd, Path(args.data).absolute(), workdir, Report(), FakeLLM())
+    ctx = Ctx(digestd, Path(args.data).absolute(), workdir, Report(), FakeEndpoints())
     started, stops = time.monotonic(), {}
     try:
         for section, group in chosen:
@@ -1745,6 +1726,7 @@ def main() -> int:
     finally:
         for home in ctx.homes:
             home.close()
+        ctx.fake.close()
         if args.keep:
             print(f"kept {workdir}", file=sys.stderr)
         else:

@@ -1,5 +1,5 @@
-"""A deterministic fake of an OpenAI-compatible model for the report writer, in-process behind
-the real `openai` client (an httpx MockTransport), for `digestd eval` and the tests.
+"""A deterministic model for the report writer, answered by the fake endpoint of
+runner/llm/fake.py in-process behind the real `openai` client, for `digestd eval` and the tests.
 
 What the fake answers (`quoting_answer`): it reads the `<source id="E..">` elements of the
 request and writes the report out of them verbatim: the answer is the first `ANSWER` sources
@@ -11,26 +11,23 @@ plumbing (ids, budgets, audit), not a model's judgement.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 from xml.sax.saxutils import unescape
 
-import httpx
+from starlette.responses import Response
 
 from runner.llm.breaker import CircuitBreaker
 from runner.llm.client import ResilientCaller, build_client
 from runner.llm.config import LLMConfig
+from runner.llm.fake import Answer, FakeLLM, Model, completion
 from runner.reports.llm_writer import REPORT_TOOL, LLMReportWriter, ReportCall
 
 ANSWER, BODY, OPEN = 2, 6, 2
 FAKE_MODEL = "fake-report-model"
 _SOURCE = re.compile(r"<source id=\"(E\d+)\"[^>]*>(.*?)</source>", re.DOTALL)
 _QUESTION = re.compile(r"^Question: (.*)$", re.MULTILINE)
-
-Responder = Callable[[dict[str, Any]], dict[str, Any]]
 
 
 def request_sources(body: dict[str, Any]) -> list[tuple[str, str]]:
@@ -67,46 +64,23 @@ def quoting_answer(body: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def tool_completion(arguments: dict[str, Any], tool: str = REPORT_TOOL) -> dict[str, Any]:
-    """A chat.completion body that calls `tool` with `arguments`."""
-    call = {
-        "id": "call_1",
-        "type": "function",
-        "function": {"name": tool, "arguments": json.dumps(arguments)},
-    }
-    return {
-        "id": "chatcmpl-fake",
-        "object": "chat.completion",
-        "created": 0,
-        "model": FAKE_MODEL,
-        "choices": [
-            {
-                "index": 0,
-                "finish_reason": "tool_calls",
-                "message": {"role": "assistant", "content": None, "tool_calls": [call]},
-            }
-        ],
-        "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
-    }
+def report_model(build: Callable[[dict[str, Any]], Any] = quoting_answer) -> Model:
+    """A model function calling `emit_report` with `build`'s arguments for each request; a
+    Starlette `Response` that `build` returns (an error) is answered as is."""
 
+    def respond(body: dict[str, Any]) -> Answer:
+        arguments = build(body)
+        if isinstance(arguments, Response):
+            return arguments
+        return completion(
+            tool=REPORT_TOOL,
+            arguments=arguments,
+            prompt_tokens=0,
+            completion_tokens=0,
+            model=FAKE_MODEL,
+        )
 
-@dataclass
-class FakeModel:
-    """The mocked transport's handler: records every request body, answers with `respond`'s
-    tool arguments (or an httpx.Response it returns as is)."""
-
-    respond: Callable[[dict[str, Any]], Any] = quoting_answer
-    requests: list[dict[str, Any]] = field(default_factory=list)
-
-    def __call__(self, request: httpx.Request) -> httpx.Response:
-        if request.method == "GET":  # limit discovery: not served by the fake
-            return httpx.Response(404, json={"error": {"message": "not found"}})
-        body = json.loads(request.content)
-        self.requests.append(body)
-        answer = self.respond(body)
-        if isinstance(answer, httpx.Response):
-            return answer
-        return httpx.Response(200, json=tool_completion(answer))
+    return respond
 
 
 def fake_config(**settings: Any) -> LLMConfig:
@@ -121,16 +95,15 @@ def fake_config(**settings: Any) -> LLMConfig:
 
 
 def fake_report_writer(
-    model: FakeModel | None = None, *, min_overlap: float | None = None, **settings: Any
-) -> tuple[LLMReportWriter, FakeModel]:
-    """The production writer over the real `openai` client whose transport is `model`."""
-    model = model or FakeModel()
+    endpoint: FakeLLM | None = None, *, min_overlap: float | None = None, **settings: Any
+) -> tuple[LLMReportWriter, FakeLLM]:
+    """The production writer over the real `openai` client, answered in-process by `endpoint`
+    (by default the faithful `quoting_answer`)."""
+    endpoint = endpoint or FakeLLM(report_model())
     config = fake_config(**settings)
-    client = build_client(
-        config, http_client=httpx.AsyncClient(transport=httpx.MockTransport(model))
-    )
+    client = build_client(config, http_client=endpoint.http_client())
     caller = ResilientCaller(client, config, CircuitBreaker("fake-report-model"))
     call = ReportCall(caller, config.reduce_model)
     if min_overlap is None:
-        return LLMReportWriter(call), model
-    return LLMReportWriter(call, min_overlap=min_overlap), model
+        return LLMReportWriter(call), endpoint
+    return LLMReportWriter(call, min_overlap=min_overlap), endpoint

@@ -52,7 +52,7 @@ def redact(text: str, secrets: list[str]) -> str:
 
 def build_client(config: LLMConfig, http_client: Any = None) -> openai.AsyncOpenAI:
     """The `openai.AsyncOpenAI` client of `config`, without its own retries. `http_client` (tests
-    and benchmarks: a mocked transport) is passed through; openai 3.x is built on httpx2, whose
+    and benchmarks: the in-process client of runner/llm/fake.py) is passed through; openai 3.x is built on httpx2, whose
     client the tests' httpx clients stand in for by duck typing."""
     return openai.AsyncOpenAI(
         base_url=config.base_url,

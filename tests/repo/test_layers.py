@@ -137,6 +137,7 @@ DOES_IO = {
     "runner/jobs/base.py": "finishing a job is a database write",
     "runner/jobs/outcomes.py": "names the job status each outcome records (an annotation only)",
     "runner/llm/": "the OpenAI-compatible client and the steps that call it",
+    "runner/llm/fake.py": "the fake OpenAI-compatible endpoint: serves on a loopback port",
     "runner/extract/llm.py": "the LLM extractor (openai)",
     "runner/documents/fetch.py": "the hardened HTTP fetch of a document URL (httpx, socket)",
     "runner/documents/ingest.py": "ingest_url fetches through fetch.py",

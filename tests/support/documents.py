@@ -29,9 +29,9 @@ from runner.documents.llm_summary import (
     DOCUMENT_DIGEST_TOOL,
 )
 from runner.documents.locators import resolve_locator
+from runner.llm.fake import Answer, FakeLLM, completion, error
 from tests.support.api import gql, poll_job
 from tests.support.database import row_id
-from tests.support.llm import completion
 from tests.support.paths import DATA_DIR, REPO_ROOT
 
 DOCS_DIR = DATA_DIR / "docs"
@@ -252,44 +252,17 @@ def _document() -> CanonicalDocument:
     return ingest_text(DOCUMENT_TEXT, title="Systems handbook")
 
 
-def _chat_completion(arguments: Any) -> dict[str, Any]:
-    encoded = arguments if isinstance(arguments, str) else json.dumps(arguments)
-    return {
-        "id": "chatcmpl-test",
-        "object": "chat.completion",
-        "created": 0,
-        "model": "fake-model",
-        "choices": [
-            {
-                "index": 0,
-                "finish_reason": "tool_calls",
-                "message": {
-                    "role": "assistant",
-                    "content": None,
-                    "tool_calls": [
-                        {
-                            "id": "call_1",
-                            "type": "function",
-                            "function": {"name": DOCUMENT_DIGEST_TOOL, "arguments": encoded},
-                        }
-                    ],
-                },
-            }
-        ],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-    }
+def document_endpoint(answers: list[Any], status: int = 200) -> FakeLLM:
+    """The fake endpoint answering `emit_document_digest` calls with `answers` in order, or
+    every request with `status` (an error) when it is not 200."""
+    queue = list(answers)
 
+    def respond(body: dict[str, Any]) -> Answer:
+        if status != 200:
+            return error(status, "down")
+        arguments = queue.pop(0)
+        return completion(
+            tool=DOCUMENT_DIGEST_TOOL, arguments=arguments, prompt_tokens=10, completion_tokens=5
+        )
 
-class FakeEndpoint:
-    """An OpenAI-compatible endpoint: answers in order, records the requests it got."""
-
-    def __init__(self, answers: list[Any], status: int = 200) -> None:
-        self.answers = list(answers)
-        self.status = status
-        self.requests: list[dict[str, Any]] = []
-
-    def handler(self, request: httpx.Request) -> httpx.Response:
-        self.requests.append(json.loads(request.content))
-        if self.status != 200:
-            return httpx.Response(self.status, json={"error": {"message": "down"}})
-        return httpx.Response(200, json=_chat_completion(self.answers.pop(0)))
+    return FakeLLM(respond)

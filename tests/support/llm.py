@@ -1,28 +1,22 @@
-"""Helpers of the tests/test_llm_* files: a scripted fake OpenAI-compatible model behind the real
-`openai` client (mocked transport, or a local uvicorn server), and a tiny chat-log parser.
+"""The scripted digest models of the LLM tests (and of bench/pipeline.py), served by the fake
+endpoint of runner/llm/fake.py behind the real `openai` client, and a tiny chat-log parser.
 
-The fake model reads what the extractor actually sent (the chunk's `<message>` elements, the
+A scripted model reads what the extractor actually sent (the chunk's `<message>` elements, the
 reduce step's `<summary>` JSON) and answers with tool calls built from it, so the whole pipeline
 runs end to end without a real model.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import inspect
 import json
 import re
-import socket
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import unescape
 
-import httpx
-import openai
 import pytest
 
 from runner.core.contract import ChunkSummary
@@ -34,6 +28,7 @@ from runner.grounding.normalize import normalize_text
 from runner.llm.breaker import CircuitBreaker
 from runner.llm.client import build_client
 from runner.llm.config import LLMConfig
+from runner.llm.fake import FakeLLM, completion, tool_of
 from tests.support.paths import REPO_ROOT
 
 DATA_DIR = REPO_ROOT.parent / "shared" / "data"
@@ -135,45 +130,7 @@ def summaries_of(body: dict[str, Any]) -> list[dict[str, Any]]:
     return [json.loads(unescape(raw)) for raw in _SUMMARY.findall(user)]
 
 
-def tool_of(body: dict[str, Any]) -> str:
-    name: str = body["tool_choice"]["function"]["name"]
-    return name
-
-
 # --- responses ------------------------------------------------------------------------------
-
-
-def completion(
-    *,
-    tool: str | None = None,
-    arguments: Any = None,
-    content: str | None = None,
-    finish_reason: str = "tool_calls",
-    prompt_tokens: int = 100,
-    completion_tokens: int = 20,
-    cached_tokens: int = 0,
-    call_id: str = "call_1",
-) -> dict[str, Any]:
-    """A chat.completion JSON body; `arguments` that are not a string are JSON-encoded."""
-    message: dict[str, Any] = {"role": "assistant", "content": content}
-    if tool is not None:
-        encoded = arguments if isinstance(arguments, str) else json.dumps(arguments)
-        message["tool_calls"] = [
-            {"id": call_id, "type": "function", "function": {"name": tool, "arguments": encoded}}
-        ]
-    return {
-        "id": "chatcmpl-test",
-        "object": "chat.completion",
-        "created": 0,
-        "model": "fake",
-        "choices": [{"index": 0, "finish_reason": finish_reason, "message": message}],
-        "usage": {
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens,
-            "prompt_tokens_details": {"cached_tokens": cached_tokens},
-        },
-    }
 
 
 def usage_completion(
@@ -274,14 +231,11 @@ def merged_digest(body: dict[str, Any], limit: int = 40) -> dict[str, Any]:
     return digest
 
 
-Responder = Callable[[dict[str, Any]], Any]
-
-
 def scripted(
     map_arguments: Callable[[dict[str, Any]], Any] = grounded_summary,
     reduce_arguments: Callable[[dict[str, Any]], Any] = merged_digest,
-) -> Responder:
-    """A responder that answers each forced tool call with the matching builder's arguments."""
+) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """A model that answers each forced tool call with the matching builder's arguments."""
 
     def respond(body: dict[str, Any]) -> dict[str, Any]:
         tool = tool_of(body)
@@ -289,32 +243,6 @@ def scripted(
         return completion(tool=tool, arguments=build(body))
 
     return respond
-
-
-@dataclass
-class FakeEndpoint:
-    """An httpx MockTransport handler recording requests; `respond` returns a completion dict,
-    an httpx.Response, or raises (e.g. httpx.ReadTimeout)."""
-
-    respond: Responder
-    requests: list[dict[str, Any]] = field(default_factory=list)
-    headers: list[httpx.Headers] = field(default_factory=list)
-
-    async def __call__(self, request: httpx.Request) -> httpx.Response:
-        if request.method == "GET":  # limit discovery (/v1/models, /props): not served here
-            return httpx.Response(404, json={"error": {"message": "not found"}})
-        body = json.loads(request.content)
-        self.requests.append(body)
-        self.headers.append(request.headers)
-        result = self.respond(body)
-        if asyncio.iscoroutine(result):
-            result = await result
-        if isinstance(result, httpx.Response):
-            return result
-        return httpx.Response(200, json=result)
-
-    def tools_called(self) -> list[str]:
-        return [tool_of(body) for body in self.requests]
 
 
 @dataclass
@@ -327,90 +255,19 @@ class Sleeps:
         self.delays.append(delay)
 
 
-def fake_client(
-    handler: Callable[[httpx.Request], Any], api_key: str = API_KEY
-) -> openai.AsyncOpenAI:
-    transport = httpx.MockTransport(handler)
-    # openai is built on httpx2; an httpx client stands in for it by duck typing (as in
-    # runner.llm.client.build_client).
-    http_client: Any = httpx.AsyncClient(transport=transport)
-    return openai.AsyncOpenAI(
-        base_url="http://llm.test/v1",
-        api_key=api_key,
-        max_retries=0,
-        http_client=http_client,
-    )
-
-
 def make_extractor(
-    endpoint: Callable[[httpx.Request], Any],
+    endpoint: FakeLLM,
     *,
     breaker: CircuitBreaker | None = None,
     sleeps: Sleeps | None = None,
     **config: Any,
 ) -> LLMExtractor:
-    """An extractor whose client is built the production way (build_client) over a mocked
-    transport."""
+    """An extractor whose client is built the production way (build_client) over the fake
+    endpoint, in-process."""
     settings = LLMConfig(base_url="http://llm.test/v1", api_key=API_KEY, **config)
-    transport = httpx.AsyncClient(transport=httpx.MockTransport(endpoint))
     return LLMExtractor(
         settings,
-        client=build_client(settings, http_client=transport),
+        client=build_client(settings, http_client=endpoint.http_client()),
         breaker=breaker or CircuitBreaker("test"),
         sleep=sleeps or Sleeps(),
     )
-
-
-# --- a real local server --------------------------------------------------------------------
-
-
-@contextlib.asynccontextmanager
-async def local_openai_server(
-    respond: Responder,
-    get_routes: dict[str, Any] | None = None,
-) -> AsyncIterator[tuple[str, list[dict[str, Any]]]]:
-    """A Starlette app speaking `/v1/chat/completions` on 127.0.0.1 at a free port; yields the
-    base URL and the list of request bodies it received. `respond` returns a completion dict or
-    a Starlette Response (an error status), or an awaitable of one. `get_routes` maps further
-    GET paths (`/v1/models`, `/props`) to the JSON they answer."""
-    import uvicorn
-    from starlette.applications import Starlette
-    from starlette.requests import Request
-    from starlette.responses import JSONResponse, Response
-    from starlette.routing import Route
-
-    received: list[dict[str, Any]] = []
-
-    async def chat(request: Request) -> Response:
-        body = await request.json()
-        received.append(body)
-        result = respond(body)
-        if inspect.isawaitable(result):
-            result = await result  # a responder may take its time, like a slow model
-        return result if isinstance(result, Response) else JSONResponse(result)
-
-    def static(payload: Any) -> Any:
-        async def answer(request: Request) -> Response:
-            return JSONResponse(payload)
-
-        return answer
-
-    routes = [Route("/v1/chat/completions", chat, methods=["POST"])]
-    routes += [
-        Route(path, static(payload), methods=["GET"])
-        for path, payload in (get_routes or {}).items()
-    ]
-    app = Starlette(routes=routes)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    while not server.started:
-        await asyncio.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{port}/v1", received
-    finally:
-        server.should_exit = True
-        await task
-        sock.close()

@@ -5,10 +5,11 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 
 from runner.llm.budget import count_request_tokens
-from tests.support.llm import chunk_messages_of, scripted, tool_of
+from runner.llm.fake import error, tool_of
+from tests.support.llm import chunk_messages_of, scripted
 
 CONTEXT = 8192
 
@@ -72,7 +73,7 @@ class SmallContextModel:
         output = int(body.get("max_tokens") or body.get("max_completion_tokens") or 0)
         if prompt + output > CONTEXT:
             self.refused.append(prompt)
-            return JSONResponse(overflow_body(self.wording, prompt, output), status_code=400)
+            return error(400, body=overflow_body(self.wording, prompt, output))
         self.accepted.append(body)
         answer: dict[str, Any] = self._answer(body)
         return answer

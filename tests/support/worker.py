@@ -13,6 +13,7 @@ from pydantic import SecretStr
 
 from db import jobs
 from db.models import DigestJob
+from runner.llm.fake import Model, delayed
 from server.runtime import Runtime
 from server.settings import Settings
 from tests.support.database import Msg
@@ -47,16 +48,9 @@ def llm_settings(settings: Settings, base_url: str, **extra: Any) -> Settings:
     )
 
 
-def slow_model(delay: float) -> Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]:
+def slow_model(delay: float) -> Model:
     """The scripted model, answering after `delay` seconds, so a job is caught mid-map."""
-    respond = scripted()
-
-    async def slow(body: dict[str, Any]) -> dict[str, Any]:
-        await asyncio.sleep(delay)
-        answer: dict[str, Any] = respond(body)
-        return answer
-
-    return slow
+    return delayed(scripted(), delay)
 
 
 async def trigger(pool: asyncpg.Pool, channel_id: int) -> int:

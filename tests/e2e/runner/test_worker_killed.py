@@ -10,10 +10,11 @@ from pathlib import Path
 
 import asyncpg
 
+from runner.llm.fake import FakeLLM
 from server.runtime import Runtime
 from server.settings import Settings
 from tests.support.database import add_channel
-from tests.support.llm import API_KEY, local_openai_server
+from tests.support.llm import API_KEY
 from tests.support.paths import REPO_ROOT
 from tests.support.worker import (
     assert_pointers_resolve,
@@ -30,7 +31,7 @@ async def test_killed_worker_process_job_is_finished_by_another_from_the_chunk_c
     db: asyncpg.Pool, settings: Settings, database_url: str, tmp_path: Path
 ) -> None:
     channel_id = await add_channel(db, "team-platform", sample_messages())
-    async with local_openai_server(slow_model(0.4)) as (base_url, _):
+    async with FakeLLM(slow_model(0.4)).serve() as base_url:
         job_id = await trigger(db, channel_id)
         environment = {
             **os.environ,

@@ -21,11 +21,12 @@ import pytest
 
 from db import jobs
 from db.engine import create_pool
+from runner.llm.fake import FakeLLM
 from server.runtime import Runtime
 from server.settings import Settings
 from tests.support.database import add_channel, own_embedded_server
 from tests.support.jobs import expire_lease, sessions_listening_for_jobs
-from tests.support.llm import API_KEY, local_openai_server
+from tests.support.llm import API_KEY
 from tests.support.processes import (
     cli_environment,
     kill_a_backend,
@@ -77,7 +78,7 @@ async def test_worker_loop_survives_killed_backends_idle_and_mid_job(
     caplog.set_level(logging.WARNING)
     channel_id = await add_channel(crash_pool, "team-platform", sample_messages())
     other_channel_id = await add_channel(crash_pool, "team-platform-2", sample_messages())
-    async with local_openai_server(slow_model(0.3)) as (base_url, _):
+    async with FakeLLM(slow_model(0.3)).serve() as base_url:
         runtime = Runtime(
             llm_settings(settings, base_url, database_url=crash_server, digest_llm_concurrency=1)
         )
@@ -173,7 +174,7 @@ async def test_a_lost_lease_counts_as_an_attempt_and_ends_failed_at_the_maximum(
     """Two worker processes killed mid-job (SIGKILL) with max_attempts 2: the first loss is
     reclaimed as attempt 2, the second ends the job FAILED; it is never claimed again."""
     channel_id = await add_channel(crash_pool, "team-platform", sample_messages())
-    async with local_openai_server(slow_model(0.4)) as (base_url, _):
+    async with FakeLLM(slow_model(0.4)).serve() as base_url:
         job_id = await trigger(crash_pool, channel_id, max_attempts=2)
         environment = cli_environment(
             DATABASE_URL=crash_server,

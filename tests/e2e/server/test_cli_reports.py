@@ -11,10 +11,9 @@ import subprocess
 import sys
 import uuid
 from pathlib import Path
-from typing import Any
 
-from runner.evaluation.fake_report_model import quoting_answer, tool_completion
-from tests.support.llm import local_openai_server
+from runner.evaluation.fake_report_model import report_model
+from runner.llm.fake import FakeLLM
 from tests.support.paths import REPO_ROOT, SAMPLE
 from tests.support.processes import digestd, environment
 
@@ -95,10 +94,8 @@ async def test_report_with_an_llm_endpoint_is_written_by_the_model_and_says_its_
     )
     assert imported.returncode == 0, imported.stderr
 
-    def respond(body: dict[str, Any]) -> dict[str, Any]:
-        return tool_completion(quoting_answer(body))
-
-    async with local_openai_server(respond) as (base_url, received):
+    fake = FakeLLM(report_model())
+    async with fake.serve() as base_url:
         llm = {
             "DIGEST_EXTRACTOR": "llm",
             "DIGEST_LLM_BASE_URL": base_url,
@@ -110,7 +107,8 @@ async def test_report_with_an_llm_endpoint_is_written_by_the_model_and_says_its_
         result = json.loads(first.stdout)
         report = result["report"]
         assert (
-            len(received) == 1 and received[0]["tool_choice"]["function"]["name"] == "emit_report"
+            len(fake.requests) == 1
+            and fake.requests[0]["tool_choice"]["function"]["name"] == "emit_report"
         )
         assert report["writer"] == "llm:fake-report-model:report-1:60"
         assert report["fidelity"][0]["phase"] == "synthesis"
@@ -118,7 +116,7 @@ async def test_report_with_an_llm_endpoint_is_written_by_the_model_and_says_its_
         assert report["audit"]["coverage"] == 1.0 and report["audit"]["re_asked"] == 0
         again = await asyncio.to_thread(run_digestd, database_url, tmp_path, llm, *args)
         assert json.loads(again.stdout)["job"]["stats"]["cache_hit"] is True
-        assert len(received) == 1, "a cache hit must not call the model"
+        assert len(fake.requests) == 1, "a cache hit must not call the model"
 
 
 def run_digestd(

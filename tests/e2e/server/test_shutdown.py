@@ -18,8 +18,9 @@ import httpx
 
 from db import jobs
 from db.engine import create_pool
+from runner.llm.fake import FakeLLM
 from tests.support.database import add_channel
-from tests.support.llm import API_KEY, local_openai_server
+from tests.support.llm import API_KEY
 from tests.support.processes import (
     cli_environment,
     embedded_url,
@@ -68,7 +69,7 @@ def assert_postgres_stopped(home: Path) -> None:
 async def test_serve_sigterm_releases_the_running_job_and_stops_postgres(tmp_path: Path) -> None:
     home = tmp_path / "home"
     port = free_port()
-    async with local_openai_server(slow_model(0.4)) as (base_url, _):
+    async with FakeLLM(slow_model(0.4)).serve() as base_url:
         environment = llm_environment(home, base_url)
         serve_log = tmp_path / "serve.log"
         serve = start_cli(["serve", "--port", str(port)], environment, serve_log)
@@ -188,7 +189,7 @@ async def test_digest_wait_interrupted_releases_its_job(
     """Ctrl-C on `digestd digest --wait` (which runs the job itself): exit 0, the chunk in
     flight finishes and is cached, the job is back in the queue with the attempt not counted."""
     channel_id = await add_channel(db, "team-platform", sample_messages())
-    async with local_openai_server(slow_model(0.4)) as (base_url, _):
+    async with FakeLLM(slow_model(0.4)).serve() as base_url:
         environment = llm_environment(tmp_path / "home", base_url)
         environment["DATABASE_URL"] = database_url
         log = tmp_path / "digest.log"

@@ -10,11 +10,12 @@ from typing import Any
 import asyncpg
 import httpx
 
+from runner.llm.fake import FakeLLM, tool_of
 from server.app import AppOptions, create_app
 from server.settings import Settings
 from tests.support.api import gql, poll_job, sample_messages
 from tests.support.documents import INGEST, quoting_digest, run_job, upload
-from tests.support.llm import scripted, tool_of
+from tests.support.llm import scripted
 from tests.support.metrics import samples
 from tests.support.paths import shared_data
 from tests.support.servers import running_server
@@ -42,7 +43,8 @@ async def test_metrics_move_during_channel_and_document_digests(
     def respond(body: dict[str, Any]) -> Any:
         return quoting_digest(body) if tool_of(body) == "emit_document_digest" else chat(body)
 
-    async with local_openai_server_for(respond) as (base_url, received):
+    fake = FakeLLM(respond)
+    async with fake.serve() as base_url:
         endpoint = base_url.removesuffix("/v1")
         llm = settings.model_copy(
             update={"digest_extractor": "llm", "digest_llm_base_url": base_url}
@@ -75,12 +77,12 @@ async def test_metrics_move_during_channel_and_document_digests(
         assert moved("digestd_job_phase_seconds_count", kind="channel", phase=phase) == 1, phase
     assert moved("digestd_chunk_cache_lookups_total", result="miss") >= 1
 
-    chat_calls = sum(1 for body in received if tool_of(body) != "emit_document_digest")
-    models = {body["model"] for body in received}
+    chat_calls = sum(1 for body in fake.requests if tool_of(body) != "emit_document_digest")
+    models = {body["model"] for body in fake.requests}
     calls = sum(
         moved("digestd_llm_calls_total", endpoint=endpoint, model=m, result="ok") for m in models
     )
-    assert calls == len(received) == chat_calls + 1
+    assert calls == len(fake.requests) == chat_calls + 1
     assert (
         sum(
             moved("digestd_llm_tokens_total", endpoint=endpoint, model=m, kind="prompt")
@@ -96,9 +98,3 @@ async def test_metrics_move_during_channel_and_document_digests(
     assert moved("digest_duration_seconds_count", policy="auto", cache_hit="true") == 1
     assert moved("digest_compression_ratio_count") == 1
     assert moved("digest_evidence_snippets_count") == 1
-
-
-def local_openai_server_for(respond: Any) -> Any:
-    from tests.support.llm import local_openai_server
-
-    return local_openai_server(respond)

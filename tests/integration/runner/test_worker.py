@@ -13,13 +13,14 @@ from typing import Any
 
 import asyncpg
 import pytest
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 
 from db import jobs
+from runner.llm.fake import FakeLLM, error
 from server.runtime import Runtime
 from server.settings import Settings
 from tests.support.database import add_channel
-from tests.support.llm import API_KEY, local_openai_server, scripted
+from tests.support.llm import API_KEY, scripted
 from tests.support.worker import (
     assert_pointers_resolve,
     job_row,
@@ -36,16 +37,19 @@ async def test_llm_extractor_from_settings_digests_a_channel(
 ) -> None:
     caplog.set_level(logging.DEBUG)
     channel_id = await add_channel(db, "team-platform", sample_messages())
-    async with local_openai_server(scripted()) as (base_url, received):
+    fake = FakeLLM(scripted())
+    async with fake.serve() as base_url:
         job_id = await run_one_job(db, llm_settings(settings, base_url), channel_id)
     job = await job_row(db, job_id)
     assert job.status == "succeeded", job.error
     stats = job.stats
     map_calls = sum(
-        1 for body in received if body["tool_choice"]["function"]["name"] == "emit_chunk_summary"
+        1
+        for body in fake.requests
+        if body["tool_choice"]["function"]["name"] == "emit_chunk_summary"
     )
     assert stats["chunks"] == map_calls >= 3  # 70 messages at 400 tokens a chunk
-    assert stats["llm_calls"] == len(received) and stats["prompt_tokens"] > 0
+    assert stats["llm_calls"] == len(fake.requests) and stats["prompt_tokens"] > 0
     # The scripted model shifts every offset by 3; validation re-anchored them on the quote.
     assert await assert_pointers_resolve(db, job.digest_id) >= 1
     assert API_KEY not in caplog.text and API_KEY not in json.dumps(dict(job), default=str)
@@ -57,12 +61,13 @@ async def test_endpoint_down_fails_the_attempt_instead_of_storing_an_empty_diges
     channel_id = await add_channel(db, "team-platform", sample_messages())
 
     def unavailable(body: dict[str, Any]) -> Response:
-        return JSONResponse({"error": {"message": "overloaded"}}, status_code=503)
+        return error(503, "overloaded")
 
-    async with local_openai_server(unavailable) as (base_url, received):
+    fake = FakeLLM(unavailable)
+    async with fake.serve() as base_url:
         job_id = await run_one_job(db, llm_settings(settings, base_url), channel_id)
     job = await job_row(db, job_id)
-    assert received, "the endpoint was never called"
+    assert fake.requests, "the endpoint was never called"
     assert job.status == "queued" and job.attempts == 1  # retried later, with backoff
     assert job.digest_id is None and job.error is not None and "every chunk failed" in job.error
     assert API_KEY not in job.error
@@ -88,7 +93,7 @@ async def test_cancelling_a_running_job_stops_it_without_a_digest(
         answer: dict[str, Any] = respond(body)
         return answer
 
-    async with local_openai_server(held_after_the_first_chunk) as (base_url, _):
+    async with FakeLLM(held_after_the_first_chunk).serve() as base_url:
         runtime = Runtime(llm_settings(settings, base_url, digest_llm_concurrency=1))
         await runtime.open()
         try:

@@ -10,11 +10,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import asyncpg
-from starlette.responses import HTMLResponse, Response
+from starlette.responses import Response
 
+from runner.llm.fake import FakeLLM, raw
 from server.settings import Settings
 from tests.support.database import Msg, add_channel
-from tests.support.llm import local_openai_server
 from tests.support.small_context import SmallContextModel, unique_model
 from tests.support.worker import job_row, llm_settings, run_one_job
 
@@ -39,7 +39,7 @@ async def test_a_small_context_local_server_ends_the_job_succeeded(
     channel_id = await add_channel(db, "ci-small-context", busy_channel(400))
     model = SmallContextModel("llama-cpp-python")
     name = unique_model("worker")
-    async with local_openai_server(model) as (base_url, _):
+    async with FakeLLM(model).serve() as base_url:
         small_context = llm_settings(
             settings,
             base_url,
@@ -69,9 +69,9 @@ async def test_an_html_endpoint_fails_the_attempt_with_what_came_back(
     channel_id = await add_channel(db, "ci-html", busy_channel(20))
 
     def login_page(body: dict[str, Any]) -> Response:
-        return HTMLResponse("<!DOCTYPE html><html><title>Sign in</title><body>" + "x" * 5000)
+        return raw("<!DOCTYPE html><html><title>Sign in</title><body>" + "x" * 5000, "text/html")
 
-    async with local_openai_server(login_page) as (base_url, _):
+    async with FakeLLM(login_page).serve() as base_url:
         one_try = llm_settings(
             settings, base_url, digest_llm_max_retries=1, digest_llm_concurrency=1
         )

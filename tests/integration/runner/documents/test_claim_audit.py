@@ -17,6 +17,7 @@ from runner.documents.claim_audit import (
     summary_sentences,
 )
 from runner.grounding.claim_support import DEFAULT_MIN_OVERLAP, support_share
+from runner.llm.fake import FakeLLM, completion
 from server.app import AppOptions, create_app
 from server.settings import Settings
 from tests.support.api import gql
@@ -28,7 +29,6 @@ from tests.support.documents import (
     run_job,
     upload,
 )
-from tests.support.llm import completion, local_openai_server
 from tests.support.paths import shared_data
 from tests.support.servers import running_server
 
@@ -134,7 +134,8 @@ async def test_a_key_point_the_model_invented_is_dropped_and_counted_with_its_re
         arguments["key_points"].append(INVENTED)
         return completion(tool="emit_document_digest", arguments=arguments)
 
-    async with local_openai_server(respond) as (base_url, received):
+    fake = FakeLLM(respond)
+    async with fake.serve() as base_url:
         llm = settings.model_copy(
             update={
                 "digest_extractor": "llm",
@@ -147,7 +148,7 @@ async def test_a_key_point_the_model_invented_is_dropped_and_counted_with_its_re
             source = upload(shared_data("docs/html/readability/wikipedia/source.html"), "text/html")
             document = (await gql(http, INGEST, {"input": source}))["ingestDocument"]
             job = await run_job(http, document["id"], "Which products does Mozilla make?")
-            assert job["status"] == "SUCCEEDED" and len(received) == 1, job
+            assert job["status"] == "SUCCEEDED" and len(fake.requests) == 1, job
             digest = (await gql(http, AUDITED, {"id": job["documentDigestId"]}))["documentDigest"]
     assert INVENTED not in digest["keyPoints"]
     assert [w["code"] for w in digest["warnings"]].count("unsupported_key_point") == 1

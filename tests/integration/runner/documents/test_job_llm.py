@@ -11,8 +11,8 @@ from typing import Any
 import asyncpg
 import httpx
 import pytest
-from starlette.responses import JSONResponse
 
+from runner.llm.fake import FakeLLM, completion, error
 from server.app import AppOptions, create_app
 from server.settings import Settings
 from tests.support.api import gql
@@ -24,7 +24,6 @@ from tests.support.documents import (
     run_job,
     upload,
 )
-from tests.support.llm import completion, local_openai_server
 from tests.support.paths import shared_data
 from tests.support.servers import running_server
 
@@ -38,10 +37,11 @@ async def test_llm_summarizer_cache_failures_and_breaker(
         if mode["answer"] == "garbage":
             return completion(tool="emit_document_digest", arguments={"summary": 5})
         if mode["answer"] == "down":
-            return JSONResponse({"error": {"message": "overloaded"}}, status_code=500)
+            return error(500, "overloaded")
         return quoting_digest(body)
 
-    async with local_openai_server(respond) as (base_url, received):
+    fake = FakeLLM(respond)
+    async with fake.serve() as base_url:
         llm_settings = settings.model_copy(
             update={
                 "digest_extractor": "llm",
@@ -57,10 +57,10 @@ async def test_llm_summarizer_cache_failures_and_breaker(
             query = "Which products does Mozilla make?"
             first = await run_job(http, document["id"], query)
             assert first["status"] == "SUCCEEDED", first
-            assert len(received) == 1
-            prompt = next(m["content"] for m in received[0]["messages"] if m["role"] == "user")
+            assert len(fake.requests) == 1
+            prompt = next(m["content"] for m in fake.requests[0]["messages"] if m["role"] == "user")
             assert f"Research question: {query}" in prompt
-            assert received[0]["tool_choice"]["function"]["name"] == "emit_document_digest"
+            assert fake.requests[0]["tool_choice"]["function"]["name"] == "emit_document_digest"
             digest = (await gql(http, DIGEST, {"id": first["documentDigestId"]}))["documentDigest"]
             assert digest["summarizer"] == "llm" and digest["keyPoints"]
             assert digest["summary"] in prompt.replace("&amp;", "&").replace("&lt;", "<").replace(
@@ -73,21 +73,23 @@ async def test_llm_summarizer_cache_failures_and_breaker(
                 cached["stats"]["cacheHit"] is True
                 and cached["documentDigestId"] == first["documentDigestId"]
             )
-            assert len(received) == 1, "a cache hit must not call the model"
+            assert len(fake.requests) == 1, "a cache hit must not call the model"
 
             other = await run_job(http, document["id"], "Who founded the Mozilla Foundation?")
             assert (
                 other["status"] == "SUCCEEDED"
                 and other["documentDigestId"] != first["documentDigestId"]
             )
-            assert len(received) == 2
-            assert "Who founded the Mozilla Foundation?" in received[1]["messages"][1]["content"]
+            assert len(fake.requests) == 2
+            assert (
+                "Who founded the Mozilla Foundation?" in fake.requests[1]["messages"][1]["content"]
+            )
 
             # Unusable output twice (the answer is fed back once): FAILED at the first attempt.
             mode["answer"] = "garbage"
             bad = await run_job(http, document["id"], "What is Firefox?")
             assert bad["status"] == "FAILED" and bad["error"].startswith("malformed_output:"), bad
-            assert len(received) == 4
+            assert len(fake.requests) == 4
 
             # The endpoint goes down: transient failures are retried, then the breaker opens.
             mode["answer"] = "down"
@@ -100,10 +102,10 @@ async def test_llm_summarizer_cache_failures_and_breaker(
                     break
             else:
                 pytest.fail("the breaker never opened")
-            calls_when_open = len(received)
+            calls_when_open = len(fake.requests)
             refused = await run_job(http, document["id"], "What is SpiderMonkey?")
             assert refused["status"] == "FAILED" and "circuit open" in refused["error"], refused
-            assert len(received) == calls_when_open, "an open breaker sends nothing"
+            assert len(fake.requests) == calls_when_open, "an open breaker sends nothing"
 
             # Cached digests are still served while it is open.
             served = await run_job(http, document["id"], query)

@@ -10,17 +10,11 @@ from typing import Any
 
 import asyncpg
 
+from runner.llm.fake import FakeLLM, completion, tool_of
 from schema.types.ids import DIGEST, global_id
 from server.settings import Settings
 from tests.support.database import add_channel, messages
-from tests.support.llm import (
-    chunk_messages_of,
-    completion,
-    grounded_summary,
-    local_openai_server,
-    merged_digest,
-    tool_of,
-)
+from tests.support.llm import chunk_messages_of, grounded_summary, merged_digest
 from tests.support.schema import gql
 from tests.support.worker import job_row, llm_settings, run_one_job
 
@@ -86,7 +80,7 @@ async def test_invented_or_unrelated_citations_are_never_stored_as_cited(
     db: asyncpg.Pool, settings: Settings
 ) -> None:
     channel_id = await add_channel(db, "ops-backups", messages(CHAT))
-    async with local_openai_server(respond) as (base_url, _):
+    async with FakeLLM(respond).serve() as base_url:
         job_id = await run_one_job(db, llm_settings(settings, base_url), channel_id)
     job = await job_row(db, job_id)
     assert job.status == "succeeded", job.error

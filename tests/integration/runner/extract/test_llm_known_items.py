@@ -17,14 +17,8 @@ from runner.digests.pipeline import PipelineHooks, PipelineResult, chunk_cache_k
 from runner.extract.llm import LLMExtractor
 from runner.llm.breaker import CircuitBreaker
 from runner.llm.config import LLMConfig
-from tests.support.llm import (
-    API_KEY,
-    chunk_messages_of,
-    local_openai_server,
-    make_window,
-    scripted,
-    tool_of,
-)
+from runner.llm.fake import FakeLLM, tool_of
+from tests.support.llm import API_KEY, chunk_messages_of, make_window, scripted
 
 WINDOW = make_window(
     [
@@ -73,7 +67,7 @@ async def digest_with(
     delay: Any, concurrency: int = 4
 ) -> tuple[PipelineResult, TimedModel, dict[str, tuple[str, ...]]]:
     model = TimedModel(delay)
-    async with local_openai_server(model) as (base_url, _):
+    async with FakeLLM(model).serve() as base_url:
         config = LLMConfig(base_url=base_url, api_key=API_KEY, concurrency=concurrency)
         extractor = RecordingExtractor(config, breaker=CircuitBreaker("known-items"))
         extractor.given = {}
@@ -134,7 +128,7 @@ async def test_a_cached_chunk_result_is_reused_only_with_the_same_known_items() 
         answer: dict[str, Any] = scripted()(body)
         return answer
 
-    async with local_openai_server(counting) as (base_url, _):
+    async with FakeLLM(counting).serve() as base_url:
         results = []
         for concurrency in (4, 4, 1):
             config = LLMConfig(base_url=base_url, api_key=API_KEY, concurrency=concurrency)

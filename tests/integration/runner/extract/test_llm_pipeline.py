@@ -6,28 +6,23 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import httpx
-
 from runner.core.contract import ChunkSummary
 from runner.digests.pipeline import PipelineHooks, run_pipeline
 from runner.extract.llm import LLMExtractor
 from runner.grounding.pointers import MatchKind
 from runner.llm.breaker import CircuitBreaker
 from runner.llm.config import LLMConfig
+from runner.llm.fake import FakeLLM, completion, error, tool_of
 from tests.support.llm import (
     API_KEY,
-    FakeEndpoint,
     chunk_messages_of,
-    completion,
     grounded_summary,
-    local_openai_server,
     make_extractor,
     make_window,
     merged_digest,
     parse_chat_log,
     scripted,
     shared_data,
-    tool_of,
 )
 
 TEXTS = [
@@ -71,7 +66,8 @@ async def test_full_flow_over_a_local_server_reanchors_wrong_offsets() -> None:
         sent_pointers.append((p["message_id"], p["char_start"], p["char_end"], p["quote"]))
         return summary
 
-    async with local_openai_server(scripted(map_and_record)) as (base_url, received):
+    fake = FakeLLM(scripted(map_and_record))
+    async with fake.serve() as base_url:
         config = LLMConfig(base_url=base_url, api_key=API_KEY, concurrency=2)
         extractor = LLMExtractor(config, breaker=CircuitBreaker("local"))
         try:
@@ -79,7 +75,7 @@ async def test_full_flow_over_a_local_server_reanchors_wrong_offsets() -> None:
         finally:
             await extractor.aclose()
     assert result.chunk_count >= 2
-    assert [tool_of(body) for body in received].count("emit_digest") == 1
+    assert [tool_of(body) for body in fake.requests].count("emit_digest") == 1
     assert not result.failed_chunks
     # The model's offsets were all wrong; the map validation re-anchored them by their quotes,
     # so the reduce step saw (and copied) offsets that already slice to the quote.
@@ -88,7 +84,7 @@ async def test_full_flow_over_a_local_server_reanchors_wrong_offsets() -> None:
     assert stored and {(m, q) for m, _, _, q in stored} <= {(m, q) for m, _, _, q in sent_pointers}
     assert set(result.validation.pointer_matches["knowledge_items"]) == {MatchKind.OFFSETS}
     assert_grounded(result, texts)
-    assert extractor.usage.llm_calls == len(received)
+    assert extractor.usage.llm_calls == len(fake.requests)
     assert extractor.usage.content_tokens == result.content_tokens
 
 
@@ -150,7 +146,7 @@ async def test_invalid_model_output_never_survives_validation() -> None:
         digest["notable_message_ids"] = ["31337"]
         return digest
 
-    endpoint = FakeEndpoint(scripted(lying_summary, reduce_with_fabrications))
+    endpoint = FakeLLM(scripted(lying_summary, reduce_with_fabrications))
     extractor = make_extractor(endpoint)
     result = await run_pipeline(window, extractor, chunk_tokens=60)
     reasons = {r.reason.split(":", 1)[0] for r in result.map_rejections}
@@ -189,7 +185,7 @@ async def test_empty_citations_are_sent_back_and_never_stored() -> None:
             )
         return summary
 
-    endpoint = FakeEndpoint(scripted(uncited_then_fixed))
+    endpoint = FakeLLM(scripted(uncited_then_fixed))
     result = await run_pipeline(window, make_extractor(endpoint), chunk_tokens=4000)
     reask = endpoint.requests[1]["messages"][-1]
     assert reask["role"] == "tool"
@@ -214,7 +210,7 @@ async def test_signal_inconsistency_is_corrected() -> None:
         digest["signal_quality"] = {"level": "empty", "reason": "claims nothing"}
         return digest
 
-    extractor = make_extractor(FakeEndpoint(scripted(empty_but_full, empty_digest)))
+    extractor = make_extractor(FakeLLM(scripted(empty_but_full, empty_digest)))
     result = await run_pipeline(window, extractor, chunk_tokens=4000)
     assert result.digest.signal_quality.level.value == "low"
     assert any(f.startswith("signal_inconsistent") for f in result.validation.output_flags)
@@ -231,7 +227,7 @@ async def test_a_failed_chunk_makes_the_job_partial_and_keeps_the_rest() -> None
             return completion(tool="emit_chunk_summary", arguments="{not json")
         return scripted()(body)
 
-    extractor = make_extractor(FakeEndpoint(respond))
+    extractor = make_extractor(FakeLLM(respond))
     result = await run_pipeline(window, extractor, chunk_tokens=60)
     assert [f["chunk"] for f in result.failed_chunks] == [1]
     reason = str(result.failed_chunks[0]["reason"])
@@ -251,15 +247,15 @@ async def test_cached_chunks_make_zero_map_calls() -> None:
         cache[key] = summary
 
     hooks = PipelineHooks(load_chunk=load, save_chunk=save)
-    first = FakeEndpoint(scripted())
+    first = FakeLLM(scripted())
     await run_pipeline(window, make_extractor(first), chunk_tokens=60, hooks=hooks)
     assert first.tools_called().count("emit_chunk_summary") >= 2
-    second = FakeEndpoint(scripted())
+    second = FakeLLM(scripted())
     result = await run_pipeline(window, make_extractor(second), chunk_tokens=60, hooks=hooks)
     assert second.tools_called() == ["emit_digest"]
     assert result.chunks_from_cache == result.chunk_count
     # A different map model is a different fingerprint: a miss.
-    third = FakeEndpoint(scripted())
+    third = FakeLLM(scripted())
     await run_pipeline(
         window, make_extractor(third, map_model="gpt-4o"), chunk_tokens=60, hooks=hooks
     )
@@ -269,7 +265,7 @@ async def test_cached_chunks_make_zero_map_calls() -> None:
 async def test_tree_reduce_on_a_large_real_channel() -> None:
     window = parse_chat_log(shared_data("chat/gitter/manual_docker.txt"))
     texts = {m.message_id: m.normalized_text for m in window.messages}
-    endpoint = FakeEndpoint(scripted())
+    endpoint = FakeLLM(scripted())
     extractor = make_extractor(
         endpoint,
         concurrency=8,
@@ -299,10 +295,10 @@ async def test_reduce_failure_falls_back_to_a_deterministic_merge() -> None:
 
     def respond(body: dict[str, Any]) -> Any:
         if tool_of(body) == "emit_digest":
-            return httpx.Response(400, json={"error": {"message": "context too long"}})
+            return error(400, "context too long")
         return scripted()(body)
 
-    extractor = make_extractor(FakeEndpoint(respond))
+    extractor = make_extractor(FakeLLM(respond))
     result = await run_pipeline(window, extractor, chunk_tokens=60)
     assert result.digest.knowledge_items, "validated chunk items were kept"
     assert result.digest.coverage.messages_total == len(TEXTS)
@@ -327,7 +323,7 @@ async def test_cancellation_mid_map_aborts_requests_in_flight() -> None:
             raise
         return scripted()(body)
 
-    endpoint = FakeEndpoint(hang)
+    endpoint = FakeLLM(hang)
     extractor = make_extractor(endpoint, concurrency=3)
     task = asyncio.create_task(run_pipeline(window, extractor, chunk_tokens=60, concurrency=3))
     await asyncio.wait_for(started.wait(), 5)

@@ -14,15 +14,10 @@ from runner.digests.pipeline import run_pipeline
 from runner.extract.llm import LLMExtractor
 from runner.llm.breaker import CircuitBreaker
 from runner.llm.config import LLMConfig
+from runner.llm.fake import FakeLLM, tool_of
 from server.runtime import llm_config
 from server.settings import Settings
-from tests.support.llm import (
-    API_KEY,
-    local_openai_server,
-    make_window,
-    summaries_of,
-    tool_of,
-)
+from tests.support.llm import API_KEY, make_window, summaries_of
 from tests.support.small_context import (
     CONTEXT,
     SERVER_TOKENS_PER_OURS,
@@ -55,7 +50,7 @@ async def test_a_small_context_is_learned_from_the_400_and_chunks_are_cut_again(
     window = window_of(400)
     model = SmallContextModel(wording)
     name = unique_model(wording)
-    async with local_openai_server(model) as (base_url, _):
+    async with FakeLLM(model).serve() as base_url:
         extractor = extractor_for(base_url, name)
         first_size = extractor.max_chunk_tokens()
         try:
@@ -104,7 +99,7 @@ async def test_vllm_max_model_len_is_read_before_the_first_request() -> None:
         ],
     }
     model = SmallContextModel()
-    async with local_openai_server(model, {"/v1/models": listing}) as (base_url, _):
+    async with FakeLLM(model, {"/v1/models": listing}).serve() as base_url:
         extractor = extractor_for(base_url, name)
         try:
             result = await run_pipeline(window_of(300), extractor, chunk_tokens=6000, concurrency=4)
@@ -145,7 +140,7 @@ async def test_llama_cpp_running_context_is_read_from_props() -> None:
         },
     }
     model = SmallContextModel("llama.cpp")
-    async with local_openai_server(model, routes) as (base_url, _):
+    async with FakeLLM(model, routes).serve() as base_url:
         extractor = extractor_for(base_url, unique_model("llama-props"))
         try:
             result = await run_pipeline(window_of(300), extractor, chunk_tokens=6000, concurrency=2)
@@ -161,7 +156,7 @@ async def test_a_refused_reduce_is_planned_again_with_the_learned_context() -> N
     # refusal must not end in the deterministic fallback.
     model = SmallContextModel()
     reduce_name = unique_model("reducer")
-    async with local_openai_server(model) as (base_url, _):
+    async with FakeLLM(model).serve() as base_url:
         settings = LLMConfig(
             base_url=base_url,
             api_key=API_KEY,
@@ -187,7 +182,7 @@ async def test_a_refused_reduce_is_planned_again_with_the_learned_context() -> N
 async def test_settings_give_the_limits_and_win_over_the_endpoint() -> None:
     listing = {"object": "list", "data": [{"id": "x", "object": "model", "max_model_len": 4096}]}
     model = SmallContextModel()
-    async with local_openai_server(model, {"/v1/models": listing}) as (base_url, _):
+    async with FakeLLM(model, {"/v1/models": listing}).serve() as base_url:
         settings = Settings(
             digest_llm_base_url=base_url,
             digest_map_model="x",

@@ -1,23 +1,23 @@
 """Report jobs with the LLM writer, run by the real worker on real PostgreSQL against a fake
-OpenAI-compatible model (the real `openai` client over a mocked transport): the report is
-stored with its writer, fidelity and audit; an unchanged re-run makes no model call; a failing
-model degrades the job to PARTIAL with the offline report; fabricated citations never reach the
-stored report. Read back through GraphQL like a client would."""
+OpenAI-compatible model (the real `openai` client, the fake endpoint answering in-process): the
+report is stored with its writer, fidelity and audit; an unchanged re-run makes no model call; a
+failing model degrades the job to PARTIAL with the offline report; fabricated citations never
+reach the stored report. Read back through GraphQL like a client would."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import asyncpg
-import httpx
 
 from db import jobs
 from db import reports as report_queries
 from db.documents import store_document
 from db.models import DigestJob
 from runner.documents.ingest import ingest_text
-from runner.evaluation.fake_report_model import FakeModel, fake_report_writer
+from runner.evaluation.fake_report_model import fake_report_writer, report_model
 from runner.extract.offline import OfflineExtractor
+from runner.llm.fake import FakeLLM, error
 from runner.reports.extractive import EXTRACTOR_VERSION
 from runner.reports.job import ReportJobRunner
 from runner.reports.llm_writer import LLMReportWriter
@@ -127,12 +127,12 @@ async def test_a_failing_model_degrades_to_the_offline_report_and_a_later_run_as
 
     def respond(body: dict[str, Any]) -> Any:
         if state["down"]:
-            return httpx.Response(500, json={"error": {"message": "overloaded"}})
+            return error(500, "overloaded")
         from runner.evaluation.fake_report_model import quoting_answer
 
         return quoting_answer(body)
 
-    writer, model = fake_report_writer(FakeModel(respond))
+    writer, model = fake_report_writer(FakeLLM(report_model(respond)))
     degraded = await _run(db, database_url, writer, request)
     assert degraded.status == "partial" and degraded.report_id is not None, degraded.error
     assert len(model.requests) == 1  # max_retries=0: one attempt
@@ -156,7 +156,7 @@ async def test_fabricated_citations_never_reach_the_stored_report(
     db: asyncpg.Pool, database_url: str
 ) -> None:
     request = await _sources(db)
-    writer, model = fake_report_writer(FakeModel(bad_answer))
+    writer, model = fake_report_writer(FakeLLM(report_model(bad_answer)))
     done = await _run(db, database_url, writer, request)
     assert done.status == "succeeded" and len(model.requests) == 2
     async with db.acquire() as connection:

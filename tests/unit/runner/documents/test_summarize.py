@@ -1,10 +1,9 @@
 """Summaries for the query: the offline extractive summarizer, and the LLM summarizer through the
-real `openai` client (mocked at its HTTP transport) with the query in the prompt, a forced tool
-call, validation with one re-ask, ungrounded key points dropped, and the circuit breaker."""
+real `openai` client (over the fake endpoint, in-process) with the query in the prompt, a forced
+tool call, validation with one re-ask, ungrounded key points dropped, and the circuit breaker."""
 
 from __future__ import annotations
 
-import httpx
 import pytest
 
 from runner.documents.digest import digest_document, digest_document_offline
@@ -19,7 +18,8 @@ from runner.documents.terms import tokens
 from runner.llm.breaker import CircuitBreaker, CircuitOpen
 from runner.llm.client import ResilientCaller, build_client
 from runner.llm.config import LLMConfig
-from tests.support.documents import HTML_DIR, FakeEndpoint, _document, docs_file
+from runner.llm.fake import FakeLLM
+from tests.support.documents import HTML_DIR, _document, docs_file, document_endpoint
 
 
 def test_offline_key_points_and_summary_follow_the_query() -> None:
@@ -42,9 +42,9 @@ def test_offline_summary_and_key_points_do_not_repeat_each_other_on_a_real_page(
     assert all(point in document.canonical_text for point in payload.key_points)  # verbatim
 
 
-def _summarizer(endpoint: FakeEndpoint, breaker: CircuitBreaker | None = None) -> LLMSummarizer:
+def _summarizer(endpoint: FakeLLM, breaker: CircuitBreaker | None = None) -> LLMSummarizer:
     config = LLMConfig(base_url="http://llm.test/v1", api_key="sk-test", max_retries=0)
-    http = httpx.AsyncClient(transport=httpx.MockTransport(endpoint.handler))
+    http = endpoint.http_client()
     caller = ResilientCaller(build_client(config, http), config, breaker or CircuitBreaker())
     return LLMSummarizer(resilient_tool_call(caller, "fake-model"), "fake-model")
 
@@ -57,7 +57,7 @@ async def test_llm_summary_has_the_query_in_the_prompt_and_a_forced_tool_call() 
             "Quantum blockchain synergy accelerates revenue.",  # not in the document
         ],
     }
-    endpoint = FakeEndpoint([good])
+    endpoint = document_endpoint([good])
     outcome = await digest_document(
         _document(),
         "How do teams run replication?",
@@ -85,14 +85,14 @@ async def test_llm_summary_has_the_query_in_the_prompt_and_a_forced_tool_call() 
 
 async def test_bad_output_is_fed_back_once_then_refused() -> None:
     fixed = {"summary": "Sharding reviews happen weekly.", "key_points": []}
-    endpoint = FakeEndpoint([{"summary": 5}, fixed])
+    endpoint = document_endpoint([{"summary": 5}, fixed])
     outcome = await digest_document(
         _document(), "sharding", source_id="h", summarizer=_summarizer(endpoint)
     )
     assert outcome.payload.summary == fixed["summary"] and len(endpoint.requests) == 2
     assert "schema violations" in endpoint.requests[1]["messages"][-1]["content"]
 
-    broken = FakeEndpoint(["not json", {"key_points": ["x" * 600]}])
+    broken = document_endpoint(["not json", {"key_points": ["x" * 600]}])
     with pytest.raises(SummarizerError) as caught:
         await digest_document(
             _document(), "sharding", source_id="h", summarizer=_summarizer(broken)
@@ -102,7 +102,7 @@ async def test_bad_output_is_fed_back_once_then_refused() -> None:
 
 async def test_open_breaker_skips_new_digests() -> None:
     breaker = CircuitBreaker(min_samples=2, window=4)
-    endpoint = FakeEndpoint([], status=503)
+    endpoint = document_endpoint([], status=503)
     summarizer = _summarizer(endpoint, breaker)
     for _ in range(2):
         with pytest.raises(Exception):  # noqa: B017 - LLMCallError from the client

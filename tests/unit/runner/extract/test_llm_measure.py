@@ -14,38 +14,38 @@ from typing import Any
 
 from runner.core.tokens import count_tokens
 from runner.digests.pipeline import run_pipeline
+from runner.llm.fake import FakeLLM, tool_of
 from runner.llm.prompts import MAP_PROMPT, MAP_PROMPT_VERSION, Prompt, load_prompt
 from tests.support.llm import (
-    FakeEndpoint,
     make_extractor,
     merged_digest,
     minimal_summary,
     parse_chat_log,
     shared_data,
-    tool_of,
     usage_completion,
 )
 
 LARGEST_CHAT = "chat/gitter/manual_docker.txt"
 
 
-def usage_reporting_model(prefix_tokens: dict[str, int]) -> FakeEndpoint:
+def usage_reporting_model(prefix_tokens: dict[str, int]) -> FakeLLM:
     seen_prefixes: set[str] = set()
 
     def respond(body: dict[str, Any]) -> dict[str, Any]:
         tool = tool_of(body)
+        assert tool is not None  # every request forces its tool
         arguments = minimal_summary(body) if tool == "emit_chunk_summary" else merged_digest(body)
         prefix = json.dumps([body["messages"][0], body["tools"]])
         cached = prefix_tokens[tool] if prefix in seen_prefixes else 0
         seen_prefixes.add(prefix)
         return usage_completion(body, tool, arguments, cached)
 
-    return FakeEndpoint(respond)
+    return FakeLLM(respond)
 
 
 async def measure(chunk_tokens: int, map_prompt: str | None = None) -> dict[str, float]:
     window = parse_chat_log(shared_data(LARGEST_CHAT))
-    probe = make_extractor(FakeEndpoint(lambda body: {}))
+    probe = make_extractor(FakeLLM(lambda body: {}))
     if map_prompt is not None:
         probe.map_prompt = Prompt("map", "measure", map_prompt)
     prefix = {"emit_chunk_summary": probe.static_prefix_tokens(), "emit_digest": 0}

@@ -11,9 +11,8 @@ import pytest
 from runner.core.chunks import chunk_messages
 from runner.core.contract import tool_schema
 from runner.core.extractor import ChunkFailed, KnownItem
+from runner.llm.fake import FakeLLM, completion
 from tests.support.llm import (
-    FakeEndpoint,
-    completion,
     grounded_summary,
     make_extractor,
     make_window,
@@ -31,7 +30,7 @@ WINDOW = make_window(
 CHUNKS = chunk_messages(list(WINDOW.messages), 4000)
 
 
-def reasked(bad: dict[str, Any]) -> FakeEndpoint:
+def reasked(bad: dict[str, Any]) -> FakeLLM:
     """The first answer is `bad`, every later one is a valid summary."""
 
     def respond(body: dict[str, Any]) -> dict[str, Any]:
@@ -39,7 +38,7 @@ def reasked(bad: dict[str, Any]) -> FakeEndpoint:
             return bad
         return completion(tool="emit_chunk_summary", arguments=grounded_summary(body))
 
-    endpoint = FakeEndpoint(respond)
+    endpoint = FakeLLM(respond)
     return endpoint
 
 
@@ -97,7 +96,7 @@ async def test_bad_output_gets_one_reask_with_the_concrete_errors(case: str) -> 
 
 
 async def test_a_second_bad_output_fails_the_chunk_with_both_reasons() -> None:
-    endpoint = FakeEndpoint(lambda body: completion(content="no tools today", finish_reason="stop"))
+    endpoint = FakeLLM(lambda body: completion(content="no tools today", finish_reason="stop"))
     extractor = make_extractor(endpoint)
     with pytest.raises(
         ChunkFailed, match="no tool call.*after re-ask: no tool call.*after one re-ask"
@@ -109,7 +108,7 @@ async def test_a_second_bad_output_fails_the_chunk_with_both_reasons() -> None:
 async def test_the_request_forces_the_tool_and_keeps_a_byte_identical_prefix() -> None:
     window = make_window([f"message number {i} about kubernetes ingress" for i in range(40)])
     chunks = chunk_messages(list(window.messages), 120)
-    endpoint = FakeEndpoint(scripted(minimal_summary))
+    endpoint = FakeLLM(scripted(minimal_summary))
     extractor = make_extractor(endpoint)
     known = [KnownItem("c1a2b3c.K1", "config", "ingress annotations")]
     for chunk in chunks[:3]:
@@ -129,7 +128,7 @@ async def test_the_request_forces_the_tool_and_keeps_a_byte_identical_prefix() -
 
 
 async def test_chunk_content_stays_escaped_data() -> None:
-    endpoint = FakeEndpoint(scripted(minimal_summary))
+    endpoint = FakeLLM(scripted(minimal_summary))
     await make_extractor(endpoint).extract_chunk(CHUNKS[0], [])
     system, user = endpoint.requests[0]["messages"]
     assert "never follow instructions" in system["content"]
@@ -147,7 +146,7 @@ async def test_usage_accumulates_including_cached_tokens() -> None:
             cached_tokens=2048,
         )
 
-    extractor = make_extractor(FakeEndpoint(respond))
+    extractor = make_extractor(FakeLLM(respond))
     await extractor.extract_chunk(CHUNKS[0], [])
     await extractor.extract_chunk(CHUNKS[0], [])
     usage = extractor.usage
@@ -166,7 +165,7 @@ async def test_missing_usage_is_counted_locally_and_flagged() -> None:
         del answer["usage"]
         return answer
 
-    extractor = make_extractor(FakeEndpoint(respond))
+    extractor = make_extractor(FakeLLM(respond))
     await extractor.extract_chunk(CHUNKS[0], [])
     assert extractor.usage.prompt_tokens > CHUNKS[0].token_count
     assert extractor.usage.completion_tokens > 0
@@ -182,7 +181,7 @@ async def test_knowledge_keys_are_unique_across_chunks() -> None:
 
     window = make_window(["first chunk text " * 30, "second chunk text " * 30])
     chunks = chunk_messages(list(window.messages), 150)
-    extractor = make_extractor(FakeEndpoint(respond))
+    extractor = make_extractor(FakeLLM(respond))
     first = await extractor.extract_chunk(chunks[0], [])
     second = await extractor.extract_chunk(chunks[1], [])
     key_one, key_two = first.knowledge_items[0].key, second.knowledge_items[0].key
@@ -204,7 +203,7 @@ async def test_a_known_item_cited_by_its_alias_gets_its_key() -> None:
         KnownItem("c000001.K1", "fact", "the retry budget was 20 seconds"),
         KnownItem("c000002.K3", "fact", "the retry budget was 25 seconds"),
     ]
-    endpoint = FakeEndpoint(respond)
+    endpoint = FakeLLM(respond)
     item = (await make_extractor(endpoint).extract_chunk(chunk, known)).knowledge_items[0]
     assert (item.supersedes_id, item.conflicts_with_id) == ("c000002.K3", "P9")
     user = endpoint.requests[0]["messages"][1]["content"]
@@ -212,7 +211,7 @@ async def test_a_known_item_cited_by_its_alias_gets_its_key() -> None:
 
 
 async def test_fingerprint_tracks_what_changes_map_output() -> None:
-    endpoint = FakeEndpoint(scripted())
+    endpoint = FakeLLM(scripted())
     base = make_extractor(endpoint).fingerprint()
     assert base == make_extractor(endpoint).fingerprint()
     assert base.startswith("llm:v3:gpt-4o-mini:")
@@ -227,6 +226,6 @@ async def test_double_encoded_arguments_are_accepted_without_a_reask() -> None:
         encoded = json.dumps(json.dumps(minimal_summary(body)))
         return completion(tool="emit_chunk_summary", arguments=encoded)
 
-    endpoint = FakeEndpoint(respond)
+    endpoint = FakeLLM(respond)
     summary = await make_extractor(endpoint).extract_chunk(CHUNKS[0], [])
     assert summary.signal_quality.level.value == "low" and len(endpoint.requests) == 1

@@ -5,20 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx
 import pytest
 
 from runner.core.chunks import chunk_messages
 from runner.core.extractor import ChunkFailed
 from runner.digests.pipeline import run_pipeline
 from runner.llm.breaker import BreakerState, CircuitBreaker, CircuitOpen
-from tests.support.llm import (
-    FakeEndpoint,
-    completion,
-    make_extractor,
-    make_window,
-    minimal_summary,
-)
+from runner.llm.fake import FakeLLM, completion, error
+from tests.support.llm import make_extractor, make_window, minimal_summary
 
 
 class Clock:
@@ -109,10 +103,10 @@ async def test_a_dead_endpoint_trips_the_breaker_and_chunks_fail_fast() -> None:
 
     def respond(body: dict[str, Any]) -> Any:
         if not healthy:
-            return httpx.Response(503, json={"error": {"message": "overloaded"}})
+            return error(503, "overloaded")
         return completion(tool="emit_chunk_summary", arguments=minimal_summary(body))
 
-    endpoint = FakeEndpoint(respond)
+    endpoint = FakeLLM(respond)
     extractor = make_extractor(endpoint, breaker=CircuitBreaker("dead", clock=clock), max_retries=2)
     window = make_window([f"line {i} about the flaky registry mirror" for i in range(60)])
     chunks = chunk_messages(list(window.messages), 100)
@@ -140,7 +134,7 @@ async def test_while_open_the_job_ends_partial_without_calling_the_endpoint() ->
     clock = Clock()
     b = CircuitBreaker("down", clock=clock)
     record(b, "FFFFF")
-    endpoint = FakeEndpoint(lambda body: completion(tool="emit_chunk_summary", arguments={}))
+    endpoint = FakeLLM(lambda body: completion(tool="emit_chunk_summary", arguments={}))
     extractor = make_extractor(endpoint, breaker=b)
     window = make_window(["the registry is down again", "yes, since noon"])
     result = await run_pipeline(window, extractor, chunk_tokens=4000)

@@ -15,13 +15,8 @@ from runner.llm.budget import (
     effective_budget,
     get_model_limits,
 )
-from tests.support.llm import (
-    FakeEndpoint,
-    make_extractor,
-    make_window,
-    minimal_summary,
-    scripted,
-)
+from runner.llm.fake import FakeLLM
+from tests.support.llm import make_extractor, make_window, minimal_summary, scripted
 
 
 @pytest.mark.parametrize(
@@ -73,14 +68,14 @@ def test_request_count_includes_tools_and_per_message_overhead() -> None:
 
 
 def test_unknown_model_is_flagged_on_the_job() -> None:
-    extractor = make_extractor(FakeEndpoint(scripted()), map_model="my-local-model")
+    extractor = make_extractor(FakeLLM(scripted()), map_model="my-local-model")
     assert [w.code for w in extractor.warnings] == ["LIMITS_DEFAULTED"]
     assert "my-local-model" in extractor.warnings[0].message
 
 
 async def test_chunks_over_the_map_budget_fail_with_the_size_to_use() -> None:
     small = {"small": {"context_window": 6000, "max_output_tokens": 1000}}
-    endpoint = FakeEndpoint(scripted(minimal_summary))
+    endpoint = FakeLLM(scripted(minimal_summary))
     extractor = make_extractor(endpoint, map_model="small", model_limits=small, max_known_items=10)
     limit = extractor.max_chunk_tokens()
     assert 500 < limit < 6000 - extractor.static_prefix_tokens()
@@ -101,7 +96,7 @@ async def test_chunks_over_the_map_budget_fail_with_the_size_to_use() -> None:
 
 async def test_known_items_are_trimmed_before_a_chunk_is_refused() -> None:
     small = {"small": {"context_window": 5000, "max_output_tokens": 500}}
-    endpoint = FakeEndpoint(scripted(minimal_summary))
+    endpoint = FakeLLM(scripted(minimal_summary))
     extractor = make_extractor(endpoint, map_model="small", model_limits=small, max_known_items=400)
     window = make_window([f"message {i} on swarm overlay networks" for i in range(60)])
     chunk = chunk_messages(list(window.messages), 600)[0]

@@ -14,11 +14,10 @@ from runner.core.chunks import chunk_messages
 from runner.core.extractor import ChunkFailed
 from runner.digests.pipeline import run_pipeline
 from runner.llm.config import LLMConfig
+from runner.llm.fake import FakeLLM, completion, error
 from tests.support.llm import (
     API_KEY,
-    FakeEndpoint,
     Sleeps,
-    completion,
     make_extractor,
     make_window,
     minimal_summary,
@@ -29,7 +28,7 @@ WINDOW = make_window(["the build fails on arm64 with exit code 137", "raise the 
 CHUNK = chunk_messages(list(WINDOW.messages), 4000)[0]
 
 
-def failing(responses: list[Any]) -> FakeEndpoint:
+def failing(responses: list[Any]) -> FakeLLM:
     """An endpoint answering with `responses` in turn, then with a valid summary."""
     queue = list(responses)
 
@@ -41,14 +40,14 @@ def failing(responses: list[Any]) -> FakeEndpoint:
             return item
         return completion(tool="emit_chunk_summary", arguments=minimal_summary(body))
 
-    return FakeEndpoint(respond)
+    return FakeLLM(respond)
 
 
 async def test_429_waits_for_retry_after() -> None:
     endpoint = failing(
         [
-            httpx.Response(429, headers={"retry-after": "7"}, json={"error": {"message": "slow"}}),
-            httpx.Response(429, headers={"retry-after-ms": "1500"}, json={"error": {}}),
+            error(429, "slow", retry_after=7),
+            error(429, body={"error": {}}, headers={"retry-after-ms": "1500"}),
         ]
     )
     sleeps = Sleeps()
@@ -61,7 +60,7 @@ async def test_429_waits_for_retry_after() -> None:
 
 
 async def test_retry_after_beyond_the_cap_fails_without_waiting() -> None:
-    endpoint = failing([httpx.Response(429, headers={"retry-after": "3600"}, json={})])
+    endpoint = failing([error(429, body={}, retry_after=3600)])
     sleeps = Sleeps()
     extractor = make_extractor(endpoint, sleeps=sleeps)
     with pytest.raises(ChunkFailed, match="3600s"):
@@ -73,8 +72,8 @@ async def test_5xx_and_timeouts_retry_with_capped_exponential_backoff() -> None:
     request = httpx.Request("POST", "http://llm.test/v1/chat/completions")
     endpoint = failing(
         [
-            httpx.Response(500, json={"error": {"message": "boom"}}),
-            httpx.Response(503, json={}),
+            error(500, "boom"),
+            error(503, body={}),
             httpx.ReadTimeout("slow", request=request),
             httpx.ConnectError("refused", request=request),
         ]
@@ -91,7 +90,7 @@ async def test_5xx_and_timeouts_retry_with_capped_exponential_backoff() -> None:
 
 
 async def test_retries_are_bounded() -> None:
-    endpoint = FakeEndpoint(lambda body: httpx.Response(502, json={}))
+    endpoint = FakeLLM(lambda body: error(502, body={}))
     extractor = make_extractor(endpoint, max_retries=2)
     with pytest.raises(ChunkFailed, match="after 3 attempts: HTTP 502"):
         await extractor.extract_chunk(CHUNK, [])
@@ -100,7 +99,7 @@ async def test_retries_are_bounded() -> None:
 
 @pytest.mark.parametrize("status", [400, 401, 403, 404, 422])
 async def test_other_4xx_are_not_retried(status: int) -> None:
-    endpoint = FakeEndpoint(lambda body: httpx.Response(status, json={"error": {"message": "no"}}))
+    endpoint = FakeLLM(lambda body: error(status, "no"))
     extractor = make_extractor(endpoint)
     with pytest.raises(ChunkFailed, match=f"HTTP {status}"):
         await extractor.extract_chunk(CHUNK, [])
@@ -109,7 +108,7 @@ async def test_other_4xx_are_not_retried(status: int) -> None:
 
 @pytest.mark.parametrize("status", [408, 409])
 async def test_408_and_409_are_retried(status: int) -> None:
-    endpoint = failing([httpx.Response(status, json={})])
+    endpoint = failing([error(status, body={})])
     extractor = make_extractor(endpoint)
     await extractor.extract_chunk(CHUNK, [])
     assert len(endpoint.requests) == 2
@@ -125,7 +124,7 @@ async def test_a_hung_request_times_out_as_a_whole_and_is_retried() -> None:
             await asyncio.sleep(30)  # a server that never answers
         return completion(tool="emit_chunk_summary", arguments=minimal_summary(body))
 
-    extractor = make_extractor(FakeEndpoint(respond), timeout_seconds=0.2)
+    extractor = make_extractor(FakeLLM(respond), timeout_seconds=0.2)
     summary = await asyncio.wait_for(extractor.extract_chunk(CHUNK, []), 5)
     assert summary.chunk_summary and calls == 2
 
@@ -134,14 +133,14 @@ async def test_the_api_key_never_reaches_logs_errors_or_reprs(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     echoed = {"error": {"message": f"Incorrect API key provided: {API_KEY}"}}
-    endpoint = FakeEndpoint(lambda body: httpx.Response(401, json=echoed))
+    endpoint = FakeLLM(lambda body: error(401, body=echoed))
     extractor = make_extractor(endpoint, extra_headers={"X-Api-Key": "proxy-secret-42"})
     caplog.set_level(logging.DEBUG)
     result = await run_pipeline(WINDOW, extractor, chunk_tokens=4000)
     reason = str(result.failed_chunks[0]["reason"])
     assert "HTTP 401" in reason
-    assert endpoint.headers[0]["authorization"] == f"Bearer {API_KEY}"  # it was sent
-    assert endpoint.headers[0]["x-api-key"] == "proxy-secret-42"
+    assert endpoint.exchanges[0].headers["authorization"] == f"Bearer {API_KEY}"  # it was sent
+    assert endpoint.exchanges[0].headers["x-api-key"] == "proxy-secret-42"
     texts = [reason, repr(extractor.config), str(extractor.config), caplog.text]
     texts += [str(w) for w in extractor.warnings] + [r.getMessage() for r in caplog.records]
     for text in texts:
@@ -151,12 +150,12 @@ async def test_the_api_key_never_reaches_logs_errors_or_reprs(
 
 
 async def test_extra_headers_are_sent() -> None:
-    endpoint = FakeEndpoint(scripted())
+    endpoint = FakeLLM(scripted())
     extractor = make_extractor(
         endpoint, extra_headers={"anthropic-beta": "prompt-caching-2024-07-31"}
     )
     await extractor.extract_chunk(CHUNK, [])
-    assert endpoint.headers[0]["anthropic-beta"] == "prompt-caching-2024-07-31"
+    assert endpoint.exchanges[0].headers["anthropic-beta"] == "prompt-caching-2024-07-31"
     assert extractor.client.max_retries == 0
 
 
@@ -174,7 +173,7 @@ async def test_cancelling_a_chunk_aborts_its_http_request() -> None:
         outcome.append("finished")
         return completion(tool="emit_chunk_summary", arguments=minimal_summary(body))
 
-    extractor = make_extractor(FakeEndpoint(respond))
+    extractor = make_extractor(FakeLLM(respond))
     task = asyncio.create_task(extractor.extract_chunk(CHUNK, []))
     await asyncio.wait_for(entered.wait(), 5)
     task.cancel()

@@ -5,10 +5,11 @@ type and a short prefix) without the API key or the whole body."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-import httpx
 import pytest
+from starlette.responses import Response
 
 from runner.core.chunks import chunk_messages
 from runner.core.extractor import ChunkFailed
@@ -17,15 +18,8 @@ from runner.documents.llm_summary import document_tool_schema, resilient_tool_ca
 from runner.llm.breaker import BreakerState, CircuitBreaker
 from runner.llm.client import LLMCallError, ResilientCaller, build_client
 from runner.llm.config import LLMConfig
-from tests.support.llm import (
-    API_KEY,
-    FakeEndpoint,
-    Sleeps,
-    completion,
-    make_extractor,
-    make_window,
-    minimal_summary,
-)
+from runner.llm.fake import FakeLLM, completion, raw
+from tests.support.llm import API_KEY, Sleeps, make_extractor, make_window, minimal_summary
 
 WINDOW = make_window(["the build fails on arm64 with exit code 137", "raise the memory limit"])
 CHUNK = chunk_messages(list(WINDOW.messages), 4000)[0]
@@ -36,11 +30,16 @@ HTML = (
 )
 
 
-def html_page(body: dict[str, Any]) -> httpx.Response:
-    return httpx.Response(200, headers={"content-type": "text/html; charset=utf-8"}, text=HTML)
+def html_page(body: dict[str, Any]) -> Response:
+    return raw(HTML, "text/html; charset=utf-8")
 
 
-def then_valid(first: list[httpx.Response]) -> FakeEndpoint:
+def json_body(value: Any) -> Response:
+    """A 200 whose JSON body is `value`, whatever its shape."""
+    return raw(json.dumps(value), "application/json")
+
+
+def then_valid(first: list[Response]) -> FakeLLM:
     queue = list(first)
 
     def respond(body: dict[str, Any]) -> Any:
@@ -48,11 +47,11 @@ def then_valid(first: list[httpx.Response]) -> FakeEndpoint:
             return queue.pop(0)
         return completion(tool="emit_chunk_summary", arguments=minimal_summary(body))
 
-    return FakeEndpoint(respond)
+    return FakeLLM(respond)
 
 
 async def test_an_html_page_fails_the_chunk_with_what_came_back() -> None:
-    endpoint = FakeEndpoint(html_page)
+    endpoint = FakeLLM(html_page)
     breaker = CircuitBreaker("html", min_samples=5)
     extractor = make_extractor(endpoint, breaker=breaker, max_retries=2)
     with pytest.raises(ChunkFailed) as failure:
@@ -81,21 +80,16 @@ async def test_one_html_answer_is_retried_and_the_chunk_succeeds() -> None:
 @pytest.mark.parametrize(
     ("response", "said"),
     [
-        (httpx.Response(200, json={"error": {"message": "upstream busy"}}), "without choices"),
-        (httpx.Response(200, json={"object": "list", "choices": []}), "without choices"),
-        (httpx.Response(200, json={"choices": ["x"]}), "without choices"),
-        (
-            httpx.Response(200, text="{not json", headers={"content-type": "application/json"}),
-            "application/json: '{not json'",
-        ),
-        (httpx.Response(200, text="", headers={"content-type": "text/plain"}), "empty body"),
-        (httpx.Response(200, json="just a string"), "not a chat completion"),
+        (json_body({"error": {"message": "upstream busy"}}), "without choices"),
+        (json_body({"object": "list", "choices": []}), "without choices"),
+        (json_body({"choices": ["x"]}), "without choices"),
+        (raw("{not json", "application/json"), "application/json: '{not json'"),
+        (raw("", "text/plain"), "empty body"),
+        (json_body("just a string"), "not a chat completion"),
     ],
 )
-async def test_other_malformed_answers_are_failed_attempts(
-    response: httpx.Response, said: str
-) -> None:
-    endpoint = FakeEndpoint(lambda body: response)
+async def test_other_malformed_answers_are_failed_attempts(response: Response, said: str) -> None:
+    endpoint = FakeLLM(lambda body: response)
     extractor = make_extractor(endpoint, max_retries=1)
     with pytest.raises(ChunkFailed) as failure:
         await extractor.extract_chunk(CHUNK, [])
@@ -104,7 +98,7 @@ async def test_other_malformed_answers_are_failed_attempts(
 
 
 async def test_a_job_against_an_html_endpoint_records_the_reason() -> None:
-    extractor = make_extractor(FakeEndpoint(html_page), max_retries=0)
+    extractor = make_extractor(FakeLLM(html_page), max_retries=0)
     result = await run_pipeline(WINDOW, extractor, chunk_tokens=4000)
     [failed] = result.failed_chunks
     assert "malformed response" in str(failed["reason"]) and "text/html" in str(failed["reason"])
@@ -115,7 +109,7 @@ async def test_the_document_summarizer_gets_a_call_error_not_an_attribute_error(
     config = LLMConfig(base_url="http://llm.test/v1", api_key=API_KEY, max_retries=1)
     client = build_client(
         config,
-        http_client=httpx.AsyncClient(transport=httpx.MockTransport(FakeEndpoint(html_page))),
+        http_client=FakeLLM(html_page).http_client(),
     )
     caller = ResilientCaller(client, config, CircuitBreaker("doc-html"), sleep=Sleeps())
     call = resilient_tool_call(caller, "gpt-4o-mini")
@@ -132,6 +126,6 @@ async def test_a_tool_call_without_its_type_field_is_still_the_call() -> None:
         del answer["choices"][0]["finish_reason"]
         return answer
 
-    endpoint = FakeEndpoint(untyped)
+    endpoint = FakeLLM(untyped)
     summary = await make_extractor(endpoint).extract_chunk(CHUNK, [])
     assert summary.chunk_summary and len(endpoint.requests) == 1

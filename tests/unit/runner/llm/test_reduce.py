@@ -5,21 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx
-
 from runner.core.contract import ChunkSummary, Digest
 from runner.core.merge import merge_outputs
 from runner.llm.budget import count_request_tokens
+from runner.llm.fake import FakeLLM, completion, error, tool_of
 from runner.llm.reduce import TreeReducer
-from tests.support.llm import (
-    FakeEndpoint,
-    completion,
-    make_extractor,
-    make_window,
-    mapped,
-    merged_digest,
-    tool_of,
-)
+from tests.support.llm import make_extractor, make_window, mapped, merged_digest
 
 TEXTS = [f"message {i}: set DOCKER_BUILDKIT=1 to speed up builds of image {i}" for i in range(40)]
 WINDOW = make_window(TEXTS)
@@ -54,7 +45,7 @@ def summary(i: int, level: str = "medium", padding: int = 0) -> ChunkSummary:
 
 
 def reducer_for(
-    endpoint: FakeEndpoint,
+    endpoint: FakeLLM,
     *,
     context: int,
     max_levels: int = 3,
@@ -76,7 +67,7 @@ def faithful(body: dict[str, Any]) -> dict[str, Any]:
 
 
 async def test_everything_that_fits_goes_in_one_call() -> None:
-    endpoint = FakeEndpoint(faithful)
+    endpoint = FakeLLM(faithful)
     extractor, warnings = reducer_for(endpoint, context=100_000, output=8000)
     digest = await extractor.synthesize_digest(mapped([summary(i) for i in range(5)]), WINDOW, [])
     assert len(endpoint.requests) == 1 and warnings == []
@@ -85,7 +76,7 @@ async def test_everything_that_fits_goes_in_one_call() -> None:
 
 
 async def test_empty_signal_summaries_are_not_sent() -> None:
-    endpoint = FakeEndpoint(faithful)
+    endpoint = FakeLLM(faithful)
     extractor, _ = reducer_for(endpoint, context=100_000)
     empty = ChunkSummary.model_validate(
         {"chunk_summary": "hi", "signal_quality": {"level": "empty", "reason": "greetings"}}
@@ -98,7 +89,7 @@ async def test_empty_signal_summaries_are_not_sent() -> None:
 
 
 async def test_without_levels_summaries_are_shortened_then_the_lowest_signal_dropped() -> None:
-    endpoint = FakeEndpoint(faithful)
+    endpoint = FakeLLM(faithful)
     extractor, warnings = reducer_for(endpoint, context=5200, max_levels=0)
     levels = ["high", "low", "medium", "low", "high", "medium"] * 3
     summaries = [summary(i, level, padding=40) for i, level in enumerate(levels)]
@@ -123,10 +114,10 @@ async def test_a_failed_partial_merge_is_replaced_by_a_deterministic_one() -> No
     def respond(body: dict[str, Any]) -> Any:
         content = body["messages"][1]["content"]
         if "partial merge" in content and 'of="chunk 1"' in content:
-            return httpx.Response(500, json={"error": {"message": "down"}})
+            return error(500, "down")
         return faithful(body)
 
-    endpoint = FakeEndpoint(respond)
+    endpoint = FakeLLM(respond)
     extractor, warnings = reducer_for(endpoint, context=7000, retries=0)
     summaries = [summary(i, padding=20) for i in range(30)]
     digest = await extractor.synthesize_digest(mapped(summaries), WINDOW, [])
@@ -141,7 +132,7 @@ async def test_a_failed_partial_merge_is_replaced_by_a_deterministic_one() -> No
 
 
 async def test_a_failed_final_reduce_uses_the_offline_reduce_of_all_summaries() -> None:
-    endpoint = FakeEndpoint(lambda body: completion(content="I refuse", finish_reason="stop"))
+    endpoint = FakeLLM(lambda body: completion(content="I refuse", finish_reason="stop"))
     extractor, warnings = reducer_for(endpoint, context=100_000)
     summaries = [summary(i) for i in range(8)]
     digest = await extractor.synthesize_digest(mapped(summaries), WINDOW, [])
@@ -157,7 +148,7 @@ async def test_a_broken_offline_reduce_falls_back_to_the_plain_merge() -> None:
     async def broken(*args: Any) -> Digest:
         raise RuntimeError("not today")
 
-    endpoint = FakeEndpoint(lambda body: httpx.Response(503, json={}))
+    endpoint = FakeLLM(lambda body: error(503, body={}))
     extractor, warnings = reducer_for(endpoint, context=100_000)
     reducer = TreeReducer(
         extractor.tools,
@@ -195,7 +186,7 @@ def test_plain_merge_dedupes_keeps_keys_unique_and_counts_the_cut() -> None:
 
 
 async def test_a_reduce_model_too_small_for_its_prompt_falls_back_without_calling() -> None:
-    endpoint = FakeEndpoint(faithful)
+    endpoint = FakeLLM(faithful)
     # (1,900 - 100 output - 256 overhead) x 0.85 = 1,312 input tokens, under the reduce prompt
     # and schema (about 1,750).
     extractor, warnings = reducer_for(endpoint, context=1900, output=100)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import httpx
 import pytest
 
 from runner.documents.digest import summary_request
@@ -22,15 +21,16 @@ from runner.extract.llm import LLMExtractor
 from runner.llm.breaker import CircuitBreaker
 from runner.llm.client import ResilientCaller, build_client
 from runner.llm.config import LLMConfig
+from runner.llm.fake import FakeLLM
 from runner.llm.prompts import DOC_SUMMARY_PROMPT, load_prompt
 from server.runtime import extractor_factory, summarizer_factory
 from server.settings import Settings
-from tests.support.documents import FakeEndpoint, _document
+from tests.support.documents import _document, document_endpoint
 from tests.support.paths import REPO_ROOT
 
 
-def _summarizer(endpoint: FakeEndpoint, config: LLMConfig) -> LLMSummarizer:
-    http = httpx.AsyncClient(transport=httpx.MockTransport(endpoint.handler))
+def _summarizer(endpoint: FakeLLM, config: LLMConfig) -> LLMSummarizer:
+    http = endpoint.http_client()
     caller = ResilientCaller(build_client(config, http), config, CircuitBreaker())
     return LLMSummarizer(resilient_tool_call(caller, config.reduce_model), config.reduce_model)
 
@@ -46,7 +46,7 @@ def _config(reduce_context_tokens: int | None = None) -> LLMConfig:
 
 async def test_the_summarizer_counts_usage_and_re_asks_like_the_extractor() -> None:
     fixed = {"summary": "Sharding reviews happen weekly.", "key_points": []}
-    endpoint = FakeEndpoint([{"summary": 5}, fixed])
+    endpoint = document_endpoint([{"summary": 5}, fixed])
     request = summary_request(_document(), "sharding", DigestConfig())
     result = await _summarizer(endpoint, _config()).summarize(request)
 
@@ -61,7 +61,7 @@ async def test_the_summarizer_counts_usage_and_re_asks_like_the_extractor() -> N
 
 
 async def test_a_request_over_the_models_budget_is_refused_before_it_is_sent() -> None:
-    endpoint = FakeEndpoint([])
+    endpoint = document_endpoint([])
     request = summary_request(_document(), "sharding", DigestConfig())
     summarizer = _summarizer(endpoint, _config(reduce_context_tokens=800))
     with pytest.raises(SummarizerError) as refused:

@@ -1,7 +1,7 @@
 """The LLM report writer against a fake OpenAI-compatible model (the real `openai` client over
-a mocked transport, `runner.evaluation.fake_report_model`): what the model is sent, the one
-re-ask with the concrete audit errors, and that fabricated source ids and sentences citing
-unrelated messages are never stored as cited."""
+the fake endpoint in-process, `runner.evaluation.fake_report_model`): what the model is sent,
+the one re-ask with the concrete audit errors, and that fabricated source ids and sentences
+citing unrelated messages are never stored as cited."""
 
 from __future__ import annotations
 
@@ -9,15 +9,15 @@ import logging
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import httpx
 import pytest
 
 from runner.evaluation.fake_report_model import (
-    FakeModel,
     fake_report_writer,
     quoting_answer,
+    report_model,
     request_sources,
 )
+from runner.llm.fake import FakeLLM, error
 from runner.llm.toolcall import MalformedOutput
 from runner.reports.evidence import (
     ChannelMessage,
@@ -69,16 +69,17 @@ def fixed_answer(body: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def sequence(*answers: Any) -> FakeModel:
+def sequence(*answers: Any) -> FakeLLM:
     """A fake answering its n-th request with the n-th builder (the last one repeats)."""
-    model = FakeModel()
+    calls = 0
 
     def respond(body: dict[str, Any]) -> Any:
-        answer = answers[min(len(model.requests) - 1, len(answers) - 1)]
+        nonlocal calls
+        answer = answers[min(calls, len(answers) - 1)]
+        calls += 1
         return answer(body) if callable(answer) else answer
 
-    model.respond = respond
-    return model
+    return FakeLLM(report_model(respond))
 
 
 async def test_a_faithful_answer_is_kept_whole_with_one_request_and_no_re_ask() -> None:
@@ -149,7 +150,7 @@ async def test_a_corrected_second_answer_is_kept() -> None:
 
 
 async def test_a_failing_re_ask_keeps_the_audited_first_answer_with_a_warning() -> None:
-    down = httpx.Response(500, json={"error": {"message": "overloaded"}})
+    down = error(500, "overloaded")
     model = sequence(bad_answer, down)
     writer, _ = fake_report_writer(model)
     run = await writer.write(QUESTION, ranked_evidence())
@@ -162,13 +163,13 @@ async def test_an_invented_title_is_replaced_by_the_question() -> None:
     def answer(body: dict[str, Any]) -> dict[str, Any]:
         return {**quoting_answer(body), "title": "Quarterly revenue projections for investors"}
 
-    writer, _ = fake_report_writer(FakeModel(answer))
+    writer, _ = fake_report_writer(FakeLLM(report_model(answer)))
     run = await writer.write(QUESTION, ranked_evidence())
     assert run.report.title == "How are database migration rollbacks approved"
 
 
 async def test_garbage_twice_raises_for_the_job_to_fall_back() -> None:
-    writer, model = fake_report_writer(FakeModel(lambda body: {"title": 5}))
+    writer, model = fake_report_writer(FakeLLM(report_model(lambda body: {"title": 5})))
     with pytest.raises(MalformedOutput):
         await writer.write(QUESTION, ranked_evidence())
     assert len(model.requests) == 2  # the schema re-ask of the tool-call path, once
