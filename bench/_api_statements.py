@@ -2,7 +2,8 @@
 real app (for bench/api.py and tests/integration/schema/resolvers/test_statement_count.py).
 
 Every connection the app's pool opens gets a query logger (asyncpg's `add_query_logger`), which
-sees each statement the connection sends, the pool's own reset on release included. The app
+sees each statement the connection sends, the pool's own reset on release included; the
+driver's own type lookups are left out. The app
 runs in-process with its lifespan (pool, migrations; no runner) and requests go through its
 whole ASGI stack (middleware, /graphql endpoint, Strawberry, DataLoaders) over httpx's ASGI
 transport: the same path as a served request, minus the socket.
@@ -15,11 +16,27 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import asyncpg
+import asyncpg.introspection
 import httpx
 
 from db import engine
 from server.app import AppOptions, create_app
 from server.settings import Settings
+
+# asyncpg looks a type up the first time one connection meets it, whichever request that is; with
+# DataLoaders running concurrently, which pool connection meets it first varies from run to run.
+_DRIVER_INTROSPECTION = frozenset(
+    {
+        asyncpg.introspection.INTRO_LOOKUP_TYPES,
+        asyncpg.introspection.INTRO_LOOKUP_TYPES_13,
+        asyncpg.introspection.TYPE_BY_NAME,
+    }
+)
+
+
+def is_request_statement(query: str) -> bool:
+    """False for the driver's own type lookups (and the jit toggles around them)."""
+    return query not in _DRIVER_INTROSPECTION and "set_config('jit'" not in query
 
 
 @contextlib.contextmanager
@@ -30,7 +47,11 @@ def logged_statements() -> Iterator[list[str]]:
 
     async def init_and_log(connection: asyncpg.Connection) -> None:
         await original(connection)  # its type introspection is not the requests' work
-        connection.add_query_logger(lambda logged: statements.append(logged.query))
+        connection.add_query_logger(
+            lambda logged: (
+                statements.append(logged.query) if is_request_statement(logged.query) else None
+            )
+        )
 
     # create_pool looks the init function up when called, so the app's pool gets this one.
     engine._init_connection = init_and_log
