@@ -66,3 +66,12 @@ def test_every_smoke_module_is_marked_bench() -> None:
         if not marked_bench(module)
     ]
     assert not unmarked, f"smoke modules not marked bench (.ci/run would skip them): {unmarked}"
+
+
+def test_bench_all_runs_every_script() -> None:
+    from bench.all import NEEDS_NO_DATABASE, SCRIPTS
+
+    listed = {f"{name}.py" for name in SCRIPTS}
+    missing = sorted(bench_scripts() - {"all.py"} - listed)
+    assert not missing, f"bench scripts that bench/all.py does not run: {missing}"
+    assert NEEDS_NO_DATABASE <= set(SCRIPTS)
