@@ -37,17 +37,8 @@ def test_report_wait_prints_footnoted_markdown_and_a_rerun_is_served_from_the_ca
     assert added.returncode == 0, added.stderr
     document_id = json.loads(added.stdout)["document"]["id"]
 
-    first = digestd(
-        database_url,
-        tmp_path,
-        "report",
-        QUESTION,
-        "--channel",
-        channel,
-        "--doc",
-        document_id,
-        "--wait",
-    )
+    report_args = ("report", QUESTION, "--channel", channel, "--doc", document_id, "--wait")
+    first = digestd(database_url, tmp_path, *report_args)
     assert first.returncode == 0, first.stderr
     markdown = first.stdout
     assert markdown.startswith("# Why did the nightly ingest job time out\n\n## Answer\n")
@@ -56,18 +47,7 @@ def test_report_wait_prints_footnoted_markdown_and_a_rerun_is_served_from_the_ca
     assert "(document " in markdown and f"#{channel}, " in markdown
     assert "written;" in first.stderr
 
-    again = digestd(
-        database_url,
-        tmp_path,
-        "report",
-        QUESTION,
-        "--channel",
-        channel,
-        "--doc",
-        document_id,
-        "--wait",
-        "--json",
-    )
+    again = digestd(database_url, tmp_path, *report_args, "--json")
     assert again.returncode == 0, again.stderr
     result = json.loads(again.stdout)
     assert result["job"]["kind"] == "report" and result["job"]["stats"]["cache_hit"] is True
