@@ -268,21 +268,23 @@ async def evaluate_loso(
 ) -> LosoEvaluation:
     """Every window in every configuration (CONFIGS); `modes` are the shipped modes."""
     labelled = [w.labelled for w in loaded]
-    in_sample = fit(training_examples(labelled, None))
-    held_out = {
-        source: fit(training_examples(labelled, source))
-        for source in split_by_source([(w.name, w.source) for w in labelled])
-    }
+    sources = split_by_source([(w.name, w.source) for w in labelled])
+    in_sample: dict[str, ItemModel] = {}
+    held_out: dict[tuple[str, str], ItemModel] = {}
+    for mode in LEARNED_MODES:
+        everywhere = dict.fromkeys(KINDS, mode)
+        in_sample[mode] = fit(training_examples(labelled, None), everywhere)
+        for source in sources:
+            held_out[mode, source] = fit(training_examples(labelled, source), everywhere)
     runs: list[WindowRuns] = []
     for item in loaded:
         source = item.labelled.source
         window_runs = WindowRuns(item.gold.name, source, item.gold.window.root == WindowRoot.DATA)
         window_runs.counts[RULES] = await _run(item.window, item.gold, ItemModel(), options)
         for mode in LEARNED_MODES:
-            everywhere = dict.fromkeys(KINDS, mode)
-            for held, model in ((False, in_sample), (True, held_out[source])):
+            for held, model in ((False, in_sample[mode]), (True, held_out[mode, source])):
                 window_runs.counts[config_name(mode, held)] = await _run(
-                    item.window, item.gold, model.with_modes(everywhere), options
+                    item.window, item.gold, model, options
                 )
         runs.append(window_runs)
     return LosoEvaluation(runs, modes)

@@ -304,13 +304,29 @@ def _best_threshold(probabilities: np.ndarray, labels: np.ndarray) -> float:
     return best
 
 
-def fit_kind(examples: Sequence[Example], kind: str) -> KindModel:
+# The messages the rules already make an item of, per kind: what a filter judges.
+CANDIDATE_FEATURES = {
+    "decisions": ("rule_decision", "rule_proposal"),
+    "action_items": ("rule_action", "rule_commitment_only"),
+    "open_questions": ("rule_question",),
+}
+
+
+def is_candidate(features: Mapping[str, float], kind: str) -> bool:
+    return any(features.get(name, 0.0) > 0 for name in CANDIDATE_FEATURES[kind])
+
+
+def fit_kind(examples: Sequence[Example], kind: str, mode: str = RULES_MODE) -> KindModel:
     """Logistic regression with an L2 penalty and balanced classes, full-batch gradient descent
-    from zero for `STEPS` steps: deterministic. Weights rounded to 4 decimals."""
+    from zero for `STEPS` steps: deterministic. Weights rounded to 4 decimals. A filter is
+    fitted on the rules' candidates of the kind only (what it will judge); the other modes on
+    every message."""
+    if mode == FILTER_MODE:
+        examples = [e for e in examples if is_candidate(e.features, kind)]
     x = np.array([[e.features.get(n, 0.0) for n in FEATURE_NAMES] for e in examples], dtype=float)
     y = np.array([kind in e.labels for e in examples], dtype=bool)
     if len(examples) == 0:
-        return KindModel(0.0, {}, 0.5)
+        return KindModel(0.0, {}, 0.5, mode)
     positives = max(1, int(y.sum()))
     negatives = max(1, len(y) - int(y.sum()))
     sample = np.where(y, len(y) / (2 * positives), len(y) / (2 * negatives))
@@ -326,15 +342,12 @@ def fit_kind(examples: Sequence[Example], kind: str) -> KindModel:
     bias = round(b, 4)
     rounded = KindModel(bias, weights, 0.5)
     probabilities = np.array([rounded.probability(e.features) for e in examples])
-    return KindModel(bias, weights, _best_threshold(probabilities, y))
+    return KindModel(bias, weights, _best_threshold(probabilities, y), mode)
 
 
 def fit(examples: Sequence[Example], modes: Mapping[str, str] | None = None) -> ItemModel:
-    """One model per kind, each in `modes[kind]` (default: rules, i.e. not deciding)."""
+    """One model per kind, each fitted for and set in `modes[kind]` (default: rules, i.e. not
+    deciding; its model is then fitted as for proposing, on every message)."""
     return ItemModel(
-        {
-            kind: KindModel(m.bias, m.weights, m.threshold, (modes or {}).get(kind, RULES_MODE))
-            for kind in KINDS
-            for m in [fit_kind(examples, kind)]
-        }
+        {kind: fit_kind(examples, kind, (modes or {}).get(kind, RULES_MODE)) for kind in KINDS}
     )
