@@ -89,4 +89,4 @@ class OfflineExtractor:
         window: Window,
         top_messages: Sequence[WindowMessage],
     ) -> Digest:
-        return await run_cpu(build_digest, chunks, window, list(top_messages))
+        return await run_cpu(build_digest, chunks, window, list(top_messages), self.model)

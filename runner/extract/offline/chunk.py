@@ -82,6 +82,8 @@ class _Found:
     links: dict[str, Link] = field(default_factory=dict)
     snippets: list[tuple[Snippet, PartView, int]] = field(default_factory=list)
     knowledge: list[_Ranked[KnowledgeItem]] = field(default_factory=list)
+    # question message id -> the Q&A knowledge item its rule-found answer made
+    answers: dict[str, _Ranked[KnowledgeItem]] = field(default_factory=dict)
 
 
 def _top(ranked: list[_Ranked[Item]], limit: int) -> list[Item]:
@@ -248,15 +250,16 @@ class _ChunkReader:
         answer = find_answer(
             messages, self.index[view.message_id], self.participants, view.message.normalized_text
         )
+        item = OpenQuestion(text=text, asked_by=_owner(view.author), message_ids=[view.message_id])
         if answer is None:
-            item = OpenQuestion(
-                text=text, asked_by=_owner(view.author), message_ids=[view.message_id]
-            )
             self.found.questions.append(_Ranked(item, strength, position))
             return
+
         knowledge = answer_item(view.message, text, answer, self.participants)
         if knowledge is not None:
-            self.found.knowledge.append(_Ranked(knowledge, 2, position))
+            ranked = _Ranked(knowledge, 2, position)
+            self.found.knowledge.append(ranked)
+            self.found.answers[view.message_id] = ranked
 
     def _links(self, view: PartView) -> None:
         add_links(self.found.links, view, self.participants)
@@ -428,6 +431,10 @@ def _apply_model(reader: _ChunkReader, model: ItemModel) -> None:
         found.questions = _gate(
             found.questions, questions, probabilities(questions), proposer.question
         )
+        # A question the model holds open is not also a Q&A item of a rule-found answer.
+        still_open = {q.item.message_ids[0] for q in found.questions}
+        answers = [found.answers[m] for m in still_open if m in found.answers]
+        found.knowledge = [k for k in found.knowledge if not any(k is a for a in answers)]
 
 
 def summarize_chunk(chunk: Chunk, model: ItemModel | None = None) -> ChunkSummary:

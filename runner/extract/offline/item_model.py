@@ -82,18 +82,20 @@ def _cue(flag: object) -> float:
 
 
 @dataclass(frozen=True)
-class _Context:
+class ItemContext:
     messages: Sequence[WindowMessage]
     participants: Participants
     share: Mapping[str, float]  # author -> share of the messages
 
 
-def context_of(messages: Sequence[WindowMessage]) -> _Context:
+def context_of(messages: Sequence[WindowMessage]) -> ItemContext:
     counts: dict[str, int] = {}
     for message in messages:
         counts[message.author] = counts.get(message.author, 0) + 1
     total = max(1, len(messages))
-    return _Context(messages, Participants.of(messages), {a: n / total for a, n in counts.items()})
+    return ItemContext(
+        messages, Participants.of(messages), {a: n / total for a, n in counts.items()}
+    )
 
 
 def _conversation_bounds(messages: Sequence[WindowMessage], index: int) -> tuple[int, int]:
@@ -111,7 +113,7 @@ def _conversation_bounds(messages: Sequence[WindowMessage], index: int) -> tuple
     return start, end
 
 
-def message_features(context: _Context, index: int) -> dict[str, float]:
+def message_features(context: ItemContext, index: int) -> dict[str, float]:
     """The features of `context.messages[index]` (names are stable: they key the weights)."""
     messages, participants = context.messages, context.participants
     message = messages[index]

@@ -5,7 +5,9 @@ every item a grounded quote."""
 from __future__ import annotations
 
 from runner.core.chunks import chunk_messages
+from runner.core.vocabulary import MappedChunk
 from runner.extract.offline.chunk import summarize_chunk
+from runner.extract.offline.digest import build_digest
 from runner.extract.offline.item_model import (
     FEATURE_NAMES,
     KINDS,
@@ -133,3 +135,15 @@ def test_proposals_are_grounded_quotes_of_the_accepted_message() -> None:
         assert question.asked_by == next(
             r[0] for i, r in enumerate(TEAM) if f"x{i}" == question.message_ids[0]
         )
+
+
+def test_the_reduce_asks_the_model_whether_a_question_is_still_open() -> None:
+    window = _window(*TEAM)
+    [chunk] = chunk_messages(list(window.messages), 4000)
+    mapped = [MappedChunk(summarize_chunk(chunk), tuple(chunk.message_ids))]
+    rules = build_digest(mapped, window, [])
+    assert [q.message_ids for q in rules.open_questions] == [["x2"]]
+    closing = ItemModel({"open_questions": constant(False, "filter")})
+    assert build_digest(mapped, window, [], closing).open_questions == []
+    keeping = ItemModel({"open_questions": constant(True, "filter")})
+    assert build_digest(mapped, window, [], keeping).open_questions == rules.open_questions
