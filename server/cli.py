@@ -517,7 +517,7 @@ def build_parser() -> argparse.ArgumentParser:
     importer.add_argument("--server", help="server / guild / workspace name")
     importer.add_argument(
         "--format",
-        choices=("jsonl", "discord_json", "discord_csv", "discord_txt", "slack", "irc"),
+        choices=("jsonl", "discord_json", "discord_csv", "discord_txt", "slack", "irc", "qmsum"),
         help="read the export as this format instead of detecting it from its content",
     )
     importer.add_argument("--json", action="store_true", help=JSON_HELP)

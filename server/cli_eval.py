@@ -84,6 +84,15 @@ def optional_sections(data_dir: Path) -> tuple[list[EvalSection], bool]:
     return sections, ok
 
 
+def loso_of(golds: list[tuple[Path, Any]], roots: Any, options: Any) -> EvalSection:
+    """The leave-one-source-out table of the offline extractor's learned item decisions."""
+    from runner.evaluation.loso import loso_section, run_loso
+    from runner.extract.offline.item_model import default_model
+
+    modes = {kind: model.mode for kind, model in default_model().kinds.items()}
+    return loso_section(run_loso(golds, roots, options, modes))
+
+
 def handler(args: argparse.Namespace, settings: Settings) -> int:
     # Imported here so that every other `digestd` command starts without the evaluator's
     # pipeline and scoring modules (about 0.4 s of imports).
@@ -125,6 +134,8 @@ def handler(args: argparse.Namespace, settings: Settings) -> int:
     for name, reason in evaluation.skipped:
         print(f"digestd eval: skipped {name}: {reason}", file=sys.stderr)
     sections = chat_sections(evaluation, options, args.extractor)
+    if args.extractor == "offline" and evaluation.windows:
+        sections.append(loso_of(golds, roots, options))
     extra, extra_ok = optional_sections(data_dir) if roots.data is not None else ([], True)
     sections += extra
     if args.json:
@@ -147,7 +158,8 @@ def add_eval_parser(commands: argparse._SubParsersAction) -> None:  # type: igno
         "eval",
         help="score digests against a gold set (P/R/F1, grounding)",
         description="Run the real pipeline on every gold window and print P/R/F1 per field, "
-        "grounding figures and, when available, the evidence and HTML sections.",
+        "grounding figures, the leave-one-source-out table of the offline extractor's learned "
+        "item decisions and, when available, the evidence and HTML sections.",
     )
     parser.add_argument("gold_dir", metavar="GOLD_DIR", help="directory of gold *.json files")
     parser.add_argument(

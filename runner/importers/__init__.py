@@ -1,7 +1,7 @@
 """Chat export parsers: files in, `ParsedMessage` / `RecordError` records out (no database).
 
 `detect_format(path)` names the format; `iter_records(path)` streams its records. One module per
-format (jsonl, discord_json, discord_csv, discord_txt, slack, irc); `records` holds the record
+format (jsonl, discord_json, discord_csv, discord_txt, slack, irc, qmsum); `records` holds the record
 types and the single check-and-repair gate every record passes (`message_from_fields`).
 """
 

@@ -5,6 +5,9 @@ Detection looks at content first (the first 64 KiB), the extension only to break
 - `slack`: a folder with `channels.json` (or `groups.json`, `mpims.json`, `dms.json`).
 - `discord_json`: a JSON object opening with `"guild": {`, `"channel": {`, `"dateRange": {`
   or `"messages": [`, or a first line that is a whole object with a `messages` list.
+- `qmsum`: a JSON object opening with one of a QMSum meeting file's keys (`"topic_list": [`,
+  `"meeting_transcripts": [`...), or a first line that is a whole object with a
+  `meeting_transcripts` list.
 - `jsonl`: otherwise, a first non-blank line starting with `{` (or a `.jsonl`/`.ndjson` name).
 - `discord_csv`: a first line with the `AuthorID`, `Author`, `Date` and `Content` columns.
 - `discord_txt`: a `=====` header block with `Guild:`/`Channel:` lines.
@@ -32,6 +35,7 @@ from runner.importers.inputs import UnusableInput, describe, encoding_problem, o
 from runner.importers.irc import STAMPED, parse_irc
 from runner.importers.jsonguard import line_too_deep
 from runner.importers.jsonl import parse_jsonl
+from runner.importers.qmsum import QMSUM_KEYS, TRANSCRIPT_KEY, parse_qmsum
 from runner.importers.records import DEFAULT_MAX_MESSAGE_CHARS, ParseOptions, ParseStats, Record
 from runner.importers.slack import CONVERSATION_FILES, parse_slack
 
@@ -44,6 +48,7 @@ PARSERS: dict[str, Parser] = {
     "discord_txt": parse_discord_txt,
     "slack": parse_slack,
     "irc": parse_irc,
+    "qmsum": parse_qmsum,
 }
 
 _SNIFF_BYTES = 65536
@@ -51,6 +56,7 @@ _SNIFF_BYTES = 65536
 _DISCORD_JSON_START = re.compile(
     r'\{\s*"(?:guild|channel|dateRange)"\s*:\s*\{|\{\s*"messages"\s*:\s*\['
 )
+_QMSUM_START = re.compile(r'\{\s*"(?:' + "|".join(QMSUM_KEYS) + r')"\s*:\s*\[')
 _IRC_MESSAGE = re.compile(r"\s*(?:<[^>]*>|\*\s+\S+)")
 
 
@@ -97,8 +103,12 @@ def detect_format(path: Path) -> str:
             whole_first = None if line_too_deep(first) else json.loads(first)
         except (ValueError, RecursionError):  # malformed, or a number over 4,300 digits
             whole_first = None
-        if isinstance(whole_first, dict):  # a complete object on line 1: JSONL or minified DCE
+        if isinstance(whole_first, dict):  # a complete object on line 1: JSONL or a minified file
+            if isinstance(whole_first.get(TRANSCRIPT_KEY), list):
+                return "qmsum"
             return "discord_json" if isinstance(whole_first.get("messages"), list) else "jsonl"
+        if _QMSUM_START.match(joined_head):
+            return "qmsum"
         return "discord_json" if _DISCORD_JSON_START.match(joined_head) else "jsonl"
     if first.startswith("["):
         if first.startswith("[{") or (

@@ -37,6 +37,7 @@ from runner.core.offload import default_processes, run_cpu
 from runner.core.window import Window, WindowMessage
 from runner.extract.offline.chunk import summarize_chunk
 from runner.extract.offline.digest import build_digest
+from runner.extract.offline.item_model import ItemModel, default_model
 
 # Bump whenever a rule changes what is extracted: it is part of the chunk cache key.
 OFFLINE_VERSION = "3"
@@ -56,7 +57,9 @@ class OfflineExtractor:
     name = "offline"
     uses_known_items = False  # see the module docstring: the pipeline need not wait for them
 
-    def __init__(self) -> None:
+    def __init__(self, model: ItemModel | None = None) -> None:
+        # The learned item decisions (offline.item_model); None: the shipped weights.
+        self.model = default_model() if model is None else model
         self.usage = ExtractionUsage()
         self.warnings: list[PipelineWarning] = []
 
@@ -68,11 +71,14 @@ class OfflineExtractor:
         return None
 
     def fingerprint(self) -> str:
-        return f"offline/{OFFLINE_VERSION}/contract-{CONTRACT_VERSION}"
+        return (
+            f"offline/{OFFLINE_VERSION}/items-{self.model.fingerprint()}"
+            f"/contract-{CONTRACT_VERSION}"
+        )
 
     async def extract_chunk(self, chunk: Chunk, known_items: list[KnownItem]) -> ChunkSummary:
         try:
-            return await run_cpu(summarize_chunk, chunk)
+            return await run_cpu(summarize_chunk, chunk, self.model)
         except Exception as error:
             # The job goes on and ends PARTIAL; the reason names the error, never the content.
             raise ChunkFailed(f"offline rules failed: {type(error).__name__}") from error
@@ -83,4 +89,4 @@ class OfflineExtractor:
         window: Window,
         top_messages: Sequence[WindowMessage],
     ) -> Digest:
-        return await run_cpu(build_digest, chunks, window, list(top_messages))
+        return await run_cpu(build_digest, chunks, window, list(top_messages), self.model)

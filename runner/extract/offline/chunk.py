@@ -29,6 +29,7 @@ from runner.core.contract import (
 from runner.core.window import WindowMessage
 from runner.extract.offline import patterns
 from runner.extract.offline.artifacts import Snippet, find_snippets, snippet_title
+from runner.extract.offline.item_model import ItemModel, KindModel, context_of, message_features
 from runner.extract.offline.knowledge import (
     answer_item,
     link_description,
@@ -61,6 +62,7 @@ _NOISE_HOSTS = ("giphy.com", "tenor.com", "media.giphy", "gfycat.com")
 
 
 Item = TypeVar("Item", Decision, ActionItem, OpenQuestion, KnowledgeItem, Artifact)
+Claimed = TypeVar("Claimed", Decision, ActionItem, OpenQuestion)  # the kinds a model decides
 
 
 @dataclass
@@ -80,6 +82,8 @@ class _Found:
     links: dict[str, Link] = field(default_factory=dict)
     snippets: list[tuple[Snippet, PartView, int]] = field(default_factory=list)
     knowledge: list[_Ranked[KnowledgeItem]] = field(default_factory=list)
+    # question message id -> the Q&A knowledge item its rule-found answer made
+    answers: dict[str, _Ranked[KnowledgeItem]] = field(default_factory=dict)
 
 
 def _top(ranked: list[_Ranked[Item]], limit: int) -> list[Item]:
@@ -246,15 +250,16 @@ class _ChunkReader:
         answer = find_answer(
             messages, self.index[view.message_id], self.participants, view.message.normalized_text
         )
+        item = OpenQuestion(text=text, asked_by=_owner(view.author), message_ids=[view.message_id])
         if answer is None:
-            item = OpenQuestion(
-                text=text, asked_by=_owner(view.author), message_ids=[view.message_id]
-            )
             self.found.questions.append(_Ranked(item, strength, position))
             return
+
         knowledge = answer_item(view.message, text, answer, self.participants)
         if knowledge is not None:
-            self.found.knowledge.append(_Ranked(knowledge, 2, position))
+            ranked = _Ranked(knowledge, 2, position)
+            self.found.knowledge.append(ranked)
+            self.found.answers[view.message_id] = ranked
 
     def _links(self, view: PartView) -> None:
         add_links(self.found.links, view, self.participants)
@@ -314,8 +319,127 @@ def coverage_line(messages: Sequence[WindowMessage]) -> str:
     return f"Covers {len(messages)} messages from {first} to {last}."
 
 
-def summarize_chunk(chunk: Chunk) -> ChunkSummary:
-    """The offline map step (see the module docstring)."""
+def _gate(
+    ranked: list[_Ranked[Claimed]],
+    model: KindModel,
+    probabilities: dict[str, float],
+    propose: Callable[[str, float], _Ranked[Claimed] | None],
+) -> list[_Ranked[Claimed]]:
+    """The learned decision for one kind: the rules' items whose message the model accepts, and
+    in the "propose" mode an item for every accepted message the rules left out (`propose`
+    builds it from the message's own sentence, so it stays a grounded quote)."""
+    kept = [r for r in ranked if probabilities.get(r.item.message_ids[0], 0.0) >= model.threshold]
+    covered = {r.item.message_ids[0] for r in kept}
+    for message_id, probability in probabilities.items():
+        if model.propose and probability >= model.threshold and message_id not in covered:
+            proposed = propose(message_id, probability)
+            if proposed is not None:
+                kept.append(proposed)
+    return kept
+
+
+def _best_sentence(view: PartView, pick: Callable[[str], bool]) -> str | None:
+    """The first sentence `pick` accepts, else the one with the most content words."""
+    sentences = [s.text for s in view.sentences]
+    chosen = next((s for s in sentences if pick(s)), None)
+    if chosen is None and sentences:
+        chosen = max(sentences, key=lambda s: len(content_words(s)))
+    if chosen is None:
+        return None
+    claim = patterns.clean_claim(chosen)
+    return claim if len(content_words(claim)) >= 2 else None
+
+
+class _Proposer:
+    """Items for messages the model accepts and the rules did not phrase."""
+
+    def __init__(self, reader: _ChunkReader) -> None:
+        self.reader = reader
+        self.views: dict[str, PartView] = {}
+        self.positions: dict[str, int] = {}
+        for position, view in enumerate(reader.views):  # a message's first part
+            self.views.setdefault(view.message_id, view)
+            self.positions.setdefault(view.message_id, position)
+
+    def _view(self, message_id: str) -> PartView | None:
+        return self.views.get(message_id)
+
+    def decision(self, message_id: str, probability: float) -> _Ranked[Decision] | None:
+        view = self._view(message_id)
+        people = self.reader.participants
+        if view is None:
+            return None
+        text = _best_sentence(
+            view,
+            lambda s: bool(patterns.decision(s, people) or patterns.proposal(s, people)),
+        )
+        if text is None:
+            return None
+        return _Ranked(
+            Decision(text=text, message_ids=[message_id]),
+            int(probability * 10),
+            self.positions[message_id],
+        )
+
+    def action(self, message_id: str, probability: float) -> _Ranked[ActionItem] | None:
+        view = self._view(message_id)
+        people = self.reader.participants
+        if view is None:
+            return None
+        claims = [patterns.action(s.text, view.author, people) for s in view.sentences]
+        claim = next((c for c in claims if c is not None), None)
+        text = claim.text if claim else _best_sentence(view, lambda s: "?" not in s)
+        if text is None:
+            return None
+        owner = (claim.owner if claim else None) or people.addressee(view.prose) or view.author
+        item = ActionItem(text=text, owner=_owner(owner), message_ids=[message_id])
+        return _Ranked(item, int(probability * 10), self.positions[message_id])
+
+    def question(self, message_id: str, probability: float) -> _Ranked[OpenQuestion] | None:
+        view = self._view(message_id)
+        if view is None:
+            return None
+        text = _best_sentence(view, lambda s: s.rstrip().endswith("?"))
+        if text is None:
+            return None
+        item = OpenQuestion(text=text, asked_by=_owner(view.author), message_ids=[message_id])
+        return _Ranked(item, int(probability * 10), self.positions[message_id])
+
+
+def _apply_model(reader: _ChunkReader, model: ItemModel) -> None:
+    gated = {kind: model.gated(kind) for kind in ("decisions", "action_items", "open_questions")}
+    if not any(gated.values()):
+        return
+    context = context_of(reader.messages)
+    features = [message_features(context, i) for i in range(len(reader.messages))]
+    proposer = _Proposer(reader)
+    found = reader.found
+
+    def probabilities(kind_model: KindModel) -> dict[str, float]:
+        return {
+            m.message_id: kind_model.probability(f)
+            for m, f in zip(reader.messages, features, strict=True)
+        }
+
+    if (decisions := gated["decisions"]) is not None:
+        found.decisions = _gate(
+            found.decisions, decisions, probabilities(decisions), proposer.decision
+        )
+    if (actions := gated["action_items"]) is not None:
+        found.actions = _gate(found.actions, actions, probabilities(actions), proposer.action)
+    if (questions := gated["open_questions"]) is not None:
+        found.questions = _gate(
+            found.questions, questions, probabilities(questions), proposer.question
+        )
+        # A question the model holds open is not also a Q&A item of a rule-found answer.
+        still_open = {q.item.message_ids[0] for q in found.questions}
+        answers = [found.answers[m] for m in still_open if m in found.answers]
+        found.knowledge = [k for k in found.knowledge if not any(k is a for a in answers)]
+
+
+def summarize_chunk(chunk: Chunk, model: ItemModel | None = None) -> ChunkSummary:
+    """The offline map step (see the module docstring). `model` decides the kinds it gates
+    (runner/extract/offline/item_model.py); None: the rules alone."""
     reader = _ChunkReader(chunk)
     if not reader.messages:
         return ChunkSummary(
@@ -323,6 +447,8 @@ def summarize_chunk(chunk: Chunk) -> ChunkSummary:
             signal_quality=SignalQuality(level=SignalLevel.EMPTY, reason="empty chunk"),
         )
     reader.read()
+    if model is not None:
+        _apply_model(reader, model)
     found = reader.found
     decisions = _top(_dedupe(found.decisions, lambda d: d.text), 5)
     actions = _top(_dedupe(found.actions, lambda a: a.text), 8)

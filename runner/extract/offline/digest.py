@@ -37,6 +37,13 @@ from runner.core.merge import (
 from runner.core.vocabulary import MappedChunk
 from runner.core.window import Window, WindowMessage
 from runner.extract.offline.chunk import add_links
+from runner.extract.offline.item_model import (
+    ItemContext,
+    ItemModel,
+    KindModel,
+    context_of,
+    message_features,
+)
 from runner.extract.offline.knowledge import answer_item
 from runner.extract.offline.merge import (
     even_sample,
@@ -64,7 +71,11 @@ _RESTATED_SHARE = 0.6
 class _Merger:
     """The window and its chunk summaries, merged one item list at a time."""
 
-    def __init__(self, chunks: Sequence[MappedChunk], window: Window) -> None:
+    def __init__(
+        self, chunks: Sequence[MappedChunk], window: Window, open_model: KindModel | None = None
+    ) -> None:
+        self.open_model = open_model
+        self.context: ItemContext | None = None
         self.chunks = chunks
         self.summaries = [chunk.summary for chunk in chunks]
         self.window = window
@@ -131,6 +142,14 @@ class _Merger:
 
         return self.cut("action items", merged, 40, strength)
 
+    def still_open(self, message_id: str) -> bool:
+        """The model's reading of the whole window: is this question still open?"""
+        assert self.open_model is not None
+        if self.context is None:
+            self.context = context_of(self.messages)
+        features = message_features(self.context, self.order[message_id])
+        return self.open_model.accepts(features)
+
     def questions(self, knowledge: list[KnowledgeItem]) -> list[OpenQuestion]:
         """Candidates still unanswered in the whole window; answered ones become Q&A items."""
         open_items: dict[str, OpenQuestion] = {}
@@ -149,7 +168,9 @@ class _Merger:
                     self.messages, self.order[asked], self.participants, question.normalized_text
                 )
                 if answer is None:
-                    open_items[asked] = item
+                    # Unanswered; a model deciding open questions judges it in the whole window.
+                    if self.open_model is None or self.still_open(asked):
+                        open_items[asked] = item
                     continue
                 qa = answer_item(self.by_id[asked], item.text, answer, self.participants)
                 if qa is not None and _key(qa.content or "") not in known_content:
@@ -300,12 +321,16 @@ def _exchanges(
 
 
 def build_digest(
-    chunks: Sequence[MappedChunk], window: Window, top_messages: Sequence[WindowMessage]
+    chunks: Sequence[MappedChunk],
+    window: Window,
+    top_messages: Sequence[WindowMessage],
+    model: ItemModel | None = None,
 ) -> Digest:
-    """The offline reduce step (see the module docstring)."""
+    """The offline reduce step (see the module docstring). When `model` decides open questions,
+    it also decides which candidates are still open in the whole window."""
     if not window.messages:
         return _empty_digest(window)
-    merger = _Merger(chunks, window)
+    merger = _Merger(chunks, window, model.gated("open_questions") if model else None)
     channel = window.channel_name or "channel"
     decisions = merger.decisions()
     actions = merger.actions()

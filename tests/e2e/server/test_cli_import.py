@@ -173,10 +173,12 @@ def test_a_utf16_file_gets_an_encoding_hint(database_url: str, tmp_path: Path) -
 def test_an_import_with_nothing_accepted_exits_1_and_says_which_format_it_assumed(
     database_url: str, tmp_path: Path
 ) -> None:
-    qmsum = shared_data("meetings/qmsum/TS3004a.json")
-    result = digestd(database_url, tmp_path, str(qmsum), "--channel", f"q-{uuid.uuid4().hex}")
+    # An indented JSON object of no known export: read as JSONL, every one of its 8 lines rejected.
+    odd = tmp_path / "export.json"
+    odd.write_text(json.dumps({"conversation": [{"who": "ann", "said": "hi"}]}, indent=2), "utf-8")
+    result = digestd(database_url, tmp_path, str(odd), "--channel", f"q-{uuid.uuid4().hex}")
     assert result.returncode == 1, result.stdout + result.stderr
-    assert "0 accepted, 1841 rejected" in result.stdout
+    assert "0 accepted, 8 rejected" in result.stdout
     error = one_error_line(result)
     assert "read as jsonl (detected from its content)" in error and "--format" in error, error
 
@@ -191,6 +193,13 @@ def test_an_import_with_nothing_accepted_exits_1_and_says_which_format_it_assume
     channel = f"ok-{uuid.uuid4().hex}"
     good = digestd(database_url, tmp_path, str(lines), "--format", "jsonl", "--channel", channel)
     assert good.returncode == 0 and "1 accepted, 0 rejected" in good.stdout, good.stderr
+
+
+def test_a_qmsum_meeting_imports_one_message_per_turn(database_url: str, tmp_path: Path) -> None:
+    meeting = shared_data("meetings/qmsum/TS3004a.json")
+    result = digestd(database_url, tmp_path, str(meeting), "--channel", f"m-{uuid.uuid4().hex}")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "435 accepted, 0 rejected" in result.stdout
 
 
 async def test_a_database_that_goes_away_mid_import_gives_one_line_and_exit_1(

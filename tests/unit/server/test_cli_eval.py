@@ -75,7 +75,7 @@ def test_sample_prints_tables_and_skips_absent_data(
     assert code == 0
     assert "is absent: real-data windows are skipped" in err
     assert "skipped ubuntu-irc-2010-08-17-first-100: no data directory given" in err
-    for part in ("per field", "per window", "grounding"):
+    for part in ("per field", "per window", "grounding", "leave-one-source-out"):
         assert f"Chat gold set: {part}" in out
     assert "sample-team-platform" in out and "overall" in out
     assert "note: skipped ubuntu-irc-2010-08-17-first-100" in out
@@ -151,3 +151,17 @@ def test_whole_gold_set_with_real_data(
         # Every stored pointer resolves verbatim; a window that stored none has no share ("-").
         assert record["verbatim"] == (1.0 if record["pointers"] else "-")
     assert grounding["records"][-1]["pointers"] > 0
+    loso = next(s for s in document["sections"] if "leave-one-source-out" in s["title"])
+    rows = {(r["source"], r["kind"]): r for r in loso["records"]}
+    sources = {source for source, _ in rows} - {"all sources", "real-data sources"}
+    assert {"sample", "ubuntu", "gitter"} <= sources
+    for source in sources:
+        # Rule-based fields are not trained: their held-out figure is the in-sample one.
+        assert rows[(source, "links")]["filter out"] == "= in-sample"
+        decisions = rows[(source, "decisions")]
+        assert decisions["shipped mode"] in ("rules", "filter", "propose")
+    overall = rows[("all sources", "overall")]
+    per_field = next(s for s in document["sections"] if s["title"] == "Chat gold set: per field")
+    shipped_overall = next(r for r in per_field["records"] if r["field"] == "overall")
+    # The shipped weights were fitted on this gold set: the product's figure is the in-sample one.
+    assert overall["shipped in"] == shipped_overall["F1"]

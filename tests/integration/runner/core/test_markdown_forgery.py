@@ -123,7 +123,7 @@ async def test_escaped_brackets_and_html_in_messages_stay_text_in_digest_and_rep
             "<svg onload=alert(1)>",
             f"The staging deploy of the login page failed: {HOSTILE[1]} in the template.",
         ),
-        ("cid", f"Who reviews the template change {HOSTILE[2]} before the release?"),
+        ("cid", "Who reviews the template change before the release?"),
         (
             "dee",
             f"The release notes for the billing migration mention {HOSTILE[3]} twice.",
@@ -131,7 +131,8 @@ async def test_escaped_brackets_and_html_in_messages_stay_text_in_digest_and_rep
         ("ann", f"Please read the migration checklist {HOSTILE[4]} before Friday."),
         ("bob", "I will rerun the staging deploy of the login page after lunch."),
         ("cid", "The billing database migration needs a rollback plan and a dry run."),
-        ("dee", "Can someone check the release checklist for the billing migration?"),
+        # The payload sits in the question nobody answers, so the digest keeps it open.
+        ("dee", f"Can someone check the release checklist {HOSTILE[2]} for the billing migration?"),
     ]
     channel = await add_channel(db, "<b>ops</b>", messages(chat))
     done = await digest_once(db, database_url, channel)

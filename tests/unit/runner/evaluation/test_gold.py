@@ -29,7 +29,11 @@ def test_the_gold_set_has_the_sample_and_at_least_three_real_windows() -> None:
     assert roots.count(WindowRoot.REPO) == 1
     assert roots.count(WindowRoot.DATA) >= 3
     assert len({gold.name for gold in golds}) == len(golds)
-    assert all(gold.window.path.startswith("chat/") for gold in golds if gold.window.root == "data")
+    assert all(
+        gold.window.path.startswith(("chat/", "meetings/"))
+        for gold in golds
+        if gold.window.root == "data"
+    )
 
 
 @pytest.mark.parametrize("path", GOLD_FILES, ids=[p.stem for p in GOLD_FILES])
