@@ -409,6 +409,12 @@ def build_beyond_query(
     return f"SELECT EXISTS (SELECT 1 FROM ({spec.select}{where} LIMIT 1) beyond)", params
 
 
+def build_count_query(spec: ListSpec[Any], filters: dict[str, Any]) -> tuple[str, list[Any]]:
+    """How many rows the whole filtered list holds: the page query's FROM and WHERE, counted."""
+    where, params = _where(spec, filters, [])
+    return f"SELECT count(*) FROM ({spec.select}{where}) listed", params
+
+
 def build_estimate_query(spec: ListSpec[Any], filters: dict[str, Any]) -> tuple[str, list[Any]]:
     """The planner's plan of the whole filtered list: its row estimate, without running it."""
     where, params = _where(spec, filters, [])
@@ -485,6 +491,15 @@ async def _has_rows_beyond(
 ) -> bool:
     sql, params = build_beyond_query(spec, filters, cursor, before=before)
     return bool(await connection.fetchval(sql, *params))
+
+
+async def count_rows(
+    connection: asyncpg.Connection, spec: ListSpec[Any], filters: dict[str, Any]
+) -> int:
+    """How many rows the filtered list holds, exactly: one COUNT with the page's filters (run
+    only when a client asks for `totalCount`)."""
+    sql, params = build_count_query(spec, _checked(spec, filters))
+    return int(await connection.fetchval(sql, *params))
 
 
 async def estimate_rows(
