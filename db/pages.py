@@ -223,8 +223,9 @@ CONVERSATIONS = ListSpec(
     },
 )
 
-# Channel items (0008), the newest first. `open` is the set of states an item is still
-# pending in; `current` (knowledge items) is matched on knowledge_items rows instead.
+# Channel items (0008), the newest first (a digest creates its items in the order they were
+# said: runner/memory/store.py). `current` (knowledge items) is matched on knowledge_items rows
+# instead.
 CHANNEL_ITEMS = ListSpec(
     name="channelItems",
     model=ChannelItem,
@@ -237,7 +238,11 @@ CHANNEL_ITEMS = ListSpec(
         "kind": "i.kind = {}",
         "status": "i.status = {}",
         "owner": "lower(i.owner) = lower({})",
-        "open": "(i.status IN ('open', 'in_force', 'current')) = {}",
+        # Still waiting on someone: a question nobody answered, an action item not done. A
+        # decision in force or a current knowledge item is settled, never open.
+        "open": "(i.kind IN ('question', 'action_item') AND i.status = 'open') = {}",
+        # Still in the state it was first said in (runner/memory/items.py's OPEN_STATUS).
+        "current": "(i.status IN ('open', 'in_force', 'current')) = {}",
     },
 )
 

@@ -117,7 +117,7 @@ def _cases(ids: dict[str, str]) -> list[tuple[str, str | None, dict[str, Any] | 
         ("trackedItems", "TrackedItemFilter", None),
         ("trackedItems", "TrackedItemFilter", {"channelId": docker, "open": True}),
         ("trackedItems", "TrackedItemFilter", {"channelId": team, "open": False}),
-        ("trackedItems", "TrackedItemFilter", {"status": "IN_FORCE", "kind": "DECISION"}),
+        ("trackedItems", "TrackedItemFilter", {"current": True, "kind": "DECISION"}),
         ("openQuestions", "OpenQuestionFilter", None),
         ("openQuestions", "OpenQuestionFilter", {"channelId": team}),
         ("actionItems", "ActionItemFilter", {"status": "DONE"}),
