@@ -223,8 +223,9 @@ CONVERSATIONS = ListSpec(
     },
 )
 
-# Channel items (0008), the newest first. `open` is the set of states an item is still
-# pending in; `current` (knowledge items) is matched on knowledge_items rows instead.
+# Channel items (0008), the newest first (a digest creates its items in the order they were
+# said: runner/memory/store.py). `current` (knowledge items) is matched on knowledge_items rows
+# instead.
 CHANNEL_ITEMS = ListSpec(
     name="channelItems",
     model=ChannelItem,
@@ -237,7 +238,11 @@ CHANNEL_ITEMS = ListSpec(
         "kind": "i.kind = {}",
         "status": "i.status = {}",
         "owner": "lower(i.owner) = lower({})",
-        "open": "(i.status IN ('open', 'in_force', 'current')) = {}",
+        # Still waiting on someone: a question nobody answered, an action item not done. A
+        # decision in force or a current knowledge item is settled, never open.
+        "open": "(i.kind IN ('question', 'action_item') AND i.status = 'open') = {}",
+        # Still in the state it was first said in (runner/memory/items.py's OPEN_STATUS).
+        "current": "(i.status IN ('open', 'in_force', 'current')) = {}",
     },
 )
 
@@ -409,6 +414,12 @@ def build_beyond_query(
     return f"SELECT EXISTS (SELECT 1 FROM ({spec.select}{where} LIMIT 1) beyond)", params
 
 
+def build_count_query(spec: ListSpec[Any], filters: dict[str, Any]) -> tuple[str, list[Any]]:
+    """How many rows the whole filtered list holds: the page query's FROM and WHERE, counted."""
+    where, params = _where(spec, filters, [])
+    return f"SELECT count(*) FROM ({spec.select}{where}) listed", params
+
+
 def build_estimate_query(spec: ListSpec[Any], filters: dict[str, Any]) -> tuple[str, list[Any]]:
     """The planner's plan of the whole filtered list: its row estimate, without running it."""
     where, params = _where(spec, filters, [])
@@ -485,6 +496,15 @@ async def _has_rows_beyond(
 ) -> bool:
     sql, params = build_beyond_query(spec, filters, cursor, before=before)
     return bool(await connection.fetchval(sql, *params))
+
+
+async def count_rows(
+    connection: asyncpg.Connection, spec: ListSpec[Any], filters: dict[str, Any]
+) -> int:
+    """How many rows the filtered list holds, exactly: one COUNT with the page's filters (run
+    only when a client asks for `totalCount`)."""
+    sql, params = build_count_query(spec, _checked(spec, filters))
+    return int(await connection.fetchval(sql, *params))
 
 
 async def estimate_rows(

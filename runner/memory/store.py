@@ -151,7 +151,9 @@ async def _apply(
     created: dict[tuple[ItemKind, int], int] = {}
     mentions: list[tuple[int, NewItem]] = []
     events: list[tuple[Any, ...]] = []
-    for new in plan.created:
+    # Created in the order they were said, whatever their kind: the API lists items newest
+    # first by (created_at, id), and one digest's items share created_at.
+    for new in sorted(plan.created, key=lambda created: created.said_at):
         item = new.new
         item_id = await item_queries.insert_channel_item(
             connection,

@@ -3,7 +3,10 @@
 `Query` inherits them; a tracked item is also a Relay node (`node(id:)`).
 
 "What is still open in this channel" is one field: `trackedItems(filter: {channelId, open:
-true})`, or the three named lists side by side in one request."""
+true})`, the questions nobody answered and the action items nobody finished. Decisions in force
+are settled, not open: `decisions(filter: {channelId, status: IN_FORCE})` lists them, and
+`current: true` lists every item still in the state it was first said in (open, in force or
+current) in one list."""
 
 from __future__ import annotations
 
@@ -68,7 +71,15 @@ class TrackedItemFilter:
     status: TrackedItemStatus | None = None
     open: bool | None = strawberry.field(
         default=None,
-        description="true: only items still pending (OPEN, IN_FORCE, CURRENT); false: the others.",
+        description="true: only what still waits on someone: questions nobody answered and "
+        "action items nobody finished (status OPEN); decisions and knowledge items are never "
+        "open. false: everything else.",
+    )
+    current: bool | None = strawberry.field(
+        default=None,
+        description="true: items still in the state they were first said in: questions and "
+        "action items OPEN, decisions IN_FORCE, knowledge items CURRENT; false: the others "
+        "(answered, dropped, done, cancelled, superseded, reversed, in conflict).",
     )
     owner: str | None = None
 
@@ -79,6 +90,7 @@ def _filters(
     status: TrackedItemStatus | None,
     owner: str | None = None,
     open: bool | None = None,
+    current: bool | None = None,
 ) -> dict[str, Any]:
     if kind is not None and status is not None and status not in KIND_STATUSES[kind]:
         allowed = ", ".join(sorted(s.name for s in KIND_STATUSES[kind]))
@@ -91,6 +103,7 @@ def _filters(
         "status": status.value if status else None,
         "owner": owner.strip() if owner and owner.strip() else None,
         "open": open,
+        "current": current,
     }
 
 
@@ -148,7 +161,7 @@ class ItemQueries:
 
     @strawberry.field(
         description="Tracked items of every kind, newest first; `open: true` with a channel is "
-        "what is still open there."
+        "what is still open there (unanswered questions, unfinished action items)."
     )
     async def tracked_items(
         self,
@@ -160,5 +173,7 @@ class ItemQueries:
         before: Before = None,
     ) -> Connection[TrackedItem]:
         filter = filter or TrackedItemFilter()
-        filters = _filters(filter.channel_id, filter.kind, filter.status, filter.owner, filter.open)
+        filters = _filters(
+            filter.channel_id, filter.kind, filter.status, filter.owner, filter.open, filter.current
+        )
         return await _items(info, filters, PageArgs(first, after, last, before, default_size=20))

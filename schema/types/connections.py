@@ -1,5 +1,5 @@
 """Relay connections over keyset pages (strawberry.relay's Connection, Edge and PageInfo): `edges
-{ cursor node }`, `nodes`, `pageInfo`, and the list's size where it is cheap to know."""
+{ cursor node }`, `nodes`, `pageInfo`, and the list's size: exact, or the planner's estimate."""
 
 from __future__ import annotations
 
@@ -12,13 +12,8 @@ from strawberry.relay.types import NodeType
 
 from db.pages import ListRow, Page
 
-# The list's size, when asked for: an exact count only where an index makes it cheap, and the
-# planner's estimate otherwise (never a count scan per request).
-CountOf = Callable[[], Awaitable[int | None]]
-
-
-async def _unknown() -> int | None:
-    return None
+# The list's size, computed only when a client selects the field that shows it.
+CountOf = Callable[[], Awaitable[int]]
 
 
 @strawberry.type
@@ -28,16 +23,17 @@ class Connection(relay.Connection[NodeType], Generic[NodeType]):
     count_estimate: strawberry.Private[CountOf]
 
     @strawberry.field(
-        description="How many rows the whole list holds (every page, all filters), where that "
-        "is cheap to count exactly (a channel's messages without since/until); null elsewhere: "
-        "see totalCountEstimate."
+        description="How many rows the whole list holds with the same filters, every page "
+        "together: counted exactly, when this field is selected (one count per list, whatever "
+        "the page size)."
     )
-    async def total_count(self) -> int | None:
+    async def total_count(self) -> int:
         return await self.count_exact()
 
     @strawberry.field(
         description="The database planner's estimate of how many rows the whole list holds "
-        "(from table statistics: approximate, possibly stale, never a scan)."
+        "(from table statistics: approximate, possibly stale, never a scan); totalCount is "
+        "the exact figure."
     )
     async def total_count_estimate(self) -> int | None:
         return await self.count_estimate()
@@ -48,8 +44,8 @@ class Connection(relay.Connection[NodeType], Generic[NodeType]):
         page: Page[ListRow],
         to_node: Callable[[ListRow], NodeType],
         *,
-        estimate: CountOf | None = None,
-        exact: CountOf | None = None,
+        exact: CountOf,
+        estimate: CountOf,
     ) -> Connection[NodeType]:
         edges = [relay.Edge(cursor=page.cursor_of(row), node=to_node(row)) for row in page.rows]
         return cls(
@@ -61,6 +57,6 @@ class Connection(relay.Connection[NodeType], Generic[NodeType]):
                 start_cursor=edges[0].cursor if edges else None,
                 end_cursor=edges[-1].cursor if edges else None,
             ),
-            count_exact=exact or _unknown,
-            count_estimate=estimate or _unknown,
+            count_exact=exact,
+            count_estimate=estimate,
         )

@@ -76,10 +76,20 @@ async def page_of(
         raise client_error(str(error)) from None
 
 
+def count_of(info: Info[Context, None], spec: ListSpec[Any], filters: dict[str, Any]) -> CountOf:
+    """The list's totalCount, counted only if the client asks for it."""
+
+    async def count() -> int:
+        async with info.context.pool.acquire() as connection:
+            return await pages.count_rows(connection, spec, filters)
+
+    return count
+
+
 def estimate_of(info: Info[Context, None], spec: ListSpec[Any], filters: dict[str, Any]) -> CountOf:
     """The list's totalCountEstimate, computed only if the client asks for it."""
 
-    async def estimate() -> int | None:
+    async def estimate() -> int:
         async with info.context.pool.acquire() as connection:
             return await pages.estimate_rows(connection, spec, filters)
 
@@ -92,10 +102,12 @@ async def connection_of(
     filters: dict[str, Any],
     args: PageArgs,
     to_node: Callable[[ListRow], NodeType],
-    exact: CountOf | None = None,
 ) -> Connection[NodeType]:
     """One page of the list as a connection, its counts resolved lazily."""
     page = await page_of(info, spec, filters, args)
     return Connection.from_page(
-        page, to_node, estimate=estimate_of(info, spec, filters), exact=exact
+        page,
+        to_node,
+        exact=count_of(info, spec, filters),
+        estimate=estimate_of(info, spec, filters),
     )

@@ -41,6 +41,7 @@ def _day(rows: list[tuple[str, str, str, str | None]], start: datetime) -> list[
 STILL_OPEN = """
 query ($channel: ID!) {
   trackedItems(filter: {channelId: $channel, open: true}) { nodes { kind status text } }
+  current: trackedItems(filter: {channelId: $channel, current: true}) { nodes { kind status } }
 }
 """
 LISTS = """
@@ -121,8 +122,13 @@ async def test_what_is_still_open_in_a_channel_is_one_query(
 ) -> None:
     channel = await add_channel(db, "ops", _day(DAY1_ROWS, DAY1))
     await digest_once(db, database_url, channel)
-    nodes = (await gql(db, STILL_OPEN, channel=global_id(CHANNEL, channel)))["trackedItems"]
-    assert sorted((n["kind"], n["status"]) for n in nodes["nodes"]) == [
+    data = await gql(db, STILL_OPEN, channel=global_id(CHANNEL, channel))
+    assert sorted((n["kind"], n["status"]) for n in data["trackedItems"]["nodes"]) == [
+        ("ACTION_ITEM", "OPEN"),
+        ("QUESTION", "OPEN"),
+    ]
+    # The decision is settled, not open: it is listed as in force.
+    assert sorted((n["kind"], n["status"]) for n in data["current"]["nodes"]) == [
         ("ACTION_ITEM", "OPEN"),
         ("DECISION", "IN_FORCE"),
         ("QUESTION", "OPEN"),

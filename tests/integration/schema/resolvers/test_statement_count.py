@@ -17,10 +17,11 @@ ITEM_COUNTS = (
 )
 
 
-def digests_page(first: int) -> str:
+def digests_page(first: int, counted: bool = False) -> str:
+    total = "totalCount " if counted else ""
     return (
-        f"{{ digests(first: {first}) {{ edges {{ cursor node {{ id title excerpt channel {{ name }} "
-        f"{ITEM_COUNTS} }} }} pageInfo {{ hasNextPage endCursor }} }} }}"
+        f"{{ digests(first: {first}) {{ {total}edges {{ cursor node {{ id title excerpt "
+        f"channel {{ name }} {ITEM_COUNTS} }} }} pageInfo {{ hasNextPage endCursor }} }} }}"
     )
 
 
@@ -39,9 +40,13 @@ async def test_statements_per_request_do_not_grow_with_the_page(
         small = await counter.count(digests_page(5))
         large = await counter.count(digests_page(20))
         job = await counter.count(JOB_QUERY, {"id": str(job_ids[0])})
+        small_counted = await counter.count(digests_page(5, counted=True))
+        large_counted = await counter.count(digests_page(20, counted=True))
     # The page, then one batch each for the channels and the item counts; no resets.
     assert (small, large) == (3, 3)
     assert job == 1
+    # totalCount is one COUNT of the whole list, whatever the page size.
+    assert (small_counted, large_counted) == (4, 4)
 
 
 async def test_a_released_connection_comes_back_without_the_transaction_left_open(
