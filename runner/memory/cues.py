@@ -194,10 +194,13 @@ def closes_question(text: str) -> re.Match[str] | None:
 
 
 # A retraction opening the message (after an addressee and a word of hesitation).
+_HESITATION = r"(?:(?:wait|sorry|oh|ok|okay|ah|actually|hmm|err|no|oops)\W+){0,3}"
 _RETRACTION = re.compile(
-    r"^\W*(?:[^\s:,]{2,40}\s+)?(?:(?:wait|sorry|oh|ok|okay|ah|actually|hmm|err|no|oops)\W+){0,3}"
-    r"(?:(?:scratch|strike|forget|ignore|disregard) (?:that|this|it|what i said)|never ?mind|nvm)"
-    r"(?![\w/.-])",
+    # "never mind" opens the message; "scratch that" may follow an addressee without a colon
+    # ("monzie scratch that").
+    rf"^\W*{_HESITATION}(?:never ?mind|nvm)(?![\w/.-])"
+    rf"|^\W*(?:[^\s:,]{{2,40}}\s+)?{_HESITATION}"
+    r"(?:scratch|strike|forget|ignore|disregard) (?:that|this|it|what i said)\b",
     re.IGNORECASE,
 )
 _REVERTED = re.compile(
