@@ -286,6 +286,11 @@ def _decision_author(item: RuleItem, window: MemoryWindow) -> str | None:
     return first.author.casefold() if first else None
 
 
+# What a message says that may end a decision: a retraction, a revert (and what it names), a
+# switch.
+_DecisionCues = tuple[re.Match[str] | None, tuple[re.Match[str], str] | None, re.Match[str] | None]
+
+
 def _decision_message_changes(
     old: Sequence[RuleItem],
     fresh: Sequence[RuleItem],
@@ -296,29 +301,34 @@ def _decision_message_changes(
     the module's docstring. Checked after `_decision_changes`, whose changes name the later
     decision and so come first."""
     decisions = [d for d in [*old, *fresh] if d.kind == ItemKind.DECISION]
+    # When each conversation's decisions were said: a message retracts only the latest.
+    said_in: dict[int | None, list[datetime]] = {}
+    for decision in decisions:
+        said_in.setdefault(decision.conversation_id, []).append(decision.said_at)
+    # What each message says, read once however many decisions its conversation has.
+    cues: dict[str, _DecisionCues] = {}
     changes: list[Proposed] = []
     for item in decisions:
         if item.ref in ended:
             continue  # a later decision of the digest ends it, and names it
         author = _decision_author(item, window)
+        others = sorted(t for t in said_in[item.conversation_id] if t > item.said_at)
         for message in window.in_conversation(item.conversation_id, item.said_at):
             if message.message_id in item.message_ids:
                 continue
-            latest = not any(
-                other is not item
-                and other.conversation_id == item.conversation_id
-                and item.said_at < other.said_at < message.ts
-                for other in decisions
-            )
+            if message.message_id not in cues:
+                text = message.text
+                cues[message.message_id] = (retracts(text), reverts(text), switches(text))
+            retraction, reverted, switch = cues[message.message_id]
+            if retraction is None and reverted is None and switch is None:
+                continue
+            latest = not others or others[0] >= message.ts
             shared = item.tokens & window.tokens(message)
             names_it = len(shared) >= 2 and len(shared) / max(len(item.tokens), 1) >= (
                 THREAD_OVERLAP
             )
             found: re.Match[str] | None = None
-            how = ""
-            retraction = retracts(message.text)
-            reverted = reverts(message.text)
-            switch = switches(message.text)
+            how = reason = ""
             if retraction and latest and author in (None, message.author.casefold()):
                 found, how, reason = retraction, "reversed", "its author retracts it"
             elif reverted and ((latest and not reverted[1]) or names_it):
