@@ -13,9 +13,9 @@ A state change is read from the clause that holds its word, the way people write
   subordinate ("when I'm done", "if that's done", "should have done it"), about experience
   ("done this a year ago", "has always done that", "I have done several installs"), about
   someone else ("you haven't done", "they fixed nautilus", "nicely done"), an anecdote ("I had
-  a similar issue, ... solved when I ..."), about the speaker
-  ("I'm done for today"), a merge of two things ("merged into"), a program's progress line
-  ("Reading package lists... Done"), or followed by what is still to do ("about to do 3").
+  a similar issue, ... solved when I ..."), about the speaker ("I'm done for today"), a merge
+  of two things ("merged into"), a program's progress line ("Reading package lists...
+  Done"), or followed by what is still to do ("about to do 3").
 - the asker's question closed (`closes_question`): "nvm", "never mind", "found it", "figured
   it out", "solved it", "that fixed it", "works now", under the same conditions.
 - a decision ended (`retracts`, `reverts`, `switches`): a retraction opening the message
