@@ -9,6 +9,13 @@ and state changes with their evidence, for a person to judge.
         --log chat/ubuntu_irc_disentanglement/train/2007-02-06.train-c.raw.txt \\
         --log chat/ubuntu_irc_disentanglement/train/2007-02-07.train-c.raw.txt
     .venv/bin/python scripts/measure_channel_memory.py --database-url postgresql://...
+    .venv/bin/python scripts/measure_channel_memory.py --labels docs/channel-memory/state-changes.json
+
+With `--labels`, no channel is digested: each labelled example (a message and the item it may
+change) is put through the memory rules (`runner.memory.plan.plan_items`) as a tracked item and
+a one-message window of its conversation, and the script prints precision, recall and the share
+of examples read right, for the tuning channels and, separately, the held-out ones, per family
+of change; `--show-wrong` lists the examples read wrong.
 
 Logs are read from ../shared/data (relative to the repository root); a log of several files
 (`--log` repeated) is one channel. Without `--database-url` an embedded PostgreSQL in a
@@ -20,10 +27,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import sys
 import tempfile
 from collections import defaultdict
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +52,9 @@ from runner.grounding.normalize import normalize_text
 from runner.importers.detect import iter_records
 from runner.importers.irc import file_date
 from runner.importers.records import ParsedMessage
+from runner.memory.items import ItemKind, TrackedItem
+from runner.memory.plan import plan_items
+from runner.memory.window import MemoryMessage
 from runner.worker import Worker, WorkerConfig
 from schema import build_schema
 from schema.context import ApiConfig, Context, Role
@@ -237,6 +248,89 @@ async def _measure(
     return totals
 
 
+ENDINGS = {"reversed", "superseded"}
+
+
+def _records(root: str, path: str, cache: dict[str, list[ParsedMessage]]) -> list[ParsedMessage]:
+    if path not in cache:
+        file = (REPO if root == "repo" else DATA) / path
+        cache[path] = [
+            r for r in iter_records(file, base_date=file_date(file)) if isinstance(r, ParsedMessage)
+        ]
+    return cache[path]
+
+
+def read_label(example: dict[str, Any], cache: dict[str, list[ParsedMessage]]) -> str:
+    """The change the memory rules make to a labelled example's item ("none": no change): the
+    item tracked (owned or asked by the message's author, a decision as said), the message one
+    minute later in the item's conversation."""
+    records = {r.external_id: r for r in _records(example["root"], example["path"], cache)}
+    said = records[example["item"]["message_id"]]
+    message = records[example["message"]["message_id"]]
+    kind = ItemKind(example["kind"])
+    owner = said.author if kind == ItemKind.DECISION else message.author
+    start = datetime(2024, 1, 1, tzinfo=UTC)
+    item = TrackedItem(1, kind, said.text, owner, 1, (said.external_id,), start, said.text)
+    window = [
+        MemoryMessage(
+            message.external_id, message.author, start + timedelta(minutes=1), message.text, 1
+        )
+    ]
+    changes = plan_items([item], [], window).changes
+    return changes[0].to_status if changes else "none"
+
+
+def _is_right(expected: str, got: str) -> bool:
+    return expected == got or (expected in ENDINGS and got in ENDINGS)
+
+
+def _family(example: dict[str, Any]) -> str:
+    if example["expected"] == "none":
+        return "false friends"
+    return {"action_item": "completion", "question": "question closed"}.get(
+        example["kind"], "decision ended"
+    )
+
+
+def measure_labels(path: Path, show_wrong: bool) -> dict[str, float]:
+    """Print precision, recall and the share read right, per split and family; return the
+    held-out share right."""
+    examples = json.loads(path.read_text())["examples"]
+    cache: dict[str, list[ParsedMessage]] = {}
+    shares: dict[str, float] = {}
+    for split in ("tune", "held_out"):
+        rows = [(e, read_label(e, cache)) for e in examples if e["split"] == split]
+        changed = [(e, got) for e, got in rows if got != "none"]
+        expected = [(e, got) for e, got in rows if e["expected"] != "none"]
+        right_changes = sum(1 for e, got in changed if _is_right(e["expected"], got))
+        right = sum(1 for e, got in rows if _is_right(e["expected"], got))
+        precision = right_changes / len(changed) if changed else 1.0
+        recall = right_changes / len(expected) if expected else 1.0
+        shares[split] = right / len(rows) if rows else 1.0
+        sources = sorted({e["path"].split("/")[-1].split(".")[0][:7] for e, _ in rows})
+        print(
+            f"## {split}: {len(rows)} examples, {len(expected)} state changes "
+            f"({len(sources)} sources)"
+        )
+        print(
+            f"state changes: precision {precision:.2f} ({right_changes}/{len(changed)}), "
+            f"recall {recall:.2f} ({right_changes}/{len(expected)}); "
+            f"examples read right {shares[split]:.2f} ({right}/{len(rows)})"
+        )
+        for family in ("completion", "question closed", "decision ended", "false friends"):
+            mine = [(e, got) for e, got in rows if _family(e) == family]
+            good = sum(1 for e, got in mine if _is_right(e["expected"], got))
+            print(f"  {family:16} {good:>3}/{len(mine):<3} right")
+        if show_wrong:
+            for e, got in rows:
+                if not _is_right(e["expected"], got):
+                    print(
+                        f"  WRONG {e['id']} {e['kind']} expected {e['expected']}, got {got}: "
+                        f"{e['message']['quote']!r}"
+                    )
+    return shares
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument(
@@ -252,7 +346,14 @@ def main() -> None:
         choices=(1, 2, 3, 4, 6, 8, 12, 24),
         help="digest windows: calendar days (24) or slices of these many hours",
     )
+    parser.add_argument("--labels", type=Path, default=None, help="labelled state changes")
+    parser.add_argument("--show-wrong", action="store_true", help="with --labels")
     args = parser.parse_args()
+    if args.labels:
+        measure_labels(
+            REPO / args.labels if not args.labels.is_absolute() else args.labels, args.show_wrong
+        )
+        return
     paths = [DATA / name for name in (args.log or [DEFAULT_LOG])]
     missing = [str(p) for p in paths if not p.is_file()]
     if missing:

@@ -3,7 +3,24 @@ withdrawn, that a decision is reversed or replaced, that a message asks back, on
 goes on from its writer's previous line.
 
 Patterns over words only, so they hold for any chat; a marker counts only when no negation
-("not yet merged") comes just before it.
+("not yet merged", "haven't figured it out") comes just before it.
+
+A state change is read from the clause that holds its word, the way people write them:
+- done (`completion`): a clause that reports the thing finished: the word alone or at the end
+  of a short clause ("done", "EriC: done", "staging certs are updated, done", "Staging upgrade
+  done:"), or after "I"/"we" ("I've pushed the fix", "just merged it"). Not when the clause is
+  asked ("done, and then?" reports the step, "has it been done?" asks), hypothetical or
+  subordinate ("when I'm done", "if that's done", "should have done it"), about experience
+  ("done this a year ago", "has always done that", "I have done several installs"), about
+  someone else ("you haven't done", "they fixed nautilus", "nicely done"), an anecdote ("I had
+  a similar issue, ... solved when I ..."), about the speaker ("I'm done for today"), a merge
+  of two things ("merged into"), a program's progress line ("Reading package lists...
+  Done"), or followed by what is still to do ("about to do 3").
+- the asker's question closed (`closes_question`): "nvm", "never mind", "found it", "figured
+  it out", "solved it", "that fixed it", "works now", under the same conditions.
+- a decision ended (`retracts`, `reverts`, `switches`): a retraction opening the message
+  ("scratch that", "wait, forget that", "never mind"), a report that it was reverted or rolled
+  back, or a committed switch ("we're switching to X instead of Y", "let's go with X").
 """
 
 from __future__ import annotations
@@ -24,13 +41,8 @@ CANCELLED = re.compile(
     r"no need anymore|scrap that|forget it|never ?mind|nvm)\b",
     re.IGNORECASE,
 )
-WITHDRAWN = re.compile(
-    r"\b(?:never ?mind|nvm|figured it out|solved it|sorted it|got it working|works now|"
-    r"fixed it)\b",
-    re.IGNORECASE,
-)
 _NEGATED = re.compile(
-    r"\b(?:not|n't|never|no|yet)\s+(?:\w+\s+){0,2}$|\b(?:not yet|isn't|aren't|wasn't)\b",
+    r"(?:\bnot|n'?t|\bnever|\bno|\byet)\s+(?:\w+\s+){0,2}$|\b(?:not yet|isn't|aren't|wasn't)\b",
     re.IGNORECASE,
 )
 REVERSAL = re.compile(
@@ -52,6 +64,204 @@ THANKS = re.compile(
     re.IGNORECASE,
 )
 NEGATION = re.compile(r"\b(?:not|no|never|n't|don'?t|won'?t)\b", re.IGNORECASE)
+
+
+# Clause boundaries: sentence and clause punctuation followed by a space or the end, a line
+# break, an ellipsis, or a conjunction that starts a new clause.
+_CLAUSE_END = re.compile(
+    r"[.!?;:,\u2026]+(?=\s|$)|\n|\.{3,}|\s(?:but|then|so|because|and then)\s", re.IGNORECASE
+)
+# Words that make a clause hypothetical, subordinate or an instruction rather than a report.
+_IRREALIS = re.compile(
+    r"\b(?:if|when|whenever|once|until|till|unless|after|before|while|since|by|hope|hopefully|"
+    r"maybe|perhaps|might|may|could|would|should|can|will|shall|gonna|going to|want|wants|"
+    r"need|needs|try|trying|how|what|why|where|whether)\b",
+    re.IGNORECASE,
+)
+# Someone other than the speaker (or the task itself) as the subject.
+_OTHER_SUBJECT = re.compile(
+    r"\b(?:you|u|ya|he|she|they|someone|somebody|anyone|anybody|who|people|guys)\b", re.IGNORECASE
+)
+# Experience, habit or a time long past: not this task, now.
+_EXPERIENCE = re.compile(
+    r"\b(?:ago|before|in the past|always|ever|used to|last (?:year|month|week|time)|"
+    r"years?|months?|times)\b",
+    re.IGNORECASE,
+)
+_PRAISE = re.compile(r"\b(?:nicely|well|greatly|beautifully|good|great|nice)\W*$", re.IGNORECASE)
+# An anecdote of the speaker's own past, told to someone else ("I had a similar issue, ...
+# problem solved when I uninstalled zeroconf"): about that past, not this item.
+_ANECDOTE = re.compile(
+    r"\b(?:similar|the same) (?:issue|problem|thing|bug|error)\b|\bhappened to me\b",
+    re.IGNORECASE,
+)
+# What follows a "done" that is not a report of a task: "done for today", "done with exams",
+# "merged into", "finished watching the dvd" (an activity), "done several installs".
+_NOT_A_REPORT_AFTER = re.compile(
+    r"^\W*(?:for|with|into|\w+ing|several|some|many|much|lots|a lot|"
+    r"a few|any|anything|something|everything|nothing)\b",
+    re.IGNORECASE,
+)
+# What is still to do after it: the task is not finished.
+_UNFINISHED = re.compile(
+    r"\b(?:about to|still (?:have|need|got) to|not (?:yet|finished)|left to do|remaining)\b",
+    re.IGNORECASE,
+)
+# Words that carry no content in a completion clause ("ok so I've just ... done").
+_FILLER = frozenset(
+    "ok okay k alright right yes yep yeah sure so and also now all just already finally "
+    "i i've ive we we've weve have has had it's its is are was were been be it that this "
+    "them too as well the a an my our thank thanks you ty cheers".split()
+)
+MAX_CLAUSE_WORDS = 5
+
+
+def _clause(text: str, start: int, end: int) -> tuple[int, int, str]:
+    """The clause around text[start:end]: its start, its end, and the punctuation ending it."""
+    left = 0
+    for found in _CLAUSE_END.finditer(text, 0, start):
+        left = found.end()
+    following = _CLAUSE_END.search(text, end)
+    right = following.start() if following else len(text)
+    closing = following.group(0) if following else ""
+    return left, right, closing
+
+
+def _content(words: str) -> list[str]:
+    return [w for w in re.findall(r"[\w'-]+", words.casefold()) if w not in _FILLER]
+
+
+def _reads_as_report(text: str, match: re.Match[str], *, strict_size: bool) -> bool:
+    """Whether the clause holding `match` reports it as a fact of now (see the module's
+    docstring): not asked, hypothetical, experience, someone else's, or unfinished."""
+    if _NEGATED.search(text[max(0, match.start() - 30) : match.start()]):
+        return False
+    if text[: match.start()].rstrip().endswith(("...", "\u2026")):
+        return False  # "Reading package lists... Done": a program's progress line
+    lead = LEADING_ADDRESS.match(text)
+    begin = lead.end() if lead and lead.end() <= match.start() else 0
+    left, right, closing = _clause(text, match.start(), match.end())
+    left = max(left, begin)
+    before, after = text[left : match.start()], text[match.end() : right]
+    if "?" in closing or (right == len(text) and text.rstrip().endswith("?") and not closing):
+        return False
+    if _IRREALIS.search(before) or _OTHER_SUBJECT.search(before):
+        return False
+    if strict_size and _PRAISE.search(before):
+        return False  # "nicely done", "well done": praise of someone else's work
+    if _EXPERIENCE.search(before + after) or _NOT_A_REPORT_AFTER.search(after):
+        return False
+    if _ANECDOTE.search(text):
+        return False
+    if before.rstrip().endswith(("(", " a", " an", " the")) or _UNFINISHED.search(
+        text[match.end() :]
+    ):
+        return False
+    if strict_size:
+        return len(_content(before)) <= MAX_CLAUSE_WORDS and len(_content(after)) <= 3
+    return True
+
+
+def completion(text: str, *, short: bool = True) -> re.Match[str] | None:
+    """The first "done" word (or PR/commit link) of `text` in a clause that reports a task done:
+    a short clause (`MAX_CLAUSE_WORDS` content words before the word, 3 after) unless `short`
+    is false, for a message that names the task ("the deploy docs for the backup flow are
+    updated and merged")."""
+    for found in DONE.finditer(text):
+        if "://" in found.group(0) or _reads_as_report(text, found, strict_size=short):
+            return found
+    return None
+
+
+_SOLVED = re.compile(
+    r"(?<![\w./$-])(?:never ?mind|nvm)(?![\w/.-])"
+    r"|\b(?:figured (?:it|that|this|them)? ?out|found (?:it|that|them)\b"
+    r"|(?:solved|sorted|fixed|resolved) (?:it|that|this|them|everything|the problem|my problem|"
+    r"the issue|my issue)\b|(?:problem|issue) (?:solved|fixed|resolved)\b"
+    r"|got it (?:working|to work|going)|works now|working now|it works\b|works fine now)",
+    re.IGNORECASE,
+)
+
+
+def closes_question(text: str) -> re.Match[str] | None:
+    """What in the asker's message says their question is solved or withdrawn ("nvm", "found
+    it", "that fixed it", "works now"), in a clause that reports it (not "hopefully I get
+    this solved", "still haven't figured it out", "who has solved it")."""
+    for found in _SOLVED.finditer(text):
+        if _reads_as_report(text, found, strict_size=False):
+            return found
+    return None
+
+
+# A retraction opening the message (after an addressee and a word of hesitation).
+_HESITATION = r"(?:(?:wait|sorry|oh|ok|okay|ah|actually|hmm|err|no|oops)\W+){0,3}"
+_RETRACTION = re.compile(
+    # "never mind" opens the message; "scratch that" may follow an addressee without a colon
+    # ("monzie scratch that").
+    rf"^\W*{_HESITATION}(?:never ?mind|nvm)(?![\w/.-])"
+    rf"|^\W*(?:[^\s:,]{{2,40}}\s+)?{_HESITATION}"
+    r"(?:scratch|strike|forget|ignore|disregard) (?:that|this|it|what i said)\b",
+    re.IGNORECASE,
+)
+_REVERTED = re.compile(
+    r"\b(?:revert(?:ed)?|roll(?:ed)? (?:it |that |this )?back|backed (?:it |that )?out|undid|"
+    r"undone)\b",
+    re.IGNORECASE,
+)
+_SWITCH = re.compile(
+    r"\b(?:switch(?:ing|ed)? (?:over |back )?to|mov(?:e|ing|ed) (?:over |back )?to|"
+    r"go(?:ing)? with|instead of|rather than|replac(?:e|ing|ed))\b",
+    re.IGNORECASE,
+)
+# A speaker committing to it: "we're", "we'll", "I'm", "let's", "we decided to".
+_COMMITTED = re.compile(
+    r"\b(?:we|i|let'?s|let us)(?:'re|'ll|'m|'ve| are| will| am| have| shall| decided to|"
+    r" agreed to)?\b",
+    re.IGNORECASE,
+)
+
+
+def retracts(text: str) -> re.Match[str] | None:
+    """A retraction opening the message: "scratch that", "wait, forget that", "never mind"."""
+    found = _RETRACTION.match(without_address(text))
+    return found if found and not is_question(text) else None
+
+
+def reverts(text: str) -> tuple[re.Match[str], str] | None:
+    """A report that something was reverted or rolled back, and the words naming what ("the
+    abi breakage was reverted": "the abi breakage"; "so I reverted back": nothing but the
+    speaker)."""
+    for found in _REVERTED.finditer(text):
+        if not _reads_as_report(text, found, strict_size=False):
+            continue
+        left, _, _ = _clause(text, found.start(), found.end())
+        named = " ".join(
+            w for w in _content(text[left : found.start()]) if w not in {"so", "then", "back"}
+        )
+        return found, named
+    return None
+
+
+def switches(text: str) -> re.Match[str] | None:
+    """A committed switch: "we're switching to X instead of Y", "let's go with X"; not advice ("you can try switching"), a question or background ("since
+    switching to")."""
+    if is_question(text):
+        return None
+    for found in _SWITCH.finditer(text):
+        left, _, _ = _clause(text, found.start(), found.end())
+        before = text[left : found.start()]
+        if not _COMMITTED.search(before):
+            continue
+        if _NEGATED.search(text[max(0, found.start() - 30) : found.start()]):
+            continue
+        hedged = re.search(
+            r"\b(?:if|perhaps|maybe|might|could|would|should|try|since|by|when|you|u)\b",
+            before,
+            re.IGNORECASE,
+        )
+        if hedged is None:
+            return found
+    return None
 
 
 def marker(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:

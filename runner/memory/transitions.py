@@ -12,16 +12,21 @@ chat):
   to the asker (by name or as a reply) or shares `MIN_ANSWER_WORDS` words with the question.
   One message answers one question (of those it fits, the one sharing most words). The
   evidence is that message, the pointer its opening. → dropped: the asker says it is solved
-  or withdraws it ("never mind", "figured it out", "solved").
-- Action item open → done: a later message saying it is done ("done", "merged", "shipped",
-  "fixed", a pull-request or commit link), not negated and not a question, either by its
-  owner in its conversation or naming the task (`TASK_OVERLAP` of the task's words, at least
-  `MIN_TASK_WORDS`). → cancelled: the same with "cancelled", "won't do", "not needed" and the
+  or withdraws it ("nvm, found it", "figured it out", "that fixed it", "works now"), in a
+  clause that reports it (`runner.memory.cues.closes_question`).
+- Action item open → done: a later message with a clause reporting it done ("done",
+  "staging certs are updated, done", "merged", "I've pushed the fix", a pull-request or
+  commit link; `runner.memory.cues.completion`), either by its owner in its conversation or
+  naming the task (`TASK_OVERLAP` of the task's words, at least `MIN_TASK_WORDS`). → cancelled: the same with "cancelled", "won't do", "not needed" and the
   like, in its conversation, by its owner or naming the task.
 - Decision in force → reversed / superseded: a later decision of the digest repeating at least
   two of its words, `THREAD_OVERLAP` of them in the same conversation (`TOPIC_COVERAGE`
   elsewhere), that reverses it (reverts, undoes, says it no longer holds, or negates what it
-  said) or replaces it ("instead", "switch to", "rather than", "replace").
+  said) or replaces it ("instead", "switch to", "rather than", "replace"). Or, without a
+  later decision, a message of its conversation ending it: its author retracting it ("scratch
+  that", "never mind") while it is the conversation's latest decision, someone reporting it
+  reverted ("reverted", "rolled back", naming it or, unnamed, the latest decision), or a
+  committed switch naming it ("we're switching to Postgres 17 instead of 16") → superseded.
 - Knowledge current → superseded / conflict: a new knowledge item whose `supersedes_id` or
   `conflicts_with_id` names a tracked item's key (`item:<id>`, what the map step was shown) or
   another item of the same digest.
@@ -46,9 +51,12 @@ from runner.memory.cues import (
     REPLACEMENT,
     REVERSAL,
     THANKS,
-    WITHDRAWN,
+    closes_question,
+    completion,
     is_question,
-    marker,
+    retracts,
+    reverts,
+    switches,
     without_address,
 )
 from runner.memory.items import THREAD_OVERLAP, ItemKind, ItemRef, NewItem, RuleItem, item_key
@@ -60,10 +68,6 @@ MIN_ANSWER_WORDS = 2
 # Words a message must share with a task to name it ("take a look" is no task's name).
 MIN_TASK_WORDS = 3
 MAX_EVIDENCE_CHARS = 300
-# How many words may come before the "done" of a completion report that does not name its
-# task ("ok done", "just merged it", "I've pushed the fix"): further in, the word is part of
-# something else the owner says ("you can set that somewhere, done this a year ago").
-MAX_WORDS_BEFORE_DONE = 3
 
 
 @dataclass(frozen=True)
@@ -104,7 +108,10 @@ def propose_changes(
         if change is not None:
             proposed.append((change, item.said_at))
     proposed += [(change, said) for _, change, said in answers.values()]
-    proposed += _decision_changes(old, fresh, window)
+    by_decision = _decision_changes(old, fresh, window)
+    proposed += by_decision
+    ended = {change.item for change, _ in by_decision}
+    proposed += _decision_message_changes(old, fresh, window, ended)
     proposed += _knowledge_changes(old, fresh, window)
     return proposed
 
@@ -145,8 +152,8 @@ def _question_change(item: RuleItem, window: MemoryWindow) -> StateChange | None
     put_to = _put_to(item.said_text, asker)
     for message in window.in_conversation(item.conversation_id, item.said_at):
         if asker and message.author.casefold() == asker:
-            found = marker(WITHDRAWN, message.text)
-            if found is not None and not is_question(message.text):
+            found = closes_question(message.text)
+            if found is not None:
                 evidence = window.evidence(message, _marker_span(message.text, found))
                 return StateChange(
                     item.ref,
@@ -183,20 +190,6 @@ def _question_change(item: RuleItem, window: MemoryWindow) -> StateChange | None
     return None
 
 
-def _reports_completion(text: str, done: re.Match[str]) -> bool:
-    """Whether the owner's message reports a task done, not merely uses a "done" word: a PR or
-    commit link, or the word among the first words of what they say (after an addressee)."""
-    if "://" in done.group(0):
-        return True
-    lead = LEADING_ADDRESS.match(text)
-    start = lead.end() if lead and lead.end() <= done.start() else 0
-    before = text[start : done.start()]
-    # "Reading package lists... Done": a program's progress line pasted into the chat.
-    if before.rstrip().endswith(("...", "\u2026")):
-        return False
-    return len(before.split()) <= MAX_WORDS_BEFORE_DONE
-
-
 def _action_change(item: RuleItem, window: MemoryWindow) -> StateChange | None:
     owner = (item.owner or "").casefold()
     for message in window.marked_after(item.said_at):
@@ -214,7 +207,7 @@ def _action_change(item: RuleItem, window: MemoryWindow) -> StateChange | None:
         by_owner = bool(owner) and message.author.casefold() == owner
         done, cancelled = window.markers[message.message_id]
         if done is not None and (
-            names_task or (same_thread and by_owner and _reports_completion(message.text, done))
+            names_task or (same_thread and by_owner and completion(message.text) is not None)
         ):
             evidence = window.evidence(message, _marker_span(message.text, done))
             how = "names the task" if names_task else "its owner, in its conversation"
@@ -281,6 +274,76 @@ def _decision_changes(
                     before.said_at,
                 )
             )
+            break
+    return changes
+
+
+def _decision_author(item: RuleItem, window: MemoryWindow) -> str | None:
+    """Who said a decision: its owner, else the writer of its first cited message."""
+    if item.owner:
+        return item.owner.casefold()
+    first = window.by_id.get(item.message_ids[0]) if item.message_ids else None
+    return first.author.casefold() if first else None
+
+
+# What a message says that may end a decision: a retraction, a revert (and what it names), a
+# switch.
+_DecisionCues = tuple[re.Match[str] | None, tuple[re.Match[str], str] | None, re.Match[str] | None]
+
+
+def _decision_message_changes(
+    old: Sequence[RuleItem],
+    fresh: Sequence[RuleItem],
+    window: MemoryWindow,
+    ended: set[ItemRef],
+) -> list[Proposed]:
+    """Decisions (tracked or of this digest) that a message of their conversation ends: see
+    the module's docstring. Checked after `_decision_changes`, whose changes name the later
+    decision and so come first."""
+    decisions = [d for d in [*old, *fresh] if d.kind == ItemKind.DECISION]
+    # When each conversation's decisions were said: a message retracts only the latest.
+    said_in: dict[int | None, list[datetime]] = {}
+    for decision in decisions:
+        said_in.setdefault(decision.conversation_id, []).append(decision.said_at)
+    # What each message says, read once however many decisions its conversation has.
+    cues: dict[str, _DecisionCues] = {}
+    changes: list[Proposed] = []
+    for item in decisions:
+        if item.ref in ended:
+            continue  # a later decision of the digest ends it, and names it
+        author = _decision_author(item, window)
+        others = sorted(t for t in said_in[item.conversation_id] if t > item.said_at)
+        for message in window.in_conversation(item.conversation_id, item.said_at):
+            if message.message_id in item.message_ids:
+                continue
+            if message.message_id not in cues:
+                text = message.text
+                cues[message.message_id] = (retracts(text), reverts(text), switches(text))
+            retraction, reverted, switch = cues[message.message_id]
+            if retraction is None and reverted is None and switch is None:
+                continue
+            latest = not others or others[0] >= message.ts
+            shared = item.tokens & window.tokens(message)
+            names_it = len(shared) >= 2 and len(shared) / max(len(item.tokens), 1) >= (
+                THREAD_OVERLAP
+            )
+            found: re.Match[str] | None = None
+            how = reason = ""
+            if retraction and latest and author in (None, message.author.casefold()):
+                found, how, reason = retraction, "reversed", "its author retracts it"
+            elif reverted and ((latest and not reverted[1]) or names_it):
+                found, how, reason = (
+                    reverted[0],
+                    "reversed",
+                    f"{message.author} reports it reverted",
+                )
+            elif switch and names_it:
+                found, how = switch, "superseded"
+                reason = f"{message.author} switches away from it"
+            if found is None:
+                continue
+            evidence = window.evidence(message, _marker_span(message.text, found))
+            changes.append((StateChange(item.ref, "in_force", how, evidence, reason), item.said_at))
             break
     return changes
 

@@ -19,7 +19,7 @@ from runner.core.contract import ContentPointer
 from runner.grounding.addressing import LEADING_ADDRESS
 from runner.grounding.citations import anchor_span
 from runner.grounding.pointers import PointerError, resolve_pointer
-from runner.memory.cues import CANCELLED, DONE, is_question, marker
+from runner.memory.cues import CANCELLED, completion, is_question, marker
 from runner.memory.items import NewItem, RuleItem, words
 
 # Knowledge items of one digest may rest on the same message: the one superseding another may
@@ -60,13 +60,13 @@ class MemoryWindow:
         for message in self.messages:
             if message.conversation_id is not None:
                 self.by_conversation.setdefault(message.conversation_id, []).append(message)
-        # The messages saying something is done or cancelled (not negated, not a question),
+        # The messages saying something is done (`runner.memory.cues.completion`, of any
+        # length: one naming the task may be long) or cancelled (not negated, not a question),
         # with the marker found: computed once, read by every open action item.
         self.markers: dict[str, tuple[re.Match[str] | None, re.Match[str] | None]] = {}
         for message in self.messages:
-            if is_question(message.text):
-                continue
-            done, cancelled = marker(DONE, message.text), marker(CANCELLED, message.text)
+            done = completion(message.text, short=False)
+            cancelled = None if is_question(message.text) else marker(CANCELLED, message.text)
             if done or cancelled:
                 self.markers[message.message_id] = (done, cancelled)
         self.marked = [m for m in self.messages if m.message_id in self.markers]

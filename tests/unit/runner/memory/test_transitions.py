@@ -168,7 +168,7 @@ def test_an_action_item_is_cancelled_by_its_owner_in_its_conversation() -> None:
     assert _changes([TASK], [message("b3", "cid", 3, "scrap that", conversation=9)]) == []
 
 
-def test_a_done_word_deep_in_the_owners_message_is_no_completion_report() -> None:
+def test_a_done_word_about_something_else_in_the_owners_message_is_no_completion_report() -> None:
     task = TrackedItem(
         4,
         ItemKind.ACTION_ITEM,
@@ -266,3 +266,65 @@ def test_a_knowledge_item_may_supersede_one_of_its_own_digest_said_in_the_same_m
     assert (change.item, change.to_status, change.related) == (first, "superseded", second)
     # Its evidence may be exactly as old as the item: the check is against a moment before.
     assert change.evidence.at == window[0].ts and since == window[0].ts - SAME_TIME
+
+
+CERTS = TrackedItem(
+    5, ItemKind.ACTION_ITEM, "renew the staging certs this afternoon", "bob", 7, ("c1",), DAY1
+)
+POSTGRES = TrackedItem(
+    6, ItemKind.DECISION, "Use Postgres 16 for the new cluster", "dee", 7, ("p1",), DAY1
+)
+
+
+def test_done_at_the_end_of_the_owners_short_statement_closes_the_action_item() -> None:
+    (change,) = _changes([CERTS], [message("c2", "bob", 1, "staging certs are updated, done")])
+    assert (change.item, change.to_status) == (5, "done")
+    assert change.evidence.pointer is not None and "done" in change.evidence.pointer[3]
+    for aside in ("I'm done for today", "done this a year ago", "Reading package lists... Done"):
+        assert _changes([CERTS], [message("c3", "bob", 2, aside)]) == [], aside
+    # Someone else's report of their own step does not close bob's task.
+    assert _changes([CERTS], [message("c4", "eve", 3, "done")]) == []
+
+
+def test_nvm_found_it_closes_the_askers_own_question_only() -> None:
+    (change,) = _changes([QUESTION], [message("n1", "ann", 1, "nvm, found it")])
+    assert (change.item, change.to_status) == (1, "dropped")
+    assert _changes([QUESTION], [message("n2", "ann", 2, "still haven't figured it out")]) == []
+    # Another person finding their own thing is neither the asker withdrawing nor an answer.
+    assert _changes([QUESTION], [message("n3", "eve", 3, "nvm, found it")]) == []
+
+
+def test_a_committed_switch_naming_the_decision_supersedes_it_without_a_new_decision() -> None:
+    switch = "after the benchmark we're switching to Postgres 17 instead of 16"
+    (change,) = _changes([POSTGRES], [message("p3", "dee", 1, switch)])
+    assert (change.item, change.from_status, change.to_status) == (6, "in_force", "superseded")
+    assert change.evidence.message_ids == ("p3",) and change.related is None
+    advice = "you can try switching to Postgres 17 instead of 16"
+    assert _changes([POSTGRES], [message("p4", "eve", 2, advice)]) == []
+    elsewhere = "we're switching to the blue office printer instead"
+    assert _changes([POSTGRES], [message("p5", "dee", 3, elsewhere)]) == []
+
+
+def test_its_author_scratching_that_reverses_the_latest_decision_only() -> None:
+    later = NewItem(
+        ItemKind.DECISION, 0, "we're switching to Postgres 17 instead of 16", "dee", ("p3",)
+    )
+    window = [
+        message("p3", "dee", 1, "we're switching to Postgres 17 instead of 16"),
+        message("p4", "dee", 2, "scratch that, we'll keep Postgres 16"),
+    ]
+    changes = _changes([POSTGRES], window, [later])
+    ends = {(c.item if isinstance(c.item, int) else "switch"): c.to_status for c in changes}
+    # Postgres 16 is superseded by the switch; the switch, the latest, is what is scratched.
+    assert ends == {6: "superseded", "switch": "reversed"}
+    # Someone else's "scratch that" does not withdraw dee's decision.
+    assert _changes([POSTGRES], [message("p6", "eve", 3, "scratch that")]) == []
+
+
+def test_reverted_ends_the_latest_decision_or_the_one_it_names() -> None:
+    (change,) = _changes([POSTGRES], [message("r1", "eve", 1, "reverted")])
+    assert change.to_status == "reversed"
+    named_else = "the kernel abi breakage was reverted upstream"
+    assert _changes([POSTGRES], [message("r2", "eve", 2, named_else)]) == []
+    asked = "will the Postgres 16 cluster be reverted?"
+    assert _changes([POSTGRES], [message("r3", "eve", 3, asked)]) == []
