@@ -168,6 +168,18 @@ def decision(sentence: str, participants: Participants) -> Claim | None:
     return None
 
 
+def firm_decision(text: str) -> bool:
+    """Phrased as something settled (a marker, "we decided", "let's go with", "from now on"),
+    not asked, hedged or negated: what a reader counts as a decision rather than an intention
+    ("I want to install it on ...", a proposal nobody answered)."""
+    flat = squash(text)
+    if DECISION_MARKER.search(flat):
+        return True
+    if flat.endswith("?") or _NEGATED_DECISION.search(flat) or _HEDGE.search(flat):
+        return False
+    return bool(_DECISION_STRONG.search(flat)) and _substantive(flat, 3)
+
+
 def proposal(sentence: str, participants: Participants) -> Claim | None:
     """A proposal ("let's ...", "we should ..."): a decision once someone else agrees."""
     text = strip_address(squash(sentence), participants)

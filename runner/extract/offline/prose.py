@@ -11,6 +11,7 @@ the offline extractor proposes nothing the validator would have to drop.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from runner.core.contract import (
@@ -23,7 +24,7 @@ from runner.core.contract import (
 )
 from runner.core.window import WindowMessage
 from runner.extract.offline.overview import Central, excerpt
-from runner.extract.offline.text import squash, truncate_words
+from runner.extract.offline.text import squash, truncate_words, view_message
 from runner.extract.offline.threads import Participants, strip_address
 from runner.grounding.claim_support import DEFAULT_MIN_OVERLAP as PROPOSE_SHARE
 from runner.grounding.claim_support import content_tokens, share_in, support_share
@@ -33,6 +34,9 @@ _SENTENCE_CHARS = 300
 _CENTRAL_SENTENCES = 3
 _MIN_CENTRAL_WORDS = 5
 _EXCHANGE_CHARS = 200
+_MIN_EXCHANGE_WORDS = 3
+NOT_PROSE = re.compile(r"```|[0-9a-fA-F]{24,}")
+_OVERVIEW_SENTENCES = 12  # the contract's cap
 
 
 def _join(names: Sequence[str]) -> str:
@@ -79,9 +83,10 @@ class ProseWriter:
     def exchange(self, opening: WindowMessage, answer: WindowMessage | None) -> list[CitedSentence]:
         """One conversation in a sentence or two: what its opener asked (or said), quoted, and
         the first answer in it, quoted; each cites its own message."""
-        asked = truncate_words(
-            strip_address(squash(opening.normalized_text), self.participants), _EXCHANGE_CHARS
-        )
+        # Its prose (code blocks and commands left out), without its addressee.
+        asked = excerpt(view_message(opening), self.participants, _EXCHANGE_CHARS)
+        if len(set(content_tokens(asked))) < _MIN_EXCHANGE_WORDS or NOT_PROSE.search(asked):
+            return []  # a paste or a hash says nothing in a sentence
         verb = "asked" if "?" in asked else "wrote"
         sentences = [self.cite([f"{opening.author} {verb}: {asked}", asked], [opening.message_id])]
         if answer is not None:
@@ -101,10 +106,12 @@ class ProseWriter:
         decisions: Sequence[Decision],
         questions: Sequence[OpenQuestion],
         exchanges: Sequence[tuple[WindowMessage, WindowMessage | None]] = (),
+        others: CitedSentence | None = None,
     ) -> list[CitedSentence]:
         """Discussed, decided (two decisions), left open (two questions). Discussed is, for a
         threaded window, its largest conversations (`exchanges`: what each opener asked and the
-        first answer); otherwise the topics, then the most central messages in window order."""
+        first answer; `others`: how many other conversations there were); otherwise the topics,
+        then the most central messages in window order."""
         # A message a decision or question below already cites is not repeated as discussed.
         later = {d.message_ids[0] for d in decisions[:2]} | {
             q.message_ids[0] for q in questions[:2]
@@ -114,8 +121,9 @@ class ProseWriter:
         discussed: list[CitedSentence | None] = [
             sentence for opening, answer in exchanges for sentence in self.exchange(opening, answer)
         ]
-        if not discussed:
+        if not discussed and (central or not exchanges and others is None):
             discussed = [self.discussed(topics), *(self.central(item) for item in picked)]
+        discussed.append(others)
         candidates = [
             *discussed,
             *(self.cite([f"Decided: {d.text}", d.text], d.message_ids) for d in decisions[:2]),
@@ -125,7 +133,7 @@ class ProseWriter:
         for sentence in candidates:
             if sentence is not None:
                 unique.setdefault(sentence.sentence.casefold(), sentence)
-        return list(unique.values())
+        return list(unique.values())[:_OVERVIEW_SENTENCES]
 
     def question(self, question: OpenQuestion) -> CitedSentence | None:
         asker = f" ({question.asked_by})" if question.asked_by else ""
