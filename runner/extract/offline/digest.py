@@ -37,7 +37,7 @@ from runner.core.merge import (
 from runner.core.vocabulary import MappedChunk
 from runner.core.window import Window, WindowMessage
 from runner.extract.offline.chunk import add_links
-from runner.extract.offline.importance import is_noise
+from runner.extract.offline.importance import informative_opening, is_bot, is_noise
 from runner.extract.offline.knowledge import answer_item
 from runner.extract.offline.merge import (
     even_sample,
@@ -299,8 +299,11 @@ def _exchange(
         merger.participants,
         opening.normalized_text,
     )
-    if answer is not None and is_noise(answer.message.normalized_text):
-        answer = None  # "thanks!" is no answer worth quoting
+    if answer is not None and (
+        is_noise(answer.message.normalized_text)
+        or is_bot(answer.message.author, answer.message.normalized_text)
+    ):
+        answer = None  # "thanks!" or a bot's factoid is no answer worth quoting
     return opening, answer.message if answer else None
 
 
@@ -316,9 +319,48 @@ def _told(
         if not conversation.importance.worth_telling:
             continue
         pair = _exchange(merger, conversation)
-        if pair is not None and writer.exchange(*pair):
+        if (
+            pair is not None
+            and informative_opening(pair[0].normalized_text)
+            and writer.exchange(*pair)
+        ):
             told.append((conversation, pair))
     return told
+
+
+# A window whose conversations worth telling start on several days is told as a roll-up (its
+# `ROLLUP_CONVERSATIONS` most important conversations) and then day by day: one dated sentence
+# for each of the `MAX_DAYS` days with the most important conversations, in date order.
+ROLLUP_CONVERSATIONS = 2
+MAX_DAYS = 6
+
+
+def _by_day(
+    merger: _Merger,
+    writer: ProseWriter,
+    ranked: Sequence[RankedConversation],
+    skip: set[int],
+) -> tuple[list[CitedSentence], list[RankedConversation], int]:
+    """Dated sentences (each day's most important conversation worth telling, outside
+    `skip`), the conversations they tell, and how many days had one."""
+    best: dict[str, RankedConversation] = {}
+    for conversation in ranked:  # most important first: the first seen of a day is its best
+        if id(conversation) in skip or not conversation.importance.worth_telling:
+            continue
+        opening = merger.by_id.get(conversation.topic.message_ids[0])
+        if opening is None or not informative_opening(opening.normalized_text):
+            continue
+        best.setdefault(opening.ts.date().isoformat(), conversation)
+    days = sorted(best, key=lambda d: -best[d].importance.score)[:MAX_DAYS]
+    sentences: list[CitedSentence] = []
+    told: list[RankedConversation] = []
+    for day in sorted(days):
+        conversation = best[day]
+        sentence = writer.dated(day, merger.by_id[conversation.topic.message_ids[0]])
+        if sentence is not None:
+            sentences.append(sentence)
+            told.append(conversation)
+    return sentences, told, len(best)
 
 
 class _Worth:
@@ -461,6 +503,7 @@ def build_digest(
     ][:8]
     writer = ProseWriter(merger.by_id, merger.participants)
     told: list[tuple[RankedConversation, tuple[WindowMessage, WindowMessage | None]]] = []
+    notes: list[str] = []
     if signal.level == SignalLevel.EMPTY:
         # Quoting small talk as the overview would dress noise up as content.
         central = []
@@ -468,8 +511,25 @@ def build_digest(
     else:
         named = [t for t in topics if t.title.casefold() != channel.casefold()]
         told = _told(merger, writer, ranked or ())
-        told_ids = {id(r) for r, _ in told}
+        days: list[CitedSentence] = []
+        day_count = 0
+        skip: set[int] = set()
+        if len({m.ts.date() for m in messages}) > 1 and ranked:
+            rollup = told[:ROLLUP_CONVERSATIONS]
+            skip = {id(r) for r, _ in rollup}
+            days, day_told, day_count = _by_day(merger, writer, ranked, skip)
+            if len(days) > 1:
+                told = rollup
+                skip.update(id(r) for r in day_told)
+            else:
+                days, day_count = [], 0
+        told_ids = {id(r) for r, _ in told} | (skip if days else set())
         rest = [r for r in ranked or () if id(r) not in told_ids]
+        if day_count > len(days):
+            notes.append(
+                f"Day by day: the {len(days)} days with the most important conversations of "
+                f"{day_count} days with one worth telling."
+            )
         overview = writer.overview(
             [] if threaded else named,
             [] if threaded else central,
@@ -478,6 +538,7 @@ def build_digest(
             told_questions,
             [pair for _, pair in told],
             _others_sentence(writer, told, rest) if threaded else None,
+            days,
         )
     # The title names the most important conversation the overview tells first.
     untold = [t for t in topics if all(t is not r.topic for r, _ in told)]
@@ -488,7 +549,6 @@ def build_digest(
     if title_topics and NOT_PROSE.search(title_topics[0].title):
         title_topics = []  # a hash or a paste names nothing: decisions or the channel instead
     covered, parsed = merger.coverage_ids()
-    notes: list[str] = []
     if not parsed:
         notes.append("Coverage assumed: no chunk said which messages it covered.")
     covered_set = set(covered)

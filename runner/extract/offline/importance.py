@@ -141,6 +141,17 @@ def is_noise(text: str) -> bool:
     return len(words) <= 4 and bool(_JOKE.search(flat))
 
 
+def informative_opening(text: str) -> bool:
+    """An opening worth quoting in an overview: it asks, states a problem, announces or
+    settles something, in at least four content words, and is not noise."""
+    flat = squash(without_urls(text))
+    if is_noise(flat) or len(set(content_words(flat))) < 4:
+        return False
+    return bool(
+        _asks(flat) or _PROBLEM.search(flat) or _ANNOUNCEMENT.search(flat) or firm_decision(flat)
+    )
+
+
 def is_bot(author: str, text: str) -> bool:
     return bool(_BOT_AUTHOR.search(author.strip()) or _BOT_LINE.match(squash(text)))
 

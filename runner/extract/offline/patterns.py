@@ -168,6 +168,10 @@ def decision(sentence: str, participants: Participants) -> Claim | None:
     return None
 
 
+_FIRST_PERSON = re.compile(r"(?i)\b(?:i|i'll|i'm|i've|i'd|me|my)\b")
+_GROUP = re.compile(r"(?i)\b(?:we|we'll|we're|we've|let's|let us|us|our|team|everyone|all of us)\b")
+
+
 def firm_decision(text: str) -> bool:
     """Phrased as something settled (a marker, "we decided", "let's go with", "from now on"),
     not asked, hedged or negated: what a reader counts as a decision rather than an intention
@@ -177,6 +181,8 @@ def firm_decision(text: str) -> bool:
         return True
     if flat.endswith("?") or _NEGATED_DECISION.search(flat) or _HEDGE.search(flat):
         return False
+    if _FIRST_PERSON.search(flat) and not _GROUP.search(flat):
+        return False  # "then i decided to reformat": one person's choice, not the channel's
     return bool(_DECISION_STRONG.search(flat)) and _substantive(flat, 3)
 
 

@@ -98,6 +98,17 @@ class ProseWriter:
             )
         return [sentence for sentence in sentences if sentence is not None]
 
+    def dated(self, day: str, opening: WindowMessage) -> CitedSentence | None:
+        """One day of a multi-day window in a sentence: `day`, then what its most important
+        conversation's opener asked (or said), quoted; None when no dated variant is supported."""
+        asked = excerpt(view_message(opening), self.participants, _EXCHANGE_CHARS)
+        if len(set(content_tokens(asked))) < _MIN_EXCHANGE_WORDS or NOT_PROSE.search(asked):
+            return None
+        verb = "asked" if "?" in asked else "wrote"
+        return self.cite(
+            [f"{day}: {opening.author} {verb}: {asked}", f"{day}: {asked}"], [opening.message_id]
+        )
+
     def overview(
         self,
         topics: Sequence[Topic],
@@ -107,11 +118,13 @@ class ProseWriter:
         questions: Sequence[OpenQuestion],
         exchanges: Sequence[tuple[WindowMessage, WindowMessage | None]] = (),
         others: CitedSentence | None = None,
+        days: Sequence[CitedSentence] = (),
     ) -> list[CitedSentence]:
         """Discussed, decided (two decisions), left open (two questions). Discussed is, for a
         threaded window, its largest conversations (`exchanges`: what each opener asked and the
-        first answer; `others`: how many other conversations there were); otherwise the topics,
-        then the most central messages in window order."""
+        first answer; `days`: for a window of several days, one dated sentence per day after
+        them; `others`: how many other conversations there were); otherwise the topics, then
+        the most central messages in window order."""
         # A message a decision or question below already cites is not repeated as discussed.
         later = {d.message_ids[0] for d in decisions[:2]} | {
             q.message_ids[0] for q in questions[:2]
@@ -123,6 +136,7 @@ class ProseWriter:
         ]
         if not discussed and (central or not exchanges and others is None):
             discussed = [self.discussed(topics), *(self.central(item) for item in picked)]
+        discussed.extend(days)
         discussed.append(others)
         candidates = [
             *discussed,
@@ -167,7 +181,14 @@ class ProseWriter:
             assert item.content_pointer is not None
             ids = [item.content_pointer.message_id, *item.message_ids]
             candidates.append(self.cite([f"Snippet: {item.title}", item.title], ids))
-        return [sentence for sentence in candidates if sentence is not None][:5]
+        kept: list[CitedSentence] = []
+        seen: set[str] = set()
+        for sentence in candidates:
+            # One message told once: "I'll stay away from X" is not a decision and an action.
+            if sentence is not None and sentence.message_ids[0] not in seen:
+                seen.add(sentence.message_ids[0])
+                kept.append(sentence)
+        return kept[:5]
 
 
 def window_keywords(candidates: Sequence[str], window_words: set[str]) -> list[str]:
