@@ -61,8 +61,9 @@ _BOT_AUTHOR = re.compile(
     r"(?i)(?:bot|\[bot\]|ubottu|ubotu|chanserv|nickserv|github|travis|jenkins)$"
 )
 _QUESTION_OPENING = re.compile(
-    r"(?i)^(?:how|what|why|where|when|which|who|is there|are there|does|do|did|can|could|should"
-    r"|would|will|has|have|anyone|anybody|any idea|is it|is this)\b"
+    r"(?i)^(?:(?:how|what|why|where|when|which|who)\b|(?:is|are|does|do|did|can|could|should"
+    r"|would|will|has|have|was|were)\s+(?:i|you|we|it|there|anyone|anybody|someone|somebody|this"
+    r"|that|these|my|the|any)\b|anyone\b|anybody\b|any idea)"
 )
 _PROBLEM = re.compile(
     r"(?i)\b(?:error|errors|fail\w*|broken|crash\w*|doesn'?t work|does not work|not working|won'?t"
