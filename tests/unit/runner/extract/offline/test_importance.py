@@ -149,3 +149,37 @@ def test_high_signal_needs_a_firm_decision_or_answered_problems() -> None:
     # Few items stay below HIGH whatever was earned.
     few = dict.fromkeys(COUNTS, 0) | {"links": 2}
     assert _signal(few, True, ranked, 3, 3).level == SignalLevel.LOW
+
+
+PROBLEMS = [
+    "why does apt-get fail with a hash sum mismatch on the security mirror?",
+    "how do I mount an NTFS partition read-write at boot with fstab?",
+    "why does grub fail to boot the new kernel after the upgrade?",
+    "how can I make the nvidia driver survive a kernel update?",
+]
+
+
+def _day(key: str, day: int, question: str) -> list[WindowMessage]:
+    rows = [
+        ("ann", question),
+        ("bob", f"ann: check the logs under /var/log for the {key} error first, then the config"),
+        ("ann", f"the {key} error is in /var/log/syslog indeed, the config file looks fine"),
+        ("bob", f"then reinstall the {key} package with sudo apt-get install --reinstall"),
+        ("ann", "that worked, thanks"),
+    ]
+    return _conversation(key, rows, day * 24 * 60)
+
+
+async def test_a_window_of_several_days_is_told_day_by_day_after_a_roll_up() -> None:
+    keys = ["apt", "ntfs", "grub", "nvidia"]
+    messages = [m for day, key in enumerate(keys) for m in _day(key, day, PROBLEMS[day])]
+    digest = (await run_offline(Window(channel_name="help", messages=tuple(messages)))).digest
+    dated = [s for s in digest.overview if s.sentence[:4] == "2025"]
+    # Two conversations in the roll-up, the other days one dated sentence each, in date order.
+    assert [s.sentence[:10] for s in dated] == sorted(s.sentence[:10] for s in dated)
+    assert len(dated) == 2, [s.sentence for s in digest.overview]
+    for sentence in dated:
+        day = int(sentence.sentence[8:10]) - T0.day
+        assert sentence.message_ids == [f"{keys[day]}0"]
+    undated = [s for s in digest.overview if " asked: " in s.sentence and s not in dated]
+    assert len(undated) == 2
