@@ -395,6 +395,20 @@ class _Worth:
         kept = [item for item in items if _ids(item) and self.tellable(_ids(item)[0])]
         return sorted(kept, key=lambda i: -self.score.get(self.by_key.get(_ids(i)[0], ""), 0.0))
 
+    def actions(
+        self, actions: Sequence[ActionItem], told_keys: set[str] | None
+    ) -> list[ActionItem]:
+        """Actions worth a highlight: marked ones ("TODO", "[action]"), and in a threaded
+        window the others only from a conversation the overview tells (the rule-found "I'll
+        whisper this in your ear" of a side chat is no action a reader wants)."""
+        kept = []
+        for action in actions:
+            source = self.merger.by_id.get(action.message_ids[0])
+            marked = source is not None and ACTION_MARKER.search(source.normalized_text)
+            if marked or told_keys is None or self.by_key.get(action.message_ids[0]) in told_keys:
+                kept.append(action)
+        return self.rank(kept)
+
     def decisions(self, decisions: Sequence[Decision]) -> list[Decision]:
         firm = []
         for decision in decisions:
@@ -503,6 +517,7 @@ def build_digest(
     ][:8]
     writer = ProseWriter(merger.by_id, merger.participants)
     told: list[tuple[RankedConversation, tuple[WindowMessage, WindowMessage | None]]] = []
+    told_keys: set[str] = set()
     notes: list[str] = []
     if signal.level == SignalLevel.EMPTY:
         # Quoting small talk as the overview would dress noise up as content.
@@ -524,6 +539,11 @@ def build_digest(
             else:
                 days, day_count = [], 0
         told_ids = {id(r) for r, _ in told} | (skip if days else set())
+        told_keys = {
+            worth.by_key.get(r.topic.message_ids[0], "")
+            for r in ranked or ()
+            if id(r) in told_ids and r.topic.message_ids
+        }
         rest = [r for r in ranked or () if id(r) not in told_ids]
         if day_count > len(days):
             notes.append(
@@ -570,7 +590,10 @@ def build_digest(
         title=_title(channel, title_topics, decisions, threaded),
         overview=overview,
         highlights=writer.highlights(
-            told_decisions, worth.rank(actions), told_questions, worth.rank(knowledge)
+            told_decisions,
+            worth.actions(actions, told_keys if threaded else None),
+            told_questions,
+            worth.rank(knowledge),
         ),
         coverage=Coverage(
             messages_total=len(messages),

@@ -169,21 +169,30 @@ def decision(sentence: str, participants: Participants) -> Claim | None:
 
 
 _FIRST_PERSON = re.compile(r"(?i)\b(?:i|i'll|i'm|i've|i'd|me|my)\b")
+_CONDITIONAL = re.compile(r"(?i)^\W*(?:if|when|once|unless|whether)\b")
+_POLICY = re.compile(
+    r"(?i)\b(?:going forward|from now on|the plan is|(?:the|our|final) decision (?:is|was)"
+    r"|consensus (?:is|was)|(?:is|are) approved|signed off)\b"
+)
 _GROUP = re.compile(r"(?i)\b(?:we|we'll|we're|we've|let's|let us|us|our|team|everyone|all of us)\b")
 
 
 def firm_decision(text: str) -> bool:
-    """Phrased as something settled (a marker, "we decided", "let's go with", "from now on"),
-    not asked, hedged or negated: what a reader counts as a decision rather than an intention
-    ("I want to install it on ...", a proposal nobody answered)."""
+    """Phrased as something the group settled: a marker ("#agreed"), or decision phrasing with
+    the group as its subject ("we decided", "let's go with", "we're switching to") or stated
+    as policy ("from now on", "the plan is"); not asked, hedged, negated, conditional ("if
+    you've decided to ...") or one person's choice ("then i decided to reformat"). What a
+    reader counts as a decision rather than an intention or a proposal nobody answered."""
     flat = squash(text)
     if DECISION_MARKER.search(flat):
         return True
     if flat.endswith("?") or _NEGATED_DECISION.search(flat) or _HEDGE.search(flat):
         return False
-    if _FIRST_PERSON.search(flat) and not _GROUP.search(flat):
-        return False  # "then i decided to reformat": one person's choice, not the channel's
-    return bool(_DECISION_STRONG.search(flat)) and _substantive(flat, 3)
+    if _CONDITIONAL.search(flat) or not _DECISION_STRONG.search(flat) or not _substantive(flat, 3):
+        return False
+    if _GROUP.search(flat):
+        return True
+    return bool(_POLICY.search(flat)) and not _FIRST_PERSON.search(flat)
 
 
 def proposal(sentence: str, participants: Participants) -> Claim | None:
