@@ -551,8 +551,10 @@ def build_digest(
                 f"{day_count} days with one worth telling."
             )
         overview = writer.overview(
+            # A threaded window with no conversation to tell (all shorter than a real
+            # exchange) is told by its most central messages that are not noise.
             [] if threaded else named,
-            [] if threaded else central,
+            [] if threaded and (told or days) else central,
             merger.order,
             told_decisions,
             told_questions,
