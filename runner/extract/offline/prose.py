@@ -76,8 +76,8 @@ class ProseWriter:
 
     def central(self, item: Central) -> CitedSentence | None:
         text = excerpt(item.view, self.participants)
-        if len(set(content_tokens(text))) < _MIN_CENTRAL_WORDS:
-            return None  # "ok, I will have a go now, thanks" tells a reader nothing
+        if len(set(content_tokens(text))) < _MIN_CENTRAL_WORDS or NOT_PROSE.search(text):
+            return None  # "ok, I will have a go now, thanks" or a hash tells a reader nothing
         return self.cite([f"{item.view.author}: {text}", text], [item.view.message_id])
 
     def exchange(self, opening: WindowMessage, answer: WindowMessage | None) -> list[CitedSentence]:
@@ -129,7 +129,7 @@ class ProseWriter:
         later = {d.message_ids[0] for d in decisions[:2]} | {
             q.message_ids[0] for q in questions[:2]
         }
-        fresh = [c for c in central if c.view.message_id not in later]
+        fresh = [c for c in central if c.view.message_id not in later and self.central(c)]
         picked = sorted(fresh[:_CENTRAL_SENTENCES], key=lambda c: order.get(c.view.message_id, 0))
         discussed: list[CitedSentence | None] = [
             sentence for opening, answer in exchanges for sentence in self.exchange(opening, answer)
