@@ -169,6 +169,7 @@ def decision(sentence: str, participants: Participants) -> Claim | None:
 
 
 _FIRST_PERSON = re.compile(r"(?i)\b(?:i|i'll|i'm|i've|i'd|me|my)\b")
+_SIGNED_OFF = re.compile(r"(?i)\bsigned off\b(?!\s+on\b)")
 _CONDITIONAL = re.compile(r"(?i)^\W*(?:if|when|once|unless|whether)\b")
 _POLICY = re.compile(
     r"(?i)\b(?:going forward|from now on|the plan is|(?:the|our|final) decision (?:is|was)"
@@ -190,6 +191,8 @@ def firm_decision(text: str) -> bool:
         return False
     if _CONDITIONAL.search(flat) or not _DECISION_STRONG.search(flat) or not _substantive(flat, 3):
         return False
+    if _SIGNED_OFF.search(flat):
+        return False  # "everyone's contacts have signed off": they left the chat
     if _GROUP.search(flat):
         return True
     return bool(_POLICY.search(flat)) and not _FIRST_PERSON.search(flat)

@@ -183,3 +183,23 @@ async def test_a_window_of_several_days_is_told_day_by_day_after_a_roll_up() -> 
         assert sentence.message_ids == [f"{keys[day]}0"]
     undated = [s for s in digest.overview if " asked: " in s.sentence and s not in dated]
     assert len(undated) == 2
+
+
+@pytest.mark.parametrize(
+    ("text", "firm"),
+    [
+        ("we decided to pin postgres to 16 until the benchmark is done", True),
+        ("#agreed ship 2.1 on friday", True),
+        ("From now on, pull requests need two reviews", True),
+        ("the team signed off on the 2.1 release plan", True),
+        ("I want to install it on p2-400 256mb ram and 32mb vid card", False),
+        ("Tuntun then i decided to reformat.", False),
+        ("If you've decided to get down and dirty with linux, go get slackware.", False),
+        ("Everyone's contacts have signed off for everyone I know using Gaim.", False),
+        ("so what is preventing you from using those, we'll go with Consul?", False),
+    ],
+)
+def test_a_told_decision_is_the_groups_not_an_intention(text: str, firm: bool) -> None:
+    from runner.extract.offline.patterns import firm_decision
+
+    assert firm_decision(text) is firm
