@@ -428,9 +428,16 @@ def _others_sentence(
     """ "N other conversations, among them: <title>; <title>." citing those titles' messages
     (the two most important of the rest worth telling whose titles are prose); None when no
     other conversation is worth naming (noise is never named; the title still counts them)."""
-    named = [r for r in rest if r.importance.worth_telling and not NOT_PROSE.search(r.topic.title)][
-        :2
-    ]
+    named = [
+        r
+        for r in rest
+        if r.importance.worth_telling
+        and not NOT_PROSE.search(r.topic.title)
+        and informative_opening(r.topic.title)
+        # Named by a whole question: a title cut mid-sentence reads as noise in a list.
+        and r.topic.title.rstrip().endswith("?")
+        and len(set(content_words(r.topic.title))) >= 5
+    ][:2]
     if not named:
         return None
     titles = "; ".join(r.topic.title.rstrip(" .?!") for r in named)
