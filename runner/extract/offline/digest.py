@@ -16,6 +16,7 @@ from runner.core.contract import (
     ActionItem,
     Artifact,
     ArtifactKind,
+    CitedSentence,
     Coverage,
     Decision,
     Digest,
@@ -24,7 +25,6 @@ from runner.core.contract import (
     OpenQuestion,
     SignalLevel,
     SignalQuality,
-    Topic,
 )
 from runner.core.merge import (
     MergeRules,
@@ -37,6 +37,7 @@ from runner.core.merge import (
 from runner.core.vocabulary import MappedChunk
 from runner.core.window import Window, WindowMessage
 from runner.extract.offline.chunk import add_links
+from runner.extract.offline.importance import informative_opening, is_bot, is_noise
 from runner.extract.offline.item_model import (
     ItemContext,
     ItemModel,
@@ -52,11 +53,11 @@ from runner.extract.offline.merge import (
     signal_quality,
 )
 from runner.extract.offline.overview import central_messages
-from runner.extract.offline.patterns import ACTION_MARKER, DECISION_MARKER
-from runner.extract.offline.prose import ProseWriter, window_keywords
+from runner.extract.offline.patterns import ACTION_MARKER, DECISION_MARKER, firm_decision
+from runner.extract.offline.prose import NOT_PROSE, ProseWriter, window_keywords
 from runner.extract.offline.text import content_words, squash, truncate_words, view_message
 from runner.extract.offline.threads import Participants, find_answer
-from runner.extract.offline.topics import conversation_topics, topics_for
+from runner.extract.offline.topics import RankedConversation, ranked_conversations, topics_for
 from runner.grounding.claim_support import token_set
 
 Item = TypeVar("Item", Decision, ActionItem, OpenQuestion, Link, Artifact, KnowledgeItem)
@@ -296,28 +297,203 @@ def _empty_digest(window: Window) -> Digest:
     )
 
 
-# The overview of a threaded window tells this many of its largest conversations (two
-# sentences each at most: the contract allows 12, decisions and open points follow).
+# The overview of a threaded window tells this many of its most important conversations (two
+# sentences each at most: the contract allows 12, decisions and open points follow), then how
+# many others there were.
 OVERVIEW_CONVERSATIONS = 4
+# A window earns a HIGH signal with at least this many conversations holding a firm decision,
+# an announcement or an answered problem (`Importance.earned`), or one firm decision.
+EARNED_FOR_HIGH = 2
 
 
-def _exchanges(
-    merger: _Merger, topics: Sequence[Topic]
-) -> list[tuple[WindowMessage, WindowMessage | None]]:
-    """The largest conversations' openings (their topic's quoted title) and first answers."""
-    exchanges: list[tuple[WindowMessage, WindowMessage | None]] = []
-    for topic in topics[:OVERVIEW_CONVERSATIONS]:
-        opening = merger.by_id.get(topic.message_ids[0]) if topic.message_ids else None
-        if opening is None:
+def _exchange(
+    merger: _Merger, conversation: RankedConversation
+) -> tuple[WindowMessage, WindowMessage | None] | None:
+    """A conversation's opening (its topic's quoted title) and first answer."""
+    topic = conversation.topic
+    opening = merger.by_id.get(topic.message_ids[0]) if topic.message_ids else None
+    if opening is None:
+        return None
+    answer = find_answer(
+        merger.messages,
+        merger.order[opening.message_id],
+        merger.participants,
+        opening.normalized_text,
+    )
+    if answer is not None and (
+        is_noise(answer.message.normalized_text)
+        or is_bot(answer.message.author, answer.message.normalized_text)
+    ):
+        answer = None  # "thanks!" or a bot's factoid is no answer worth quoting
+    return opening, answer.message if answer else None
+
+
+def _told(
+    merger: _Merger, writer: ProseWriter, ranked: Sequence[RankedConversation]
+) -> list[tuple[RankedConversation, tuple[WindowMessage, WindowMessage | None]]]:
+    """The `OVERVIEW_CONVERSATIONS` most important conversations worth telling that make a
+    sentence (an opening that is only a paste or a hash does not), with their exchanges."""
+    told: list[tuple[RankedConversation, tuple[WindowMessage, WindowMessage | None]]] = []
+    for conversation in ranked:
+        if len(told) == OVERVIEW_CONVERSATIONS:
+            break
+        if not conversation.importance.worth_telling:
             continue
-        answer = find_answer(
-            merger.messages,
-            merger.order[opening.message_id],
-            merger.participants,
-            opening.normalized_text,
-        )
-        exchanges.append((opening, answer.message if answer else None))
-    return exchanges
+        pair = _exchange(merger, conversation)
+        if (
+            pair is not None
+            and informative_opening(pair[0].normalized_text)
+            and writer.exchange(*pair)
+        ):
+            told.append((conversation, pair))
+    return told
+
+
+# A window whose conversations worth telling start on several days is told as a roll-up (its
+# `ROLLUP_CONVERSATIONS` most important conversations) and then day by day: one dated sentence
+# for each of the `MAX_DAYS` days with the most important conversations, in date order.
+ROLLUP_CONVERSATIONS = 2
+MAX_DAYS = 6
+
+
+def _by_day(
+    merger: _Merger,
+    writer: ProseWriter,
+    ranked: Sequence[RankedConversation],
+    skip: set[int],
+) -> tuple[list[CitedSentence], list[RankedConversation], int]:
+    """Dated sentences (each day's most important conversation worth telling, outside
+    `skip`), the conversations they tell, and how many days had one."""
+    best: dict[str, RankedConversation] = {}
+    for conversation in ranked:  # most important first: the first seen of a day is its best
+        if id(conversation) in skip or not conversation.importance.worth_telling:
+            continue
+        opening = merger.by_id.get(conversation.topic.message_ids[0])
+        if opening is None or not informative_opening(opening.normalized_text):
+            continue
+        best.setdefault(opening.ts.date().isoformat(), conversation)
+    days = sorted(best, key=lambda d: -best[d].importance.score)[:MAX_DAYS]
+    sentences: list[CitedSentence] = []
+    told: list[RankedConversation] = []
+    for day in sorted(days):
+        conversation = best[day]
+        sentence = writer.dated(day, merger.by_id[conversation.topic.message_ids[0]])
+        if sentence is not None:
+            sentences.append(sentence)
+            told.append(conversation)
+    return sentences, told, len(best)
+
+
+class _Worth:
+    """Which items may be told in the overview and highlights, most important first: never
+    one whose message is noise (greetings, thanks, meals, leaving, jokes, bot lines), never a
+    decision that is only an intention, and in a threaded window never one from a conversation
+    ranked below `importance.OVERVIEW_MIN`."""
+
+    def __init__(self, merger: _Merger, ranked: Sequence[RankedConversation] | None) -> None:
+        self.merger = merger
+        self.score: dict[str, float] = {}
+        self.weak: set[str] = set()
+        by_key = {m.message_id: str(m.conversation) for m in merger.messages}
+        for conversation in ranked or ():
+            keys = {by_key.get(m) for m in conversation.topic.message_ids}
+            for key in keys:
+                if key is None:
+                    continue
+                self.score[key] = conversation.importance.score
+                if not conversation.importance.worth_telling:
+                    self.weak.add(key)
+        self.by_key = by_key
+
+    def tellable(self, message_id: str) -> bool:
+        message = self.merger.by_id.get(message_id)
+        if message is None or is_noise(message.normalized_text):
+            return False
+        return self.by_key.get(message_id) not in self.weak
+
+    def rank(self, items: Sequence[Item]) -> list[Item]:
+        """The tellable `items`, from the most important conversation first (stable)."""
+        kept = [item for item in items if _ids(item) and self.tellable(_ids(item)[0])]
+        return sorted(kept, key=lambda i: -self.score.get(self.by_key.get(_ids(i)[0], ""), 0.0))
+
+    def actions(
+        self, actions: Sequence[ActionItem], told_keys: set[str] | None
+    ) -> list[ActionItem]:
+        """Actions worth a highlight: marked ones ("TODO", "[action]"), and in a threaded
+        window the others only from a conversation the overview tells (the rule-found "I'll
+        whisper this in your ear" of a side chat is no action a reader wants)."""
+        kept = []
+        for action in actions:
+            source = self.merger.by_id.get(action.message_ids[0])
+            marked = source is not None and ACTION_MARKER.search(source.normalized_text)
+            if marked or told_keys is None or self.by_key.get(action.message_ids[0]) in told_keys:
+                kept.append(action)
+        return self.rank(kept)
+
+    def decisions(self, decisions: Sequence[Decision]) -> list[Decision]:
+        firm = []
+        for decision in decisions:
+            source = self.merger.by_id.get(decision.message_ids[0])
+            if (
+                source is not None
+                and firm_decision(decision.text)
+                and firm_decision(source.normalized_text)
+            ):
+                firm.append(decision)
+        return self.rank(firm)
+
+
+def _others_sentence(
+    writer: ProseWriter, told: Sequence[object], rest: Sequence[RankedConversation]
+) -> CitedSentence | None:
+    """ "N other conversations, among them: <title>; <title>." citing those titles' messages
+    (the two most important of the rest worth telling whose titles are prose); None when no
+    other conversation is worth naming (noise is never named; the title still counts them)."""
+    named = [
+        r
+        for r in rest
+        if r.importance.worth_telling
+        and not NOT_PROSE.search(r.topic.title)
+        and informative_opening(r.topic.title)
+        # Named by a whole question: a title cut mid-sentence reads as noise in a list.
+        and r.topic.title.rstrip().endswith("?")
+        and len(set(content_words(r.topic.title))) >= 5
+    ][:2]
+    if not named:
+        return None
+    titles = "; ".join(r.topic.title.rstrip(" .?!") for r in named)
+    other = "other " if told else ""
+    lead = f"{len(rest)} {other}conversation{'s' if len(rest) > 1 else ''}"
+    among = "among them" if len(rest) > len(named) else "about"
+    return writer.cite(
+        [f"{lead}, {among}: {titles}.", f"{lead}: {titles}."],
+        [r.topic.message_ids[0] for r in named],
+    )
+
+
+def _signal(
+    counts: dict[str, int],
+    has_topics: bool,
+    ranked: Sequence[RankedConversation] | None,
+    firm_decisions: int,
+    answered: int,
+) -> SignalQuality:
+    """offline.merge's level from the item counts, HIGH only when earned: at least one firm
+    decision, or `EARNED_FOR_HIGH` conversations with a decision, an announcement or an
+    answered problem (a window that is not threaded: answered questions)."""
+    signal = signal_quality(counts, has_topics, high=15, medium=6, min_kinds=3)
+    if signal.level != SignalLevel.HIGH:
+        return signal
+    earned = answered if ranked is None else sum(1 for r in ranked if r.importance.earned)
+    if firm_decisions >= 1 or earned >= EARNED_FOR_HIGH:
+        return signal
+    return SignalQuality(
+        level=SignalLevel.MEDIUM,
+        reason=truncate_words(
+            f"{signal.reason}; no firm decision, and {earned} answered problems or announcements",
+            300,
+        ),
+    )
 
 
 def build_digest(
@@ -349,9 +525,12 @@ def build_digest(
     # of the window even if no chunk saw it twice.
     # A threaded window's topics are its conversations (each a real exchange, titled by what
     # was asked); key phrases are the topics of a window that was not threaded.
-    topics = conversation_topics(messages, 12)
-    threaded = topics is not None
-    if topics is None:
+    ranked = ranked_conversations(messages)
+    threaded = ranked is not None
+    worth = _Worth(merger, ranked)
+    if ranked is not None:
+        topics = [r.topic for r in ranked[:12]]
+    else:
         topics = topics_for(views, 12, frozenset(merger.participants.by_key))
     counts = {
         "decisions": len(decisions),
@@ -361,25 +540,69 @@ def build_digest(
         "artifacts": len(artifacts),
         "knowledge items": len(knowledge),
     }
-    signal = signal_quality(counts, bool(topics), high=15, medium=6, min_kinds=3)
-    central = central_messages(views, set(cited), 8)
+    told_decisions = worth.decisions(decisions)
+    told_questions = worth.rank(questions)
+    qa = sum(1 for k in knowledge if k.kind.value in ("troubleshooting", "howto", "fact"))
+    signal = _signal(counts, bool(topics), ranked, len(told_decisions), qa)
+    central = [
+        c for c in central_messages(views, set(cited), 12) if worth.tellable(c.view.message_id)
+    ][:8]
     writer = ProseWriter(merger.by_id, merger.participants)
+    told: list[tuple[RankedConversation, tuple[WindowMessage, WindowMessage | None]]] = []
+    told_keys: set[str] = set()
+    notes: list[str] = []
     if signal.level == SignalLevel.EMPTY:
         # Quoting small talk as the overview would dress noise up as content.
         central = []
         overview = []
     else:
         named = [t for t in topics if t.title.casefold() != channel.casefold()]
+        told = _told(merger, writer, ranked or ())
+        days: list[CitedSentence] = []
+        day_count = 0
+        skip: set[int] = set()
+        if len({m.ts.date() for m in messages}) > 1 and ranked:
+            rollup = told[:ROLLUP_CONVERSATIONS]
+            skip = {id(r) for r, _ in rollup}
+            days, day_told, day_count = _by_day(merger, writer, ranked, skip)
+            if len(days) > 1:
+                told = rollup
+                skip.update(id(r) for r in day_told)
+            else:
+                days, day_count = [], 0
+        told_ids = {id(r) for r, _ in told} | (skip if days else set())
+        told_keys = {
+            worth.by_key.get(r.topic.message_ids[0], "")
+            for r in ranked or ()
+            if id(r) in told_ids and r.topic.message_ids
+        }
+        rest = [r for r in ranked or () if id(r) not in told_ids]
+        if day_count > len(days):
+            notes.append(
+                f"Day by day: the {len(days)} days with the most important conversations of "
+                f"{day_count} days with one worth telling."
+            )
         overview = writer.overview(
-            named,
-            central,
+            # A threaded window with no conversation to tell (all shorter than a real
+            # exchange) is told by its most central messages that are not noise.
+            [] if threaded else named,
+            [] if threaded and (told or days) else central,
             merger.order,
-            decisions,
-            questions,
-            _exchanges(merger, topics) if threaded else (),
+            told_decisions,
+            told_questions,
+            [pair for _, pair in told],
+            _others_sentence(writer, told, rest) if threaded else None,
+            days,
         )
+    # The title names the most important conversation the overview tells first.
+    untold = [t for t in topics if all(t is not r.topic for r, _ in told)]
+    title_topics = [
+        *(r.topic for r, _ in told),
+        *sorted(untold, key=lambda t: bool(NOT_PROSE.search(t.title))),
+    ]
+    if title_topics and NOT_PROSE.search(title_topics[0].title):
+        title_topics = []  # a hash or a paste names nothing: decisions or the channel instead
     covered, parsed = merger.coverage_ids()
-    notes: list[str] = []
     if not parsed:
         notes.append("Coverage assumed: no chunk said which messages it covered.")
     covered_set = set(covered)
@@ -398,9 +621,14 @@ def build_digest(
     notes.append("Rule-based offline extraction; small talk is left out of the item lists.")
     notable = list(dict.fromkeys([c.view.message_id for c in central] + cited))[:20]
     return Digest(
-        title=_title(channel, topics, decisions, threaded),
+        title=_title(channel, title_topics, decisions, threaded),
         overview=overview,
-        highlights=writer.highlights(decisions, actions, questions, knowledge),
+        highlights=writer.highlights(
+            told_decisions,
+            worth.actions(actions, told_keys if threaded else None),
+            told_questions,
+            worth.rank(knowledge),
+        ),
         coverage=Coverage(
             messages_total=len(messages),
             messages_covered=len(covered),

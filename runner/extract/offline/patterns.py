@@ -168,6 +168,36 @@ def decision(sentence: str, participants: Participants) -> Claim | None:
     return None
 
 
+_FIRST_PERSON = re.compile(r"(?i)\b(?:i|i'll|i'm|i've|i'd|me|my)\b")
+_SIGNED_OFF = re.compile(r"(?i)\bsigned off\b(?!\s+on\b)")
+_CONDITIONAL = re.compile(r"(?i)^\W*(?:if|when|once|unless|whether)\b")
+_POLICY = re.compile(
+    r"(?i)\b(?:going forward|from now on|the plan is|(?:the|our|final) decision (?:is|was)"
+    r"|consensus (?:is|was)|(?:is|are) approved|signed off)\b"
+)
+_GROUP = re.compile(r"(?i)\b(?:we|we'll|we're|we've|let's|let us|us|our|team|everyone|all of us)\b")
+
+
+def firm_decision(text: str) -> bool:
+    """Phrased as something the group settled: a marker ("#agreed"), or decision phrasing with
+    the group as its subject ("we decided", "let's go with", "we're switching to") or stated
+    as policy ("from now on", "the plan is"); not asked, hedged, negated, conditional ("if
+    you've decided to ...") or one person's choice ("then i decided to reformat"). What a
+    reader counts as a decision rather than an intention or a proposal nobody answered."""
+    flat = squash(text)
+    if DECISION_MARKER.search(flat):
+        return True
+    if flat.endswith("?") or _NEGATED_DECISION.search(flat) or _HEDGE.search(flat):
+        return False
+    if _CONDITIONAL.search(flat) or not _DECISION_STRONG.search(flat) or not _substantive(flat, 3):
+        return False
+    if _SIGNED_OFF.search(flat):
+        return False  # "everyone's contacts have signed off": they left the chat
+    if _GROUP.search(flat):
+        return True
+    return bool(_POLICY.search(flat)) and not _FIRST_PERSON.search(flat)
+
+
 def proposal(sentence: str, participants: Participants) -> Claim | None:
     """A proposal ("let's ...", "we should ..."): a decision once someone else agrees."""
     text = strip_address(squash(sentence), participants)

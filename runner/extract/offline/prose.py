@@ -11,6 +11,7 @@ the offline extractor proposes nothing the validator would have to drop.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from runner.core.contract import (
@@ -23,7 +24,7 @@ from runner.core.contract import (
 )
 from runner.core.window import WindowMessage
 from runner.extract.offline.overview import Central, excerpt
-from runner.extract.offline.text import squash, truncate_words
+from runner.extract.offline.text import squash, truncate_words, view_message
 from runner.extract.offline.threads import Participants, strip_address
 from runner.grounding.claim_support import DEFAULT_MIN_OVERLAP as PROPOSE_SHARE
 from runner.grounding.claim_support import content_tokens, share_in, support_share
@@ -33,6 +34,9 @@ _SENTENCE_CHARS = 300
 _CENTRAL_SENTENCES = 3
 _MIN_CENTRAL_WORDS = 5
 _EXCHANGE_CHARS = 200
+_MIN_EXCHANGE_WORDS = 3
+NOT_PROSE = re.compile(r"```|[0-9a-fA-F]{24,}")
+_OVERVIEW_SENTENCES = 12  # the contract's cap
 
 
 def _join(names: Sequence[str]) -> str:
@@ -72,16 +76,17 @@ class ProseWriter:
 
     def central(self, item: Central) -> CitedSentence | None:
         text = excerpt(item.view, self.participants)
-        if len(set(content_tokens(text))) < _MIN_CENTRAL_WORDS:
-            return None  # "ok, I will have a go now, thanks" tells a reader nothing
+        if len(set(content_tokens(text))) < _MIN_CENTRAL_WORDS or NOT_PROSE.search(text):
+            return None  # "ok, I will have a go now, thanks" or a hash tells a reader nothing
         return self.cite([f"{item.view.author}: {text}", text], [item.view.message_id])
 
     def exchange(self, opening: WindowMessage, answer: WindowMessage | None) -> list[CitedSentence]:
         """One conversation in a sentence or two: what its opener asked (or said), quoted, and
         the first answer in it, quoted; each cites its own message."""
-        asked = truncate_words(
-            strip_address(squash(opening.normalized_text), self.participants), _EXCHANGE_CHARS
-        )
+        # Its prose (code blocks and commands left out), without its addressee.
+        asked = excerpt(view_message(opening), self.participants, _EXCHANGE_CHARS)
+        if len(set(content_tokens(asked))) < _MIN_EXCHANGE_WORDS or NOT_PROSE.search(asked):
+            return []  # a paste or a hash says nothing in a sentence
         verb = "asked" if "?" in asked else "wrote"
         sentences = [self.cite([f"{opening.author} {verb}: {asked}", asked], [opening.message_id])]
         if answer is not None:
@@ -93,6 +98,17 @@ class ProseWriter:
             )
         return [sentence for sentence in sentences if sentence is not None]
 
+    def dated(self, day: str, opening: WindowMessage) -> CitedSentence | None:
+        """One day of a multi-day window in a sentence: `day`, then what its most important
+        conversation's opener asked (or said), quoted; None when no dated variant is supported."""
+        asked = excerpt(view_message(opening), self.participants, _EXCHANGE_CHARS)
+        if len(set(content_tokens(asked))) < _MIN_EXCHANGE_WORDS or NOT_PROSE.search(asked):
+            return None
+        verb = "asked" if "?" in asked else "wrote"
+        return self.cite(
+            [f"{day}: {opening.author} {verb}: {asked}", f"{day}: {asked}"], [opening.message_id]
+        )
+
     def overview(
         self,
         topics: Sequence[Topic],
@@ -101,21 +117,27 @@ class ProseWriter:
         decisions: Sequence[Decision],
         questions: Sequence[OpenQuestion],
         exchanges: Sequence[tuple[WindowMessage, WindowMessage | None]] = (),
+        others: CitedSentence | None = None,
+        days: Sequence[CitedSentence] = (),
     ) -> list[CitedSentence]:
         """Discussed, decided (two decisions), left open (two questions). Discussed is, for a
         threaded window, its largest conversations (`exchanges`: what each opener asked and the
-        first answer); otherwise the topics, then the most central messages in window order."""
+        first answer; `days`: for a window of several days, one dated sentence per day after
+        them; `others`: how many other conversations there were); otherwise the topics, then
+        the most central messages in window order."""
         # A message a decision or question below already cites is not repeated as discussed.
         later = {d.message_ids[0] for d in decisions[:2]} | {
             q.message_ids[0] for q in questions[:2]
         }
-        fresh = [c for c in central if c.view.message_id not in later]
+        fresh = [c for c in central if c.view.message_id not in later and self.central(c)]
         picked = sorted(fresh[:_CENTRAL_SENTENCES], key=lambda c: order.get(c.view.message_id, 0))
         discussed: list[CitedSentence | None] = [
             sentence for opening, answer in exchanges for sentence in self.exchange(opening, answer)
         ]
-        if not discussed:
+        if not discussed and (central or not exchanges and others is None):
             discussed = [self.discussed(topics), *(self.central(item) for item in picked)]
+        discussed.extend(days)
+        discussed.append(others)
         candidates = [
             *discussed,
             *(self.cite([f"Decided: {d.text}", d.text], d.message_ids) for d in decisions[:2]),
@@ -125,7 +147,7 @@ class ProseWriter:
         for sentence in candidates:
             if sentence is not None:
                 unique.setdefault(sentence.sentence.casefold(), sentence)
-        return list(unique.values())
+        return list(unique.values())[:_OVERVIEW_SENTENCES]
 
     def question(self, question: OpenQuestion) -> CitedSentence | None:
         asker = f" ({question.asked_by})" if question.asked_by else ""
@@ -159,7 +181,14 @@ class ProseWriter:
             assert item.content_pointer is not None
             ids = [item.content_pointer.message_id, *item.message_ids]
             candidates.append(self.cite([f"Snippet: {item.title}", item.title], ids))
-        return [sentence for sentence in candidates if sentence is not None][:5]
+        kept: list[CitedSentence] = []
+        seen: set[str] = set()
+        for sentence in candidates:
+            # One message told once: "I'll stay away from X" is not a decision and an action.
+            if sentence is not None and sentence.message_ids[0] not in seen:
+                seen.add(sentence.message_ids[0])
+                kept.append(sentence)
+        return kept[:5]
 
 
 def window_keywords(candidates: Sequence[str], window_words: set[str]) -> list[str]:

@@ -20,6 +20,7 @@ from runner.conversations.threads import ThreadedMessage, conversation_title
 from runner.core.contract import Topic
 from runner.core.window import WindowMessage
 from runner.extract.offline.artifacts import command_like
+from runner.extract.offline.importance import Importance, helpers, importance
 from runner.extract.offline.text import PartView, content_words, truncate_words, without_urls
 from runner.extract.offline.threads import is_social
 from runner.grounding.claim_support import DEFAULT_MIN_OVERLAP as MIN_TOPIC_SUPPORT
@@ -279,17 +280,28 @@ MIN_SUBSTANTIVE_MESSAGES = 2
 MAX_TOPIC_MESSAGES = 30  # the contract's cap on a topic's message_ids
 
 
-def conversation_topics(messages: Sequence[WindowMessage], limit: int) -> list[Topic] | None:
-    """The window's conversations (`WindowMessage.conversation`, set once a digest threaded
-    the window) as topics, the largest first, each titled by a quote of its opening
-    (`runner.conversations.threads.conversation_title`); None when the window is not threaded, so the
-    caller falls back to key phrases."""
+@dataclass(frozen=True)
+class RankedConversation:
+    """A conversation told as a topic, with how much it is worth reading."""
+
+    topic: Topic
+    importance: Importance
+    size: int
+
+
+def ranked_conversations(messages: Sequence[WindowMessage]) -> list[RankedConversation] | None:
+    """Every real exchange of a threaded window (`WindowMessage.conversation` set once a digest
+    threaded the window) as a topic titled by a quote of its opening
+    (`runner.conversations.threads.conversation_title`), the most important first
+    (`offline.importance`; ties: the larger, then the earlier); None when the window is not
+    threaded, so the caller falls back to key phrases."""
     if not messages or any(m.conversation is None for m in messages):
         return None
     groups: dict[str, list[WindowMessage]] = {}
     for message in messages:
         groups.setdefault(str(message.conversation), []).append(message)
-    topics: list[tuple[int, int, Topic]] = []
+    helper_names = helpers(messages, {m.message_id: str(m.conversation) for m in messages})
+    ranked: list[tuple[float, int, int, RankedConversation]] = []
     for position, members in enumerate(groups.values()):
         # The cheap tests first: most conversations of a busy channel are a message or two.
         if len(members) < MIN_CONVERSATION_MESSAGES or len({m.author for m in members}) < 2:
@@ -310,18 +322,29 @@ def conversation_topics(messages: Sequence[WindowMessage], limit: int) -> list[T
         cited = [title.message_id] + [
             m.message_id for m in substantive if m.message_id != title.message_id
         ]
+        opening = next(m for m in ordered if m.message_id == title.message_id)
+        worth = importance(ordered, helper_names, opening)
         authors = list(dict.fromkeys(m.author for m in ordered))
         others = " and others" if len(authors) > 4 else ""
         summary = f"{len(members)} messages between {', '.join(authors[:4])}{others}."
-        topics.append(
+        topic = Topic(
+            title=truncate_words(title.text, 120),
+            summary=summary,
+            message_ids=cited[:MAX_TOPIC_MESSAGES],
+        )
+        ranked.append(
             (
+                -round(worth.score, 9),
                 -len(members),
                 position,
-                Topic(
-                    title=truncate_words(title.text, 120),
-                    summary=summary,
-                    message_ids=cited[:MAX_TOPIC_MESSAGES],
-                ),
+                RankedConversation(topic, worth, len(members)),
             )
         )
-    return [topic for _, _, topic in sorted(topics, key=lambda t: t[:2])[:limit]]
+    return [item for *_, item in sorted(ranked, key=lambda r: r[:3])]
+
+
+def conversation_topics(messages: Sequence[WindowMessage], limit: int) -> list[Topic] | None:
+    """The `limit` most important conversations of a threaded window as topics (see
+    `ranked_conversations`); None when the window is not threaded."""
+    ranked = ranked_conversations(messages)
+    return None if ranked is None else [r.topic for r in ranked[:limit]]
