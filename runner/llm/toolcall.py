@@ -169,7 +169,8 @@ class ToolCaller:
         self.max_tokens_param = max_tokens_param
         self.usage_estimated = False
         self.count_estimated = False
-        # Set once a call of this caller was resent without the schema's bounds.
+        # Set once a call of this caller went without the schema's bounds because the endpoint
+        # refused them (`auto`; `omit` is the operator's choice, not worth a warning).
         self.bounds_dropped = False
 
     def _record_usage(self, response: ChatCompletion, sent_tokens: int) -> None:
@@ -219,6 +220,8 @@ class ToolCaller:
         client = self.caller.client
         bounded = send_bounds(mode, client)
         sent = tool if bounded else tool_without_bounds(tool)
+        # Under `auto`, left out because the endpoint refused them before: said in the warning.
+        self.bounds_dropped = self.bounds_dropped or (mode == "auto" and not bounded)
         try:
             response = await self._create(model, messages, sent, max_output_tokens, sent_tokens)
         except GrammarRejected as error:

@@ -167,6 +167,14 @@ async def test_a_server_that_cannot_build_the_grammar_gets_the_schema_without_bo
         # One request at a time, so the first refusal is known before any other is sent.
         one_at_a_time = llm_settings(settings, base_url, digest_llm_concurrency=1)
         job_id = await run_one_job(db, one_at_a_time, channel_id)
+        first_requests = len(fake.requests)
+        # Another job of the process shares the client: it sends no bounds from the start.
+        other = await add_channel(db, "team-infra", sample_messages())
+        other_id = await run_one_job(db, one_at_a_time, other)
+    other_job = await job_row(db, other_id)
+    assert other_job.status == "succeeded", (other_job.error, other_job.warnings)
+    assert len(refused) == 1 and len(fake.requests) > first_requests
+    assert any(w["code"] == "SCHEMA_BOUNDS_OMITTED" for w in other_job.warnings)
     job = await job_row(db, job_id)
     assert job.status == "succeeded", (job.error, job.warnings)
     assert job.stats["chunks_offline"] == 0 and job.stats["chunks_failed"] == 0
