@@ -169,7 +169,8 @@ class Settings(BaseSettings):
         default="auto",
         description="Length and count bounds (maxLength, maxItems, ...) in the tool schemas sent: "
         "`auto` sends them until the endpoint answers that it could not build a grammar from "
-        "them (llama.cpp), then resends without; `omit` never (llama-cpp-python); `send` always. "
+        "them (llama.cpp), then resends without; `omit` never (needed by llama-cpp-python, whose "
+        "server dies on them); `send` always. "
         "The answers are checked against them either way.",
     )
     # Model limits (cl100k_base tokens). Unset: the built-in table for known models, else what
