@@ -138,7 +138,9 @@ def judge_response(
     followup = [
         {
             "role": "assistant",
-            "content": None,
+            # A string, not null: llama-cpp-python's server refuses an assistant message whose
+            # content is null (a 500 listing validation errors), which failed every re-ask.
+            "content": "",
             "tool_calls": [
                 {
                     "id": call_id,
