@@ -64,7 +64,7 @@ WORDS = (
 ).split()
 JOB = (
     "id status attempts maxAttempts error resultMessage digestId warnings { code message } "
-    "stats { messages chunks chunksFailed }"
+    "stats { messages chunks chunksFailed chunksOffline }"
 )
 
 
@@ -73,13 +73,13 @@ JOB = (
 CASES: list[tuple[str, str, str]] = [
     (
         "1.1",
-        "partial digest: failed chunk digested by the next trigger",
-        "job 1 PARTIAL, job 2 digests the left-out messages",
+        "partial digest: the chunk the model failed on is read offline",
+        "job 1 PARTIAL naming the chunk (CHUNKS_EXTRACTED_OFFLINE), job 2 finds nothing left",
     ),
     (
         "1.2",
-        "partial digest: messageCoverage.leftOut names the failed range",
-        "a leftOut range, reason chunk_failed",
+        "partial digest: messageCoverage.leftOut after the offline read",
+        "no chunk_failed range: the offline rules covered the chunk",
     ),
     ("1.3", "backfill with older timestamps", "the 15 older messages are digested"),
     ("1.4", "re-ingest of a digested message with ts 2030", "the 10 later messages are digested"),
@@ -720,6 +720,8 @@ def describe(job: dict[str, Any]) -> str:
     text = f"job {job.get('id')} {job.get('status')}, {shown} msgs"
     if stats.get("chunksFailed"):
         text += f", {stats['chunksFailed']} chunk(s) failed"
+    if stats.get("chunksOffline"):
+        text += f", {stats['chunksOffline']} chunk(s) read offline"
     extra = job.get("resultMessage") or job.get("error")
     return text + (f" ({str(extra)[:70]})" if extra else "")
 
@@ -832,10 +834,12 @@ def section1(ctx: Ctx) -> None:
         s["j1"] = serve.digest_job(s["ch"], {"chunkTokens": 300})
         ctx.fake.fail = False
         s["j2"] = serve.digest_job(s["ch"])
+        named = [w for w in s["j1"]["warnings"] if w["code"] == "CHUNKS_EXTRACTED_OFFLINE"]
         ok = (
             s["j1"]["status"] == "PARTIAL"
+            and bool(named)
             and s["j2"]["status"] == "SUCCEEDED"
-            and count(s["j2"]) > 0
+            and count(s["j2"]) == 0
         )
         return f"{describe(s['j1'])}; then {describe(s['j2'])}", ok
 
@@ -846,7 +850,7 @@ def section1(ctx: Ctx) -> None:
             f"{x['messageCount']} msgs {x['firstMessageId']}..{x['lastMessageId']} {x['reason']}"
             for x in ranges
         )
-        return f"leftOut: {shown or 'none'}", bool(failed)
+        return f"leftOut: {shown or 'none'}", not failed
 
     def shown() -> tuple[str, bool]:
         cov = digest_of(serve, s["b1"]["digestId"], COVERAGE)["messageCoverage"]

@@ -142,6 +142,7 @@ def llm_config(settings: Settings) -> LLMConfig:
         timeout_seconds=settings.digest_llm_timeout_seconds,
         concurrency=settings.digest_llm_concurrency,
         max_retries=settings.digest_llm_max_retries,
+        schema_bounds=settings.digest_llm_schema_bounds,
         map_context_tokens=settings.digest_map_context_tokens,
         map_output_tokens=settings.digest_map_output_tokens,
         reduce_context_tokens=settings.digest_reduce_context_tokens,

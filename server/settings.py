@@ -165,6 +165,14 @@ class Settings(BaseSettings):
     digest_llm_max_retries: int = Field(
         default=4, ge=0, le=10, description="Retries of a failed LLM request (429, 5xx, timeouts)."
     )
+    digest_llm_schema_bounds: Literal["auto", "send", "omit"] = Field(
+        default="auto",
+        description="Length and count bounds (maxLength, maxItems, ...) in the tool schemas sent: "
+        "`auto` sends them until the endpoint answers that it could not build a grammar from "
+        "them (llama.cpp), then resends without; `omit` never (needed by llama-cpp-python, whose "
+        "server dies on them); `send` always. "
+        "The answers are checked against them either way.",
+    )
     # Model limits (cl100k_base tokens). Unset: the built-in table for known models, else what
     # the endpoint reports (/v1/models, /props, a context-length 400), else assumed (warned).
     digest_map_context_tokens: int | None = Field(

@@ -54,6 +54,13 @@ class Extractor(Protocol):
 
     async def extract_chunk(self, chunk: Chunk, known_items: list[KnownItem]) -> ChunkSummary: ...
 
+    async def extract_fallback(self, chunk: Chunk) -> ChunkSummary | None:
+        """A chunk `extract_chunk` gave up on (ChunkFailed), read another way (the LLM
+        extractor: by the offline rules), or None when there is no other way. The pipeline
+        validates it like any chunk, never caches it, and names the chunk in the job's
+        warnings; it raises ChunkFailed when the other way fails too."""
+        ...
+
     async def synthesize_digest(
         self,
         chunks: list[MappedChunk],

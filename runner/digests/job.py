@@ -10,8 +10,10 @@ The steps:
    conversation so chunks hold threads; the pipeline maps the chunks (each result cached by its
    key, so a reclaimed job pays only for the chunks not finished yet) and reduces them; `runner/digests/store.py` writes the
    digest, its coverage and the job's end in one transaction.
-A window none of whose chunks could be extracted (endpoint down, circuit open) is retried later:
-an empty digest would hide that.
+A chunk the LLM could not extract (errors after retries, an open circuit, unusable output twice)
+is read by the offline rules instead: the job ends PARTIAL with a CHUNKS_EXTRACTED_OFFLINE warning
+and a `chunk_offline` flag per chunk, and its messages count as covered. Only a window none of
+whose chunks anything could extract is retried later: an empty digest would hide that.
 """
 
 from __future__ import annotations
@@ -121,14 +123,25 @@ class ChannelJobRunner:
                 "ExtractionUnavailable",
                 f"every chunk failed; first: {result.failed_chunks[0]['reason']}",
             )
-        status = JobStatus.PARTIAL if result.failed_chunks else JobStatus.SUCCEEDED
-        digest_flags = [
-            {"code": flag.split(":", 1)[0], "message": flag}
-            for flag in result.validation.output_flags
-        ] + [
-            {"code": "chunk_failed", "message": f"chunk {f['chunk']}: {f['reason']}"}
-            for f in result.failed_chunks
-        ]
+        complete = not (result.failed_chunks or result.fallback_chunks)
+        status = JobStatus.SUCCEEDED if complete else JobStatus.PARTIAL
+        digest_flags = (
+            [
+                {"code": flag.split(":", 1)[0], "message": flag}
+                for flag in result.validation.output_flags
+            ]
+            + [
+                {"code": "chunk_failed", "message": f"chunk {f['chunk']}: {f['reason']}"}
+                for f in result.failed_chunks
+            ]
+            + [
+                {
+                    "code": "chunk_offline",
+                    "message": f"chunk {f['chunk']}: extracted by the offline rules ({f['reason']})",
+                }
+                for f in result.fallback_chunks
+            ]
+        )
         rejections = [{**r.as_json(), "stage": "map"} for r in result.map_rejections] + [
             {**r.as_json(), "stage": "reduce"} for r in result.validation.rejections
         ]
@@ -160,8 +173,9 @@ class ChannelJobRunner:
                 stats=stats,
                 warnings=[w.as_json() for w in result.warnings],
                 uncovered=result.failed_message_ids,
-                # Only a complete digest stands for its input (a catch-up may be served from it).
-                window_key=None if result.failed_chunks else key,
+                # Only a complete digest stands for its input (a catch-up may be served from it),
+                # not one the offline rules filled in for the model.
+                window_key=key if complete else None,
                 threads=(threading, thread_input.internal_ids),
                 entities=entities,
             )

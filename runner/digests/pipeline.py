@@ -56,6 +56,9 @@ class PipelineResult:
     content_tokens: int
     tokens_estimated: bool = False
     phases: list[str] = field(default_factory=list)
+    # Chunks the extractor gave up on that its fallback read instead (`extract_fallback`), each
+    # {"chunk", "reason", "message_ids"} like a failed chunk: digested, but not by the extractor.
+    fallback_chunks: list[dict[str, object]] = field(default_factory=list)
 
     @property
     def digest(self) -> Digest:
@@ -70,6 +73,46 @@ class PipelineResult:
             if isinstance(message_ids, list):
                 ids.update(str(message_id) for message_id in message_ids)
         return ids
+
+
+# Characters of one reason in the warning that names the chunks read by the fallback.
+_FALLBACK_REASON_CHARS = 240
+
+
+def chunk_ranges(indexes: Sequence[int]) -> str:
+    """`0-3, 5, 7-8`: chunk indexes, consecutive ones as ranges."""
+    ranges: list[list[int]] = []
+    for index in sorted(indexes):
+        if ranges and index == ranges[-1][1] + 1:
+            ranges[-1][1] = index
+        else:
+            ranges.append([index, index])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in ranges)
+
+
+def fallback_warning(fallback_chunks: Sequence[dict[str, object]]) -> PipelineWarning | None:
+    """CHUNKS_EXTRACTED_OFFLINE naming every chunk the fallback read, then why, chunks with the
+    same reason together (`3 chunks extracted by the offline rules (0-2): chunks 0-1: circuit
+    open ...`); None when there are none. The reasons are the extractor's (redacted, never the
+    model's output); those that do not fit the warning are left out, never the chunks."""
+    if not fallback_chunks:
+        return None
+    by_reason: dict[str, list[int]] = {}
+    for failure in fallback_chunks:
+        reason = str(failure["reason"])[:_FALLBACK_REASON_CHARS]
+        by_reason.setdefault(reason, []).append(int(str(failure["chunk"])))
+    count = len(fallback_chunks)
+    every = chunk_ranges([int(str(failure["chunk"])) for failure in fallback_chunks])
+    message = (
+        f"{count} {'chunk' if count == 1 else 'chunks'} extracted by the offline rules ({every})"
+    )
+    for reason, chunks in by_reason.items():
+        part = f"{'chunk' if len(chunks) == 1 else 'chunks'} {chunk_ranges(chunks)}: {reason}"
+        if len(message) + len(part) + 2 > 1000:
+            message += "; ..."
+            break
+        message += f"; {part}"
+    return PipelineWarning("CHUNKS_EXTRACTED_OFFLINE", message)
 
 
 def chunk_cache_key(extractor: Extractor, chunk: Chunk, known_items_hash: str | None = None) -> str:
@@ -154,7 +197,10 @@ async def run_pipeline(
     tracked_items: Sequence[KnownItem] = (),
 ) -> PipelineResult:
     """Digest `window` with `extractor`; a chunk whose result is cached is not extracted
-    again; a failed chunk is recorded, not fatal.
+    again; a chunk the extractor gives up on is read by its fallback (`extract_fallback`: the
+    LLM extractor's offline rules), validated like the others but not cached, and named in a
+    CHUNKS_EXTRACTED_OFFLINE warning; with no fallback (or a failing one) it is recorded as
+    failed. Neither is fatal.
 
     Up to `concurrency` chunks are mapped at once, and the result does not depend on which
     finishes first: chunk `i` starts once chunks `0 .. i - concurrency` have finished and is
@@ -189,6 +235,7 @@ async def run_pipeline(
     chunks: list[Chunk] = []
     summaries: list[ChunkSummary | None] = []
     failed: list[dict[str, object]] = []
+    fell_back: list[dict[str, object]] = []
     map_rejections: dict[int, list[Rejection]] = {}
     cached: set[int] = set()
     known = _KnownItems(tracked_items)
@@ -222,6 +269,26 @@ async def run_pipeline(
         finally:
             finish(chunk.index)
 
+    async def fall_back(chunk: Chunk, reason: str) -> ChunkSummary | None:
+        """The chunk read by the extractor's fallback, recorded as such; None (the chunk
+        recorded as failed) when there is no fallback or it fails too."""
+        entry: dict[str, object] = {
+            "chunk": chunk.index,
+            "reason": reason[:500],
+            "message_ids": chunk.message_ids,
+        }
+        try:
+            summary = await extractor.extract_fallback(chunk)
+        except ChunkFailed as second:
+            entry["reason"] = f"{reason[:300]}; fallback: {second.reason[:190]}"
+            summary = None
+        if summary is None:
+            # Read but not digested: they stay uncovered (runner/digests/store.py).
+            failed.append(entry)
+        else:
+            fell_back.append(entry)
+        return summary
+
     async def map_chunk(chunk: Chunk) -> None:
         nonlocal stop_at
         if stop_at is not None and chunk.index >= stop_at:
@@ -238,33 +305,22 @@ async def run_pipeline(
         if summary is not None:
             cached.add(chunk.index)
         else:
+            fallback = False
+            raw: ChunkSummary | None
             try:
                 raw = await extractor.extract_chunk(chunk, given)
-            except ChunkTooLarge as failure:
-                if recuts < _MAX_RECUTS and _smaller(chunk_tokens, failure.fit_tokens):
+            except ChunkFailed as failure:
+                if (
+                    isinstance(failure, ChunkTooLarge)
+                    and recuts < _MAX_RECUTS
+                    and _smaller(chunk_tokens, failure.fit_tokens)
+                ):
                     too_large[chunk.index] = failure
                     end = chunk.index + concurrency
                     stop_at = end if stop_at is None else min(stop_at, end)
                     return
-                failed.append(
-                    {
-                        "chunk": chunk.index,
-                        "reason": failure.reason[:500],
-                        # Read but not digested: they stay uncovered (runner/digests/store.py).
-                        "message_ids": chunk.message_ids,
-                    }
-                )
-                raw = None
-            except ChunkFailed as failure:
-                failed.append(
-                    {
-                        "chunk": chunk.index,
-                        "reason": failure.reason[:500],
-                        # Read but not digested: they stay uncovered (runner/digests/store.py).
-                        "message_ids": chunk.message_ids,
-                    }
-                )
-                raw = None
+                raw = await fall_back(chunk, failure.reason)
+                fallback = raw is not None
             if raw is not None:
                 chunk_texts = {mid: texts[mid] for mid in chunk.message_ids}
                 checked = await run_light(
@@ -272,7 +328,8 @@ async def run_pipeline(
                 )
                 map_rejections[chunk.index] = checked.rejections
                 summary = checked.output
-                if hooks.save_chunk:
+                # The key names the extractor's result: the fallback's must not stand for it.
+                if hooks.save_chunk and not fallback:
                     await hooks.save_chunk(key, summary)
         summaries[chunk.index] = summary
         await progress("map", done + 1, len(chunks))
@@ -316,6 +373,7 @@ async def run_pipeline(
             del tasks[first:]
             known.truncate(first)
             failed[:] = [f for f in failed if int(str(f["chunk"])) < first]
+            fell_back[:] = [f for f in fell_back if int(str(f["chunk"])) < first]
             for index in [i for i in map_rejections if i >= first]:
                 del map_rejections[index]
             cached.difference_update([i for i in cached if i >= first])
@@ -348,13 +406,16 @@ async def run_pipeline(
     validation = await run_light(
         validate_output, digest, texts, min_overlap=min_overlap, channel_name=window.channel_name
     )
+    fell_back.sort(key=lambda f: int(str(f["chunk"])))
+    warning = fallback_warning(fell_back)
     return PipelineResult(
         validation=validation,
         chunk_count=len(chunks),
         chunks_from_cache=len(cached),
         failed_chunks=sorted(failed, key=lambda f: int(str(f["chunk"]))),
+        fallback_chunks=fell_back,
         map_rejections=[r for i in sorted(map_rejections) for r in map_rejections[i]],
-        warnings=list(extractor.warnings),
+        warnings=[*extractor.warnings, *([warning] if warning else [])],
         duration_seconds=time.perf_counter() - started,
         content_tokens=sum(chunk.token_count for chunk in chunks),
         tokens_estimated=any(chunk.tokens_estimated for chunk in chunks),

@@ -18,6 +18,7 @@ def job_stats(result: PipelineResult, extractor: Extractor, messages: int) -> di
         "chunks": result.chunk_count,
         "chunks_from_cache": result.chunks_from_cache,
         "chunks_failed": len(result.failed_chunks),
+        "chunks_offline": len(result.fallback_chunks),
         "extractor": extractor.name,
         "llm_calls": usage.llm_calls,
         "prompt_tokens": usage.prompt_tokens,

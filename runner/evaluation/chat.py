@@ -86,7 +86,9 @@ async def evaluate_window(
         grounding=grounding_of(result, texts, options.min_overlap),
         seconds=result.duration_seconds,
         chunks=result.chunk_count,
-        failed_chunks=len(result.failed_chunks),
+        # A chunk the offline rules read for a failing model was not read by the extractor
+        # under evaluation: it counts as failed here.
+        failed_chunks=len(result.failed_chunks) + len(result.fallback_chunks),
         map_rejections=len(result.map_rejections),
     )
 

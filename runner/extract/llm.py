@@ -2,8 +2,9 @@
 
 Map: one `emit_chunk_summary` call per chunk (runner.llm.toolcall), preflighted against the map
 model's budget. Reduce: `emit_digest`, in levels when needed (runner.llm.reduce). Faults become
-`ChunkFailed` for a chunk (the job ends PARTIAL) or a deterministic merge for the reduce; the
-validator (runner.grounding.validate) checks everything afterwards, whatever the model returned.
+`ChunkFailed` for a chunk, which the pipeline then has the offline extractor read instead
+(`extract_fallback`; the job ends PARTIAL), or the offline reduce for the reduce; the validator
+(runner.grounding.validate) checks everything afterwards, whatever produced it.
 
 Build one extractor per job (its `usage` and `warnings` are the job's), sharing the `openai`
 client and the endpoint's circuit breaker between jobs.
@@ -32,6 +33,7 @@ from runner.core.extractor import (
     ChunkFailed,
     ChunkTooLarge,
     ExtractionUsage,
+    Extractor,
     KnownItem,
     MappedChunk,
     PipelineWarning,
@@ -72,13 +74,20 @@ _UNNAMED_OVERFLOW_SHARE = 0.75
 _REDUCE_ATTEMPTS = 3
 
 
-def _offline_reduce() -> FallbackReduce | None:
-    """The offline extractor's reduce, used when the LLM reduce fails (None if unavailable)."""
+def _offline_extractor() -> Extractor | None:
+    """The offline extractor, which stands in for the model where it fails (None if
+    unavailable)."""
     try:
         from runner.extract.offline import OfflineExtractor
     except ImportError:
         return None
-    return OfflineExtractor().synthesize_digest
+    return OfflineExtractor()
+
+
+def _offline_reduce() -> FallbackReduce | None:
+    """The offline extractor's reduce, used when the LLM reduce fails (None if unavailable)."""
+    offline = _offline_extractor()
+    return None if offline is None else offline.synthesize_digest
 
 
 def namespace_keys(
@@ -235,6 +244,13 @@ class LLMExtractor:
             self.warnings.append(warning)
 
     def _note_estimates(self) -> None:
+        if self.tools.bounds_dropped:
+            self._warn(
+                "SCHEMA_BOUNDS_OMITTED",
+                "the endpoint could not build a grammar from the tool schema; its length and "
+                "count bounds were left out of the requests (the answers are still checked "
+                "against them); set DIGEST_LLM_SCHEMA_BOUNDS=omit to skip the refused request",
+            )
         if self.tools.count_estimated:
             self._warn(
                 "TOKEN_COUNT_ESTIMATE_USED", "preflight counted tokens with a chars/4 estimate"
@@ -335,6 +351,16 @@ class LLMExtractor:
             self._note_estimates()
         self.usage.content_tokens += chunk.token_count
         return namespace_keys(summary, f"c{chunk.content_hash[:6]}.", shown)
+
+    async def extract_fallback(self, chunk: Chunk) -> ChunkSummary | None:
+        """A chunk the model could not extract, read by the offline rules instead (None when
+        they are not available); its knowledge-item keys namespaced like the model's, so they
+        stay unique across chunks. Raises ChunkFailed when the rules fail too."""
+        offline = _offline_extractor()
+        if offline is None:
+            return None
+        summary = await offline.extract_chunk(chunk, [])
+        return namespace_keys(summary, f"o{chunk.content_hash[:6]}.")
 
     async def synthesize_digest(
         self, chunks: list[MappedChunk], window: Window, top_messages: list[WindowMessage]

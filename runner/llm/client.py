@@ -11,7 +11,10 @@ every message this module creates goes through `redact`.
 A response that is not a chat completion (an HTML login page of a proxy answering 200, JSON of
 another shape, a body cut off) is a failed attempt like a 5xx: retried, counted by the breaker,
 and described by its content type and a short sanitized prefix. A 400 that says the request
-exceeds the model's context raises ContextLimitExceeded (runner.llm.limits reads the wordings).
+exceeds the model's context raises ContextLimitExceeded (runner.llm.limits reads the wordings); an
+error that says the server could not build a grammar from the request's schema (llama.cpp,
+llama-cpp-python) raises GrammarRejected at once, neither retried nor counted by the breaker: the
+request's shape is at fault, not the endpoint's health (runner.llm.bounds).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import openai
 from openai.types.chat import ChatCompletion
 
 from runner.errors import LLMError
+from runner.llm.bounds import is_grammar_error
 from runner.llm.breaker import CircuitBreaker, CircuitOpen
 from runner.llm.config import LLMConfig
 from runner.llm.limits import ContextOverflow, parse_context_overflow
@@ -115,6 +119,12 @@ class ContextLimitExceeded(LLMCallError):
         super().__init__(message, status=status)
         self.overflow = overflow
         self.sent_tokens = 0
+
+
+class GrammarRejected(LLMCallError):
+    """The endpoint could not turn the request's tool schema into a grammar (llama.cpp's
+    "failed to parse grammar"): the same request fails again, the same request without the
+    schema's bounds may not (runner.llm.toolcall resends it so)."""
 
 
 class MalformedResponse(LLMError):
@@ -208,6 +218,13 @@ def _classify(error: Exception) -> tuple[bool, bool, float | None, str, int | No
     return False, True, None, f"{type(error).__name__}: {str(error)[:300]}", None
 
 
+def _grammar_refused(error: Exception) -> bool:
+    """Whether a refusal's message or body says the request's grammar could not be built."""
+    if not isinstance(error, openai.APIStatusError):
+        return False
+    return is_grammar_error(f"{error.message} {error.body}")
+
+
 def _overflow(error: Exception, status: int | None) -> ContextOverflow | None:
     """The context overflow a refused request reports (400/413/422), else None."""
     if not isinstance(error, openai.APIStatusError) or status not in {400, 413, 422}:
@@ -274,6 +291,9 @@ class ResilientCaller:
                 except Exception as error:  # noqa: BLE001 - classified below, never swallowed
                     retryable, counts, retry_after, description, status = _classify(error)
                     overflow = _overflow(error, status)
+                    grammar = _grammar_refused(error)
+                    if grammar:
+                        retryable = counts = False
                     LLM_CALLS.labels(endpoint, model, "error").inc()
                     LLM_ERRORS.labels(endpoint, str(status or type(error).__name__)).inc()
                     if counts:
@@ -285,6 +305,8 @@ class ResilientCaller:
                     self.breaker.record_success()
                     _count_success(endpoint, model, response)
                     return response
+            if grammar:
+                raise GrammarRejected(f"LLM request failed: {description}", status=status)
             if overflow is not None:
                 raise ContextLimitExceeded(
                     f"LLM request failed: {description}", overflow, status=status
@@ -318,6 +340,7 @@ class ResilientCaller:
 __all__ = [
     "CircuitOpen",
     "ContextLimitExceeded",
+    "GrammarRejected",
     "LLMCallError",
     "MalformedResponse",
     "ResilientCaller",

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
+from runner.llm.bounds import SchemaBounds
+
 # Extra headers whose values are credentials (a proxy's own key): masked like the API key.
 SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key", "api-key"})
 
@@ -43,6 +45,9 @@ class LLMConfig:
     map_max_output_tokens: int = 4096
     reduce_max_output_tokens: int = 8192
     max_tokens_param: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+    # Whether tool schemas carry their length and count bounds (runner.llm.bounds): `auto` sends
+    # them until the endpoint says its grammar failed, `omit` never, `send` always.
+    schema_bounds: SchemaBounds = "auto"
 
     # Token budgets: model name -> {context_window, max_output_tokens,
     # budgeting_mode}; effective budget = (input budget - overhead) x (1 - safety margin).
@@ -76,6 +81,8 @@ class LLMConfig:
             raise ValueError("token_safety_margin must be in [0, 1)")
         if self.timeout_seconds <= 0:
             raise ValueError("timeout_seconds must be positive")
+        if self.schema_bounds not in ("auto", "send", "omit"):
+            raise ValueError("schema_bounds must be auto, send or omit")
         for name in (
             "map_context_tokens",
             "map_output_tokens",

@@ -6,6 +6,11 @@ The re-ask feeds the concrete errors back (as a `tool` message answering the mod
 `user` message when there was no call) and asks again once; a second bad response raises
 MalformedOutput. The static prefix of the request (system prompt, tools) is never touched, so
 the re-ask still hits the provider's prompt cache.
+
+A request's tool schema carries its length and count bounds unless the settings or the endpoint
+say otherwise (runner.llm.bounds): under `auto`, a call refused with a grammar error is sent once
+more without them, and the client's later calls leave them out; the answer is validated against
+the full contract either way.
 """
 
 from __future__ import annotations
@@ -22,8 +27,9 @@ from runner.core.contract import TOOL_MODELS, StrictModel, tool_schema
 from runner.core.tokens import count_tokens
 from runner.core.vocabulary import ExtractionUsage
 from runner.errors import LLMError
+from runner.llm.bounds import has_bounds, remember_refusal, send_bounds, tool_without_bounds
 from runner.llm.budget import Preflight, RequestBudget, endpoint_budget, preflight
-from runner.llm.client import ContextLimitExceeded, ResilientCaller
+from runner.llm.client import ContextLimitExceeded, GrammarRejected, ResilientCaller
 
 logger = logging.getLogger(__name__)
 
@@ -132,7 +138,9 @@ def judge_response(
     followup = [
         {
             "role": "assistant",
-            "content": None,
+            # A string, not null: llama-cpp-python's server refuses an assistant message whose
+            # content is null (a 500 listing validation errors), which failed every re-ask.
+            "content": "",
             "tool_calls": [
                 {
                     "id": call_id,
@@ -163,6 +171,9 @@ class ToolCaller:
         self.max_tokens_param = max_tokens_param
         self.usage_estimated = False
         self.count_estimated = False
+        # Set once a call of this caller went without the schema's bounds because the endpoint
+        # refused them (`auto`; `omit` is the operator's choice, not worth a warning).
+        self.bounds_dropped = False
 
     def _record_usage(self, response: ChatCompletion, sent_tokens: int) -> None:
         self.usage.llm_calls += 1
@@ -204,7 +215,42 @@ class ToolCaller:
         sent_tokens: int,
     ) -> ChatCompletion:
         """One request that forces `tool`, its usage recorded. `sent_tokens` is the preflight
-        count of the request. Raises LLMCallError (ContextLimitExceeded) or CircuitOpen."""
+        count of the request. The tool's bounds are left out when the settings or the endpoint
+        ask for it (see the module docstring). Raises LLMCallError (ContextLimitExceeded,
+        GrammarRejected) or CircuitOpen."""
+        mode = self.caller.config.schema_bounds
+        client = self.caller.client
+        bounded = send_bounds(mode, client)
+        sent = tool if bounded else tool_without_bounds(tool)
+        # Under `auto`, left out because the endpoint refused them before: said in the warning.
+        self.bounds_dropped = self.bounds_dropped or (mode == "auto" and not bounded)
+        try:
+            response = await self._create(model, messages, sent, max_output_tokens, sent_tokens)
+        except GrammarRejected as error:
+            if not (bounded and mode == "auto" and has_bounds(tool)):
+                raise
+            remember_refusal(client)
+            self.bounds_dropped = True
+            logger.warning(
+                "the LLM endpoint could not build a grammar from the %s schema (%s); sending "
+                "it without length and count bounds from now on",
+                tool["function"]["name"],
+                str(error)[:200],
+            )
+            response = await self._create(
+                model, messages, tool_without_bounds(tool), max_output_tokens, sent_tokens
+            )
+        self._record_usage(response, sent_tokens)
+        return response
+
+    async def _create(
+        self,
+        model: str,
+        messages: list[dict[str, Any]],
+        tool: dict[str, Any],
+        max_output_tokens: int,
+        sent_tokens: int,
+    ) -> ChatCompletion:
         request: dict[str, Any] = {
             "model": model,
             "messages": messages,
@@ -215,12 +261,10 @@ class ToolCaller:
         if self.temperature is not None:
             request["temperature"] = self.temperature
         try:
-            response = await self.caller.create(**request)
+            return await self.caller.create(**request)
         except ContextLimitExceeded as error:
             error.sent_tokens = sent_tokens  # to compare with the server's own count
             raise
-        self._record_usage(response, sent_tokens)
-        return response
 
     async def call(
         self,

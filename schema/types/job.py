@@ -37,6 +37,10 @@ class JobStats:
     chunks: int | None = None
     chunks_from_cache: int | None = None
     chunks_failed: int | None = None
+    chunks_offline: int | None = strawberry.field(
+        default=None,
+        description="Chunks the model could not extract that the offline rules read instead.",
+    )
     extractor: str | None = None
     llm_calls: int | None = None
     prompt_tokens: int | None = None

@@ -83,6 +83,10 @@ class OfflineExtractor:
             # The job goes on and ends PARTIAL; the reason names the error, never the content.
             raise ChunkFailed(f"offline rules failed: {type(error).__name__}") from error
 
+    async def extract_fallback(self, chunk: Chunk) -> ChunkSummary | None:
+        """No other way to read a chunk these rules failed on."""
+        return None
+
     async def synthesize_digest(
         self,
         chunks: list[MappedChunk],

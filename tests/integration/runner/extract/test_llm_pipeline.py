@@ -216,7 +216,7 @@ async def test_signal_inconsistency_is_corrected() -> None:
     assert any(f.startswith("signal_inconsistent") for f in result.validation.output_flags)
 
 
-async def test_a_failed_chunk_makes_the_job_partial_and_keeps_the_rest() -> None:
+async def test_a_chunk_answered_with_garbage_is_read_offline_and_the_rest_kept() -> None:
     window = make_window(TEXTS)
 
     def respond(body: dict[str, Any]) -> Any:
@@ -229,11 +229,14 @@ async def test_a_failed_chunk_makes_the_job_partial_and_keeps_the_rest() -> None
 
     extractor = make_extractor(FakeLLM(respond))
     result = await run_pipeline(window, extractor, chunk_tokens=60)
-    assert [f["chunk"] for f in result.failed_chunks] == [1]
-    reason = str(result.failed_chunks[0]["reason"])
+    assert result.failed_chunks == []
+    assert [f["chunk"] for f in result.fallback_chunks] == [1]
+    reason = str(result.fallback_chunks[0]["reason"])
     assert "not valid JSON" in reason and "after one re-ask" in reason
+    [warning] = [w for w in result.warnings if w.code == "CHUNKS_EXTRACTED_OFFLINE"]
+    assert "chunk 1: unusable emit_chunk_summary output" in warning.message
+    assert "{not json" not in warning.message  # the reason, never the model's output
     assert result.digest.knowledge_items  # the other chunks' items are kept
-    assert result.chunk_count - len(result.failed_chunks) >= 1
 
 
 async def test_cached_chunks_make_zero_map_calls() -> None:

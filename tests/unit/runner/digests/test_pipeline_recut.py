@@ -65,6 +65,9 @@ class SmallModelExtractor:
             }
         )
 
+    async def extract_fallback(self, chunk: Chunk) -> ChunkSummary | None:
+        return None  # a chunk that never fits fails, so the test sees it
+
     async def synthesize_digest(
         self, chunks: list[MappedChunk], window: Window, top: list[WindowMessage]
     ) -> Digest:

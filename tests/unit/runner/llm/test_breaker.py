@@ -130,7 +130,7 @@ async def test_a_dead_endpoint_trips_the_breaker_and_chunks_fail_fast() -> None:
     assert len(endpoint.requests) == 6
 
 
-async def test_while_open_the_job_ends_partial_without_calling_the_endpoint() -> None:
+async def test_while_open_the_chunks_are_read_offline_without_calling_the_endpoint() -> None:
     clock = Clock()
     b = CircuitBreaker("down", clock=clock)
     record(b, "FFFFF")
@@ -138,9 +138,9 @@ async def test_while_open_the_job_ends_partial_without_calling_the_endpoint() ->
     extractor = make_extractor(endpoint, breaker=b)
     window = make_window(["the registry is down again", "yes, since noon"])
     result = await run_pipeline(window, extractor, chunk_tokens=4000)
-    assert endpoint.requests == []
-    assert result.failed_chunks and str(result.failed_chunks[0]["reason"]).startswith(
-        "circuit open"
-    )
-    # Nothing to reduce: no call either, and an honest empty digest.
-    assert result.digest.signal_quality.level.value == "empty"
+    assert endpoint.requests == []  # neither the map nor the reduce reached it
+    assert result.failed_chunks == []
+    assert [f["chunk"] for f in result.fallback_chunks] == [0]
+    assert str(result.fallback_chunks[0]["reason"]).startswith("circuit open")
+    [warning] = [w for w in result.warnings if w.code == "CHUNKS_EXTRACTED_OFFLINE"]
+    assert "chunk 0: circuit open" in warning.message

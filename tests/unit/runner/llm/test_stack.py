@@ -58,6 +58,8 @@ async def test_the_summarizer_counts_usage_and_re_asks_like_the_extractor() -> N
     # The bad call is answered with a `tool` message, as the chat extractor's re-ask does.
     assert [m["role"] for m in reask[len(first) :]] == ["assistant", "tool"]
     assert "schema violations" in reask[-1]["content"]
+    # A string: llama-cpp-python's server refuses an assistant message with null content.
+    assert isinstance(reask[len(first)]["content"], str)
 
 
 async def test_a_request_over_the_models_budget_is_refused_before_it_is_sent() -> None:

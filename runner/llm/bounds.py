@@ -1,0 +1,145 @@
+"""Tool schemas that grammar-based local servers can take: the bounds left out, when asked or
+when the server says its grammar failed.
+
+llama.cpp's server and llama-cpp-python turn a tool's JSON schema into a grammar that constrains
+decoding. A string's `maxLength` becomes a nested chain of optional characters, a list's
+`maxItems` a chain of optional items, so the contract's bounds (titles of 200 characters, lists
+of 20 ids) make a grammar the server fails to parse ("failed to parse grammar"), or so large that
+it gives up. The validator enforces every one of these bounds on what comes back (the contract's
+Pydantic models, `model_validate` in runner.llm.toolcall), so a request without them loses a hint
+to the model and nothing of what is stored.
+
+`DIGEST_LLM_SCHEMA_BOUNDS` (LLMConfig.schema_bounds) says what is sent:
+- `auto`: the bounds are sent; a call the endpoint refuses with a grammar error is sent once more
+  without them, and so is every later call through the same client;
+- `omit`: never sent (a server known to build grammars, or one that crashes on them);
+- `send`: always sent; a grammar error fails the call like any other refusal.
+"""
+
+from __future__ import annotations
+
+import re
+import weakref
+from typing import Any, Literal
+
+SchemaBounds = Literal["auto", "send", "omit"]
+
+# The keywords that bound a value (length, count, range, shape of a string). Everything else of a
+# schema (types, required fields, enums, descriptions) is kept.
+BOUND_KEYWORDS = frozenset(
+    {
+        "minLength",
+        "maxLength",
+        "pattern",
+        "minItems",
+        "maxItems",
+        "minProperties",
+        "maxProperties",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "multipleOf",
+    }
+)
+# Keywords whose value is a map of names to schemas (a property called `pattern` is a name there,
+# not a keyword), a list of schemas, or one schema.
+_SCHEMA_MAPS = frozenset(
+    {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"}
+)
+_SCHEMA_LISTS = frozenset({"anyOf", "oneOf", "allOf", "prefixItems"})
+_SCHEMA_VALUES = frozenset(
+    {
+        "items",
+        "additionalProperties",
+        "additionalItems",
+        "unevaluatedProperties",
+        "unevaluatedItems",
+        "contains",
+        "propertyNames",
+        "not",
+        "if",
+        "then",
+        "else",
+    }
+)
+
+# What llama.cpp (`failed to parse grammar`, `error parsing grammar`), llama-cpp-python and
+# servers built on them answer when a schema's grammar cannot be built.
+_GRAMMAR_ERROR = re.compile(
+    r"grammar[^.\n]{0,80}?(fail|error|invalid|pars|unable|could ?n[o']t)"
+    r"|(fail|error|invalid|unable|could ?n[o']t)[^.\n]{0,80}?grammar",
+    re.IGNORECASE,
+)
+
+
+def strip_bounds(schema: Any) -> Any:
+    """`schema` without its bound keywords (BOUND_KEYWORDS), at every level; a new object,
+    `schema` is not changed."""
+    if isinstance(schema, list):  # `items` as a list of schemas (draft 4 to 2019-09)
+        return [strip_bounds(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    stripped: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in BOUND_KEYWORDS:
+            continue
+        if key in _SCHEMA_MAPS and isinstance(value, dict):
+            stripped[key] = {name: strip_bounds(child) for name, child in value.items()}
+        elif key in _SCHEMA_LISTS and isinstance(value, list):
+            stripped[key] = [strip_bounds(child) for child in value]
+        elif key in _SCHEMA_VALUES:
+            stripped[key] = strip_bounds(value)
+        else:
+            stripped[key] = value
+    return stripped
+
+
+def tool_without_bounds(tool: dict[str, Any]) -> dict[str, Any]:
+    """An OpenAI `tools` entry whose parameters schema has no bounds."""
+    function = tool.get("function")
+    if not isinstance(function, dict) or "parameters" not in function:
+        return tool
+    return {**tool, "function": {**function, "parameters": strip_bounds(function["parameters"])}}
+
+
+def has_bounds(tool: dict[str, Any]) -> bool:
+    return tool_without_bounds(tool) != tool
+
+
+def is_grammar_error(text: str) -> bool:
+    """Whether an endpoint's error text says the request's grammar could not be built."""
+    return bool(_GRAMMAR_ERROR.search(text))
+
+
+# The clients (openai.AsyncOpenAI) whose endpoint refused a schema's grammar: their later calls
+# leave the bounds out from the start. Held weakly: forgotten with the client.
+_refusing: weakref.WeakSet[object] = weakref.WeakSet()
+
+
+def remember_refusal(client: object) -> None:
+    _refusing.add(client)
+
+
+def refuses_bounds(client: object) -> bool:
+    return client in _refusing
+
+
+def send_bounds(mode: SchemaBounds, client: object) -> bool:
+    """Whether a request through `client` carries the bounds under `mode`."""
+    if mode == "omit":
+        return False
+    return mode == "send" or not refuses_bounds(client)
+
+
+__all__ = [
+    "BOUND_KEYWORDS",
+    "SchemaBounds",
+    "has_bounds",
+    "is_grammar_error",
+    "refuses_bounds",
+    "remember_refusal",
+    "send_bounds",
+    "strip_bounds",
+    "tool_without_bounds",
+]
