@@ -3,6 +3,9 @@
     .venv/bin/python scripts/train_disentangle.py [--data ../shared/data] [--out PATH]
     .venv/bin/python scripts/train_disentangle.py --hold-out-every 5 [--hold-out-offset K]
     .venv/bin/python scripts/train_disentangle.py --hidden 32 [...]   (the feed-forward model)
+    .venv/bin/python scripts/train_disentangle.py --hidden 32 --seed S --out FILE
+    .venv/bin/python scripts/train_disentangle.py --hidden 32 --seeds 14,1,2   (an ensemble)
+    .venv/bin/python scripts/train_disentangle.py --merge A.json B.json ... --out FILE
 
 Reads ../shared/data/chat/ubuntu_irc_disentanglement/train only (never dev), makes every scored
 message's candidates and features with the runtime's own code (`runner.conversations.disentangle.model.
@@ -13,7 +16,9 @@ the same data gives the same weights, byte for byte (rounded to 4 decimals). Nee
 
 `--hidden H` adds H tanh units over the same features to the linear score (a feed-forward model
 like the paper's, one small layer), fitted on the same objective by minibatch Adam from a fixed
-seed (deterministic too).
+seed (deterministic too; `--seed` picks another). `--seeds` trains one such model per seed and
+writes their ensemble: the mean of their scores, as one model with their hidden units side by
+side (exact); `--merge` writes the same file from members trained separately (in parallel).
 
 Features that look at the conversations built so far need parents for the earlier messages:
 round 1 reads each log with no model (every message alone), each later round with the previous
