@@ -46,8 +46,11 @@ _STAGING_COLUMNS = (
     "attachments",
 )
 
-# Last occurrence of an id in a batch wins; unchanged rows are not rewritten (no dead tuples, and
-# the counts tell a re-import apart from new data). A changed text becomes a new revision in the
+# Last occurrence of an id in a batch wins, and new rows are inserted in the export's order
+# (`seq`), so their ids keep it: minute-resolution logs (IRC, Gitter) have many messages with one
+# timestamp, and the channel's (ts, id) order must be the order they were said in (threading
+# reads it). Unchanged rows are not rewritten (no dead tuples, and the counts tell a re-import
+# apart from new data). A changed text becomes a new revision in the
 # database itself: the trigger of migration 0003 copies the old text into message_revisions and
 # bumps `revision` on the rows this upsert updates, so new messages cost nothing more. A change
 # of timestamp, author or attachments alone keeps the revision: it neither uncovers the message
@@ -55,11 +58,12 @@ _STAGING_COLUMNS = (
 _MERGE = """
 INSERT INTO messages AS m (channel_id, external_id, author, ts, reply_to, raw_text,
                            normalized_text, attachments)
-SELECT DISTINCT ON (channel_id, external_id)
-       channel_id, external_id, author, ts, reply_to, raw_text, normalized_text,
+SELECT channel_id, external_id, author, ts, reply_to, raw_text, normalized_text,
        attachments::jsonb
-FROM message_staging
-ORDER BY channel_id, external_id, seq DESC
+FROM (SELECT DISTINCT ON (channel_id, external_id) *
+      FROM message_staging
+      ORDER BY channel_id, external_id, seq DESC) AS latest
+ORDER BY seq
 ON CONFLICT ON CONSTRAINT messages_channel_external DO UPDATE
 SET author = EXCLUDED.author, ts = EXCLUDED.ts, reply_to = EXCLUDED.reply_to,
     raw_text = EXCLUDED.raw_text, normalized_text = EXCLUDED.normalized_text,

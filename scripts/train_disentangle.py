@@ -3,6 +3,9 @@
     .venv/bin/python scripts/train_disentangle.py [--data ../shared/data] [--out PATH]
     .venv/bin/python scripts/train_disentangle.py --hold-out-every 5 [--hold-out-offset K]
     .venv/bin/python scripts/train_disentangle.py --hidden 32 [...]   (the feed-forward model)
+    .venv/bin/python scripts/train_disentangle.py --hidden 32 --seed S --out FILE
+    .venv/bin/python scripts/train_disentangle.py --hidden 32 --seeds 14,1,2   (an ensemble)
+    .venv/bin/python scripts/train_disentangle.py --merge A.json B.json ... --out FILE
 
 Reads ../shared/data/chat/ubuntu_irc_disentanglement/train only (never dev), makes every scored
 message's candidates and features with the runtime's own code (`runner.conversations.disentangle.model.
@@ -13,7 +16,9 @@ the same data gives the same weights, byte for byte (rounded to 4 decimals). Nee
 
 `--hidden H` adds H tanh units over the same features to the linear score (a feed-forward model
 like the paper's, one small layer), fitted on the same objective by minibatch Adam from a fixed
-seed (deterministic too).
+seed (deterministic too; `--seed` picks another). `--seeds` trains one such model per seed and
+writes their ensemble: the mean of their scores, as one model with their hidden units side by
+side (exact); `--merge` writes the same file from members trained separately (in parallel).
 
 Features that look at the conversations built so far need parents for the earlier messages:
 round 1 reads each log with no model (every message alone), each later round with the previous
@@ -32,6 +37,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -150,8 +156,9 @@ class HiddenParameters:
     """The feed-forward model while it is fitted: `table` is features x (units + 1), each
     feature's weights into the units then its linear weight (as `LinkModel` holds them)."""
 
-    def __init__(self, units: int) -> None:
-        rng = np.random.default_rng(HIDDEN_SEED)
+    def __init__(self, units: int, seed: int = HIDDEN_SEED) -> None:
+        self.seed = seed
+        rng = np.random.default_rng(seed)
         self.table = np.zeros((len(NAMES), units + 1))
         self.table[:, :units] = rng.normal(0.0, 0.1, (len(NAMES), units))
         self.biases = np.zeros(units)
@@ -186,7 +193,7 @@ def train_hidden(dataset: Dataset, parameters: HiddenParameters, epochs: int) ->
     units = len(parameters.biases)
     groups = [parameters.table, parameters.biases, parameters.outputs]
     moments = [(np.zeros_like(g), np.zeros_like(g)) for g in groups]
-    rng = np.random.default_rng(HIDDEN_SEED)
+    rng = np.random.default_rng(parameters.seed)
     batches = list(range(0, count, HIDDEN_BATCH))
     step = 0
     for epoch in range(1, epochs + 1):
@@ -277,35 +284,15 @@ def report_held_out(
         )
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
-    parser.add_argument("--out", type=Path, default=WEIGHTS_PATH)
-    parser.add_argument(
-        "--hold-out-every",
-        type=int,
-        default=0,
-        metavar="N",
-        help="fit on the train files but every N-th, score those, write nothing",
-    )
-    parser.add_argument("--hold-out-offset", type=int, default=0, metavar="K")
-    parser.add_argument(
-        "--hidden",
-        type=int,
-        default=0,
-        metavar="H",
-        help="add H tanh units to the linear score (a feed-forward model)",
-    )
-    args = parser.parse_args()
-    started = time.monotonic()
-    logs = read_split(args.data, "train")
-    held: list[AnnotatedLog] = []
-    if args.hold_out_every:
-        logs, held = held_out_split(logs, args.hold_out_every, args.hold_out_offset)
+def fit(
+    logs: list[AnnotatedLog], units: int, seed: int, started: float
+) -> tuple[dict[str, float], HiddenParameters | None]:
+    """The ROUNDS rounds of training: the linear weights learned (linear model), or the fitted
+    feed-forward parameters (`units` > 0)."""
     model = LinkModel({})
     weights = np.zeros(len(NAMES))
     learned: dict[str, float] = {}
-    hidden = HiddenParameters(args.hidden) if args.hidden else None
+    hidden = HiddenParameters(units, seed) if units else None
     for round_number in range(1, ROUNDS + 1):
         dataset = build(logs, model)
         print(
@@ -322,35 +309,142 @@ def main() -> int:
         weights = train(dataset, weights, STEPS if round_number == 1 else STEPS_LATER)
         learned = {name: round(float(weights[i]), 4) for i, name in enumerate(NAMES)}
         model = LinkModel(learned)
+    return learned, hidden
+
+
+def hidden_document(hidden: HiddenParameters) -> dict[str, Any]:
+    """weights.json of one feed-forward model, SELF_BIAS added."""
+    shipped = hidden.model(SELF_BIAS)
+    assert shipped.hidden is not None
+    units = len(shipped.hidden.biases)
+    learned = {name: round(float(shipped.table[i, units]), 4) for i, name in enumerate(NAMES)}
+    layer = {
+        "units": units,
+        "epochs": HIDDEN_EPOCHS,
+        "epochs_later": HIDDEN_EPOCHS_LATER,
+        "batch": HIDDEN_BATCH,
+        "learning_rate": HIDDEN_LEARNING_RATE,
+        "seed": hidden.seed,
+        "biases": list(shipped.hidden.biases),
+        "outputs": list(shipped.hidden.outputs),
+        "inputs": dict(sorted(shipped.hidden.inputs.items())),
+    }
+    return {
+        "about": "disentanglement link weights (linear + one tanh layer); made by "
+        "scripts/train_disentangle.py --hidden from the train split of Kummerfeld et al. "
+        "2019 (data CC-BY-4.0)",
+        "rounds": ROUNDS,
+        "l2": L2,
+        "self_bias": SELF_BIAS,
+        "weights": dict(sorted(learned.items())),
+        "hidden": layer,
+    }
+
+
+def ensemble_document(members: list[dict[str, Any]]) -> dict[str, Any]:
+    """One feed-forward model whose score is the mean of the members' scores: the mean of their
+    linear weights, their hidden units side by side, each unit's output weight divided by the
+    number of members (exact: the score is linear in the output weights)."""
+    count = len(members)
+    names = sorted({name for member in members for name in member["weights"]})
+    weights = {
+        name: round(sum(m["weights"].get(name, 0.0) for m in members) / count, 4) for name in names
+    }
+    layers = [member["hidden"] for member in members]
+    input_names = sorted({name for layer in layers for name in layer["inputs"]})
+    inputs = {
+        name: [
+            value for layer in layers for value in layer["inputs"].get(name, [0.0] * layer["units"])
+        ]
+        for name in input_names
+    }
+    first = members[0]
+    return {
+        "about": f"disentanglement link weights: the mean score of {count} feed-forward models "
+        "(linear + one tanh layer) trained with different seeds; made by "
+        "scripts/train_disentangle.py --hidden --seeds from the train split of Kummerfeld et "
+        "al. 2019 (data CC-BY-4.0)",
+        "rounds": first["rounds"],
+        "l2": first["l2"],
+        "self_bias": first["self_bias"],
+        "seeds": [layer["seed"] for layer in layers],
+        "weights": weights,
+        "hidden": {
+            **{key: first["hidden"][key] for key in ("epochs", "epochs_later", "batch")},
+            "learning_rate": first["hidden"]["learning_rate"],
+            "units": sum(layer["units"] for layer in layers),
+            "members": count,
+            "biases": [value for layer in layers for value in layer["biases"]],
+            "outputs": [round(value / count, 5) for layer in layers for value in layer["outputs"]],
+            "inputs": inputs,
+        },
+    }
+
+
+def write_ensemble(out: Path, members: list[dict[str, Any]]) -> None:
+    out.write_text(json.dumps(ensemble_document(members), indent=1) + "\n", encoding="utf-8")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    parser.add_argument("--out", type=Path, default=WEIGHTS_PATH)
+    parser.add_argument(
+        "--hold-out-every",
+        type=int,
+        default=0,
+        metavar="N",
+        help="fit on the train files but every N-th, score those, write nothing",
+    )
+    parser.add_argument("--hold-out-offset", type=int, default=0, metavar="K")
+    parser.add_argument("--seed", type=int, default=HIDDEN_SEED, help="random seed of --hidden")
+    parser.add_argument(
+        "--seeds",
+        type=lambda text: [int(part) for part in text.split(",")],
+        default=None,
+        metavar="S1,S2,...",
+        help="with --hidden: train one model per seed, write their mean-score ensemble",
+    )
+    parser.add_argument(
+        "--merge",
+        nargs="+",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="write the ensemble of models already written by --hidden --seed S --out FILE "
+        "(the same file --seeds writes, with the members trained in parallel)",
+    )
+    parser.add_argument(
+        "--hidden",
+        type=int,
+        default=0,
+        metavar="H",
+        help="add H tanh units to the linear score (a feed-forward model)",
+    )
+    args = parser.parse_args()
+    started = time.monotonic()
+    if args.merge:
+        members = [json.loads(path.read_text(encoding="utf-8")) for path in args.merge]
+        write_ensemble(args.out, members)
+        print(f"wrote {args.out}", file=sys.stderr)
+        return 0
+    if args.seeds and not args.hidden:
+        parser.error("--seeds needs --hidden")
+    logs = read_split(args.data, "train")
+    held: list[AnnotatedLog] = []
+    if args.hold_out_every:
+        logs, held = held_out_split(logs, args.hold_out_every, args.hold_out_offset)
+    if args.seeds:
+        members = [fit(logs, args.hidden, seed, started)[1] for seed in args.seeds]
+        write_ensemble(args.out, [hidden_document(member) for member in members if member])
+        print(f"wrote {args.out} ({time.monotonic() - started:.1f} s)", file=sys.stderr)
+        return 0
+    learned, hidden = fit(logs, args.hidden, args.seed, started)
     if held:
         report_held_out(learned, held, hidden)
         return 0
     if hidden is not None:
-        shipped = hidden.model(SELF_BIAS)
-        assert shipped.hidden is not None
-        units = len(shipped.hidden.biases)
-        learned = {name: round(float(shipped.table[i, units]), 4) for i, name in enumerate(NAMES)}
-        layer = {
-            "units": units,
-            "epochs": HIDDEN_EPOCHS,
-            "epochs_later": HIDDEN_EPOCHS_LATER,
-            "batch": HIDDEN_BATCH,
-            "learning_rate": HIDDEN_LEARNING_RATE,
-            "seed": HIDDEN_SEED,
-            "biases": list(shipped.hidden.biases),
-            "outputs": list(shipped.hidden.outputs),
-            "inputs": dict(sorted(shipped.hidden.inputs.items())),
-        }
-        document = {
-            "about": "disentanglement link weights (linear + one tanh layer); made by "
-            "scripts/train_disentangle.py --hidden from the train split of Kummerfeld et al. "
-            "2019 (data CC-BY-4.0)",
-            "rounds": ROUNDS,
-            "l2": L2,
-            "self_bias": SELF_BIAS,
-            "weights": dict(sorted(learned.items())),
-            "hidden": layer,
-        }
+        document = hidden_document(hidden)
         args.out.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
         print(f"wrote {args.out} ({time.monotonic() - started:.1f} s)", file=sys.stderr)
         return 0

@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 from runner.evaluation.tables import EvalSection, render_table, section_to_dict
 
 if TYPE_CHECKING:
+    import asyncpg
+
     from runner.core.extractor import Extractor
     from server.settings import Settings
 
@@ -31,6 +33,55 @@ OPTIONAL_SECTIONS = (
     ("runner.evaluation.report_citations", "evaluate_reports"),
     ("runner.evaluation.disentanglement", "evaluate_disentanglement"),
 )
+
+
+# A channel's messages and their parents, as a client reads them (page by page).
+MESSAGE_PARENTS = """
+query ($channel: ID!, $after: String) {
+  messages(filter: {channelId: $channel}, first: 100, after: $after) {
+    pageInfo { hasNextPage endCursor }
+    nodes { messageId author parent { messageId } }
+  }
+}
+"""
+
+
+async def api_message_parents(
+    pool: asyncpg.Pool, channel_row: int
+) -> list[tuple[str, str, str | None]]:
+    """Every message of a channel as (external id, author, its parent's external id or None),
+    read through the GraphQL API's `Message.parent`: what the disentanglement section scores
+    as the product's threading."""
+    from schema import build_schema
+    from schema.context import ApiConfig, Context, Role
+    from schema.types.ids import CHANNEL, global_id
+
+    schema = build_schema()
+    context = Context(pool=pool, role=Role.READER, config=ApiConfig())
+    found: list[tuple[str, str, str | None]] = []
+    after = None
+    while True:
+        result = await schema.execute(
+            MESSAGE_PARENTS,
+            variable_values={"channel": global_id(CHANNEL, channel_row), "after": after},
+            context_value=context,
+        )
+        if result.errors or result.data is None:
+            raise RuntimeError(f"the API refused the messages query: {result.errors}")
+        page = result.data["messages"]
+        for node in page["nodes"]:
+            parent = node["parent"]
+            found.append((node["messageId"], node["author"], parent and parent["messageId"]))
+        if not page["pageInfo"]["hasNextPage"]:
+            return found
+        after = page["pageInfo"]["endCursor"]
+
+
+# Arguments a section takes beyond the data directory: the disentanglement section reads the
+# product's threading through the API, which the evaluator may not import itself.
+SECTION_ARGUMENTS: dict[str, dict[str, Any]] = {
+    "evaluate_disentanglement": {"read_parents": api_message_parents},
+}
 
 
 def find_repo_root(start: Path) -> Path | None:
@@ -70,7 +121,7 @@ def optional_sections(data_dir: Path) -> tuple[list[EvalSection], bool]:
         if function is None:
             continue
         try:
-            sections.append(function(data_dir))
+            sections.append(function(data_dir, **SECTION_ARGUMENTS.get(function_name, {})))
         except Exception as error:  # noqa: BLE001 - one broken section must not hide the others
             ok = False
             sections.append(

@@ -60,3 +60,17 @@ async def test_snowflake_ids_stay_strings(db: asyncpg.Pool) -> None:
             for r in await connection.fetch("SELECT external_id FROM messages ORDER BY id")
         ]
     assert ids == ["412323938782150658", "412323938782150659"]
+
+
+async def test_messages_of_one_timestamp_keep_the_export_order(db: asyncpg.Pool) -> None:
+    """Minute-resolution logs: the (ts, id) order the channel is read in is the file's order,
+    whatever the ids (here they sort the other way round)."""
+    said = messages([("ann", f"line {i}") for i in range(30)])
+    same_minute = [replace(m, external_id=f"z{99 - i}", ts=said[0].ts) for i, m in enumerate(said)]
+    await _ingest(db, same_minute, batch_size=12)
+    async with db.acquire() as connection:
+        texts = [
+            r["raw_text"]
+            for r in await connection.fetch("SELECT raw_text FROM messages ORDER BY ts, id")
+        ]
+    assert texts == [f"line {i}" for i in range(30)]

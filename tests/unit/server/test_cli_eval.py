@@ -142,6 +142,9 @@ def test_whole_gold_set_with_real_data(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     data = shared_data("chat").parent
+    # No database here: the disentanglement rows through the product (import, digest, API) are
+    # tests/integration/runner/evaluation's; the model's rows still run.
+    monkeypatch.setattr("server.cli_eval.SECTION_ARGUMENTS", {})
     code = run(["eval", str(GOLD_DIR), "--data", str(data), "--json"], eval_settings, monkeypatch)
     document = json.loads(capsys.readouterr().out)
     assert code == 0

@@ -84,13 +84,13 @@ def test_eval_wires_the_section() -> None:
 
 def test_dev_section_and_the_model_beats_both_baselines() -> None:
     data_dir = shared_data("chat/ubuntu_irc_disentanglement/dev").parents[2]
-    section = evaluate_disentanglement(data_dir)
+    section = evaluate_disentanglement(data_dir)  # the product path: tests/integration
     assert section.title == TITLE
     records = [dict(zip(section.columns, row, strict=True)) for row in section.rows]
-    assert [r["system"] for r in records] == [
-        "link model",
-        "previous (baseline)",
-        "Lowe et al. 2017 (baseline)",
+    assert [(r["logs"], r["system"]) for r in records][:3] == [
+        ("dev", "link model"),
+        ("dev", "previous (baseline)"),
+        ("dev", "Lowe et al. 2017 (baseline)"),
     ]
     model, *baselines = score_dev(data_dir)
     assert model.links.gold == 2607  # 10 logs x 250 annotated messages, some with 2 parents
