@@ -26,7 +26,8 @@ from db.queries import QUERIES
 async def open_channel_items(
     connection: asyncpg.Connection, channel_id: int, limit: int
 ) -> list[ChannelItem]:
-    """The channel's open items (open, in force, current), the `limit` most recent."""
+    """The channel's items still in their first state (open, in force, current), the `limit`
+    most recent of each kind, newest first."""
     return as_rows(
         ChannelItem, await connection.fetch(QUERIES["open_channel_items"], channel_id, limit)
     )

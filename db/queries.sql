@@ -701,12 +701,20 @@ WHERE m.id = t.id AND m.conversation_id IS NULL;
 -- Channel items (0008).
 
 -- name: open_channel_items
--- The channel's items still open (open, in force, current), the $2 most recent: what a digest
--- links its items against.
-SELECT * FROM channel_items
-WHERE channel_id = $1 AND status IN ('open', 'in_force', 'current')
-ORDER BY created_at DESC, id DESC
-LIMIT $2;
+-- The channel's items still in their first state (open, in force, current), the $2 most recent
+-- of each kind: what a digest links its items against. Per kind, so a busy channel's knowledge
+-- items never push its older open questions out of reach. Each probe is one index range.
+SELECT i.* FROM (
+    VALUES ('question', 'open'), ('action_item', 'open'), ('decision', 'in_force'),
+           ('knowledge', 'current')
+) AS k(kind, status)
+CROSS JOIN LATERAL (
+    SELECT * FROM channel_items c
+    WHERE c.channel_id = $1 AND c.kind = k.kind AND c.status = k.status
+    ORDER BY c.created_at DESC, c.id DESC
+    LIMIT $2
+) AS i
+ORDER BY i.created_at DESC, i.id DESC;
 
 -- name: digest_item_rows
 -- The rows of digest $1's questions, action items, decisions and knowledge items, by kind and

@@ -25,8 +25,8 @@ from runner.memory.plan import MemoryPlan, plan_items
 from runner.memory.transitions import StateChange
 from runner.memory.window import MemoryMessage
 
-# The open items a digest links against: enough for months of a busy channel, bounded so a
-# digest's store step costs the same whatever the channel's age.
+# The open items of each kind a digest links against: enough for months of a busy channel,
+# bounded so a digest's store step costs the same whatever the channel's age.
 MAX_TRACKED_ITEMS = 1000
 
 
