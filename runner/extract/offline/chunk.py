@@ -146,6 +146,10 @@ class _ChunkReader:
         mid = view.message_id
         for sentence in view.sentences:
             claim = patterns.decision(sentence.text, self.participants)
+            if claim is not None and not patterns.firm_decision(sentence.text):
+                # "then i decided to reformat", "the kernel just decided to start working": decision
+                # words in one person's story, not something a group settled.
+                claim = None
             ids = [mid]
             if claim is None:
                 claim = patterns.proposal(sentence.text, self.participants)

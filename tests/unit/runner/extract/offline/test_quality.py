@@ -88,6 +88,16 @@ async def test_a_plan_confirmed_in_the_thread_is_a_decision() -> None:
     assert not any("scheduler" in text for text in texts)
 
 
+async def test_decision_words_in_one_persons_story_are_no_decision() -> None:
+    window = _window(
+        ("jo", "The kernel I compiled a week ago just decided to start working."),
+        ("kai", "I decided to dualboot with Windows because of my schoolwork."),
+        ("lu", "We decided to move the build cache to the shared volume."),
+    )
+    decisions = (await run_offline(window)).digest.decisions
+    assert [d.message_ids[0] for d in decisions] == ["x2"]
+
+
 async def test_plus_one_merged_agrees_with_the_proposal_it_replies_to() -> None:
     window = _window(
         ("hana", "Proposal: let's vendor the protobuf runtime instead of pinning it"),
