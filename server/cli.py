@@ -366,6 +366,8 @@ async def _print_outcome(runtime: Runtime, job: DigestJob) -> int:
         f"{stats.get('llm_calls')} LLM calls, {stats.get('items_rejected')} items rejected, "
         f"{stats.get('duration_seconds')}s"
     )
+    for flag in job.warnings or []:
+        print(f"warning {flag.get('code', '')}: {flag.get('message', '')}", file=sys.stderr)
     return 0
 
 

@@ -34,6 +34,12 @@ def job_json(job: DigestJob) -> dict[str, Any]:
         "attempts": job.attempts,
         "error": job.error,
         "resultMessage": job.result_message,
+        # Why a job ended PARTIAL (chunks read offline, bounds left out, ...), as the API's
+        # DigestJob.warnings: a script must not have to ask the API to learn it.
+        "warnings": [
+            {"code": str(flag.get("code", "")), "message": str(flag.get("message", ""))}
+            for flag in job.warnings or []
+        ],
         "digestId": optional_global_id(DIGEST, job.digest_id),
         "documentDigestId": optional_global_id(DOCUMENT_DIGEST, job.document_digest_id),
         "reportId": optional_global_id(REPORT, job.report_id),
