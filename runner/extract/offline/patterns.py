@@ -54,7 +54,7 @@ _DECISION_STRONG = re.compile(
 _PROPOSAL = re.compile(
     r"(?i)^(?:(?:ok(?:ay)?|so|alright|right|then|and|yeah|yes)[,!.]?\s+)*(?:let's|let us|"
     r"we should|i propose|i suggest|proposal\s*:|suggestion\s*:|how about we|why don't we"
-    r"|what if we|we could|i should|i want to|i'd like to|i plan to|the plan is to|stop using)"
+    r"|what if we|we could|i should|the plan is to|stop using)"
     r"(?!\w)"  # not \b: "proposal:" ends on a colon
 )
 _NEGATED_DECISION = re.compile(

@@ -98,6 +98,17 @@ async def test_decision_words_in_one_persons_story_are_no_decision() -> None:
     assert [d.message_ids[0] for d in decisions] == ["x2"]
 
 
+async def test_an_intention_that_someone_answers_is_no_decision() -> None:
+    window = _window(
+        ("mo", "I want to install it on a p2-400 with 256mb ram"),
+        ("ned", "ok"),
+        ("mo", "let's pin the mirror to the university one for the lab machines"),
+        ("ned", "agreed"),
+    )
+    decisions = (await run_offline(window)).digest.decisions
+    assert [d.message_ids[:2] for d in decisions] == [["x2", "x3"]]
+
+
 async def test_plus_one_merged_agrees_with_the_proposal_it_replies_to() -> None:
     window = _window(
         ("hana", "Proposal: let's vendor the protobuf runtime instead of pinning it"),
