@@ -60,7 +60,6 @@ _FUTURE = re.compile(
 _OBLIGATION = re.compile(r"(?i)\b(?:should|must|need to|needs to|have to|has to|ought)\b")
 _POSSIBILITY = re.compile(r"(?i)\b(?:can|could|would|may|might)\b")
 _WE = re.compile(r"(?i)\b(?:we|we'll|we're|we've|let's|us|our|team)\b")
-_I = re.compile(r"(?i)\b(?:i|i'm|i'll|i've|i'd|me|my)\b")
 _YOU = re.compile(r"(?i)\b(?:you|you're|you'll|your|u)\b")
 _PAST = re.compile(r"(?i)\b(?:\w{3,}ed|did|was|were|had|went|got|made)\b")
 _SETTLE = re.compile(
@@ -166,7 +165,7 @@ def message_features(context: ItemContext, index: int) -> dict[str, float]:
         "obligation": _cue(_OBLIGATION.search(text)),
         "possibility": _cue(_POSSIBILITY.search(text)),
         "first_person_plural": _cue(_WE.search(text)),
-        "first_person": _cue(_I.search(text)),
+        "first_person": _cue(patterns.FIRST_PERSON.search(text)),
         "second_person": _cue(_YOU.search(text)),
         "past_tense": _cue(_PAST.search(text)),
         "negation": _cue(_NEGATION.search(text)),

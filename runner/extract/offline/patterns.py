@@ -168,7 +168,7 @@ def decision(sentence: str, participants: Participants) -> Claim | None:
     return None
 
 
-_FIRST_PERSON = re.compile(r"(?i)\b(?:i|i'll|i'm|i've|i'd|me|my)\b")
+FIRST_PERSON = re.compile(r"(?i)\b(?:i|i'll|i'm|i've|i'd|me|my)\b")
 _SIGNED_OFF = re.compile(r"(?i)\bsigned off\b(?!\s+on\b)")
 _CONDITIONAL = re.compile(r"(?i)^\W*(?:if|when|once|unless|whether)\b")
 _POLICY = re.compile(
@@ -195,7 +195,7 @@ def firm_decision(text: str) -> bool:
         return False  # "everyone's contacts have signed off": they left the chat
     if _GROUP.search(flat):
         return True
-    return bool(_POLICY.search(flat)) and not _FIRST_PERSON.search(flat)
+    return bool(_POLICY.search(flat)) and not FIRST_PERSON.search(flat)
 
 
 def proposal(sentence: str, participants: Participants) -> Claim | None:
