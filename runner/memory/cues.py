@@ -174,7 +174,7 @@ def completion(text: str, *, short: bool = True) -> re.Match[str] | None:
 
 
 _SOLVED = re.compile(
-    r"(?<![\w./$-])(?:never ?mind|nvm)(?![\w/.-])"
+    r"(?<![\w./$-])(?:never ?mind|nvm)(?![\w/-])(?!\.\w)"
     r"|\b(?:figured (?:it|that|this|them)? ?out|found (?:it|that|them)\b"
     r"|(?:solved|sorted|fixed|resolved) (?:it|that|this|them|everything|the problem|my problem|"
     r"the issue|my issue)\b|(?:problem|issue) (?:solved|fixed|resolved)\b"
@@ -198,7 +198,7 @@ _HESITATION = r"(?:(?:wait|sorry|oh|ok|okay|ah|actually|hmm|err|no|oops)\W+){0,3
 _RETRACTION = re.compile(
     # "never mind" opens the message; "scratch that" may follow an addressee without a colon
     # ("monzie scratch that").
-    rf"^\W*{_HESITATION}(?:never ?mind|nvm)(?![\w/.-])"
+    rf"^\W*{_HESITATION}(?:never ?mind|nvm)(?![\w/-])(?!\.\w)"
     rf"|^\W*(?:[^\s:,]{{2,40}}\s+)?{_HESITATION}"
     r"(?:scratch|strike|forget|ignore|disregard) (?:that|this|it|what i said)\b",
     re.IGNORECASE,

@@ -70,6 +70,8 @@ def test_a_long_statement_naming_the_task_is_a_completion_only_when_length_is_al
     [
         "nvm, found it",
         "oh wait nvm",
+        "nvm.",
+        "ok nvm. it was the proxy",
         "never mind, SMS arrived",
         "i just found it :)",
         "cafuego: Figured it out; thanks.",
@@ -91,6 +93,7 @@ def test_the_asker_closes_their_question(text: str) -> None:
         "I didn't find it, where is it?",
         "hopefully i get this solved",
         'export NVM_DIR="$HOME/.nvm"',
+        "source nvm.sh first",
         "did that fix it?",
         "you never know who has gone through the same thing and solved it",
         "i had a similar issue, problem solved when i uninstalled zeroconf",
@@ -108,6 +111,7 @@ def test_false_friends_of_a_closed_question(text: str) -> None:
         "oh scratch that, the old one is fine",
         "Sorry, forget that, it doesn't give you the vendor",
         "never mind",
+        "nvm. the old one is fine",
     ],
 )
 def test_a_retraction_opens_the_message(text: str) -> None:
