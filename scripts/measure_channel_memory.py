@@ -14,8 +14,8 @@ and state changes with their evidence, for a person to judge.
 With `--labels`, no channel is digested: each labelled example (a message and the item it may
 change) is put through the memory rules (`runner.memory.plan.plan_items`) as a tracked item and
 a one-message window of its conversation, and the script prints precision, recall and the share
-of examples read right, for the tuning channels and, separately, the held-out ones, per family
-of change; `--show-wrong` lists the examples read wrong.
+of examples read right, separately for each split the file names (the tuning channels and the
+held-out ones), per family of change; `--show-wrong` lists the examples read wrong.
 
 Logs are read from ../shared/data (relative to the repository root); a log of several files
 (`--log` repeated) is one channel. Without `--database-url` an embedded PostgreSQL in a
@@ -294,11 +294,14 @@ def _family(example: dict[str, Any]) -> str:
 
 def measure_labels(path: Path, show_wrong: bool) -> dict[str, float]:
     """Print precision, recall and the share read right, per split and family; return the
-    held-out share right."""
-    examples = json.loads(path.read_text())["examples"]
+    share read right per split."""
+    labels = json.loads(path.read_text())
+    examples = labels["examples"]
     cache: dict[str, list[ParsedMessage]] = {}
     shares: dict[str, float] = {}
-    for split in ("tune", "held_out"):
+    # The splits the file describes, in its order: a split added to the labels is measured
+    # (and printed apart) without touching this script.
+    for split in labels["splits"]:
         rows = [(e, read_label(e, cache)) for e in examples if e["split"] == split]
         changed = [(e, got) for e, got in rows if got != "none"]
         expected = [(e, got) for e, got in rows if e["expected"] != "none"]

@@ -1,7 +1,7 @@
 """The labelled state changes of channel memory (docs/channel-memory/state-changes.json) point
 at real messages: every example's item and message are found in its source by the importer's
-ids, quoted as they are written, the item before the message, and the tuning and held-out
-splits share no source."""
+ids, quoted as they are written, the item before the message, and no two splits (tuning, held
+out, second held out) share a source."""
 
 from __future__ import annotations
 
@@ -40,8 +40,10 @@ def test_labels_are_well_formed_and_the_splits_share_no_source() -> None:
         assert example["expected"] in EXPECTED
         assert len(example["message"]["quote"]) <= 160 and len(example["item"]["quote"]) <= 160
         sources[example["split"]].add(example["path"])
-    assert set(sources) == {"tune", "held_out"}
-    assert not sources["tune"] & sources["held_out"]
+    assert set(sources) == {"tune", "held_out", "held_out_2"}
+    for split, paths in sources.items():
+        for other, others in sources.items():
+            assert split == other or not paths & others, (split, other)
 
 
 def test_every_label_points_at_the_messages_it_quotes() -> None:
