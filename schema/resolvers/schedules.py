@@ -66,7 +66,7 @@ async def _change(
         async with info.context.pool.acquire() as connection:
             return await change(connection, schedule_id)
     except TriggerRefused as refused:
-        return refusal(refused)
+        return refusal(refused, {("schedule", schedule_id): id})
 
 
 @strawberry.type
@@ -122,7 +122,7 @@ class ScheduleMutations:
                     connection, channel_key, cron, timezone, info.context.config.schedule_limits
                 )
         except TriggerRefused as refused:
-            return refusal(refused)
+            return refusal(refused, {("channel", channel_key): channel_id})
         return Schedule.from_row(row)
 
     @strawberry.mutation(
