@@ -117,7 +117,8 @@ async def trigger_document_digest(
     eligibility = document_eligibility(document, document_source_id(document_id), config)
     if not eligibility.eligible:
         raise TriggerRefused(
-            f"document {document_id} is {ineligible_reason(document, eligibility, config)}",
+            # The caller named the document: its row id would mean nothing to an API client.
+            f"the document is {ineligible_reason(document, eligibility, config)}",
             code=f"not_eligible:{eligibility.reason}",
         )
     normalized = normalize_query(query)

@@ -53,10 +53,12 @@ class TooManySchedules(TriggerRefused):
 
     def __init__(self, channel_id: int, limit: int) -> None:
         super().__init__(
-            f"channel {channel_id} already has {limit} schedules, the most one channel may "
+            # The caller named the channel: its row id would mean nothing to an API client.
+            f"the channel already has {limit} schedules, the most one channel may "
             "have (DIGESTD_SCHEDULES_PER_CHANNEL): delete one first",
             code="too_many_schedules",
         )
+        self.channel_id = channel_id
 
 
 async def create_schedule(
