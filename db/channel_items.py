@@ -16,6 +16,7 @@ import asyncpg
 from db.models import (
     ChannelItem,
     ChannelItemEventWithMessage,
+    ChannelOpenItemCounts,
     CountedItemMention,
     DigestItemRow,
     as_rows,
@@ -110,3 +111,12 @@ async def mentions_of_channel_items(
 ) -> list[CountedItemMention]:
     records = await connection.fetch(QUERIES["mentions_of_channel_items"], ids)
     return as_rows(CountedItemMention, records)
+
+
+async def open_item_counts_of_channels(
+    connection: asyncpg.Connection, channel_ids: list[int]
+) -> list[ChannelOpenItemCounts]:
+    """Open questions, open action items and decisions in force of each channel having any, in
+    one statement."""
+    records = await connection.fetch(QUERIES["open_item_counts_of_channels"], channel_ids)
+    return as_rows(ChannelOpenItemCounts, records)

@@ -49,6 +49,15 @@ async def channels_by_ids(
     return as_rows(ChannelWithServer, await connection.fetch(QUERIES["channels_by_ids"], ids))
 
 
+async def channels_named(
+    connection: asyncpg.Connection, name: str, server_id: int | None
+) -> list[ChannelWithServer]:
+    """The channels called exactly `name` (on server `server_id` when given): at most two, so
+    a caller can tell one answer from an ambiguous name."""
+    records = await connection.fetch(QUERIES["channels_named"], name, server_id)
+    return as_rows(ChannelWithServer, records)
+
+
 async def messages_by_ids(connection: asyncpg.Connection, ids: list[int]) -> list[Message]:
     return as_rows(Message, await connection.fetch(QUERIES["messages_by_ids"], ids))
 

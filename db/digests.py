@@ -133,6 +133,14 @@ async def latest_digest_of_channel(
     return as_row_or_none(Digest, record)
 
 
+async def latest_digests_of_channels(
+    connection: asyncpg.Connection, channel_ids: list[int]
+) -> list[Digest]:
+    """The newest digest of each channel that has one, in one statement."""
+    records = await connection.fetch(QUERIES["latest_digests_of_channels"], channel_ids)
+    return as_rows(Digest, records)
+
+
 async def digests_by_ids(connection: asyncpg.Connection, ids: list[int]) -> list[Digest]:
     return as_rows(Digest, await connection.fetch(QUERIES["digests_by_ids"], ids))
 

@@ -256,7 +256,11 @@ CHANNELS = ListSpec(
     sort_column="c.created_at",
     id_column="c.id",
     descending=True,
-    filters={"server_id": "c.server_id = {}"},
+    filters={
+        "server_id": "c.server_id = {}",
+        # Part of the name, any case, as plain text: `strpos`, so `%` and `_` match themselves.
+        "name_contains": "strpos(lower(c.name), lower({})) > 0",
+    },
 )
 
 # Documents without their canonical text (a page of 100 PDFs would otherwise carry megabytes);

@@ -35,6 +35,15 @@ WHERE c.name = $1 AND ($2::text IS NULL OR s.name = $2)
 ORDER BY c.id
 LIMIT 2;
 
+-- name: channels_named
+-- The channels with this exact name, on one server when $2 is given (at most two: one is the
+-- answer, two say the name is ambiguous without a server), for `channel(name:)`.
+SELECT c.*, s.name AS server_name
+FROM channels c LEFT JOIN servers s ON s.id = c.server_id
+WHERE c.name = $1 AND ($2::bigint IS NULL OR c.server_id = $2)
+ORDER BY c.id
+LIMIT 2;
+
 -- name: channel_message_counts
 -- How many messages each channel holds, for the DataLoader.
 SELECT channel_id, count(*) AS message_count
@@ -472,6 +481,14 @@ SELECT id FROM channels WHERE id = $1 FOR UPDATE;
 -- The newest digest of a channel.
 SELECT * FROM digests WHERE channel_id = $1 ORDER BY created_at DESC, id DESC LIMIT 1;
 
+-- name: latest_digests_of_channels
+-- The newest digest of each of several channels (the order of the `digests` list: created_at,
+-- then id), for the DataLoader of `Channel.lastDigest`: one statement for a page of channels.
+SELECT DISTINCT ON (channel_id) *
+FROM digests
+WHERE channel_id = ANY($1::bigint[])
+ORDER BY channel_id, created_at DESC, id DESC;
+
 -- Documents (0002). The `documents` keyset list is composed in db/pages.py (DOCUMENTS).
 
 -- name: insert_document
@@ -758,6 +775,19 @@ INSERT INTO channel_item_events (item_id, from_status, to_status, at, evidence_i
                                  pointer_char_end, pointer_quote, digest_id, related_item_id,
                                  reason)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13);
+
+-- name: open_item_counts_of_channels
+-- What still waits in each of several channels (questions and action items OPEN) and the
+-- decisions IN_FORCE, for the DataLoader of `Channel.openItemCounts`; a channel with none of
+-- them has no row.
+SELECT channel_id,
+    count(*) FILTER (WHERE kind = 'question' AND status = 'open') AS open_questions,
+    count(*) FILTER (WHERE kind = 'action_item' AND status = 'open') AS open_action_items,
+    count(*) FILTER (WHERE kind = 'decision' AND status = 'in_force') AS decisions_in_force
+FROM channel_items
+WHERE channel_id = ANY($1::bigint[]) AND status IN ('open', 'in_force')
+  AND kind IN ('question', 'action_item', 'decision')
+GROUP BY channel_id;
 
 -- name: channel_items_by_ids
 -- Channel items by id (the TrackedItem node's loader).

@@ -49,7 +49,14 @@ class TriggerRefused(InputError):
 
 
 class SubjectNotFound(TriggerRefused):
-    """The channel or document to digest does not exist."""
+    """The channel, document or schedule named does not exist. `subject` ("channel",
+    "document", "schedule") and `row_id` say which, so the API can name it by the id its client
+    sent (a global id) rather than by the row id."""
+
+    def __init__(self, subject: str, row_id: int) -> None:
+        super().__init__(f"no {subject} with id {row_id}")
+        self.subject = subject
+        self.row_id = row_id
 
 
 def channel_digest_options(
@@ -84,7 +91,7 @@ async def trigger_channel_digest(
     the active job for the same window. Returns (job, created)."""
     options = channel_digest_options(chunk_tokens=chunk_tokens, since=since, until=until)
     if await channel_queries.channel_by_id(connection, channel_id) is None:
-        raise SubjectNotFound(f"no channel with id {channel_id}")
+        raise SubjectNotFound("channel", channel_id)
     return await job_queries.enqueue_job(
         connection, JobKind.CHANNEL, channel_id, options.stored(), max_attempts=max_attempts
     )
@@ -105,12 +112,13 @@ async def trigger_document_digest(
         raise TriggerRefused(f"query is too long: at most {MAX_QUERY_CHARS} characters")
     row = await document_queries.document_by_id(connection, document_id)
     if row is None:
-        raise SubjectNotFound(f"no document with id {document_id}")
+        raise SubjectNotFound("document", document_id)
     document = CanonicalDocument.from_record(document_queries.document_record(row))
     eligibility = document_eligibility(document, document_source_id(document_id), config)
     if not eligibility.eligible:
         raise TriggerRefused(
-            f"document {document_id} is {ineligible_reason(document, eligibility, config)}",
+            # The caller named the document: its row id would mean nothing to an API client.
+            f"the document is {ineligible_reason(document, eligibility, config)}",
             code=f"not_eligible:{eligibility.reason}",
         )
     normalized = normalize_query(query)
@@ -150,10 +158,10 @@ async def trigger_report(
         ) from None
     found = {c.id for c in await channel_queries.channels_by_ids(connection, channel_ids)}
     if missing := [i for i in channel_ids if i not in found]:
-        raise SubjectNotFound(f"no channel with id {missing[0]}")
+        raise SubjectNotFound("channel", missing[0])
     found = {d.id for d in await document_queries.documents_by_ids(connection, document_ids)}
     if missing := [i for i in document_ids if i not in found]:
-        raise SubjectNotFound(f"no document with id {missing[0]}")
+        raise SubjectNotFound("document", missing[0])
     options = ReportOptions.for_request(normalized, channel_ids, document_ids, window)
     return await report_queries.trigger_report(
         connection, options.stored(), max_attempts=max_attempts

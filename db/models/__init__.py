@@ -15,6 +15,7 @@ from db.models.channel_items import (
     ChannelItemEvent,
     ChannelItemEventWithMessage,
     ChannelItemMention,
+    ChannelOpenItemCounts,
     CountedItemMention,
     DigestItemRow,
 )
@@ -99,6 +100,7 @@ __all__ = [
     "ChannelItemMention",
     "DigestItemRow",
     "ChannelMessageCount",
+    "ChannelOpenItemCounts",
     "CountedItemMention",
     "ChannelUncoveredCount",
     "ChannelWithServer",

@@ -79,3 +79,13 @@ class DigestItemRow(SQLModel):
     kind: str
     position: int
     id: int
+
+
+class ChannelOpenItemCounts(SQLModel):
+    """What still waits in one channel, and its decisions in force
+    (`open_item_counts_of_channels`)."""
+
+    channel_id: int
+    open_questions: int
+    open_action_items: int
+    decisions_in_force: int

@@ -53,10 +53,12 @@ class TooManySchedules(TriggerRefused):
 
     def __init__(self, channel_id: int, limit: int) -> None:
         super().__init__(
-            f"channel {channel_id} already has {limit} schedules, the most one channel may "
+            # The caller named the channel: its row id would mean nothing to an API client.
+            f"the channel already has {limit} schedules, the most one channel may "
             "have (DIGESTD_SCHEDULES_PER_CHANNEL): delete one first",
             code="too_many_schedules",
         )
+        self.channel_id = channel_id
 
 
 async def create_schedule(
@@ -79,7 +81,7 @@ async def create_schedule(
     async with connection.transaction():
         # The channel row locked: two creates at once cannot both pass the count below.
         if not await schedule_queries.lock_channel_for_schedules(connection, channel_id):
-            raise SubjectNotFound(f"no channel with id {channel_id}")
+            raise SubjectNotFound("channel", channel_id)
         if (
             await schedule_queries.channel_schedule_count(connection, channel_id)
             >= limits.per_channel
@@ -121,5 +123,5 @@ async def delete_schedule(connection: asyncpg.Connection, schedule_id: int) -> S
 
 def _found(row: Schedule | None, schedule_id: int) -> Schedule:
     if row is None:
-        raise SubjectNotFound(f"no schedule with id {schedule_id}")
+        raise SubjectNotFound("schedule", schedule_id)
     return row

@@ -5,8 +5,9 @@ Depth, alias and token limits bound the shape of a query, not what it returns: 3
 counts every selected field once per row it can return (a page's `first` multiplies what is
 selected under it, and a list of ids given a `first` counts its ids; other lists count as
 LIST_ROWS rows) and weighs the fields that can hold a large text by how large they can be (a
-message's text by DIGESTD_MAX_MESSAGE_CHARS). Variables are known, so `first: $n` counts as its
-value.
+message's text by DIGESTD_MAX_MESSAGE_CHARS), and the fields that run a statement of their own
+for every row of the list around them (nested connections, counts) by STATEMENT_COST. Variables
+are known, so `first: $n` counts as its value.
 """
 
 from __future__ import annotations
@@ -59,9 +60,28 @@ MESSAGE_TEXT_FIELDS: frozenset[tuple[str, str]] = frozenset(
 )
 # Other large texts, by (type, field). A document's canonical text can be 10 MB: a query may ask
 # for at most 3 of them. A stored payload is weighed as 10 ordinary fields.
+# A statement: what one more SQL statement per row of the list around it weighs. A field that
+# batches (a DataLoader: one statement for the whole page) is an ordinary field; a list nested
+# in each row of a page (a channel's digests, tracked items, ...: schema/types/channel.py) runs
+# its own page query per row, and a `totalCount` or `totalCountEstimate` its own count per
+# connection. Weighing them as statements bounds how many a query can make run: 20 aliases of
+# `digests(first: 1) { totalCount }` under `channels(first: 100)` (4,000 statements) cost
+# 100,100, while a page of 20 channels with 10 tracked items each (3 fields) costs 1,341.
+STATEMENT_COST = 25
+PER_ROW_STATEMENT_FIELDS: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("Channel", "digests"),
+        ("Channel", "trackedItems"),
+        ("Channel", "conversations"),
+        ("Channel", "schedules"),
+        ("Channel", "entities"),
+    }
+)
+COUNT_FIELDS = frozenset({"totalCount", "totalCountEstimate"})
 FIXED_WEIGHTS: Mapping[tuple[str, str], int] = {
     ("Document", "canonicalText"): 5_000,
     ("DocumentDigest", "payload"): 10,
+    **dict.fromkeys(PER_ROW_STATEMENT_FIELDS, STATEMENT_COST),
 }
 DEFAULT_MAX_MESSAGE_CHARS = 200_000
 
@@ -131,6 +151,8 @@ class _Estimator:
         if fields is None or definition is None:  # __typename, introspection, or a refused field
             return 1
         own = self.weights.get((parent.name, name), 1) if parent is not None else 1
+        if name in COUNT_FIELDS and "pageInfo" in fields:  # a connection's count: a statement
+            own = max(own, STATEMENT_COST)
         if node.selection_set is None:
             # A list of scalars given a `first` (a bounded list of ids) weighs each of its rows.
             bounded = "first" in definition.args

@@ -186,5 +186,5 @@ class DocumentMutations:
                     max_attempts=info.context.config.max_attempts,
                 )
         except TriggerRefused as refused:
-            return refusal(refused)
+            return refusal(refused, {("document", key): document_id})
         return DigestJob.from_row(job)

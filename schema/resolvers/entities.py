@@ -19,9 +19,8 @@ from schema.types.paging import After, Before, First, Last, PageArgs, connection
 MAX_QUERY_CHARS = 200
 
 
-@strawberry.input(description="Entities of one channel (or all), optionally by name.")
-class EntityFilter:
-    channel_id: strawberry.ID | None = None
+@strawberry.input(description="Entities of one channel, optionally by name (`Channel.entities`).")
+class ChannelEntityFilter:
     query: str | None = strawberry.field(
         default=None,
         description="Part of a name, in any spelling (case, `-`, `_` and spaces do not matter; "
@@ -29,9 +28,33 @@ class EntityFilter:
     )
 
 
+@strawberry.input(description="Entities of one channel (or all), optionally by name.")
+class EntityFilter(ChannelEntityFilter):
+    channel_id: strawberry.ID | None = None
+
+
 @strawberry.input(description="Topic profiles of one channel (or all).")
 class TopicProfileFilter:
     channel_id: strawberry.ID | None = None
+
+
+async def entity_list(
+    info: Info[Context, None],
+    filter: ChannelEntityFilter,
+    channel_id: int | None,
+    args: PageArgs,
+) -> Connection[Entity]:
+    """A page of entities, of one channel or all: `entities` and `Channel.entities`."""
+    key = None
+    if filter.query is not None:
+        if len(filter.query) > MAX_QUERY_CHARS:
+            raise client_error(
+                f"filter.query is too long: at most {MAX_QUERY_CHARS} characters",
+                argument="filter.query",
+            )
+        key = canonical_key(filter.query) or None
+    filters = {"channel_id": channel_id, "key_contains": key}
+    return await connection_of(info, pages.ENTITIES, filters, args, Entity.from_row)
 
 
 @strawberry.type
@@ -50,17 +73,9 @@ class EntityQueries:
         before: Before = None,
     ) -> Connection[Entity] | None:
         filter = filter or EntityFilter()
-        key = None
-        if filter.query is not None:
-            if len(filter.query) > MAX_QUERY_CHARS:
-                raise client_error(
-                    f"filter.query is too long: at most {MAX_QUERY_CHARS} characters",
-                    argument="filter.query",
-                )
-            key = canonical_key(filter.query) or None
-        filters = {"channel_id": parse_optional_id(filter.channel_id, CHANNEL), "key_contains": key}
+        channel_id = parse_optional_id(filter.channel_id, CHANNEL)
         args = PageArgs(first, after, last, before, default_size=20)
-        return await connection_of(info, pages.ENTITIES, filters, args, Entity.from_row)
+        return await entity_list(info, filter, channel_id, args)
 
     @strawberry.field(description="One entity, with the items and digests mentioning it.")
     async def entity(self, info: Info[Context, None], id: IdArgument) -> Entity | None:

@@ -64,9 +64,8 @@ class DecisionFilter:
     )
 
 
-@strawberry.input(description="Tracked items of any kind.")
-class TrackedItemFilter:
-    channel_id: strawberry.ID | None = None
+@strawberry.input(description="Tracked items of one channel (`Channel.trackedItems`).")
+class ChannelTrackedItemFilter:
     kind: TrackedItemKind | None = None
     status: TrackedItemStatus | None = None
     open: bool | None = strawberry.field(
@@ -84,8 +83,13 @@ class TrackedItemFilter:
     owner: str | None = None
 
 
+@strawberry.input(description="Tracked items of any kind.")
+class TrackedItemFilter(ChannelTrackedItemFilter):
+    channel_id: strawberry.ID | None = None
+
+
 def _filters(
-    channel_id: strawberry.ID | None,
+    channel_id: int | None,
     kind: TrackedItemKind | None,
     status: TrackedItemStatus | None,
     owner: str | None = None,
@@ -98,7 +102,7 @@ def _filters(
     if owner is not None and len(owner) > 120:
         raise client_error("filter.owner is too long: at most 120 characters")
     return {
-        "channel_id": parse_optional_id(channel_id, CHANNEL),
+        "channel_id": channel_id,
         "kind": kind.value if kind else None,
         "status": status.value if status else None,
         "owner": owner.strip() if owner and owner.strip() else None,
@@ -111,6 +115,20 @@ async def _items(
     info: Info[Context, None], filters: dict[str, Any], args: PageArgs
 ) -> Connection[TrackedItem]:
     return await connection_of(info, pages.CHANNEL_ITEMS, filters, args, TrackedItem.from_row)
+
+
+async def tracked_item_list(
+    info: Info[Context, None],
+    filter: ChannelTrackedItemFilter,
+    channel_id: int | None,
+    args: PageArgs,
+) -> Connection[TrackedItem]:
+    """A page of tracked items, of one channel or all: `trackedItems` and
+    `Channel.trackedItems`, one filter with one meaning."""
+    filters = _filters(
+        channel_id, filter.kind, filter.status, filter.owner, filter.open, filter.current
+    )
+    return await _items(info, filters, args)
 
 
 @strawberry.type
@@ -126,7 +144,11 @@ class ItemQueries:
         before: Before = None,
     ) -> Connection[TrackedItem]:
         filter = filter or OpenQuestionFilter()
-        filters = _filters(filter.channel_id, TrackedItemKind.QUESTION, TrackedItemStatus.OPEN)
+        filters = _filters(
+            parse_optional_id(filter.channel_id, CHANNEL),
+            TrackedItemKind.QUESTION,
+            TrackedItemStatus.OPEN,
+        )
         return await _items(info, filters, PageArgs(first, after, last, before, default_size=20))
 
     @strawberry.field(description="Action items, newest first.")
@@ -141,7 +163,10 @@ class ItemQueries:
     ) -> Connection[TrackedItem]:
         filter = filter or ActionItemFilter()
         filters = _filters(
-            filter.channel_id, TrackedItemKind.ACTION_ITEM, filter.status, filter.owner
+            parse_optional_id(filter.channel_id, CHANNEL),
+            TrackedItemKind.ACTION_ITEM,
+            filter.status,
+            filter.owner,
         )
         return await _items(info, filters, PageArgs(first, after, last, before, default_size=20))
 
@@ -156,7 +181,9 @@ class ItemQueries:
         before: Before = None,
     ) -> Connection[TrackedItem]:
         filter = filter or DecisionFilter()
-        filters = _filters(filter.channel_id, TrackedItemKind.DECISION, filter.status)
+        filters = _filters(
+            parse_optional_id(filter.channel_id, CHANNEL), TrackedItemKind.DECISION, filter.status
+        )
         return await _items(info, filters, PageArgs(first, after, last, before, default_size=20))
 
     @strawberry.field(
@@ -173,7 +200,6 @@ class ItemQueries:
         before: Before = None,
     ) -> Connection[TrackedItem]:
         filter = filter or TrackedItemFilter()
-        filters = _filters(
-            filter.channel_id, filter.kind, filter.status, filter.owner, filter.open, filter.current
-        )
-        return await _items(info, filters, PageArgs(first, after, last, before, default_size=20))
+        channel_id = parse_optional_id(filter.channel_id, CHANNEL)
+        args = PageArgs(first, after, last, before, default_size=20)
+        return await tracked_item_list(info, filter, channel_id, args)

@@ -28,6 +28,7 @@ from db.models import (
     ArtifactWithMessage,
     ChannelItem,
     ChannelItemEventWithMessage,
+    ChannelOpenItemCounts,
     ChannelWithServer,
     ConversationWithState,
     CountedItemMention,
@@ -300,6 +301,14 @@ class Loaders:
     )
     latest_document_digests: _Loader[int, list[DocumentDigest]] = _Loader(_latest_document_digests)
     uncovered_count: _Loader[int, int] = _Loader(_uncovered_counts)
+    # By channel id: one statement for a whole page of channels (Channel.lastDigest and
+    # Channel.openItemCounts), where a page query per channel would grow with the page.
+    last_digest: _Loader[int, Digest | None] = _Loader(
+        lambda pool: _by_id(pool, digests.latest_digests_of_channels, key="channel_id")
+    )
+    open_item_counts: _Loader[int, ChannelOpenItemCounts | None] = _Loader(
+        lambda pool: _by_id(pool, channel_items.open_item_counts_of_channels, key="channel_id")
+    )
     revision_text: _Loader[tuple[int, int], str | None] = _Loader(_revision_texts)
     edited_messages: _Loader[int, frozenset[str]] = _Loader(_edited_messages)
     cited_author: _Loader[tuple[int, str], str | None] = _Loader(_cited_authors)

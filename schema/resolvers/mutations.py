@@ -35,6 +35,7 @@ from schema.types.shared import (
     InvalidInputError,
     NotFoundError,
     RecordError,
+    not_found,
     parse_id_or_error,
     refusal,
 )
@@ -190,7 +191,7 @@ class Mutation(DocumentMutations, ReportMutations, ScheduleMutations):
                     max_attempts=info.context.config.max_attempts,
                 )
         except TriggerRefused as refused:
-            return refusal(refused)
+            return refusal(refused, {("channel", channel_key): channel_id})
         return DigestJob.from_row(job)
 
     @strawberry.mutation(
@@ -204,5 +205,5 @@ class Mutation(DocumentMutations, ReportMutations, ScheduleMutations):
         async with info.context.pool.acquire() as connection:
             row = await job_queries.cancel_job(connection, job_id)
         if row is None:
-            return NotFoundError(message=f"no job with id {id}")
+            return not_found("job", id)
         return DigestJob.from_row(row)

@@ -87,15 +87,17 @@ class ReportMutations:
     ) -> TriggerReportResult:
         channel_ids: list[int] = []
         document_ids: list[int] = []
-        for values, type_name, into in (
-            (sources.channel_ids, CHANNEL, channel_ids),
-            (sources.document_ids, DOCUMENT, document_ids),
+        sent: dict[tuple[str, int], str] = {}
+        for values, type_name, subject, into in (
+            (sources.channel_ids, CHANNEL, "channel", channel_ids),
+            (sources.document_ids, DOCUMENT, "document", document_ids),
         ):
             for value in values:
                 key = parse_id_or_error(value, type_name)
                 if isinstance(key, InvalidInputError):
                     return key
                 into.append(key)
+                sent.setdefault((subject, key), value)
         try:
             async with info.context.pool.acquire() as connection:
                 job, _created = await trigger_report(
@@ -108,5 +110,5 @@ class ReportMutations:
                     max_attempts=info.context.config.max_attempts,
                 )
         except TriggerRefused as refused:
-            return refusal(refused)
+            return refusal(refused, sent)
         return DigestJob.from_row(job)

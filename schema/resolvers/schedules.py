@@ -28,10 +28,14 @@ from schema.types.schedule import Schedule
 from schema.types.shared import InvalidInputError, NotFoundError, parse_id_or_error, refusal
 
 
-@strawberry.input(description="Schedules of one channel, and/or paused or running ones.")
-class ScheduleFilter:
-    channel_id: strawberry.ID | None = None
+@strawberry.input(description="Schedules of one channel, paused or running (`Channel.schedules`).")
+class ChannelScheduleFilter:
     paused: bool | None = None
+
+
+@strawberry.input(description="Schedules of one channel, and/or paused or running ones.")
+class ScheduleFilter(ChannelScheduleFilter):
+    channel_id: strawberry.ID | None = None
 
 
 @strawberry.type(description="What deleteSchedule removed (its runs went with it; its jobs stay).")
@@ -66,7 +70,18 @@ async def _change(
         async with info.context.pool.acquire() as connection:
             return await change(connection, schedule_id)
     except TriggerRefused as refused:
-        return refusal(refused)
+        return refusal(refused, {("schedule", schedule_id): id})
+
+
+async def schedule_list(
+    info: Info[Context, None],
+    filter: ChannelScheduleFilter,
+    channel_id: int | None,
+    args: PageArgs,
+) -> Connection[Schedule]:
+    """A page of schedules, of one channel or all: `schedules` and `Channel.schedules`."""
+    filters = {"channel_id": channel_id, "paused": filter.paused}
+    return await connection_of(info, pages.SCHEDULES, filters, args, Schedule.from_row)
 
 
 @strawberry.type
@@ -87,12 +102,9 @@ class ScheduleQueries:
         before: Before = None,
     ) -> Connection[Schedule] | None:
         filter = filter or ScheduleFilter()
-        filters = {
-            "channel_id": parse_optional_id(filter.channel_id, CHANNEL),
-            "paused": filter.paused,
-        }
+        channel_id = parse_optional_id(filter.channel_id, CHANNEL)
         args = PageArgs(first, after, last, before, default_size=20)
-        return await connection_of(info, pages.SCHEDULES, filters, args, Schedule.from_row)
+        return await schedule_list(info, filter, channel_id, args)
 
 
 @strawberry.type
@@ -122,7 +134,7 @@ class ScheduleMutations:
                     connection, channel_key, cron, timezone, info.context.config.schedule_limits
                 )
         except TriggerRefused as refused:
-            return refusal(refused)
+            return refusal(refused, {("channel", channel_key): channel_id})
         return Schedule.from_row(row)
 
     @strawberry.mutation(

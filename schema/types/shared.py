@@ -3,6 +3,7 @@ unions."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import strawberry
@@ -33,8 +34,11 @@ class RecordError:
 
 @strawberry.type(description="No object with the id given (code NOT_FOUND).")
 class NotFoundError:
-    message: str
+    message: str = strawberry.field(description="Which id named nothing, as the client sent it.")
     code: str = strawberry.field(default=NOT_FOUND, description="Always NOT_FOUND.")
+    id: strawberry.ID | None = strawberry.field(
+        default=None, description="The id that named nothing, exactly as it was sent."
+    )
 
 
 @strawberry.type(description="An argument the mutation refuses; `message` says which and why.")
@@ -63,9 +67,23 @@ def parse_id_or_error(value: strawberry.ID, type_name: str) -> int | InvalidInpu
         return InvalidInputError(message=error.message, code=BAD_ID)
 
 
-def refusal(refused: TriggerRefused) -> NotFoundError | InvalidInputError:
+# The ids a mutation was sent, by (subject, row id): ("channel", 7) -> "Q2hhbm5lbDo3".
+SentIds = Mapping[tuple[str, int], str]
+
+
+def not_found(subject: str, sent: str) -> NotFoundError:
+    """No `subject` ("channel", "job", ...) has the id the client sent, named as it was sent: a
+    client that sent a global id must find that id in the message, not a row number."""
+    return NotFoundError(message=f"no {subject} with id {sent}", id=strawberry.ID(sent))
+
+
+def refusal(refused: TriggerRefused, sent: SentIds) -> NotFoundError | InvalidInputError:
     """A trigger's refusal as the typed result a mutation returns: a missing subject is a
-    `NotFoundError`, anything else an `InvalidInputError` with the refusal's code."""
+    `NotFoundError` naming the id the client sent for it (`sent`), anything else an
+    `InvalidInputError` with the refusal's code."""
     if isinstance(refused, SubjectNotFound):
-        return NotFoundError(message=refused.message)
+        given = sent.get((refused.subject, refused.row_id))
+        if given is None:  # a subject the mutation's arguments did not name: no id to echo
+            return NotFoundError(message=f"no such {refused.subject}")
+        return not_found(refused.subject, given)
     return InvalidInputError(message=refused.message, reason=refused.code)

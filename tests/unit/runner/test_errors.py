@@ -48,7 +48,7 @@ INPUT_ERRORS: list[Exception] = [
     MetadataError("users.json", "not a JSON list"),
     InvalidSchedule("cron", "five fields expected"),
     TriggerRefused("question must not be empty", code="empty_question"),
-    SubjectNotFound("no channel with id 7"),
+    SubjectNotFound("channel", 7),
     FetchError("fetch_refused", "private address"),
     ExtractionError("encrypted", "the PDF is encrypted"),
 ]

@@ -187,7 +187,7 @@ async def test_a_channel_has_at_most_the_capped_number_of_schedules_even_when_cr
     refused = [r for r in results if isinstance(r, TooManySchedules)]
     assert (len(made), len(refused)) == (3, 3), results
     assert refused[0].code == "too_many_schedules"
-    assert refused[0].message.startswith(f"channel {channel_id} already has 3 schedules")
+    assert refused[0].message.startswith("the channel already has 3 schedules")
     assert isinstance(await create(other_id), int)  # per channel: another channel has room
     async with db.acquire() as connection:
         await schedules.delete_schedule(connection, made[0])

@@ -79,7 +79,7 @@ async def test_trigger_report_returns_a_job_whose_report_reads_back_structured(
     missing = await gql(db, TRIGGER, q="why?", sources={"channelIds": [global_id(CHANNEL, 999)]})
     assert missing["triggerReport"] == {
         "__typename": "NotFoundError",
-        "message": "no channel with id 999",
+        "message": f"no channel with id {global_id(CHANNEL, 999)}",
     }
 
 

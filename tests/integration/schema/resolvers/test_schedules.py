@@ -101,7 +101,7 @@ async def test_bad_cron_zone_or_channel_are_typed_refusals_naming_the_field(
     missing = await _create(db, global_id(CHANNEL, 999), "0 9 * * *")
     assert missing == {
         "__typename": "NotFoundError",
-        "message": "no channel with id 999",
+        "message": f"no channel with id {global_id(CHANNEL, 999)}",  # as sent, not the row id
         "code": "NOT_FOUND",
     }
     wrong_type = await _create(db, global_id(DIGEST_JOB, 1), "0 9 * * *")
@@ -125,7 +125,7 @@ async def test_pause_resume_delete_and_not_found(db: asyncpg.Pool) -> None:
     again = (await gql(db, DELETE, id=schedule))["deleteSchedule"]
     assert again == {
         "__typename": "NotFoundError",
-        "message": "no schedule with id 1",
+        "message": f"no schedule with id {schedule}",
         "code": "NOT_FOUND",
     }
     assert (await gql(db, CHANGE, id=schedule))["pause"]["__typename"] == "NotFoundError"

@@ -49,6 +49,40 @@ async def test_statements_per_request_do_not_grow_with_the_page(
     assert (small_counted, large_counted) == (4, 4)
 
 
+def dashboard_page(first: int) -> str:
+    """A dashboard's page of channels, each with its latest digest and its open counts."""
+    return (
+        f"{{ channels(first: {first}) {{ edges {{ node {{ name lastDigest {{ id overview }} "
+        "openItemCounts { openQuestions openActionItems decisionsInForce open } } } } }"
+    )
+
+
+async def test_a_dashboard_page_of_channels_costs_the_same_for_2_as_for_10(
+    db: asyncpg.Pool, database_url: str, settings: Settings
+) -> None:
+    """The latest digest and the open counts of every channel of the page come from one
+    statement each (DISTINCT ON, GROUP BY over `channel_id = ANY`), not one per channel."""
+    await seed(database_url, 30)  # 30 digests over 20 channels
+    async with db.acquire() as connection:
+        await connection.execute(
+            "INSERT INTO channel_items (channel_id, kind, status, text, message_ids, said_at) "
+            "SELECT c.id, k.kind, k.status, k.kind || ' of ' || c.name, ARRAY['m1'], now() "
+            "FROM channels c CROSS JOIN (VALUES ('question', 'open'), ('action_item', 'open'), "
+            "('decision', 'in_force'), ('question', 'answered')) AS k(kind, status)"
+        )
+    async with statement_counter(
+        settings.model_copy(update={"digestd_api_tokens": None})
+    ) as counter:
+        two = await counter.count(dashboard_page(2))
+        ten = await counter.count(dashboard_page(10))
+        response = await counter.client.post("/graphql", json={"query": dashboard_page(10)})
+    # The page, then one batch for the latest digests and one for the counts.
+    assert (two, ten) == (3, 3)
+    nodes = [edge["node"] for edge in response.json()["data"]["channels"]["edges"]]
+    assert len(nodes) == 10 and all(node["lastDigest"]["overview"] for node in nodes)
+    assert {tuple(node["openItemCounts"].values()) for node in nodes} == {(1, 1, 1, 2)}
+
+
 async def test_a_released_connection_comes_back_without_the_transaction_left_open(
     db: asyncpg.Pool, database_url: str
 ) -> None:
