@@ -104,6 +104,13 @@ async def set_digest_prose(
     await connection.execute(QUERIES["set_digest_prose"], digest_id, overview, highlights, audit)
 
 
+async def set_digest_periods(
+    connection: asyncpg.Connection, digest_id: int, periods: list[dict[str, Any]]
+) -> None:
+    """Store the periods of a multi-day digest, each with its cited sentences."""
+    await connection.execute(QUERIES["set_digest_periods"], digest_id, periods)
+
+
 async def digest_by_window_key(connection: asyncpg.Connection, window_key: str) -> int | None:
     """The id of a stored digest of exactly the same messages, revisions and settings."""
     digest_id: int | None = await connection.fetchval(QUERIES["digest_by_window_key"], window_key)

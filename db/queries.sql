@@ -350,6 +350,10 @@ UPDATE digests SET left_out = $2 WHERE id = $1;
 UPDATE digests SET overview_sentences = $2, highlight_sentences = $3, citation_audit = $4
 WHERE id = $1;
 
+-- name: set_digest_periods
+-- The cited overview of each period of a multi-day window (0012).
+UPDATE digests SET periods = $2 WHERE id = $1;
+
 -- name: insert_digest
 -- Store a validated digest; returns its id and created_at.
 INSERT INTO digests (

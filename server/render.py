@@ -23,6 +23,7 @@ from db.models import (
     Topic,
 )
 from runner.core.markdown_text import escape_inline as md
+from runner.digests.periods import stored_heading
 from runner.grounding.footnotes import Section, citation_keys, footnoted_markdown, stored_sentences
 
 EXCERPT_CHARS = 160
@@ -43,14 +44,20 @@ def _flags(flags: list[dict[str, Any]]) -> str:
 
 
 async def _prose_markdown(connection: asyncpg.Connection, digest: Digest) -> str:
-    """Overview and highlights with one footnote numbering; a digest stored before citations
+    """Overview, highlights and each period of a multi-day window (its label and counts as its
+    heading) with one footnote numbering; a digest stored before citations
     (no sentences) shows its overview and highlights as they were."""
     if not digest.overview_sentences and not digest.highlight_sentences:
         legacy = [md(digest.overview)]
         if digest.highlights:
             legacy += ["", "## Highlights"] + [f"- {md(h)}" for h in digest.highlights]
         return "\n".join(legacy)
-    stored = [*digest.overview_sentences, *digest.highlight_sentences]
+    periods = [list(period.get("sentences", [])) for period in digest.periods]
+    stored = [
+        *digest.overview_sentences,
+        *digest.highlight_sentences,
+        *(sentence for period in periods for sentence in period),
+    ]
     keys = citation_keys(stored)
     rows = await channel_queries.revision_texts(
         connection, [k[0] for k in keys], [k[1] for k in keys]
@@ -65,6 +72,10 @@ async def _prose_markdown(connection: asyncpg.Connection, digest: Digest) -> str
                 "Highlights",
                 stored_sentences(digest.highlight_sentences, authors, texts),
                 bullets=True,
+            ),
+            *(
+                Section(stored_heading(period), stored_sentences(told, authors, texts), True)
+                for period, told in zip(digest.periods, periods, strict=True)
             ),
         ]
     )

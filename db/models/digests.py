@@ -42,6 +42,8 @@ class Digest(SQLModel, table=True):
     overview_sentences: list[dict[str, Any]] = jsonb()
     highlight_sentences: list[dict[str, Any]] = jsonb()
     citation_audit: dict[str, Any] | None = nullable_jsonb()
+    # 0012: [{granularity, start, end, message_count, conversation_count, sentences}]
+    periods: list[dict[str, Any]] = jsonb()
 
 
 class DigestMessage(SQLModel, table=True):

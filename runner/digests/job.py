@@ -36,6 +36,7 @@ from runner.core.contract import ChunkSummary
 from runner.core.extractor import Extractor
 from runner.core.job_options import ChannelDigestOptions
 from runner.core.window import StoredWindow, Window, WindowSpec
+from runner.digests.periods import tell_periods
 from runner.digests.pipeline import PipelineHooks, run_pipeline
 from runner.digests.stats import job_stats
 from runner.digests.store import load_window, store_digest
@@ -149,6 +150,10 @@ class ChannelJobRunner:
         entities = await asyncio.to_thread(
             analyze_digest, window.messages, result.validation.output
         )
+        # Extractive and pure like entity finding: a long backlog is told day by day (or by
+        # the period that keeps it readable), whatever the extractor.
+        told = await asyncio.to_thread(tell_periods, window, self.min_overlap)
+        rejections += [{**r.as_json(), "stage": "periods"} for r in told.rejections]
         clock.enter("store")
         async with context.pool.acquire() as connection:
             await job_queries.update_progress(
@@ -178,6 +183,7 @@ class ChannelJobRunner:
                 window_key=key if complete else None,
                 threads=(threading, thread_input.internal_ids),
                 entities=entities,
+                periods=told.periods,
             )
         return Stored(status)
 

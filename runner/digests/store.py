@@ -15,7 +15,7 @@ verbatim and every cited id exists in the window.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 import asyncpg
@@ -26,8 +26,9 @@ from db.jobs import JobStatus
 from db.models import ChannelColumns, WindowMessageRow
 from runner.conversations.store import store_threading
 from runner.conversations.threads import Threading
-from runner.core.contract import Digest
+from runner.core.contract import CitedSentence, Digest
 from runner.core.window import MessageKey, StoredWindow, Window, WindowMessage, WindowSpec
+from runner.digests.periods import Period
 from runner.digests.window import (
     REASON_CHUNK_FAILED,
     REASON_EDITED,
@@ -36,6 +37,7 @@ from runner.digests.window import (
 )
 from runner.entities.digest import DigestEntities
 from runner.entities.store import store_entities
+from runner.grounding.citations import Anchor
 from runner.grounding.pointers import MatchKind
 from runner.grounding.validate import ValidationResult
 from runner.jobs.base import finish
@@ -119,9 +121,17 @@ def _flag_json(flags: list[str]) -> list[dict[str, str]]:
 def _sentences_json(
     validation: ValidationResult[Digest], field_name: str, window: StoredWindow
 ) -> list[dict[str, Any]]:
-    """The kept sentences of a prose field with their anchored citations, each naming the
-    messages row and the revision read, so its quote resolves forever."""
-    sentences = getattr(validation.output, field_name)
+    """The kept sentences of a prose field with their anchored citations."""
+    return cited_json(
+        getattr(validation.output, field_name), validation.anchors[field_name], window
+    )
+
+
+def cited_json(
+    sentences: Sequence[CitedSentence], anchors: Sequence[Sequence[Anchor]], window: StoredWindow
+) -> list[dict[str, Any]]:
+    """Validated sentences with their anchored citations, each naming the messages row and the
+    revision read, so its quote resolves forever."""
     return [
         {
             "sentence": sentence.sentence,
@@ -133,10 +143,24 @@ def _sentences_json(
                     "char_start": anchor.char_start,
                     "char_end": anchor.char_end,
                 }
-                for anchor in anchors
+                for anchor in cited
             ],
         }
-        for sentence, anchors in zip(sentences, validation.anchors[field_name], strict=True)
+        for sentence, cited in zip(sentences, anchors, strict=True)
+    ]
+
+
+def periods_json(periods: Sequence[Period], window: StoredWindow) -> list[dict[str, Any]]:
+    return [
+        {
+            "granularity": period.granularity.value,
+            "start": period.start.isoformat(),
+            "end": period.end.isoformat(),
+            "message_count": period.message_count,
+            "conversation_count": period.conversation_count,
+            "sentences": cited_json(period.sentences, period.anchors, window),
+        }
+        for period in periods
     ]
 
 
@@ -265,6 +289,7 @@ async def store_digest(
     window_key: str | None = None,
     threads: tuple[Threading, dict[str, int]] | None = None,
     entities: DigestEntities | None = None,
+    periods: Sequence[Period] = (),
 ) -> int:
     """Write everything in one transaction; returns the digest id. Raises LostLease (and
     writes nothing) when another worker holds the job now.
@@ -272,7 +297,8 @@ async def store_digest(
     `uncovered`: external ids of messages in failed chunks (read, not covered);
     `threads`: the window's threading and its messages' internal ids, written in the same
     transaction (runner/conversations/store.py); `entities`: the digest's entities and topic
-    profiles (runner/entities/digest.py), written after the conversations."""
+    profiles (runner/entities/digest.py), written after the conversations; `periods`: a
+    multi-day window told period by period (runner/digests/periods.py)."""
     digest = validation.output
     async with connection.transaction():
         await channel_queries.lock_channel(connection, channel_id)
@@ -309,6 +335,10 @@ async def store_digest(
             _sentences_json(validation, "highlights", window),
             validation.audit.as_json(),
         )
+        if periods:
+            await digest_queries.set_digest_periods(
+                connection, digest_id, periods_json(periods, window)
+            )
         await digest_queries.insert_digest_messages(
             connection,
             digest_id,

@@ -231,6 +231,22 @@ def _check_sentences(
     return kept, anchors
 
 
+def validate_sentences(
+    sentences: list[CitedSentence],
+    texts: dict[str, str],
+    *,
+    field_name: str,
+    min_overlap: float = DEFAULT_MIN_OVERLAP,
+) -> tuple[list[CitedSentence], list[list[Anchor]], list[Rejection]]:
+    """Cited prose told beside a digest's own fields (each period of a multi-day window),
+    checked exactly as overview sentences are: the kept sentences, their anchors, and what was
+    dropped with why."""
+    checker = _Checker(texts=texts, min_overlap=min_overlap)
+    rejections: list[Rejection] = []
+    kept, anchors = _check_sentences(checker, field_name, sentences, rejections, CitationAudit())
+    return kept, anchors, rejections
+
+
 def _check_digest_prose(
     checker: _Checker,
     digest: Digest,

@@ -29,6 +29,7 @@ from schema.types.ids import (
     optional_global_id,
 )
 from schema.types.job import DigestJob
+from schema.types.periods import DigestPeriod, periods_of
 from schema.types.prose import CitationAudit, CitedSentence, overview_markdown, sentences_of
 from schema.types.shared import Flag
 
@@ -333,6 +334,15 @@ class Digest(DigestBase):
     @strawberry.field(description="The highlights as sentences, each with its citations.")
     async def highlight_sentences(self, info: Info[Context, None]) -> list[CitedSentence]:
         return await sentences_of(info, self.row, "highlights")
+
+    @strawberry.field(
+        description="A window that spans several days told period by period (days, or weeks, "
+        "months, quarters, years when there would be more than 62 days), oldest first, each "
+        "with its own cited overview; the overview above is the roll-up. Empty for a window of "
+        "one day."
+    )
+    async def periods(self, info: Info[Context, None]) -> list[DigestPeriod]:
+        return await periods_of(info, self.row)
 
     @strawberry.field(
         description="The overview as Markdown: a [^n] marker after each sentence and one "

@@ -8,6 +8,7 @@ the exact characters the validator anchored.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -133,11 +134,20 @@ class CitationAudit:
         )
 
 
+Sentences = tuple[FootnotedSentence[Source], ...]
+
+
 async def load_prose(
     info: Info[Context, None], row: models.Digest
-) -> tuple[tuple[FootnotedSentence[Source], ...], tuple[FootnotedSentence[Source], ...]]:
-    """The overview and highlight sentences of a digest with authors, times and quotes."""
-    stored = [*row.overview_sentences, *row.highlight_sentences]
+) -> tuple[Sentences, Sentences, list[Sentences]]:
+    """The overview, highlight and period sentences of a digest with authors, times and
+    quotes (the periods' one tuple per period, in the stored order)."""
+    periods = [list(period.get("sentences", [])) for period in row.periods]
+    stored = [
+        *row.overview_sentences,
+        *row.highlight_sentences,
+        *(sentence for period in periods for sentence in period),
+    ]
     keys = citation_keys(stored)
     loaders = info.context.loaders
     texts = await loaders.revision_text.load_many(keys)
@@ -147,15 +157,22 @@ async def load_prose(
     return (
         stored_sentences(row.overview_sentences, authors, by_key),
         stored_sentences(row.highlight_sentences, authors, by_key),
+        [stored_sentences(period, authors, by_key) for period in periods],
     )
 
 
 def prose_sections(
-    overview: tuple[FootnotedSentence[Source], ...],
-    highlights: tuple[FootnotedSentence[Source], ...],
+    overview: Sentences,
+    highlights: Sentences,
+    periods: Sequence[tuple[str, Sentences]] = (),
 ) -> list[Section[Source]]:
-    """The one footnote numbering of a digest: overview first, then highlights."""
-    return [Section(None, overview), Section("Highlights", highlights, bullets=True)]
+    """The one footnote numbering of a digest: overview first, then highlights, then each
+    period (its label as its heading)."""
+    return [
+        Section(None, overview),
+        Section("Highlights", highlights, bullets=True),
+        *(Section(heading, sentences, bullets=True) for heading, sentences in periods),
+    ]
 
 
 def cited_sentences(
@@ -187,7 +204,7 @@ def cited_sentences(
 async def sentences_of(
     info: Info[Context, None], row: models.Digest, field: str
 ) -> list[CitedSentence]:
-    overview, highlights = await load_prose(info, row)
+    overview, highlights, _ = await load_prose(info, row)
     numbers = footnote_numbers(prose_sections(overview, highlights))
     if field == "overview":
         return cited_sentences(row.overview_sentences, overview, numbers)
@@ -199,5 +216,5 @@ async def overview_markdown(info: Info[Context, None], row: models.Digest) -> st
     (no sentences) gives its overview text, escaped like any other text."""
     if not row.overview_sentences:
         return escape_inline(row.overview)
-    overview, _ = await load_prose(info, row)
+    overview, _, _ = await load_prose(info, row)
     return footnoted_markdown([Section(None, overview)])

@@ -37,7 +37,8 @@ from runner.core.merge import (
 from runner.core.vocabulary import MappedChunk
 from runner.core.window import Window, WindowMessage
 from runner.extract.offline.chunk import add_links
-from runner.extract.offline.importance import informative_opening, is_bot, is_noise
+from runner.extract.offline.exchanges import exchange
+from runner.extract.offline.importance import informative_opening, is_noise
 from runner.extract.offline.item_model import (
     ItemContext,
     ItemModel,
@@ -306,28 +307,6 @@ OVERVIEW_CONVERSATIONS = 4
 EARNED_FOR_HIGH = 2
 
 
-def _exchange(
-    merger: _Merger, conversation: RankedConversation
-) -> tuple[WindowMessage, WindowMessage | None] | None:
-    """A conversation's opening (its topic's quoted title) and first answer."""
-    topic = conversation.topic
-    opening = merger.by_id.get(topic.message_ids[0]) if topic.message_ids else None
-    if opening is None:
-        return None
-    answer = find_answer(
-        merger.messages,
-        merger.order[opening.message_id],
-        merger.participants,
-        opening.normalized_text,
-    )
-    if answer is not None and (
-        is_noise(answer.message.normalized_text)
-        or is_bot(answer.message.author, answer.message.normalized_text)
-    ):
-        answer = None  # "thanks!" or a bot's factoid is no answer worth quoting
-    return opening, answer.message if answer else None
-
-
 def _told(
     merger: _Merger, writer: ProseWriter, ranked: Sequence[RankedConversation]
 ) -> list[tuple[RankedConversation, tuple[WindowMessage, WindowMessage | None]]]:
@@ -339,7 +318,7 @@ def _told(
             break
         if not conversation.importance.worth_telling:
             continue
-        pair = _exchange(merger, conversation)
+        pair = exchange(merger, conversation)
         if (
             pair is not None
             and informative_opening(pair[0].normalized_text)

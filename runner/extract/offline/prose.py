@@ -93,9 +93,11 @@ class ProseWriter:
             reply = truncate_words(
                 strip_address(squash(answer.normalized_text), self.participants), _EXCHANGE_CHARS
             )
-            sentences.append(
-                self.cite([f"{answer.author} answered: {reply}", reply], [answer.message_id])
-            )
+            # An answer that is only a link or a paste says nothing in a sentence either.
+            if len(set(content_tokens(reply))) >= _MIN_EXCHANGE_WORDS:
+                sentences.append(
+                    self.cite([f"{answer.author} answered: {reply}", reply], [answer.message_id])
+                )
         return [sentence for sentence in sentences if sentence is not None]
 
     def dated(self, day: str, opening: WindowMessage) -> CitedSentence | None:

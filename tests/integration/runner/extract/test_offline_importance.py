@@ -34,7 +34,10 @@ async def test_a_real_gitter_room_is_told_by_its_important_conversations(
     assert not [q for q in quotes if is_noise(q)]
     texts = [sentence["text"] for sentence in digest["overviewSentences"]]
     # Conversations first: what was asked and what was answered, then the count of the rest.
-    assert sum(" answered: " in text for text in texts) >= 2
+    answers = [text.split(" answered: ", 1)[1] for text in texts if " answered: " in text]
+    assert answers
+    # An answer told is words, never only a link ("you mean this? <link>").
+    assert not [a for a in answers if len(a.replace("[<-LINK->]", "").split()) < 4]
     assert any(" other conversations, among them: " in text for text in texts)
     # A decision told is one the room settled, never a question.
     assert not [t for t in texts if t.startswith("Decided:") and t.rstrip().endswith("?")]
