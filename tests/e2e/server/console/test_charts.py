@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import httpx
 import pytest
 from playwright.async_api import Page, expect
@@ -107,17 +108,18 @@ async def drawn(page: Page, name: str) -> dict[str, Any]:
 
 
 def depths(nodes: list[dict[str, Any]]) -> list[int]:
-    parent = {n["id"]: (n["parent"] or {}).get("id") for n in nodes}
+    """Each message's depth in its thread: 0 unless it answers a message of the same thread."""
+    parent: dict[str, str | None] = {n["id"]: (n["parent"] or {}).get("id") for n in nodes}
 
     def depth(node_id: str) -> int:
         up = parent[node_id]
-        return depth(up) + 1 if up in parent else 0
+        return depth(up) + 1 if up is not None and up in parent else 0
 
     return [depth(n["id"]) for n in nodes]
 
 
 async def test_channel_charts_conversations_and_entities_show_the_apis_numbers(
-    settings: Settings, watched: Watched
+    db: asyncpg.Pool, settings: Settings, watched: Watched
 ) -> None:
     app = create_app(settings, AppOptions(run_workers=0))
     async with (
@@ -203,9 +205,7 @@ async def test_channel_charts_conversations_and_entities_show_the_apis_numbers(
         )
         assert depths(nodes)[:3] == [0, 1, 2]
         # Markup in a message is text.
-        await expect(items.nth(2).locator(".message-text")).to_have_text(
-            nodes[2]["normalizedText"]
-        )
+        await expect(items.nth(2).locator(".message-text")).to_have_text(nodes[2]["normalizedText"])
         assert "<b>done</b>" in nodes[2]["normalizedText"]
         await expect(page.locator("main b, main img")).to_have_count(0)
         # By state: only the answered ones.

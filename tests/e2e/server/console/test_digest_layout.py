@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import asyncpg
 import httpx
 import pytest
 from playwright.async_api import expect
@@ -46,7 +47,7 @@ UNDER_SENTENCE = """panel => {
 
 
 async def test_contents_folding_sections_and_context_under_the_sentence(
-    settings: Settings, watched: Watched
+    db: asyncpg.Pool, settings: Settings, watched: Watched
 ) -> None:
     app = create_app(settings, AppOptions(run_workers=0))
     async with (

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import asyncpg
 import httpx
 import pytest
 from playwright.async_api import Browser, Page, expect
@@ -44,7 +45,9 @@ async def assert_fits(page: Page, name: str) -> None:
     print(f"console phone screenshot: {shot}")
 
 
-async def test_every_new_page_fits_a_390_px_screen(settings: Settings, browser: Browser) -> None:
+async def test_every_new_page_fits_a_390_px_screen(
+    db: asyncpg.Pool, settings: Settings, browser: Browser
+) -> None:
     app = create_app(settings, AppOptions(run_workers=0))
     async with (
         running_server(app) as base_url,
