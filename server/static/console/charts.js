@@ -115,6 +115,11 @@ export function timeChart({ name, title, x, series, xLabel = "Day", bars = false
   let chart = null;
   let drawnWidth = 0;
   const observer = new ResizeObserver(() => {
+    if (chart && !plot.isConnected) { // the page was left: let the chart go
+      observer.disconnect();
+      chart.destroy();
+      return;
+    }
     const width = Math.floor(plot.clientWidth);
     if (!width || width === drawnWidth) return;
     drawnWidth = width;

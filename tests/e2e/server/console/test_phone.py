@@ -15,7 +15,7 @@ from playwright.async_api import Browser, Page, expect
 from server.app import AppOptions, create_app
 from server.settings import Settings
 from tests.support.api import gql
-from tests.support.browser import TIMEOUT_MS, loopback_only
+from tests.support.browser import TIMEOUT_MS, Watched, loopback_only
 from tests.support.console import run_queued_jobs, seed_channel, trigger_digest
 from tests.support.servers import running_server
 
@@ -63,7 +63,9 @@ async def test_every_new_page_fits_a_390_px_screen(
             viewport={"width": WIDTH, "height": 844}, device_scale_factor=2, is_mobile=True
         )
         page.set_default_timeout(TIMEOUT_MS)
-        blocked = await loopback_only(page)
+        # Script errors and policy violations (a chart library writing HTML or inline styles
+        # would be one) are recorded and must not happen.
+        watched = Watched(page, await loopback_only(page))
 
         await page.goto(f"{base_url}/#/channel/{channel_id}")
         for chart in ("activity", "topics", "entities"):
@@ -97,5 +99,5 @@ async def test_every_new_page_fits_a_390_px_screen(
         await page.locator("section.overview button.footnote-ref").first.click()
         await expect(page.locator("section.citation-context mark.pointer")).to_be_focused()
         await assert_fits(page, "digest")
-        assert blocked == [], blocked
+        watched.assert_clean()
         await page.close()
