@@ -124,3 +124,7 @@ async def topic_profile_digests(
 
 async def topic_profile_trends(connection: asyncpg.Connection, ids: list[int]) -> list[TrendPoint]:
     return as_rows(TrendPoint, await connection.fetch(QUERIES["topic_profile_trends"], ids))
+
+
+async def entity_trends(connection: asyncpg.Connection, ids: list[int]) -> list[TrendPoint]:
+    return as_rows(TrendPoint, await connection.fetch(QUERIES["entity_trends"], ids))

@@ -959,6 +959,17 @@ JOIN messages m ON m.id = u.message_id
 WHERE t.profile_id = ANY($1::bigint[])
 GROUP BY 1, 2 ORDER BY 1, 2;
 
+-- name: entity_trends
+-- Distinct messages mentioning each of several entities per ISO week of their time, oldest
+-- week first (a message read by two digests counts once).
+SELECT e.entity_id AS owner_id, to_char(m.ts AT TIME ZONE 'UTC', 'IYYY-"W"IW') AS week,
+       count(DISTINCT m.id)::integer AS mentions
+FROM entity_mentions e
+CROSS JOIN LATERAL unnest(e.message_ids) AS u(message_id)
+JOIN messages m ON m.id = u.message_id
+WHERE e.entity_id = ANY($1::bigint[])
+GROUP BY 1, 2 ORDER BY 1, 2;
+
 -- Schedules (db/schedules.py; migration 0009). The tick's statements run in one transaction:
 -- due_schedules locks the due rows, then per row the job is queued (insert_channel_job) and
 -- record_schedule_run moves the schedule to its next slot.
@@ -1061,3 +1072,43 @@ SELECT count(*) FROM gone;
 -- A due schedule whose next slot cannot be computed any more (its time zone vanished from the
 -- system's zone data): paused rather than found due again at every tick.
 UPDATE schedules SET paused = true WHERE id = $1;
+
+-- Activity (db/activity.py): a channel's days for the console's charts.
+
+-- name: channel_activity
+-- Channel $1 per UTC day, for the $2 days ending with the day of its newest message, oldest
+-- first: every day (zero counts too; no row when the channel has no messages), its messages,
+-- the conversations they belong to, and the digests that read at least one of them (the
+-- digests are the channel's, so digest_messages is read by its primary key).
+WITH last_day AS (
+    SELECT (max(ts) AT TIME ZONE 'UTC')::date AS day FROM messages WHERE channel_id = $1
+), bounds AS (
+    SELECT day - ($2::int - 1) AS first_day, day AS last_day,
+           ((day - ($2::int - 1))::timestamp AT TIME ZONE 'UTC') AS since
+    FROM last_day WHERE day IS NOT NULL
+), days AS (
+    SELECT g::date AS day FROM bounds,
+    generate_series(bounds.first_day::timestamp, bounds.last_day::timestamp, interval '1 day') g
+), message_days AS (
+    SELECT (m.ts AT TIME ZONE 'UTC')::date AS day, count(*)::integer AS message_count,
+           count(DISTINCT m.conversation_id)::integer AS conversation_count
+    FROM messages m, bounds
+    WHERE m.channel_id = $1 AND m.ts >= bounds.since
+    GROUP BY 1
+), digest_days AS (
+    SELECT (m.ts AT TIME ZONE 'UTC')::date AS day,
+           count(DISTINCT dm.digest_id)::integer AS digest_count
+    FROM digests d
+    JOIN digest_messages dm ON dm.digest_id = d.id
+    JOIN messages m ON m.id = dm.message_id
+    CROSS JOIN bounds
+    WHERE d.channel_id = $1 AND m.ts >= bounds.since
+    GROUP BY 1
+)
+SELECT days.day, coalesce(md.message_count, 0) AS message_count,
+       coalesce(md.conversation_count, 0) AS conversation_count,
+       coalesce(dd.digest_count, 0) AS digest_count
+FROM days
+LEFT JOIN message_days md ON md.day = days.day
+LEFT JOIN digest_days dd ON dd.day = days.day
+ORDER BY days.day;

@@ -10,6 +10,7 @@ are the typed view of their results.
 
 from sqlalchemy.orm import configure_mappers
 
+from db.models.activity import ActivityDay
 from db.models.channel_items import (
     ChannelItem,
     ChannelItemEvent,
@@ -90,6 +91,7 @@ configure_mappers()
 
 __all__ = [
     "ActionItem",
+    "ActivityDay",
     "Artifact",
     "ArtifactWithMessage",
     "Channel",

@@ -127,7 +127,7 @@ class OwnedDigestMention(SQLModel):
 
 
 class TrendPoint(SQLModel):
-    """Messages of a profile in one ISO week (`2024-W18`)."""
+    """Messages of an entity or a profile in one ISO week (`2024-W18`)."""
 
     owner_id: int
     week: str

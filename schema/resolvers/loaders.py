@@ -333,6 +333,9 @@ class Loaders:
     topic_profile_trend: _Loader[int, list[TrendPoint]] = _Loader(
         lambda pool: _owned(pool, entities.topic_profile_trends)
     )
+    entity_trend: _Loader[int, list[TrendPoint]] = _Loader(
+        lambda pool: _owned(pool, entities.entity_trends)
+    )
 
 
 def create_loaders(pool: asyncpg.Pool) -> Loaders:

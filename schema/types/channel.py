@@ -19,6 +19,7 @@ from strawberry.types import Info
 
 from db import models
 from schema.context import Context
+from schema.types.activity import ACTIVITY_DESCRIPTION, ActivityDay, channel_activity
 from schema.types.connections import Connection
 from schema.types.ids import CHANNEL, global_id
 from schema.types.paging import After, Before, First, Last, PageArgs
@@ -113,6 +114,10 @@ class Channel(relay.Node):
     )
     async def uncovered_message_count(self, info: Info[Context, None]) -> int:
         return await info.context.loaders.uncovered_count.load(self.id)
+
+    activity: list[ActivityDay] = strawberry.field(
+        resolver=channel_activity, description=ACTIVITY_DESCRIPTION
+    )
 
     @strawberry.field(
         description="The channel's newest digest (the first of `digests`), null before its "

@@ -199,6 +199,11 @@ class Entity(relay.Node):
         rows = await info.context.loaders.entity_digests.load(self.id)
         return rows[0].owner_total if rows else 0
 
+    @strawberry.field(description="Messages mentioning it per ISO week, oldest week first.")
+    async def trend(self, info: Info[Context, None]) -> list[TrendPoint]:
+        rows = await info.context.loaders.entity_trend.load(self.id)
+        return [TrendPoint(week=row.week, mentions=row.mentions) for row in rows]
+
 
 @strawberry.type(
     description="A recurring topic of a channel: digest topics sharing one key (the entities "

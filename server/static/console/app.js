@@ -1,6 +1,6 @@
 // The console's shell: the token field, hash routing (#/channels, #/channel/ID, #/digest/ID,
 // #/jobs, #/job/ID, #/search?q=, #/documents, #/document/ID,
-// #/reports, #/reports/ID), and focus management: after each
+// #/reports, #/reports/ID, #/conversations?channel=ID, #/entities?channel=ID), and focus management: after each
 // navigation the new page's heading takes focus, so keyboard and screen-reader users start there.
 
 import { ApiError, saveToken, savedToken } from "./graphql.js";
@@ -12,11 +12,15 @@ import { searchPage } from "./views/search.js";
 import { documentPage, documentsPage } from "./views/documents.js";
 import { reportPage } from "./views/report.js";
 import { reportsPage } from "./views/reports.js";
+import { conversationsPage } from "./views/conversations.js";
+import { entitiesPage } from "./views/entities.js";
 
 const ROUTES = {
   channels: { page: channelsPage, section: "channels" },
   channel: { page: channelPage, section: "channels", needsId: true },
   digest: { page: digestPage, section: "channels", needsId: true },
+  conversations: { page: conversationsPage, section: "channels" },
+  entities: { page: entitiesPage, section: "channels" },
   jobs: { page: jobsPage, section: "jobs" },
   job: { page: jobPage, section: "jobs", needsId: true },
   search: { page: searchPage, section: "search" },

@@ -1,10 +1,12 @@
-// Channels with their message counts and last digest; one channel with its current state
+// Channels with their message counts and last digest; one channel with its activity and trends
+// as charts (views/channel_charts.js), its current state
 // (open questions, action items, decisions in force: views/items.js), its digests, its digest
 // schedules, and a button that queues a digest of its new messages (then shows the job, live).
 
 import { gql } from "../graphql.js";
 import { fill, h, link, notice, pageHeading, plural, when } from "../dom.js";
 import { channelStateSection } from "./items.js";
+import { channelChartsSection } from "./channel_charts.js";
 
 const CHANNELS = `query($after: String) { channels(first: 100, after: $after) {
   nodes { id name serverName messageCount uncoveredMessageCount }
@@ -81,7 +83,7 @@ export async function channelPage(view) {
     fill(view.main, pageHeading("Channel not found"), notice(`No channel ${view.id}.`, "error"));
     return;
   }
-  const state = await channelStateSection(channel.id);
+  const [state, charts] = await Promise.all([channelStateSection(channel.id), channelChartsSection(channel.id)]);
   if (!view.isCurrent()) return;
   const status = h("p", { role: "status", class: "muted" });
   const trigger = h("button", {
@@ -113,6 +115,7 @@ export async function channelPage(view) {
       h("dt", {}, "Not yet digested"), h("dd", {}, channel.uncoveredMessageCount)),
     h("p", {}, trigger, " ", link(`#/jobs?channel=${encodeURIComponent(channel.id)}`, "Jobs of this channel")),
     status,
+    charts,
     state,
     h("h2", {}, "Digests"),
     data.digests.nodes.length

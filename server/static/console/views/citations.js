@@ -1,9 +1,9 @@
 // A digest's cited prose: the overview and highlight sentences, each followed by its footnote
 // markers (the numbers the API gives: contiguous over the overview, then the highlights, each
 // message once), the footnote list, and the citation audit. A marker (a button, so Enter and
-// Space work too) shows the cited message among its neighbours with exactly
-// revisionText[charStart:charEnd] of that citation marked, by position, as item pointers are
-// (views/sources.js), and moves focus to the mark; "Back to the sentence" returns it.
+// Space work too) shows the cited message among its neighbours, right under the sentence, with
+// exactly revisionText[charStart:charEnd] of that citation marked, by position, as item pointers
+// are (views/sources.js), and moves focus to the mark; "Back to the sentence" returns it.
 
 import { h, notice, plural, when } from "../dom.js";
 import { renderSources } from "./sources.js";
@@ -35,9 +35,10 @@ function sourceLine(citation) {
  * One region that shows a footnote's source in context. `show(source, opener)` writes
  * `describe(source)` as its heading, lets `render(body, source)` fill it, then focuses the mark of
  * the cited characters (or, when there is none, says the quote); the back button returns focus
- * to `opener`. Shared by digests and reports.
+ * to `opener`. Shared by digests and reports. With `nearOpener`, the region moves to right under
+ * the sentence (or the footnote) whose marker opened it, so the reader does not lose the place.
  */
-export function contextPanel({ describe, render }) {
+export function contextPanel({ describe, render, nearOpener = false }) {
   const heading = h("h3", { id: "h-citation-context" });
   const body = h("div", { class: "sources" });
   let opener = null;
@@ -47,6 +48,7 @@ export function contextPanel({ describe, render }) {
   async function show(source, from) {
     const current = ++showing;
     opener = from;
+    if (nearOpener) placeUnder(panel, from);
     panel.hidden = false;
     heading.textContent = `Footnote ${source.footnote}: ${describe(source)}`;
     panel.dataset.footnote = source.footnote;
@@ -68,6 +70,16 @@ export function contextPanel({ describe, render }) {
     }
   }
   return { panel, show };
+}
+
+/** Puts `panel` right after the sentence holding `opener`, else at the end of its list item. */
+function placeUnder(panel, opener) {
+  const sentence = opener?.closest(".cited-sentence");
+  if (sentence) {
+    sentence.after(panel);
+    return;
+  }
+  opener?.closest("li")?.append(panel);
 }
 
 /** A footnote number as a button (so Enter and Space work) that shows its source. */
@@ -157,12 +169,14 @@ export function citedProse(digest, messages) {
     ];
   }
   const { panel, show } = contextPanel({
+    nearOpener: true,
     describe: (citation) => `${citation.author}, ${when(citation.ts)}`,
     render: (body, citation) => renderSources(body, { pointer: asPointer(citation), messageIds: [citation.messageId] }, messages),
   });
   const sentences = [...overview, ...highlights];
   return [
-    overview.length ? h("p", { class: "overview-text" }, overview.map((s) => [citedSentence(s, show), " "])) : null,
+    // A <div>, not a <p>: the context region opens between two of its sentences.
+    overview.length ? h("div", { class: "overview-text" }, overview.map((s) => [citedSentence(s, show), " "])) : null,
     highlights.length ? [h("h3", {}, "Highlights"),
       h("ul", { class: "highlights" }, highlights.map((s) => h("li", {}, citedSentence(s, show))))] : null,
     footnoteList(sentences, show),

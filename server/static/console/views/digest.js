@@ -1,4 +1,5 @@
-// One digest with every section. The overview and highlights are cited sentences with footnotes
+// One digest with every section, under a table of contents; each section folds (<details>, its
+// heading the summary). The overview and highlights are cited sentences with footnotes
 // (views/citations.js); each item has a "Sources" button that opens its cited messages in
 // context, with a pointer's exact characters marked (views/sources.js).
 
@@ -52,10 +53,46 @@ export function itemEntry(content, source, messages, className) {
   return h("li", { class: `item ${className}` }, h("div", { class: "item-text" }, content), button, panel);
 }
 
+/**
+ * A section that folds: its heading is the <details> summary, so a click or Enter on it opens or
+ * closes the section. Sections with entries start open, empty ones closed.
+ */
+function foldable(title, className, content, open) {
+  return h("section", { class: `digest-section ${className}`, id: `s-${className}`, "aria-labelledby": `h-${className}` },
+    h("details", { open },
+      h("summary", {}, h("h2", { id: `h-${className}` }, title)),
+      content));
+}
+
 function section(title, className, entries, empty = "None.") {
-  return h("section", { class: `digest-section ${className}`, "aria-labelledby": `h-${className}` },
-    h("h2", { id: `h-${className}` }, `${title} (${entries.length})`),
-    entries.length ? h("ul", { class: "items" }, entries) : h("p", { class: "muted" }, empty));
+  return foldable(`${title} (${entries.length})`, className,
+    entries.length ? h("ul", { class: "items" }, entries) : h("p", { class: "muted" }, empty),
+    entries.length > 0);
+}
+
+/**
+ * The contents: a link per section (its heading's words). Following one opens the section,
+ * scrolls to it and moves focus to its summary. The links keep the page's own address: the
+ * fragment of the URL is the console's route, so it cannot also name a section.
+ */
+function tableOfContents(sections) {
+  const entries = sections.map((element) => {
+    const heading = element.querySelector("h2");
+    return h("li", {}, h("a", {
+      href: location.hash,
+      dataset: { section: element.id },
+      onclick: (event) => {
+        event.preventDefault();
+        const details = element.querySelector("details");
+        details.open = true;
+        const summary = details.querySelector("summary");
+        summary.scrollIntoView({ block: "start" });
+        summary.focus({ preventScroll: true });
+      },
+    }, heading.textContent));
+  });
+  return h("nav", { class: "toc", "aria-labelledby": "h-toc" },
+    h("h2", { id: "h-toc" }, "Contents"), h("ol", {}, entries));
 }
 
 function safeLink(url) {
@@ -100,9 +137,9 @@ export async function digestPage(view) {
       h("dt", {}, "Made"), h("dd", {}, `${when(digest.createdAt)} by ${digest.extractor}`),
       digest.jobId ? [h("dt", {}, "Job"), h("dd", {}, link(`#/job/${encodeURIComponent(digest.jobId)}`, "the job that made it"))] : null),
     flagList(digest.flags),
-    h("section", { class: "digest-section overview", "aria-labelledby": "h-overview" },
-      h("h2", { id: "h-overview" }, "Overview"),
-      citedProse(digest, messages)),
+  );
+  const sections = [
+    foldable("Overview", "overview", citedProse(digest, messages), true),
     section("Topics", "topics", digest.topics.map((topic) =>
       entry([h("strong", {}, topic.title), h("p", {}, topic.summary)], topic, "topic"))),
     section("Decisions", "decisions", digest.decisions.map((item) =>
@@ -123,5 +160,6 @@ export async function digestPage(view) {
     "Nothing: the digest read every message of its window."),
     section("Rejected by validation", "rejections", digest.rejections.map((r) => h("li", { class: "item" },
       `${r.stage} · ${r.field} · ${r.label}: ${r.reason}`))),
-  );
+  ];
+  view.main.append(tableOfContents(sections), ...sections);
 }

@@ -207,6 +207,7 @@ query($id: ID!) {
     key mentionCount
     items { kind position text digest { id } }
     digests { digestId messageIds }
+    trend { week mentions }
   }
 }"""
 TOPICS = """
@@ -272,6 +273,11 @@ async def test_a_channel_digested_twice_accumulates_entities_and_topic_profiles(
     assert detail["items"] and {item["kind"] for item in detail["items"]} >= {"TOPIC"}
     assert {d["messageIds"][0] for d in detail["digests"]} == {"a0", "b0"}
     assert all(item["text"] and "nginx" in item["text"].casefold() for item in detail["items"])
+    assert [point["week"] for point in detail["trend"]] == ["2024-W18", "2024-W19"]
+    # Each week's mentions are the messages of that week's digest (window one, then two).
+    per_digest = {d["messageIds"][0][0]: len(d["messageIds"]) for d in detail["digests"]}
+    assert [point["mentions"] for point in detail["trend"]] == [per_digest["a"], per_digest["b"]]
+    assert sum(point["mentions"] for point in detail["trend"]) == nginx["mentionCount"]
 
     topics = (await gql(db, TOPICS, filter={"channelId": channel_id}))["topics"]["nodes"]
     spanning = [t for t in topics if len(t["digests"]) == 2]

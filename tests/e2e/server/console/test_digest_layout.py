@@ -1,0 +1,132 @@
+"""A digest page's layout in Debian's Chromium (Playwright) against the real app, database and
+worker, every non-loopback request aborted: a table of contents names every section and takes
+the reader to it (opened, focused); each section folds on its heading; a footnote's cited
+context opens right under the sentence whose marker was activated (and under the footnote when
+opened from the footnote list), not at the end of the overview."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import asyncpg
+import httpx
+import pytest
+from playwright.async_api import expect
+
+from server.app import AppOptions, create_app
+from server.settings import Settings
+from tests.support.api import gql
+from tests.support.browser import Watched
+from tests.support.console import run_queued_jobs, seed_channel, trigger_digest
+from tests.support.servers import running_server
+
+pytestmark = pytest.mark.browser
+
+SCREENSHOT = Path("/tmp/digestd-console-digest-layout.png")
+SECTIONS = [
+    "Overview",
+    "Topics",
+    "Decisions",
+    "Action items",
+    "Open questions",
+    "Links",
+    "Artifacts",
+    "Knowledge items",
+    "Left out",
+    "Rejected by validation",
+]
+DIGEST = """query($id: ID!) { digest(id: $id) { title
+  topics { title } decisions { text } knowledgeItems { title } rejections { reason }
+  overviewSentences { text citations { footnote } }
+  highlightSentences { text citations { footnote } } } }"""
+UNDER_SENTENCE = """panel => {
+  const sentence = panel.previousElementSibling;
+  return sentence && sentence.classList.contains('cited-sentence')
+    ? sentence.querySelector('.sentence').textContent : null;
+}"""
+
+
+async def test_contents_folding_sections_and_context_under_the_sentence(
+    db: asyncpg.Pool, settings: Settings, watched: Watched
+) -> None:
+    app = create_app(settings, AppOptions(run_workers=0))
+    async with (
+        running_server(app) as base_url,
+        httpx.AsyncClient(base_url=base_url, timeout=60) as http,
+    ):
+        channel_id, _ = await seed_channel(http, None)
+        job_id = await trigger_digest(http, channel_id, None)
+        await run_queued_jobs(settings)
+        job = (await gql(http, "query($id: ID!) { job(id: $id) { digestId } }", {"id": job_id}))[
+            "job"
+        ]
+        digest = (await gql(http, DIGEST, {"id": job["digestId"]}))["digest"]
+        overview = digest["overviewSentences"]
+        assert len(overview) >= 2 and digest["highlightSentences"], digest
+        page = watched.page
+        await page.goto(f"{base_url}/#/digest/{job['digestId']}")
+        await expect(page.get_by_role("heading", level=1, name=digest["title"])).to_be_focused()
+
+        # The contents: one link per section, in order, each with its heading's words.
+        contents = page.get_by_role("navigation", name="Contents")
+        links = contents.get_by_role("link")
+        await expect(links).to_have_count(len(SECTIONS))
+        names = await links.all_text_contents()
+        assert [name.split(" (")[0] for name in names] == SECTIONS
+        assert names[1] == f"Topics ({len(digest['topics'])})"
+
+        # Sections with entries start open, empty ones closed; a heading folds its section.
+        rejections = page.locator("section.rejections > details")
+        assert not digest["rejections"]
+        await expect(rejections).not_to_have_attribute("open", "")
+        decisions = page.locator("section.decisions > details")
+        await expect(decisions).to_have_attribute("open", "")
+        first_decision = page.locator("li.decision").first
+        await expect(first_decision).to_be_visible()
+        await decisions.locator("summary").click()
+        await expect(first_decision).to_be_hidden()
+        # Following the contents opens the section again and moves focus to its heading.
+        await contents.get_by_role("link", name="Decisions").click()
+        await expect(first_decision).to_be_visible()
+        await expect(decisions.locator("summary")).to_be_focused()
+        # The page stays where it is: the route is unchanged.
+        assert page.url.endswith(f"#/digest/{job['digestId']}")
+        # From the keyboard: Enter on a focused summary folds it.
+        await page.keyboard.press("Enter")
+        await expect(first_decision).to_be_hidden()
+        await page.keyboard.press("Enter")
+        await expect(first_decision).to_be_visible()
+
+        # A footnote marker of the second overview sentence: the context opens right under that
+        # sentence, before the sentence that follows it.
+        sentences = page.locator("section.overview .overview-text > .cited-sentence")
+        second = sentences.nth(1)
+        await second.locator("button.footnote-ref").first.click()
+        context = page.locator("section.citation-context")
+        await expect(context.locator("mark.pointer")).to_be_focused()
+        assert await context.evaluate(UNDER_SENTENCE) == overview[1]["text"]
+        sentence_box = await second.bounding_box()
+        context_box = await context.bounding_box()
+        third_box = await sentences.nth(2).bounding_box() if len(overview) > 2 else None
+        assert sentence_box and context_box
+        assert 0 <= context_box["y"] - (sentence_box["y"] + sentence_box["height"]) < 40
+        if third_box:
+            assert third_box["y"] > context_box["y"] + context_box["height"] - 1
+        await page.screenshot(path=SCREENSHOT)
+        print(f"console digest layout screenshot: {SCREENSHOT}")
+        assert SCREENSHOT.stat().st_size > 30_000
+
+        # A highlight's marker: under that highlight, inside its list item.
+        highlight = page.locator("ul.highlights > li").first
+        await highlight.locator("button.footnote-ref").first.click()
+        await expect(highlight.locator("section.citation-context mark.pointer")).to_be_focused()
+        assert await context.evaluate(UNDER_SENTENCE) == digest["highlightSentences"][0]["text"]
+        # "Back to the sentence" returns focus to the marker that opened it.
+        await context.get_by_role("button", name="Back to the sentence").click()
+        await expect(highlight.locator("button.footnote-ref").first).to_be_focused()
+        # From the footnote list: under that footnote.
+        note = page.locator("ol.footnotes > li").first
+        await note.get_by_role("button", name="Show footnote 1 in context").click()
+        await expect(note.locator("section.citation-context")).to_be_visible()
+        await expect(page.locator("section.citation-context")).to_have_count(1)
+    watched.assert_clean()
