@@ -323,12 +323,15 @@ async def _digest(
             current = await job_queries.job_by_id(connection, job.id)
         assert current is not None
         job = current
+        # A phase and counts while the job waits or runs; an ended job is its status alone.
+        active = job.status in job_queries.ACTIVE
         line = " ".join(
             part
             for part in (
                 f"job {job.id}: {job.status}",
-                job.phase,
-                f"{job.chunks_done}/{job.chunks_total}" if job.chunks_total else None,
+                job.phase if active else None,
+                f"{job.chunks_done}/{job.chunks_total}" if active and job.chunks_total else None,
+                f"{job.progress_fraction:.0%}" if active else None,
             )
             if part
         )

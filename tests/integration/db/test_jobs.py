@@ -127,6 +127,70 @@ async def test_failed_job_retries_with_backoff_then_fails(db: asyncpg.Pool) -> N
         assert final.finished_at is not None
 
 
+async def test_what_a_client_sees_of_progress_never_goes_back(db: asyncpg.Pool) -> None:
+    """A job is QUEUED from its insert and READING once claimed; the chunk total is stored once
+    (a later attempt's plan is scaled onto it), chunks done and the fraction only grow, a retry
+    waits QUEUED without losing the bar, and success makes the fraction 1."""
+    channel_id = await _channel(db)
+    async with db.acquire() as connection:
+        job, _ = await jobs.enqueue_job(
+            connection, jobs.JobKind.CHANNEL, channel_id, {}, max_attempts=3
+        )
+        assert (job.phase, job.progress_fraction) == ("queued", 0.0)
+        claimed = await jobs.claim_next_job(connection, "w", 30)
+        assert claimed is not None and claimed.phase == "reading"
+        await jobs.update_progress(connection, job.id, "w", "map", 0, 10, 0.2)
+        await jobs.update_progress(connection, job.id, "w", "map", 6, 10, 0.6)
+        # A stale report (a smaller fraction, fewer chunks) takes nothing back.
+        await jobs.update_progress(connection, job.id, "w", "map", 4, 10, 0.4)
+        row = await jobs.job_by_id(connection, job.id)
+        assert row is not None
+        assert (row.chunks_done, row.chunks_total, row.progress_fraction) == (6, 10, 0.6)
+        retried = await jobs.fail_job(connection, job.id, "w", "boom", 0, {})
+        assert retried is not None and retried.status == "queued"
+        assert (retried.phase, retried.progress_fraction) == ("queued", 0.6)
+        await end_backoff(connection, job.id)
+        again = await jobs.claim_next_job(connection, "w", 30)
+        assert again is not None and again.phase == "reading" and again.progress_fraction == 0.6
+        # The second attempt plans 20 chunks (the window grew): the total stays 10, done scales.
+        await jobs.update_progress(connection, job.id, "w", "map", 16, 20, 0.7)
+        row = await jobs.job_by_id(connection, job.id)
+        assert row is not None and (row.chunks_done, row.chunks_total) == (8, 10)
+        await jobs.update_progress(connection, job.id, "w", "map", 40, 20, 2.0)  # clamped
+        row = await jobs.job_by_id(connection, job.id)
+        assert row is not None
+        assert (row.chunks_done, row.chunks_total, row.progress_fraction) == (10, 10, 1.0)
+        done = await jobs.finish_job(
+            connection,
+            job.id,
+            "w",
+            status=JobStatus.SUCCEEDED,
+            message="no new messages",
+            stats={},
+            warnings=[],
+        )
+        assert done is not None and done.progress_fraction == 1.0
+
+
+async def test_a_successful_job_ends_at_one_whatever_it_reported(db: asyncpg.Pool) -> None:
+    channel_id = await _channel(db)
+    async with db.acquire() as connection:
+        job, _ = await jobs.enqueue_job(
+            connection, jobs.JobKind.CHANNEL, channel_id, {}, max_attempts=3
+        )
+        await jobs.claim_next_job(connection, "w", 30)
+        done = await jobs.finish_job(
+            connection,
+            job.id,
+            "w",
+            status=JobStatus.SUCCEEDED,
+            message="no new messages",
+            stats={},
+            warnings=[],
+        )
+        assert done is not None and (done.phase, done.progress_fraction) == ("reading", 1.0)
+
+
 async def test_cancel_queued_and_running(db: asyncpg.Pool) -> None:
     first = await _channel(db, "a")
     second = await _channel(db, "b")
