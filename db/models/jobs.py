@@ -20,7 +20,7 @@ class DigestJob(SQLModel, table=True):
     channel_id: int | None = bigint()
     options: dict[str, Any] = jsonb()
     status: str
-    phase: str  # a runner.jobs.progress.JobPhase value; 'queued' from the insert on (0012)
+    phase: str  # a runner.core.progress.JobPhase value; 'queued' from the insert on (0012)
     chunks_done: int
     chunks_total: int
     attempts: int

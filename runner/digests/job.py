@@ -34,6 +34,7 @@ from runner.core.cancel import Cancelled
 from runner.core.contract import ChunkSummary
 from runner.core.extractor import Extractor
 from runner.core.job_options import ChannelDigestOptions
+from runner.core.progress import JobPhase
 from runner.core.window import StoredWindow, Window, WindowSpec
 from runner.digests.pipeline import PipelineHooks, run_pipeline
 from runner.digests.stats import job_stats
@@ -42,7 +43,6 @@ from runner.digests.window import window_key
 from runner.entities.digest import analyze_digest
 from runner.jobs.base import JobContext, report_progress
 from runner.jobs.outcomes import Finished, Outcome, RetryLater, Stored
-from runner.jobs.progress import JobPhase
 from runner.memory.store import known_items_of, read_tracked_items
 from runner.metrics import CHUNK_CACHE, PhaseClock
 

@@ -25,9 +25,9 @@ from runner.core.extractor import (
     PipelineWarning,
 )
 from runner.core.offload import run_light
+from runner.core.progress import ChunkPlanProgress, JobPhase
 from runner.core.window import Window, WindowMessage
 from runner.grounding.validate import Rejection, ValidationResult, validate_output
-from runner.jobs.progress import ChunkPlanProgress, JobPhase
 
 # Re-cuts of one job at most, and the smallest chunk worth cutting to: a model whose context
 # cannot hold more fails its chunks with the reason instead.

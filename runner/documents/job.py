@@ -35,6 +35,7 @@ from db.jobs import JobStatus
 from db.models import DigestJob
 from runner.core.cancel import Cancelled
 from runner.core.job_options import DocumentDigestOptions
+from runner.core.progress import JobPhase
 from runner.documents.archive import (
     DEFAULT_RETENTION_DAYS,
     prune_archive,
@@ -54,7 +55,6 @@ from runner.documents.policy import (
 from runner.documents.summarize import OfflineSummarizer, Summarizer
 from runner.jobs.base import JobContext, finish, report_progress
 from runner.jobs.outcomes import FailNow, Finished, Outcome, RetryLater, Stored
-from runner.jobs.progress import JobPhase
 from runner.metrics import (
     DIGEST_CACHE_HITS,
     DIGEST_COMPRESSION,

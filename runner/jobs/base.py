@@ -13,8 +13,8 @@ import asyncpg
 
 from db import jobs as job_queries
 from db.models import DigestJob
+from runner.core.progress import JobPhase, overall_fraction
 from runner.jobs.outcomes import Finished, LostLease, Outcome
-from runner.jobs.progress import JobPhase, overall_fraction
 
 
 @dataclass

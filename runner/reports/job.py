@@ -40,12 +40,12 @@ from db.models import DigestJob, MessageRange, WindowMessageRow
 from db.reports import EMPTY_FIDELITY
 from runner.core.cancel import Cancelled
 from runner.core.job_options import ReportOptions
+from runner.core.progress import JobPhase
 from runner.documents.canonical import CanonicalDocument
 from runner.errors import LLMError
 from runner.grounding.claim_support import DEFAULT_MIN_OVERLAP
 from runner.jobs.base import JobContext, finish, report_progress
 from runner.jobs.outcomes import FailNow, Finished, Outcome, Stored
-from runner.jobs.progress import JobPhase
 from runner.reports.audit import ReportAudit, accept_sentences
 from runner.reports.evidence import (
     ChannelMessage,

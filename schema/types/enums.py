@@ -12,11 +12,11 @@ import strawberry
 
 from db import jobs
 from runner.core.contract import KnowledgeKind, SignalLevel
-from runner.jobs.progress import JobPhase
+from runner.core.progress import JobPhase
 
 __all__ = ["JobPhase", "JobStatus", "KnowledgeKind", "SignalLevel"]
 
-# The enums of the job lifecycle (db/jobs.py, runner/jobs/progress.py) and of the digest
+# The enums of the job lifecycle (db/jobs.py, runner/core/progress.py) and of the digest
 # contract (runner/core/contract.py), registered as GraphQL enums (the decorator marks the class
 # itself), so the values clients see are those the pipeline produces and the database stores.
 JobStatus = jobs.JobStatus

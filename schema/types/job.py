@@ -13,7 +13,7 @@ from strawberry.types import Info
 
 from db import jobs, models
 from runner.core.job_options import DocumentDigestOptions
-from runner.jobs.progress import eta_seconds
+from runner.core.progress import eta_seconds
 from schema.context import Context
 from schema.types.channel import Channel
 from schema.types.document import DocumentDigest
@@ -37,7 +37,7 @@ class JobProgress:
     )
     fraction: float = strawberry.field(
         description="The whole job done, 0 to 1, across all phases (the map weighs most); "
-        "never goes back, and is 1 once the job succeeded."
+        "never goes back, and is 1 once the job succeeded (or ended PARTIAL)."
     )
     eta_seconds: float | None = strawberry.field(
         description="Seconds left at the pace so far, for a running job once the map has "
@@ -137,8 +137,8 @@ class DigestJob(relay.Node):
     )
     finished_at: datetime | None
     duration_seconds: float | None = strawberry.field(
-        description="From startedAt to finishedAt, or to now while the job runs; null before "
-        "a worker claims it."
+        description="From startedAt to finishedAt, or to now while the job runs; null while "
+        "it waits for a worker."
     )
     updated_at: datetime
     row: strawberry.Private[models.DigestJob]

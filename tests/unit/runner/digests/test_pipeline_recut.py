@@ -19,9 +19,9 @@ from runner.core.extractor import (
     PipelineWarning,
 )
 from runner.core.merge import merge_outputs
+from runner.core.progress import JobPhase
 from runner.core.window import Window, WindowMessage
 from runner.digests.pipeline import PipelineHooks, run_pipeline
-from runner.jobs.progress import JobPhase
 from tests.support.llm import make_window
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from runner.jobs.progress import (
+from runner.core.progress import (
     PHASE_WEIGHTS,
     ChunkPlanProgress,
     JobPhase,

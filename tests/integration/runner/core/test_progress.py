@@ -16,12 +16,12 @@ import asyncpg
 import httpx
 
 from db.documents import store_document, trigger_document_digest
+from runner.core.progress import JobPhase
 from runner.documents.cache_key import query_hash
 from runner.documents.ingest import ingest_text
 from runner.documents.job import DocumentJobRunner
 from runner.documents.policy import DigestConfig, DigestPolicy
 from runner.extract.offline import OfflineExtractor
-from runner.jobs.progress import JobPhase
 from runner.llm.fake import FakeLLM
 from runner.triggers import trigger_report
 from runner.worker import Worker, WorkerConfig
