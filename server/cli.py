@@ -323,15 +323,16 @@ async def _digest(
             current = await job_queries.job_by_id(connection, job.id)
         assert current is not None
         job = current
-        # A phase and counts while the job waits or runs; an ended job is its status alone.
-        active = job.status in job_queries.ACTIVE
+        # "job 7: running map 3/8 42%": the phase and the whole job's share while it runs;
+        # the chunks once they are planned.
+        running = job.status == JobStatus.RUNNING
         line = " ".join(
             part
             for part in (
                 f"job {job.id}: {job.status}",
-                job.phase if active else None,
-                f"{job.chunks_done}/{job.chunks_total}" if active and job.chunks_total else None,
-                f"{job.progress_fraction:.0%}" if active else None,
+                job.phase if running else None,
+                f"{job.chunks_done}/{job.chunks_total}" if job.chunks_total else None,
+                f"{int(job.progress_fraction * 100)}%" if running else None,
             )
             if part
         )
