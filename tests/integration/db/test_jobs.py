@@ -10,6 +10,7 @@ import asyncpg
 
 from db import jobs
 from db.jobs import JobStatus
+from db.migrate import available_migrations, migrate
 from tests.support.database import add_channel, messages
 from tests.support.jobs import end_backoff, expire_lease
 
@@ -189,6 +190,58 @@ async def test_a_successful_job_ends_at_one_whatever_it_reported(db: asyncpg.Poo
             warnings=[],
         )
         assert done is not None and (done.phase, done.progress_fraction) == ("reading", 1.0)
+
+
+async def test_migration_0012_gives_every_old_job_a_phase_and_a_fraction(
+    old_database: tuple[str, asyncpg.Connection],
+) -> None:
+    """Jobs the old code wrote: no phase before the first progress report, 'preprocess' for the
+    steps before the map. Each gets a phase of today's enum, and a finished job's bar is full."""
+    _, connection = old_database
+    await connection.execute(
+        "CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, "
+        "applied_at timestamptz NOT NULL DEFAULT now())"
+    )
+    for migration in available_migrations():
+        if migration.version >= 12:
+            break
+        await connection.execute(migration.sql)
+        await connection.execute(
+            "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
+            migration.version,
+            migration.name,
+        )
+    channel = await connection.fetchval("INSERT INTO channels (name) VALUES ('ops') RETURNING id")
+    old = [  # (status, phase, started), in id order
+        ("queued", None, False),  # never claimed
+        ("failed", "preprocess", True),  # ended before its map
+        ("succeeded", None, True),  # "no new messages": ended while reading
+        ("partial", "store", True),
+        ("cancelled", None, False),  # cancelled while queued
+    ]
+    for status, phase, started in old:
+        await connection.execute(
+            "INSERT INTO digest_jobs (channel_id, status, phase, started_at) "
+            "VALUES ($1, $2, $3, CASE WHEN $4 THEN now() END)",
+            channel,
+            status,
+            phase,
+            started,
+        )
+    assert await migrate(connection) == [m.name for m in available_migrations() if m.version >= 12]
+    rows = await connection.fetch("SELECT phase, progress_fraction FROM digest_jobs ORDER BY id")
+    assert [(r["phase"], r["progress_fraction"]) for r in rows] == [
+        ("queued", 0.0),
+        ("threading", 0.0),
+        ("reading", 1.0),
+        ("store", 1.0),
+        ("queued", 0.0),
+    ]
+    other = await connection.fetchval("INSERT INTO channels (name) VALUES ('dev') RETURNING id")
+    new = await connection.fetchval(
+        "INSERT INTO digest_jobs (channel_id) VALUES ($1) RETURNING phase", other
+    )
+    assert new == "queued"
 
 
 async def test_cancel_queued_and_running(db: asyncpg.Pool) -> None:
