@@ -98,7 +98,7 @@ export async function jobPage(view) {
     return;
   }
   const status = h("p", { class: "job-status", role: "status", "aria-live": "polite", "aria-atomic": "true" });
-  const bar = h("progress", { max: 1, value: 0, "aria-label": "Job done" });
+  const bar = h("progress", { max: 1, value: 0, "aria-label": "Share of the job done" });
   const via = h("p", { class: "muted via" });
   const details = h("dl", { class: "facts" });
   const end = h("div", { class: "outcome" });
