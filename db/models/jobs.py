@@ -1,4 +1,4 @@
-"""The job queue's table, `digest_jobs` (db/migrations 0001, 0002 and 0012; its lifecycle is
+"""The job queue's table, `digest_jobs` (db/migrations 0001, 0002 and 0013; its lifecycle is
 db/jobs.py's)."""
 
 from datetime import datetime
@@ -20,7 +20,7 @@ class DigestJob(SQLModel, table=True):
     channel_id: int | None = bigint()
     options: dict[str, Any] = jsonb()
     status: str
-    phase: str  # a runner.core.progress.JobPhase value; 'queued' from the insert on (0012)
+    phase: str  # a runner.core.progress.JobPhase value; 'queued' from the insert on (0013)
     chunks_done: int
     chunks_total: int
     attempts: int

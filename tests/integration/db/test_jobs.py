@@ -192,7 +192,7 @@ async def test_a_successful_job_ends_at_one_whatever_it_reported(db: asyncpg.Poo
         assert done is not None and (done.phase, done.progress_fraction) == ("reading", 1.0)
 
 
-async def test_migration_0012_gives_every_old_job_a_phase_and_a_fraction(
+async def test_migration_0013_gives_every_old_job_a_phase_and_a_fraction(
     old_database: tuple[str, asyncpg.Connection],
 ) -> None:
     """Jobs the old code wrote: no phase before the first progress report, 'preprocess' for the
@@ -203,7 +203,7 @@ async def test_migration_0012_gives_every_old_job_a_phase_and_a_fraction(
         "applied_at timestamptz NOT NULL DEFAULT now())"
     )
     for migration in available_migrations():
-        if migration.version >= 12:
+        if migration.version >= 13:
             break
         await connection.execute(migration.sql)
         await connection.execute(

@@ -1,4 +1,4 @@
--- 0012: progress a person can trust. A job has a phase from the moment it is queued
+-- 0013: progress a person can trust. A job has a phase from the moment it is queued
 -- ('queued'; 'reading' once a worker claims it), the phases name what the worker does
 -- ('threading' replaces 'preprocess', which covered the same steps before the map), and one
 -- overall fraction that only ever grows (update_job_progress writes greatest(old, new)) and is
