@@ -140,8 +140,14 @@ async def update_progress(
     phase: str,
     done: int,
     total: int,
+    fraction: float,
 ) -> None:
-    await connection.execute(QUERIES["update_job_progress"], job_id, worker_id, phase, done, total)
+    """Record where a job this worker holds is: its phase, `done` of `total` chunks and the
+    overall `fraction`. The stored chunk total is kept once known (a later `total` scales
+    `done`), and neither the chunks done nor the fraction ever go back (db/queries.sql)."""
+    await connection.execute(
+        QUERIES["update_job_progress"], job_id, worker_id, phase, done, total, fraction
+    )
 
 
 async def finish_job(

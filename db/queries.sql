@@ -210,6 +210,7 @@ WITH claimed AS (
         worker_id = $1,
         attempts = j.attempts + 1,
         lease_expires_at = now() + make_interval(secs => $2),
+        phase = 'reading',
         started_at = coalesce(j.started_at, now()),
         updated_at = now()
     FROM (
@@ -238,8 +239,8 @@ RETURNING cancel_requested;
 -- not counted; finished chunks stay in the chunk cache for whoever claims it next.
 WITH released AS (
     UPDATE digest_jobs
-    SET status = 'queued', worker_id = NULL, lease_expires_at = NULL, run_after = now(),
-        attempts = greatest(attempts - 1, 0), updated_at = now()
+    SET status = 'queued', phase = 'queued', worker_id = NULL, lease_expires_at = NULL,
+        run_after = now(), attempts = greatest(attempts - 1, 0), updated_at = now()
     WHERE id = $1 AND worker_id = $2 AND status = 'running'
     RETURNING *
 )
@@ -247,10 +248,21 @@ SELECT released.* FROM released
 CROSS JOIN LATERAL pg_notify('digestd_job_events', released.id::text) AS notified;
 
 -- name: update_job_progress
--- Record the phase and chunk progress of a job this worker holds.
+-- Record the phase ($3), chunk progress ($4 of $5) and overall fraction ($6) of a job this
+-- worker holds. What a client sees never goes back: the fraction only grows; the chunk total
+-- is stored once, by the first report that knows it (a later attempt's plan, e.g. of a window
+-- that grew meanwhile, is scaled onto it); chunks done only grow and never pass the total.
 WITH progressed AS (
     UPDATE digest_jobs
-    SET phase = $3, chunks_done = $4, chunks_total = $5, updated_at = now()
+    SET phase = $3,
+        chunks_total = CASE WHEN chunks_total > 0 THEN chunks_total ELSE $5::integer END,
+        chunks_done = greatest(chunks_done, CASE
+            WHEN $5::integer <= 0 THEN 0
+            WHEN chunks_total > 0
+                THEN least(chunks_total, ($4::bigint * chunks_total / $5::integer)::integer)
+            ELSE least($4::integer, $5::integer) END),
+        progress_fraction = greatest(progress_fraction, least(greatest($6::float8, 0), 1)),
+        updated_at = now()
     WHERE id = $1 AND worker_id = $2 AND status = 'running'
     RETURNING id
 )
@@ -266,6 +278,8 @@ WITH finished AS (
         phase = CASE WHEN $3 = 'cancelled' OR coalesce($4::bigint, $9::bigint, $10::bigint) IS NULL
                      THEN phase
                      ELSE 'store' END,
+        progress_fraction = CASE WHEN $3 IN ('succeeded', 'partial') THEN 1
+                                 ELSE progress_fraction END,
         digest_id = $4, document_digest_id = $9, report_id = $10, result_message = $5,
         stats = $6, warnings = $7,
         error = $8,
@@ -283,6 +297,9 @@ WITH failed AS (
     SET status = CASE WHEN attempts < max_attempts AND NOT cancel_requested THEN 'queued'
                       WHEN cancel_requested THEN 'cancelled'
                       ELSE 'failed' END,
+        -- Queued for a retry, it waits again; ended, it stays at the phase it failed in.
+        phase = CASE WHEN attempts < max_attempts AND NOT cancel_requested THEN 'queued'
+                     ELSE phase END,
         run_after = now() + make_interval(secs => $4),
         error = $3, stats = $5, worker_id = NULL, lease_expires_at = NULL,
         finished_at = CASE WHEN attempts < max_attempts AND NOT cancel_requested THEN NULL

@@ -26,7 +26,7 @@ JOB_SECONDS = Histogram(
 )
 PHASE_SECONDS = Histogram(
     "digestd_job_phase_seconds",
-    "Time a job spent in each phase (preprocess, map, reduce, validate, store).",
+    "Time a job spent in each phase (reading, threading, map, reduce, validate, store).",
     ["kind", "phase"],
     buckets=(0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800),
 )

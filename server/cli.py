@@ -323,12 +323,16 @@ async def _digest(
             current = await job_queries.job_by_id(connection, job.id)
         assert current is not None
         job = current
+        # "job 7: running map 3/8 42%": the phase and the whole job's share while it runs;
+        # the chunks once they are planned.
+        running = job.status == JobStatus.RUNNING
         line = " ".join(
             part
             for part in (
                 f"job {job.id}: {job.status}",
-                job.phase,
+                job.phase if running else None,
                 f"{job.chunks_done}/{job.chunks_total}" if job.chunks_total else None,
+                f"{int(job.progress_fraction * 100)}%" if running else None,
             )
             if part
         )

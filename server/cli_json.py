@@ -28,9 +28,10 @@ def job_json(job: DigestJob) -> dict[str, Any]:
         "kind": job.kind,
         # The enums' names, as the API spells them (schema/types/enums.py is the one mapping).
         "status": JobStatus(job.status).name,
-        "phase": JobPhase(job.phase).name if job.phase else None,
+        "phase": JobPhase(job.phase).name,
         "chunksDone": job.chunks_done,
         "chunksTotal": job.chunks_total,
+        "fraction": job.progress_fraction,
         "attempts": job.attempts,
         "error": job.error,
         "resultMessage": job.result_message,

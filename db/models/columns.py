@@ -7,7 +7,7 @@ the migrations' (tests/integration/db/test_models.py compares them).
 
 from typing import Any
 
-from sqlalchemy import BigInteger, DateTime, Text
+from sqlalchemy import BigInteger, DateTime, Double, Text
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TSVECTOR
 from sqlmodel import Field
 
@@ -15,6 +15,11 @@ from sqlmodel import Field
 def bigint(*, primary_key: bool = False) -> Any:
     """A bigint column (ids and references to them)."""
     return Field(sa_type=BigInteger, primary_key=primary_key)
+
+
+def double() -> Any:
+    """A double precision column (SQLModel maps `float` to FLOAT)."""
+    return Field(sa_type=Double)
 
 
 def timestamptz() -> Any:

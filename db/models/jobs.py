@@ -1,4 +1,4 @@
-"""The job queue's table, `digest_jobs` (db/migrations 0001 and 0002; its lifecycle is
+"""The job queue's table, `digest_jobs` (db/migrations 0001, 0002 and 0013; its lifecycle is
 db/jobs.py's)."""
 
 from datetime import datetime
@@ -6,7 +6,7 @@ from typing import Any
 
 from sqlmodel import SQLModel
 
-from db.models.columns import bigint, jsonb, timestamptz
+from db.models.columns import bigint, double, jsonb, timestamptz
 
 
 class DigestJob(SQLModel, table=True):
@@ -20,7 +20,7 @@ class DigestJob(SQLModel, table=True):
     channel_id: int | None = bigint()
     options: dict[str, Any] = jsonb()
     status: str
-    phase: str | None
+    phase: str  # a runner.core.progress.JobPhase value; 'queued' from the insert on (0013)
     chunks_done: int
     chunks_total: int
     attempts: int
@@ -41,3 +41,4 @@ class DigestJob(SQLModel, table=True):
     document_id: int | None = bigint()
     document_digest_id: int | None = bigint()
     report_id: int | None = bigint()
+    progress_fraction: float = double()

@@ -26,7 +26,6 @@ import asyncpg
 
 from db import channels as channel_queries
 from db import digests as digest_queries
-from db import jobs as job_queries
 from db.jobs import JobKind, JobStatus
 from db.models import ChannelWithServer, DigestJob
 from runner.conversations.store import read_threading_input
@@ -35,6 +34,7 @@ from runner.core.cancel import Cancelled
 from runner.core.contract import ChunkSummary
 from runner.core.extractor import Extractor
 from runner.core.job_options import ChannelDigestOptions
+from runner.core.progress import JobPhase
 from runner.core.window import StoredWindow, Window, WindowSpec
 from runner.digests.periods import tell_periods
 from runner.digests.pipeline import PipelineHooks, run_pipeline
@@ -42,7 +42,7 @@ from runner.digests.stats import job_stats
 from runner.digests.store import load_window, store_digest
 from runner.digests.window import window_key
 from runner.entities.digest import analyze_digest
-from runner.jobs.base import JobContext
+from runner.jobs.base import JobContext, report_progress
 from runner.jobs.outcomes import Finished, Outcome, RetryLater, Stored
 from runner.memory.store import known_items_of, read_tracked_items
 from runner.metrics import CHUNK_CACHE, PhaseClock
@@ -61,6 +61,7 @@ class ChannelJobRunner:
 
     async def run(self, job: DigestJob, context: JobContext) -> Outcome:
         clock = PhaseClock(JobKind.CHANNEL)
+        clock.enter(JobPhase.READING)  # the claim recorded it on the job
         try:
             return await self._run(job, context, clock)
         finally:
@@ -101,6 +102,9 @@ class ChannelJobRunner:
                 if extractor.uses_known_items and not spec.catch_up
                 else []
             )
+        clock.enter(JobPhase.THREADING)
+        async with context.pool.acquire() as connection:
+            await report_progress(connection, job.id, context.worker_id, JobPhase.THREADING)
         # The link model is CPU-bound (about 15 s for 100,000 messages): off the event loop,
         # so the job's heartbeat keeps its lease meanwhile.
         threading = await asyncio.to_thread(
@@ -154,13 +158,13 @@ class ChannelJobRunner:
         # the period that keeps it readable), whatever the extractor.
         told = await asyncio.to_thread(tell_periods, window, self.min_overlap)
         rejections += [{**r.as_json(), "stage": "periods"} for r in told.rejections]
-        clock.enter("store")
+        clock.enter(JobPhase.STORE)
         async with context.pool.acquire() as connection:
-            await job_queries.update_progress(
+            await report_progress(
                 connection,
                 job.id,
                 context.worker_id,
-                "store",
+                JobPhase.STORE,
                 result.chunk_count,
                 result.chunk_count,
             )
@@ -228,12 +232,10 @@ def _hooks(
                 connection, key, extractor.name, summary.model_dump(mode="json")
             )
 
-    async def on_progress(phase: str, done: int, total: int) -> None:
+    async def on_progress(phase: JobPhase, done: int, total: int) -> None:
         clock.enter(phase)
         async with pool.acquire() as connection:
-            await job_queries.update_progress(
-                connection, job_id, context.worker_id, phase, done, total
-            )
+            await report_progress(connection, job_id, context.worker_id, phase, done, total)
 
     return PipelineHooks(
         load_chunk=load_chunk,

@@ -25,6 +25,7 @@ from runner.core.extractor import (
     PipelineWarning,
 )
 from runner.core.offload import run_light
+from runner.core.progress import ChunkPlanProgress, JobPhase
 from runner.core.window import Window, WindowMessage
 from runner.grounding.validate import Rejection, ValidationResult, validate_output
 
@@ -40,7 +41,8 @@ class PipelineHooks:
 
     load_chunk: Callable[[str], Awaitable[ChunkSummary | None]] | None = None
     save_chunk: Callable[[str, ChunkSummary], Awaitable[None]] | None = None
-    on_progress: Callable[[str, int, int], Awaitable[None]] | None = None
+    # (phase, chunks done, chunk total): the total is the plan's, fixed before the map starts.
+    on_progress: Callable[[JobPhase, int, int], Awaitable[None]] | None = None
     is_cancelled: Callable[[], bool] | None = None
 
 
@@ -221,11 +223,11 @@ async def run_pipeline(
         if hooks.is_cancelled and hooks.is_cancelled():
             raise Cancelled()
 
-    async def progress(phase: str, done: int, total: int) -> None:
-        if hooks.on_progress:
-            await hooks.on_progress(phase, done, total)
+    async def progress(phase: JobPhase) -> None:
+        if hooks.on_progress and plan is not None:
+            await hooks.on_progress(phase, plan.done, plan.total)
 
-    await progress("preprocess", 0, 0)
+    plan: ChunkPlanProgress | None = None
     texts = {m.message_id: m.normalized_text for m in window.messages}
     # An extractor may learn its limits from the endpoint first (runner.llm.limits).
     await extractor.prepare()
@@ -247,13 +249,8 @@ async def run_pipeline(
     # An extractor that ignores known items (the offline one) need not wait for earlier chunks.
     uses_known_items = extractor.uses_known_items
     semaphore = asyncio.Semaphore(concurrency)
-    await progress("map", 0, 0)
-
-    done = 0  # chunks finished
 
     def finish(index: int) -> None:
-        nonlocal done
-        done += 1
         ended[index] = True
         while len(known.counts) < len(ended) and ended[len(known.counts)]:
             position = len(known.counts)
@@ -332,30 +329,33 @@ async def run_pipeline(
                 if hooks.save_chunk and not fallback:
                     await hooks.save_chunk(key, summary)
         summaries[chunk.index] = summary
-        await progress("map", done + 1, len(chunks))
+        assert plan is not None  # made before any chunk is mapped
+        plan.mapped(chunk.index)
+        await progress(JobPhase.MAP)
 
-    # Cutting chunks counts every message's tokens (seconds for 100,000 messages); done up
-    # front, no request would leave before it ends. Each chunk's map task starts as soon as the
-    # chunk is cut, so the model works while later chunks are being cut. The chunk total in
-    # progress reports grows until the last chunk is cut.
+    # The whole plan is cut before the map starts, so the chunk total a person sees is known
+    # from the map's first report and never grows (cutting counts every message's tokens:
+    # seconds for 100,000 messages, in a thread, off the event loop).
     tasks: list[asyncio.Task[None]] = []
     resume_at = 0  # the first message to cut
     try:
         while True:
-            # Each cut counts tokens: done in a thread (run_light), off the event loop.
-            cuts = iter_chunks(window.messages[resume_at:], chunk_tokens)
-            while (chunk := await run_light(next, cuts, None)) is not None:
-                check_cancelled()
-                if stop_at is not None and len(chunks) >= stop_at:
-                    break
+            check_cancelled()
+            cut: list[Chunk] = await run_light(
+                list, iter_chunks(window.messages[resume_at:], chunk_tokens)
+            )
+            if plan is None:
+                plan = ChunkPlanProgress(len(cut))
+            else:
+                plan.recut(len(chunks), len(cut))
+            await progress(JobPhase.MAP)
+            for chunk in cut:
                 chunk = replace(chunk, index=len(chunks))
                 chunks.append(chunk)
                 summaries.append(None)
                 ended.append(False)
                 prefix_done.append(asyncio.Event())
                 tasks.append(asyncio.create_task(map_one(chunk)))
-                await asyncio.sleep(0)  # let the new task send its request before the next cut
-            await progress("map", done, len(chunks))
             await asyncio.gather(*tasks)
             if not too_large:
                 break
@@ -377,7 +377,6 @@ async def run_pipeline(
             for index in [i for i in map_rejections if i >= first]:
                 del map_rejections[index]
             cached.difference_update([i for i in cached if i >= first])
-            done = first
             too_large.clear()
             stop_at = None
             recuts += 1
@@ -398,11 +397,11 @@ async def run_pipeline(
         for chunk, summary in zip(chunks, summaries, strict=True)
         if summary is not None
     ]
-    await progress("reduce", 0, 1)
+    await progress(JobPhase.REDUCE)
     top = top_messages(window, [m.summary for m in mapped])
     digest = await extractor.synthesize_digest(mapped, window, top)
     check_cancelled()
-    await progress("validate", 0, 1)
+    await progress(JobPhase.VALIDATE)
     validation = await run_light(
         validate_output, digest, texts, min_overlap=min_overlap, channel_name=window.channel_name
     )

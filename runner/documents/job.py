@@ -31,11 +31,11 @@ from pathlib import Path
 from typing import Any
 
 from db import documents as document_queries
-from db import jobs as job_queries
 from db.jobs import JobStatus
 from db.models import DigestJob
 from runner.core.cancel import Cancelled
 from runner.core.job_options import DocumentDigestOptions
+from runner.core.progress import JobPhase
 from runner.documents.archive import (
     DEFAULT_RETENTION_DAYS,
     prune_archive,
@@ -53,7 +53,7 @@ from runner.documents.policy import (
     ineligible_reason,
 )
 from runner.documents.summarize import OfflineSummarizer, Summarizer
-from runner.jobs.base import JobContext, finish
+from runner.jobs.base import JobContext, finish, report_progress
 from runner.jobs.outcomes import FailNow, Finished, Outcome, RetryLater, Stored
 from runner.metrics import (
     DIGEST_CACHE_HITS,
@@ -123,7 +123,7 @@ class DocumentJobRunner:
             raise Cancelled()
 
         async with pool.acquire() as connection:
-            await job_queries.update_progress(connection, job.id, context.worker_id, "map", 0, 1)
+            await report_progress(connection, job.id, context.worker_id, JobPhase.MAP)
         started = time.perf_counter()
         try:
             async with asyncio.timeout(self.config.per_source_timeout):
@@ -207,6 +207,8 @@ class DocumentJobRunner:
             "warnings": warnings,
             "duration_ms": outcome.duration_ms,
         }
+        async with context.pool.acquire() as connection:
+            await report_progress(connection, job.id, context.worker_id, JobPhase.STORE)
         async with context.pool.acquire() as connection, connection.transaction():
             digest_id, _created = await document_queries.insert_document_digest(
                 connection, job.id, values

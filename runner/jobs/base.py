@@ -13,6 +13,7 @@ import asyncpg
 
 from db import jobs as job_queries
 from db.models import DigestJob
+from runner.core.progress import JobPhase, overall_fraction
 from runner.jobs.outcomes import Finished, LostLease, Outcome
 
 
@@ -38,6 +39,20 @@ class JobRunner(Protocol):
     through `finish` and returns `Stored`; the worker records every other outcome."""
 
     async def run(self, job: DigestJob, context: JobContext) -> Outcome: ...
+
+
+async def report_progress(
+    connection: asyncpg.Connection,
+    job_id: int,
+    worker_id: str,
+    phase: JobPhase,
+    done: int = 0,
+    total: int = 0,
+) -> None:
+    """Record that a job this worker holds is at `phase` (and `done` of `total` chunks), with
+    the overall fraction that makes; a no-op when the worker no longer holds the job."""
+    fraction = overall_fraction(phase, done, total)
+    await job_queries.update_progress(connection, job_id, worker_id, phase, done, total, fraction)
 
 
 async def finish(

@@ -34,17 +34,17 @@ from typing import Any
 
 from db import channels as channel_queries
 from db import documents as document_queries
-from db import jobs as job_queries
 from db import reports as report_queries
 from db.jobs import JobStatus
 from db.models import DigestJob, MessageRange, WindowMessageRow
 from db.reports import EMPTY_FIDELITY
 from runner.core.cancel import Cancelled
 from runner.core.job_options import ReportOptions
+from runner.core.progress import JobPhase
 from runner.documents.canonical import CanonicalDocument
 from runner.errors import LLMError
 from runner.grounding.claim_support import DEFAULT_MIN_OVERLAP
-from runner.jobs.base import JobContext, finish
+from runner.jobs.base import JobContext, finish, report_progress
 from runner.jobs.outcomes import FailNow, Finished, Outcome, Stored
 from runner.reports.audit import ReportAudit, accept_sentences
 from runner.reports.evidence import (
@@ -127,12 +127,15 @@ class ReportJobRunner:
         if context.should_stop():
             raise Cancelled()
         async with context.pool.acquire() as connection:
-            await job_queries.update_progress(connection, job.id, context.worker_id, "reduce", 0, 1)
+            # The evidence of every source is the report's map; writing it, its reduce.
+            await report_progress(connection, job.id, context.worker_id, JobPhase.MAP)
         units = await asyncio.to_thread(
             gather_evidence, inputs.channels, inputs.documents, inputs.claims
         )
         ranked = await asyncio.to_thread(rank_evidence, question, units)
         stats["evidence_units"] = len(units)
+        async with context.pool.acquire() as connection:
+            await report_progress(connection, job.id, context.worker_id, JobPhase.REDUCE)
         if self.llm_writer is not None:
             written = await self._write_llm(job, question, ranked, inputs, cache_key, stats)
         else:
@@ -317,6 +320,8 @@ class ReportJobRunner:
             for reason, count in sorted(audit.reasons.items())
         ]
         warnings += [{"code": w["code"], "message": w["message"]} for w in written.warnings]
+        async with context.pool.acquire() as connection:
+            await report_progress(connection, job.id, context.worker_id, JobPhase.STORE)
         async with context.pool.acquire() as connection, connection.transaction():
             report_id = await report_queries.insert_report(connection, job.id, values)
             end = Finished(written.status, report_id=report_id, warnings=warnings)

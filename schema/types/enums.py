@@ -8,30 +8,26 @@ in a query or its variables is refused by GraphQL validation, which names the al
 
 from __future__ import annotations
 
-from enum import Enum
-
 import strawberry
 
 from db import jobs
 from runner.core.contract import KnowledgeKind, SignalLevel
+from runner.core.progress import JobPhase
 
 __all__ = ["JobPhase", "JobStatus", "KnowledgeKind", "SignalLevel"]
 
-# The enums of the job lifecycle (db/jobs.py) and of the digest contract (runner/core/contract.py),
-# registered as GraphQL enums (the decorator marks the class itself), so the values clients see
-# are those the pipeline produces and the database stores.
+# The enums of the job lifecycle (db/jobs.py, runner/core/progress.py) and of the digest
+# contract (runner/core/contract.py), registered as GraphQL enums (the decorator marks the class
+# itself), so the values clients see are those the pipeline produces and the database stores.
 JobStatus = jobs.JobStatus
 strawberry.enum(JobStatus, name="JobStatus", description="Where a job is in its lifecycle.")
+strawberry.enum(
+    JobPhase,
+    name="JobPhase",
+    description="The step a job is at: QUEUED until a worker claims it, then READING, "
+    "THREADING, MAP, REDUCE, VALIDATE and STORE (a kind skips the steps it does not have).",
+)
 strawberry.enum(KnowledgeKind, name="KnowledgeItemKind", description="What a knowledge item holds.")
 strawberry.enum(
     SignalLevel, name="SignalLevel", description="How much a digest's window had to say."
 )
-
-
-@strawberry.enum(description="The step a running job is at.")
-class JobPhase(Enum):
-    PREPROCESS = "preprocess"
-    MAP = "map"
-    REDUCE = "reduce"
-    VALIDATE = "validate"
-    STORE = "store"

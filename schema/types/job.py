@@ -1,9 +1,9 @@
-"""GraphQL types of digest and document jobs: status, phase, progress and stats, built from the
-stored job row (`DigestJob.from_row`)."""
+"""GraphQL types of jobs (channel digests, document digests, reports): status, phase, progress
+and stats, built from the stored job row (`DigestJob.from_row`)."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import strawberry
@@ -13,6 +13,7 @@ from strawberry.types import Info
 
 from db import jobs, models
 from runner.core.job_options import DocumentDigestOptions
+from runner.core.progress import eta_seconds
 from schema.context import Context
 from schema.types.channel import Channel
 from schema.types.document import DocumentDigest
@@ -25,10 +26,41 @@ if TYPE_CHECKING:
     from schema.types.digest import Digest
 
 
-@strawberry.type
+@strawberry.type(description="How far a job is, for a progress bar.")
 class JobProgress:
-    chunks_done: int
-    chunks_total: int
+    chunks_done: int = strawberry.field(
+        description="Chunks of the map done; never goes back, and never passes chunksTotal."
+    )
+    chunks_total: int = strawberry.field(
+        description="Chunks the map was planned in: 0 until the plan is made (before MAP "
+        "starts), then fixed for the rest of the job."
+    )
+    fraction: float = strawberry.field(
+        description="The whole job done, 0 to 1, across all phases (the map weighs most); "
+        "never goes back, and is 1 once the job succeeded (or ended PARTIAL)."
+    )
+    eta_seconds: float | None = strawberry.field(
+        description="Seconds left at the pace so far, for a running job once the map has "
+        "shown its pace (5% of its chunks or 3 of them); null before and once the job ended."
+    )
+
+    @classmethod
+    def of(cls, row: models.DigestJob, now: datetime) -> JobProgress:
+        eta = None
+        if row.status == jobs.JobStatus.RUNNING and row.started_at is not None:
+            eta = eta_seconds(
+                JobPhase(row.phase),
+                row.chunks_done,
+                row.chunks_total,
+                row.progress_fraction,
+                (now - row.started_at).total_seconds(),
+            )
+        return cls(
+            chunks_done=row.chunks_done,
+            chunks_total=row.chunks_total,
+            fraction=row.progress_fraction,
+            eta_seconds=None if eta is None else round(eta, 1),
+        )
 
 
 @strawberry.type
@@ -71,10 +103,13 @@ class JobStats:
 @strawberry.type
 class DigestJob(relay.Node):
     id: relay.NodeID[int]
-    kind: str
+    kind: str = strawberry.field(
+        description='What the job makes: "channel" (a channel digest), "document" (a document '
+        'digest) or "report".'
+    )
     channel_id: strawberry.ID | None
     status: JobStatus
-    phase: JobPhase | None
+    phase: JobPhase
     progress: JobProgress
     attempts: int
     max_attempts: int
@@ -97,20 +132,28 @@ class DigestJob(relay.Node):
         '{"since": iso, "until": iso}.'
     )
     created_at: datetime
-    started_at: datetime | None
+    started_at: datetime | None = strawberry.field(
+        description="When a worker first claimed the job (a retry keeps it)."
+    )
     finished_at: datetime | None
+    duration_seconds: float | None = strawberry.field(
+        description="From startedAt to finishedAt, or to now while the job runs; null while "
+        "it waits for a worker."
+    )
     updated_at: datetime
     row: strawberry.Private[models.DigestJob]
 
     @classmethod
     def from_row(cls, row: models.DigestJob) -> DigestJob:
+        now = datetime.now(UTC)
+        end = row.finished_at or (now if row.status == jobs.JobStatus.RUNNING else None)
         return cls(
             id=row.id,
             kind=row.kind,
             channel_id=optional_global_id(CHANNEL, row.channel_id),
             status=JobStatus(row.status),
-            phase=JobPhase(row.phase) if row.phase else None,
-            progress=JobProgress(chunks_done=row.chunks_done, chunks_total=row.chunks_total),
+            phase=JobPhase(row.phase),
+            progress=JobProgress.of(row, now),
             attempts=row.attempts,
             max_attempts=row.max_attempts,
             error=row.error,
@@ -131,6 +174,11 @@ class DigestJob(relay.Node):
             created_at=row.created_at,
             started_at=row.started_at,
             finished_at=row.finished_at,
+            duration_seconds=(
+                round(max(0.0, (end - row.started_at).total_seconds()), 3)
+                if row.started_at is not None and end is not None
+                else None
+            ),
             updated_at=row.updated_at,
             row=row,
         )

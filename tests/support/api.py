@@ -63,7 +63,7 @@ def sample_messages() -> list[dict[str, Any]]:
 
 
 async def poll_job(client: httpx.AsyncClient, job_id: str, timeout: float = 60) -> dict[str, Any]:
-    query = "query($id: ID!) { job(id: $id) { id status phase progress { chunksDone chunksTotal } error resultMessage digestId stats { messages chunks chunksFromCache llmCalls itemsRejected } } }"
+    query = "query($id: ID!) { job(id: $id) { id status phase progress { chunksDone chunksTotal fraction } error resultMessage digestId stats { messages chunks chunksFromCache llmCalls itemsRejected } } }"
     deadline = asyncio.get_running_loop().time() + timeout
     while True:
         job = (await gql(client, query, {"id": job_id}))["job"]

@@ -13,7 +13,7 @@ const JOB_SELECTIONS = {
   kind: "kind",
   status: "status",
   phase: "phase",
-  progress: "progress { chunksDone chunksTotal }",
+  progress: "progress { chunksDone chunksTotal fraction etaSeconds }",
   attempts: "attempts",
   maxAttempts: "maxAttempts",
   error: "error",

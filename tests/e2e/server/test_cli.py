@@ -24,7 +24,7 @@ def test_digest_wait_shows_progress_and_a_rerun_says_there_is_nothing_new(
     first = digestd(database_url, tmp_path, "digest", channel, "--wait")
     assert first.returncode == 0, first.stderr
     progress = first.stderr.splitlines()
-    assert progress[-1].endswith(": succeeded store 1/1"), progress
+    assert progress[-1].endswith(": succeeded 1/1"), progress
     assert first.stdout.startswith("# ") and "70 messages" in first.stdout
     # The overview and highlights as Markdown with numbered footnotes, each source once.
     notes = re.findall(

@@ -66,9 +66,11 @@ async def test_each_change_of_a_job_notifies_its_id(db: asyncpg.Pool, heard: Hea
         claimed = await jobs.claim_next_job(c, "w1", 30)
         assert claimed is not None and claimed.id == job_id and claimed.status == "running"
         assert await heard.settle() == [job_id]
-        await jobs.update_progress(c, job_id, "w1", "map", 1, 3)
+        await jobs.update_progress(c, job_id, "w1", "map", 1, 3, 0.3)
         assert await heard.settle() == [job_id]
-        await jobs.update_progress(c, job_id, "someone-else", "map", 2, 3)  # not its job: no change
+        await jobs.update_progress(
+            c, job_id, "someone-else", "map", 2, 3, 0.6
+        )  # not its job: no change
         assert await jobs.heartbeat(c, job_id, "w1", 30) is False  # a lease renewal is no event
         assert await heard.settle() == []
         failed = await jobs.fail_job(c, job_id, "w1", "boom", 0, {})

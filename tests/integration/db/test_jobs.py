@@ -10,6 +10,7 @@ import asyncpg
 
 from db import jobs
 from db.jobs import JobStatus
+from db.migrate import available_migrations, migrate
 from tests.support.database import add_channel, messages
 from tests.support.jobs import end_backoff, expire_lease
 
@@ -125,6 +126,122 @@ async def test_failed_job_retries_with_backoff_then_fails(db: asyncpg.Pool) -> N
         final = await jobs.fail_job(connection, job.id, "w", "boom again", 30, {})
         assert final is not None and final.status == "failed"
         assert final.finished_at is not None
+
+
+async def test_what_a_client_sees_of_progress_never_goes_back(db: asyncpg.Pool) -> None:
+    """A job is QUEUED from its insert and READING once claimed; the chunk total is stored once
+    (a later attempt's plan is scaled onto it), chunks done and the fraction only grow, a retry
+    waits QUEUED without losing the bar, and success makes the fraction 1."""
+    channel_id = await _channel(db)
+    async with db.acquire() as connection:
+        job, _ = await jobs.enqueue_job(
+            connection, jobs.JobKind.CHANNEL, channel_id, {}, max_attempts=3
+        )
+        assert (job.phase, job.progress_fraction) == ("queued", 0.0)
+        claimed = await jobs.claim_next_job(connection, "w", 30)
+        assert claimed is not None and claimed.phase == "reading"
+        await jobs.update_progress(connection, job.id, "w", "map", 0, 10, 0.2)
+        await jobs.update_progress(connection, job.id, "w", "map", 6, 10, 0.6)
+        # A stale report (a smaller fraction, fewer chunks) takes nothing back.
+        await jobs.update_progress(connection, job.id, "w", "map", 4, 10, 0.4)
+        row = await jobs.job_by_id(connection, job.id)
+        assert row is not None
+        assert (row.chunks_done, row.chunks_total, row.progress_fraction) == (6, 10, 0.6)
+        retried = await jobs.fail_job(connection, job.id, "w", "boom", 0, {})
+        assert retried is not None and retried.status == "queued"
+        assert (retried.phase, retried.progress_fraction) == ("queued", 0.6)
+        await end_backoff(connection, job.id)
+        again = await jobs.claim_next_job(connection, "w", 30)
+        assert again is not None and again.phase == "reading" and again.progress_fraction == 0.6
+        # The second attempt plans 20 chunks (the window grew): the total stays 10, done scales.
+        await jobs.update_progress(connection, job.id, "w", "map", 16, 20, 0.7)
+        row = await jobs.job_by_id(connection, job.id)
+        assert row is not None and (row.chunks_done, row.chunks_total) == (8, 10)
+        await jobs.update_progress(connection, job.id, "w", "map", 40, 20, 2.0)  # clamped
+        row = await jobs.job_by_id(connection, job.id)
+        assert row is not None
+        assert (row.chunks_done, row.chunks_total, row.progress_fraction) == (10, 10, 1.0)
+        done = await jobs.finish_job(
+            connection,
+            job.id,
+            "w",
+            status=JobStatus.SUCCEEDED,
+            message="no new messages",
+            stats={},
+            warnings=[],
+        )
+        assert done is not None and done.progress_fraction == 1.0
+
+
+async def test_a_successful_job_ends_at_one_whatever_it_reported(db: asyncpg.Pool) -> None:
+    channel_id = await _channel(db)
+    async with db.acquire() as connection:
+        job, _ = await jobs.enqueue_job(
+            connection, jobs.JobKind.CHANNEL, channel_id, {}, max_attempts=3
+        )
+        await jobs.claim_next_job(connection, "w", 30)
+        done = await jobs.finish_job(
+            connection,
+            job.id,
+            "w",
+            status=JobStatus.SUCCEEDED,
+            message="no new messages",
+            stats={},
+            warnings=[],
+        )
+        assert done is not None and (done.phase, done.progress_fraction) == ("reading", 1.0)
+
+
+async def test_migration_0013_gives_every_old_job_a_phase_and_a_fraction(
+    old_database: tuple[str, asyncpg.Connection],
+) -> None:
+    """Jobs the old code wrote: no phase before the first progress report, 'preprocess' for the
+    steps before the map. Each gets a phase of today's enum, and a finished job's bar is full."""
+    _, connection = old_database
+    await connection.execute(
+        "CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, "
+        "applied_at timestamptz NOT NULL DEFAULT now())"
+    )
+    for migration in available_migrations():
+        if migration.version >= 13:
+            break
+        await connection.execute(migration.sql)
+        await connection.execute(
+            "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
+            migration.version,
+            migration.name,
+        )
+    channel = await connection.fetchval("INSERT INTO channels (name) VALUES ('ops') RETURNING id")
+    old = [  # (status, phase, started), in id order
+        ("queued", None, False),  # never claimed
+        ("failed", "preprocess", True),  # ended before its map
+        ("succeeded", None, True),  # "no new messages": ended while reading
+        ("partial", "store", True),
+        ("cancelled", None, False),  # cancelled while queued
+    ]
+    for status, phase, started in old:
+        await connection.execute(
+            "INSERT INTO digest_jobs (channel_id, status, phase, started_at) "
+            "VALUES ($1, $2, $3, CASE WHEN $4 THEN now() END)",
+            channel,
+            status,
+            phase,
+            started,
+        )
+    assert await migrate(connection) == [m.name for m in available_migrations() if m.version >= 13]
+    rows = await connection.fetch("SELECT phase, progress_fraction FROM digest_jobs ORDER BY id")
+    assert [(r["phase"], r["progress_fraction"]) for r in rows] == [
+        ("queued", 0.0),
+        ("threading", 0.0),
+        ("reading", 1.0),
+        ("store", 1.0),
+        ("queued", 0.0),
+    ]
+    other = await connection.fetchval("INSERT INTO channels (name) VALUES ('dev') RETURNING id")
+    new = await connection.fetchval(
+        "INSERT INTO digest_jobs (channel_id) VALUES ($1) RETURNING phase", other
+    )
+    assert new == "queued"
 
 
 async def test_cancel_queued_and_running(db: asyncpg.Pool) -> None:

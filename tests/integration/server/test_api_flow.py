@@ -73,7 +73,9 @@ async def test_ingest_trigger_poll_read_over_http(db: Any, settings: Settings) -
         assert rerun_done["status"] == "SUCCEEDED"
         assert rerun_done["resultMessage"] == "no new messages"
         assert rerun_done["digestId"] is None and rerun_done["stats"]["chunks"] is None
-        assert rerun_done["phase"] is None  # it never reached a phase of extraction
+        # It ended while reading its window, before any extraction: no chunks, and done.
+        assert rerun_done["phase"] == "READING"
+        assert rerun_done["progress"] == {"chunksDone": 0, "chunksTotal": 0, "fraction": 1.0}
 
         listing = await gql(
             client,

@@ -81,7 +81,7 @@ async def test_a_burst_of_events_for_a_thousand_watches_costs_a_read_per_event_a
         async with db.acquire() as connection:
             assert await jobs.claim_next_job(connection, "w1", 60) is not None
             for done in range(1, 51):  # a burst: fifty commits without waiting for anyone
-                await jobs.update_progress(connection, job_id, "w1", "map", done, 50)
+                await jobs.update_progress(connection, job_id, "w1", "map", done, 50, done / 50)
             await jobs.finish_job(
                 connection,
                 job_id,

@@ -110,7 +110,9 @@ async def test_a_thousand_subscriptions_cost_one_read_per_job_event(
                     expected.append(("RUNNING", 0))
                     await wait_for(received.all_have(len(expected)), 120)
                     for done in (1, 2, 3):
-                        await jobs.update_progress(connection, row_id, "w1", "map", done, 3)
+                        await jobs.update_progress(
+                            connection, row_id, "w1", "map", done, 3, done / 3
+                        )
                         expected.append(("RUNNING", done))
                         await wait_for(received.all_have(len(expected)), 120)
                     await jobs.finish_job(

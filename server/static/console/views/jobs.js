@@ -36,13 +36,44 @@ export async function jobsPage(view) {
   );
 }
 
-/** "RUNNING · MAP · 3 of 8 chunks", "SUCCEEDED · 8 of 8 chunks": what the live region says. */
+/**
+ * "RUNNING · MAP · 42% · 3 of 8 chunks · about 2 min left", "SUCCEEDED · 8 of 8 chunks": what
+ * the live region says. The percentage is the whole job's (never going back), not the map's.
+ */
 export function progressText(job) {
   const parts = [job.status];
-  if (job.phase && !TERMINAL.has(job.status)) parts.push(job.phase);
+  const running = !TERMINAL.has(job.status);
+  if (job.phase && running && job.phase !== job.status) parts.push(job.phase);
   const progress = job.progress;
+  if (progress && running && job.status !== "QUEUED") parts.push(`${Math.floor((progress.fraction ?? 0) * 100)}%`);
   if (progress && progress.chunksTotal > 0) parts.push(`${progress.chunksDone} of ${progress.chunksTotal} chunks`);
+  if (progress && running && progress.etaSeconds != null) parts.push(`about ${duration(progress.etaSeconds)} left`);
   return parts.join(" · ");
+}
+
+function duration(seconds) {
+  if (seconds < 90) return `${Math.max(1, Math.round(seconds))} s`;
+  if (seconds < 90 * 60) return `${Math.round(seconds / 60)} min`;
+  return `${Math.round(seconds / 3600)} h`;
+}
+
+/** The job's number from its global id (base64 of "DigestJob:123"), or null. */
+function jobNumber(id) {
+  try {
+    const number = atob(id).split(":")[1];
+    return /^\d+$/.test(number ?? "") ? number : null;
+  } catch {
+    return null;
+  }
+}
+
+/** "team-platform digest · job 12", "Document digest · job 13", "Report · job 14". */
+function jobTitle(job, channelName) {
+  const what = job.kind === "report" ? "Report"
+    : job.kind === "document" ? "Document digest"
+    : channelName ? `${channelName} digest` : "Channel digest";
+  const number = jobNumber(job.id);
+  return number ? `${what} · job ${number}` : what;
 }
 
 function outcome(job) {
@@ -57,14 +88,17 @@ function outcome(job) {
 }
 
 export async function jobPage(view) {
-  const first = await fetchJob(view.id);
+  const [first, named] = await Promise.all([
+    fetchJob(view.id),
+    gql(`query($id: ID!) { job(id: $id) { channel { name } } }`, { id: view.id }),
+  ]);
   if (!view.isCurrent()) return;
   if (!first) {
     fill(view.main, pageHeading("Job not found"), notice(`No job ${view.id}.`, "error"));
     return;
   }
   const status = h("p", { class: "job-status", role: "status", "aria-live": "polite", "aria-atomic": "true" });
-  const bar = h("progress", { max: 1, value: 0, "aria-label": "Chunks done" });
+  const bar = h("progress", { max: 1, value: 0, "aria-label": "Share of the job done" });
   const via = h("p", { class: "muted via" });
   const details = h("dl", { class: "facts" });
   const end = h("div", { class: "outcome" });
@@ -82,9 +116,7 @@ export async function jobPage(view) {
   const show = (job, how) => {
     status.textContent = progressText(job);
     status.className = `job-status ${job.status.toLowerCase()}`;
-    const progress = job.progress ?? { chunksDone: 0, chunksTotal: 0 };
-    bar.max = Math.max(progress.chunksTotal, 1);
-    bar.value = TERMINAL.has(job.status) && job.status === "SUCCEEDED" ? bar.max : progress.chunksDone;
+    bar.value = job.progress?.fraction ?? 0;
     if (how) via.textContent = how === "subscription" ? "Live: subscribed to progress." : "Live: checking every second.";
     fill(details,
       h("dt", {}, "Kind"), h("dd", {}, job.kind ?? first.kind),
@@ -98,7 +130,7 @@ export async function jobPage(view) {
   fill(
     view.main,
     first.channelId ? h("p", { class: "crumbs" }, link(channelHref(first.channelId), "Its channel")) : null,
-    pageHeading(`Job ${first.id}`),
+    pageHeading(jobTitle(first, named.job?.channel?.name)),
     status, bar, via, cancel, details, end,
   );
   show(first, null);

@@ -246,6 +246,15 @@ async def test_a_job_page_follows_the_job_live_to_its_end(
         )
         seen = await page.evaluate("window.statusTexts")
         assert seen[0] == "QUEUED" and seen[-1].startswith("SUCCEEDED"), seen
+        # A running state names its phase and the whole job's share done.
+        running = [text for text in seen if text.startswith("RUNNING")]
+        assert all(re.match(r"^RUNNING · [A-Z]+ · \d+%", text) for text in running), seen
+        # The bar is the job's overall fraction; the heading names the channel and the job's
+        # number, not its global id.
+        assert await page.locator("progress").evaluate("bar => bar.value") == 1
+        await expect(page.get_by_role("heading", level=1)).to_have_text(
+            re.compile(r"^team-platform digest · job \d+$")
+        )
         via = await page.locator(".via").text_content()
         assert via in ("Finished (followed by subscription).", "Finished (followed by polling)."), (
             via

@@ -19,8 +19,9 @@ from runner.core.extractor import (
     PipelineWarning,
 )
 from runner.core.merge import merge_outputs
+from runner.core.progress import JobPhase
 from runner.core.window import Window, WindowMessage
-from runner.digests.pipeline import run_pipeline
+from runner.digests.pipeline import PipelineHooks, run_pipeline
 from tests.support.llm import make_window
 
 
@@ -154,3 +155,30 @@ async def test_a_model_too_small_for_any_chunk_fails_them_with_the_reason() -> N
     assert result.failed_chunks and all(
         "too large" in str(failure["reason"]) for failure in result.failed_chunks
     )
+
+
+async def test_progress_keeps_the_planned_total_through_a_recut() -> None:
+    """The chunk total is reported before the first chunk is mapped and never changes, though
+    the re-cut makes more chunks than planned; the count done never goes back and ends at it."""
+    window = window_with_a_huge_message()
+    extractor = SmallModelExtractor(limit=900)
+    seen: list[tuple[JobPhase, int, int]] = []
+
+    async def on_progress(phase: JobPhase, done: int, total: int) -> None:
+        seen.append((phase, done, total))
+
+    result = await run_pipeline(
+        window,
+        extractor,
+        chunk_tokens=3000,
+        concurrency=4,
+        hooks=PipelineHooks(on_progress=on_progress),
+    )
+    assert extractor.refused >= 1
+    mapping = [state for state in seen if state[0] is JobPhase.MAP]
+    planned = mapping[0][2]
+    assert mapping[0][1] == 0 and 0 < planned < result.chunk_count
+    assert {total for _, _, total in seen} == {planned}
+    done = [count for _, count, _ in seen]
+    assert done == sorted(done) and done[-1] == planned
+    assert [phase for phase, _, _ in seen][-2:] == [JobPhase.REDUCE, JobPhase.VALIDATE]
