@@ -72,6 +72,9 @@ async def _wait(
     stats = job.stats or {}
     origin = "served from the cache" if stats.get("cache_hit") else "digested"
     print(f"job {job_id} {job.status}: digest {job.document_digest_id} {origin}", file=sys.stderr)
+    # Why a digest is PARTIAL (the model failed and the offline rules wrote the summary).
+    for flag in job.warnings or []:
+        print(f"warning {flag.get('code', '')}: {flag.get('message', '')}", file=sys.stderr)
     return 0
 
 
