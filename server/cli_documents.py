@@ -38,7 +38,12 @@ async def _canonical(
             raise ValueError(f"{path} is over {MAX_FILE_BYTES} bytes")
         data = path.read_bytes()
         return await asyncio.to_thread(
-            ingest_bytes, data, None, title=args.title, password=args.password
+            ingest_bytes,
+            data,
+            None,
+            title=args.title,
+            password=args.password,
+            file_name=path.name,  # the title of a document that names none itself
         )
     if "://" in source:  # every scheme goes to the fetcher, which refuses all but http(s)
         return await ingest_url(
