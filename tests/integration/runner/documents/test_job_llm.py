@@ -2,24 +2,39 @@
 127.0.0.1 reached through the real `openai` client. What the server receives is the proof:
 the query is in the prompt, a cache hit sends nothing, a different query is a new call. A model
 that fails still gives a digest: garbage output twice, an endpoint answering errors until its
-circuit breaker opens (and then nothing is sent) and an endpoint on a closed port all end the
-job PARTIAL with the offline digest and a SUMMARY_EXTRACTED_OFFLINE warning saying why; a later
-job asks the model again, and cached digests are served while the breaker is open."""
+circuit breaker opens (and then nothing is sent), an endpoint on a closed port and a model that
+answers only after the digest's time limit all end the job PARTIAL at its first attempt, with the
+offline digest and a SUMMARY_EXTRACTED_OFFLINE warning saying why; a later job asks the model
+again, and cached digests are served while the breaker is open."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import asyncpg
 import httpx
 import pytest
 
-from runner.llm.fake import FakeLLM, completion, error
+from db import jobs
+from db.documents import store_document
+from runner.documents.ingest import ingest_text
+from runner.documents.job import DocumentJobRunner
+from runner.documents.llm_summary import LLMSummarizer, resilient_tool_call
+from runner.documents.policy import DigestConfig, DigestPolicy
+from runner.extract.offline import OfflineExtractor
+from runner.llm.breaker import CircuitBreaker
+from runner.llm.client import ResilientCaller, build_client
+from runner.llm.config import LLMConfig
+from runner.llm.fake import FakeLLM, completion, delayed, error
+from runner.triggers import trigger_document_digest
+from runner.worker import Worker, WorkerConfig
 from server.app import AppOptions, create_app
 from server.settings import Settings
 from tests.support.api import gql
 from tests.support.documents import (
     DIGEST,
+    DOCUMENT_TEXT,
     INGEST,
     assert_grounded,
     quoting_digest,
@@ -171,3 +186,34 @@ async def assert_offline_digest(
     assert digest["keyPoints"] and all(point in text for point in digest["keyPoints"])
     await assert_grounded(db, digest)
     return str(warning["message"][len(opening) :])
+
+
+async def test_a_model_that_does_not_answer_in_time_gives_the_offline_digest(
+    db: asyncpg.Pool, database_url: str
+) -> None:
+    config = LLMConfig(base_url="http://llm.test/v1", api_key="sk-test", max_retries=0)
+    endpoint = FakeLLM(delayed(quoting_digest, 30.0))
+    caller = ResilientCaller(build_client(config, endpoint.http_client()), config, CircuitBreaker())
+    summarizer = LLMSummarizer(
+        resilient_tool_call(caller, config.reduce_model), config.reduce_model
+    )
+    # One source at a time, half a second each: the model's answer comes far too late.
+    digest_config = DigestConfig(policy=DigestPolicy.ALWAYS, timeout=0.5, max_concurrent=1)
+    runner = DocumentJobRunner(config=digest_config, summarizer_factory=lambda: summarizer)
+    worker = Worker(db, database_url, WorkerConfig(), OfflineExtractor, documents=runner)
+    text = f"{DOCUMENT_TEXT}\n\nHandbook edition {uuid.uuid4().hex}."
+    async with db.acquire() as connection:
+        row, _ = await store_document(connection, ingest_text(text).as_record())
+        job, _ = await trigger_document_digest(
+            connection, row.id, "How are load tests run?", config=digest_config, max_attempts=3
+        )
+    assert await worker.run_once()
+    async with db.acquire() as connection:
+        done = await jobs.job_by_id(connection, job.id)
+    assert done is not None and done.status == "partial", done
+    assert done.attempts == 1 and done.document_digest_id is not None
+    assert done.stats["summary_offline"] is True and done.stats["summarizer"] == "offline"
+    warning = done.warnings[0]
+    assert warning["code"] == "SUMMARY_EXTRACTED_OFFLINE"
+    assert warning["message"].endswith("the model failed: no answer within the digest's 0.5 s")
+    assert len(endpoint.requests) <= 1
