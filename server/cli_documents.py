@@ -38,7 +38,12 @@ async def _canonical(
             raise ValueError(f"{path} is over {MAX_FILE_BYTES} bytes")
         data = path.read_bytes()
         return await asyncio.to_thread(
-            ingest_bytes, data, None, title=args.title, password=args.password
+            ingest_bytes,
+            data,
+            None,
+            title=args.title,
+            password=args.password,
+            file_name=path.name,  # the title of a document that names none itself
         )
     if "://" in source:  # every scheme goes to the fetcher, which refuses all but http(s)
         return await ingest_url(
@@ -72,6 +77,9 @@ async def _wait(
     stats = job.stats or {}
     origin = "served from the cache" if stats.get("cache_hit") else "digested"
     print(f"job {job_id} {job.status}: digest {job.document_digest_id} {origin}", file=sys.stderr)
+    # Why a digest is PARTIAL (the model failed and the offline rules wrote the summary).
+    for flag in job.warnings or []:
+        print(f"warning {flag.get('code', '')}: {flag.get('message', '')}", file=sys.stderr)
     return 0
 
 

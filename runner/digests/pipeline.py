@@ -24,6 +24,7 @@ from runner.core.extractor import (
     MappedChunk,
     PipelineWarning,
 )
+from runner.core.fallback import REASON_CHARS, offline_warning
 from runner.core.offload import run_light
 from runner.core.progress import ChunkPlanProgress, JobPhase
 from runner.core.window import Window, WindowMessage
@@ -77,10 +78,6 @@ class PipelineResult:
         return ids
 
 
-# Characters of one reason in the warning that names the chunks read by the fallback.
-_FALLBACK_REASON_CHARS = 240
-
-
 def chunk_ranges(indexes: Sequence[int]) -> str:
     """`0-3, 5, 7-8`: chunk indexes, consecutive ones as ranges."""
     ranges: list[list[int]] = []
@@ -94,27 +91,27 @@ def chunk_ranges(indexes: Sequence[int]) -> str:
 
 def fallback_warning(fallback_chunks: Sequence[dict[str, object]]) -> PipelineWarning | None:
     """CHUNKS_EXTRACTED_OFFLINE naming every chunk the fallback read, then why, chunks with the
-    same reason together (`3 chunks extracted by the offline rules (0-2): chunks 0-1: circuit
-    open ...`); None when there are none. The reasons are the extractor's (redacted, never the
-    model's output); those that do not fit the warning are left out, never the chunks."""
+    same reason together (`3 chunks extracted by the offline rules (0-2); chunks 0-1: circuit
+    open ...`); None when there are none. The wording and its limits are every job's
+    (runner.core.fallback): the reasons are the extractor's (redacted, never the model's output);
+    those that do not fit the warning are left out, never the chunks."""
     if not fallback_chunks:
         return None
     by_reason: dict[str, list[int]] = {}
     for failure in fallback_chunks:
-        reason = str(failure["reason"])[:_FALLBACK_REASON_CHARS]
+        # Reasons that read the same in the warning name their chunks together.
+        reason = str(failure["reason"])[:REASON_CHARS]
         by_reason.setdefault(reason, []).append(int(str(failure["chunk"])))
     count = len(fallback_chunks)
     every = chunk_ranges([int(str(failure["chunk"])) for failure in fallback_chunks])
-    message = (
-        f"{count} {'chunk' if count == 1 else 'chunks'} extracted by the offline rules ({every})"
+    return offline_warning(
+        "CHUNKS_EXTRACTED_OFFLINE",
+        f"{count} {'chunk' if count == 1 else 'chunks'} extracted by the offline rules ({every})",
+        [
+            (f"{'chunk' if len(chunks) == 1 else 'chunks'} {chunk_ranges(chunks)}", reason)
+            for reason, chunks in by_reason.items()
+        ],
     )
-    for reason, chunks in by_reason.items():
-        part = f"{'chunk' if len(chunks) == 1 else 'chunks'} {chunk_ranges(chunks)}: {reason}"
-        if len(message) + len(part) + 2 > 1000:
-            message += "; ..."
-            break
-        message += f"; {part}"
-    return PipelineWarning("CHUNKS_EXTRACTED_OFFLINE", message)
 
 
 def chunk_cache_key(extractor: Extractor, chunk: Chunk, known_items_hash: str | None = None) -> str:

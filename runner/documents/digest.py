@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from runner.core.fallback import offline_warning
 from runner.core.tokens import count_tokens
 from runner.core.vocabulary import PipelineWarning
 from runner.documents.cache_key import digest_cache_key, query_hash
@@ -80,6 +81,20 @@ def public_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
     """Metadata fit to store or show: keys starting with `_` (`_raw_content`, `_digest_*`
     working values) are dropped, so private metadata never reaches stored JSON or the API."""
     return {key: value for key, value in metadata.items() if not str(key).startswith("_")}
+
+
+SUMMARY_OFFLINE = "SUMMARY_EXTRACTED_OFFLINE"
+
+
+def summary_fallback_warning(reason: str) -> PipelineWarning:
+    """The warning of a digest whose summary and key points the offline summarizer wrote because
+    the model failed (`reason`: the LLM error's redacted message), worded like a channel digest's
+    CHUNKS_EXTRACTED_OFFLINE (runner.core.fallback)."""
+    return offline_warning(
+        SUMMARY_OFFLINE,
+        "the summary and key points were extracted by the offline rules",
+        [("the model failed", reason)],
+    )
 
 
 def summary_request(

@@ -10,6 +10,10 @@ parser, exactly once. Then `canonicalize` applies the shared rules.
 
 When trafilatura finds no main content (tiny or unusual pages), the whole `<body>` minus scripts,
 styles and navigation-like elements is used, with a warning.
+
+The title is trafilatura's (the page's metadata, `<title>`, or its main heading), else the
+`<title>`, else the first heading with text; a page with none of them has no title here (the
+ingest names it after its file).
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ _FALLBACK_DROP = (
     "select",
 )
 _PREFORMATTED_TAGS = frozenset({"code", "pre"})
+_HEADING_TAGS = ("h1", "h2", "h3", "h4", "h5", "h6")
 _SPACE_RUN = re.compile(r"\s+")
 
 
@@ -132,12 +137,20 @@ def _fallback_text(html: bytes | str) -> str:
 
 
 def _fallback_title(html: bytes | str) -> str | None:
+    """The page's `<title>`, else its first heading (`h1` to `h6`, in document order, the first
+    one with text): what a reader would call the page when trafilatura's metadata names none."""
     try:
         document = lxml.html.document_fromstring(html)
     except (etree.ParserError, ValueError):
         return None
     title = document.findtext(".//title")
-    return (canonicalize(title) or None) if title else None
+    if title and canonicalize(title):
+        return canonicalize(title)
+    for heading in document.iter(*_HEADING_TAGS):
+        text = canonicalize(_SPACE_RUN.sub(" ", heading.text_content()))
+        if text:
+            return text
+    return None
 
 
 def extract_html(html: bytes | str) -> HtmlExtraction:

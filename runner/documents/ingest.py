@@ -4,9 +4,12 @@ What to store per document: `canonical_text`, `source_text_hash`, `content_type`
 `page_spans` (PDFs) and `warnings`. Everything a digest needs later is derived from these; the
 original bytes are not needed again (and are not kept: they may be large and are untrusted).
 
-A title, given or read from the document (an HTML `<title>`, PDF metadata), is stored on one line
-(`document_title`, runner.core.display_names): a title with line breaks would otherwise be shown as
-several lines wherever titles are shown (a report's headings and footnotes).
+The title is the one given, else the document's own (HTML: its `<title>` or first heading; PDF:
+its metadata, outline or first page's heading), else the name of the file it came from (the
+path's, the upload's, or the last segment of the URL's path), so reports and footnotes name a
+document as a person would rather than by its id. It is stored on one line (`document_title`,
+runner.core.display_names): a title with line breaks would otherwise be shown as several lines
+wherever titles are shown (a report's headings and footnotes).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import codecs
 from dataclasses import replace
+from urllib.parse import unquote, urlsplit
 
 from runner.core.display_names import clean_name
 from runner.core.vocabulary import PipelineWarning
@@ -34,6 +38,13 @@ CONTENT_TYPES: dict[DocumentKind, str] = {
 def document_title(title: str | None) -> str | None:
     """A title as stored: canonical text on one line, capped; None when nothing is left."""
     return (clean_name(canonicalize(title)) or None) if title else None
+
+
+def url_file_name(url: str) -> str | None:
+    """The last segment of a URL's path, decoded (`.../papers/acl19irc.pdf` → `acl19irc.pdf`);
+    None for a URL whose path ends in `/`."""
+    segment = urlsplit(url).path.rsplit("/", 1)[-1]
+    return unquote(segment) or None
 
 
 def decode_text(body: bytes, charset: str | None) -> tuple[str, list[PipelineWarning]]:
@@ -63,9 +74,14 @@ def _html_input(data: bytes, charset: str | None) -> bytes | str:
 
 
 def ingest_text(
-    text: str, *, title: str | None = None, source_url: str | None = None
+    text: str,
+    *,
+    title: str | None = None,
+    source_url: str | None = None,
+    file_name: str | None = None,
 ) -> CanonicalDocument:
-    """A plain-text document (not markup: entities are kept as written)."""
+    """A plain-text document (not markup: entities are kept as written), titled `title`, else
+    after the file it came from (`file_name`)."""
     canonical = canonicalize(text)
     if not canonical:
         raise ExtractionError("no_text", "the document contains no text")
@@ -73,7 +89,7 @@ def ingest_text(
         canonical_text=canonical,
         source_text_hash=source_text_hash(canonical),
         content_type="text/plain",
-        title=document_title(title),
+        title=document_title(title) or document_title(file_name),
         source_url=source_url,
     )
 
@@ -86,8 +102,10 @@ def ingest_bytes(
     password: str | None = None,
     pdf_limits: PdfLimits | None = None,
     source_url: str | None = None,
+    file_name: str | None = None,
 ) -> CanonicalDocument:
     """Bytes of an HTML page, a PDF or a text file (kind from magic bytes and `content_type`).
+    Titled `title`, else by the document itself, else after `file_name` (the module docstring).
 
     CPU-bound (PDF extraction can take seconds): call it from a thread in async code, as
     `ingest_url` does. Raises `ExtractionError` with a clear code on anything unreadable.
@@ -100,7 +118,7 @@ def ingest_bytes(
             canonical_text=pdf.canonical_text,
             source_text_hash=source_text_hash(pdf.canonical_text),
             content_type=CONTENT_TYPES["pdf"],
-            title=given_title or document_title(pdf.title),
+            title=given_title or document_title(pdf.title) or document_title(file_name),
             page_spans=pdf.page_spans,
             warnings=pdf.warnings,
             source_url=source_url,
@@ -111,12 +129,12 @@ def ingest_bytes(
             canonical_text=page.canonical_text,
             source_text_hash=source_text_hash(page.canonical_text),
             content_type=CONTENT_TYPES["html"],
-            title=given_title or document_title(page.title),
+            title=given_title or document_title(page.title) or document_title(file_name),
             warnings=page.warnings,
             source_url=source_url,
         )
     text, warnings = decode_text(data, media_type(content_type)[1])
-    document = ingest_text(text, title=given_title, source_url=source_url)
+    document = ingest_text(text, title=given_title, source_url=source_url, file_name=file_name)
     return replace(document, warnings=warnings)
 
 
@@ -142,4 +160,5 @@ async def ingest_url(
         password=password,
         pdf_limits=pdf_limits,
         source_url=fetched.final_url,
+        file_name=url_file_name(fetched.final_url),
     )

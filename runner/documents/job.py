@@ -12,10 +12,15 @@ dispatches on `job.kind`). The steps:
    also keeps cached digests readable while the LLM circuit breaker is open;
 4. otherwise `digest_document` under the per-source timeout, then the digest row and the job's
    end state commit in one transaction (a lost lease rolls both back).
-A per-document error (inconsistent text, a locator that does not verify, a summarizer that keeps
-answering garbage) FAILS the job at once with its code and reason (`FailNow`): retrying would
-fail the same way. A timeout is `RetryLater`; an open breaker and LLM call errors propagate to
-the worker, which retries them with backoff too. Nothing here logs document text: only ids,
+A failing model (call errors after its retries, an open circuit breaker, unusable output twice,
+a request too large for it, no answer within the per-source timeout) does not fail the job: the
+offline summarizer writes the summary and key points from the same text and evidence, the job
+ends PARTIAL with a SUMMARY_EXTRACTED_OFFLINE warning saying why (worded like a channel digest's
+CHUNKS_EXTRACTED_OFFLINE, runner.core.fallback), and the digest is stored under the offline
+summarizer's cache key, so a later job asks the model again.
+A per-document error (inconsistent text, a locator that does not verify) FAILS the job at once
+with its code and reason (`FailNow`): retrying would fail the same way, whoever summarizes. A
+timeout of the offline summarizer is `RetryLater`. Nothing here logs document text: only ids,
 sizes, hashes and codes.
 """
 
@@ -36,6 +41,7 @@ from db.models import DigestJob
 from runner.core.cancel import Cancelled
 from runner.core.job_options import DocumentDigestOptions
 from runner.core.progress import JobPhase
+from runner.core.vocabulary import PipelineWarning
 from runner.documents.archive import (
     DEFAULT_RETENTION_DAYS,
     prune_archive,
@@ -44,7 +50,7 @@ from runner.documents.archive import (
 )
 from runner.documents.cache_key import digest_cache_key, query_hash
 from runner.documents.canonical import CanonicalDocument
-from runner.documents.digest import DigestOutcome, digest_document
+from runner.documents.digest import DigestOutcome, digest_document, summary_fallback_warning
 from runner.documents.errors import ArchiveError, DocumentError
 from runner.documents.policy import (
     DigestConfig,
@@ -53,6 +59,7 @@ from runner.documents.policy import (
     ineligible_reason,
 )
 from runner.documents.summarize import OfflineSummarizer, Summarizer
+from runner.errors import LLMError
 from runner.jobs.base import JobContext, finish, report_progress
 from runner.jobs.outcomes import FailNow, Finished, Outcome, RetryLater, Stored
 from runner.metrics import (
@@ -124,24 +131,28 @@ class DocumentJobRunner:
 
         async with pool.acquire() as connection:
             await report_progress(connection, job.id, context.worker_id, JobPhase.MAP)
-        started = time.perf_counter()
+        fallback: PipelineWarning | None = None
+        stats["summarizer_calls"] = 1
         try:
-            async with asyncio.timeout(self.config.per_source_timeout):
-                stats["summarizer_calls"] = 1
-                outcome = await digest_document(
-                    document, query, source_id=source_id, config=self.config, summarizer=summarizer
-                )
-        except TimeoutError:
-            # Nothing is cached; the next attempt may be quicker (a slow endpoint).
-            raise RetryLater(
-                "DigestTimeout",
-                f"digest_timeout: the digest took longer than {self.config.per_source_timeout:g} s",
-            ) from None
-        except DocumentError as error:
-            stats["duration_seconds"] = round(time.perf_counter() - started, 3)
-            logger.warning("digest.error source_id=%s code=%s", source_id, error.code)
-            DIGEST_SOURCES.labels("error").inc()
-            raise FailNow(error.code, error.reason) from None
+            outcome = await self._digest(document, query, source_id, summarizer, stats)
+        except (LLMError, TimeoutError) as error:
+            if summarizer.name == OfflineSummarizer.name:  # no model to stand in for
+                if isinstance(error, TimeoutError):
+                    raise _timed_out(self.config) from None
+                raise
+            # The model failed (errors after its retries, an open breaker, unusable output
+            # twice, no answer in time): the offline summarizer reads the same text instead.
+            logger.warning(
+                "digest.summarizer_failed source_id=%s error=%s", source_id, type(error).__name__
+            )
+            fallback = summary_fallback_warning(_failure_reason(error, self.config))
+            summarizer = OfflineSummarizer()
+            stats["summarizer"] = summarizer.name
+            try:
+                outcome = await self._digest(document, query, source_id, summarizer, stats)
+            except TimeoutError:
+                raise _timed_out(self.config) from None
+        stats["summary_offline"] = fallback is not None
         stats.update(outcome_stats(outcome))
         _observe_fresh_digest(self.config, outcome)
         if stats.get("archived"):
@@ -151,8 +162,37 @@ class DocumentJobRunner:
                 await asyncio.to_thread(verify_archive, archive_dir, source_id, outcome.payload)
             except ArchiveError as error:
                 raise FailNow(error.code, error.reason) from None
-        await self._store(context, job, row.id, query, outcome, archive_warnings)
-        return Stored(JobStatus.SUCCEEDED)
+        # The offline digest is stored under the offline summarizer's cache key (`assemble`
+        # keys it by the summarizer that wrote it), so a later job asks the model again.
+        status = JobStatus.SUCCEEDED if fallback is None else JobStatus.PARTIAL
+        first = [] if fallback is None else [fallback.as_json()]
+        await self._store(context, job, row.id, query, outcome, first + archive_warnings, status)
+        return Stored(status)
+
+    async def _digest(
+        self,
+        document: CanonicalDocument,
+        query: str,
+        source_id: str,
+        summarizer: Summarizer,
+        stats: dict[str, Any],
+    ) -> DigestOutcome:
+        """`digest_document` under the per-source timeout. A per-document error (inconsistent
+        text, a locator that does not verify) FAILS the job (`FailNow`); the model's failures
+        (LLMError) and TimeoutError are the caller's to handle."""
+        started = time.perf_counter()
+        try:
+            async with asyncio.timeout(self.config.per_source_timeout):
+                return await digest_document(
+                    document, query, source_id=source_id, config=self.config, summarizer=summarizer
+                )
+        except LLMError:
+            raise  # a SummarizerError is a DocumentError too, but the model failed, not the text
+        except DocumentError as error:
+            stats["duration_seconds"] = round(time.perf_counter() - started, 3)
+            logger.warning("digest.error source_id=%s code=%s", source_id, error.code)
+            DIGEST_SOURCES.labels("error").inc()
+            raise FailNow(error.code, error.reason) from None
 
     async def _archive(
         self, source_id: str, canonical_text: str, stats: dict[str, Any]
@@ -186,13 +226,15 @@ class DocumentJobRunner:
         document_id: int,
         query: str,
         outcome: DigestOutcome,
-        extra_warnings: list[dict[str, Any]],
+        job_warnings: list[dict[str, Any]],
+        status: JobStatus,
     ) -> None:
         """The digest row and the job's end state, in one transaction (a lost lease rolls
-        both back)."""
+        both back). `job_warnings` go before the digest's own on the job: they say how the job
+        went (a summary the offline rules wrote, an archive that failed)."""
         stats = context.stats
         warnings = [warning.as_json() for warning in outcome.warnings]
-        job_warnings = warnings + extra_warnings
+        job_warnings = job_warnings + warnings
         values = {
             "document_id": document_id,
             "query": query,
@@ -213,8 +255,24 @@ class DocumentJobRunner:
             digest_id, _created = await document_queries.insert_document_digest(
                 connection, job.id, values
             )
-            end = Finished(JobStatus.SUCCEEDED, document_digest_id=digest_id, warnings=job_warnings)
+            end = Finished(status, document_digest_id=digest_id, warnings=job_warnings)
             await finish(connection, job.id, context.worker_id, end, stats)
+
+
+def _timed_out(config: DigestConfig) -> RetryLater:
+    # Nothing is cached; the next attempt may be quicker (a busy worker).
+    return RetryLater(
+        "DigestTimeout",
+        f"digest_timeout: the digest took longer than {config.per_source_timeout:g} s",
+    )
+
+
+def _failure_reason(error: LLMError | TimeoutError, config: DigestConfig) -> str:
+    """Why the model could not write the summary, as the job's warning says it: the LLM error's
+    own message (redacted, never the model's output), or the time it was given."""
+    if isinstance(error, TimeoutError):
+        return f"no answer within the digest's {config.per_source_timeout:g} s"
+    return error.reason if isinstance(error, DocumentError) else str(error)
 
 
 def _observe_fresh_digest(config: DigestConfig, outcome: DigestOutcome) -> None:

@@ -15,15 +15,24 @@ Every failure is an `ExtractionError` with a clear code, never a crash:
 
 Line-end hyphenation (`an-\\nnotated` → `annotated`, only before a lowercase letter) is joined
 before canonicalization, so quotes and whole-word matching see real words.
+
+The title is the metadata's, else the first entry of the outline (bookmarks), else the first
+page's heading: the first text set in the page's largest font, when that font is larger than
+its body text (a page in one size has no heading; the ingest then names the document after its
+file).
 """
 
 from __future__ import annotations
 
 import importlib.util
 import io
+import math
 import re
+import statistics
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from pypdf import PdfReader
 from pypdf.errors import DependencyError, FileNotDecryptedError, PdfReadError, PyPdfError
@@ -38,6 +47,11 @@ _HYPHENATED_LINE_END = re.compile(r"(\w)-\n(?=[^\W\d_A-Z])")
 # treated as having no text layer: the image-only fixture has the single word "Background" on
 # four of its six pages. A sparse PDF without images is kept, with a warning.
 _MIN_ALNUM_PER_PAGE = 20
+# The first page's largest text is its heading only when this much larger than its body text
+# (the median size over its characters): a title set in 17pt over 10pt body text is, bold body
+# text in the same size is not.
+_HEADING_SCALE = 1.15
+_HEADING_SIZE_TOLERANCE = 0.5  # points: runs of one heading may differ by rounding
 
 
 @dataclass(frozen=True)
@@ -142,15 +156,71 @@ def _title(reader: PdfReader) -> str | None:
     return (canonicalize(str(title)) or None) if title else None
 
 
+def _outline_title(reader: PdfReader) -> str | None:
+    """The first top-level entry of the outline (the bookmarks), if it has text."""
+    try:
+        entries: Sequence[Any] = reader.outline
+        first = next((entry for entry in entries if not isinstance(entry, list)), None)
+        title = getattr(first, "title", None) if first is not None else None
+    except Exception:  # noqa: BLE001 - the outline of a broken file is optional
+        return None
+    return (canonicalize(str(title)) or None) if title else None
+
+
+def _vertical_scale(matrix: Sequence[float] | None) -> float:
+    return math.hypot(matrix[2], matrix[3]) if matrix and len(matrix) >= 4 else 1.0
+
+
+@dataclass
+class _FontRuns:
+    """The text runs of a page with the size they are drawn at, gathered while pypdf extracts
+    the page's text (its `visitor_text`), so finding the heading reads the page only once."""
+
+    runs: list[tuple[float, str]] = field(default_factory=list)
+
+    def visit(
+        self,
+        text: str,
+        cm: Sequence[float] | None,
+        tm: Sequence[float] | None,
+        font: object,
+        size: float,
+    ) -> None:
+        if text.strip():
+            drawn = float(size or 0) * _vertical_scale(tm) * _vertical_scale(cm)
+            self.runs.append((round(drawn, 1), text))
+
+    def heading(self) -> str | None:
+        """The first text in the page's largest font, when larger than its body text."""
+        if not self.runs:
+            return None
+        sizes = [size for size, text in self.runs for _ in range(len(text.strip()))]
+        largest = max(size for size, _ in self.runs)
+        if largest < statistics.median(sizes) * _HEADING_SCALE:
+            return None
+        parts: list[str] = []
+        for size, text in self.runs:
+            if abs(size - largest) <= _HEADING_SIZE_TOLERANCE:
+                parts.append(text)
+            elif parts:
+                break  # the heading ends where smaller text starts
+        heading = canonicalize(" ".join(" ".join(parts).split()))
+        return heading if sum(char.isalnum() for char in heading) >= 2 else None
+
+
 def _page_text(
     reader: PdfReader,
     data: bytes,
     index: int,
     password: str | None,
     warnings: list[PipelineWarning],
+    fonts: _FontRuns | None = None,
 ) -> str:
     try:
-        text = reader.pages[index].extract_text() or ""
+        page = reader.pages[index]
+        text = (
+            page.extract_text() if fonts is None else page.extract_text(visitor_text=fonts.visit)
+        ) or ""
     except Exception as error:  # noqa: BLE001 - a broken page falls back to pdfminer
         fallback = _pdfminer_page_text(data, index, password)
         if fallback is None:
@@ -211,6 +281,7 @@ def extract_pdf(
 
     pages: list[str] = []
     total_chars = 0
+    first_page = _FontRuns()
     for index in range(min(page_count, limits.max_pages)):
         if time.monotonic() > deadline:
             raise ExtractionError(
@@ -218,7 +289,8 @@ def extract_pdf(
                 f"PDF text extraction took longer than {limits.timeout_seconds:g} s "
                 f"({index} of {page_count} pages read)",
             )
-        text = _page_text(reader, data, index, password, warnings)
+        fonts = first_page if index == 0 else None
+        text = _page_text(reader, data, index, password, warnings, fonts)
         room = limits.max_chars - total_chars
         if len(text) > room:
             cut = text.rfind(" ", 0, room + 1)
@@ -253,6 +325,6 @@ def extract_pdf(
         canonical_text=canonical_text,
         page_spans=spans,
         page_count=page_count,
-        title=_title(reader),
+        title=_title(reader) or _outline_title(reader) or first_page.heading(),
         warnings=warnings,
     )

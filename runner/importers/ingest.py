@@ -68,10 +68,22 @@ class ImportStopped(DigestdError):
         self.cause = cause
 
 
+# Suffixes of a log's file name that say what the file is, not which channel it holds
+# (`2010-08-17_18.raw.txt`, `ubuntu.log`, `irc.log.1` once `.1` is gone as the extension).
+_LOG_SUFFIXES = (".raw", ".txt", ".log")
+
+
 def default_channel_name(path: Path) -> str:
-    """Formats that do not name their channel (IRC logs, CSV) get the file's stem, on one line
-    (a file name may hold a line break); `import` when nothing printable is left."""
-    return clean_name(path.stem if path.is_file() else path.name) or "import"
+    """Formats that do not name their channel (IRC logs without a join or topic line, CSV) get
+    the file's name without its extension and any `.raw`/`.txt`/`.log` before it
+    (`2010-08-17_18.raw.txt` is `2010-08-17_18`), on one line (a file name may hold a line
+    break); a folder its name; `import` when nothing printable is left."""
+    if not path.is_file():
+        return clean_name(path.name) or "import"
+    name = path.stem
+    while (suffix := name[name.rfind(".") :].lower()) in _LOG_SUFFIXES and len(name) > len(suffix):
+        name = name[: -len(suffix)]
+    return clean_name(name) or "import"
 
 
 def _checked_names(channel: str | None, server: str | None) -> None:

@@ -17,11 +17,19 @@ Times have no zone: UTC.
 
 No ids: `"irc-" + sha1(nick | timestamp | text)[:16]` (see `records.StableIds`), so appending
 lines to a log keeps the ids of the messages before them.
+
+The channel: a log whose system lines name its channel (`-!- x has joined #ubuntu`,
+`=== x has left #ubuntu`, `Topic for #ubuntu`, `Now talking in #ubuntu`, `mode/#ubuntu`) in its
+first 5,000 lines names its records' channel, without the leading `#` (`ubuntu`; reports show
+`#ubuntu`); the most frequent spelling wins (IRC names ignore case). A log whose system lines
+name several channels, or none, names none: the import names the channel after the file.
+Messages are not read for it (a user pasting someone else's join line names nothing).
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
@@ -51,6 +59,13 @@ _ACTION = re.compile(r"\*\s+(?P<nick>\S+)(?:\s.*)?")
 _SEPARATOR = re.compile(r"-{5,}\s*")
 _FILE_DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
 _MODE_SIGNS = "@+%~&"
+# The channel a system line names: joins and parts, topics, the "now talking" notice, modes.
+_STATED_CHANNEL = re.compile(
+    r"(?:has (?:joined|left)|[Tt]opic (?:for|of|on)|[Nn]ow talking (?:in|on)|mode/)\s*"
+    r"(?P<channel>[#&][^\s,:;\x07]+)"
+)
+# Lines read from the start of a log for the channel its system lines name.
+_CHANNEL_SCAN_LINES = 5_000
 
 
 def file_date(path: Path) -> date | None:
@@ -93,7 +108,29 @@ class _Clock:
         return datetime.combine(self.day, of_day, tzinfo=UTC), self.fallback_note
 
 
-def _finish(pending: _Pending, ids: StableIds, options: ParseOptions) -> Record:
+def stated_channel(path: Path, options: ParseOptions) -> str | None:
+    """The channel the log's own system lines name (see the module docstring), or None."""
+    spellings: dict[str, Counter[str]] = {}
+    for number, line in iter_lines(path, options.max_line_chars):
+        if number > _CHANNEL_SCAN_LINES:
+            break
+        if isinstance(line, OverlongLine):
+            continue
+        stamped = STAMPED.fullmatch(line)
+        rest = stamped["rest"].lstrip() if stamped else line
+        found = _STATED_CHANNEL.search(rest) if _SYSTEM.match(rest) else None
+        if found is not None:
+            name = found["channel"]
+            spellings.setdefault(name.casefold(), Counter())[name] += 1
+    if len(spellings) != 1:
+        return None
+    ((name, _count),) = next(iter(spellings.values())).most_common(1)
+    return name.removeprefix("#") or None
+
+
+def _finish(
+    pending: _Pending, ids: StableIds, options: ParseOptions, channel: str | None
+) -> Record:
     location = f"line {pending.line}"
     if pending.body.dropped:
         return RecordError(
@@ -110,6 +147,7 @@ def _finish(pending: _Pending, ids: StableIds, options: ParseOptions) -> Record:
         max_message_chars=options.max_message_chars,
         repairs=pending.repairs,
         synthesized_id=ids,
+        channel=channel,
     )
 
 
@@ -120,6 +158,7 @@ def _nick(raw: str) -> str:
 
 def parse_irc(path: Path, options: ParseOptions, stats: ParseStats) -> Iterator[Record]:
     ids = StableIds("irc-")
+    channel = stated_channel(path, options)
     start_day = file_date(path) or options.base_date
     note = () if start_day else ("no date in the file name and no base date: assumed 1970-01-01",)
     clock = _Clock(start_day or date(1970, 1, 1), note)
@@ -134,7 +173,7 @@ def parse_irc(path: Path, options: ParseOptions, stats: ParseStats) -> Iterator[
         rest = stamped["rest"].lstrip() if stamped else line
         if _SEPARATOR.fullmatch(line) or _SYSTEM.match(rest):
             if pending is not None:
-                yield _finish(pending, ids, options)
+                yield _finish(pending, ids, options, channel)
                 pending = None
             swallowing = False
             stats.skip("separator line" if _SEPARATOR.fullmatch(line) else "system line")
@@ -146,7 +185,7 @@ def parse_irc(path: Path, options: ParseOptions, stats: ParseStats) -> Iterator[
                 stats.skip("text outside any message")
             continue
         if pending is not None:
-            yield _finish(pending, ids, options)
+            yield _finish(pending, ids, options, channel)
             pending = None
         swallowing = True
         try:
@@ -168,4 +207,4 @@ def parse_irc(path: Path, options: ParseOptions, stats: ParseStats) -> Iterator[
         pending = _Pending(number, nick, ts, TextLines(options.max_message_chars), notes)
         pending.body.add(text)
     if pending is not None:
-        yield _finish(pending, ids, options)
+        yield _finish(pending, ids, options, channel)

@@ -52,6 +52,11 @@ class DocumentInput:
     )
     title: str | None = None
     password: str | None = strawberry.field(default=None, description="Of an encrypted PDF.")
+    file_name: str | None = strawberry.field(
+        default=None,
+        description="Name of the uploaded file: the title of a document that has none itself "
+        "(no `title` given, no HTML title or heading, no PDF title or heading).",
+    )
 
 
 @strawberry.input
@@ -78,6 +83,9 @@ async def canonical_document(source: DocumentInput, info: Info[Context, None]) -
     problem = name_problem(title) if title else None
     if problem:  # typed: refused, where a title read from the document is made one line
         raise ValueError(f"title {problem}")
+    file_name = source.file_name.strip() if source.file_name else None
+    if file_name and (problem := name_problem(file_name)):
+        raise ValueError(f"fileName {problem}")
     if source.url:
         return await ingest_url(
             source.url.strip(),
@@ -88,7 +96,7 @@ async def canonical_document(source: DocumentInput, info: Info[Context, None]) -
     if source.text:
         if len(source.text) > MAX_DOCUMENT_BYTES:
             raise ValueError(f"text is over {MAX_DOCUMENT_BYTES} characters")
-        return await asyncio.to_thread(ingest_text, source.text, title=title)
+        return await asyncio.to_thread(ingest_text, source.text, title=title, file_name=file_name)
     encoded = source.content_base64 or ""
     if len(encoded) > MAX_DOCUMENT_BYTES * 4 // 3 + 4:
         raise ValueError(f"the document is over {MAX_DOCUMENT_BYTES} bytes")
@@ -98,7 +106,12 @@ async def canonical_document(source: DocumentInput, info: Info[Context, None]) -
         raise ValueError("contentBase64 is not valid base64") from None
     # CPU-bound (PDF parsing): off the event loop.
     return await asyncio.to_thread(
-        ingest_bytes, data, source.content_type, title=title, password=source.password
+        ingest_bytes,
+        data,
+        source.content_type,
+        title=title,
+        password=source.password,
+        file_name=file_name,
     )
 
 

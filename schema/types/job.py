@@ -88,6 +88,11 @@ class JobStats:
         default=None, description="Document jobs: the digest was served from the cache."
     )
     summarizer_calls: int | None = None
+    summary_offline: bool | None = strawberry.field(
+        default=None,
+        description="Document jobs: the model failed and the offline rules wrote the summary "
+        "and key points instead.",
+    )
     original_chars: int | None = None
     digest_chars: int | None = None
     compression_ratio: float | None = None

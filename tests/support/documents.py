@@ -158,8 +158,8 @@ TRIGGER = """mutation($id: ID!, $q: String!) { triggerDocumentDigest(documentId:
 
 
 JOB = """query($id: ID!) { job(id: $id) { id kind status error resultMessage documentId
-  documentDigestId query stats { cacheHit summarizerCalls originalChars digestChars
-  compressionRatio evidenceSnippets } } }"""
+  documentDigestId query warnings { code message } stats { cacheHit summarizerCalls
+  summaryOffline originalChars digestChars compressionRatio evidenceSnippets } } }"""
 
 
 DIGEST = """query($id: ID!) { documentDigest(id: $id) {

@@ -1,6 +1,6 @@
-"""`digestd digest --wait` with the model's endpoint down, as a user meets it: the job ends
-PARTIAL with a digest read offline, the CLI says why in both of its outputs, and the API key
-appears in neither."""
+"""`digestd digest --wait` and `digestd add-doc --query --wait` with the model's endpoint down, as
+a user meets it: the job ends PARTIAL with a digest read offline, the CLI says why in both of its
+outputs, and the API key appears in neither."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import sys
 import uuid
 from pathlib import Path
 
-from tests.support.paths import REPO_ROOT, SAMPLE
+from tests.support.paths import REPO_ROOT, SAMPLE, shared_data
 from tests.support.processes import digestd, environment
 
 SECRET = "sk-test-never-shown-4242"
@@ -28,6 +28,10 @@ def _closed_port() -> int:
 def _digest_with_model_down(
     database_url: str, home: Path, channel: str, *args: str
 ) -> subprocess.CompletedProcess[str]:
+    return _with_model_down(database_url, home, "digest", channel, "--wait", *args)
+
+
+def _with_model_down(database_url: str, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = environment(database_url, home)
     del env["DIGEST_EXTRACTOR"]  # a base URL selects the LLM extractor
     env.update(
@@ -36,7 +40,7 @@ def _digest_with_model_down(
         DIGEST_LLM_MAX_RETRIES="0",
     )
     return subprocess.run(
-        [sys.executable, "-m", "server.cli", "digest", channel, "--wait", *args],
+        [sys.executable, "-m", "server.cli", *args],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,
@@ -71,3 +75,24 @@ def test_a_model_that_is_down_still_gives_a_digest_and_says_why(
     assert "warning CHUNKS_EXTRACTED_OFFLINE: " in as_text.stderr
     for output in (as_json.stdout, as_json.stderr, as_text.stdout, as_text.stderr):
         assert SECRET not in output
+
+
+def test_a_document_digest_with_the_model_down_is_the_offline_one_and_says_why(
+    database_url: str, tmp_path: Path
+) -> None:
+    page = shared_data("docs/html/readability/wikipedia/source.html")
+    query = f"Which products does Mozilla make? ({uuid.uuid4().hex[:8]})"
+    done = _with_model_down(
+        database_url, tmp_path, "add-doc", str(page), "--query", query, "--wait"
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    stored, printed = done.stdout.split("\n", 1)  # the document's line, then the payload
+    assert stored.startswith("document ")
+    payload = json.loads(printed)
+    assert payload["summary"] and payload["key_points"] and payload["evidence_snippets"]
+    assert " partial: digest " in done.stderr
+    assert (
+        "warning SUMMARY_EXTRACTED_OFFLINE: the summary and key points were extracted by the "
+        "offline rules; the model failed: LLM request failed: connection error"
+    ) in done.stderr
+    assert SECRET not in done.stdout + done.stderr

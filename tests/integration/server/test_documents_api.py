@@ -6,7 +6,9 @@ a clear typed error."""
 
 from __future__ import annotations
 
+import base64
 import logging
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -200,6 +202,21 @@ async def test_a_reader_cannot_ingest_or_trigger(db: asyncpg.Pool, settings: Set
         assert allowed["ingestDocument"]["id"]
 
 
+async def test_a_document_naming_nothing_is_titled_after_its_file(
+    client: httpx.AsyncClient,
+) -> None:
+    text = f"Notes {uuid.uuid4().hex}: the cache keeps an answer for an hour."
+    encoded = base64.b64encode(text.encode()).decode()
+    named = await ingest(
+        client, {"contentBase64": encoded, "contentType": "text/plain", "fileName": "notes.txt"}
+    )
+    assert named["title"] == "notes.txt", named
+    given = await ingest(client, {"text": text + " Again.", "title": "Cache", "fileName": "x.txt"})
+    assert given["title"] == "Cache"
+    refused = await ingest(client, {"text": text, "fileName": "two\nlines.txt"})
+    assert refused["code"] == "BAD_USER_INPUT" and "fileName" in refused["message"]
+
+
 async def test_url_ingest_when_private_hosts_are_allowed(
     db: asyncpg.Pool, settings: Settings
 ) -> None:
@@ -211,6 +228,10 @@ async def test_url_ingest_when_private_hosts_are_allowed(
     routes = {
         "/article": Route(headers={"Content-Type": "text/html; charset=utf-8"}, body=page),
         "/sneaky": Route(status=302, headers={"Location": "http://169.254.169.254/latest/"}),
+        "/files/cache%20notes.txt": Route(
+            headers={"Content-Type": "text/plain"},
+            body=f"Notes {uuid.uuid4().hex} on the cache and its limits.".encode(),
+        ),
     }
     trusted = settings.model_copy(update={"digestd_fetch_allow_private": True})
     app = create_app(trusted, AppOptions(run_workers=0))
@@ -224,6 +245,9 @@ async def test_url_ingest_when_private_hosts_are_allowed(
                 {"id": fetched["id"]},
             )
             assert shown["document"]["sourceUrl"] == origin.url("/article")
+            # A document naming nothing itself is titled after the last segment of its URL.
+            notes = await ingest(http, {"url": origin.url("/files/cache%20notes.txt")})
+            assert notes["title"] == "cache notes.txt", notes
             refused = await ingest(http, {"url": origin.url("/sneaky")})
             assert (
                 refused["code"] == "BAD_USER_INPUT"

@@ -1,23 +1,40 @@
 """Document jobs with the LLM summarizer, over HTTP, against a fake OpenAI-compatible server on
 127.0.0.1 reached through the real `openai` client. What the server receives is the proof:
-the query is in the prompt, a cache hit sends nothing, a different query is a new call, garbage
-output FAILS the job at once with its reason, and while the endpoint's circuit breaker is open
-new digests fail fast but cached digests are still served."""
+the query is in the prompt, a cache hit sends nothing, a different query is a new call. A model
+that fails still gives a digest: garbage output twice, an endpoint answering errors until its
+circuit breaker opens (and then nothing is sent), an endpoint on a closed port and a model that
+answers only after the digest's time limit all end the job PARTIAL at its first attempt, with the
+offline digest and a SUMMARY_EXTRACTED_OFFLINE warning saying why; a later job asks the model
+again, and cached digests are served while the breaker is open."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import asyncpg
 import httpx
 import pytest
 
-from runner.llm.fake import FakeLLM, completion, error
+from db import jobs
+from db.documents import store_document
+from runner.documents.ingest import ingest_text
+from runner.documents.job import DocumentJobRunner
+from runner.documents.llm_summary import LLMSummarizer, resilient_tool_call
+from runner.documents.policy import DigestConfig, DigestPolicy
+from runner.extract.offline import OfflineExtractor
+from runner.llm.breaker import CircuitBreaker
+from runner.llm.client import ResilientCaller, build_client
+from runner.llm.config import LLMConfig
+from runner.llm.fake import FakeLLM, completion, delayed, error
+from runner.triggers import trigger_document_digest
+from runner.worker import Worker, WorkerConfig
 from server.app import AppOptions, create_app
 from server.settings import Settings
 from tests.support.api import gql
 from tests.support.documents import (
     DIGEST,
+    DOCUMENT_TEXT,
     INGEST,
     assert_grounded,
     quoting_digest,
@@ -25,7 +42,7 @@ from tests.support.documents import (
     upload,
 )
 from tests.support.paths import shared_data
-from tests.support.servers import running_server
+from tests.support.servers import free_port, running_server
 
 
 async def test_llm_summarizer_cache_failures_and_breaker(
@@ -35,7 +52,7 @@ async def test_llm_summarizer_cache_failures_and_breaker(
 
     def respond(body: dict[str, Any]) -> Any:
         if mode["answer"] == "garbage":
-            return completion(tool="emit_document_digest", arguments={"summary": 5})
+            return garbage(body)
         if mode["answer"] == "down":
             return error(500, "overloaded")
         return quoting_digest(body)
@@ -85,29 +102,118 @@ async def test_llm_summarizer_cache_failures_and_breaker(
                 "Who founded the Mozilla Foundation?" in fake.requests[1]["messages"][1]["content"]
             )
 
-            # Unusable output twice (the answer is fed back once): FAILED at the first attempt.
+            # Unusable output twice (the answer is fed back once): the offline digest, PARTIAL.
             mode["answer"] = "garbage"
             bad = await run_job(http, document["id"], "What is Firefox?")
-            assert bad["status"] == "FAILED" and bad["error"].startswith("malformed_output:"), bad
+            reason = await assert_offline_digest(db, http, bad)
+            assert reason.startswith("unusable summarizer output"), reason
+            assert GARBAGE not in reason, "the model's output is never shown"
             assert len(fake.requests) == 4
+            # The model is back: the same request asks it again (the offline digest is stored
+            # under the offline summarizer's key, not the model's).
+            mode["answer"] = "good"
+            again = await run_job(http, document["id"], "What is Firefox?")
+            assert again["status"] == "SUCCEEDED" and again["stats"]["cacheHit"] is False
+            assert again["stats"]["summaryOffline"] is False and again["warnings"] == []
+            assert again["documentDigestId"] != bad["documentDigestId"]
+            assert len(fake.requests) == 5
 
-            # The endpoint goes down: transient failures are retried, then the breaker opens.
+            # The endpoint goes down: each job falls back, until the breaker opens.
             mode["answer"] = "down"
-            questions = ["What is Thunderbird?", "What is Rust?", "What is Servo?", "What is MDN?"]
-            for question in questions:
+            # (It opens when at least seven of its last ten calls failed.)
+            for question in [f"What is product {number}?" for number in range(12)]:
                 down = await run_job(http, document["id"], question)
-                assert down["status"] == "FAILED", down
-                assert "LLMCallError" in down["error"] or "circuit open" in down["error"], down
-                if "circuit open" in down["error"]:
+                reason = await assert_offline_digest(db, http, down)
+                assert "LLM request failed" in reason or "circuit open" in reason, reason
+                if "circuit open" in reason:
                     break
             else:
                 pytest.fail("the breaker never opened")
             calls_when_open = len(fake.requests)
             refused = await run_job(http, document["id"], "What is SpiderMonkey?")
-            assert refused["status"] == "FAILED" and "circuit open" in refused["error"], refused
+            assert "circuit open" in await assert_offline_digest(db, http, refused)
             assert len(fake.requests) == calls_when_open, "an open breaker sends nothing"
 
             # Cached digests are still served while it is open.
             served = await run_job(http, document["id"], query)
             assert served["status"] == "SUCCEEDED" and served["stats"]["cacheHit"] is True
             assert served["documentDigestId"] == first["documentDigestId"]
+
+
+async def test_a_model_endpoint_that_is_down_still_gives_the_offline_digest(
+    db: asyncpg.Pool, settings: Settings
+) -> None:
+    closed = f"http://127.0.0.1:{free_port()}/v1"  # bound, then released: nothing listens
+    llm_settings = settings.model_copy(
+        update={
+            "digest_extractor": "llm",
+            "digest_llm_base_url": closed,
+            "digest_llm_max_retries": 1,
+        }
+    )
+    app = create_app(llm_settings, AppOptions(run_workers=1))
+    async with running_server(app) as api, httpx.AsyncClient(base_url=api, timeout=60) as http:
+        source = upload(shared_data("docs/html/readability/wikipedia/source.html"), "text/html")
+        document = (await gql(http, INGEST, {"input": source}))["ingestDocument"]
+        job = await run_job(http, document["id"], "Which products does Mozilla make?")
+        reason = await assert_offline_digest(db, http, job)
+    assert reason.startswith("LLM request failed after 2 attempts: connection error"), reason
+
+
+GARBAGE = "GARBAGE-FROM-THE-MODEL"
+
+
+def garbage(body: dict[str, Any]) -> Any:
+    """A tool call whose arguments break the schema (a number for the summary)."""
+    return completion(tool="emit_document_digest", arguments={"summary": 5, "key_points": GARBAGE})
+
+
+async def assert_offline_digest(
+    db: asyncpg.Pool, http: httpx.AsyncClient, job: dict[str, Any]
+) -> str:
+    """The job ended PARTIAL with a grounded digest the offline summarizer wrote, its first
+    warning says so; returns the reason the warning gives."""
+    assert job["status"] == "PARTIAL" and job["error"] is None, job
+    assert job["stats"]["summaryOffline"] is True and job["stats"]["cacheHit"] is False
+    warning = job["warnings"][0]
+    assert warning["code"] == "SUMMARY_EXTRACTED_OFFLINE", job["warnings"]
+    opening = "the summary and key points were extracted by the offline rules; the model failed: "
+    assert warning["message"].startswith(opening), warning
+    assert "Traceback" not in warning["message"] and "Error:" not in warning["message"]
+    digest = (await gql(http, DIGEST, {"id": job["documentDigestId"]}))["documentDigest"]
+    assert digest["summarizer"] == "offline" and digest["summary"]
+    text = digest["document"]["canonicalText"]
+    assert digest["keyPoints"] and all(point in text for point in digest["keyPoints"])
+    await assert_grounded(db, digest)
+    return str(warning["message"][len(opening) :])
+
+
+async def test_a_model_that_does_not_answer_in_time_gives_the_offline_digest(
+    db: asyncpg.Pool, database_url: str
+) -> None:
+    config = LLMConfig(base_url="http://llm.test/v1", api_key="sk-test", max_retries=0)
+    endpoint = FakeLLM(delayed(quoting_digest, 30.0))
+    caller = ResilientCaller(build_client(config, endpoint.http_client()), config, CircuitBreaker())
+    summarizer = LLMSummarizer(
+        resilient_tool_call(caller, config.reduce_model), config.reduce_model
+    )
+    # One source at a time, half a second each: the model's answer comes far too late.
+    digest_config = DigestConfig(policy=DigestPolicy.ALWAYS, timeout=0.5, max_concurrent=1)
+    runner = DocumentJobRunner(config=digest_config, summarizer_factory=lambda: summarizer)
+    worker = Worker(db, database_url, WorkerConfig(), OfflineExtractor, documents=runner)
+    text = f"{DOCUMENT_TEXT}\n\nHandbook edition {uuid.uuid4().hex}."
+    async with db.acquire() as connection:
+        row, _ = await store_document(connection, ingest_text(text).as_record())
+        job, _ = await trigger_document_digest(
+            connection, row.id, "How are load tests run?", config=digest_config, max_attempts=3
+        )
+    assert await worker.run_once()
+    async with db.acquire() as connection:
+        done = await jobs.job_by_id(connection, job.id)
+    assert done is not None and done.status == "partial", done
+    assert done.attempts == 1 and done.document_digest_id is not None
+    assert done.stats["summary_offline"] is True and done.stats["summarizer"] == "offline"
+    warning = done.warnings[0]
+    assert warning["code"] == "SUMMARY_EXTRACTED_OFFLINE"
+    assert warning["message"].endswith("the model failed: no answer within the digest's 0.5 s")
+    assert len(endpoint.requests) <= 1

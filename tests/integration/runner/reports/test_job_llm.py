@@ -6,9 +6,11 @@ reach the stored report. Read back through GraphQL like a client would."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import asyncpg
+import pytest
 
 from db import jobs
 from db import reports as report_queries
@@ -37,6 +39,7 @@ from tests.support.reports import (
     stored_report,
 )
 from tests.support.schema import gql
+from tests.support.servers import free_port
 
 JOB = """
 query($id: ID!) {
@@ -150,6 +153,45 @@ async def test_a_failing_model_degrades_to_the_offline_report_and_a_later_run_as
     recovered = await _run(db, database_url, writer, request)
     assert recovered.status == "succeeded" and recovered.stats["cache_hit"] is False
     assert recovered.report_id != degraded.report_id and len(model.requests) == 2
+
+
+async def _closed_port_writer(settings: Settings) -> LLMReportWriter:
+    """The runtime's writer for an endpoint where nothing listens (a port bound, then freed)."""
+    closed = settings.model_copy(
+        update={
+            "digest_extractor": "llm",
+            "digest_llm_base_url": f"http://127.0.0.1:{free_port()}/v1",
+            "digest_llm_max_retries": 0,
+        }
+    )
+    writer = report_runner(closed).llm_writer
+    assert writer is not None
+    return writer
+
+
+async def _garbage_writer(settings: Settings) -> LLMReportWriter:
+    """A model whose every `emit_report` call breaks the schema (a number for the title)."""
+    writer, _ = fake_report_writer(FakeLLM(report_model(lambda body: {"title": 5})))
+    return writer
+
+
+@pytest.mark.parametrize("failing", [_garbage_writer, _closed_port_writer])
+async def test_a_model_answering_garbage_or_down_still_gives_the_extractive_report(
+    db: asyncpg.Pool,
+    database_url: str,
+    settings: Settings,
+    failing: Callable[[Settings], Awaitable[LLMReportWriter]],
+) -> None:
+    request = await _sources(db)
+    job = await _run(db, database_url, await failing(settings), request)
+    assert job.status == "partial" and job.report_id is not None, job.error
+    shown = (await gql(db, JOB, id=_global(job)))["job"]
+    assert shown["report"]["writer"] == EXTRACTOR_VERSION
+    assert "llm_writer_failed" in [w["code"] for w in shown["warnings"]]
+    async with db.acquire() as connection:
+        (row,) = await report_queries.reports_by_ids(connection, [job.report_id])
+        assert_audited(await stored_report(connection, row), row.markdown)
+    assert row.audit["kept"] > 0
 
 
 async def test_fabricated_citations_never_reach_the_stored_report(

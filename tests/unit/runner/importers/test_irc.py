@@ -168,3 +168,59 @@ def test_appending_lines_keeps_the_earlier_ids(tmp_path: Path) -> None:
     after = [m.external_id for m in split(iter_records(path))[0]]
     assert after[:3] == before and len(set(after)) == 4
     assert all(i.startswith("irc-") for i in after)
+
+
+def _log(tmp_path: Path, name: str, *lines: str) -> Path:
+    path = tmp_path / name
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _channels(path: Path) -> set[str | None]:
+    messages, errors = split(iter_records(path))
+    assert errors == [] and messages
+    return {message.channel for message in messages}
+
+
+def test_a_log_whose_joins_and_topic_name_its_channel_is_that_channel(tmp_path: Path) -> None:
+    log = _log(
+        tmp_path,
+        "2024-05-01.raw.txt",
+        "[09:00] -!- ana [~ana@host] has joined #Kernel-Dev",
+        "[09:00] -!- Topic for #kernel-dev: merge window rules",
+        "[09:01] <ana> who reviews the scheduler patch?",
+        "=== bo [~bo@host] has joined #kernel-dev",
+        "=== mode/#kernel-dev [+o ana] by ChanServ",
+        "[09:02] <bo> I do",
+        "[09:03] * carl has left #kernel-dev",
+    )
+    # The leading `#` is not part of the name (reports show `#kernel-dev`); the most frequent
+    # spelling wins, as IRC names ignore case.
+    assert _channels(log) == {"kernel-dev"}
+
+
+def test_joins_pasted_into_messages_and_logs_naming_no_or_several_channels_name_none(
+    tmp_path: Path,
+) -> None:
+    pasted = _log(
+        tmp_path,
+        "pasted.txt",
+        "[09:00] <ana> * bo has joined #debian",
+        "[09:01] <bo> /join #ubuntu-offtopic and ask there",
+    )
+    network = _log(
+        tmp_path,
+        "network.log",
+        "[09:00] -!- ana has joined #one",
+        "[09:00] -!- bo has joined #two",
+        "[09:01] <ana> hello",
+    )
+    assert _channels(pasted) == {None} and _channels(network) == {None}
+
+
+def test_the_real_disentanglement_logs_state_their_channel() -> None:
+    ubuntu = chat_file("ubuntu_irc_disentanglement/dev/2005-06-27_12.raw.txt")
+    linux = chat_file("ubuntu_irc_disentanglement/channel-two/channel-two.dev.raw.txt")
+    # `=== x has joined #ubuntu`; Freenode's `##linux` keeps its second `#`.
+    assert _channels(ubuntu) == {"ubuntu"} and _channels(linux) == {"#linux"}
+    assert _channels(chat_file("ubuntu_irc/2010-08-17_18.raw.txt")) == {None}
