@@ -1,0 +1,111 @@
+"""importChatExport through the real HTTP /graphql over PostgreSQL: an upload is imported as
+`digestd import` imports the file (format detected or given, bad records rejected with where
+and why, the good ones stored), readers are refused, and an input that cannot be read is a
+typed error naming the upload, never the server's temporary path."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import asyncpg
+import httpx
+import pytest
+from pydantic import SecretStr
+
+from server.app import AppOptions, create_app
+from server.settings import Settings
+from tests.support.api import gql
+from tests.support.manage import IMPORT, READER, ROLE_TOKENS, WRITER, export_input, post
+from tests.support.paths import SAMPLE
+from tests.support.servers import running_server
+
+IRC_LOG = b"""[09:00] <ana> the deploy of the billing service failed at the migration step
+[09:01] <kenji> ana: run `make migrate-status` first, it shows the stuck lock
+[09:02] * lena has joined #ops
+[09:03] <ana> that worked, thanks
+"""
+
+
+@pytest.fixture
+async def http(db: asyncpg.Pool, settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
+    secured = settings.model_copy(update={"digestd_api_tokens": SecretStr(ROLE_TOKENS)})
+    app = create_app(secured, AppOptions(run_workers=0))
+    async with (
+        running_server(app) as base_url,
+        httpx.AsyncClient(base_url=base_url, timeout=60) as client,
+    ):
+        yield client
+
+
+async def _import(http: httpx.AsyncClient, content: bytes, **fields: object) -> dict[str, Any]:
+    result: dict[str, Any] = (
+        await gql(http, IMPORT, {"input": export_input(content, **fields)}, WRITER)
+    )["importChatExport"]
+    return result
+
+
+async def test_a_jsonl_upload_keeps_the_good_records_and_says_where_the_bad_one_is(
+    http: httpx.AsyncClient, db: asyncpg.Pool
+) -> None:
+    lines = SAMPLE.read_bytes().splitlines()
+    broken = json.dumps({"id": "bad-1", "author": "x", "text": "no timestamp"}).encode()
+    content = b"\n".join([*lines[:5], broken, *lines[5:]]) + b"\n"
+    result = await _import(http, content, fileName="team.jsonl", channelName="uploaded-team")
+    assert result["__typename"] == "ChatImport", result
+    assert result["format"] == "jsonl" and result["formatDetected"] is True
+    assert result["accepted"] == len(lines) == result["inserted"], result
+    assert result["rejected"] == 1 and result["stopped"] is None
+    [error] = result["errors"]
+    assert error["location"] == "line 6" and "ts" in error["reason"], error
+    assert result["channels"] == [
+        {"id": result["channels"][0]["id"], "name": "uploaded-team", "messageCount": len(lines)}
+    ]
+    assert result["message"].startswith(f"imported team.jsonl (jsonl): {len(lines)} accepted")
+
+    again = await _import(http, content, fileName="team.jsonl", channelName="uploaded-team")
+    assert again["inserted"] == 0 and again["unchanged"] == len(lines), again
+    async with db.acquire() as connection:
+        assert await connection.fetchval("SELECT count(*) FROM messages") == len(lines)
+
+
+async def test_an_irc_log_is_named_after_its_file_and_its_join_lines_are_skipped(
+    http: httpx.AsyncClient,
+) -> None:
+    result = await _import(http, IRC_LOG, fileName="../../etc/ops-chat.log")
+    assert result["format"] == "irc" and result["accepted"] == 3, result
+    assert [c["name"] for c in result["channels"]] == ["ops-chat"]
+    assert [s["count"] for s in result["skipped"]] == [1], result
+
+
+async def test_unreadable_uploads_are_typed_errors_naming_the_upload(
+    http: httpx.AsyncClient, db: asyncpg.Pool
+) -> None:
+    utf16 = await _import(http, IRC_LOG.decode().encode("utf-16"), fileName="ops.log")
+    assert utf16["__typename"] == "InvalidInputError", utf16
+    assert "UTF-16" in str(utf16["message"]) and "ops.log" in str(utf16["message"])
+    assert "digestd-upload" not in str(utf16["message"]) and "/tmp" not in str(utf16["message"])
+
+    html = await _import(http, b"<!doctype html><html><body>chat</body></html>", fileName="c.html")
+    assert "is HTML" in str(html["message"]) and str(html["message"]).startswith("c.html"), html
+
+    slack = await _import(http, b"[]", format="slack")
+    assert slack["__typename"] == "InvalidInputError" and "digestd import" in str(slack["message"])
+
+    not_base64 = await gql(http, IMPORT, {"input": {"contentBase64": "%%%not base64"}}, WRITER)
+    assert "not valid base64" in not_base64["importChatExport"]["message"], not_base64
+
+    wrong = await _import(http, IRC_LOG, format="discord_csv", fileName="ops.log")
+    assert wrong["accepted"] == 0 and wrong["formatDetected"] is False, wrong
+    assert wrong["errors"][0]["location"] == "line 1"
+    assert "Nothing imported: read as discord_csv (as format said)" in str(wrong["message"])
+    async with db.acquire() as connection:
+        assert await connection.fetchval("SELECT count(*) FROM messages") == 0
+
+
+async def test_a_reader_cannot_import(http: httpx.AsyncClient, db: asyncpg.Pool) -> None:
+    refused = await post(http, IMPORT, {"input": export_input(IRC_LOG, fileName="a.log")}, READER)
+    assert refused["errors"][0]["extensions"]["code"] == "FORBIDDEN", refused
+    async with db.acquire() as connection:
+        assert await connection.fetchval("SELECT count(*) FROM channels") == 0
