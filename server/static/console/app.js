@@ -1,6 +1,6 @@
 // The console's shell: the token field, hash routing (#/channels, #/channel/ID, #/digest/ID,
 // #/jobs, #/job/ID, #/search?q=, #/documents, #/document/ID,
-// #/reports, #/reports/ID), and focus management: after each
+// #/reports, #/reports/ID, #/upload), and focus management: after each
 // navigation the new page's heading takes focus, so keyboard and screen-reader users start there.
 
 import { ApiError, saveToken, savedToken } from "./graphql.js";
@@ -12,6 +12,7 @@ import { searchPage } from "./views/search.js";
 import { documentPage, documentsPage } from "./views/documents.js";
 import { reportPage } from "./views/report.js";
 import { reportsPage } from "./views/reports.js";
+import { uploadPage } from "./views/upload.js";
 
 const ROUTES = {
   channels: { page: channelsPage, section: "channels" },
@@ -24,6 +25,7 @@ const ROUTES = {
   document: { page: documentPage, section: "documents", needsId: true },
   // #/reports lists reports and asks for one; #/reports/ID is one report.
   reports: { page: (view) => (view.id ? reportPage(view) : reportsPage(view)), section: "reports" },
+  upload: { page: uploadPage, section: "upload" },
 };
 
 const main = document.getElementById("main");
