@@ -144,7 +144,7 @@ def _summary(report: ImportReport, shown: str) -> str:
 async def _result(
     info: Info[Context, None], report: ImportReport, shown: str, stopped: str | None
 ) -> ChatImport:
-    rows = [await info.context.loaders.channel.load(i) for i in sorted(report.channels.values())]
+    rows = await info.context.loaders.channel.load_many(sorted(report.channels.values()))
     return ChatImport(
         format=report.format,
         format_detected=report.format_detected,
