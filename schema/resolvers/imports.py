@@ -1,5 +1,6 @@
 """`importChatExport` (writers): a chat export file uploaded whole, imported by the same
-importers and the same checks as `digestd import` (runner/importers/).
+importers and the same checks as `digestd import` (runner/importers/). A Slack export comes as
+the zip file Slack hands out, unpacked under bounds by runner/importers/archive.py.
 
 The file's bytes come base64-encoded, so the server reads exactly what the file holds (an odd
 byte is repaired or rejected record by record, as on the command line, not refused with the
@@ -9,8 +10,10 @@ import says names the upload (its file name), never the temporary path.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
+import io
 import logging
 import re
 import shutil
@@ -22,8 +25,10 @@ import strawberry
 from strawberry.types import Info
 
 from runner.importers import PARSERS
-from runner.importers.ingest import ImportReport, ImportStopped, import_path
+from runner.importers.archive import is_zip, unpack_slack_zip
+from runner.importers.ingest import MAX_ERRORS_KEPT, ImportReport, ImportStopped, import_path
 from runner.importers.inputs import UnusableInput
+from runner.importers.records import RecordError as RecordErrorRow
 from schema.context import Context
 from schema.gate.permissions import IsWriter
 from schema.types.channel import Channel
@@ -35,8 +40,7 @@ MB = 1024 * 1024
 # The largest export one call takes (bytes, before base64): under the writers' 32 MB request
 # body once encoded. Larger exports: `digestd import`, which streams a file of any size.
 MAX_CHAT_EXPORT_BYTES = 20 * MB
-# A Slack export is a folder of files: the command line imports it, an upload cannot.
-UPLOAD_FORMATS = tuple(name for name in PARSERS if name != "slack")
+UPLOAD_FORMATS = tuple(PARSERS)
 _SAFE_STEM = re.compile(r"[^A-Za-z0-9._ -]+")
 _SAFE_SUFFIX = re.compile(r"\.[A-Za-z0-9]{1,10}")
 
@@ -58,8 +62,8 @@ class ChatExportInput:
     server: str | None = None
     format: str | None = strawberry.field(
         default=None,
-        description="jsonl, discord_json, discord_csv, discord_txt, irc or qmsum; detected from "
-        "the content when not given.",
+        description="jsonl, discord_json, discord_csv, discord_txt, slack (a zip), irc or "
+        "qmsum; detected from the content when not given.",
     )
 
 
@@ -85,7 +89,9 @@ class ChatImport:
     skipped: list[SkippedLines] = strawberry.field(
         description="Lines skipped on purpose (joins, system lines): not messages."
     )
-    errors: list[RecordError] = strawberry.field(description="The first 20 rejected records.")
+    errors: list[RecordError] = strawberry.field(
+        description="The first 20 rejected records, after the members of a zip not unpacked."
+    )
     repairs: list[str] = strawberry.field(description="The first 20 repaired records.")
     stopped: str | None = strawberry.field(
         description="Why the import stopped before the end of the file (what was read before "
@@ -167,35 +173,47 @@ async def _result(
 class ImportMutations:
     @strawberry.mutation(
         permission_classes=[IsWriter],
-        description="Import a chat export file (at most 20 MB) as `digestd import` does: the "
-        "format detected (or given), each record checked, bad ones rejected with where and why "
-        "and the good ones stored. An input that cannot be read at all is an InvalidInputError "
-        "saying why; a Slack export (a folder) is imported with `digestd import`.",
+        description="Import a chat export file (at most 20 MB; a Slack export as its zip file) "
+        "as `digestd import` does: the format detected (or given), each record checked, bad ones "
+        "rejected with where and why and the good ones stored. An input that cannot be read at "
+        "all is an InvalidInputError saying why.",
     )
     async def import_chat_export(
         self, info: Info[Context, None], input: ChatExportInput
     ) -> ImportChatExportResult:
         export_format = (input.format or "").strip().lower() or None
         if export_format is not None and export_format not in UPLOAD_FORMATS:
-            hint = (
-                "a Slack export is a folder: import it with `digestd import FOLDER`"
-                if export_format == "slack"
-                else f"known: {', '.join(UPLOAD_FORMATS)}"
-            )
             return InvalidInputError(
-                message=f"format {export_format!r} cannot be uploaded ({hint})"
+                message=f"format {export_format!r} is unknown (known: {', '.join(UPLOAD_FORMATS)})"
             )
         try:
             data = _decoded(input)
         except ValueError as error:
             return InvalidInputError(message=str(error))
         shown, private_name = _file_name(input)
+        zipped = is_zip(data)
+        if export_format == "slack" and not zipped:
+            return InvalidInputError(
+                message=f"{shown} is not a zip: upload a Slack export's zip file"
+            )
+        if zipped and export_format not in (None, "slack"):
+            return InvalidInputError(
+                message=f"{shown} is a zip: only a Slack export is uploaded as a zip file"
+            )
         folder = Path(tempfile.mkdtemp(prefix="digestd-upload-"))
         path = folder / private_name
+        skipped_members: list[str] = []
         try:
-            path.write_bytes(data)
-            del data
             try:
+                if zipped:
+                    unpacked = await asyncio.to_thread(
+                        unpack_slack_zip, io.BytesIO(data), _made(folder / "export"), shown
+                    )
+                    path, export_format = unpacked.root, "slack"
+                    skipped_members = unpacked.skipped
+                else:
+                    path.write_bytes(data)
+                del data
                 report = await import_path(
                     info.context.pool,
                     path,
@@ -206,11 +224,13 @@ class ImportMutations:
                     offload_parsing=True,
                 )
             except UnusableInput as error:
-                return InvalidInputError(message=_named(str(error), path, shown))
+                return InvalidInputError(message=_named(str(error), folder, shown))
             except ImportStopped as stop:
-                return await _stopped(info, stop, path, shown)
+                _note_members(stop.report, skipped_members)
+                return await _stopped(info, stop, folder, shown)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
+        _note_members(report, skipped_members)
         logger.info(
             "chat_export.imported format=%s accepted=%d rejected=%d",
             report.format,
@@ -220,13 +240,35 @@ class ImportMutations:
         return await _result(info, report, shown, None)
 
 
-def _named(text: str, path: Path, shown: str) -> str:
-    """A message of the importers with the private path replaced by the upload's name."""
-    return text.replace(str(path), shown).replace(path.name, shown)
+def _made(folder: Path) -> Path:
+    folder.mkdir()
+    return folder
+
+
+def _note_members(report: ImportReport, skipped: list[str]) -> None:
+    """Zip members not unpacked go first in the report's errors, each with its reason."""
+    notes = [
+        RecordErrorRow(
+            location=f"zip member {item.partition(': ')[0]}", reason=item.partition(": ")[2]
+        )
+        for item in skipped
+    ]
+    report.errors[:0] = notes[:MAX_ERRORS_KEPT]
+    del report.errors[MAX_ERRORS_KEPT:]
+
+
+def _named(text: str, folder: Path, shown: str) -> str:
+    """A message of the importers with the private paths replaced by the upload's name (a path
+    inside an unpacked zip keeps its part inside the export: `slack.zip/general/...`)."""
+    export = str(folder / "export")
+    text = text.replace(export + "/", shown + "/").replace(export, shown)
+    for entry in folder.iterdir() if folder.exists() else ():
+        text = text.replace(str(entry), shown)
+    return text.replace(str(folder), shown)
 
 
 async def _stopped(
-    info: Info[Context, None], stop: ImportStopped, path: Path, shown: str
+    info: Info[Context, None], stop: ImportStopped, folder: Path, shown: str
 ) -> ChatImport:
     """A stop part-way: what was stored before it, and why (a lost database is re-raised: the
     client sees UNAVAILABLE and retries, as for ingestMessages)."""
@@ -235,7 +277,7 @@ async def _stopped(
         raise cause
     stored = stop.report.stored
     if isinstance(cause, UnusableInput):
-        why = _named(str(cause), path, shown)
+        why = _named(str(cause), folder, shown)
     else:
         logger.warning("chat_export.parser_failed", exc_info=cause)
         why = f"reading {shown} failed ({type(cause).__name__})"

@@ -4,6 +4,9 @@ export upload, and counting a channel's rows in SQL to see what a deletion left.
 from __future__ import annotations
 
 import base64
+import io
+import json
+import zipfile
 from typing import Any
 
 import asyncpg
@@ -65,3 +68,29 @@ async def post(
 
 def export_input(content: bytes, **fields: Any) -> dict[str, Any]:
     return {"contentBase64": base64.b64encode(content).decode(), **fields}
+
+
+def slack_zip() -> bytes:
+    """A Slack export's zip: channels general (two messages) and random (one)."""
+
+    def day(*texts: str) -> bytes:
+        return json.dumps(
+            [
+                {"type": "message", "user": "U1", "text": text, "ts": f"1577923200.00000{n}"}
+                for n, text in enumerate(texts, start=1)
+            ]
+        ).encode()
+
+    members = {
+        "channels.json": json.dumps(
+            [{"id": "C1", "name": "general"}, {"id": "C2", "name": "random"}]
+        ).encode(),
+        "users.json": json.dumps([{"id": "U1", "name": "ann"}]).encode(),
+        "general/2020-01-02.json": day("deploy today", "tell bob"),
+        "random/2020-01-02.json": day("lunch?"),
+    }
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, content in members.items():
+            archive.writestr(name, content)
+    return buffer.getvalue()

@@ -1,6 +1,7 @@
-// Adding data from the console (#/upload): a chat export file (importChatExport: the server
-// runs the same importers as `digestd import`, and says what it rejected, where and why), then
-// a digest of the channels it filled; or a document (ingestDocument: HTML, PDF or text).
+// Adding data from the console (#/upload): a chat export file or a Slack export's zip
+// (importChatExport: the server runs the same importers as `digestd import`, and says what it
+// rejected, where and why), then a digest of the channels it filled; or a document
+// (ingestDocument: HTML, PDF or text).
 // Files are read in the browser and sent as base64: the server sees exactly the file's bytes.
 
 import { gql } from "../graphql.js";
@@ -18,6 +19,7 @@ const FORMATS = [
   ["discord_json", "Discord JSON (DiscordChatExporter)"],
   ["discord_csv", "Discord CSV"],
   ["discord_txt", "Discord TXT"],
+  ["slack", "Slack export (zip)"],
   ["irc", "IRC log"],
   ["qmsum", "QMSum meeting"],
 ];
@@ -55,14 +57,17 @@ function field(id, label, control, hint = null) {
 function chatExportForm() {
   const file = h("input", { id: "export-file", type: "file", name: "file", required: true,
     "aria-describedby": "export-file-hint" });
-  const channel = h("input", { id: "export-channel", type: "text", name: "channel", required: true,
-    autocomplete: "off" });
+  const channel = h("input", { id: "export-channel", type: "text", name: "channel", autocomplete: "off",
+    "aria-describedby": "export-channel-hint" });
   const format = h("select", { id: "export-format", name: "format" },
     FORMATS.map(([value, label]) => h("option", { value }, label)));
   const submit = h("button", { type: "submit" }, "Import");
   const status = h("div", { class: "upload-status" });
+  // A log names no channel: its file's name is the suggestion. A Slack zip names its own
+  // channels, and a name given would put them all into one.
   file.addEventListener("change", () => {
-    if (file.files[0] && !channel.value.trim()) channel.value = stem(file.files[0].name);
+    const chosen = file.files[0];
+    if (chosen && !channel.value.trim() && !/\.zip$/i.test(chosen.name)) channel.value = stem(chosen.name);
   });
   const form = h("form", {
     class: "upload-form",
@@ -94,8 +99,8 @@ function chatExportForm() {
       }
     },
   },
-  field("export-file", "Export file", file, "JSONL, DiscordChatExporter JSON/CSV/TXT, an IRC log (at most 20 MB; a Slack folder: `digestd import`)."),
-  field("export-channel", "Channel name", channel),
+  field("export-file", "Export file", file, "JSONL, DiscordChatExporter JSON/CSV/TXT, an IRC log or a Slack export's zip (at most 20 MB)."),
+  field("export-channel", "Channel name", channel, "Empty: the export's own channel names."),
   field("export-format", "Format", format),
   h("p", {}, submit));
   return [h("h2", { id: "export-heading" }, "Import a chat export"), form, status];

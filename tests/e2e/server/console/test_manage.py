@@ -23,7 +23,7 @@ from tests.support.api import gql
 from tests.support.browser import Watched
 from tests.support.console import DOCUMENT_TEXT, run_queued_jobs, seed_channel, trigger_digest
 from tests.support.database import row_id
-from tests.support.manage import ADMIN, ROLE_TOKENS, WRITER, channel_rows
+from tests.support.manage import ADMIN, ROLE_TOKENS, WRITER, channel_rows, slack_zip
 from tests.support.servers import running_server
 
 pytestmark = pytest.mark.browser
@@ -109,6 +109,25 @@ async def test_upload_a_chat_export_then_a_document(
     await page.get_by_role("link", name="Channels", exact=True).click()
     row = page.locator("tr", has=page.get_by_role("link", name="ops-chat"))
     await expect(row.locator(".message-count")).to_have_text("3")
+    watched.assert_clean()
+
+
+async def test_upload_a_slack_zip_each_channel_keeps_its_name(
+    served: tuple[str, httpx.AsyncClient], watched: Watched
+) -> None:
+    base_url, _ = served
+    page = watched.page
+    await page.goto(f"{base_url}/#/upload")
+    await use_token(page, WRITER)
+    await page.get_by_label("Export file").set_input_files(
+        files=[FilePayload(name="workspace.zip", mimeType="application/zip", buffer=slack_zip())]
+    )
+    await expect(page.get_by_label("Channel name")).to_have_value("")
+    await page.get_by_role("button", name="Import").click()
+    report = page.locator(".import-report")
+    await expect(report).to_contain_text("imported workspace.zip (slack): 3 accepted, 0 rejected")
+    await expect(report.get_by_role("button", name="Digest general now")).to_be_visible()
+    await expect(report.get_by_role("button", name="Digest random now")).to_be_visible()
     watched.assert_clean()
 
 

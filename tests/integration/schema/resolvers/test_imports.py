@@ -5,8 +5,13 @@ typed error naming the upload, never the server's temporary path."""
 
 from __future__ import annotations
 
+import io
 import json
+import stat
+import tempfile
+import zipfile
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import asyncpg
@@ -90,8 +95,16 @@ async def test_unreadable_uploads_are_typed_errors_naming_the_upload(
     html = await _import(http, b"<!doctype html><html><body>chat</body></html>", fileName="c.html")
     assert "is HTML" in str(html["message"]) and str(html["message"]).startswith("c.html"), html
 
-    slack = await _import(http, b"[]", format="slack")
-    assert slack["__typename"] == "InvalidInputError" and "digestd import" in str(slack["message"])
+    slack = await _import(http, b"[]", format="slack", fileName="day.json")
+    assert slack == {
+        "__typename": "InvalidInputError",
+        "message": "day.json is not a zip: upload a Slack export's zip file",
+        "code": "BAD_USER_INPUT",
+    }
+    not_slack = await _import(http, _zip({"a.txt": b"x"}), format="irc", fileName="a.zip")
+    assert not_slack["message"] == "a.zip is a zip: only a Slack export is uploaded as a zip file"
+    no_metadata = await _import(http, _zip({"general/2020-01-01.json": b"[]"}), fileName="a.zip")
+    assert "a.zip is a zip without channels.json" in no_metadata["message"], no_metadata
 
     not_base64 = await gql(http, IMPORT, {"input": {"contentBase64": "%%%not base64"}}, WRITER)
     assert "not valid base64" in not_base64["importChatExport"]["message"], not_base64
@@ -102,6 +115,60 @@ async def test_unreadable_uploads_are_typed_errors_naming_the_upload(
     assert "Nothing imported: read as discord_csv (as format said)" in str(wrong["message"])
     async with db.acquire() as connection:
         assert await connection.fetchval("SELECT count(*) FROM messages") == 0
+
+
+def _zip(members: dict[str, bytes], links: dict[str, str] | None = None) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, content in members.items():
+            archive.writestr(name, content)
+        for name, target in (links or {}).items():
+            link = zipfile.ZipInfo(name)
+            link.external_attr = (stat.S_IFLNK | 0o777) << 16
+            archive.writestr(link, target)
+    return buffer.getvalue()
+
+
+def _day(*texts: str) -> bytes:
+    return json.dumps(
+        [
+            {"type": "message", "user": "U1", "text": text, "ts": f"1577923200.00000{n}"}
+            for n, text in enumerate(texts, start=1)
+        ]
+    ).encode()
+
+
+async def test_a_slack_zip_is_unpacked_safely_and_each_channel_keeps_its_name(
+    http: httpx.AsyncClient, db: asyncpg.Pool
+) -> None:
+    temporary = Path(tempfile.gettempdir())
+    uploads_before = set(temporary.glob("digestd-upload-*"))
+    export = _zip(
+        {
+            "export/channels.json": json.dumps(
+                [{"id": "C1", "name": "general"}, {"id": "C2", "name": "random"}]
+            ).encode(),
+            "export/users.json": json.dumps([{"id": "U1", "name": "ann"}]).encode(),
+            "export/general/2020-01-02.json": _day("deploy today", "tell bob"),
+            "export/random/2020-01-02.json": _day("lunch?"),
+            "export/../../outside.json": b"[]",
+        },
+        links={"export/random/2020-01-03.json": "/etc/passwd"},
+    )
+    result = await _import(http, export, fileName="workspace.zip")
+    assert result["format"] == "slack" and result["accepted"] == 3, result
+    assert sorted(c["name"] for c in result["channels"]) == ["general", "random"]
+    assert result["errors"] == [
+        {
+            "location": "zip member export/../../outside.json",
+            "reason": "a path leading outside the export",
+        },
+        {"location": "zip member export/random/2020-01-03.json", "reason": "a symbolic link"},
+    ]
+    assert not (temporary / "outside.json").exists()
+    assert set(temporary.glob("digestd-upload-*")) == uploads_before  # removed after the import
+    async with db.acquire() as connection:
+        assert await connection.fetchval("SELECT count(*) FROM messages") == 3
 
 
 async def test_a_reader_cannot_import(http: httpx.AsyncClient, db: asyncpg.Pool) -> None:
