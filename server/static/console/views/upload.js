@@ -115,6 +115,10 @@ function importReport(result) {
       ? h("details", { open: true }, h("summary", {}, `Rejected records (first ${plural(result.errors.length, "record")})`),
           h("ul", { class: "rejected" }, result.errors.map((e) => h("li", {}, h("strong", {}, e.location), `: ${e.reason}`))))
       : null,
+    result.repairs.length
+      ? h("details", {}, h("summary", {}, `Repaired records (first ${plural(result.repairs.length, "record")})`),
+          h("ul", { class: "repaired" }, result.repairs.map((repair) => h("li", {}, repair))))
+      : null,
     result.skipped.length
       ? h("p", { class: "muted" }, `Skipped on purpose: ${result.skipped.map((s) => `${s.count} ${s.reason}`).join(", ")}.`)
       : null,

@@ -94,6 +94,8 @@ async def test_upload_a_chat_export_then_a_document(
     report = page.locator(".import-report")
     await expect(report).to_contain_text("imported ops-chat.log (irc): 3 accepted, 0 rejected")
     await expect(report).to_contain_text("Skipped on purpose: 1 system line.")
+    await report.get_by_text("Repaired records (first 3 records)").click()
+    await expect(report.locator("ul.repaired li")).to_have_count(3)
     await page.screenshot(path=str(tmp_path / "upload.png"), full_page=True)
 
     await page.get_by_label("Document file").set_input_files(
