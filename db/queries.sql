@@ -1129,3 +1129,106 @@ FROM days
 LEFT JOIN message_days md ON md.day = days.day
 LEFT JOIN digest_days dd ON dd.day = days.day
 ORDER BY days.day;
+
+-- name: channel_row_for_delete
+-- Channel $1 (id, name, server) locked for its deletion: first, as a digest's store
+-- transaction locks it first, so the two never wait for each other in a cycle. New messages,
+-- digests and jobs of the channel wait for the delete to end (and then find no channel).
+SELECT c.id, c.name, c.server_id FROM channels c WHERE c.id = $1 FOR UPDATE;
+
+-- name: channel_row_for_digest_delete
+-- Channel $1 locked while one of its digests is deleted: a digest's store transaction waits,
+-- an import does not (its inserts only need KEY SHARE). Returns the id.
+SELECT c.id FROM channels c WHERE c.id = $1 FOR NO KEY UPDATE;
+
+-- name: digest_row_for_delete
+-- Digest $1 (id, channel, catch-up or not) locked for its deletion.
+SELECT d.id, d.channel_id, d.catch_up FROM digests d WHERE d.id = $1 FOR UPDATE;
+
+-- name: digest_channel
+-- The channel of digest $1 (no lock: the deletion locks the channel, then the digest).
+SELECT d.channel_id FROM digests d WHERE d.id = $1;
+
+-- name: lock_channel_active_jobs
+-- The queued and running jobs of channel $1, locked: a worker's claim skips locked rows
+-- (SKIP LOCKED), so none of them starts while a deletion decides. Returns id and status.
+SELECT j.id, j.status FROM digest_jobs j
+WHERE j.channel_id = $1 AND j.status IN ('queued', 'running')
+ORDER BY j.id
+FOR UPDATE;
+
+-- name: channel_data_counts
+-- What deleting channel $1 removes: its messages, digests, schedules and jobs.
+SELECT (SELECT count(*) FROM messages WHERE channel_id = $1) AS messages,
+       (SELECT count(*) FROM digests WHERE channel_id = $1) AS digests,
+       (SELECT count(*) FROM schedules WHERE channel_id = $1) AS schedules,
+       (SELECT count(*) FROM digest_jobs WHERE channel_id = $1) AS jobs;
+
+-- name: delete_channel
+-- Delete channel $1; its messages, revisions, digests and their items, conversations, channel
+-- items, entities, topic profiles, schedules and jobs go with it (ON DELETE CASCADE).
+DELETE FROM channels WHERE id = $1;
+
+-- name: delete_server_if_empty
+-- Delete server $1 when no channel is left in it.
+DELETE FROM servers s WHERE s.id = $1 AND NOT EXISTS (SELECT 1 FROM channels c WHERE c.server_id = s.id);
+
+-- name: uncover_digest_messages
+-- The messages digest $1 (of channel $2) covered become uncovered again, so the next digest
+-- of the channel reads them; returns how many.
+WITH uncovered AS (
+    UPDATE messages SET covered_revision = NULL, covered_by_digest_id = NULL
+    WHERE channel_id = $2 AND covered_by_digest_id = $1
+    RETURNING 1
+)
+SELECT count(*) FROM uncovered;
+
+-- name: subtract_digest_entity_counts
+-- Take the mentions a coverage digest $1 added off its entities' and topic profiles' counts
+-- (a catch-up digest added none).
+WITH entity_counts AS (
+    UPDATE entities e SET mention_count = greatest(e.mention_count - cardinality(m.message_ids), 0)
+    FROM entity_mentions m WHERE m.digest_id = $1 AND e.id = m.entity_id
+    RETURNING 1
+), profile_counts AS (
+    UPDATE topic_profiles t SET mention_count = greatest(t.mention_count - cardinality(p.message_ids), 0)
+    FROM topic_profile_digests p WHERE p.digest_id = $1 AND t.id = p.profile_id
+    RETURNING 1
+)
+SELECT (SELECT count(*) FROM entity_counts) + (SELECT count(*) FROM profile_counts);
+
+-- name: digest_dependents
+-- The entities, topic profiles and channel items digest $1 speaks of (before it is deleted):
+-- the ones no other digest speaks of are deleted with it.
+SELECT
+    ARRAY(SELECT entity_id FROM entity_mentions WHERE digest_id = $1
+          UNION SELECT entity_id FROM entity_item_refs WHERE digest_id = $1) AS entity_ids,
+    ARRAY(SELECT profile_id FROM topic_profile_digests WHERE digest_id = $1
+          UNION SELECT profile_id FROM topic_profile_items WHERE digest_id = $1) AS profile_ids,
+    ARRAY(SELECT DISTINCT item_id FROM channel_item_mentions WHERE digest_id = $1) AS item_ids;
+
+-- name: delete_digest
+-- Delete digest $1; its items, messages read, mentions and references go with it (ON DELETE
+-- CASCADE); jobs, channel items and entities that named it keep their row (SET NULL).
+DELETE FROM digests WHERE id = $1;
+
+-- name: delete_orphans_of_digest
+-- After a digest's deletion: the entities ($1), topic profiles ($2) and channel items ($3) it
+-- spoke of that no remaining digest speaks of. Returns how many rows went.
+WITH entities_gone AS (
+    DELETE FROM entities e WHERE e.id = ANY($1::bigint[])
+      AND NOT EXISTS (SELECT 1 FROM entity_mentions m WHERE m.entity_id = e.id)
+      AND NOT EXISTS (SELECT 1 FROM entity_item_refs r WHERE r.entity_id = e.id)
+    RETURNING 1
+), profiles_gone AS (
+    DELETE FROM topic_profiles t WHERE t.id = ANY($2::bigint[])
+      AND NOT EXISTS (SELECT 1 FROM topic_profile_digests d WHERE d.profile_id = t.id)
+      AND NOT EXISTS (SELECT 1 FROM topic_profile_items i WHERE i.profile_id = t.id)
+    RETURNING 1
+), items_gone AS (
+    DELETE FROM channel_items c WHERE c.id = ANY($3::bigint[])
+      AND NOT EXISTS (SELECT 1 FROM channel_item_mentions m WHERE m.item_id = c.id)
+    RETURNING 1
+)
+SELECT (SELECT count(*) FROM entities_gone) + (SELECT count(*) FROM profiles_gone)
+     + (SELECT count(*) FROM items_gone);

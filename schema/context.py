@@ -16,8 +16,16 @@ from schema.resolvers.loaders import Loaders, create_loaders
 
 
 class Role(str, Enum):
+    """What a token may do: readers query; writers also ingest, trigger and manage schedules;
+    admins also delete (digests, a channel's data)."""
+
     READER = "reader"
     WRITER = "writer"
+    ADMIN = "admin"
+
+    @property
+    def may_write(self) -> bool:
+        return self is not Role.READER
 
 
 @dataclass(frozen=True)

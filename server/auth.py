@@ -1,9 +1,10 @@
 """Bearer-token access for the GraphQL endpoint, as a pure ASGI middleware.
 
-`DIGESTD_API_TOKENS` is `role:token,role:token` with roles `reader` and `writer`. When it is set,
-every GraphQL request needs `Authorization: Bearer <token>`: a missing or unknown token gets a
-401 and no data. Tokens are compared in constant time and never logged. With no tokens configured
-every caller is a writer (the server then binds to 127.0.0.1 by default).
+`DIGESTD_API_TOKENS` is `role:token,role:token` with roles `reader`, `writer` and `admin`. When
+it is set, every GraphQL request needs `Authorization: Bearer <token>`: a missing or unknown token
+gets a 401 and no data. Tokens are compared in constant time and never logged. With no tokens
+configured every caller may do everything, deletions included (the server then binds to
+127.0.0.1 by default and checks the Host header: it is one person's local service).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ def parse_tokens(spec: str | None) -> list[ApiToken]:
             parsed_role = Role(role.strip().lower())
         except ValueError:
             raise TokenConfigError(
-                f"DIGESTD_API_TOKENS entry {position}: role must be reader or writer"
+                f"DIGESTD_API_TOKENS entry {position}: role must be reader, writer or admin"
             ) from None
         if len(secret.strip()) < 8:
             raise TokenConfigError(f"DIGESTD_API_TOKENS entry {position}: token under 8 characters")
@@ -77,7 +78,7 @@ class TokenAuthMiddleware:
             return
         state = scope.setdefault("state", {})
         if not self.tokens:
-            state["role"] = Role.WRITER
+            state["role"] = Role.ADMIN
             await self.app(scope, receive, send)
             return
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}

@@ -181,9 +181,7 @@ class GraphQLEndpoint:
     async def _body(self, request: Request, role: Role) -> bytes:
         """The body, read no further than the caller's cap: a reader's is the query cap, since
         a reader can run no mutation, so a reader's 22 MB post is refused at its first bytes."""
-        cap = (
-            self.limits.max_ingest_body_bytes if role is Role.WRITER else self.limits.max_body_bytes
-        )
+        cap = self.limits.max_ingest_body_bytes if role.may_write else self.limits.max_body_bytes
         declared = request.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > cap:
             raise _too_large(int(declared), cap, role)

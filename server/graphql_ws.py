@@ -276,8 +276,8 @@ class SubscriptionEndpoint(GraphQL[SocketContext, None]):
         )
         return SocketContext(
             pool=request.app.state.pool,
-            # Open (no tokens): every caller is a writer, as over HTTP. Else settled at init.
-            role=Role.WRITER if not self.tokens else header_role or Role.READER,
+            # Open (no tokens): every caller is an admin, as over HTTP. Else settled at init.
+            role=Role.ADMIN if not self.tokens else header_role or Role.READER,
             config=self.config,
             request_id=request_id_from(request.scope["headers"]),
             job_events=request.app.state.job_events,

@@ -36,7 +36,8 @@ class Settings(BaseSettings):
         default_factory=default_home, description="Directory of the embedded database and state."
     )
     digestd_api_tokens: SecretStr | None = Field(
-        default=None, description="`role:token,...` with roles reader and writer; unset = open."
+        default=None,
+        description="`role:token,...` with roles reader, writer and admin; unset = open.",
     )
     digestd_cors_origins: str | None = Field(
         default=None,

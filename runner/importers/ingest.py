@@ -16,8 +16,9 @@ export or a file's name gives are normalized to one line; the ones the caller ty
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,9 +30,11 @@ from runner.errors import DigestdError
 from runner.grounding.normalize import normalize_text
 from runner.importers.detect import check_input, detect_format, iter_records
 from runner.importers.inputs import UnusableInput
-from runner.importers.records import ParsedMessage, ParseStats, RecordError
+from runner.importers.records import ParsedMessage, ParseStats, Record, RecordError
 
 MAX_ERRORS_KEPT = 20
+# Records parsed per trip to a worker thread when parsing is offloaded.
+OFFLOAD_BATCH = 500
 
 
 @dataclass
@@ -103,11 +106,13 @@ async def import_path(
     max_message_chars: int = 200_000,
     on_record: Callable[[int], None] | None = None,
     export_format: str | None = None,
+    offload_parsing: bool = False,
 ) -> ImportReport:
     """Stream `path` into the database. `channel`/`server` name the channel for records whose
     export does not say (and override a single-channel export's own name when given);
     `export_format` skips detection. An input unusable from the start raises
-    `UnusableInput`; a stop after that raises `ImportStopped`."""
+    `UnusableInput`; a stop after that raises `ImportStopped`. `offload_parsing` parses in a
+    worker thread, a batch at a time, so a server's event loop keeps answering meanwhile."""
     _checked_names(channel, server)
     channel = channel.strip() if channel else channel
     server = server.strip() if server else server
@@ -128,7 +133,7 @@ async def import_path(
     key = ChannelKey(server=None, channel=fallback)
     storing = False  # which side failed: the parser (False) or the database (True)
     try:
-        for record in records:
+        async for record in _stream(records, offload_parsing):
             if isinstance(record, RecordError):
                 report.rejected += 1
                 if len(report.errors) < MAX_ERRORS_KEPT:
@@ -163,6 +168,36 @@ async def import_path(
         raise  # KeyboardInterrupt, cancellation: the good rows are saved; stop as asked
     _fill_counts(report, ingestor, stats)
     return report
+
+
+async def _stream(records: Iterator[Record], offload: bool) -> AsyncIterator[Record]:
+    """The records, parsed here or (offload) in a worker thread, OFFLOAD_BATCH at a time; one
+    thread at a time runs the parser, so its generator is never entered twice at once."""
+    if not offload:
+        for record in records:
+            yield record
+        return
+    while True:
+        batch, failure = await asyncio.to_thread(_take, records, OFFLOAD_BATCH)
+        for record in batch:
+            yield record
+        if failure is not None:
+            raise failure  # after the records parsed before it: they are good
+        if len(batch) < OFFLOAD_BATCH:
+            return
+
+
+def _take(records: Iterator[Record], count: int) -> tuple[list[Record], Exception | None]:
+    """Up to `count` records, and the parser's failure if it failed after them."""
+    batch: list[Record] = []
+    try:
+        for record in records:
+            batch.append(record)
+            if len(batch) == count:
+                break
+    except Exception as failure:  # noqa: BLE001 - handed back and raised after the batch
+        return batch, failure
+    return batch, None
 
 
 async def _save_what_was_parsed(ingestor: MessageIngestor, *, database_failed: bool) -> None:

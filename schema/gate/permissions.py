@@ -1,4 +1,5 @@
-"""Who may do what: readers query, writers may also ingest, trigger and cancel."""
+"""Who may do what: readers query, writers may also ingest, trigger and cancel, admins may
+also delete."""
 
 from __future__ import annotations
 
@@ -15,4 +16,12 @@ class IsWriter(BasePermission):
     error_extensions = {"code": "FORBIDDEN"}
 
     def has_permission(self, source: Any, info: Info[Context, None], **kwargs: Any) -> bool:
-        return info.context.role is Role.WRITER
+        return info.context.role.may_write
+
+
+class IsAdmin(BasePermission):
+    message = "permission denied: this operation needs an admin token"
+    error_extensions = {"code": "FORBIDDEN"}
+
+    def has_permission(self, source: Any, info: Info[Context, None], **kwargs: Any) -> bool:
+        return info.context.role is Role.ADMIN

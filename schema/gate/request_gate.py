@@ -64,7 +64,11 @@ from schema.types.input_values import InputProblem, check_literal, check_variabl
 MAX_QUERY_CHARS = 100_000
 MB = 1024 * 1024
 # The ingest mutations (their argument holding the records, if any) may send large bodies.
-INGEST_FIELDS: Mapping[str, str | None] = {"ingestMessages": "messages", "ingestDocument": None}
+INGEST_FIELDS: Mapping[str, str | None] = {
+    "ingestMessages": "messages",
+    "ingestDocument": None,
+    "importChatExport": None,
+}
 # Message fields are repaired like imported records (NULs removed...), not refused.
 REPAIRED_ARGUMENT = ("ingestMessages", "messages")
 WRITER_MESSAGE = "permission denied: this operation needs a writer token"
@@ -155,7 +159,7 @@ def admit(
             raise _refuse(
                 f"{operation.operation.value}s are not allowed over GET: use POST", BAD_REQUEST, 400
             )
-        if role is not Role.WRITER:
+        if not role.may_write:
             raise _refuse(WRITER_MESSAGE, FORBIDDEN)
     fragments = {
         d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)
@@ -167,7 +171,7 @@ def admit(
     if request.body_bytes > cap:
         raise _refuse(
             f"request body of {request.body_bytes} bytes is over {cap} bytes for this operation "
-            f"(only ingestMessages and ingestDocument may send up to {limits.max_ingest_body_bytes})",
+            f"(only ingestMessages, ingestDocument and importChatExport may send up to {limits.max_ingest_body_bytes})",
             REQUEST_TOO_LARGE,
             413,
         )

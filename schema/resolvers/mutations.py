@@ -1,5 +1,6 @@
 """Mutations: ingest messages, trigger a digest, cancel a job (documents: schema/resolvers/documents.py;
-reports: schema/resolvers/reports.py; schedules: schema/resolvers/schedules.py).
+reports: schema/resolvers/reports.py; schedules: schema/resolvers/schedules.py; chat export
+uploads: schema/resolvers/imports.py; deletions, admins only: schema/resolvers/deletions.py).
 Writers only.
 
 Expected failures (an unknown channel, a bad input) come back as typed results in the union, so
@@ -25,7 +26,9 @@ from runner.importers.records import message_from_fields
 from runner.triggers import TriggerRefused, trigger_channel_digest
 from schema.context import Context
 from schema.gate.permissions import IsWriter
+from schema.resolvers.deletions import DeletionMutations
 from schema.resolvers.documents import DocumentMutations
+from schema.resolvers.imports import ImportMutations
 from schema.resolvers.reports import ReportMutations
 from schema.resolvers.schedules import ScheduleMutations
 from schema.types.channel import Channel
@@ -98,7 +101,9 @@ MAX_ERRORS_SHOWN = 20
 
 
 @strawberry.type
-class Mutation(DocumentMutations, ReportMutations, ScheduleMutations):
+class Mutation(
+    DocumentMutations, ReportMutations, ScheduleMutations, ImportMutations, DeletionMutations
+):
     @strawberry.mutation(
         permission_classes=[IsWriter],
         description="Store messages of one channel (upsert on channel + message id).",

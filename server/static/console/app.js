@@ -1,7 +1,8 @@
 // The console's shell: the token field, hash routing (#/channels, #/channel/ID, #/digest/ID,
 // #/jobs, #/job/ID, #/search?q=, #/documents, #/document/ID,
-// #/reports, #/reports/ID, #/conversations?channel=ID, #/entities?channel=ID), and focus management: after each
-// navigation the new page's heading takes focus, so keyboard and screen-reader users start there.
+// #/reports, #/reports/ID, #/conversations?channel=ID, #/entities?channel=ID, #/upload), and
+// focus management: after each navigation the new page's heading takes focus, so keyboard and
+// screen-reader users start there.
 
 import { ApiError, saveToken, savedToken } from "./graphql.js";
 import { fill, notice, pageHeading } from "./dom.js";
@@ -14,6 +15,7 @@ import { reportPage } from "./views/report.js";
 import { reportsPage } from "./views/reports.js";
 import { conversationsPage } from "./views/conversations.js";
 import { entitiesPage } from "./views/entities.js";
+import { uploadPage } from "./views/upload.js";
 
 const ROUTES = {
   channels: { page: channelsPage, section: "channels" },
@@ -28,6 +30,7 @@ const ROUTES = {
   document: { page: documentPage, section: "documents", needsId: true },
   // #/reports lists reports and asks for one; #/reports/ID is one report.
   reports: { page: (view) => (view.id ? reportPage(view) : reportsPage(view)), section: "reports" },
+  upload: { page: uploadPage, section: "upload" },
 };
 
 const main = document.getElementById("main");

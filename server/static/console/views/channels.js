@@ -1,18 +1,20 @@
 // Channels with their message counts and last digest; one channel with its activity and trends
 // as charts (views/channel_charts.js), its current state
 // (open questions, action items, decisions in force: views/items.js), its digests, its digest
-// schedules, and a button that queues a digest of its new messages (then shows the job, live).
+// schedules (managed in views/schedules.js), a button that queues a digest of its new messages
+// (then shows the job, live), and the deletion of its data (views/deletion.js).
 
 import { gql } from "../graphql.js";
 import { fill, h, link, notice, pageHeading, plural, when } from "../dom.js";
 import { channelStateSection } from "./items.js";
 import { channelChartsSection } from "./channel_charts.js";
+import { SCHEDULE_FIELDS, scheduleSection } from "./schedules.js";
+import { deleteChannelSection, takeFlash } from "./deletion.js";
 
 const CHANNELS = `query($after: String) { channels(first: 100, after: $after) {
   nodes { id name serverName messageCount uncoveredMessageCount }
   pageInfo { hasNextPage endCursor } } }`;
 const DIGEST_SUMMARY = "id title createdAt messageCount signalQuality { level }";
-const SCHEDULE_FIELDS = "id cron timezone paused nextRunAt lastRunAt lastJob { id status resultMessage }";
 
 export function digestHref(id) {
   return `#/digest/${encodeURIComponent(id)}`;
@@ -59,13 +61,14 @@ export async function channelsPage(view) {
   fill(
     view.main,
     pageHeading("Channels"),
+    takeFlash(),
     channels.length
       ? h("table", { class: "listing" },
           h("caption", {}, plural(channels.length, "channel")),
           h("thead", {}, h("tr", {},
             ["Channel", "Server", "Messages", "Not yet digested", "Last digest"].map((t) => h("th", { scope: "col" }, t)))),
           h("tbody", {}, rows))
-      : notice("No channels yet: import or ingest messages first."),
+      : notice("No channels yet: import a chat export (Add data) or ingest messages first."),
     more,
   );
 }
@@ -124,27 +127,7 @@ export async function channelPage(view) {
           h("small", {}, ` ${when(digest.createdAt)} · ${plural(digest.messageCount, "message")} · signal ${digest.signalQuality.level}`),
           h("p", { class: "excerpt" }, digest.excerpt))))
       : notice("No digest of this channel yet."),
-    h("h2", {}, "Schedules"),
-    scheduleTable(data.schedules.nodes),
+    scheduleSection(channel.id, data.schedules.nodes),
+    deleteChannelSection(channel),
   );
-}
-
-/** The channel's digest schedules: cron and zone, next and last run, the last job's state. */
-function scheduleTable(schedules) {
-  if (!schedules.length) {
-    return notice("No schedule: add one with `digestd schedule add` or the createSchedule mutation.");
-  }
-  const lastJob = (job) => job
-    ? link(`#/job/${encodeURIComponent(job.id)}`, job.resultMessage ? `${job.status} · ${job.resultMessage}` : job.status)
-    : "—";
-  return h("table", {},
-    h("caption", {}, plural(schedules.length, "schedule")),
-    h("thead", {}, h("tr", {},
-      ["Cron", "Time zone", "Next run", "Last run", "Last job"].map((t) => h("th", { scope: "col" }, t)))),
-    h("tbody", {}, schedules.map((schedule) => h("tr", { dataset: { schedule: schedule.id } },
-      h("th", { scope: "row" }, h("code", {}, schedule.cron)),
-      h("td", {}, schedule.timezone),
-      h("td", { class: "schedule-next" }, schedule.paused ? "paused" : when(schedule.nextRunAt)),
-      h("td", {}, when(schedule.lastRunAt)),
-      h("td", { class: "schedule-job" }, lastJob(schedule.lastJob))))));
 }

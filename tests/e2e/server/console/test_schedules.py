@@ -42,7 +42,7 @@ async def test_channel_page_lists_its_schedules(
         page = watched.page
         await page.goto(f"{base_url}/#/channel/{quote(channel_id, safe='')}")
         await expect(page.get_by_role("heading", level=2, name="Schedules")).to_be_visible()
-        await expect(page.get_by_text("No schedule: add one")).to_be_visible()
+        await expect(page.get_by_text("No schedule yet: add one below")).to_be_visible()
 
         weekdays = await gql(
             http, CREATE, {"c": channel_id, "cron": "0 9 * * 1-5", "tz": "Europe/Berlin"}

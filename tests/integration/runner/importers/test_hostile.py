@@ -152,9 +152,12 @@ async def test_slack_metadata_and_day_files_with_deep_or_huge_values_lose_only_t
     assert set(report.channels) == {"general", "random"}
 
 
+@pytest.mark.parametrize("offload", [False, True], ids=["in-loop", "offloaded"])
 async def test_a_parser_failing_part_way_still_stores_the_good_rows_before_it(
-    db: asyncpg.Pool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    db: asyncpg.Pool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, offload: bool
 ) -> None:
+    """Offloaded (the API's upload), the parser runs in a thread 500 records at a time: the
+    records of the batch it failed in are stored too."""
     path = tmp_path / "few.jsonl"
     path.write_text('{"id": "1", "author": "a", "ts": 0, "text": "x"}\n', encoding="utf-8")
     real_iter_records = detect_iter_records
@@ -167,7 +170,7 @@ async def test_a_parser_failing_part_way_still_stores_the_good_rows_before_it(
 
     monkeypatch.setattr(runner.importers.ingest, "iter_records", failing)
     with pytest.raises(ImportStopped) as stopped:
-        await import_path(db, path, channel="failing")
+        await import_path(db, path, channel="failing", offload_parsing=offload)
     assert stopped.value.stage == "parse" and isinstance(stopped.value.cause, OSError)
     assert stopped.value.report.stored == 1200
     assert len(await stored(db)) == 1200
