@@ -132,19 +132,3 @@ async def add_doc(runtime: Runtime, args: argparse.Namespace) -> int:
             emit({**result, "job": job_json(job), "payload": None})
         return 0
     return await _wait(runtime, int(job.id), run_worker=not args.no_worker, result=result)
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("source", metavar="PATH_OR_URL", help="an HTML, PDF or text file, or a URL")
-    parser.add_argument("--title", help="title to store (default: the document's own)")
-    parser.add_argument("--password", help="password of an encrypted PDF")
-    parser.add_argument("--query", help="also queue a digest for this query")
-    parser.add_argument("--wait", action="store_true", help="with --query: wait and print it")
-    parser.add_argument(
-        "--no-worker", action="store_true", help="only wait; let running workers do the job"
-    )
-    parser.add_argument(
-        "--json",
-        action="store_true",
-        help="print one JSON object on stdout (document, job, payload) instead of text",
-    )

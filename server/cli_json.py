@@ -19,8 +19,6 @@ from schema.types.ids import (
     optional_global_id,
 )
 
-JSON_HELP = "print one JSON object on stdout (the API's field names) instead of text"
-
 
 def job_json(job: DigestJob) -> dict[str, Any]:
     return {

@@ -14,28 +14,10 @@ from db.jobs import TERMINAL, JobStatus
 from db.models import Report
 from runner.triggers import SubjectNotFound, TriggerRefused, trigger_report
 from schema.types.ids import DOCUMENT, REPORT, cli_row_id, global_id
-from server.cli_json import JSON_HELP, emit, job_json, refuse
+from server.cli_json import emit, job_json, refuse
 from server.runtime import Runtime
 
 COMMAND = "digestd report"
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("question", help="what the report answers")
-    parser.add_argument(
-        "--channel", action="append", default=[], help="channel name or id (repeat for several)"
-    )
-    parser.add_argument("--server", help="server name, when channel names repeat")
-    parser.add_argument(
-        "--doc", action="append", default=[], help="document id (repeat for several)"
-    )
-    parser.add_argument("--since", help="messages from, ISO 8601 (inclusive)")
-    parser.add_argument("--until", help="messages before, ISO 8601 (exclusive)")
-    parser.add_argument("--wait", action="store_true", help="run it here and print the report")
-    parser.add_argument(
-        "--no-worker", action="store_true", help="only wait; let running workers do the job"
-    )
-    parser.add_argument("--json", action="store_true", help=JSON_HELP)
 
 
 def report_json(row: Report) -> dict[str, Any]:
