@@ -14,9 +14,11 @@ from db import jobs as job_queries
 from db.jobs import JobStatus
 from db.models import DigestJob
 from runner.triggers import TriggerRefused, trigger_channel_digest
+from runner.worker import Worker
 from schema.types.ids import CHANNEL, global_id
 from server.cli_import import import_and_report
 from server.cli_json import emit, job_json, refuse
+from server.cli_progress import JobProgress
 from server.cli_runtime import (
     catch_up_window,
     channel_named,
@@ -29,6 +31,8 @@ from server.runtime import Runtime
 from server.settings import Settings
 
 DEMO_CHANNEL = "team-platform"
+# How often `--wait` reads the job's row while the job runs.
+POLL_SECONDS = 0.5
 
 
 async def _digest(
@@ -59,38 +63,53 @@ async def _digest(
             emit({"created": created, "job": job_json(job)})
         return 0
     worker = runtime.new_worker() if run_worker else None
-    last_line = ""
-    while True:
-        if runtime.stopping.is_set():
-            print(f"job {job.id} left to other workers", file=sys.stderr)
-            if as_json:
-                emit({"created": created, "job": job_json(job)})
-            return 0
-        if worker is not None:
-            await worker.run_once(runtime.stopping)
-        async with runtime.pool.acquire() as connection:
-            current = await job_queries.job_by_id(connection, job.id)
-        assert current is not None
-        job = current
-        line = " ".join(
-            part
-            for part in (
-                f"job {job.id}: {job.status}",
-                job.phase,
-                f"{job.chunks_done}/{job.chunks_total}" if job.chunks_total else None,
-            )
-            if part
-        )
-        if line != last_line:
-            print(line, file=sys.stderr)
-            last_line = line
-        if job.status in job_queries.TERMINAL:
-            break
-        await asyncio.sleep(0.5)
+    progress = JobProgress()
+    try:
+        finished = await _run_showing_progress(runtime, job, worker, progress)
+    finally:
+        progress.close()
+    if finished is None:
+        print(f"job {job.id} left to other workers", file=sys.stderr)
+        if as_json:
+            emit({"created": created, "job": job_json(job)})
+        return 0
+    job = finished
     if as_json:
         emit({"created": created, "job": job_json(job)})
         return 1 if job.status in (JobStatus.FAILED, JobStatus.CANCELLED) else 0
     return await _print_outcome(runtime, job)
+
+
+async def _run_showing_progress(
+    runtime: Runtime, job: DigestJob, worker: Worker | None, progress: JobProgress
+) -> DigestJob | None:
+    """Run the job here (`worker`) or wait for other workers to, reading its row every
+    POLL_SECONDS meanwhile so progress shows while the job runs, not once it has ended. The
+    finished job, or None when the process is asked to stop (the running job is then
+    checkpointed and released by the worker, which this waits for)."""
+    running: asyncio.Task[bool] | None = None
+    try:
+        while not runtime.stopping.is_set():
+            async with runtime.pool.acquire() as connection:
+                current = await job_queries.job_by_id(connection, job.id)
+            assert current is not None
+            progress.update(current)
+            if current.status in job_queries.TERMINAL:
+                return current
+            if running is not None and running.done():
+                running.result()  # a worker that failed outside a job fails the command
+                running = None
+            if worker is not None and running is None:
+                # Claims the next queued job: ours, or one queued before it (then ours next).
+                running = asyncio.create_task(worker.run_once(runtime.stopping))
+            if running is None:
+                await asyncio.sleep(POLL_SECONDS)
+            else:
+                await asyncio.wait([running], timeout=POLL_SECONDS)
+        return None
+    finally:
+        if running is not None:
+            await running
 
 
 async def _print_outcome(runtime: Runtime, job: DigestJob) -> int:

@@ -4,7 +4,6 @@ fields whichever way it asked and can pass any id on to the API. Progress and di
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Any
 
@@ -18,6 +17,7 @@ from schema.types.ids import (
     global_id,
     optional_global_id,
 )
+from server.cli_text import json_text, warn
 
 
 def job_json(job: DigestJob) -> dict[str, Any]:
@@ -46,15 +46,16 @@ def job_json(job: DigestJob) -> dict[str, Any]:
 
 
 def emit(value: dict[str, Any]) -> None:
-    """One object, one line, on stdout."""
-    print(json.dumps(value, ensure_ascii=False, default=str))
+    """One object, one line ending with a newline, on stdout; no raw control character in it
+    (server/cli_text.py), whatever the strings it carries held."""
+    sys.stdout.write(json_text(value) + "\n")
     sys.stdout.flush()
 
 
 def refuse(command: str, message: str, as_json: bool, status: int = 2) -> int:
     """A command's error: `command: message` on stderr, and with --json the object
     `{"error": message}` on stdout too, so a script reading stdout always gets one object."""
-    print(f"{command}: {message}", file=sys.stderr)
+    warn(f"{command}: {message}")
     if as_json:
         emit({"error": message})
     return status

@@ -8,7 +8,9 @@ import asyncio
 import contextlib
 import signal
 import sys
+from collections.abc import Callable, Coroutine
 from datetime import datetime
+from typing import Any
 
 from db import channels as channel_queries
 from runner.core import offload
@@ -17,8 +19,11 @@ from schema.types.ids import channel_row_id
 from server.runtime import Runtime
 from server.settings import Settings
 
+# What a command runs once the runtime is open; its exit status.
+Body = Callable[[Runtime], Coroutine[Any, Any, int]]
 
-async def with_runtime(settings: Settings, body) -> int:  # type: ignore[no-untyped-def]
+
+async def with_runtime(settings: Settings, body: Body) -> int:
     """Open the runtime, run `body(runtime)`, close it, with SIGTERM/SIGINT as a graceful stop:
     `runtime.stopping` is set, and a body that does not watch it (import, add-doc, migrate) is
     cancelled. Either way the runtime closes (stopping the embedded server) and the exit is 0."""
@@ -58,9 +63,9 @@ async def with_runtime(settings: Settings, body) -> int:  # type: ignore[no-unty
                 loop.remove_signal_handler(signum)
 
 
-def watches_stopping(body):  # type: ignore[no-untyped-def]
+def watches_stopping(body: Body) -> Body:
     """Mark a body that stops by itself on `runtime.stopping` (it is not cancelled)."""
-    body.watches_stopping = True
+    setattr(body, "watches_stopping", True)  # noqa: B010 - a function attribute mypy cannot type
     return body
 
 

@@ -130,6 +130,7 @@ QUERY_MODELS: dict[str, type[BaseModel]] = {
     "channel_by_id": models.ChannelWithServer,
     "channels_by_ids": models.ChannelWithServer,
     "channel_by_name": models.ChannelWithServer,
+    "channel_overviews": models.ChannelOverview,
     "channel_message_counts": models.ChannelMessageCount,
     "channel_uncovered_counts": models.ChannelUncoveredCount,
     "messages_by_ids": models.Message,

@@ -1,0 +1,95 @@
+"""The progress `digestd digest --wait` shows while its job runs: a live bar on a terminal (tqdm),
+plain lines otherwise (a log, a pipe, CI), both on stderr.
+
+How far along a job is comes from one function, `job_fraction`, computed from the job's row
+alone; the display never lets the shown fraction go backwards (a retried chunk or a new attempt
+may report less than before)."""
+
+from __future__ import annotations
+
+import sys
+from typing import TextIO
+
+from db.jobs import TERMINAL
+from db.models import DigestJob
+
+# Where each phase starts and ends on the 0..1 scale. The map step (one model call or offline pass
+# per chunk) is most of a job's time; the others are short steps around it.
+PHASE_SPANS: dict[str, tuple[float, float]] = {
+    "preprocess": (0.0, 0.05),
+    "map": (0.05, 0.85),
+    "reduce": (0.85, 0.93),
+    "validate": (0.93, 0.96),
+    "store": (0.96, 0.99),
+}
+
+
+def job_fraction(job: DigestJob) -> float:
+    """How much of `job` is done, from 0 to 1: its phase's start, plus (in the map phase) the
+    share of chunks done. The one place this is computed, so an overall fraction the API gives
+    can replace it."""
+    if job.status in TERMINAL:
+        return 1.0
+    start, end = PHASE_SPANS.get(job.phase or "", (0.0, 0.0))
+    if job.phase == "map" and job.chunks_total:
+        return start + (end - start) * min(job.chunks_done / job.chunks_total, 1.0)
+    return start
+
+
+def progress_line(job: DigestJob, fraction: float) -> str:
+    """`[ 42%] job 7: running map 3/7`: the fraction, the status, the phase and chunk count."""
+    parts = [f"job {job.id}: {job.status}", job.phase]
+    if job.chunks_total:
+        parts.append(f"{job.chunks_done}/{job.chunks_total}")
+    return f"[{fraction:4.0%}] " + " ".join(part for part in parts if part)
+
+
+class JobProgress:
+    """Shows a job's progress as its row changes: `update(job)` after each read of the row."""
+
+    def __init__(self, stream: TextIO | None = None, *, live: bool | None = None) -> None:
+        self._stream = stream if stream is not None else sys.stderr
+        self._live = self._stream.isatty() if live is None else live
+        self._shown = 0.0
+        self._last_line = ""
+        self._bar: object | None = None
+
+    @property
+    def shown(self) -> float:
+        return self._shown
+
+    def update(self, job: DigestJob) -> None:
+        self._shown = max(self._shown, job_fraction(job))
+        if self._live:
+            self._draw(job)
+            return
+        line = progress_line(job, self._shown)
+        if line != self._last_line:  # one line per change, not one per poll
+            print(line, file=self._stream, flush=True)
+            self._last_line = line
+
+    def _draw(self, job: DigestJob) -> None:
+        from tqdm import tqdm
+
+        if self._bar is None:
+            self._bar = tqdm(
+                total=100,
+                desc=f"job {job.id}",
+                file=self._stream,
+                bar_format="{desc} {percentage:3.0f}%|{bar}| {postfix} [{elapsed}]",
+                dynamic_ncols=True,
+            )
+        bar = self._bar
+        assert isinstance(bar, tqdm)
+        bar.n = round(self._shown * 100, 1)
+        chunks = f" {job.chunks_done}/{job.chunks_total}" if job.chunks_total else ""
+        bar.set_postfix_str(f"{job.status} {job.phase or ''}{chunks}".strip(), refresh=False)
+        bar.refresh()
+
+    def close(self) -> None:
+        if self._bar is not None:
+            from tqdm import tqdm
+
+            assert isinstance(self._bar, tqdm)
+            self._bar.close()
+            self._bar = None
