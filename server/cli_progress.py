@@ -74,16 +74,15 @@ class JobProgress:
         if self._bar is None:
             self._bar = tqdm(
                 total=100,
-                desc=f"job {job.id}",
                 file=self._stream,
-                bar_format="{desc} {percentage:3.0f}%|{bar}| {postfix} [{elapsed}]",
+                bar_format="{desc} {percentage:3.0f}%|{bar}| {elapsed}",
                 dynamic_ncols=True,
             )
         bar = self._bar
         assert isinstance(bar, tqdm)
         bar.n = round(self._shown * 100, 1)
-        chunks = f" {job.chunks_done}/{job.chunks_total}" if job.chunks_total else ""
-        bar.set_postfix_str(f"{job.status} {job.phase or ''}{chunks}".strip(), refresh=False)
+        # The status in the description, padded so the bar does not shift as the words change.
+        bar.set_description_str(progress_line(job, self._shown).partition("] ")[2].ljust(32), False)
         bar.refresh()
 
     def close(self) -> None:
