@@ -1,6 +1,8 @@
-"""`--json` output of the commands scripts call (`import`, `digest`, `add-doc`, `report`): one JSON object
-on stdout, with the names and the global ids the GraphQL API uses, so a script reads the same
-fields whichever way it asked and can pass any id on to the API. Progress and diagnostics stay on stderr."""
+"""`--json` output of every command that prints data (`import`, `digest`, `add-doc`, `report`,
+`schedule`, and the reads: `channels`, `digests`, `show`, `open`, `conversations`): one JSON
+object on one line of stdout, ending with a newline, with the names and the global ids the GraphQL
+API uses, so a script reads the same fields whichever way it asked and can pass any id on to the
+API. Progress and diagnostics stay on stderr."""
 
 from __future__ import annotations
 
