@@ -6,15 +6,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from collections.abc import Callable, Coroutine
 from datetime import datetime
 from importlib import resources
+from typing import Any
 
 from db import digests as digest_queries
 from db import jobs as job_queries
 from db.jobs import JobStatus
 from db.models import DigestJob
 from runner.triggers import TriggerRefused, trigger_channel_digest
-from runner.worker import Worker
 from schema.types.ids import CHANNEL, global_id
 from server.cli_import import import_and_report
 from server.cli_json import emit, job_json, refuse
@@ -31,6 +32,8 @@ from server.runtime import Runtime
 from server.settings import Settings
 
 DEMO_CHANNEL = "team-platform"
+# A worker's `run_once`: claim and process one job (False when there was none).
+RunOnce = Callable[[asyncio.Event | None], Coroutine[Any, Any, bool]]
 # How often `--wait` reads the job's row while the job runs.
 POLL_SECONDS = 0.5
 
@@ -65,7 +68,8 @@ async def _digest(
     worker = runtime.new_worker() if run_worker else None
     progress = JobProgress()
     try:
-        finished = await _run_showing_progress(runtime, job, worker, progress)
+        run_once = worker.run_once if worker is not None else None
+        finished = await _run_showing_progress(runtime, job, run_once, progress)
     finally:
         progress.close()
     if finished is None:
@@ -81,12 +85,12 @@ async def _digest(
 
 
 async def _run_showing_progress(
-    runtime: Runtime, job: DigestJob, worker: Worker | None, progress: JobProgress
+    runtime: Runtime, job: DigestJob, run_once: RunOnce | None, progress: JobProgress
 ) -> DigestJob | None:
-    """Run the job here (`worker`) or wait for other workers to, reading its row every
-    POLL_SECONDS meanwhile so progress shows while the job runs, not once it has ended. The
-    finished job, or None when the process is asked to stop (the running job is then
-    checkpointed and released by the worker, which this waits for)."""
+    """Run the job here (`run_once`: a worker of this runtime) or wait for other workers to,
+    reading its row every POLL_SECONDS meanwhile, so progress shows while the job runs, not once
+    it has ended. The finished job, or None when the process is asked to stop (the running job
+    is then checkpointed and released by the worker, which this waits for)."""
     running: asyncio.Task[bool] | None = None
     try:
         while not runtime.stopping.is_set():
@@ -99,13 +103,17 @@ async def _run_showing_progress(
             if running is not None and running.done():
                 running.result()  # a worker that failed outside a job fails the command
                 running = None
-            if worker is not None and running is None:
+            if run_once is not None and running is None:
                 # Claims the next queued job: ours, or one queued before it (then ours next).
-                running = asyncio.create_task(worker.run_once(runtime.stopping))
+                running = asyncio.create_task(run_once(runtime.stopping))
             if running is None:
                 await asyncio.sleep(POLL_SECONDS)
             else:
                 await asyncio.wait([running], timeout=POLL_SECONDS)
+                if running.done() and not running.exception() and not running.result():
+                    # Nothing to claim (ours runs elsewhere, or waits for its retry time): wait
+                    # before asking again instead of polling in a tight loop.
+                    await asyncio.sleep(POLL_SECONDS)
         return None
     finally:
         if running is not None:
