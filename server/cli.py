@@ -46,7 +46,8 @@ class _Version(argparse.Action):
             version = metadata.version("digestd")
         except metadata.PackageNotFoundError:  # run from a source tree that was never installed
             version = "unknown"
-        parser.exit(message=f"digestd {version}\n")
+        print(f"digestd {version}")  # on stdout, as argparse's own version action does
+        parser.exit()
 
 
 def _command(

@@ -27,6 +27,7 @@ from server.cli_runtime import (
     watches_stopping,
     with_runtime,
 )
+from server.cli_text import say, warn
 from server.render import render_digest
 from server.runtime import Runtime
 from server.settings import Settings
@@ -132,10 +133,10 @@ async def _print_outcome(runtime: Runtime, job: DigestJob) -> int:
             latest = await digest_queries.latest_digest_of_channel(connection, job.channel_id)
             if latest is not None:
                 print(f"the channel's latest digest ({latest.id}):\n")
-                print(await render_digest(connection, latest.id))
+                say(await render_digest(connection, latest.id))
         return 0
     async with runtime.pool.acquire() as connection:
-        print(await render_digest(connection, job.digest_id))
+        say(await render_digest(connection, job.digest_id))
     print(
         f"\njob {job.id} {job.status}: {stats.get('messages')} messages, "
         f"{stats.get('chunks')} chunks ({stats.get('chunks_from_cache')} cached), "
@@ -143,7 +144,7 @@ async def _print_outcome(runtime: Runtime, job: DigestJob) -> int:
         f"{stats.get('duration_seconds')}s"
     )
     for flag in job.warnings or []:
-        print(f"warning {flag.get('code', '')}: {flag.get('message', '')}", file=sys.stderr)
+        warn(f"warning {flag.get('code', '')}: {flag.get('message', '')}")
     return 0
 
 

@@ -15,6 +15,7 @@ from db.models import Report
 from runner.triggers import SubjectNotFound, TriggerRefused, trigger_report
 from schema.types.ids import DOCUMENT, REPORT, cli_row_id, global_id
 from server.cli_json import emit, job_json, refuse
+from server.cli_text import say, warn
 from server.runtime import Runtime
 
 COMMAND = "digestd report"
@@ -89,7 +90,7 @@ async def report(
     if not rows:
         print(f"job {job.id} {job.status}: {job.error or job.result_message or ''}")
         return code
-    print(rows[0].markdown)
+    say(rows[0].markdown)
     stats, audit = job.stats or {}, rows[0].audit
     origin = "served from the cache" if stats.get("cache_hit") else "written"
     print(
@@ -99,5 +100,5 @@ async def report(
         file=sys.stderr,
     )
     for warning in rows[0].fidelity.get("warnings", []):
-        print(f"warning {warning.get('code')}: {warning.get('message')}", file=sys.stderr)
+        warn(f"warning {warning.get('code')}: {warning.get('message')}")
     return code

@@ -28,6 +28,7 @@ from schema.types.ids import (
     optional_global_id,
 )
 from server.cli_json import emit, refuse
+from server.cli_text import one_line, say
 from server.runtime import Runtime, schedule_limits
 
 COMMAND = "digestd schedule"
@@ -104,7 +105,7 @@ async def schedule(runtime: Runtime, args: argparse.Namespace, channel_id: int |
     if args.json:
         emit({args.action if args.action != "add" else "schedule": schedule_json(row)})
     else:
-        print(schedule_line(row, channel.name if channel else "?"))
+        say(schedule_line(row, one_line(channel.name) if channel else "?"))
     print(f"schedule {row.id} {done[args.action]}", file=sys.stderr)
     return 0
 
@@ -131,7 +132,7 @@ async def _list(runtime: Runtime, channel_id: int | None, *, as_json: bool) -> i
         emit({"schedules": [schedule_json(row) for row in rows]})
         return 0
     for row in rows:
-        print(schedule_line(row, names.get(row.channel_id, "?")))
+        say(schedule_line(row, one_line(names.get(row.channel_id, "?"))))
     if not rows:
         print("no schedules", file=sys.stderr)
     return 0
