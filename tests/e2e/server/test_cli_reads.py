@@ -67,6 +67,8 @@ def made(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Made:
     def json_of(*args: str) -> dict[str, Any]:
         result = digestd(database_url, home, *args, "--json")
         assert result.returncode == 0, result.stderr[-2000:]
+        # The commands that make data print one line ending with a newline, like the reads.
+        assert result.stdout.endswith("}\n") and result.stdout.count("\n") == 1, result.stdout
         value: dict[str, Any] = json.loads(result.stdout)
         return value
 
@@ -208,7 +210,7 @@ def test_conversations_lists_threads_with_participants_and_state(made: Made) -> 
     assert len(made.one_object("conversations", made.channel, "--limit", "2")["conversations"]) == 2
 
 
-def test_json_of_every_read_command_ends_with_a_newline(made: Made) -> None:
+def test_json_of_every_command_ends_with_a_newline(made: Made) -> None:
     for args in (
         ["channels"],
         ["digests", made.channel],
@@ -219,6 +221,9 @@ def test_json_of_every_read_command_ends_with_a_newline(made: Made) -> None:
         ["conversations", made.channel],
     ):
         made.one_object(*args)  # one line, ending with "\n"
+    added = made.one_object("schedule", "add", made.channel, "0 9 * * 1-5")["schedule"]["id"]
+    for args in (["list"], ["pause", added], ["resume", added], ["delete", added]):
+        made.one_object("schedule", *args)
     # An error is one object too, ending the same way.
     refused = made.run("show", "digest", "999999", "--json")
     assert refused.stdout == '{"error": "no digest 999999"}\n'
