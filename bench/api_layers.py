@@ -47,7 +47,7 @@ from schema import build_schema
 from schema.context import Context
 from server.app import AppOptions, create_app
 from server.auth import Role
-from server.cli import tune_gc_for_serving
+from server.cli_serve import tune_gc_for_serving
 from server.runtime import Runtime
 from server.settings import Settings
 

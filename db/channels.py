@@ -13,6 +13,7 @@ import asyncpg
 
 from db.models import (
     ChannelMessageCount,
+    ChannelOverview,
     ChannelUncoveredCount,
     ChannelWithServer,
     Message,
@@ -83,6 +84,11 @@ async def messages_by_external_ids(
     """Messages of one channel by external id."""
     records = await connection.fetch(QUERIES["messages_by_external_ids"], channel_id, external_ids)
     return as_rows(Message, records)
+
+
+async def channel_overviews(connection: asyncpg.Connection) -> list[ChannelOverview]:
+    """Every channel with its counts and newest digest's time, by name."""
+    return as_rows(ChannelOverview, await connection.fetch(QUERIES["channel_overviews"]))
 
 
 async def channel_message_counts(

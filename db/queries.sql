@@ -44,6 +44,25 @@ WHERE c.name = $1 AND ($2::bigint IS NULL OR c.server_id = $2)
 ORDER BY c.id
 LIMIT 2;
 
+-- name: channel_overviews
+-- Every channel as `digestd channels` lists it, by name: its server, message count, newest
+-- digest's time, and its open questions, open action items and decisions in force (each count
+-- one index range: messages_channel_ts, digests_channel_created, channel_items by kind).
+SELECT c.*, s.name AS server_name,
+    (SELECT count(*) FROM messages m WHERE m.channel_id = c.id) AS message_count,
+    (SELECT d.created_at FROM digests d WHERE d.channel_id = c.id
+     ORDER BY d.created_at DESC, d.id DESC LIMIT 1) AS last_digest_at,
+    (SELECT count(*) FROM channel_items i
+     WHERE i.channel_id = c.id AND i.kind = 'question' AND i.status = 'open') AS open_questions,
+    (SELECT count(*) FROM channel_items i
+     WHERE i.channel_id = c.id AND i.kind = 'action_item' AND i.status = 'open')
+        AS open_action_items,
+    (SELECT count(*) FROM channel_items i
+     WHERE i.channel_id = c.id AND i.kind = 'decision' AND i.status = 'in_force')
+        AS decisions_in_force
+FROM channels c LEFT JOIN servers s ON s.id = c.server_id
+ORDER BY c.name, s.name NULLS FIRST, c.id;
+
 -- name: channel_message_counts
 -- How many messages each channel holds, for the DataLoader.
 SELECT channel_id, count(*) AS message_count

@@ -1,11 +1,10 @@
 """`digestd add-doc PATH_OR_URL [--title T] [--query Q] [--wait] [--json]`: ingest a document, optionally
-queue a digest of it for a query and, with --wait, run it here and print the DigestPayload."""
+queue a digest of it for a query and, with --wait, run it here and print the digest as Markdown (with --json: the DigestPayload)."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,8 @@ from runner.documents.payload import DigestPayload, validate_payload_dict
 from runner.triggers import TriggerRefused, trigger_document_digest
 from schema.types.ids import DOCUMENT, global_id
 from server.cli_json import emit, job_json, refuse
+from server.cli_text import say
+from server.render import render_document_digest
 from server.runtime import Runtime, digest_config, fetch_policy
 from server.settings import Settings
 
@@ -67,13 +68,13 @@ async def _wait(
         return code
     async with runtime.pool.acquire() as connection:
         rows = await document_queries.document_digests_by_ids(connection, [job.document_digest_id])
-    # Validated on read, printed in the schema's key order (jsonb keeps its own order).
-    validate_payload_dict(rows[0].payload)
-    payload = DigestPayload.from_dict(rows[0].payload).to_dict()
-    if result is not None:
-        emit({**result, "job": job_json(job), "payload": payload})
-        return 0
-    print(json.dumps(payload, ensure_ascii=False, indent=2))
+        # Validated on read (jsonb keeps its own key order; the JSON keeps the schema's).
+        validate_payload_dict(rows[0].payload)
+        if result is not None:
+            payload = DigestPayload.from_dict(rows[0].payload).to_dict()
+            emit({**result, "job": job_json(job), "payload": payload})
+            return 0
+        say(await render_document_digest(connection, rows[0]))
     stats = job.stats or {}
     origin = "served from the cache" if stats.get("cache_hit") else "digested"
     print(f"job {job_id} {job.status}: digest {job.document_digest_id} {origin}", file=sys.stderr)
@@ -140,19 +141,3 @@ async def add_doc(runtime: Runtime, args: argparse.Namespace) -> int:
             emit({**result, "job": job_json(job), "payload": None})
         return 0
     return await _wait(runtime, int(job.id), run_worker=not args.no_worker, result=result)
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("source", metavar="PATH_OR_URL", help="an HTML, PDF or text file, or a URL")
-    parser.add_argument("--title", help="title to store (default: the document's own)")
-    parser.add_argument("--password", help="password of an encrypted PDF")
-    parser.add_argument("--query", help="also queue a digest for this query")
-    parser.add_argument("--wait", action="store_true", help="with --query: wait and print it")
-    parser.add_argument(
-        "--no-worker", action="store_true", help="only wait; let running workers do the job"
-    )
-    parser.add_argument(
-        "--json",
-        action="store_true",
-        help="print one JSON object on stdout (document, job, payload) instead of text",
-    )

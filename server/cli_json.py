@@ -1,10 +1,11 @@
-"""`--json` output of the commands scripts call (`import`, `digest`, `add-doc`, `report`): one JSON object
-on stdout, with the names and the global ids the GraphQL API uses, so a script reads the same
-fields whichever way it asked and can pass any id on to the API. Progress and diagnostics stay on stderr."""
+"""`--json` output of every command that prints data (`import`, `digest`, `add-doc`, `report`,
+`schedule`, and the reads: `channels`, `digests`, `show`, `open`, `conversations`): one JSON
+object on one line of stdout, ending with a newline, with the names and the global ids the GraphQL
+API uses, so a script reads the same fields whichever way it asked and can pass any id on to the
+API. Progress and diagnostics stay on stderr."""
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Any
 
@@ -18,8 +19,7 @@ from schema.types.ids import (
     global_id,
     optional_global_id,
 )
-
-JSON_HELP = "print one JSON object on stdout (the API's field names) instead of text"
+from server.cli_text import json_text, warn
 
 
 def job_json(job: DigestJob) -> dict[str, Any]:
@@ -49,15 +49,16 @@ def job_json(job: DigestJob) -> dict[str, Any]:
 
 
 def emit(value: dict[str, Any]) -> None:
-    """One object, one line, on stdout."""
-    print(json.dumps(value, ensure_ascii=False, default=str))
+    """One object, one line ending with a newline, on stdout; no raw control character in it
+    (server/cli_text.py), whatever the strings it carries held."""
+    sys.stdout.write(json_text(value) + "\n")
     sys.stdout.flush()
 
 
 def refuse(command: str, message: str, as_json: bool, status: int = 2) -> int:
     """A command's error: `command: message` on stderr, and with --json the object
     `{"error": message}` on stdout too, so a script reading stdout always gets one object."""
-    print(f"{command}: {message}", file=sys.stderr)
+    warn(f"{command}: {message}")
     if as_json:
         emit({"error": message})
     return status

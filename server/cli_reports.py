@@ -14,28 +14,11 @@ from db.jobs import TERMINAL, JobStatus
 from db.models import Report
 from runner.triggers import SubjectNotFound, TriggerRefused, trigger_report
 from schema.types.ids import DOCUMENT, REPORT, cli_row_id, global_id
-from server.cli_json import JSON_HELP, emit, job_json, refuse
+from server.cli_json import emit, job_json, refuse
+from server.cli_text import say, warn
 from server.runtime import Runtime
 
 COMMAND = "digestd report"
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("question", help="what the report answers")
-    parser.add_argument(
-        "--channel", action="append", default=[], help="channel name or id (repeat for several)"
-    )
-    parser.add_argument("--server", help="server name, when channel names repeat")
-    parser.add_argument(
-        "--doc", action="append", default=[], help="document id (repeat for several)"
-    )
-    parser.add_argument("--since", help="messages from, ISO 8601 (inclusive)")
-    parser.add_argument("--until", help="messages before, ISO 8601 (exclusive)")
-    parser.add_argument("--wait", action="store_true", help="run it here and print the report")
-    parser.add_argument(
-        "--no-worker", action="store_true", help="only wait; let running workers do the job"
-    )
-    parser.add_argument("--json", action="store_true", help=JSON_HELP)
 
 
 def report_json(row: Report) -> dict[str, Any]:
@@ -107,7 +90,7 @@ async def report(
     if not rows:
         print(f"job {job.id} {job.status}: {job.error or job.result_message or ''}")
         return code
-    print(rows[0].markdown)
+    say(rows[0].markdown)
     stats, audit = job.stats or {}, rows[0].audit
     origin = "served from the cache" if stats.get("cache_hit") else "written"
     print(
@@ -117,5 +100,5 @@ async def report(
         file=sys.stderr,
     )
     for warning in rows[0].fidelity.get("warnings", []):
-        print(f"warning {warning.get('code')}: {warning.get('message')}", file=sys.stderr)
+        warn(f"warning {warning.get('code')}: {warning.get('message')}")
     return code

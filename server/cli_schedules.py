@@ -27,7 +27,8 @@ from schema.types.ids import (
     global_id,
     optional_global_id,
 )
-from server.cli_json import JSON_HELP, emit, refuse
+from server.cli_json import emit, refuse
+from server.cli_text import one_line, say
 from server.runtime import Runtime, schedule_limits
 
 COMMAND = "digestd schedule"
@@ -36,24 +37,6 @@ CHANGES = {
     "resume": schedules.resume_schedule,
     "delete": schedules.delete_schedule,
 }
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    actions = parser.add_subparsers(dest="action", required=True)
-    add = actions.add_parser("add", help="digest a channel at each slot of a cron expression")
-    add.add_argument("channel", help="channel name or id")
-    add.add_argument("cron", help='five fields, e.g. "0 9 * * 1-5" (or six with seconds first)')
-    add.add_argument("--tz", default="UTC", help="IANA time zone of the slots (default UTC)")
-    add.add_argument("--server", help="server name, when channel names repeat")
-    add.add_argument("--json", action="store_true", help=JSON_HELP)
-    listing = actions.add_parser("list", help="the schedules, newest first")
-    listing.add_argument("--channel", help="only this channel's (name or id)")
-    listing.add_argument("--server", help="server name, when channel names repeat")
-    listing.add_argument("--json", action="store_true", help=JSON_HELP)
-    for action, verb in (("pause", "pause"), ("resume", "resume"), ("delete", "delete")):
-        change = actions.add_parser(action, help=f"{verb} a schedule")
-        change.add_argument("id", help="schedule id (numeric or the API's global id)")
-        change.add_argument("--json", action="store_true", help=JSON_HELP)
 
 
 def checked_cron(args: argparse.Namespace) -> str | None:
@@ -122,7 +105,7 @@ async def schedule(runtime: Runtime, args: argparse.Namespace, channel_id: int |
     if args.json:
         emit({args.action if args.action != "add" else "schedule": schedule_json(row)})
     else:
-        print(schedule_line(row, channel.name if channel else "?"))
+        say(schedule_line(row, one_line(channel.name) if channel else "?"))
     print(f"schedule {row.id} {done[args.action]}", file=sys.stderr)
     return 0
 
@@ -149,7 +132,7 @@ async def _list(runtime: Runtime, channel_id: int | None, *, as_json: bool) -> i
         emit({"schedules": [schedule_json(row) for row in rows]})
         return 0
     for row in rows:
-        print(schedule_line(row, names.get(row.channel_id, "?")))
+        say(schedule_line(row, one_line(names.get(row.channel_id, "?"))))
     if not rows:
         print("no schedules", file=sys.stderr)
     return 0

@@ -1,5 +1,7 @@
-"""Plain-text rendering of a stored digest for the terminal (`digestd digest`, `digestd demo`):
-the overview and highlights as Markdown with numbered footnotes (runner.grounding.footnotes), then items.
+"""Markdown of a stored digest for the terminal (`digestd digest`, `digestd demo`, `digestd show`):
+the overview and highlights as Markdown with numbered footnotes (runner.grounding.footnotes), then
+items; and of a document digest (`digestd add-doc --wait`, `digestd show document`): its summary,
+key points and the evidence quoted with the locators that slice it from the document.
 Every stored text (titles, item texts, owners, links, excerpts) is escaped
 (runner.core.markdown_text.escape_inline): a message cannot add a heading, a footnote or markup."""
 
@@ -12,11 +14,13 @@ import asyncpg
 
 from db import channels as channel_queries
 from db import digests as digest_queries
+from db import documents as document_queries
 from db.models import (
     ActionItem,
     ArtifactWithMessage,
     Decision,
     Digest,
+    DocumentDigest,
     KnowledgeItemWithMessage,
     Link,
     OpenQuestion,
@@ -167,3 +171,42 @@ async def render_digest(connection: asyncpg.Connection, digest_id: int) -> str:
             f"({len(digest.rejections)} extracted items failed validation and were dropped)",
         ]
     return "\n".join(textwrap.dedent(line) for line in lines)
+
+
+async def render_document_digest(connection: asyncpg.Connection, row: DocumentDigest) -> str:
+    """A document digest as Markdown: the document's title, the query, the summary, key points,
+    and each evidence snippet quoted with its locator (`char:S-E`, `page:N:char:S-E`)."""
+    document = await document_queries.document_by_id(connection, row.document_id)
+    payload = row.payload
+    title = (document.title if document else None) or f"document {row.document_id}"
+    lines = [
+        f"# {md(title)}",
+        f"document digest {row.id} · document {row.document_id} · {row.summarizer} · "
+        f"fidelity {md(row.fidelity_level)}",
+        f"query: {md(row.query)}",
+        "",
+        md(payload.get("summary", "")),
+    ]
+    key_points = [f"- {md(point)}" for point in payload.get("key_points", [])]
+    if key_points:
+        lines += ["", "## Key points", *key_points]
+    evidence = [
+        f"- “{md(snippet['text'])}” ({md(snippet['locator'])}, relevance "
+        f"{float(snippet['relevance_score']):.2f})"
+        for snippet in payload.get("evidence_snippets", [])
+    ]
+    if evidence:
+        lines += ["", "## Evidence", *evidence]
+    lines += [
+        "",
+        f"{payload.get('original_chars')} characters of text, {payload.get('digest_chars')} in "
+        f"the digest ({float(payload.get('compression_ratio', 0)):.0%}), "
+        f"{md(str(payload.get('source_text_hash', '')))}",
+    ]
+    warnings = [
+        f"- {md(str(warning.get('code', '')))}: {md(str(warning.get('message', '')))}"
+        for warning in row.warnings
+    ]
+    if warnings:
+        lines += ["", "## Warnings", *warnings]
+    return "\n".join(lines)

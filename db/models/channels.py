@@ -124,6 +124,17 @@ class ChannelMessageCount(SQLModel):
     message_count: int
 
 
+class ChannelOverview(ChannelWithServer):
+    """A channel as `digestd channels` lists it: its messages, its newest digest's time, and
+    what its memory holds open (questions, action items) or in force (decisions)."""
+
+    message_count: int
+    last_digest_at: datetime | None
+    open_questions: int
+    open_action_items: int
+    decisions_in_force: int
+
+
 class ChannelUncoveredCount(SQLModel):
     channel_id: int
     uncovered: int

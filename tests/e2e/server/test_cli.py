@@ -24,7 +24,13 @@ def test_digest_wait_shows_progress_and_a_rerun_says_there_is_nothing_new(
     first = digestd(database_url, tmp_path, "digest", channel, "--wait")
     assert first.returncode == 0, first.stderr
     progress = first.stderr.splitlines()
-    assert progress[-1].endswith(": succeeded 1/1"), progress
+    job = progress[0].removesuffix(" queued")
+    assert progress[-1] == f"[100%] {job}: succeeded 1/1", progress
+    # The job's row is read while the job runs, not only once it has ended: the first line shows
+    # it before the worker took it; the shown fraction never goes backwards.
+    assert progress[1] == f"[  0%] {job}: queued", progress
+    shown = [int(line[1:4]) for line in progress[1:]]
+    assert shown == sorted(shown) and shown[-1] == 100, progress
     assert first.stdout.startswith("# ") and "70 messages" in first.stdout
     # The overview and highlights as Markdown with numbered footnotes, each source once.
     notes = re.findall(

@@ -1,12 +1,13 @@
 """`digestd add-doc` as a user runs it (a real process, a real PDF, the test Postgres): ingest,
-digest with --query --wait and print the payload whose locators slice the stored text; again is
-a cache hit; an encrypted PDF and a hostile URL end with a clear error and exit code 2."""
+digest with --query --wait and print it as Markdown, with --json the payload whose locators
+slice the stored text; again is a cache hit; an encrypted PDF and a hostile URL end with a clear error and exit code 2."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -43,9 +44,21 @@ async def test_add_doc_digests_a_real_pdf(
         database_url, tmp_path, "add-doc", str(pdf), "--query", query, "--wait"
     )
     assert code == 0, err
-    first_line, _, payload_text = out.partition("\n")
+    first_line, _, markdown = out.partition("\n")
     assert first_line.startswith("document 1 (stored): application/pdf") and "4 pages" in first_line
-    payload = json.loads(payload_text)
+    # Markdown like a channel digest's, not the payload's JSON: the query, the summary, and
+    # each evidence snippet quoted with its locator.
+    assert markdown.startswith("# ") and not markdown.lstrip().startswith("{")
+    assert f"query: {query}" in markdown and "## Evidence" in markdown
+    shown_locators = re.findall(r"\((page:\d+:char:\d+-\d+), relevance \d\.\d\d\)$", markdown, re.M)
+    assert shown_locators and "digested" in err
+
+    # --json keeps the payload, whose locators slice the stored text; again is a cache hit.
+    code, out, err = await digestd(
+        database_url, tmp_path, "add-doc", str(pdf), "--query", query, "--wait", "--json"
+    )
+    assert code == 0 and out.endswith("}\n"), err
+    payload = json.loads(out)["payload"]
     assert payload["content_type"] == "digest/v1" and payload["summary"]
     async with db.acquire() as connection:
         row = await connection.fetchrow(
@@ -53,16 +66,18 @@ async def test_add_doc_digests_a_real_pdf(
         )
     spans = [tuple(span) for span in row["page_spans"]]
     assert payload["source_text_hash"] in first_line
+    assert [snippet["locator"] for snippet in payload["evidence_snippets"]] == shown_locators
     for snippet in payload["evidence_snippets"]:
         start, end = resolve_locator(snippet["locator"], row["canonical_text"], spans)
         assert row["canonical_text"][start:end] == snippet["text"]
-    assert payload["evidence_snippets"] and "digested" in err
+    assert json.loads(out)["job"]["stats"]["cache_hit"] is True
 
-    code, out, err = await digestd(
+    code, again, err = await digestd(
         database_url, tmp_path, "add-doc", str(pdf), "--query", query, "--wait"
     )
-    assert code == 0 and out.startswith("document 1 (already stored)"), err
-    assert json.loads(out.partition("\n")[2]) == payload and "served from the cache" in err
+    assert code == 0 and again.startswith("document 1 (already stored)"), err
+    assert again.partition("\n")[2] == markdown
+    assert "served from the cache" in err
 
     encrypted = shared_data("docs/pdf/tricky_encrypted_libreoffice-writer-password.pdf")
     code, out, err = await digestd(database_url, tmp_path, "add-doc", str(encrypted))

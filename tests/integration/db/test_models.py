@@ -131,6 +131,7 @@ QUERY_MODELS: dict[str, type[BaseModel]] = {
     "channels_by_ids": models.ChannelWithServer,
     "channel_by_name": models.ChannelWithServer,
     "channels_named": models.ChannelWithServer,
+    "channel_overviews": models.ChannelOverview,
     "channel_message_counts": models.ChannelMessageCount,
     "channel_uncovered_counts": models.ChannelUncoveredCount,
     "messages_by_ids": models.Message,
