@@ -86,10 +86,10 @@ def test_a_document_digest_with_the_model_down_is_the_offline_one_and_says_why(
         database_url, tmp_path, "add-doc", str(page), "--query", query, "--wait"
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    stored, printed = done.stdout.split("\n", 1)  # the document's line, then the payload
+    stored, printed = done.stdout.split("\n", 1)  # the document's line, then its Markdown
     assert stored.startswith("document ")
-    payload = json.loads(printed)
-    assert payload["summary"] and payload["key_points"] and payload["evidence_snippets"]
+    assert " · offline · " in printed.splitlines()[1]  # the summarizer that wrote it
+    assert "\n## Key points\n- " in printed and "\n## Evidence\n- " in printed
     assert " partial: digest " in done.stderr
     assert (
         "warning SUMMARY_EXTRACTED_OFFLINE: the summary and key points were extracted by the "
