@@ -158,7 +158,7 @@ export function auditSummary(audit, { prose = "overview" } = {}) {
  * The overview section's content. A digest stored before citations has no sentences: its
  * overview text and highlights show as they were.
  */
-export function citedProse(digest, messages) {
+export function citedProse(digest, messages, context = digestContext(messages)) {
   const overview = digest.overviewSentences;
   const highlights = digest.highlightSentences;
   if (!overview.length && !highlights.length) {
@@ -168,11 +168,7 @@ export function citedProse(digest, messages) {
       auditSummary(digest.citationAudit),
     ];
   }
-  const { panel, show } = contextPanel({
-    nearOpener: true,
-    describe: (citation) => `${citation.author}, ${when(citation.ts)}`,
-    render: (body, citation) => renderSources(body, { pointer: asPointer(citation), messageIds: [citation.messageId] }, messages),
-  });
+  const { panel, show } = context;
   const sentences = [...overview, ...highlights];
   return [
     // A <div>, not a <p>: the context region opens between two of its sentences.
@@ -184,4 +180,34 @@ export function citedProse(digest, messages) {
     panel,
     auditSummary(digest.citationAudit),
   ];
+}
+
+/**
+ * The one context region of a digest page: a footnote marker of the overview, the highlights or
+ * a period shows its cited message there, right under the sentence.
+ */
+export function digestContext(messages) {
+  return contextPanel({
+    nearOpener: true,
+    describe: (citation) => `${citation.author}, ${when(citation.ts)}`,
+    render: (body, citation) => renderSources(body, { pointer: asPointer(citation), messageIds: [citation.messageId] }, messages),
+  });
+}
+
+// Without each citation's revisionText (the cited message's text is read when its context opens):
+// sixty periods of quoted revisions would be more than one request may cost.
+export const PERIODS = `periods { label granularity start end messageCount conversationCount
+  overview { text citations { messageId author ts quote charStart charEnd revision footnote } } }`;
+
+/**
+ * A multi-day digest period by period: each period's label and counts, then its sentences with
+ * their footnote markers (the digest's one numbering, continued after the highlights).
+ */
+export function citedPeriods(periods, context) {
+  return h("ol", { class: "periods" }, periods.map((period) => h("li", { class: "period" },
+    h("h3", {}, period.label),
+    h("p", { class: "muted" }, `${plural(period.messageCount, "message")}, ${plural(period.conversationCount, "conversation")}`),
+    period.overview.length
+      ? h("ul", { class: "period-sentences" }, period.overview.map((s) => h("li", {}, citedSentence(s, context.show))))
+      : h("p", { class: "muted" }, "Nothing worth telling."))));
 }

@@ -6,7 +6,7 @@
 import { gql } from "../graphql.js";
 import { fill, flagList, h, link, notice, pageHeading, plural, when } from "../dom.js";
 import { channelHref } from "./channels.js";
-import { CITATION_AUDIT, CITED_SENTENCE, citedProse } from "./citations.js";
+import { CITATION_AUDIT, CITED_SENTENCE, PERIODS, citedPeriods, citedProse, digestContext } from "./citations.js";
 import { ChannelMessages, renderSources } from "./sources.js";
 
 const FLAGS = "flags { code message }";
@@ -26,6 +26,8 @@ const DIGEST = `query($id: ID!) { digest(id: $id) {
   artifacts { kind title language ${POINTER} ${FLAGS} }
   knowledgeItems { id key kind title verbatim content text messageIds ${POINTER} ${FLAGS} }
   rejections { stage field label reason } } }`;
+// Its own request: with every section's items the digest's would cost more than one may.
+const DIGEST_PERIODS = `query($id: ID!) { digest(id: $id) { ${PERIODS} } }`;
 
 let sourcesCounter = 0;
 
@@ -118,7 +120,9 @@ export function knowledgeContent(item) {
 }
 
 export async function digestPage(view) {
-  const digest = (await gql(DIGEST, { id: view.id })).digest;
+  const [answer, told] = await Promise.all([gql(DIGEST, { id: view.id }), gql(DIGEST_PERIODS, { id: view.id })]);
+  const digest = answer.digest;
+  const periods = told.digest?.periods ?? [];
   if (!view.isCurrent()) return;
   if (!digest) {
     fill(view.main, pageHeading("Digest not found"), notice(`No digest ${view.id}.`, "error"));
@@ -138,8 +142,14 @@ export async function digestPage(view) {
       digest.jobId ? [h("dt", {}, "Job"), h("dd", {}, link(`#/job/${encodeURIComponent(digest.jobId)}`, "the job that made it"))] : null),
     flagList(digest.flags),
   );
+  const context = digestContext(messages);
   const sections = [
-    foldable("Overview", "overview", citedProse(digest, messages), true),
+    foldable("Overview", "overview", citedProse(digest, messages, context), true),
+    // A window of several days, told period by period (the overview above is its roll-up).
+    periods.length
+      ? foldable(`By ${periods[0].granularity.toLowerCase()} (${periods.length})`, "periods",
+        citedPeriods(periods, context), true)
+      : null,
     section("Topics", "topics", digest.topics.map((topic) =>
       entry([h("strong", {}, topic.title), h("p", {}, topic.summary)], topic, "topic"))),
     section("Decisions", "decisions", digest.decisions.map((item) =>
@@ -161,5 +171,6 @@ export async function digestPage(view) {
     section("Rejected by validation", "rejections", digest.rejections.map((r) => h("li", { class: "item" },
       `${r.stage} · ${r.field} · ${r.label}: ${r.reason}`))),
   ];
-  view.main.append(tableOfContents(sections), ...sections);
+  const shown = sections.filter(Boolean);
+  view.main.append(tableOfContents(shown), ...shown);
 }

@@ -23,6 +23,7 @@ from tests.support.servers import running_server
 pytestmark = pytest.mark.browser
 
 SCREENSHOT = Path("/tmp/digestd-console-digest-layout.png")
+PERIODS_SCREENSHOT = Path("/tmp/digestd-console-digest-periods.png")
 SECTIONS = [
     "Overview",
     "Topics",
@@ -37,6 +38,7 @@ SECTIONS = [
 ]
 DIGEST = """query($id: ID!) { digest(id: $id) { title
   topics { title } decisions { text } knowledgeItems { title } rejections { reason }
+  periods { label overview { text citations { footnote } } }
   overviewSentences { text citations { footnote } }
   highlightSentences { text citations { footnote } } } }"""
 UNDER_SENTENCE = """panel => {
@@ -70,10 +72,15 @@ async def test_contents_folding_sections_and_context_under_the_sentence(
         # The contents: one link per section, in order, each with its heading's words.
         contents = page.get_by_role("navigation", name="Contents")
         links = contents.get_by_role("link")
-        await expect(links).to_have_count(len(SECTIONS))
+        # The sample spans two days: told day by day after the overview.
+        periods = digest["periods"]
+        assert [p["label"] for p in periods] == ["2025-03-10", "2025-03-11"], periods
+        sections = [SECTIONS[0], "By day", *SECTIONS[1:]]
+        await expect(links).to_have_count(len(sections))
         names = await links.all_text_contents()
-        assert [name.split(" (")[0] for name in names] == SECTIONS
-        assert names[1] == f"Topics ({len(digest['topics'])})"
+        assert [name.split(" (")[0] for name in names] == sections
+        assert names[1] == f"By day ({len(periods)})"
+        assert names[2] == f"Topics ({len(digest['topics'])})"
 
         # Sections with entries start open, empty ones closed; a heading folds its section.
         rejections = page.locator("section.rejections > details")
@@ -129,4 +136,20 @@ async def test_contents_folding_sections_and_context_under_the_sentence(
         await note.get_by_role("button", name="Show footnote 1 in context").click()
         await expect(note.locator("section.citation-context")).to_be_visible()
         await expect(page.locator("section.citation-context")).to_have_count(1)
+
+        # A period's sentence: its label and counts, and its marker opens the one context region
+        # right under it, with the footnote number the API gave it.
+        day = next(p for p in periods if p["overview"])
+        period = page.locator("ol.periods > li.period").filter(has_text=day["label"])
+        await expect(period.locator("h3")).to_have_text(day["label"])
+        told = period.locator(".cited-sentence").first
+        await expect(told.locator(".sentence")).to_have_text(day["overview"][0]["text"])
+        await told.locator("button.footnote-ref").first.click()
+        await expect(period.locator("section.citation-context mark.pointer")).to_be_focused()
+        number = day["overview"][0]["citations"][0]["footnote"]
+        await expect(context).to_have_attribute("data-footnote", str(number))
+        assert await context.evaluate(UNDER_SENTENCE) == day["overview"][0]["text"]
+        await expect(page.locator("section.citation-context")).to_have_count(1)
+        await page.locator("section.periods").screenshot(path=PERIODS_SCREENSHOT)
+        print(f"console digest periods screenshot: {PERIODS_SCREENSHOT}")
     watched.assert_clean()
