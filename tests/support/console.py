@@ -10,9 +10,11 @@ from typing import Any
 import httpx
 from playwright.async_api import Locator, Page, expect
 
+from server.app import AppOptions, create_app
 from server.runtime import Runtime
 from server.settings import Settings
 from tests.support.api import gql, sample_messages
+from tests.support.servers import running_server
 
 # The command is a verbatim knowledge item; astral emoji before it make code-point offsets
 # differ from UTF-16 ones (each emoji is one Python character, two JavaScript units).
@@ -85,6 +87,27 @@ async def trigger_digest(http: httpx.AsyncClient, channel_id: str, token: str | 
     job = (await gql(http, TRIGGER, {"id": channel_id}, token))["triggerDigest"]
     assert job["status"] == "QUEUED", job
     return str(job["id"])
+
+
+@contextlib.asynccontextmanager
+async def console_app(settings: Settings) -> AsyncIterator[tuple[str, httpx.AsyncClient]]:
+    """The app on a loopback port, no worker of its own (run_queued_jobs does the work): its
+    base URL and a client of its API."""
+    app = create_app(settings, AppOptions(run_workers=0))
+    async with (
+        running_server(app) as base_url,
+        httpx.AsyncClient(base_url=base_url, timeout=60) as http,
+    ):
+        yield base_url, http
+
+
+async def digested_sample(http: httpx.AsyncClient, settings: Settings) -> tuple[str, str]:
+    """The sample channel ingested and digested by a real worker: (channel id, digest id)."""
+    channel_id, _ = await seed_channel(http, None)
+    job_id = await trigger_digest(http, channel_id, None)
+    await run_queued_jobs(settings)
+    job = (await gql(http, "query($id: ID!) { job(id: $id) { digestId } }", {"id": job_id}))["job"]
+    return channel_id, str(job["digestId"])
 
 
 async def seed_document(http: httpx.AsyncClient, settings: Settings, query: str) -> str:

@@ -12,21 +12,19 @@ from pathlib import Path
 from typing import Any
 
 import asyncpg
-import httpx
 import pytest
 from playwright.async_api import Page, expect
 
-from server.app import AppOptions, create_app
 from server.settings import Settings
 from tests.support.api import gql
 from tests.support.browser import Watched
 from tests.support.console import (
     INGEST,
+    console_app,
     run_queued_jobs,
     seed_channel,
     trigger_digest,
 )
-from tests.support.servers import running_server
 
 pytestmark = pytest.mark.browser
 
@@ -121,11 +119,7 @@ def depths(nodes: list[dict[str, Any]]) -> list[int]:
 async def test_channel_charts_conversations_and_entities_show_the_apis_numbers(
     db: asyncpg.Pool, settings: Settings, watched: Watched
 ) -> None:
-    app = create_app(settings, AppOptions(run_workers=0))
-    async with (
-        running_server(app) as base_url,
-        httpx.AsyncClient(base_url=base_url, timeout=60) as http,
-    ):
+    async with console_app(settings) as (base_url, http):
         channel_id, _ = await seed_channel(http, None)
         await trigger_digest(http, channel_id, None)
         await run_queued_jobs(settings)

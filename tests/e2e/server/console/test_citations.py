@@ -12,18 +12,17 @@ from pathlib import Path
 from typing import Any
 
 import asyncpg
-import httpx
 import pytest
 from playwright.async_api import Locator, Page, expect
 
 from runner.grounding.citations import sentence_spans
 from runner.grounding.normalize import normalize_text
-from server.app import AppOptions, create_app
 from server.settings import Settings
 from tests.support.api import gql, sample_messages
 from tests.support.browser import Watched
 from tests.support.console import (
     INGEST,
+    console_app,
     messages_by_id,
     run_queued_jobs,
     seed_channel,
@@ -31,7 +30,6 @@ from tests.support.console import (
     trigger_digest,
 )
 from tests.support.database import row_id
-from tests.support.servers import running_server
 
 pytestmark = pytest.mark.browser
 
@@ -117,11 +115,7 @@ async def cite_a_message_again(db: asyncpg.Pool, digest_id: int) -> None:
 async def test_footnotes_show_each_cited_message_with_exactly_the_cited_characters_marked(
     db: asyncpg.Pool, settings: Settings, watched: Watched
 ) -> None:
-    app = create_app(settings, AppOptions(run_workers=0))
-    async with (
-        running_server(app) as base_url,
-        httpx.AsyncClient(base_url=base_url, timeout=60) as http,
-    ):
+    async with console_app(settings) as (base_url, http):
         channel_id, _ = await seed_channel(http, None)
         job_id = await trigger_digest(http, channel_id, None)
         await run_queued_jobs(settings)

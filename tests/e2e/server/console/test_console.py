@@ -22,6 +22,7 @@ from tests.support.api import DIGEST_QUERY, gql
 from tests.support.browser import Watched, secured
 from tests.support.console import (
     EMOJI_MESSAGE_ID,
+    console_app,
     messages_by_id,
     run_queued_jobs,
     seed_channel,
@@ -169,11 +170,7 @@ async def test_a_document_shows_its_evidence_marked_at_its_char_range_and_its_au
 ) -> None:
     # A short document, digested anyway (the default policy digests only long ones).
     settings = settings.model_copy(update={"digestd_doc_min_chars": 0})
-    app = create_app(settings, AppOptions(run_workers=0))
-    async with (
-        running_server(app) as base_url,
-        httpx.AsyncClient(base_url=base_url, timeout=60) as http,
-    ):
+    async with console_app(settings) as (base_url, http):
         document_id = await seed_document(http, settings, "how are ingest timeouts retried")
         read = """query($id: ID!) { document(id: $id) { canonicalText
           latestDigests(first: 1) { evidenceSnippets { text charRange }

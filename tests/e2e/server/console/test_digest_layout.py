@@ -9,16 +9,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import asyncpg
-import httpx
 import pytest
 from playwright.async_api import expect
 
-from server.app import AppOptions, create_app
 from server.settings import Settings
 from tests.support.api import gql
 from tests.support.browser import Watched
-from tests.support.console import run_queued_jobs, seed_channel, trigger_digest
-from tests.support.servers import running_server
+from tests.support.console import console_app, digested_sample
 
 pytestmark = pytest.mark.browser
 
@@ -51,22 +48,13 @@ UNDER_SENTENCE = """panel => {
 async def test_contents_folding_sections_and_context_under_the_sentence(
     db: asyncpg.Pool, settings: Settings, watched: Watched
 ) -> None:
-    app = create_app(settings, AppOptions(run_workers=0))
-    async with (
-        running_server(app) as base_url,
-        httpx.AsyncClient(base_url=base_url, timeout=60) as http,
-    ):
-        channel_id, _ = await seed_channel(http, None)
-        job_id = await trigger_digest(http, channel_id, None)
-        await run_queued_jobs(settings)
-        job = (await gql(http, "query($id: ID!) { job(id: $id) { digestId } }", {"id": job_id}))[
-            "job"
-        ]
-        digest = (await gql(http, DIGEST, {"id": job["digestId"]}))["digest"]
+    async with console_app(settings) as (base_url, http):
+        channel_id, digest_id = await digested_sample(http, settings)
+        digest = (await gql(http, DIGEST, {"id": digest_id}))["digest"]
         overview = digest["overviewSentences"]
         assert len(overview) >= 2 and digest["highlightSentences"], digest
         page = watched.page
-        await page.goto(f"{base_url}/#/digest/{job['digestId']}")
+        await page.goto(f"{base_url}/#/digest/{digest_id}")
         await expect(page.get_by_role("heading", level=1, name=digest["title"])).to_be_focused()
 
         # The contents: one link per section, in order, each with its heading's words.
@@ -97,7 +85,7 @@ async def test_contents_folding_sections_and_context_under_the_sentence(
         await expect(first_decision).to_be_visible()
         await expect(decisions.locator("summary")).to_be_focused()
         # The page stays where it is: the route is unchanged.
-        assert page.url.endswith(f"#/digest/{job['digestId']}")
+        assert page.url.endswith(f"#/digest/{digest_id}")
         # From the keyboard: Enter on a focused summary folds it.
         await page.keyboard.press("Enter")
         await expect(first_decision).to_be_hidden()

@@ -11,13 +11,11 @@ import httpx
 import pytest
 from playwright.async_api import expect
 
-from server.app import AppOptions, create_app
 from server.settings import Settings
 from tests.support.api import gql
 from tests.support.browser import TIMEOUT_MS, loopback_only
-from tests.support.console import INGEST, run_queued_jobs, trigger_digest
+from tests.support.console import INGEST, console_app, run_queued_jobs, trigger_digest
 from tests.support.items import DAY1, DAY1_ROWS, DAY2, DAY2_ROWS
-from tests.support.servers import running_server
 
 pytestmark = pytest.mark.browser
 
@@ -56,11 +54,7 @@ async def _digest_day(
 async def test_the_channel_page_shows_what_is_open_with_its_evidence_one_click_away(
     db: asyncpg.Pool, settings: Settings, browser: object
 ) -> None:
-    app = create_app(settings, AppOptions(run_workers=0))
-    async with (
-        running_server(app) as base_url,
-        httpx.AsyncClient(base_url=base_url, timeout=60) as http,
-    ):
+    async with console_app(settings) as (base_url, http):
         channel_id = await _digest_day(http, settings, _inputs(DAY1_ROWS, DAY1))
         await _digest_day(
             http,

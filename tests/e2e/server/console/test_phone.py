@@ -8,16 +8,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import asyncpg
-import httpx
 import pytest
 from playwright.async_api import Browser, Page, expect
 
-from server.app import AppOptions, create_app
 from server.settings import Settings
-from tests.support.api import gql
 from tests.support.browser import TIMEOUT_MS, Watched, loopback_only
-from tests.support.console import run_queued_jobs, seed_channel, trigger_digest
-from tests.support.servers import running_server
+from tests.support.console import console_app, digested_sample
 
 pytestmark = pytest.mark.browser
 
@@ -48,17 +44,8 @@ async def assert_fits(page: Page, name: str) -> None:
 async def test_every_new_page_fits_a_390_px_screen(
     db: asyncpg.Pool, settings: Settings, browser: Browser
 ) -> None:
-    app = create_app(settings, AppOptions(run_workers=0))
-    async with (
-        running_server(app) as base_url,
-        httpx.AsyncClient(base_url=base_url, timeout=60) as http,
-    ):
-        channel_id, _ = await seed_channel(http, None)
-        job_id = await trigger_digest(http, channel_id, None)
-        await run_queued_jobs(settings)
-        job = (await gql(http, "query($id: ID!) { job(id: $id) { digestId } }", {"id": job_id}))[
-            "job"
-        ]
+    async with console_app(settings) as (base_url, http):
+        channel_id, digest_id = await digested_sample(http, settings)
         page = await browser.new_page(
             viewport={"width": WIDTH, "height": 844}, device_scale_factor=2, is_mobile=True
         )
@@ -95,7 +82,7 @@ async def test_every_new_page_fits_a_390_px_screen(
         await scroller.evaluate("s => { s.scrollLeft = 0; }")
         await assert_fits(page, "entities")
 
-        await page.goto(f"{base_url}/#/digest/{job['digestId']}")
+        await page.goto(f"{base_url}/#/digest/{digest_id}")
         await page.locator("section.overview button.footnote-ref").first.click()
         await expect(page.locator("section.citation-context mark.pointer")).to_be_focused()
         await assert_fits(page, "digest")

@@ -13,11 +13,9 @@ from typing import Any
 from urllib.parse import quote
 
 import asyncpg
-import httpx
 import pytest
 from playwright.async_api import Locator, Page, expect
 
-from server.app import AppOptions, create_app
 from server.settings import Settings
 from tests.support.api import gql, sample_messages
 from tests.support.browser import Watched
@@ -25,11 +23,11 @@ from tests.support.console import (
     DOCUMENT_TEXT,
     EMOJI_MESSAGES,
     INGEST,
+    console_app,
     make_report,
     messages_by_id,
     tab_to,
 )
-from tests.support.servers import running_server
 
 pytestmark = pytest.mark.browser
 
@@ -79,11 +77,7 @@ async def assert_marked_exactly(
 async def test_a_report_page_marks_exactly_the_cited_characters_of_messages_and_documents(
     db: asyncpg.Pool, settings: Settings, watched: Watched
 ) -> None:
-    app = create_app(settings, AppOptions(run_workers=0))
-    async with (
-        running_server(app) as base_url,
-        httpx.AsyncClient(base_url=base_url, timeout=60) as http,
-    ):
+    async with console_app(settings) as (base_url, http):
         done = await make_report(http, settings)
         report = done["report"]
         sources = report["sources"]

@@ -13,16 +13,13 @@ from pathlib import Path
 from urllib.parse import quote, unquote
 
 import asyncpg
-import httpx
 import pytest
 from playwright.async_api import expect
 
-from server.app import AppOptions, create_app
 from server.settings import Settings
 from tests.support.api import gql
 from tests.support.browser import Watched
-from tests.support.console import QUESTION, make_report, run_queued_jobs
-from tests.support.servers import running_server
+from tests.support.console import QUESTION, console_app, make_report, run_queued_jobs
 
 pytestmark = pytest.mark.browser
 
@@ -35,11 +32,7 @@ REPORT = """query($id: ID!) { report(id: $id) { title question request
 async def test_reports_page_lists_reports_and_its_form_triggers_one_and_shows_refusals(
     db: asyncpg.Pool, settings: Settings, watched: Watched
 ) -> None:
-    app = create_app(settings, AppOptions(run_workers=0))
-    async with (
-        running_server(app) as base_url,
-        httpx.AsyncClient(base_url=base_url, timeout=60) as http,
-    ):
+    async with console_app(settings) as (base_url, http):
         made = await make_report(http, settings)
         report = made["report"]
         page = watched.page

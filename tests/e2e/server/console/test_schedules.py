@@ -9,18 +9,15 @@ from pathlib import Path
 from urllib.parse import quote
 
 import asyncpg
-import httpx
 import pytest
 from playwright.async_api import expect
 
 from runner.schedules.tick import fire_due_schedules
-from server.app import AppOptions, create_app
 from server.settings import Settings
 from tests.support.api import gql
 from tests.support.browser import Watched
-from tests.support.console import run_queued_jobs, seed_channel
+from tests.support.console import console_app, run_queued_jobs, seed_channel
 from tests.support.database import row_id
-from tests.support.servers import running_server
 
 pytestmark = pytest.mark.browser
 
@@ -33,11 +30,7 @@ PAUSE = """mutation($id: ID!) { pauseSchedule(id: $id) { __typename } }"""
 async def test_channel_page_lists_its_schedules(
     db: asyncpg.Pool, settings: Settings, watched: Watched
 ) -> None:
-    app = create_app(settings, AppOptions(run_workers=0))
-    async with (
-        running_server(app) as base_url,
-        httpx.AsyncClient(base_url=base_url, timeout=60) as http,
-    ):
+    async with console_app(settings) as (base_url, http):
         channel_id, _ = await seed_channel(http, None)
         page = watched.page
         await page.goto(f"{base_url}/#/channel/{quote(channel_id, safe='')}")
