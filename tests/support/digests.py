@@ -22,6 +22,27 @@ TEXTS = [
 ]
 
 
+# One real exchange a day of a multi-day channel: a technical question, its answer, the asker
+# saying it worked (runner/digests/periods.py tells each day by its exchange).
+DAY_EXCHANGES = [
+    (
+        "How do I configure the nginx reverse proxy so the websocket endpoint upgrades?",
+        "You need proxy_set_header Upgrade and Connection upgrade in the location block.",
+        "that fixed the websocket handshake, the nginx proxy works now",
+    ),
+    (
+        "Why does the postgres replica lag behind the primary after the nightly vacuum?",
+        "The vacuum generates a lot of WAL; raise max_wal_size and check the replication slot.",
+        "raising max_wal_size fixed the replica lag on the postgres cluster",
+    ),
+    (
+        "Which flag makes docker compose rebuild the image before starting the service?",
+        "Run docker compose up --build, or docker compose build first with --no-cache.",
+        "docker compose up --build rebuilt the image, the service starts now",
+    ),
+]
+
+
 class FailingChunks(OfflineExtractor):
     """The offline extractor, failing every chunk that holds one of `poison` (an LLM outage)."""
 

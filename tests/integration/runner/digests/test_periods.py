@@ -11,26 +11,9 @@ import asyncpg
 from schema.types.ids import DIGEST, global_id
 from server.render import render_digest
 from tests.support.database import Msg, add_channel
-from tests.support.digests import digest_once
+from tests.support.digests import DAY_EXCHANGES, digest_once
 from tests.support.schema import gql
 
-DAYS = [
-    (
-        "How do I configure the nginx reverse proxy so the websocket endpoint upgrades?",
-        "You need proxy_set_header Upgrade and Connection upgrade in the location block.",
-        "that fixed the websocket handshake, the nginx proxy works now",
-    ),
-    (
-        "Why does the postgres replica lag behind the primary after the nightly vacuum?",
-        "The vacuum generates a lot of WAL; raise max_wal_size and check the replication slot.",
-        "raising max_wal_size fixed the replica lag on the postgres cluster",
-    ),
-    (
-        "Which flag makes docker compose rebuild the image before starting the service?",
-        "Run docker compose up --build, or docker compose build first with --no-cache.",
-        "docker compose up --build rebuilt the image, the service starts now",
-    ),
-]
 START = datetime(2024, 5, 6, 9, 0, tzinfo=UTC)
 
 PERIODS = """query($id: ID!) { digest(id: $id) {
@@ -43,7 +26,7 @@ PERIODS = """query($id: ID!) { digest(id: $id) {
 
 def _messages() -> list[Msg]:
     items: list[Msg] = []
-    for day, (asked, answered, closed) in enumerate(DAYS):
+    for day, (asked, answered, closed) in enumerate(DAY_EXCHANGES):
         at = START + timedelta(days=day)
         lines = [("ann", asked), ("bob", f"ann: {answered}"), ("ann", f"bob: {closed}")]
         lines.append(("cem", "ann: good to know, I will note that in the runbook for the team"))
@@ -75,7 +58,7 @@ async def test_each_day_of_a_backlog_is_told_with_its_own_cited_overview(
         for sentence in section:
             for citation in sentence["citations"]:
                 numbers.setdefault(citation["messageId"], citation["footnote"])
-    for period, (asked, _, _) in zip(periods, DAYS, strict=True):
+    for period, (asked, _, _) in zip(periods, DAY_EXCHANGES, strict=True):
         assert period["conversationCount"] >= 1
         assert period["overview"], f"{period['label']} told nothing"
         assert asked[:20] in period["overview"][0]["text"]

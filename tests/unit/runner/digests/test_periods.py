@@ -19,32 +19,15 @@ from runner.digests.periods import (
     tell_periods,
 )
 from runner.grounding.validate import validate_sentences
+from tests.support.digests import DAY_EXCHANGES
 
-# One real exchange a day: a question with technical words, an answer, a thank-you.
-EXCHANGES = [
-    (
-        "How do I configure the nginx reverse proxy so the websocket endpoint upgrades?",
-        "You need proxy_set_header Upgrade and Connection upgrade in the location block.",
-        "that fixed the websocket handshake, the nginx proxy works now",
-    ),
-    (
-        "Why does the postgres replica lag behind the primary after the nightly vacuum?",
-        "The vacuum generates a lot of WAL; raise max_wal_size and check the replication slot.",
-        "raising max_wal_size fixed the replica lag on the postgres cluster",
-    ),
-    (
-        "Which flag makes docker compose rebuild the image before starting the service?",
-        "Run docker compose up --build, or docker compose build first with --no-cache.",
-        "docker compose up --build rebuilt the image, the service starts now",
-    ),
-]
 START = datetime(2024, 5, 6, 9, 0, tzinfo=UTC)
 
 
 def _window(days: int = 3) -> Window:
     messages: list[WindowMessage] = []
     for day in range(days):
-        asked, answered, closed = EXCHANGES[day % len(EXCHANGES)]
+        asked, answered, closed = DAY_EXCHANGES[day % len(DAY_EXCHANGES)]
         at = START + timedelta(days=day)
         key = f"c{day}"
         lines = [("ann", asked), ("bob", answered), ("ann", closed), ("cem", f"noted {asked}")]
@@ -74,7 +57,7 @@ def test_each_day_is_told_with_its_counts_and_cited_sentences() -> None:
     assert [p.message_count for p in told.periods] == [4, 4, 4]
     assert [p.conversation_count for p in told.periods] == [1, 1, 1]
     by_id = window.by_id()
-    for period, (asked, _, _) in zip(told.periods, EXCHANGES, strict=True):
+    for period, (asked, _, _) in zip(told.periods, DAY_EXCHANGES, strict=True):
         assert period.sentences, f"{period.label} told nothing"
         assert asked[:20] in period.sentences[0].sentence
         # Every sentence cites a message of its own period, anchored in that message's text.
