@@ -15,7 +15,7 @@ import asyncpg
 
 from db.engine import connect, embedded_database_url, stop_embedded_server
 from db.ingest import ChannelKey, MessageIngestor
-from db.migrate import migrate
+from db.migrate import available_migrations, migrate
 from runner.grounding.normalize import normalize_text
 
 BASE_TIME = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
@@ -76,3 +76,21 @@ def own_embedded_server(home: Path, *, migrated: bool = True) -> Iterator[str]:
         yield url
     finally:
         stop_embedded_server(home)
+
+
+async def migrate_before(connection: asyncpg.Connection, version: int) -> None:
+    """Apply the migrations older than `version` as the old code did (each recorded in
+    schema_migrations), so a test can write the rows the old code wrote and then migrate."""
+    await connection.execute(
+        "CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, "
+        "applied_at timestamptz NOT NULL DEFAULT now())"
+    )
+    for migration in available_migrations():
+        if migration.version >= version:
+            break
+        await connection.execute(migration.sql)
+        await connection.execute(
+            "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
+            migration.version,
+            migration.name,
+        )

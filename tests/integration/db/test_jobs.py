@@ -11,7 +11,7 @@ import asyncpg
 from db import jobs
 from db.jobs import JobStatus
 from db.migrate import available_migrations, migrate
-from tests.support.database import add_channel, messages
+from tests.support.database import add_channel, messages, migrate_before
 from tests.support.jobs import end_backoff, expire_lease
 
 
@@ -198,19 +198,7 @@ async def test_migration_0013_gives_every_old_job_a_phase_and_a_fraction(
     """Jobs the old code wrote: no phase before the first progress report, 'preprocess' for the
     steps before the map. Each gets a phase of today's enum, and a finished job's bar is full."""
     _, connection = old_database
-    await connection.execute(
-        "CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, "
-        "applied_at timestamptz NOT NULL DEFAULT now())"
-    )
-    for migration in available_migrations():
-        if migration.version >= 13:
-            break
-        await connection.execute(migration.sql)
-        await connection.execute(
-            "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
-            migration.version,
-            migration.name,
-        )
+    await migrate_before(connection, 13)
     channel = await connection.fetchval("INSERT INTO channels (name) VALUES ('ops') RETURNING id")
     old = [  # (status, phase, started), in id order
         ("queued", None, False),  # never claimed

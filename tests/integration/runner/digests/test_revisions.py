@@ -9,7 +9,7 @@ import asyncpg
 
 from db.engine import create_pool
 from db.migrate import available_migrations, migrate
-from tests.support.database import BASE_TIME, Msg, add_channel, messages
+from tests.support.database import BASE_TIME, Msg, add_channel, messages, migrate_before
 from tests.support.digests import digest_once, read_ids, uncovered
 from tests.support.schema import gql, with_database
 from tests.support.worker import sample_messages
@@ -138,18 +138,7 @@ async def test_migration_turns_the_old_mark_into_coverage(
     old_database: tuple[str, asyncpg.Connection], database_url: str
 ) -> None:
     name, connection = old_database
-    old = [m for m in available_migrations() if m.version <= 2]
-    await connection.execute(
-        "CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, "
-        "applied_at timestamptz NOT NULL DEFAULT now())"
-    )
-    for migration in old:
-        await connection.execute(migration.sql)
-        await connection.execute(
-            "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
-            migration.version,
-            migration.name,
-        )
+    await migrate_before(connection, 3)
     # The old code's rows: ten messages, a digest of the first six, the mark on the sixth.
     channel = await connection.fetchval("INSERT INTO channels (name) VALUES ('ops') RETURNING id")
     ids = {}

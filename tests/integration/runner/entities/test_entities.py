@@ -30,7 +30,7 @@ from runner.importers.ingest import import_path
 from runner.importers.records import ParsedMessage
 from schema.types.ids import CHANNEL, global_id
 from server.settings import Settings
-from tests.support.database import Msg, add_channel
+from tests.support.database import Msg, add_channel, migrate_before
 from tests.support.digests import digest_once
 from tests.support.entities import T0, WINDOW_ONE
 from tests.support.paths import shared_data
@@ -360,19 +360,7 @@ async def test_migration_0010_folds_legacy_entity_rows_into_keys(
 ) -> None:
     """Rows the old store wrote by exact name ("Docker", "docker") become one entity."""
     _, connection = old_database
-    await connection.execute(
-        "CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, "
-        "applied_at timestamptz NOT NULL DEFAULT now())"
-    )
-    for migration in available_migrations():
-        if migration.version >= 10:
-            break
-        await connection.execute(migration.sql)
-        await connection.execute(
-            "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
-            migration.version,
-            migration.name,
-        )
+    await migrate_before(connection, 10)
     channel = await connection.fetchval("INSERT INTO channels (name) VALUES ('ops') RETURNING id")
     await connection.executemany(
         "INSERT INTO entities (channel_id, name, mention_count) VALUES ($1, $2, $3)",
