@@ -7,8 +7,12 @@ import { TERMINAL, fetchJob, watchJob } from "../live.js";
 import { channelHref, digestHref } from "./channels.js";
 
 const JOBS = `query($filter: DigestJobFilter) { digestJobs(filter: $filter, first: 50) {
-  nodes { id kind status phase progress { chunksDone chunksTotal } createdAt finishedAt channel { id name } query }
+  nodes { id kind status phase progress { chunksDone chunksTotal fraction etaSeconds } createdAt finishedAt
+    durationSeconds channel { id name } query }
   pageInfo { hasNextPage endCursor } } }`;
+// While a listed job has not ended, the list is read again this often (and stops once every
+// listed job has ended or the reader left the page).
+const LIST_REFRESH_MS = 2000;
 
 export function jobHref(id) {
   return `#/job/${encodeURIComponent(id)}`;
@@ -19,21 +23,37 @@ export async function jobsPage(view) {
   const data = await gql(JOBS, { filter: channelId ? { channelId } : null });
   if (!view.isCurrent()) return;
   const jobs = data.digestJobs.nodes;
+  const body = h("tbody", {}, jobs.map(jobRow));
   fill(
     view.main,
     pageHeading(channelId ? "Jobs of one channel" : "Jobs"),
     jobs.length
-      ? h("table", { class: "listing" },
-          h("thead", {}, h("tr", {}, ["Job", "Kind", "Status", "Progress", "Created", "Finished"].map((t) => h("th", { scope: "col" }, t)))),
-          h("tbody", {}, jobs.map((job) => h("tr", {},
-            h("th", { scope: "row" }, link(jobHref(job.id), job.channel ? `${job.channel.name} digest` : job.query ?? "job")),
-            h("td", {}, job.kind),
-            h("td", { class: `status ${job.status.toLowerCase()}` }, job.status),
-            h("td", {}, progressText(job)),
-            h("td", {}, when(job.createdAt)),
-            h("td", {}, when(job.finishedAt))))))
+      ? h("div", { class: "table-scroll" }, h("table", { class: "listing jobs" },
+          h("thead", {}, h("tr", {}, ["Job", "Kind", "Status", "Progress", "Created", "Took"].map((t) => h("th", { scope: "col" }, t)))),
+          body))
       : notice("No jobs yet."),
   );
+  // Live: the rows follow their jobs until every listed job has ended.
+  let listed = jobs;
+  while (listed.some((job) => !TERMINAL.has(job.status))) {
+    await new Promise((resolve) => setTimeout(resolve, LIST_REFRESH_MS));
+    if (!view.isCurrent()) return;
+    listed = (await gql(JOBS, { filter: channelId ? { channelId } : null })).digestJobs.nodes;
+    if (!view.isCurrent()) return;
+    body.replaceChildren(...listed.map(jobRow));
+  }
+}
+
+const KINDS = { channel: "channel digest", document: "document digest", report: "report" };
+
+function jobRow(job) {
+  return h("tr", { dataset: { status: job.status } },
+    h("th", { scope: "row" }, link(jobHref(job.id), jobTitle(job, job.channel?.name))),
+    h("td", {}, KINDS[job.kind] ?? job.kind),
+    h("td", { class: `status ${job.status.toLowerCase()}` }, job.status),
+    h("td", { class: "progress-text" }, progressText(job)),
+    h("td", {}, when(job.createdAt)),
+    h("td", { class: "took" }, job.durationSeconds == null ? "—" : duration(job.durationSeconds)));
 }
 
 /**

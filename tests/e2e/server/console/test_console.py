@@ -259,3 +259,29 @@ async def test_a_job_page_follows_the_job_live_to_its_end(
         print(f"job progress followed via: {seen} ({via})")
         await expect(page.get_by_role("link", name="Open the digest")).to_be_visible()
     watched.assert_clean()
+
+
+async def test_the_jobs_list_follows_its_jobs_live(
+    db: asyncpg.Pool, settings: Settings, watched: Watched
+) -> None:
+    """A queued job in the list (its kind in words, its channel and number as its name) reaches
+    SUCCEEDED with how long it took, on the same page, never reloaded."""
+    async with console_app(settings) as (base_url, http):
+        channel_id, _ = await seed_channel(http, None)
+        await trigger_digest(http, channel_id, None)
+        page = watched.page
+        await page.goto(f"{base_url}/#/jobs")
+        row = page.locator("table.jobs tbody tr").first
+        await expect(row.locator("td.status")).to_have_text("QUEUED")
+        await expect(row.locator("td").first).to_have_text("channel digest")
+        await expect(row.get_by_role("link")).to_have_text(
+            re.compile(r"^team-platform digest · job \d+$")
+        )
+        await expect(row.locator("td.took")).to_have_text("—")
+        await run_queued_jobs(settings)
+        await expect(row.locator("td.status")).to_have_text("SUCCEEDED", timeout=15_000)
+        await expect(row.locator("td.took")).to_have_text(re.compile(r"^\d+ s$"))
+        await expect(row.locator("td.progress-text")).to_have_text(
+            re.compile(r"^SUCCEEDED · \d+ of \d+ chunks$")
+        )
+    watched.assert_clean()
