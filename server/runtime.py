@@ -370,6 +370,7 @@ class Runtime:
             tick_seconds=self.settings.digestd_schedule_tick_seconds,
             max_attempts=self.settings.digestd_max_attempts,
             limits=schedule_limits(self.settings),
+            cache_retention_days=self.settings.digestd_doc_cache_retention_days,
         )
 
     def runner(self, workers: int) -> RunnerSupervisor:
