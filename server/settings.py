@@ -236,7 +236,7 @@ class Settings(BaseSettings):
         default=8,
         ge=1,
         le=50,
-        description="Documents one digest job digests at most (part of the digest cache key).",
+        description="Documents of one `triggerDocumentDigests` request digested at most: the eligible ones ranked best (quality, relevance to the query, length); the rest are returned as skipped. Part of the digest cache key.",
     )
     digestd_doc_timeout_seconds: float = Field(
         default=120.0,
