@@ -241,13 +241,13 @@ class Settings(BaseSettings):
     digestd_doc_timeout_seconds: float = Field(
         default=120.0,
         gt=0,
-        description="Time budget of a document digest job; each document gets this divided by `DIGESTD_DOC_MAX_CONCURRENT` (past it the model's summary gives way to the offline one).",
+        description="Time budget of digesting a batch of documents; one document's digest gets this divided by `DIGESTD_DOC_MAX_CONCURRENT` (past it the model's summary gives way to the offline one).",
     )
     digestd_doc_max_concurrent: int = Field(
         default=3,
         ge=1,
         le=32,
-        description="Documents of one job digested at once (and the divisor of the per-document time).",
+        description="Documents a batch's time budget is shared by: one document's digest may take `DIGESTD_DOC_TIMEOUT_SECONDS` divided by this (how many run at once is the number of workers).",
     )
     digestd_doc_include_evidence: bool = Field(
         default=True,
