@@ -1,5 +1,5 @@
 """Channel digests in Postgres: insert a digest with its items and the messages it read, the
-chunk-result cache of the map step, and the reads the API and the CLI render from.
+chunk-result cache of the map step (and its retention pass), and the reads the API and the CLI render from.
 
 Parameters are passed in the column order of the named queries in db/queries.sql; which values
 a validated digest maps to is runner/digests/store.py's business.
@@ -127,6 +127,14 @@ async def save_chunk_result(
     connection: asyncpg.Connection, cache_key: str, extractor: str, summary: dict[str, Any]
 ) -> None:
     await connection.execute(QUERIES["save_chunk_result"], cache_key, extractor, summary)
+
+
+async def prune_chunk_results(
+    connection: asyncpg.Connection, retention_days: float, limit: int
+) -> int:
+    """Delete up to `limit` cached map results unused for more than `retention_days`; how many."""
+    deleted: int = await connection.fetchval(QUERIES["prune_chunk_results"], retention_days, limit)
+    return deleted
 
 
 async def digest_by_id(connection: asyncpg.Connection, digest_id: int) -> Digest | None:

@@ -1,5 +1,5 @@
 """Documents in Postgres: store an ingested document, queue a digest of it for a query, read
-the digest cache, and store a digest (its job's end is `jobs.finish_job`, in the same transaction).
+the digest cache (and prune it), and store a digest (its job's end is `jobs.finish_job`, in the same transaction).
 
 The SQL is in db/queries.sql (`insert_document`, `insert_document_digest`, ...); this module only
 shapes parameters and keeps the transactions in one place.
@@ -77,10 +77,21 @@ async def trigger_document_digest(
 
 
 async def cached_digest_id(connection: asyncpg.Connection, cache_key: str) -> int | None:
+    """The stored digest under `cache_key`, touching its last use; None if absent."""
     digest_id: int | None = await connection.fetchval(
         QUERIES["document_digest_by_cache_key"], cache_key
     )
     return digest_id
+
+
+async def prune_document_digests(
+    connection: asyncpg.Connection, retention_days: float, limit: int
+) -> int:
+    """Delete up to `limit` document digests unused for more than `retention_days`; how many."""
+    deleted: int = await connection.fetchval(
+        QUERIES["prune_document_digests"], retention_days, limit
+    )
+    return deleted
 
 
 async def insert_document_digest(

@@ -468,6 +468,20 @@ UPDATE chunk_results SET last_used_at = now() WHERE cache_key = $1 RETURNING sum
 INSERT INTO chunk_results (cache_key, extractor, summary) VALUES ($1, $2, $3)
 ON CONFLICT (cache_key) DO UPDATE SET summary = EXCLUDED.summary, last_used_at = now();
 
+-- name: prune_chunk_results
+-- Delete up to $2 cached map results unused for more than $1 days, oldest use first (a digest
+-- that needs one again maps its chunk again). Returns how many were deleted.
+WITH old AS (
+    SELECT cache_key FROM chunk_results
+    WHERE last_used_at < now() - make_interval(secs => $1::float8 * 86400)
+    ORDER BY last_used_at
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED
+), gone AS (
+    DELETE FROM chunk_results WHERE cache_key IN (SELECT cache_key FROM old) RETURNING 1
+)
+SELECT count(*) FROM gone;
+
 -- name: database_ready
 -- Readiness: the database answers and is migrated.
 SELECT max(version) AS version FROM schema_migrations;
@@ -571,8 +585,24 @@ WHERE document_id = $1 AND kind = 'document' AND options ->> 'query_hash' = $2::
   AND status IN ('queued', 'running');
 
 -- name: document_digest_by_cache_key
--- The cache lookup of a document job: a stored digest with this key, if any.
-SELECT id FROM document_digests WHERE cache_key = $1;
+-- The cache lookup of a document job: a stored digest with this key, if any, touching its last
+-- use (the retention pass prunes the digests unused longest).
+UPDATE document_digests SET last_used_at = now() WHERE cache_key = $1 RETURNING id;
+
+-- name: prune_document_digests
+-- Delete up to $2 document digests unused (neither written nor served from the cache) for more
+-- than $1 days, oldest use first; a job that pointed to one keeps its end state and shows no
+-- digest. Rows another tick is deleting are skipped. Returns how many were deleted.
+WITH old AS (
+    SELECT id FROM document_digests
+    WHERE last_used_at < now() - make_interval(secs => $1::float8 * 86400)
+    ORDER BY last_used_at
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED
+), gone AS (
+    DELETE FROM document_digests WHERE id IN (SELECT id FROM old) RETURNING 1
+)
+SELECT count(*) FROM gone;
 
 -- name: insert_document_digest
 -- Store a validated digest; a concurrent job that stored the same key first wins and its id is

@@ -1,5 +1,5 @@
 """Trigger a digest or a report: the one path from "digest this" to a queued job, shared by the
-API (`triggerDigest`, `triggerDocumentDigest`, `triggerReport`), the CLI (`digestd digest`,
+API (`triggerDigest`, `triggerDocumentDigest`, `triggerDocumentDigests`, `triggerReport`), the CLI (`digestd digest`,
 `digestd add-doc`, `digestd report`) and the schedule tick.
 
 Each trigger checks its subject and options, builds the job's options and queues it through
@@ -27,6 +27,7 @@ from runner.documents.cache_key import normalize_query, query_hash
 from runner.documents.canonical import CanonicalDocument
 from runner.documents.policy import (
     DigestConfig,
+    choose_documents,
     document_eligibility,
     document_source_id,
     ineligible_reason,
@@ -37,6 +38,7 @@ MIN_CHUNK_TOKENS = 200
 MAX_CHUNK_TOKENS = 32000
 MAX_QUERY_CHARS = 1000
 MAX_REPORT_SOURCES = 50
+MAX_BATCH_DOCUMENTS = 50  # each is read whole to rank it
 
 
 class TriggerRefused(InputError):
@@ -125,6 +127,44 @@ async def trigger_document_digest(
     return await document_queries.trigger_document_digest(
         connection, document_id, normalized, query_hash(normalized), max_attempts=max_attempts
     )
+
+
+async def trigger_document_digests(
+    connection: asyncpg.Connection,
+    document_ids: list[int],
+    query: str,
+    *,
+    config: DigestConfig,
+    max_attempts: int,
+) -> tuple[list[DigestJob], list[tuple[int, str]]]:
+    """Digest several documents for one query: rank them on their raw text for the query, queue
+    a digest of each of the first `max_sources` eligible ones (best first; an active job for
+    the same document and query is returned instead) and return the jobs with the documents
+    left out and why. Refused when a document does not exist, with too many documents or none,
+    or when the query is too long."""
+    if len(query) > MAX_QUERY_CHARS:
+        raise TriggerRefused(f"query is too long: at most {MAX_QUERY_CHARS} characters")
+    document_ids = list(dict.fromkeys(document_ids))
+    if not document_ids:
+        raise TriggerRefused("choose at least one document", code="no_sources")
+    if len(document_ids) > MAX_BATCH_DOCUMENTS:
+        raise TriggerRefused(f"at most {MAX_BATCH_DOCUMENTS} documents in one request")
+    documents = []
+    for document_id in document_ids:
+        row = await document_queries.document_by_id(connection, document_id)
+        if row is None:
+            raise SubjectNotFound("document", document_id)
+        record = document_queries.document_record(row)
+        documents.append((document_id, CanonicalDocument.from_record(record)))
+    choice = choose_documents(documents, query, config)
+    normalized = normalize_query(query)
+    queued = []
+    for document_id in choice.chosen:
+        job, _created = await document_queries.trigger_document_digest(
+            connection, document_id, normalized, query_hash(normalized), max_attempts=max_attempts
+        )
+        queued.append(job)
+    return queued, choice.skipped
 
 
 async def trigger_report(

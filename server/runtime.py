@@ -174,10 +174,16 @@ def schedule_limits(settings: Settings) -> ScheduleLimits:
 
 
 def digest_config(settings: Settings) -> DigestConfig:
-    """The document digest configuration (`DigestConfig`'s defaults where no setting exists)."""
+    """The document digest configuration, every field from its DIGESTD_DOC_* setting."""
     return DigestConfig(
         policy=DigestPolicy(settings.digestd_doc_digest_policy),
         min_chars=settings.digestd_doc_min_chars,
+        max_sources=settings.digestd_doc_max_sources,
+        timeout=settings.digestd_doc_timeout_seconds,
+        max_concurrent=settings.digestd_doc_max_concurrent,
+        include_evidence=settings.digestd_doc_include_evidence,
+        evidence_max_chars=settings.digestd_doc_evidence_max_chars,
+        max_evidence_snippets=settings.digestd_doc_max_evidence_snippets,
     )
 
 
@@ -215,7 +221,9 @@ def summarizer_factory(settings: Settings) -> Callable[[], Summarizer]:
     from runner.documents.llm_summary import LLMSummarizer, SummaryCall
 
     call = reduce_model_call(settings, SummaryCall)
-    summarizer = LLMSummarizer(call, call.model)
+    summarizer = LLMSummarizer(
+        call, call.model, excerpt_chars=settings.digestd_doc_llm_excerpt_chars
+    )
     return lambda: summarizer  # stateless between calls: one instance serves every job
 
 
@@ -362,6 +370,7 @@ class Runtime:
             tick_seconds=self.settings.digestd_schedule_tick_seconds,
             max_attempts=self.settings.digestd_max_attempts,
             limits=schedule_limits(self.settings),
+            cache_retention_days=self.settings.digestd_doc_cache_retention_days,
         )
 
     def runner(self, workers: int) -> RunnerSupervisor:

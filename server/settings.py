@@ -232,6 +232,47 @@ class Settings(BaseSettings):
     digestd_doc_min_chars: int = Field(
         default=10_000, ge=0, description="Canonical characters a document needs under `auto`."
     )
+    digestd_doc_max_sources: int = Field(
+        default=8,
+        ge=1,
+        le=50,
+        description="Documents of one `triggerDocumentDigests` request digested at most: the eligible ones ranked best (quality, relevance to the query, length); the rest are returned as skipped. Part of the digest cache key.",
+    )
+    digestd_doc_timeout_seconds: float = Field(
+        default=120.0,
+        gt=0,
+        description="Time budget of digesting a batch of documents; one document's digest gets this divided by `DIGESTD_DOC_MAX_CONCURRENT` (past it the model's summary gives way to the offline one).",
+    )
+    digestd_doc_max_concurrent: int = Field(
+        default=3,
+        ge=1,
+        le=32,
+        description="Documents a batch's time budget is shared by: one document's digest may take `DIGESTD_DOC_TIMEOUT_SECONDS` divided by this (how many run at once is the number of workers).",
+    )
+    digestd_doc_include_evidence: bool = Field(
+        default=True,
+        description="Whether a document digest carries evidence snippets (exact quotes with locators).",
+    )
+    digestd_doc_evidence_max_chars: int = Field(
+        default=400,
+        ge=50,
+        le=500,
+        description="Characters of one evidence snippet at most.",
+    )
+    digestd_doc_max_evidence_snippets: int = Field(
+        default=5, ge=0, le=10, description="Evidence snippets of one document digest at most."
+    )
+    digestd_doc_llm_excerpt_chars: int = Field(
+        default=12_000,
+        ge=1000,
+        le=400_000,
+        description="Characters of a document the LLM summarizer reads: the opening, the evidence and the passages most relevant to the query, in document order (a request over the reduce model's input budget gets the offline summary).",
+    )
+    digestd_doc_cache_retention_days: float = Field(
+        default=30.0,
+        gt=0,
+        description="Document digests and cached chunk results not used for this long are pruned by the workers' tick (digests a report or a job still points to stay).",
+    )
     digestd_archive_dir: Path | None = Field(
         default=None, description="Opt-in: archive canonical texts here (private files)."
     )

@@ -1,4 +1,4 @@
-"""Documents and their query-conditioned digests (db/migrations/0002_documents.sql), and the
+"""Documents and their query-conditioned digests (db/migrations 0002 and 0014), and the
 projections of them that db/documents.py and the `documents` keyset list return."""
 
 from datetime import datetime
@@ -67,3 +67,4 @@ class DocumentDigest(SQLModel, table=True):
     warnings: list[dict[str, Any]] = jsonb()
     duration_ms: int
     created_at: datetime = timestamptz()
+    last_used_at: datetime = timestamptz()

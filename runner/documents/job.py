@@ -10,7 +10,11 @@ dispatches on `job.kind`). The steps:
 3. compute the digest cache key (document, canonical-text hash, query, config, summarizer
    fingerprint); a stored digest with that key ends the job at once: no summarizer call, which
    also keeps cached digests readable while the LLM circuit breaker is open;
-4. otherwise `digest_document` under the per-source timeout, then the digest row and the job's
+4. while that breaker is open the model is skipped up front (`digest.skipped` with reason
+   `breaker_open`, nothing sent, the job not retried): the offline summarizer's digest of the
+   same key is served if an earlier job stored one, else the offline summarizer writes it
+   (PARTIAL, SUMMARY_EXTRACTED_OFFLINE saying `breaker_open`);
+5. otherwise `digest_document` under the per-source timeout, then the digest row and the job's
    end state commit in one transaction (a lost lease rolls both back).
 A failing model (call errors after its retries, an open circuit breaker, unusable output twice,
 a request too large for it, no answer within the per-source timeout) does not fail the job: the
@@ -62,6 +66,7 @@ from runner.documents.summarize import OfflineSummarizer, Summarizer
 from runner.errors import LLMError
 from runner.jobs.base import JobContext, finish, report_progress
 from runner.jobs.outcomes import FailNow, Finished, Outcome, RetryLater, Stored
+from runner.llm.breaker import CircuitOpen
 from runner.metrics import (
     DIGEST_CACHE_HITS,
     DIGEST_COMPRESSION,
@@ -110,28 +115,39 @@ class DocumentJobRunner:
             source_id, document.source_text_hash, query, self.config, summarizer.fingerprint()
         )
         stats["summarizer"] = summarizer.name
-        async with pool.acquire() as connection:
-            cached = await document_queries.cached_digest_id(connection, cache_key)
-        if cached is not None:
-            stats["cache_hit"] = True
-            logger.info("digest.cache_hit source_id=%s digest_id=%s", source_id, cached)
-            DIGEST_CACHE_HITS.inc()
-            DIGEST_SOURCES.labels("completed").inc()
-            waited = time.perf_counter() - begun
-            DIGEST_SECONDS.labels(self.config.policy.value, "true").observe(waited)
-            return Finished(
-                JobStatus.SUCCEEDED,
-                message="served from the digest cache",
-                document_digest_id=cached,
-                warnings=archive_warnings,
+        served = await self._serve_cached(
+            context, cache_key, source_id, begun, archive_warnings, JobStatus.SUCCEEDED
+        )
+        if served is not None:
+            return served
+        fallback: PipelineWarning | None = None
+        refused = summarizer.refusal()
+        if refused is not None:
+            # The endpoint's breaker is open: skip the model (nothing is sent, the job is not
+            # retried); the offline summarizer's digest of the same key is served if one was
+            # stored during the outage, else written now. Once the breaker closes, the model's
+            # own key is looked up first again.
+            logger.info("digest.skipped source_id=%s reason=breaker_open", source_id)
+            stats["model_skipped"] = "breaker_open"
+            fallback = summary_fallback_warning(_failure_reason(refused, self.config))
+            summarizer = OfflineSummarizer()
+            stats["summarizer"] = summarizer.name
+            stats["summary_offline"] = True
+            cache_key = digest_cache_key(
+                source_id, document.source_text_hash, query, self.config, summarizer.fingerprint()
             )
+            warnings = [fallback.as_json(), *archive_warnings]
+            served = await self._serve_cached(
+                context, cache_key, source_id, begun, warnings, JobStatus.PARTIAL
+            )
+            if served is not None:
+                return served
         stats["cache_hit"] = False
         if context.should_stop():
             raise Cancelled()
 
         async with pool.acquire() as connection:
             await report_progress(connection, job.id, context.worker_id, JobPhase.MAP)
-        fallback: PipelineWarning | None = None
         stats["summarizer_calls"] = 1
         try:
             outcome = await self._digest(document, query, source_id, summarizer, stats)
@@ -168,6 +184,35 @@ class DocumentJobRunner:
         first = [] if fallback is None else [fallback.as_json()]
         await self._store(context, job, row.id, query, outcome, first + archive_warnings, status)
         return Stored(status)
+
+    async def _serve_cached(
+        self,
+        context: JobContext,
+        cache_key: str,
+        source_id: str,
+        begun: float,
+        warnings: list[dict[str, Any]],
+        status: JobStatus,
+    ) -> Finished | None:
+        """End the job with the stored digest of `cache_key`, if any: no summarizer call. An
+        offline digest served for a model that was refused is PARTIAL, as when it was written
+        (its SUMMARY_EXTRACTED_OFFLINE warning, first in `warnings`, says why)."""
+        async with context.pool.acquire() as connection:
+            cached = await document_queries.cached_digest_id(connection, cache_key)
+        if cached is None:
+            return None
+        context.stats["cache_hit"] = True
+        logger.info("digest.cache_hit source_id=%s digest_id=%s", source_id, cached)
+        DIGEST_CACHE_HITS.inc()
+        DIGEST_SOURCES.labels("completed").inc()
+        waited = time.perf_counter() - begun
+        DIGEST_SECONDS.labels(self.config.policy.value, "true").observe(waited)
+        return Finished(
+            status,
+            message="served from the digest cache",
+            document_digest_id=cached,
+            warnings=warnings,
+        )
 
     async def _digest(
         self,
@@ -272,6 +317,8 @@ def _failure_reason(error: LLMError | TimeoutError, config: DigestConfig) -> str
     own message (redacted, never the model's output), or the time it was given."""
     if isinstance(error, TimeoutError):
         return f"no answer within the digest's {config.per_source_timeout:g} s"
+    if isinstance(error, CircuitOpen):  # the `digest.skipped` reason of the design, first
+        return f"breaker_open: {error}"
     return error.reason if isinstance(error, DocumentError) else str(error)
 
 

@@ -143,6 +143,11 @@ class LLMSummarizer:
     def fingerprint(self) -> str:
         return f"llm:{self.model}:{PROMPT_VERSION}:{self.excerpt_chars}:{self.min_support}"
 
+    def refusal(self) -> LLMError | None:
+        """CircuitOpen while the endpoint's breaker is open (shared with the chat extractor
+        and the report writer): the job then skips the model without sending anything."""
+        return self.call.caller.breaker.refusal()
+
     async def summarize(self, request: SummaryRequest) -> SummaryResult:
         excerpts = select_excerpts(request, self.excerpt_chars)
         messages = build_messages(request, excerpts)

@@ -17,6 +17,7 @@ from enum import Enum
 from typing import TYPE_CHECKING
 
 from runner.core.vocabulary import PipelineWarning
+from runner.documents.evidence import relevance
 
 if TYPE_CHECKING:
     from runner.documents.canonical import CanonicalDocument
@@ -163,6 +164,42 @@ def document_eligibility(
         quality=estimate_quality(document.warnings),
     )
     return check_eligibility(candidate, config)
+
+
+@dataclass(frozen=True)
+class BatchChoice:
+    """Which documents of one request are digested (best first) and which are not, each with
+    its reason (an eligibility reason, or `max_sources` for an eligible one ranked too low)."""
+
+    chosen: list[int]
+    skipped: list[tuple[int, str]]
+
+
+def choose_documents(
+    documents: list[tuple[int, CanonicalDocument]], query: str, config: DigestConfig
+) -> BatchChoice:
+    """Rank the documents on their raw canonical text for `query` and choose the first
+    `max_sources` eligible ones (`select_for_digest`: quality, relevance, length, id)."""
+    candidates = {
+        document_id: DigestCandidate(
+            source_id=document_source_id(document_id),
+            content_chars=len(document.canonical_text),
+            quality=estimate_quality(document.warnings),
+            relevance=relevance(query, document.canonical_text),
+        )
+        for document_id, document in documents
+    }
+    by_source = {candidate.source_id: document_id for document_id, candidate in candidates.items()}
+    selected = select_for_digest(list(candidates.values()), config)
+    chosen = [by_source[candidate.source_id] for candidate in selected]
+    skipped = []
+    for document_id, candidate in candidates.items():
+        if document_id not in chosen:
+            eligibility = check_eligibility(candidate, config)
+            skipped.append(
+                (document_id, "max_sources" if eligibility.eligible else eligibility.reason)
+            )
+    return BatchChoice(chosen, skipped)
 
 
 def ineligible_reason(

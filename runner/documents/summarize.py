@@ -27,6 +27,7 @@ from runner.documents.evidence import EvidenceMode, SelectedEvidence, positional
 from runner.documents.evidence_chunks import EvidenceChunk
 from runner.documents.prose import is_prose, sentence_spans
 from runner.documents.terms import query_terms, term_set, tokens
+from runner.errors import LLMError
 
 SUMMARY_MAX_CHARS = 2000
 KEY_POINT_MAX_CHARS = 500
@@ -66,6 +67,11 @@ class Summarizer(Protocol):
 
     def fingerprint(self) -> str:
         """Everything that changes the output for the same request (part of the cache key)."""
+        ...
+
+    def refusal(self) -> LLMError | None:
+        """The error a call would fail with now, known without calling (an open circuit
+        breaker), so the job skips the summarizer instead of asking it; None when it may run."""
         ...
 
     async def summarize(self, request: SummaryRequest) -> SummaryResult: ...
@@ -219,6 +225,9 @@ class OfflineSummarizer:
 
     def fingerprint(self) -> str:
         return "offline-extractive:1"
+
+    def refusal(self) -> LLMError | None:
+        return None  # nothing to refuse: no endpoint
 
     async def summarize(self, request: SummaryRequest) -> SummaryResult:
         return offline_summary(request)

@@ -80,6 +80,16 @@ class CircuitBreaker:
         retry_in = max(0.0, self._opened_at + self.cooldown_seconds - self._clock())
         raise CircuitOpen(self.endpoint, retry_in)
 
+    def refusal(self) -> CircuitOpen | None:
+        """The CircuitOpen a call would get now, without admitting one: None when closed or
+        half open (a probe may go through), so a caller can skip the model up front."""
+        if self.state is not BreakerState.OPEN:
+            return None
+        assert self._opened_at is not None
+        return CircuitOpen(
+            self.endpoint, max(0.0, self._opened_at + self.cooldown_seconds - self._clock())
+        )
+
     def record_success(self) -> None:
         if self._opened_at is not None:
             logger.info("circuit closed for %s after a successful probe", self.endpoint)

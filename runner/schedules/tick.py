@@ -8,7 +8,9 @@ doubled) unless the channel has no new message since its last digest (then the r
 `skipped` and no job is queued), record the run and move the schedule to its first slot after
 now() that is at least the minimum interval after the slot it fired (a schedule stored before
 the minimum, or under a lower one, fires no more often). After it, the tick prunes old runs
-that queued nothing (`ScheduleLimits.run_retention_days`). Any number of
+that queued nothing (`ScheduleLimits.run_retention_days`), and the caches' entries unused for
+longer than `cache_retention_days` (document digests, chunk results), so neither table only
+grows. Any number of
 tickers on any number of machines can run: a schedule one of them holds is skipped by the
 others, and after its commit the schedule is no longer due, so a slot fires once; a schedule
 whose slots passed while no worker ran is due once and moves past all of them.
@@ -25,6 +27,8 @@ from datetime import datetime
 
 import asyncpg
 
+from db import digests as digest_queries
+from db import documents as document_queries
 from db import schedules as schedule_queries
 from runner.schedules.cron import CronSchedule, InvalidSchedule, earliest_next_slot
 from runner.schedules.store import ScheduleLimits
@@ -37,6 +41,8 @@ logger = logging.getLogger(__name__)
 TICK_BATCH = 100
 # Old runs deleted per tick at most: the retention pass is a short statement, whatever the backlog.
 PRUNE_BATCH = 1000
+# Days a document digest or chunk result may go unused (DIGESTD_DOC_CACHE_RETENTION_DAYS).
+DEFAULT_CACHE_RETENTION_DAYS = 30.0
 
 
 @dataclass(frozen=True)
@@ -108,6 +114,23 @@ async def prune_schedule_runs(connection: asyncpg.Connection, retention_days: in
     return await schedule_queries.prune_schedule_runs(connection, retention_days, PRUNE_BATCH)
 
 
+@dataclass(frozen=True)
+class CachePruned:
+    """What one retention pass of the caches deleted."""
+
+    document_digests: int
+    chunk_results: int
+
+
+async def prune_caches(connection: asyncpg.Connection, retention_days: float) -> CachePruned:
+    """Delete the document digests and chunk results unused for more than `retention_days` (at
+    most PRUNE_BATCH of each a call, so a backlog drains over a few ticks)."""
+    return CachePruned(
+        await document_queries.prune_document_digests(connection, retention_days, PRUNE_BATCH),
+        await digest_queries.prune_chunk_results(connection, retention_days, PRUNE_BATCH),
+    )
+
+
 class ScheduleTicker:
     """A loop running `fire_due_schedules` every `tick_seconds` until stopped. Like the worker
     loop, no error ends it: a database that is down costs a retry after a capped backoff."""
@@ -119,6 +142,7 @@ class ScheduleTicker:
         tick_seconds: float,
         max_attempts: int,
         limits: ScheduleLimits = ScheduleLimits(),
+        cache_retention_days: float = DEFAULT_CACHE_RETENTION_DAYS,
         reconnect_base_seconds: float = 0.5,
         reconnect_max_seconds: float = 30.0,
     ) -> None:
@@ -126,6 +150,7 @@ class ScheduleTicker:
         self._tick_seconds = tick_seconds
         self._max_attempts = max_attempts
         self._limits = limits
+        self._cache_retention_days = cache_retention_days
         self._backoff = Backoff(reconnect_base_seconds, reconnect_max_seconds)
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -136,6 +161,7 @@ class ScheduleTicker:
                         connection, max_attempts=self._max_attempts, limits=self._limits
                     )
                     pruned = await prune_schedule_runs(connection, self._limits.run_retention_days)
+                    caches = await prune_caches(connection, self._cache_retention_days)
             except Exception as error:
                 delay = self._backoff.next_delay()
                 logger.warning(
@@ -163,5 +189,12 @@ class ScheduleTicker:
                 )
             if pruned:
                 logger.info("schedule runs pruned: %s that queued nothing", pruned)
+            if caches.document_digests or caches.chunk_results:
+                logger.info(
+                    "caches pruned: %s document digests and %s chunk results unused for %g days",
+                    caches.document_digests,
+                    caches.chunk_results,
+                    self._cache_retention_days,
+                )
             if len(fired) < TICK_BATCH:
                 await wait_any((stop,), self._tick_seconds)

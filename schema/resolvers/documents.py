@@ -1,4 +1,5 @@
-"""The document fields of the API: `ingestDocument` and `triggerDocumentDigest` (writers), and
+"""The document fields of the API: `ingestDocument`, `triggerDocumentDigest` and
+`triggerDocumentDigests` (writers), and
 the `documents`, `document` and `documentDigest` queries. `Query` and `Mutation` inherit them.
 
 Expected failures are typed: an unreadable or hostile input is an `InvalidInputError` whose
@@ -24,13 +25,13 @@ from runner.core.display_names import name_problem
 from runner.documents.canonical import CanonicalDocument
 from runner.documents.errors import DocumentError
 from runner.documents.ingest import ingest_bytes, ingest_text, ingest_url
-from runner.triggers import TriggerRefused, trigger_document_digest
+from runner.triggers import TriggerRefused, trigger_document_digest, trigger_document_digests
 from schema.context import Context
 from schema.errors import BAD_USER_INPUT
 from schema.gate.permissions import IsWriter
 from schema.types.connections import Connection
 from schema.types.document import Document, DocumentDigest
-from schema.types.ids import DOCUMENT, DOCUMENT_DIGEST, IdArgument, parse_id
+from schema.types.ids import DOCUMENT, DOCUMENT_DIGEST, IdArgument, global_id, parse_id
 from schema.types.job import DigestJob
 from schema.types.paging import After, Before, First, Last, PageArgs, connection_of
 from schema.types.shared import InvalidInputError, NotFoundError, parse_id_or_error, refusal
@@ -71,6 +72,28 @@ IngestDocumentResult = Annotated[
 ]
 TriggerDocumentDigestResult = Annotated[
     DigestJob | NotFoundError | InvalidInputError, strawberry.union("TriggerDocumentDigestResult")
+]
+
+
+@strawberry.type(description="A document of a `triggerDocumentDigests` request left out.")
+class SkippedDocument:
+    document_id: strawberry.ID
+    reason: str = strawberry.field(
+        description="Why: `max_sources` (eligible, ranked below the first "
+        "DIGESTD_DOC_MAX_SOURCES), or the digest policy's `too_small`, `low_quality`, "
+        "`no_content`, `policy_off`."
+    )
+
+
+@strawberry.type(description="The jobs of a `triggerDocumentDigests` request, best ranked first.")
+class DocumentDigestBatch:
+    jobs: list[DigestJob]
+    skipped: list[SkippedDocument]
+
+
+TriggerDocumentDigestsResult = Annotated[
+    DocumentDigestBatch | NotFoundError | InvalidInputError,
+    strawberry.union("TriggerDocumentDigestsResult"),
 ]
 
 
@@ -201,3 +224,41 @@ class DocumentMutations:
         except TriggerRefused as refused:
             return refusal(refused, {("document", key): document_id})
         return DigestJob.from_row(job)
+
+    @strawberry.mutation(
+        permission_classes=[IsWriter],
+        description="Digest several documents for one query: they are ranked on their text "
+        "(quality, relevance to the query, length) and a digest job is queued for each of the "
+        "first DIGESTD_DOC_MAX_SOURCES eligible ones, best first (an active job for the same "
+        "document and query is returned instead); the others are listed as skipped, with why. "
+        "At most 50 documents.",
+    )
+    async def trigger_document_digests(
+        self, info: Info[Context, None], document_ids: list[strawberry.ID], query: str
+    ) -> TriggerDocumentDigestsResult:
+        keys: list[int] = []
+        sent: dict[tuple[str, int], str] = {}
+        for value in document_ids:
+            key = parse_id_or_error(value, DOCUMENT)
+            if isinstance(key, InvalidInputError):
+                return key
+            keys.append(key)
+            sent.setdefault(("document", key), value)
+        try:
+            async with info.context.pool.acquire() as connection:
+                jobs, skipped = await trigger_document_digests(
+                    connection,
+                    keys,
+                    query,
+                    config=info.context.config.digest_config,
+                    max_attempts=info.context.config.max_attempts,
+                )
+        except TriggerRefused as refused:
+            return refusal(refused, sent)
+        return DocumentDigestBatch(
+            jobs=[DigestJob.from_row(job) for job in jobs],
+            skipped=[
+                SkippedDocument(document_id=global_id(DOCUMENT, key), reason=reason)
+                for key, reason in skipped
+            ],
+        )

@@ -5,7 +5,9 @@ that fails still gives a digest: garbage output twice, an endpoint answering err
 circuit breaker opens (and then nothing is sent), an endpoint on a closed port and a model that
 answers only after the digest's time limit all end the job PARTIAL at its first attempt, with the
 offline digest and a SUMMARY_EXTRACTED_OFFLINE warning saying why; a later job asks the model
-again, and cached digests are served while the breaker is open."""
+again, and cached digests are served while the breaker is open. An open breaker skips the model
+without a call (`breaker_open`) and serves the offline digest an earlier job stored for the same
+key; after its cooldown the model is asked again."""
 
 from __future__ import annotations
 
@@ -217,3 +219,60 @@ async def test_a_model_that_does_not_answer_in_time_gives_the_offline_digest(
     assert warning["code"] == "SUMMARY_EXTRACTED_OFFLINE"
     assert warning["message"].endswith("the model failed: no answer within the digest's 0.5 s")
     assert len(endpoint.requests) <= 1
+
+
+async def test_an_open_breaker_skips_the_model_and_serves_the_offline_digest_it_stored(
+    db: asyncpg.Pool, database_url: str
+) -> None:
+    config = LLMConfig(base_url="http://llm.test/v1", api_key="sk-test", max_retries=0)
+    endpoint = FakeLLM(quoting_digest)
+    now = [1000.0]
+    breaker = CircuitBreaker(min_samples=1, cooldown_seconds=60, clock=lambda: now[0])
+    breaker.record_failure()  # one failure in one sample: open
+    caller = ResilientCaller(build_client(config, endpoint.http_client()), config, breaker)
+    summarizer = LLMSummarizer(
+        resilient_tool_call(caller, config.reduce_model), config.reduce_model
+    )
+    digest_config = DigestConfig(policy=DigestPolicy.ALWAYS)
+    runner = DocumentJobRunner(config=digest_config, summarizer_factory=lambda: summarizer)
+    worker = Worker(db, database_url, WorkerConfig(), OfflineExtractor, documents=runner)
+    text = f"{DOCUMENT_TEXT}\n\nHandbook edition {uuid.uuid4().hex}."
+    async with db.acquire() as connection:
+        row, _ = await store_document(connection, ingest_text(text).as_record())
+
+    async def digest_once() -> Any:
+        async with db.acquire() as connection:
+            job, created = await trigger_document_digest(
+                connection, row.id, "How are load tests run?", config=digest_config, max_attempts=3
+            )
+        assert created
+        assert await worker.run_once()
+        async with db.acquire() as connection:
+            done = await jobs.job_by_id(connection, job.id)
+        assert done is not None
+        return done
+
+    # Open: the model is skipped at once (nothing sent, no retry), the offline digest stored.
+    skipped = await digest_once()
+    assert skipped.status == "partial" and skipped.attempts == 1, skipped
+    assert skipped.stats["model_skipped"] == "breaker_open"
+    assert skipped.stats["summarizer"] == "offline" and skipped.stats["cache_hit"] is False
+    assert skipped.warnings[0]["code"] == "SUMMARY_EXTRACTED_OFFLINE"
+    assert "the model failed: breaker_open: circuit open" in skipped.warnings[0]["message"]
+    assert endpoint.requests == []
+
+    # Still open: the offline digest stored for this key is served, not written again.
+    served = await digest_once()
+    assert served.status == "partial" and served.stats["cache_hit"] is True, served
+    assert served.document_digest_id == skipped.document_digest_id
+    assert served.stats["model_skipped"] == "breaker_open"
+    assert served.warnings[0]["code"] == "SUMMARY_EXTRACTED_OFFLINE"
+    assert endpoint.requests == []
+
+    # The cooldown passes: the probe goes to the model, whose digest is a new one.
+    now[0] += 61
+    probed = await digest_once()
+    assert probed.status == "succeeded" and probed.stats["summarizer"] == "llm", probed
+    assert "model_skipped" not in probed.stats and probed.warnings == []
+    assert probed.document_digest_id != skipped.document_digest_id
+    assert len(endpoint.requests) == 1

@@ -11,12 +11,14 @@ import pytest
 from runner.core.extractor import PipelineWarning
 from runner.documents.cache_key import DIGEST_IMPL_VERSION, digest_cache_key, query_hash
 from runner.documents.canonical import source_text_hash
+from runner.documents.ingest import ingest_text
 from runner.documents.policy import (
     DigestCandidate,
     DigestConfig,
     DigestPolicy,
     SourceQuality,
     check_eligibility,
+    choose_documents,
     estimate_quality,
     select_for_digest,
 )
@@ -140,3 +142,18 @@ def test_cache_key_misses_on_every_change() -> None:
     assert _key(query="  what   changed? ") == base
     # Settings outside the config tuple (`hash_inputs`) do not change digests, so they keep the key.
     assert _key(config=replace(DigestConfig(), timeout=30.0, max_concurrent=6)) == base
+
+
+def test_choose_documents_ranks_raw_text_and_says_why_the_rest_are_left_out() -> None:
+    documents = [
+        (1, ingest_text(" ".join(["Gardening notes on soil and water."] * 40))),
+        (2, ingest_text(" ".join(["Load tests run nightly on staging."] * 40))),
+        (3, ingest_text("Load tests run.")),
+        (4, ingest_text(" ".join(["Load tests need clear ownership."] * 40))),
+    ]
+    config = DigestConfig(min_chars=1000, max_sources=2)
+    choice = choose_documents(documents, "How are load tests run?", config)
+    assert choice.chosen == [2, 4]  # all three terms, then two of them
+    assert choice.skipped == [(1, "max_sources"), (3, "too_small")]
+    # Deterministic: the same input in another order gives the same choice.
+    assert choose_documents(documents[::-1], "How are load tests run?", config).chosen == [2, 4]

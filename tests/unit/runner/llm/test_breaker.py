@@ -144,3 +144,15 @@ async def test_while_open_the_chunks_are_read_offline_without_calling_the_endpoi
     assert str(result.fallback_chunks[0]["reason"]).startswith("circuit open")
     [warning] = [w for w in result.warnings if w.code == "CHUNKS_EXTRACTED_OFFLINE"]
     assert "chunk 0: circuit open" in warning.message
+
+
+def test_refusal_says_what_a_call_would_get_without_admitting_one() -> None:
+    clock = Clock()
+    b = breaker(clock)
+    assert b.refusal() is None
+    record(b, "FFFFF")
+    refused = b.refusal()
+    assert isinstance(refused, CircuitOpen) and refused.retry_in == 60.0
+    clock.now += 61
+    assert b.refusal() is None  # half open: the probe may go
+    b.before_call()  # and asking did not take the probe's place
