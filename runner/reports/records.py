@@ -2,11 +2,11 @@
 
 `sections`: [{heading, bullets, sentences: [{text, source_ids, citations: [{source_id, span}]}]}]
 (`span`: the index of the cited span under its source); `sources`: the registry in id order,
-each {id, kind, quote, ..., spans, sections, citations}: a message source with its channel,
+each {id, kind, quote, ..., spans, sections, citation_count}: a message source with its channel,
 messages row, external id, revision, author, ts and the span `char_start`/`char_end` of that
 revision's text; a document source with its document id, title, url, source_text_hash and
 locator; the top-level quote and span are the first of `spans` (each {quote, char_start,
-char_end} or {quote, locator}), `sections` the headings citing it, `citations` how many
+char_end} or {quote, locator}), `sections` the headings citing it, `citation_count` how many
 (sentence, span) pairs point at it. A report stored before sources had spans reads back too:
 each source its one span. A stored report is read back
 as the same `Report` (`report_from_json`), so its Markdown and audit can be rebuilt and checked.
@@ -43,7 +43,7 @@ def source_json(entry: RegisteredSource) -> dict[str, Any]:
     usage = {
         "spans": [span_json(span) for span in entry.spans],
         "sections": list(entry.sections),
-        "citations": entry.citations,
+        "citation_count": entry.citations,
     }
     if isinstance(source, MessageSource):
         return {

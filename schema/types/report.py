@@ -113,7 +113,7 @@ class ReportSource:
             url=entry.get("url") if document else None,
             spans=[ReportSpan.from_json(span) for span in spans],
             cited_in_sections=[str(s) for s in entry.get("sections", cited_in[0])],
-            citation_count=int(entry.get("citations", cited_in[1])),
+            citation_count=int(entry.get("citation_count", cited_in[1])),
             quote=str(entry["quote"]),
             channel_name=entry.get("channel") if message else None,
             message_id=optional_global_id(MESSAGE, entry.get("message_id")),

@@ -130,7 +130,7 @@ async def test_a_document_quoted_in_several_places_is_one_source_with_its_spans(
     assert_audited(await _rebuilt(db, row), markdown)
 
     audit = row.audit
-    assert audit["citations"] == len(cited_spans) + message["citations"]
+    assert audit["citations"] == len(cited_spans) + message["citation_count"]
     assert audit["sources"] == 2 and audit["orphan_sources"] == 0
 
     def moved(name: str, **labels: str) -> float:

@@ -145,7 +145,10 @@ def test_stored_json_reads_back_with_each_sentence_citing_its_span() -> None:
     sections, sources = report_json(report)
     assert sections[0]["sentences"][1]["citations"] == [{"source_id": "S1", "span": 1}]
     assert sources[0]["spans"][1] == {"quote": TEXT[33:], "locator": f"char:33-{len(TEXT)}"}
-    assert sources[0]["sections"] == ["Answer", "In handbook.pdf"] and sources[0]["citations"] == 3
+    assert (
+        sources[0]["sections"] == ["Answer", "In handbook.pdf"]
+        and sources[0]["citation_count"] == 3
+    )
     rebuilt = report_from_json("q", "Q", sections, sources, {(3, 1): TEXT})
     assert rebuilt == report and report_markdown(rebuilt) == report_markdown(report)
 
