@@ -1,5 +1,6 @@
 """The console's report page when one document is quoted in several places: it is one source
-(one footnote number, one entry of the source list), and each sentence's marker opens the span
+(one footnote number, one entry of the source list saying how many passages of it are cited
+and which sections cite it), and each sentence's marker opens the span
 of it that this sentence rests on, marked exactly, not the document's first cited span. Debian's
 Chromium (Playwright) against the real app, database and worker."""
 
@@ -27,7 +28,7 @@ HANDBOOK = (
 )
 REPORT = """query($id: ID!) { job(id: $id) { status report { id title
   sections { sentences { text citations { sourceId footnote span { quote locator } } } }
-  sources { id footnote kind spans { quote locator } } } } }"""
+  sources { id footnote kind citedInSections spans { quote locator } } } } }"""
 
 
 async def test_each_marker_of_a_document_quoted_in_several_places_opens_its_own_span(
@@ -57,7 +58,11 @@ async def test_each_marker_of_a_document_quoted_in_several_places_opens_its_own_
         page = watched.page
         await page.goto(f"{base_url}/#/reports/{report['id']}")
         await expect(page.get_by_role("heading", level=1, name=report["title"])).to_be_focused()
-        await expect(page.locator("ol.footnotes > li")).to_have_count(1)
+        listed = page.locator("ol.footnotes > li")
+        await expect(listed).to_have_count(1)
+        await expect(listed.locator(".source-usage")).to_have_text(
+            f"3 passages · cited in {', '.join(source['citedInSections'])}"
+        )
         shown = page.locator("main .cited-sentence")
         await expect(shown).to_have_count(len(sentences))
         context = page.locator("section.citation-context")
