@@ -32,10 +32,14 @@ SCRIPTS = (
     "rows",
     "subscriptions",
     "documents_digest",
+    "report_sources",
 )
-# bench/pipeline.py and bench/scale.py digest, bench/disentangle.py links and
-# bench/documents_digest.py digests documents without a database: they take no --database-url.
-NEEDS_NO_DATABASE = frozenset({"pipeline", "scale", "disentangle", "documents_digest"})
+# bench/pipeline.py and bench/scale.py digest, bench/disentangle.py links, bench/documents_digest.py
+# digests documents and bench/report_sources.py numbers a report's sources, all without a
+# database: they take no --database-url.
+NEEDS_NO_DATABASE = frozenset(
+    {"pipeline", "scale", "disentangle", "documents_digest", "report_sources"}
+)
 
 
 def main() -> int:

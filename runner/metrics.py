@@ -1,5 +1,6 @@
 """What the workers count for Prometheus: jobs and their phases, LLM calls and tokens, the
-chunk-result cache, and document digests (under the `digest_*` names dashboards query).
+chunk-result cache, document digests (under the `digest_*` names dashboards query) and the
+citations of stored reports.
 
 The figures live in `prometheus_client`'s process-wide registry, beside the API's own
 (server/metrics.py), so `digestd serve` shows both at /metrics and `digestd worker
@@ -9,13 +10,18 @@ endpoint's origin), never anything a chat or a document wrote.
 
 from __future__ import annotations
 
+import collections
 import time
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from prometheus_client import REGISTRY, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
+
+if TYPE_CHECKING:  # for its type only: the LLM client imports this module, not report code
+    from runner.reports.audit import ReportAudit
 
 JOB_SECONDS = Histogram(
     "digestd_job_duration_seconds",
@@ -70,6 +76,47 @@ DIGEST_EVIDENCE = Histogram(
     "Evidence snippets per fresh document digest.",
     buckets=(0, 1, 2, 3, 4, 5, 8, 12, 20),
 )
+
+# Reports: counted once per stored report (a report served from the cache is not counted again).
+REPORT_CITATIONS = Counter(
+    "digestd_report_citations",
+    "Citations in stored reports: (sentence, cited span) pairs of the kept sentences.",
+)
+REPORT_SOURCES = Counter(
+    "digestd_report_sources",
+    "Sources stored reports cite, each message, document or URL once per report.",
+)
+REPORT_ORPHANS = Counter(
+    "digestd_report_orphan_sources",
+    "Sources listed in a stored report that none of its sentences cites (expected 0).",
+)
+REPORT_AUDIT_FAILURES = Counter(
+    "digestd_report_audit_failures",
+    "Citation audit failures of reports: sentences dropped, and problems left in the stored "
+    "report, by code (no_citation, low_support, unknown_source, orphan_source, numbering_gap).",
+    ["code"],
+)
+REPORT_SOURCES_SECONDS = Histogram(
+    "digestd_report_sources_seconds",
+    "Time to number a stored report's sources and write its footnotes and Sources list.",
+    buckets=(0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5),
+)
+AUDIT_CODES = ("no_citation", "low_support", "unknown_source", "orphan_source", "numbering_gap")
+for _code in AUDIT_CODES:  # every code shows at 0 from the start, so rates work at once
+    REPORT_AUDIT_FAILURES.labels(_code)
+
+
+def count_report(audit: ReportAudit, sources_seconds: float) -> None:
+    """Count a stored report's citations, sources, orphans and audit failures."""
+    REPORT_CITATIONS.inc(audit.citations)
+    REPORT_SOURCES.inc(audit.sources)
+    REPORT_ORPHANS.inc(audit.orphan_sources)
+    failures = collections.Counter[str](audit.reasons)
+    failures.update(problem.code for problem in audit.problems)
+    for code, count in failures.items():
+        # A closed label set: a code outside it (none today) is counted under "other".
+        REPORT_AUDIT_FAILURES.labels(code if code in AUDIT_CODES else "other").inc(count)
+    REPORT_SOURCES_SECONDS.observe(sources_seconds)
 
 
 def endpoint_label(endpoint: str) -> str:

@@ -92,9 +92,9 @@ def _with_markers(sentence: FootnotedSentence[SourceT], numbers: dict[str, int])
     return escape_inline(sentence.sentence) + "".join(f"[^{number}]" for number in cited)
 
 
-def footnoted_markdown(sections: Sequence[Section[SourceT]]) -> str:
-    """The sections with `[^n]` markers after each sentence, then one footnote per source."""
-    numbers = footnote_numbers(sections)
+def marked_blocks(sections: Sequence[Section[SourceT]], numbers: dict[str, int]) -> list[str]:
+    """The Markdown blocks of the sections (a `## heading`, then the sentences as a paragraph
+    or a list), each sentence followed by the `[^n]` markers of its sources' numbers."""
     blocks: list[str] = []
     for section in sections:
         if not section.sentences:
@@ -103,6 +103,13 @@ def footnoted_markdown(sections: Sequence[Section[SourceT]]) -> str:
             blocks.append(f"## {escape_inline(section.heading)}")
         marked = [_with_markers(sentence, numbers) for sentence in section.sentences]
         blocks.append("\n".join(f"- {m}" for m in marked) if section.bullets else " ".join(marked))
+    return blocks
+
+
+def footnoted_markdown(sections: Sequence[Section[SourceT]]) -> str:
+    """The sections with `[^n]` markers after each sentence, then one footnote per source."""
+    numbers = footnote_numbers(sections)
+    blocks = marked_blocks(sections, numbers)
     first: dict[str, SourceT] = {}
     for section in sections:
         for sentence in section.sentences:

@@ -6,7 +6,8 @@
 - every sentence has at least one citation (`no_citation`), and its words are supported by what
   it cites (`low_support`): the overlap rule of claims (`runner.grounding.claim_support.support_share`
   against `DEFAULT_MIN_OVERLAP`, or the configured minimum), over the whole cited message or the
-  located document span.
+  located document span (in marked text, where `[S1]` names a document and not one of its
+  spans: every span of it the report cites).
 
 `accept_sentences` applies the per-sentence rules to a draft and drops what fails with its
 reason, so nothing unsupported is stored as cited; `audit_marked` checks the finished,
@@ -24,7 +25,7 @@ from typing import Any
 from runner.grounding.claim_support import DEFAULT_MIN_OVERLAP, support_share
 from runner.grounding.footnotes import FootnotedSentence, Section
 from runner.reports.report import Report, ReportSentence, marked_sentence
-from runner.reports.sources import ReportSource, SourceRegistry, source_number
+from runner.reports.sources import RegisteredSource, ReportSource, SourceRegistry, source_number
 
 _MARKER = re.compile(r"\[(S\d+)\]")
 
@@ -45,11 +46,22 @@ class ReportAudit:
     reasons: Counter[str] = field(default_factory=Counter)
     re_asked: int = 0  # sentences sent back to a model once (the offline writer asks nobody)
     sources: int = 0
+    citations: int = 0  # (sentence, cited span) pairs of the kept sentences
     problems: list[AuditProblem] = field(default_factory=list)  # of the final report: none
 
     @property
     def dropped(self) -> int:
         return self.proposed - self.kept
+
+    @property
+    def orphan_sources(self) -> int:
+        """Registered sources no sentence cites (0 unless the registry and text disagree)."""
+        return sum(1 for problem in self.problems if problem.code == "orphan_source")
+
+    @property
+    def audit_failures(self) -> int:
+        """Sentences dropped for a failed rule, plus problems the final report still has."""
+        return self.dropped + len(self.problems)
 
     @property
     def coverage(self) -> float | None:
@@ -67,6 +79,9 @@ class ReportAudit:
             "re_asked": self.re_asked,
             "coverage": self.coverage,
             "sources": self.sources,
+            "citations": self.citations,
+            "orphan_sources": self.orphan_sources,
+            "audit_failures": self.audit_failures,
             "reasons": dict(sorted(self.reasons.items())),
             "problems": [p.__dict__ for p in self.problems],
         }
@@ -104,6 +119,7 @@ def accept_sentences(
     audit.kept = audit.proposed - sum(audit.reasons.values())
     registry = report.registry()
     audit.sources = len(registry)
+    audit.citations = registry.citations
     audit.problems = audit_marked(
         [marked_sentence(s, registry) for s in report.sentences()], registry, min_overlap
     )
@@ -119,9 +135,9 @@ def audit_marked(
     for index, text in enumerate(marked):
         ids = _MARKER.findall(text)
         plain = " ".join(_MARKER.sub(" ", text).split())
-        sources: list[ReportSource] = []
+        sources: list[RegisteredSource] = []
         for identifier in ids:
-            source = registry.get(identifier)
+            source = registry.entry(identifier)
             if source is None:  # reported once, here, not again as a numbering gap
                 problems.append(AuditProblem("unknown_source", index, identifier))
             else:
@@ -129,7 +145,7 @@ def audit_marked(
                 sources.append(source)
         if not ids:
             problems.append(AuditProblem("no_citation", index, "no [Sx] marker"))
-        elif sources and sentence_problem(plain, sources, min_overlap) is not None:
+        elif sources and _unsupported(plain, sources, min_overlap):
             problems.append(AuditProblem("low_support", index, " ".join(ids)))
     for identifier, _ in registry:
         if identifier not in order:
@@ -139,3 +155,8 @@ def audit_marked(
         shown = ", ".join(order)
         problems.append(AuditProblem("numbering_gap", None, f"first appearances: {shown}"))
     return problems
+
+
+def _unsupported(text: str, sources: Sequence[RegisteredSource], min_overlap: float) -> bool:
+    share = support_share(text, [source.supporting_text for source in sources])
+    return share is None or share < min_overlap

@@ -29,6 +29,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
+from runner.core.display_names import clean_name
 from runner.documents.canonical import PageSpan
 from runner.documents.evidence_chunks import chunk_document
 from runner.documents.locators import make_locator
@@ -78,13 +79,24 @@ class DigestClaim:
 
 @dataclass(frozen=True)
 class DocumentText:
-    """A chosen document's canonical text (and page spans for a PDF)."""
+    """A chosen document's canonical text (and page spans for a PDF), its title (`shown_title`)
+    and the URL it was fetched from, if any."""
 
     document_id: str
     title: str
     canonical_text: str
     source_text_hash: str
     page_spans: list[PageSpan] | None = None
+    url: str | None = None
+
+
+def shown_title(title: str | None, canonical_text: str, document_id: str) -> str:
+    """What a report calls a document: its stored title (its own, its first heading or its
+    file's name), else its first line (a document stored before titles were derived, or text
+    given without a name), else `document ID`."""
+    first_line = canonical_text.lstrip().split("\n", 1)[0]
+    # Stored titles are already one clean line (runner.documents.ingest.document_title).
+    return clean_name(title or "") or clean_name(first_line) or f"document {document_id}"
 
 
 @dataclass(frozen=True)
@@ -229,7 +241,12 @@ def document_evidence(document: DocumentText, origin_index: int) -> list[Evidenc
             quote = text[start:end]
             locator = make_locator(text, start, end, quote, chunk.page, document.page_spans)
             source = DocumentSource(
-                document.document_id, document.title, document.source_text_hash, locator, quote
+                document.document_id,
+                document.title,
+                document.source_text_hash,
+                locator,
+                quote,
+                document.url,
             )
             units.append(Evidence(quote, source, document.title, origin_index, len(units), prose))
     return units

@@ -38,8 +38,8 @@ TRUNCATION_MARK = "…"
 
 
 def content_id(unit: Evidence) -> str:
-    """A unit's stable id: its source's canonical key, plus the span for a message sentence (one
-    message may give several units); a digest's claim is its kind and a hash of its text at its
+    """A unit's stable id: its message's canonical key plus the span of a message sentence (one
+    message may give several units), a document's id, text hash and locator; a digest's claim is its kind and a hash of its text at its
     first cited message (several claims may cite one message)."""
     source = unit.source
     if unit.kind != "sentence":
@@ -47,7 +47,8 @@ def content_id(unit: Evidence) -> str:
         return f"{unit.kind}:{digest}@{source.key}"
     if isinstance(source, MessageSource):
         return f"{source.key}:char:{source.char_start}-{source.char_end}"
-    return source.key
+    # The document and its span (a document's key names the document only: it is one source).
+    return f"document:{source.document_id}:{source.source_text_hash}:{source.locator}"
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,9 @@ The steps:
    worker has one (`runner.reports.llm_writer`: evidence fitted to the model's budget, one
    re-ask with the audit's errors), else the offline extractive writer; the citation audit
    (`runner.reports.audit.accept_sentences`) drops what fails, never stored as cited;
-4. the report row and the job's end commit in one transaction (a lost lease rolls both back).
+4. the report row and the job's end commit in one transaction (a lost lease rolls both back);
+   then /metrics counts its citations, sources, orphans and audit failures
+   (`runner.metrics.count_report`).
 A failing model (call errors after retries, an open circuit breaker, unusable output twice, a
 request too large for it) does not fail the job: it ends PARTIAL with the offline extractive
 report, stored under the extractive writer's cache key (so a later run asks the model again)
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +49,7 @@ from runner.errors import LLMError
 from runner.grounding.claim_support import DEFAULT_MIN_OVERLAP
 from runner.jobs.base import JobContext, finish, report_progress
 from runner.jobs.outcomes import FailNow, Finished, Outcome, Stored
+from runner.metrics import count_report
 from runner.reports.audit import ReportAudit, accept_sentences
 from runner.reports.evidence import (
     ChannelMessage,
@@ -54,6 +58,7 @@ from runner.reports.evidence import (
     RankedEvidence,
     gather_evidence,
     rank_evidence,
+    shown_title,
 )
 from runner.reports.extractive import EXTRACTOR_VERSION, write_extractive_report
 from runner.reports.llm_writer import LLMReportWriter
@@ -289,10 +294,11 @@ class ReportJobRunner:
             texts.append(
                 DocumentText(
                     str(row.id),
-                    document.title or f"document {row.id}",
+                    shown_title(document.title, document.canonical_text, str(row.id)),
                     document.canonical_text,
                     document.source_text_hash,
                     document.page_spans,
+                    document.source_url,
                 )
             )
         return ReportInputs(channels, claims, texts, revisions, digests, window_warnings)
@@ -302,7 +308,11 @@ class ReportJobRunner:
     ) -> None:
         """The report row and the job's end state, in one transaction."""
         report, audit = written.report, written.audit
-        sections, sources = report_json(report)
+        started = time.perf_counter()
+        registry = report.registry()
+        sections, sources = report_json(report, registry)
+        markdown = report_markdown(report, registry)
+        sources_seconds = time.perf_counter() - started
         values: dict[str, Any] = {
             "question": report.question,
             "request": options.request(),
@@ -310,7 +320,7 @@ class ReportJobRunner:
             "title": report.title,
             "sections": sections,
             "sources": sources,
-            "markdown": report_markdown(report),
+            "markdown": markdown,
             "audit": audit.as_json(),
             "writer": written.writer,
             "fidelity": written.fidelity,
@@ -326,6 +336,7 @@ class ReportJobRunner:
             report_id = await report_queries.insert_report(connection, job.id, values)
             end = Finished(written.status, report_id=report_id, warnings=warnings)
             await finish(connection, job.id, context.worker_id, end, context.stats)
+        count_report(audit, sources_seconds)
         logger.info(
             "report.stored job_id=%s report_id=%s writer=%s sentences=%s sources=%s",
             job.id,

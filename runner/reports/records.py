@@ -1,9 +1,14 @@
 """A report as the JSON stored with it (db/migrations/0005_reports.sql) and its cache key.
 
-`sections`: [{heading, bullets, sentences: [{text, source_ids}]}]; `sources`: the registry in id
-order, each {id, kind, quote, ...}: a message source with its channel, messages row, external
-id, revision, author, ts and the span `char_start`/`char_end` of that revision's text; a document
-source with its document id, title, source_text_hash and locator. A stored report is read back
+`sections`: [{heading, bullets, sentences: [{text, source_ids, citations: [{source_id, span}]}]}]
+(`span`: the index of the cited span under its source); `sources`: the registry in id order,
+each {id, kind, quote, ..., spans, sections, citation_count}: a message source with its channel,
+messages row, external id, revision, author, ts and the span `char_start`/`char_end` of that
+revision's text; a document source with its document id, title, url, source_text_hash and
+locator; the top-level quote and span are the first of `spans` (each {quote, char_start,
+char_end} or {quote, locator}), `sections` the headings citing it, `citation_count` how many
+(sentence, span) pairs point at it. A report stored before sources had spans reads back too:
+each source its one span. A stored report is read back
 as the same `Report` (`report_from_json`), so its Markdown and audit can be rebuilt and checked.
 """
 
@@ -16,13 +21,33 @@ from typing import Any
 
 from runner.grounding.footnotes import FootnotedSentence, Section
 from runner.reports.report import Report, ReportSection
-from runner.reports.sources import DocumentSource, MessageSource, ReportSource
+from runner.reports.sources import (
+    DocumentSource,
+    MessageSource,
+    RegisteredSource,
+    ReportSource,
+    SourceRegistry,
+)
 
 
-def source_json(identifier: str, source: ReportSource) -> dict[str, Any]:
+def span_json(span: ReportSource) -> dict[str, Any]:
+    """One cited span: its quote and where it lies (a message's characters, a locator)."""
+    if isinstance(span, MessageSource):
+        return {"quote": span.quote, "char_start": span.char_start, "char_end": span.char_end}
+    return {"quote": span.quote, "locator": span.locator}
+
+
+def source_json(entry: RegisteredSource) -> dict[str, Any]:
+    """A source with its spans; the top-level quote and span are its first span's."""
+    source = entry.first
+    usage = {
+        "spans": [span_json(span) for span in entry.spans],
+        "sections": list(entry.sections),
+        "citation_count": entry.citations,
+    }
     if isinstance(source, MessageSource):
         return {
-            "id": identifier,
+            "id": entry.identifier,
             "kind": "message",
             "quote": source.quote,
             "channel": source.channel,
@@ -33,63 +58,76 @@ def source_json(identifier: str, source: ReportSource) -> dict[str, Any]:
             "ts": source.ts.isoformat(),
             "char_start": source.char_start,
             "char_end": source.char_end,
+            **usage,
         }
     return {
-        "id": identifier,
+        "id": entry.identifier,
         "kind": "document",
         "quote": source.quote,
         "document_id": source.document_id,
         "title": source.title,
+        "url": source.url,
         "source_text_hash": source.source_text_hash,
         "locator": source.locator,
+        **usage,
     }
 
 
-def report_json(report: Report) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(sections, sources) of a report, sources numbered by first appearance."""
-    registry = report.registry()
-    sections = [
-        {
-            "heading": section.heading,
-            "bullets": section.bullets,
-            "sentences": [
+def report_json(
+    report: Report, registry: SourceRegistry | None = None
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(sections, sources) of a report, sources numbered by first appearance; each sentence
+    lists its sources' ids (`source_ids`) and the exact span of each it cites (`citations`)."""
+    registry = registry or report.registry()
+    sections = []
+    for section in report.sections:
+        sentences = []
+        for sentence in section.sentences:
+            cited = [registry.span_of(source) for source in dict.fromkeys(sentence.sources)]
+            pairs = list(dict.fromkeys(pair for pair in cited if pair is not None))
+            sentences.append(
                 {
                     "text": sentence.sentence,
-                    "source_ids": list(
-                        dict.fromkeys(
-                            registry.find_by_key(source.key) for source in sentence.sources
-                        )
-                    ),
+                    "source_ids": list(dict.fromkeys(identifier for identifier, _ in pairs)),
+                    "citations": [{"source_id": i, "span": span} for i, span in pairs],
                 }
-                for sentence in section.sentences
-            ],
-        }
-        for section in report.sections
-    ]
-    return sections, [source_json(identifier, source) for identifier, source in registry]
-
-
-def _source(entry: dict[str, Any], message_texts: dict[tuple[int, int], str]) -> ReportSource:
-    if entry["kind"] == "document":
-        return DocumentSource(
-            str(entry["document_id"]),
-            str(entry["title"]),
-            str(entry["source_text_hash"]),
-            str(entry["locator"]),
-            str(entry["quote"]),
+            )
+        sections.append(
+            {"heading": section.heading, "bullets": section.bullets, "sentences": sentences}
         )
+    return sections, [source_json(entry) for entry in registry.entries()]
+
+
+def _spans(entry: dict[str, Any], message_texts: dict[tuple[int, int], str]) -> list[ReportSource]:
+    """The spans of a stored source (a report stored before sources had spans: its one)."""
+    stored = entry.get("spans") or [entry]
+    if entry["kind"] == "document":
+        return [
+            DocumentSource(
+                str(entry["document_id"]),
+                str(entry["title"]),
+                str(entry["source_text_hash"]),
+                str(span["locator"]),
+                str(span["quote"]),
+                entry.get("url"),
+            )
+            for span in stored
+        ]
     row, revision = int(entry["message_id"]), int(entry["revision"])
-    return MessageSource(
-        channel=str(entry["channel"]),
-        message_id=str(entry["external_id"]),
-        revision=revision,
-        author=str(entry["author"]),
-        ts=datetime.fromisoformat(entry["ts"]),
-        text=message_texts[(row, revision)],
-        char_start=int(entry["char_start"]),
-        char_end=int(entry["char_end"]),
-        row_id=row,
-    )
+    return [
+        MessageSource(
+            channel=str(entry["channel"]),
+            message_id=str(entry["external_id"]),
+            revision=revision,
+            author=str(entry["author"]),
+            ts=datetime.fromisoformat(entry["ts"]),
+            text=message_texts[(row, revision)],
+            char_start=int(span["char_start"]),
+            char_end=int(span["char_end"]),
+            row_id=row,
+        )
+        for span in stored
+    ]
 
 
 def report_from_json(
@@ -101,22 +139,23 @@ def report_from_json(
 ) -> Report:
     """The stored report as a `Report`; `message_texts` holds the text of each cited message
     revision by (messages row, revision)."""
-    by_id = {str(entry["id"]): _source(entry, message_texts) for entry in sources}
+    by_id = {str(entry["id"]): _spans(entry, message_texts) for entry in sources}
     rebuilt: list[ReportSection] = []
     for section in sections:
-        sentences = tuple(
-            FootnotedSentence(
-                str(sentence["text"]), tuple(by_id[i] for i in sentence["source_ids"])
-            )
-            for sentence in section["sentences"]
-        )
-        rebuilt.append(Section(section["heading"], sentences, bool(section["bullets"])))
+        sentences = []
+        for sentence in section["sentences"]:
+            citations = sentence.get("citations") or [
+                {"source_id": i, "span": 0} for i in sentence["source_ids"]
+            ]
+            cited = tuple(by_id[str(c["source_id"])][int(c["span"])] for c in citations)
+            sentences.append(FootnotedSentence(str(sentence["text"]), cited))
+        rebuilt.append(Section(section["heading"], tuple(sentences), bool(section["bullets"])))
     return Report(question, title, tuple(rebuilt))
 
 
 # How a report's Markdown is written (runner.grounding.footnotes, runner.core.markdown_text): part of the cache
 # key, so a report stored before a change of the Markdown is written again, not served as it was.
-MARKDOWN_VERSION = "escaped-1"
+MARKDOWN_VERSION = "sources-2"
 
 
 def report_cache_key(

@@ -1,9 +1,11 @@
 """A report: a title, and sections of cited sentences (the answer first, open points last), as
 plain data; its `[Sx]`-marked text and its Markdown with `[^n]` footnotes.
 
-A sentence is a `runner.grounding.footnotes.FootnotedSentence` whose sources are `ReportSource`s, so the
-Markdown is the digest's footnoted Markdown: one numbering by first appearance, each source once.
-The registry numbers sources by the same walk, so footnote `[^n]` is source `Sn`.
+A sentence is a `runner.grounding.footnotes.FootnotedSentence` whose sources are the spans it
+cites (`ReportSource`s). The registry numbers the sources (a message, a document, a URL: each
+once, however many of its spans are cited) by first appearance in reading order, and footnote
+`[^n]` is source `Sn`; the Markdown ends with the `## Sources` list and one footnote per source
+listing its cited spans (`runner.reports.footnotes`).
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from runner.core.markdown_text import escape_inline
-from runner.grounding.footnotes import FootnotedSentence, Section, footnoted_markdown
-from runner.reports.sources import ReportSource, SourceRegistry, registry_of
+from runner.grounding.footnotes import FootnotedSentence, Section, marked_blocks
+from runner.reports.footnotes import footnote_lines, footnote_numbers, sources_list
+from runner.reports.sources import ReportSource, SourceRegistry, registry_of_sections
 
 ReportSentence = FootnotedSentence[ReportSource]
 ReportSection = Section[ReportSource]
@@ -35,8 +38,9 @@ class Report:
             yield from section.sentences
 
     def registry(self) -> SourceRegistry:
-        """The cited sources numbered `S1..Sn` by first appearance; uncited ones are absent."""
-        return registry_of(sentence.sources for sentence in self.sentences())
+        """The cited sources numbered `S1..Sn` by first appearance, each with its spans and
+        the sections citing it; uncited ones are absent."""
+        return registry_of_sections(self.sections)
 
 
 def marked_sentence(sentence: ReportSentence, registry: SourceRegistry) -> str:
@@ -49,9 +53,12 @@ def marked_sentence(sentence: ReportSentence, registry: SourceRegistry) -> str:
     return sentence.sentence + "".join(f" [{identifier}]" for identifier in ids)
 
 
-def report_markdown(report: Report) -> str:
-    """`# title`, the sections with `[^n]` markers, then one footnote per cited source."""
+def report_markdown(report: Report, registry: SourceRegistry | None = None) -> str:
+    """`# title`, the sections with `[^n]` markers, the `## Sources` list, then one footnote
+    per cited source with its spans. `registry`: the report's own, when the caller has it."""
     title = f"# {escape_inline(report.title)}"
     if not any(True for _ in report.sentences()):
         return f"{title}\n\n{NO_EVIDENCE_NOTE}"
-    return f"{title}\n\n{footnoted_markdown(report.sections)}"
+    registry = registry or report.registry()
+    blocks = marked_blocks(report.sections, footnote_numbers(registry))
+    return "\n\n".join([title, *blocks, sources_list(registry), footnote_lines(registry)])

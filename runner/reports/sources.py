@@ -1,26 +1,35 @@
 """The sources a report cites, and the per-report registry that numbers them `S1..Sn`.
 
-A source is either a message at one revision (with the span of it that a sentence rests on), or
-a span of a document (its locator). Two citations are one source when their canonical keys are
-equal: the same message at the same revision is one source whatever span is quoted (the first
-quote is the one shown), and the same document span is one source. Numbers are given by first
-appearance: the registry is filled by walking the report in reading order (`registry_of`), so a
-source that no sentence cites is never registered and never listed.
+A citation is a span of a source: of a message at one revision (`MessageSource`, its characters
+`char_start:char_end`) or of a document's canonical text (`DocumentSource`, its locator). A
+source is what a reader would call one: a message, a document, or the page at a URL. Two
+citations are one source when their canonical keys (`key`) are equal, and one span of it when
+their span keys are: a PDF quoted in eight places is one source `S1` with eight spans under it,
+not eight sources titled alike.
+
+Numbers are given by first appearance: the registry is filled by walking the report in reading
+order (`registry_of_sections`), so a source that no sentence cites is never registered and never
+listed. Each source remembers its spans (first appearance order), how often it was cited and the
+headings of the sections that cite it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TypeAlias
+from urllib.parse import urlsplit, urlunsplit
 
 from runner.core.markdown_text import escape_inline
-from runner.grounding.footnotes import Source
+from runner.grounding.footnotes import Section, Source
+
+SourceID: TypeAlias = str  # "S1", "S2", ...
 
 
 @dataclass(frozen=True)
 class MessageSource:
-    """A message at one revision; `text[char_start:char_end]` is the cited span."""
+    """A cited span of a message at one revision: `text[char_start:char_end]`."""
 
     channel: str
     message_id: str  # external id, as the channel shows it
@@ -34,7 +43,12 @@ class MessageSource:
 
     @property
     def key(self) -> str:
+        """The message at this revision, whatever span of it is quoted."""
         return f"message:{self.channel}:{self.message_id}@{self.revision}"
+
+    @property
+    def span_key(self) -> str:
+        return f"{self.key}#{self.char_start}-{self.char_end}"
 
     @property
     def quote(self) -> str:
@@ -51,20 +65,39 @@ class MessageSource:
         return f"#{escape_inline(self.channel)}, {message.footnote_text()}"
 
 
+def canonical_url(url: str) -> str:
+    """A URL as a key: scheme and host lower case (they are case-insensitive), the fragment
+    dropped (it names a place on the same page); path and query kept as written, since servers
+    may tell their case apart."""
+    parts = urlsplit(url.strip())
+    return urlunsplit(
+        (parts.scheme.lower(), parts.netloc.lower(), parts.path or "/", parts.query, "")
+    )
+
+
 @dataclass(frozen=True)
 class DocumentSource:
     """A span of a document's canonical text; `locator` is `char:S-E` or `page:N:char:S-E`
-    (runner.documents.locators) and slices exactly to `quote`."""
+    (runner.documents.locators) and slices exactly to `quote`. `title` is the document's (its
+    own, else its first heading or file name, as stored), `url` the page it was fetched from."""
 
     document_id: str
     title: str
     source_text_hash: str  # the canonical text the locator points into
     locator: str
     quote: str
+    url: str | None = None
 
     @property
     def key(self) -> str:
-        return f"document:{self.document_id}:{self.source_text_hash}:{self.locator}"
+        """The document (by its URL when it was fetched from one) at this text, whatever span."""
+        if self.url:
+            return f"url:{canonical_url(self.url)}@{self.source_text_hash}"
+        return f"document:{self.document_id}@{self.source_text_hash}"
+
+    @property
+    def span_key(self) -> str:
+        return f"{self.key}#{self.locator}"
 
     @property
     def supporting_text(self) -> str:
@@ -81,7 +114,7 @@ class DocumentSource:
 ReportSource = MessageSource | DocumentSource
 
 
-def source_id(number: int) -> str:
+def source_id(number: int) -> SourceID:
     return f"S{number}"
 
 
@@ -93,45 +126,113 @@ def source_number(identifier: str) -> int | None:
     return int(digits)
 
 
+@dataclass
+class RegisteredSource:
+    """One source of a report: its id, canonical key, the distinct spans cited (first
+    appearance order; `spans[0]` stands for the source where one span must), how many
+    citations point at it, and the headings of the sections citing it, in reading order."""
+
+    identifier: SourceID
+    key: str
+    spans: list[ReportSource]
+    citations: int = 0
+    sections: list[str] = field(default_factory=list)
+    _span_index: dict[str, int] = field(default_factory=dict, repr=False)
+
+    @property
+    def first(self) -> ReportSource:
+        return self.spans[0]
+
+    @property
+    def supporting_text(self) -> str:
+        """What a sentence marked only `[Sx]` may rest on: the whole message, or every cited
+        span of the document (a marker does not say which span)."""
+        first = self.first
+        if isinstance(first, MessageSource):
+            return first.text
+        return "\n".join(span.supporting_text for span in self.spans)
+
+
 class SourceRegistry:
-    """Unique sources by canonical key, each with a stable id `S1..Sn` in registration order."""
+    """Unique sources by canonical key, each with a stable id `S1..Sn` in registration order,
+    and the spans of each by span key. Registration and look-ups are dictionary operations, so
+    a report of thousands of citations registers in linear time."""
 
     def __init__(self) -> None:
-        self._sources: list[ReportSource] = []
-        self._ids: dict[str, str] = {}
+        self._entries: list[RegisteredSource] = []
+        self._by_key: dict[str, RegisteredSource] = {}
 
-    def register(self, source: ReportSource) -> str:
-        """The id of `source`: the existing one for its canonical key, else the next `Sn`."""
-        existing = self._ids.get(source.key)
-        if existing is not None:
-            return existing
-        self._sources.append(source)
-        identifier = source_id(len(self._sources))
-        self._ids[source.key] = identifier
-        return identifier
+    def register(self, citation: ReportSource, section: str | None = None) -> SourceID:
+        """The id of the citation's source: the existing one for its canonical key, else the
+        next `Sn`. Its span is added under the source if new, and `section` (a heading) is
+        recorded as citing it."""
+        entry = self._by_key.get(citation.key)
+        if entry is None:
+            entry = RegisteredSource(source_id(len(self._entries) + 1), citation.key, [])
+            self._entries.append(entry)
+            self._by_key[citation.key] = entry
+        if citation.span_key not in entry._span_index:
+            entry._span_index[citation.span_key] = len(entry.spans)
+            entry.spans.append(citation)
+        entry.citations += 1
+        if section and section not in entry.sections:
+            entry.sections.append(section)
+        return entry.identifier
+
+    def entry(self, identifier: str) -> RegisteredSource | None:
+        number = source_number(identifier)
+        if number is None or number > len(self._entries):
+            return None
+        return self._entries[number - 1]
 
     def get(self, identifier: str) -> ReportSource | None:
-        number = source_number(identifier)
-        if number is None or number > len(self._sources):
-            return None
-        return self._sources[number - 1]
+        """The source's first cited span (None: no such id)."""
+        entry = self.entry(identifier)
+        return None if entry is None else entry.first
 
-    def find_by_key(self, key: str) -> str | None:
-        return self._ids.get(key)
+    def find_by_key(self, key: str) -> SourceID | None:
+        entry = self._by_key.get(key)
+        return None if entry is None else entry.identifier
+
+    def span_of(self, citation: ReportSource) -> tuple[SourceID, int] | None:
+        """(source id, index of the span under it) of a registered citation."""
+        entry = self._by_key.get(citation.key)
+        if entry is None or citation.span_key not in entry._span_index:
+            return None
+        return entry.identifier, entry._span_index[citation.span_key]
+
+    def entries(self) -> Iterator[RegisteredSource]:
+        """Every source in id order."""
+        return iter(self._entries)
+
+    @property
+    def citations(self) -> int:
+        return sum(entry.citations for entry in self._entries)
 
     def __len__(self) -> int:
-        return len(self._sources)
+        return len(self._entries)
 
-    def __iter__(self) -> Iterator[tuple[str, ReportSource]]:
-        """(id, source) in id order."""
-        for index, source in enumerate(self._sources, start=1):
-            yield source_id(index), source
+    def __iter__(self) -> Iterator[tuple[SourceID, ReportSource]]:
+        """(id, first span) in id order."""
+        for entry in self._entries:
+            yield entry.identifier, entry.first
 
 
 def registry_of(cited: Iterable[Iterable[ReportSource]]) -> SourceRegistry:
-    """The registry of a report: the sources of each sentence, sentences in reading order."""
+    """The registry of cited sentences (the sources of each sentence, in reading order)."""
     registry = SourceRegistry()
     for sources in cited:
         for source in sources:
             registry.register(source)
+    return registry
+
+
+def registry_of_sections(sections: Iterable[Section[ReportSource]]) -> SourceRegistry:
+    """The registry of a report's sections in reading order: each citation registered with the
+    heading of the section citing it, and counted once per sentence and span."""
+    registry = SourceRegistry()
+    for section in sections:
+        for sentence in section.sentences:
+            for source in dict.fromkeys(sentence.sources):
+                registry.register(source, section.heading)
     return registry

@@ -17,13 +17,58 @@ from runner.reports.sources import source_number
 from schema.context import Context
 from schema.types.ids import DIGEST_JOB, DOCUMENT, MESSAGE, optional_global_id
 
+_FIRST_SPAN = "A source may have several cited spans: read `spans` (this is the first one's)."
 
-@strawberry.type(description="A source a report cites: a message revision or a document span.")
+
+@strawberry.type(
+    description="One cited span of a source: the exact characters a sentence rests on, with "
+    "where they lie (a message's charStart/charEnd, a document's locator)."
+)
+class ReportSpan:
+    quote: str = strawberry.field(description="The exact cited characters.")
+    char_start: int | None = strawberry.field(
+        description="Message sources: revisionText[charStart:charEnd] = quote."
+    )
+    char_end: int | None
+    locator: str | None = strawberry.field(
+        description="Document sources: char:S-E or page:N:char:S-E of its canonical text."
+    )
+
+    @classmethod
+    def from_json(cls, span: dict[str, Any]) -> ReportSpan:
+        return cls(
+            quote=str(span["quote"]),
+            char_start=span.get("char_start"),
+            char_end=span.get("char_end"),
+            locator=span.get("locator"),
+        )
+
+
+@strawberry.type(
+    description="A source a report cites, once however many of its passages are cited: a "
+    "message revision, a document, or the page at a URL, with its cited spans."
+)
 class ReportSource:
     id: str = strawberry.field(description='"S1", "S2", ...: numbered by first appearance.')
     footnote: int = strawberry.field(description="Its `[^n]` number in the Markdown (n of Sn).")
     kind: str = strawberry.field(description='"message" or "document".')
-    quote: str = strawberry.field(description="The exact cited characters.")
+    title: str = strawberry.field(
+        description="What the source is called: a document's title (its own, else its first "
+        "heading or file name); a message's `#channel`."
+    )
+    url: str | None = strawberry.field(description="Document sources: the URL it was fetched from.")
+    spans: list[ReportSpan] = strawberry.field(
+        description="The distinct spans of it the report cites, in order of first citation."
+    )
+    cited_in_sections: list[str] = strawberry.field(
+        description="Headings of the report's sections citing it, in reading order."
+    )
+    citation_count: int = strawberry.field(
+        description="How many (sentence, span) citations point at it."
+    )
+    quote: str = strawberry.field(
+        description="The exact characters of its first cited span.", deprecation_reason=_FIRST_SPAN
+    )
     channel_name: str | None
     message_id: strawberry.ID | None = strawberry.field(description="Message sources: the message.")
     external_id: str | None
@@ -32,18 +77,19 @@ class ReportSource:
     )
     author: str | None
     ts: datetime | None
-    char_start: int | None
-    char_end: int | None
+    char_start: int | None = strawberry.field(deprecation_reason=_FIRST_SPAN)
+    char_end: int | None = strawberry.field(deprecation_reason=_FIRST_SPAN)
     document_id: strawberry.ID | None = strawberry.field(description="Document sources.")
     document_title: str | None
     locator: str | None = strawberry.field(
-        description="Document sources: char:S-E or page:N:char:S-E of its canonical text."
+        description="Document sources: char:S-E or page:N:char:S-E of its canonical text.",
+        deprecation_reason=_FIRST_SPAN,
     )
     message_row: strawberry.Private[int | None] = None
 
     @strawberry.field(
         description="Message sources: the full normalized text of the cited revision (immutable, "
-        "even after the message was edited): quote is revisionText[charStart:charEnd]."
+        "even after the message was edited): each span's quote is revisionText[charStart:charEnd]."
     )
     async def revision_text(self, info: Info[Context, None]) -> str | None:
         if self.message_row is None or self.revision is None:
@@ -51,13 +97,23 @@ class ReportSource:
         return await info.context.loaders.revision_text.load((self.message_row, self.revision))
 
     @classmethod
-    def from_json(cls, entry: dict[str, Any]) -> ReportSource:
+    def from_json(
+        cls, entry: dict[str, Any], cited_in: tuple[list[str], int] = ([], 0)
+    ) -> ReportSource:
+        """`cited_in`: the sections citing it and the number of sentences that do, for a
+        report stored before its sources said so."""
         message = entry["kind"] == "message"
         document = not message
+        spans = entry.get("spans") or [entry]
         return cls(
             id=str(entry["id"]),
             footnote=source_number(str(entry["id"])) or 0,
             kind=str(entry["kind"]),
+            title=f"#{entry.get('channel')}" if message else str(entry.get("title")),
+            url=entry.get("url") if document else None,
+            spans=[ReportSpan.from_json(span) for span in spans],
+            cited_in_sections=[str(s) for s in entry.get("sections", cited_in[0])],
+            citation_count=int(entry.get("citation_count", cited_in[1])),
             quote=str(entry["quote"]),
             channel_name=entry.get("channel") if message else None,
             message_id=optional_global_id(MESSAGE, entry.get("message_id")),
@@ -81,6 +137,7 @@ class ReportCitation:
     source_id: str
     footnote: int
     source: ReportSource
+    span: ReportSpan = strawberry.field(description="The span of the source this sentence cites.")
 
 
 @strawberry.type
@@ -102,6 +159,15 @@ class ReportAudit:
     kept: int
     dropped: int
     re_asked: int
+    citations: int = strawberry.field(
+        description="(sentence, cited span) pairs of the kept sentences."
+    )
+    orphan_sources: int = strawberry.field(
+        description="Listed sources no sentence cites (always 0 in a stored report)."
+    )
+    audit_failures: int = strawberry.field(
+        description="Sentences dropped by the audit plus problems left in the report."
+    )
     coverage: float | None = strawberry.field(
         description="Share of kept sentences with a resolving, supporting citation (stored: 1)."
     )
@@ -115,6 +181,9 @@ class ReportAudit:
             kept=int(audit.get("kept", 0)),
             dropped=int(audit.get("dropped", 0)),
             re_asked=int(audit.get("re_asked", 0)),
+            citations=int(audit.get("citations", 0)),
+            orphan_sources=int(audit.get("orphan_sources", 0)),
+            audit_failures=int(audit.get("audit_failures", audit.get("dropped", 0))),
             coverage=audit.get("coverage"),
             sources=int(audit.get("sources", 0)),
             reasons=cast(JSON, audit.get("reasons", {})),
@@ -201,7 +270,20 @@ class Report(relay.Node):
 
     @classmethod
     def from_row(cls, row: models.Report) -> Report:
-        sources = {str(e["id"]): ReportSource.from_json(e) for e in row.sources}
+        sources = {
+            str(e["id"]): ReportSource.from_json(e, _citing_sections(row.sections, str(e["id"])))
+            for e in row.sources
+        }
+
+        def citation(entry: dict[str, Any]) -> ReportCitation:
+            source = sources[str(entry["source_id"])]
+            return ReportCitation(
+                source_id=source.id,
+                footnote=source.footnote,
+                source=source,
+                span=source.spans[int(entry.get("span", 0))],
+            )
+
         sections = [
             ReportSection(
                 heading=section.get("heading"),
@@ -209,12 +291,7 @@ class Report(relay.Node):
                 sentences=[
                     ReportSentence(
                         text=str(sentence["text"]),
-                        citations=[
-                            ReportCitation(
-                                source_id=i, footnote=sources[i].footnote, source=sources[i]
-                            )
-                            for i in sentence["source_ids"]
-                        ],
+                        citations=[citation(entry) for entry in _citations(sentence)],
                     )
                     for sentence in section.get("sentences", [])
                 ],
@@ -237,3 +314,25 @@ class Report(relay.Node):
             job_id=optional_global_id(DIGEST_JOB, row.job_id),
             created_at=row.created_at,
         )
+
+
+def _citations(sentence: dict[str, Any]) -> list[dict[str, Any]]:
+    """A stored sentence's citations, each {source_id, span}; a report stored before citations
+    named their span cites the one span each of its sources had."""
+    stored = sentence.get("citations")
+    if stored is not None:
+        return list(stored)
+    return [{"source_id": i, "span": 0} for i in sentence["source_ids"]]
+
+
+def _citing_sections(sections: list[dict[str, Any]], identifier: str) -> tuple[list[str], int]:
+    """Headings of the stored sections with a sentence citing `identifier`, and how many
+    sentences cite it (for a report stored before its sources said so)."""
+    headings: dict[str, None] = {}
+    count = 0
+    for section in sections:
+        for sentence in section.get("sentences", []):
+            if identifier in sentence.get("source_ids", []):
+                headings.setdefault(str(section.get("heading") or ""), None)
+                count += 1
+    return list(headings), count

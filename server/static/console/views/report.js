@@ -13,10 +13,10 @@ import { documentHref } from "./documents.js";
 import { jobHref } from "./jobs.js";
 
 const SOURCE = `id footnote kind quote channelName messageId externalId revision revisionText author ts charStart charEnd
-  documentId documentTitle locator`;
+  documentId documentTitle locator url citedInSections spans { quote }`;
 const REPORT = `query($id: ID!) { report(id: $id) {
   id question title writer createdAt jobId
-  sections { heading bullets sentences { text citations { sourceId footnote } } }
+  sections { heading bullets sentences { text citations { sourceId footnote span { quote locator charStart charEnd } } } }
   sources { ${SOURCE} }
   audit { proposed kept dropped reAsked coverage sources reasons } } }`;
 const MESSAGE = `query($id: ID!) { node(id: $id) { ... on Message { channelId messageId } } }`;
@@ -108,8 +108,19 @@ function marker(source, show) {
   return footnoteMarker(source, sourceLine(source), show);
 }
 
+/** One marker per source a sentence cites, opening the span of it this sentence rests on: a
+ * document quoted in several places is one source, and its first span is not this sentence's. */
+function citedSources(sentence, sources) {
+  const cited = new Map();
+  for (const citation of sentence.citations) {
+    const source = sources.get(citation.sourceId);
+    if (source && !cited.has(citation.sourceId)) cited.set(citation.sourceId, citation.span ? { ...source, ...citation.span } : source);
+  }
+  return [...cited.values()];
+}
+
 function citedSentence(sentence, sources, show) {
-  const numbers = [...new Set(sentence.citations.map((c) => c.sourceId))].map((id) => sources.get(id)).filter(Boolean);
+  const numbers = citedSources(sentence, sources);
   return h("span", { class: "cited-sentence" },
     h("span", { class: "sentence" }, sentence.text), numbers.map((s) => marker(s, show)));
 }
@@ -125,12 +136,20 @@ function reportSection(section, index, sources, show) {
     section.heading ? h("h2", { id }, section.heading) : null, sentences);
 }
 
+/** How much of a source the report quotes and where: "3 passages · cited in Answer, In …". */
+function sourceUsage(source) {
+  const passages = source.spans?.length ?? 1;
+  const cited = source.citedInSections?.length ? ` · cited in ${source.citedInSections.join(", ")}` : "";
+  return `${passages} passage${passages === 1 ? "" : "s"}${cited}`;
+}
+
 function sourceList(sources, show) {
   return [
     h("h2", { id: "h-footnotes" }, `Sources (${sources.length})`),
     h("ol", { class: "footnotes", "aria-labelledby": "h-footnotes" }, sources.map((source) =>
       h("li", { value: source.footnote, dataset: { footnote: source.footnote, kind: source.kind } },
-        h("span", { class: "footnote-source" }, `${source.id} · ${sourceLine(source)}`), " ", inContextButton(source, show)))),
+        h("span", { class: "footnote-source" }, `${source.id} · ${sourceLine(source)}`), " ",
+        h("span", { class: "source-usage muted" }, sourceUsage(source)), " ", inContextButton(source, show)))),
   ];
 }
 

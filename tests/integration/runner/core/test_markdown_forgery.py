@@ -96,16 +96,24 @@ async def test_a_channel_name_or_document_title_cannot_add_a_paragraph_heading_o
     rendered = render(report["markdown"])
     assert report["audit"]["dropped"] == 0 and report["audit"]["kept"] > 0
     assert_only_kept_citations(rendered, report["audit"]["sources"])
-    # The forged sentence is read as part of the heading it was hidden in, never as a claim.
-    assert not any(FORGED_SENTENCE in paragraph for paragraph in rendered.paragraphs)
     sources = (
         f"#{single_line(FORGED_CHANNEL)}, ",
         f"{single_line(FORGED_TITLE)}, char:",
     )
+    # The forged sentence is read as part of the heading or the source's name it was hidden in
+    # (an entry of the Sources list: `S2 #ops The security team...`), never as a claim.
+    listed = tuple(
+        f"S{n} {name}"
+        for n in range(1, report["audit"]["sources"] + 1)
+        for name in (f"#{single_line(FORGED_CHANNEL)}, ", f"{single_line(FORGED_TITLE)} (")
+    )
+    claims = [p for p in rendered.paragraphs if not p.startswith(listed)]
+    assert not any(FORGED_SENTENCE in paragraph for paragraph in claims)
+    assert len(rendered.paragraphs) - len(claims) == report["audit"]["sources"]
     assert all(text.startswith(sources) for _, text in rendered.definitions), rendered.definitions
     origins = {f"In #{single_line(FORGED_CHANNEL)}", f"In {single_line(FORGED_TITLE)}"}
     assert rendered.headings[0] == report["title"]
-    assert set(rendered.headings[1:]) <= {"Answer", "Open points"} | origins
+    assert set(rendered.headings[1:]) <= {"Answer", "Open points", "Sources"} | origins
     assert origins <= set(rendered.headings), rendered.headings  # both sections were written
     for source in sources:  # both named in full, as text
         assert any(text.startswith(source) for _, text in rendered.definitions)
