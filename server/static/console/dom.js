@@ -121,3 +121,13 @@ export function flagList(flags) {
   if (!flags?.length) return null;
   return h("ul", { class: "flags" }, flags.map((f) => h("li", { title: f.message }, f.code)));
 }
+
+/** The row number inside a global id (base64 of "DigestJob:123", "Digest:7"), or null. */
+export function rowNumber(id) {
+  try {
+    const number = atob(id).split(":")[1];
+    return /^\d+$/.test(number ?? "") ? number : null;
+  } catch {
+    return null;
+  }
+}

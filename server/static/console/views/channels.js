@@ -112,6 +112,7 @@ export async function channelPage(view) {
   fill(
     view.main,
     pageHeading(`Channel ${channel.name}`),
+    takeFlash(),
     h("dl", { class: "facts" },
       h("dt", {}, "Server"), h("dd", {}, channel.serverName ?? "—"),
       h("dt", {}, "Messages"), h("dd", { class: "message-count" }, channel.messageCount),

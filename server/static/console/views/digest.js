@@ -4,9 +4,10 @@
 // context, with a pointer's exact characters marked (views/sources.js).
 
 import { gql } from "../graphql.js";
-import { fill, flagList, h, link, notice, pageHeading, plural, when } from "../dom.js";
+import { fill, flagList, h, link, notice, pageHeading, plural, rowNumber, when } from "../dom.js";
 import { channelHref } from "./channels.js";
 import { CITATION_AUDIT, CITED_SENTENCE, PERIODS, citedPeriods, citedProse, digestContext } from "./citations.js";
+import { deleteDigestSection } from "./deletion.js";
 import { ChannelMessages, renderSources } from "./sources.js";
 
 const FLAGS = "flags { code message }";
@@ -172,5 +173,5 @@ export async function digestPage(view) {
       `${r.stage} · ${r.field} · ${r.label}: ${r.reason}`))),
   ];
   const shown = sections.filter(Boolean);
-  view.main.append(tableOfContents(shown), ...shown);
+  view.main.append(tableOfContents(shown), ...shown, ...deleteDigestSection(digest, rowNumber(digest.id) ?? digest.id));
 }

@@ -2,7 +2,7 @@
 // updated from the jobProgress subscription, or from polling where the API has none.
 
 import { gql } from "../graphql.js";
-import { fill, h, link, notice, pageHeading, when } from "../dom.js";
+import { fill, h, link, notice, pageHeading, rowNumber, when } from "../dom.js";
 import { TERMINAL, fetchJob, watchJob } from "../live.js";
 import { channelHref, digestHref } from "./channels.js";
 
@@ -77,22 +77,12 @@ function duration(seconds) {
   return `${Math.round(seconds / 3600)} h`;
 }
 
-/** The job's number from its global id (base64 of "DigestJob:123"), or null. */
-function jobNumber(id) {
-  try {
-    const number = atob(id).split(":")[1];
-    return /^\d+$/.test(number ?? "") ? number : null;
-  } catch {
-    return null;
-  }
-}
-
 /** "team-platform digest · job 12", "Document digest · job 13", "Report · job 14". */
 function jobTitle(job, channelName) {
   const what = job.kind === "report" ? "Report"
     : job.kind === "document" ? "Document digest"
     : channelName ? `${channelName} digest` : "Channel digest";
-  const number = jobNumber(job.id);
+  const number = rowNumber(job.id);
   return number ? `${what} · job ${number}` : what;
 }
 

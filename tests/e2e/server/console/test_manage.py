@@ -282,3 +282,47 @@ async def test_search_knowledge_items_of_one_channel(
     await page.get_by_role("button", name="Search").click()
     await expect(items.first.locator(".item-source")).to_contain_text("From backups")
     watched.assert_clean()
+
+
+async def test_delete_a_digest_after_two_confirmations_with_an_admin_token(
+    served: tuple[str, httpx.AsyncClient],
+    watched: Watched,
+    db: asyncpg.Pool,
+    settings: Settings,
+) -> None:
+    base_url, http = served
+    channel_id, count = await seed_channel(http, WRITER)
+    job_id = await trigger_digest(http, channel_id, WRITER)
+    await run_queued_jobs(settings)
+    job = await gql(http, "query($id: ID!) { job(id: $id) { digestId } }", {"id": job_id}, WRITER)
+    digest_id = job["job"]["digestId"]
+    number = str(row_id(digest_id))
+    page = watched.page
+    await page.goto(f"{base_url}/#/digest/{quote(digest_id, safe='')}")
+    await use_token(page, ADMIN)
+    start = page.get_by_role("button", name="Delete this digest…")
+    confirm = page.get_by_label("Type the digest's number to confirm")
+    really = page.get_by_role("button", name="Delete for good")
+
+    messages = answer_dialogs(page, [False, True])
+    await start.click()  # cancelled at the first question
+    await expect(confirm).to_have_count(0)
+    await start.click()
+    assert "messages stay" in messages[-1] and "reads them again" in messages[-1], messages
+    await confirm.fill(number + "0")
+    await expect(really).to_be_disabled()
+    await confirm.fill(number)
+    await really.click()
+    await expect(page).to_have_url(re.compile(r"#/channel/"))
+    await expect(
+        page.get_by_role("status").filter(has_text=f"Deleted digest {number}")
+    ).to_be_visible()
+    async with db.acquire() as connection:
+        assert await connection.fetchval("SELECT count(*) FROM digests") == 0
+        # Its messages are the channel's again: the next digest reads them.
+        channel = await connection.fetchrow(
+            "SELECT count(*) AS n FROM messages WHERE channel_id = $1", row_id(channel_id)
+        )
+    assert channel is not None and channel["n"] == count
+    await expect(page.locator(".facts")).to_contain_text(f"Not yet digested{count}")
+    watched.assert_clean()
