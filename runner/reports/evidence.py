@@ -50,6 +50,15 @@ QUESTION_WORDS = frozenset(
     "anyone anybody".split()
 )
 MAX_UNIT_CHARS = 320
+# Words that say how a question asks, not what it is about: in "summarize the discussion about
+# the release" or "what did alice think about the release" the subject is the release, and a
+# sentence that says "we discussed" or "I think" is no nearer to it.
+ASKING_WORDS = frozenset(
+    "summarize summarise summary discuss discussed discusses discussing discussion discussions "
+    "talk talked talking talks think thinks thought thoughts say says said saying mention "
+    "mentioned mentions suggest suggested suggestion opinion opinions view views group team "
+    "people anyone everyone including regarding concerning".split()
+)
 
 
 @dataclass(frozen=True)
@@ -258,23 +267,58 @@ def gather_evidence(
     return units
 
 
+def named_authors(question: str, units: list[Evidence]) -> set[str]:
+    """The authors of the channels' messages whose every name word the question names ("what
+    did Barry Hughes think", "what did the project manager suggest"): the question asks what
+    they said, so their name is not a word the evidence must contain."""
+    asked = set(content_tokens(question))
+    authors = {u.source.author for u in units if isinstance(u.source, MessageSource)}
+    named: set[str] = set()
+    for author in authors:
+        name = set(content_tokens(author))
+        if name and len(named_terms(name, asked)) == len(name):
+            named.add(author)
+    return named
+
+
+def question_terms(question: str, units: list[Evidence]) -> list[str]:
+    """The words a unit must share with the question: its content words, without those that say
+    how it asks (`ASKING_WORDS`) and the names of authors it asks about (`named_authors`),
+    unless nothing else is left."""
+    tokens = content_tokens(question)
+    names: set[str] = set()
+    for author in named_authors(question, units):
+        names |= set(content_tokens(author))
+    kept = [
+        token for token in tokens if token not in ASKING_WORDS and not named_terms({token}, names)
+    ]
+    return kept or tokens
+
+
 def rank_evidence(question: str, units: list[Evidence]) -> list[RankedEvidence]:
     """Units with a positive BM25 score for the question that name at least two of its words,
     best first (ties: input order); running text before reference lists and tables, as in the
     document path's evidence order."""
     # The question's content words only: "how do I ..." must not rank every chat question first
     # (bm25s's own stopword list keeps "how" and "get").
-    terms = set(content_tokens(question))
-    scores = bm25_scores([unit.text for unit in units], " ".join(content_tokens(question)))
+    query = question_terms(question, units)
+    terms = set(query)
+    scores = bm25_scores([unit.text for unit in units], " ".join(query))
     # One shared word is chance ("meta data" for a question about annotated data); evidence
     # must name at least `MIN_QUESTION_TERMS` of the question's words (all, if it has fewer).
-    needed = min(MIN_QUESTION_TERMS, len(terms))
+    # When no unit names that many (a two-word subject that the sources say in other words), the
+    # units naming one of them are the best the sources have, rather than no answer at all.
     order = sorted(range(len(units)), key=lambda i: (not units[i].prose, -scores[i], i))
-    return [
-        RankedEvidence(units[i], scores[i])
-        for i in order
-        if scores[i] > 0 and _terms_named(terms, set(content_tokens(units[i].text))) >= needed
-    ]
+    named = {i: _terms_named(terms, set(content_tokens(units[i].text))) for i in order}
+    for needed in range(min(MIN_QUESTION_TERMS, len(terms)), 0, -1):
+        ranked = [
+            RankedEvidence(units[i], scores[i])
+            for i in order
+            if scores[i] > 0 and named[i] >= needed
+        ]
+        if ranked:
+            return ranked
+    return []
 
 
 def _same_word(term: str, token: str) -> bool:
@@ -290,4 +334,9 @@ def _same_word(term: str, token: str) -> bool:
 
 def _terms_named(terms: set[str], tokens: set[str]) -> int:
     """How many of the question's `terms` a unit's `tokens` name (`_same_word`)."""
-    return sum(1 for term in terms if term in tokens or any(_same_word(term, t) for t in tokens))
+    return len(named_terms(terms, tokens))
+
+
+def named_terms(terms: set[str], tokens: set[str]) -> set[str]:
+    """The question's `terms` that a unit's `tokens` name, each in any of its forms."""
+    return {term for term in terms if term in tokens or any(_same_word(term, t) for t in tokens)}
