@@ -5,7 +5,7 @@ Units are sentences, not chunks, because the offline writer quotes them whole: a
 into its sentences (`runner.grounding.citations.sentence_spans`, never across a line), a document into its
 evidence chunks (`runner.documents.evidence_chunks`, never across a page) and each chunk into
 the sentences the document path quotes (`runner.documents.prose.sentence_spans`, across wrapped
-lines). A unit with fewer than `MIN_CONTENT_WORDS` content words ("ok, thanks") says too little
+lines); a table fragment or a running header (`runner.documents.prose`) is never a unit. A unit with fewer than `MIN_CONTENT_WORDS` content words ("ok, thanks") says too little
 to be quoted on its own (a link's words do not count), and one opening with a bracket is an aside or the tail of a sentence cut
 at an abbreviation ("Lowe et al. (2015) showed"); one longer than `MAX_UNIT_CHARS` is cut at a
 word boundary, so a footnote stays readable and still quotes exact characters.
@@ -32,7 +32,12 @@ from datetime import datetime
 from runner.documents.canonical import PageSpan
 from runner.documents.evidence_chunks import chunk_document
 from runner.documents.locators import make_locator
-from runner.documents.prose import is_mostly_prose
+from runner.documents.prose import (
+    is_mostly_prose,
+    is_prose,
+    is_table_fragment,
+    repeated_sentences,
+)
 from runner.documents.prose import sentence_spans as document_sentence_spans
 from runner.grounding.bm25 import bm25_scores
 from runner.grounding.citations import cut_span, sentence_spans
@@ -56,8 +61,8 @@ MAX_UNIT_CHARS = 320
 ASKING_WORDS = frozenset(
     "summarize summarise summary discuss discussed discusses discussing discussion discussions "
     "talk talked talking talks think thinks thought thoughts say says said saying mention "
-    "mentioned mentions suggest suggested suggestion opinion opinions view views group team "
-    "people anyone everyone including regarding concerning".split()
+    "mentioned mentions suggest suggested suggestion opinion opinions view views group "
+    "including regarding concerning".split()
 )
 
 
@@ -227,10 +232,22 @@ def document_evidence(document: DocumentText, origin_index: int) -> list[Evidenc
     text = document.canonical_text
     units: list[Evidence] = []
     in_references = False
-    for chunk in chunk_document(text, document.page_spans):
+    chunks = chunk_document(text, document.page_spans)
+    # A running header or footer is on every page, and a table's cells are no statement.
+    running = repeated_sentences(
+        [
+            chunk.text[s:e]
+            for chunk in chunks
+            for s, e in document_sentence_spans(chunk.text, 0, len(chunk))
+        ]
+    )
+    for chunk in chunks:
         in_references = in_references or bool(_REFERENCES.search(chunk.text))
         prose = is_mostly_prose(chunk.text) and not in_references
         for relative_start, relative_end in document_sentence_spans(chunk.text, 0, len(chunk)):
+            sentence = chunk.text[relative_start:relative_end]
+            if is_table_fragment(sentence) or " ".join(sentence.casefold().split()) in running:
+                continue
             quotable = _quotable(chunk.text, relative_start, relative_end)
             if quotable is None:
                 continue
@@ -240,7 +257,18 @@ def document_evidence(document: DocumentText, origin_index: int) -> list[Evidenc
             source = DocumentSource(
                 document.document_id, document.title, document.source_text_hash, locator, quote
             )
-            units.append(Evidence(quote, source, document.title, origin_index, len(units), prose))
+            # A title or a byline in running text ("The Ubuntu Chat Corpus for ...") ranks with
+            # the tables: it names the question's words without saying anything of them.
+            units.append(
+                Evidence(
+                    quote,
+                    source,
+                    document.title,
+                    origin_index,
+                    len(units),
+                    prose and is_prose(quote),
+                )
+            )
     return units
 
 
@@ -270,7 +298,7 @@ def gather_evidence(
 def named_authors(question: str, units: list[Evidence]) -> set[str]:
     """The authors of the channels' messages whose every name word the question names ("what
     did Barry Hughes think", "what did the project manager suggest"): the question asks what
-    they said, so their name is not a word the evidence must contain."""
+    they said, so the writer weighs their messages more."""
     asked = set(content_tokens(question))
     authors = {u.source.author for u in units if isinstance(u.source, MessageSource)}
     named: set[str] = set()
@@ -281,18 +309,12 @@ def named_authors(question: str, units: list[Evidence]) -> set[str]:
     return named
 
 
-def question_terms(question: str, units: list[Evidence]) -> list[str]:
+def question_terms(question: str) -> list[str]:
     """The words a unit must share with the question: its content words, without those that say
-    how it asks (`ASKING_WORDS`) and the names of authors it asks about (`named_authors`),
-    unless nothing else is left."""
+    how it asks (`ASKING_WORDS`), unless nothing else is left. The names of authors it asks
+    about stay: a nick can be a word of the subject too ("ubuntu")."""
     tokens = content_tokens(question)
-    names: set[str] = set()
-    for author in named_authors(question, units):
-        names |= set(content_tokens(author))
-    kept = [
-        token for token in tokens if token not in ASKING_WORDS and not named_terms({token}, names)
-    ]
-    return kept or tokens
+    return [token for token in tokens if token not in ASKING_WORDS] or tokens
 
 
 def rank_evidence(question: str, units: list[Evidence]) -> list[RankedEvidence]:
@@ -301,7 +323,7 @@ def rank_evidence(question: str, units: list[Evidence]) -> list[RankedEvidence]:
     document path's evidence order."""
     # The question's content words only: "how do I ..." must not rank every chat question first
     # (bm25s's own stopword list keeps "how" and "get").
-    query = question_terms(question, units)
+    query = question_terms(question)
     terms = set(query)
     scores = bm25_scores([unit.text for unit in units], " ".join(query))
     # One shared word is chance ("meta data" for a question about annotated data); evidence

@@ -126,12 +126,15 @@ def candidates(question: str, ranked: list[RankedEvidence]) -> list[Candidate]:
     relevance: dict[tuple[int, int], float] = {
         (item.evidence.origin_index, item.evidence.position): item.score / best for item in ranked
     }
-    terms = set(question_terms(question, [item.evidence for item in ranked]))
+    terms = set(question_terms(question))
     authors = named_authors(question, [item.evidence for item in ranked])
     found: list[Candidate] = []
+    # Running text only, when there is any: a reference list's titles and a table's rows name
+    # the question's words without saying anything about them (the ranking put them last).
+    prose_only = any(item.evidence.prose for item in ranked)
     for item in ranked:
         unit = item.evidence
-        if unit.is_question:
+        if unit.is_question or (prose_only and not unit.prose):
             continue
         around = [
             relevance.get((unit.origin_index, unit.position + offset), 0.0)
@@ -182,7 +185,7 @@ def _sentences(units: list[Evidence]) -> tuple[FootnotedSentence[ReportSource], 
 def write_extractive_report(question: str, ranked: list[RankedEvidence]) -> Report:
     """The report for `question` from its ranked evidence (`runner.reports.evidence`)."""
     pool = candidates(question, ranked)
-    terms = len(set(question_terms(question, [item.evidence for item in ranked])))
+    terms = len(set(question_terms(question)))
     said: list[set[str]] = []
     covered: set[str] = set()
     answer = choose(pool, ANSWER_SENTENCES, said, covered, terms)

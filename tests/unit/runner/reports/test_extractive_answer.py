@@ -133,13 +133,13 @@ def test_every_source_with_evidence_gets_its_section() -> None:
     assert all(len(section.sentences) <= 3 for section in report.sections)
 
 
-def test_words_saying_how_a_question_asks_and_named_authors_are_not_evidence_words() -> None:
+def test_words_saying_how_a_question_asks_are_not_evidence_words() -> None:
     units = gather_evidence(
-        [channel("ops", "We talked about lunch and the weather today.", author="Barry Hughes")], []
+        [channel("ops", "I think we discussed lunch and the weather today.", author="Barry")], []
     )
-    question = "What did Barry Hughes think when they discussed the legal framework?"
-    assert question_terms(question, units) == ["legal", "framework"]
-    # "talked" and "Barry Hughes" alone would have made small talk evidence.
+    question = "What did Barry think when they discussed the legal framework?"
+    assert question_terms(question) == ["barry", "legal", "framework"]
+    # "think" and "discussed" alone would have made small talk evidence.
     assert rank_evidence(question, units) == []
 
 
