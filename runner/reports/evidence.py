@@ -318,9 +318,9 @@ def question_terms(question: str) -> list[str]:
 
 
 def rank_evidence(question: str, units: list[Evidence]) -> list[RankedEvidence]:
-    """Units with a positive BM25 score for the question that name at least two of its words,
-    best first (ties: input order); running text before reference lists and tables, as in the
-    document path's evidence order."""
+    """Units with a positive BM25 score for the question (`question_terms`) that name at least
+    two of its words (one, when no unit names two), best first (ties: input order); running text
+    before reference lists and tables, as in the document path's evidence order."""
     # The question's content words only: "how do I ..." must not rank every chat question first
     # (bm25s's own stopword list keeps "how" and "get").
     query = question_terms(question)
