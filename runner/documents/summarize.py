@@ -10,7 +10,8 @@ queries on one document pick different sentences:
   sentences not used as key points, in document order, within the character budget.
 Without query terms, or when no sentence matches, the choice is positional: the opening
 sentences make the summary and the first sentence of the intro, conclusion and headed sections
-make the key points. Sentences are copied verbatim; nothing is invented.
+make the key points. Table fragments and running headers (`runner.documents.prose`) are never
+summary sentences or key points. Sentences are copied verbatim; nothing is invented.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from runner.core.vocabulary import ExtractionUsage, PipelineWarning
 from runner.documents.canonical import PageSpan
 from runner.documents.evidence import EvidenceMode, SelectedEvidence, positional_order
 from runner.documents.evidence_chunks import EvidenceChunk
-from runner.documents.prose import is_prose, sentence_spans
+from runner.documents.prose import is_prose, repeated_sentences, sentence_spans
 from runner.documents.terms import query_terms, term_set, tokens
 from runner.errors import LLMError
 
@@ -192,7 +193,13 @@ def offline_summary(request: SummaryRequest) -> SummaryResult:
     """The deterministic extractive summary and key points (see the module docstring)."""
     sentences = split_sentences(request.canonical_text, request.page_spans, request.chunks)
     # Documents without prose (a title page, a list) still get a summary from what they have.
-    prose = [s for s in sentences if is_prose(s.text)] or sentences
+    # Nor a running header, which a document "says" on every page.
+    running = repeated_sentences([s.text for s in sentences])
+    prose = [
+        s
+        for s in sentences
+        if is_prose(s.text) and " ".join(s.text.casefold().split()) not in running
+    ] or sentences
     lead = prose[:1]
     ranked = [sentence for _, sentence in rank_sentences(prose, request.chunks, request.query)]
     warnings: list[PipelineWarning] = []
@@ -224,7 +231,7 @@ class OfflineSummarizer:
     name = "offline"
 
     def fingerprint(self) -> str:
-        return "offline-extractive:1"
+        return "offline-extractive:2"
 
     def refusal(self) -> LLMError | None:
         return None  # nothing to refuse: no endpoint

@@ -5,7 +5,7 @@ Units are sentences, not chunks, because the offline writer quotes them whole: a
 into its sentences (`runner.grounding.citations.sentence_spans`, never across a line), a document into its
 evidence chunks (`runner.documents.evidence_chunks`, never across a page) and each chunk into
 the sentences the document path quotes (`runner.documents.prose.sentence_spans`, across wrapped
-lines). A unit with fewer than `MIN_CONTENT_WORDS` content words ("ok, thanks") says too little
+lines); a table fragment or a running header (`runner.documents.prose`) is never a unit. A unit with fewer than `MIN_CONTENT_WORDS` content words ("ok, thanks") says too little
 to be quoted on its own (a link's words do not count), and one opening with a bracket is an aside or the tail of a sentence cut
 at an abbreviation ("Lowe et al. (2015) showed"); one longer than `MAX_UNIT_CHARS` is cut at a
 word boundary, so a footnote stays readable and still quotes exact characters.
@@ -33,7 +33,12 @@ from runner.core.display_names import clean_name
 from runner.documents.canonical import PageSpan
 from runner.documents.evidence_chunks import chunk_document
 from runner.documents.locators import make_locator
-from runner.documents.prose import is_mostly_prose
+from runner.documents.prose import (
+    is_mostly_prose,
+    is_prose,
+    is_table_fragment,
+    repeated_sentences,
+)
 from runner.documents.prose import sentence_spans as document_sentence_spans
 from runner.grounding.bm25 import bm25_scores
 from runner.grounding.citations import cut_span, sentence_spans
@@ -51,6 +56,15 @@ QUESTION_WORDS = frozenset(
     "anyone anybody".split()
 )
 MAX_UNIT_CHARS = 320
+# Words that say how a question asks, not what it is about: in "summarize the discussion about
+# the release" or "what did alice think about the release" the subject is the release, and a
+# sentence that says "we discussed" or "I think" is no nearer to it.
+ASKING_WORDS = frozenset(
+    "summarize summarise summary discuss discussed discusses discussing discussion discussions "
+    "talk talked talking talks think thinks thought thoughts say says said saying mention "
+    "mentioned mentions suggest suggested suggestion opinion opinions view views group "
+    "including regarding concerning".split()
+)
 
 
 @dataclass(frozen=True)
@@ -230,10 +244,22 @@ def document_evidence(document: DocumentText, origin_index: int) -> list[Evidenc
     text = document.canonical_text
     units: list[Evidence] = []
     in_references = False
-    for chunk in chunk_document(text, document.page_spans):
+    chunks = chunk_document(text, document.page_spans)
+    # A running header or footer is on every page, and a table's cells are no statement.
+    running = repeated_sentences(
+        [
+            chunk.text[s:e]
+            for chunk in chunks
+            for s, e in document_sentence_spans(chunk.text, 0, len(chunk))
+        ]
+    )
+    for chunk in chunks:
         in_references = in_references or bool(_REFERENCES.search(chunk.text))
         prose = is_mostly_prose(chunk.text) and not in_references
         for relative_start, relative_end in document_sentence_spans(chunk.text, 0, len(chunk)):
+            sentence = chunk.text[relative_start:relative_end]
+            if is_table_fragment(sentence) or " ".join(sentence.casefold().split()) in running:
+                continue
             quotable = _quotable(chunk.text, relative_start, relative_end)
             if quotable is None:
                 continue
@@ -248,7 +274,18 @@ def document_evidence(document: DocumentText, origin_index: int) -> list[Evidenc
                 quote,
                 document.url,
             )
-            units.append(Evidence(quote, source, document.title, origin_index, len(units), prose))
+            # A title or a byline in running text ("The Ubuntu Chat Corpus for ...") ranks with
+            # the tables: it names the question's words without saying anything of them.
+            units.append(
+                Evidence(
+                    quote,
+                    source,
+                    document.title,
+                    origin_index,
+                    len(units),
+                    prose and is_prose(quote),
+                )
+            )
     return units
 
 
@@ -275,23 +312,52 @@ def gather_evidence(
     return units
 
 
+def named_authors(question: str, units: list[Evidence]) -> set[str]:
+    """The authors of the channels' messages whose every name word the question names ("what
+    did Barry Hughes think", "what did the project manager suggest"): the question asks what
+    they said, so the writer weighs their messages more."""
+    asked = set(content_tokens(question))
+    authors = {u.source.author for u in units if isinstance(u.source, MessageSource)}
+    named: set[str] = set()
+    for author in authors:
+        name = set(content_tokens(author))
+        if name and len(named_terms(name, asked)) == len(name):
+            named.add(author)
+    return named
+
+
+def question_terms(question: str) -> list[str]:
+    """The words a unit must share with the question: its content words, without those that say
+    how it asks (`ASKING_WORDS`), unless nothing else is left. The names of authors it asks
+    about stay: a nick can be a word of the subject too ("ubuntu")."""
+    tokens = content_tokens(question)
+    return [token for token in tokens if token not in ASKING_WORDS] or tokens
+
+
 def rank_evidence(question: str, units: list[Evidence]) -> list[RankedEvidence]:
-    """Units with a positive BM25 score for the question that name at least two of its words,
-    best first (ties: input order); running text before reference lists and tables, as in the
-    document path's evidence order."""
+    """Units with a positive BM25 score for the question (`question_terms`) that name at least
+    two of its words (one, when no unit names two), best first (ties: input order); running text
+    before reference lists and tables, as in the document path's evidence order."""
     # The question's content words only: "how do I ..." must not rank every chat question first
     # (bm25s's own stopword list keeps "how" and "get").
-    terms = set(content_tokens(question))
-    scores = bm25_scores([unit.text for unit in units], " ".join(content_tokens(question)))
+    query = question_terms(question)
+    terms = set(query)
+    scores = bm25_scores([unit.text for unit in units], " ".join(query))
     # One shared word is chance ("meta data" for a question about annotated data); evidence
     # must name at least `MIN_QUESTION_TERMS` of the question's words (all, if it has fewer).
-    needed = min(MIN_QUESTION_TERMS, len(terms))
+    # When no unit names that many (a two-word subject that the sources say in other words), the
+    # units naming one of them are the best the sources have, rather than no answer at all.
     order = sorted(range(len(units)), key=lambda i: (not units[i].prose, -scores[i], i))
-    return [
-        RankedEvidence(units[i], scores[i])
-        for i in order
-        if scores[i] > 0 and _terms_named(terms, set(content_tokens(units[i].text))) >= needed
-    ]
+    named = {i: _terms_named(terms, set(content_tokens(units[i].text))) for i in order}
+    for needed in range(min(MIN_QUESTION_TERMS, len(terms)), 0, -1):
+        ranked = [
+            RankedEvidence(units[i], scores[i])
+            for i in order
+            if scores[i] > 0 and named[i] >= needed
+        ]
+        if ranked:
+            return ranked
+    return []
 
 
 def _same_word(term: str, token: str) -> bool:
@@ -307,4 +373,9 @@ def _same_word(term: str, token: str) -> bool:
 
 def _terms_named(terms: set[str], tokens: set[str]) -> int:
     """How many of the question's `terms` a unit's `tokens` name (`_same_word`)."""
-    return sum(1 for term in terms if term in tokens or any(_same_word(term, t) for t in tokens))
+    return len(named_terms(terms, tokens))
+
+
+def named_terms(terms: set[str], tokens: set[str]) -> set[str]:
+    """The question's `terms` that a unit's `tokens` name, each in any of its forms."""
+    return {term for term in terms if term in tokens or any(_same_word(term, t) for t in tokens)}

@@ -17,6 +17,8 @@ The steps:
    worker has one (`runner.reports.llm_writer`: evidence fitted to the model's budget, one
    re-ask with the audit's errors), else the offline extractive writer; the citation audit
    (`runner.reports.audit.accept_sentences`) drops what fails, never stored as cited;
+   a chosen channel or document the report cites nothing of gets a `no_section` warning saying
+   why (`runner.reports.coverage`: nothing in the range, nothing quotable, nothing matching);
 4. the report row and the job's end commit in one transaction (a lost lease rolls both back);
    then /metrics counts its citations, sources, orphans and audit failures
    (`runner.metrics.count_report`).
@@ -51,6 +53,7 @@ from runner.jobs.base import JobContext, finish, report_progress
 from runner.jobs.outcomes import FailNow, Finished, Outcome, Stored
 from runner.metrics import count_report
 from runner.reports.audit import ReportAudit, accept_sentences
+from runner.reports.coverage import ChosenSource, missing_sections
 from runner.reports.evidence import (
     ChannelMessage,
     DigestClaim,
@@ -79,6 +82,8 @@ class ReportInputs:
     digests: list[tuple[int, list[int]]]  # (channel, [digest id]) whose claims were read
     # `window_cap` warnings: channels with more messages in the range than the cap.
     window_warnings: list[dict[str, Any]] = field(default_factory=list)
+    # Every channel then document asked for, in evidence order, for `missing_sections`.
+    sources: list[ChosenSource] = field(default_factory=list)
 
 
 @dataclass
@@ -145,13 +150,16 @@ class ReportJobRunner:
             written = await self._write_llm(job, question, ranked, inputs, cache_key, stats)
         else:
             written = await asyncio.to_thread(self._write_offline, question, ranked, cache_key)
-        if inputs.window_warnings:  # first: they say what every later step could not see
-            written.warnings = [*inputs.window_warnings, *written.warnings]
+        # A chosen source the report says nothing about is named, with why.
+        missing = missing_sections(inputs.sources, units, ranked, written.report)
+        if inputs.window_warnings or missing:  # window first: what no later step could see
+            written.warnings = [*inputs.window_warnings, *written.warnings, *missing]
             written.fidelity = {
                 **written.fidelity,
                 "warnings": [
                     *inputs.window_warnings,
                     *written.fidelity.get("warnings", []),
+                    *missing,
                 ],
             }
         stats.update(written.audit.as_json())
@@ -240,6 +248,7 @@ class ReportJobRunner:
         digests: list[tuple[int, list[int]]] = []
         revisions: list[tuple[int, list[tuple[int, int]]]] = []
         window_warnings: list[dict[str, Any]] = []
+        sources: list[ChosenSource] = []
         async with context.pool.acquire() as connection:
             found = await channel_queries.channels_by_ids(connection, channel_ids)
             known = {channel.id: channel for channel in found}
@@ -278,6 +287,7 @@ class ReportJobRunner:
                     ]
                 )
                 revisions.append((channel_id, [(row.id, row.revision) for row in rows]))
+                sources.append(ChosenSource("channel", channel_id, channel.name, not rows))
                 items = await report_queries.report_digest_items(
                     connection, channel_id, since, until
                 )
@@ -291,17 +301,20 @@ class ReportJobRunner:
             if row is None:
                 raise FailNow("source_gone", f"document {document_id} no longer exists")
             document = CanonicalDocument.from_record(document_queries.document_record(row))
+            title = shown_title(document.title, document.canonical_text, str(row.id))
+            empty = not document.canonical_text.strip()
+            sources.append(ChosenSource("document", row.id, title, empty))
             texts.append(
                 DocumentText(
                     str(row.id),
-                    shown_title(document.title, document.canonical_text, str(row.id)),
+                    title,
                     document.canonical_text,
                     document.source_text_hash,
                     document.page_spans,
                     document.source_url,
                 )
             )
-        return ReportInputs(channels, claims, texts, revisions, digests, window_warnings)
+        return ReportInputs(channels, claims, texts, revisions, digests, window_warnings, sources)
 
     async def _store(
         self, context: JobContext, job: DigestJob, options: ReportOptions, written: Written
