@@ -15,6 +15,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
+from datetime import date
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
@@ -62,6 +63,14 @@ def _command(
     return parser
 
 
+def _iso_date(text: str) -> date:
+    """An argument in YYYY-MM-DD, refused by argparse with the reason otherwise."""
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a date in YYYY-MM-DD") from None
+
+
 def _json(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help=JSON_HELP)
 
@@ -101,6 +110,13 @@ def _add_write_commands(commands: argparse._SubParsersAction) -> None:  # type: 
         "--format",
         choices=IMPORT_FORMATS,
         help="read the export as this format instead of detecting it from its content",
+    )
+    importer.add_argument(
+        "--base-date",
+        type=_iso_date,
+        metavar="YYYY-MM-DD",
+        help="the day of a log whose lines carry only a time and whose file name names no date "
+        "(else 1970-01-01 is assumed, and said)",
     )
     _json(importer)
 

@@ -35,7 +35,13 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
 
     async def body(runtime: Runtime) -> int:
         return await import_and_report(
-            runtime, path, args.channel, args.server, args.format, as_json=args.json
+            runtime,
+            path,
+            args.channel,
+            args.server,
+            args.format,
+            as_json=args.json,
+            base_date=args.base_date,
         )
 
     return asyncio.run(with_runtime(settings, body))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
+from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +29,7 @@ async def import_and_report(
     export_format: str | None = None,
     *,
     as_json: bool = False,
+    base_date: date | None = None,
 ) -> int:
     """Exit status: 0 when at least one message was accepted, 1 when none was (or the import
     stopped part-way, e.g. the database went away), 2 for an input that cannot be imported."""
@@ -47,6 +49,7 @@ async def import_and_report(
                 max_message_chars=runtime.settings.digestd_max_message_chars,
                 on_record=bar.update,
                 export_format=export_format,
+                base_date=base_date,
             )
     except UnusableInput as error:
         return refuse("digestd: error", str(error), as_json)

@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 
 import asyncpg
@@ -107,12 +108,15 @@ async def import_path(
     on_record: Callable[[int], None] | None = None,
     export_format: str | None = None,
     offload_parsing: bool = False,
+    base_date: date | None = None,
 ) -> ImportReport:
     """Stream `path` into the database. `channel`/`server` name the channel for records whose
     export does not say (and override a single-channel export's own name when given);
     `export_format` skips detection. An input unusable from the start raises
     `UnusableInput`; a stop after that raises `ImportStopped`. `offload_parsing` parses in a
-    worker thread, a batch at a time, so a server's event loop keeps answering meanwhile."""
+    worker thread, a batch at a time, so a server's event loop keeps answering meanwhile.
+    `base_date`: the day of a log whose lines carry only a time of day and whose file name
+    names none (an IRC log, a meeting transcript)."""
     _checked_names(channel, server)
     channel = channel.strip() if channel else channel
     server = server.strip() if server else server
@@ -126,7 +130,11 @@ async def import_path(
     fallback = channel or default_channel_name(path)
     stats = ParseStats()
     records = iter_records(
-        path, max_message_chars=max_message_chars, export_format=chosen, stats=stats
+        path,
+        max_message_chars=max_message_chars,
+        base_date=base_date,
+        export_format=chosen,
+        stats=stats,
     )
     # Most exports hold one channel: build its key once, not once per message.
     last_fields: tuple[str | None, str | None, str | None] | None = None

@@ -18,6 +18,7 @@ import logging
 import re
 import shutil
 import tempfile
+from datetime import date
 from pathlib import Path
 from typing import Annotated
 
@@ -64,6 +65,12 @@ class ChatExportInput:
         default=None,
         description="jsonl, discord_json, discord_csv, discord_txt, slack (a zip), irc or "
         "qmsum; detected from the content when not given.",
+    )
+    base_date: date | None = strawberry.field(
+        default=None,
+        description="The day of a log whose lines carry only a time of day (an IRC log, a "
+        "meeting) when its file name names none; without it 1970-01-01 is assumed, and each such "
+        "record says so in repairs.",
     )
 
 
@@ -222,6 +229,7 @@ class ImportMutations:
                     max_message_chars=info.context.config.max_message_chars,
                     export_format=export_format,
                     offload_parsing=True,
+                    base_date=input.base_date,
                 )
             except UnusableInput as error:
                 return InvalidInputError(message=_named(str(error), folder, shown))

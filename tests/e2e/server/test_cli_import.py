@@ -252,3 +252,29 @@ async def test_a_database_that_goes_away_mid_import_gives_one_line_and_exit_1(
     stored_count = int(error.split("after ")[1].split(" messages")[0].replace(",", ""))
     assert 0 <= stored_count < 150_000
     assert await count_messages(database_url, "message %") >= stored_count
+
+
+def test_base_date_dates_a_log_of_times_only_and_a_bad_one_is_refused(
+    database_url: str, tmp_path: Path
+) -> None:
+    log = tmp_path / "ops.log"
+    log.write_text(
+        "[09:00] <ana> the deploy failed at the migration step\n[09:01] <kenji> rerun it\n"
+    )
+    channel = f"ops-{uuid.uuid4().hex[:8]}"
+    dated = digestd(
+        database_url,
+        tmp_path,
+        str(log),
+        "--channel",
+        channel,
+        "--base-date",
+        "2024-05-06",
+        "--json",
+    )
+    assert dated.returncode == 0, dated.stderr
+    report = json.loads(dated.stdout)
+    assert report["accepted"] == 2 and report["repaired"] == 0, report
+    bad = digestd(database_url, tmp_path, str(log), "--base-date", "06/05/2024")
+    assert bad.returncode == 2
+    assert "'06/05/2024' is not a date in YYYY-MM-DD" in bad.stderr

@@ -61,6 +61,8 @@ function chatExportForm() {
     "aria-describedby": "export-channel-hint" });
   const format = h("select", { id: "export-format", name: "format" },
     FORMATS.map(([value, label]) => h("option", { value }, label)));
+  const baseDate = h("input", { id: "export-base-date", type: "date", name: "baseDate",
+    "aria-describedby": "export-base-date-hint" });
   const submit = h("button", { type: "submit" }, "Import");
   const status = h("div", { class: "upload-status" });
   // A log names no channel: its file's name is the suggestion. A Slack zip names its own
@@ -88,6 +90,7 @@ function chatExportForm() {
           fileName: chosen.name,
           channelName: channel.value.trim() || null,
           format: format.value || null,
+          baseDate: baseDate.value || null,
         };
         const result = (await gql(IMPORT, { input })).importChatExport;
         if (result.__typename === "ChatImport") fill(status, importReport(result));
@@ -102,6 +105,8 @@ function chatExportForm() {
   field("export-file", "Export file", file, "JSONL, DiscordChatExporter JSON/CSV/TXT, an IRC log or a Slack export's zip (at most 20 MB)."),
   field("export-channel", "Channel name", channel, "Empty: the export's own channel names."),
   field("export-format", "Format", format),
+  field("export-base-date", "Day of the log", baseDate,
+    "For a log whose lines carry only times and whose file name names no date (an IRC log): else 1970-01-01 is assumed."),
   h("p", {}, submit));
   return [h("h2", { id: "export-heading" }, "Import a chat export"), form, status];
 }

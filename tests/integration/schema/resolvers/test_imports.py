@@ -89,6 +89,23 @@ async def test_an_irc_log_is_named_after_its_channel_or_file_and_its_join_lines_
     assert [c["name"] for c in result["channels"]] == ["ops-chat"], result
 
 
+async def test_a_log_of_times_only_is_dated_by_the_base_date_given(
+    http: httpx.AsyncClient, db: asyncpg.Pool
+) -> None:
+    undated = await _import(http, IRC_LOG, fileName="ops.log", channelName="ops-undated")
+    assert undated["repaired"] == 3, undated  # 1970-01-01 assumed, and said
+    dated = await _import(
+        http, IRC_LOG, fileName="ops.log", channelName="ops-dated", baseDate="2024-05-06"
+    )
+    assert dated["accepted"] == 3 and dated["repaired"] == 0, dated
+    async with db.acquire() as connection:
+        days = await connection.fetch(
+            "SELECT DISTINCT m.ts::date AS day FROM messages m JOIN channels c ON c.id = "
+            "m.channel_id WHERE c.name = 'ops-dated'"
+        )
+    assert [str(row["day"]) for row in days] == ["2024-05-06"]
+
+
 async def test_unreadable_uploads_are_typed_errors_naming_the_upload(
     http: httpx.AsyncClient, db: asyncpg.Pool
 ) -> None:
