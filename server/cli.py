@@ -135,7 +135,11 @@ def _add_write_commands(commands: argparse._SubParsersAction) -> None:  # type: 
         "ingest a document (file or URL); --query digests it",
     )
     add_doc.add_argument(
-        "source", metavar="PATH_OR_URL", help="an HTML, PDF or text file, or a URL"
+        "source",
+        metavar="PATH_OR_URL",
+        nargs="+",
+        help="an HTML, PDF or text file, or a URL; with several and --query, the best for the "
+        "query are digested (DIGESTD_DOC_MAX_SOURCES) and the others named with why",
     )
     add_doc.add_argument("--title", help="title to store (default: the document's own)")
     add_doc.add_argument("--password", help="password of an encrypted PDF")

@@ -1,5 +1,7 @@
-"""`digestd add-doc PATH_OR_URL [--title T] [--query Q] [--wait] [--json]`: ingest a document, optionally
-queue a digest of it for a query and, with --wait, run it here and print the digest as Markdown (with --json: the DigestPayload)."""
+"""`digestd add-doc PATH_OR_URL... [--title T] [--query Q] [--wait] [--json]`: ingest documents,
+optionally queue digests of them for a query and, with --wait, run them here and print each digest
+as Markdown (with --json: the DigestPayload). Several documents for one query are ranked for it
+and the best `DIGESTD_DOC_MAX_SOURCES` digested; the others are named with why."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from runner.documents.canonical import CanonicalDocument
 from runner.documents.errors import DocumentError
 from runner.documents.ingest import ingest_bytes, ingest_url
 from runner.documents.payload import DigestPayload, validate_payload_dict
-from runner.triggers import TriggerRefused, trigger_document_digest
+from runner.triggers import TriggerRefused, trigger_document_digest, trigger_document_digests
 from schema.types.ids import DOCUMENT, global_id
 from server.cli_json import emit, job_json, refuse
 from server.cli_text import say
@@ -85,11 +87,76 @@ async def _wait(
 
 
 async def add_doc(runtime: Runtime, args: argparse.Namespace) -> int:
+    if len(args.source) > 1:
+        return await _add_docs(runtime, args)
+    return await _add_one(runtime, args, args.source[0])
+
+
+async def _add_docs(runtime: Runtime, args: argparse.Namespace) -> int:
+    """Several sources: each stored (a bad one refused, the rest kept), then, with --query, the
+    best for the query digested (`trigger_document_digests`), each waited for with --wait."""
+    if args.title:
+        return refuse("digestd add-doc", "--title names one document: give one source", args.json)
+    settings = runtime.settings
+    stored: list[int] = []
+    for source in args.source:
+        try:
+            document = await _canonical(source, args, settings)
+        except DocumentError as error:
+            return refuse("digestd add-doc", f"{source}: {error.code}: {error.reason}", args.json)
+        except (OSError, ValueError) as error:
+            return refuse("digestd add-doc", str(error), args.json)
+        async with runtime.pool.acquire() as connection:
+            row, created = await document_queries.store_document(connection, document.as_record())
+        stored.append(row.id)
+        if not args.json:
+            print(f"document {row.id} ({'stored' if created else 'already stored'}): {source}")
+    documents = [global_id(DOCUMENT, document_id) for document_id in stored]
+    if args.query is None:
+        if args.json:
+            emit({"documents": documents})
+        return 0
+    try:
+        async with runtime.pool.acquire() as connection:
+            jobs, skipped = await trigger_document_digests(
+                connection,
+                stored,
+                args.query,
+                config=digest_config(settings),
+                max_attempts=settings.digestd_max_attempts,
+            )
+    except TriggerRefused as refused:
+        return refuse("digestd add-doc", str(refused.message), args.json)
+    for document_id, reason in skipped:
+        print(f"document {document_id} not digested: {reason}", file=sys.stderr)
+    for job in jobs:
+        print(f"job {job.id} {job.status}: document {job.document_id}", file=sys.stderr)
+    if not args.wait:
+        if args.json:
+            emit(
+                {
+                    "documents": documents,
+                    "jobs": [job_json(job) for job in jobs],
+                    "skipped": [
+                        {"document": global_id(DOCUMENT, document_id), "reason": reason}
+                        for document_id, reason in skipped
+                    ],
+                }
+            )
+        return 0
+    code = 0
+    for job in jobs:  # best first, as ranked; with --json one object (a line) per digest
+        shown = {"documents": documents} if args.json else None
+        code = max(code, await _wait(runtime, int(job.id), not args.no_worker, shown))
+    return code
+
+
+async def _add_one(runtime: Runtime, args: argparse.Namespace, source: str) -> int:
     settings = runtime.settings
     try:
-        document = await _canonical(args.source, args, settings)
+        document = await _canonical(source, args, settings)
     except DocumentError as error:
-        problem = f"{args.source}: {error.code}: {error.reason}"
+        problem = f"{source}: {error.code}: {error.reason}"
         return refuse("digestd add-doc", problem, args.json)
     except (OSError, ValueError) as error:
         return refuse("digestd add-doc", str(error), args.json)

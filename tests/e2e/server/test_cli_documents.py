@@ -17,9 +17,12 @@ from runner.documents.locators import resolve_locator
 from tests.support.paths import REPO_ROOT, shared_data
 
 
-async def digestd(database_url: str, home: Path, *args: str) -> tuple[int, str, str]:
+async def digestd(
+    database_url: str, home: Path, *args: str, settings: dict[str, str] | None = None
+) -> tuple[int, str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DIGEST_", "DIGESTD_"))}
     env.update(DATABASE_URL=database_url, DIGESTD_HOME=str(home), DIGEST_EXTRACTOR="offline")
+    env.update(settings or {})
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -86,3 +89,49 @@ async def test_add_doc_digests_a_real_pdf(
         database_url, tmp_path, "add-doc", "http://169.254.169.254/latest"
     )
     assert code == 2 and "blocked_address" in err and "metadata" in err
+
+
+BACKUPS = (
+    "Nightly backups of the billing database are kept for thirty days. The retention of each "
+    "backup is checked by the restore drill every Monday, and a failed restore pages the on-call."
+)
+
+
+async def test_add_doc_with_several_documents_digests_the_best_for_the_query(
+    db: asyncpg.Pool, database_url: str, tmp_path: Path
+) -> None:
+    sources = {
+        "backups.txt": BACKUPS,
+        "restore.txt": "The restore drill restores last night's backup into staging and "
+        "checks the row counts. Backups older than the retention window are deleted.",
+        "lunch.txt": "The canteen serves soup on Tuesdays and the coffee machine is on floor 3.",
+    }
+    for name, text in sources.items():
+        (tmp_path / name).write_text(text)
+    query = "How long are backups kept and how is their retention checked?"
+    code, out, err = await digestd(
+        database_url,
+        tmp_path,
+        "add-doc",
+        *(str(tmp_path / name) for name in sources),
+        "--query",
+        query,
+        "--wait",
+        settings={"DIGESTD_DOC_MAX_SOURCES": "2", "DIGESTD_DOC_MIN_CHARS": "0"},
+    )
+    assert code == 0, err
+    stored = re.findall(r"^document (\d+) \(stored\): (\S+)$", out, re.M)
+    assert [Path(source).name for _, source in stored] == list(sources)
+    ids = {Path(source).name: number for number, source in stored}
+    # The two about backups are digested, best first; the canteen is named with why not.
+    assert f"document {ids['lunch.txt']} not digested: max_sources" in err, err
+    digested = re.findall(r"^job \d+ \w+: document (\d+)$", err, re.M)
+    assert sorted(digested) == sorted([ids["backups.txt"], ids["restore.txt"]]), err
+    titles = re.findall(r"^# (.+)$", out, re.M)
+    assert sorted(titles) == ["backups.txt", "restore.txt"], out
+    assert out.count(f"query: {query}") == 2
+
+    code, out, err = await digestd(
+        database_url, tmp_path, "add-doc", str(tmp_path / "backups.txt"), "nowhere.txt"
+    )
+    assert code == 2 and "nowhere.txt is neither a file nor a URL" in err
