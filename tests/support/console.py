@@ -43,6 +43,21 @@ DOCUMENT_TEXT = (
     "Operators restart the worker with kubectl rollout restart when the queue is stuck. 🎉"
 )
 
+# The digest page's sections, in order, each a heading in its table of contents (a multi-day
+# digest adds its periods after the overview).
+DIGEST_SECTIONS = [
+    "Overview",
+    "Topics",
+    "Decisions",
+    "Action items",
+    "Open questions",
+    "Links",
+    "Artifacts",
+    "Knowledge items",
+    "Left out",
+    "Rejected by validation",
+]
+
 INGEST = """mutation($c: ChannelInput!, $m: [MessageInput!]!) { ingestMessages(channel: $c, messages: $m) {
   ... on IngestResult { accepted channel { id messageCount } } } }"""
 TRIGGER = (

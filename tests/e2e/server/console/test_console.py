@@ -21,6 +21,7 @@ from server.settings import Settings
 from tests.support.api import DIGEST_QUERY, gql
 from tests.support.browser import Watched, secured
 from tests.support.console import (
+    DIGEST_SECTIONS,
     EMOJI_MESSAGE_ID,
     console_app,
     messages_by_id,
@@ -36,18 +37,6 @@ pytestmark = pytest.mark.browser
 
 WRITER = "writer-token-1"
 READER = "reader-token-1"
-SECTIONS = [
-    "Overview",
-    "Topics",
-    "Decisions",
-    "Action items",
-    "Open questions",
-    "Links",
-    "Artifacts",
-    "Knowledge items",
-    "Left out",
-    "Rejected by validation",
-]
 RECORD_TEXTS = """status => {
   window.statusTexts = [status.textContent];
   new MutationObserver(() => {
@@ -92,7 +81,7 @@ async def test_the_console_shows_a_digest_and_marks_exactly_the_pointed_characte
         # The channel's last digest opens with every section.
         await row.get_by_role("link", name=digest["title"]).click()
         await expect(page.get_by_role("heading", level=1, name=digest["title"])).to_be_focused()
-        for section in SECTIONS:
+        for section in DIGEST_SECTIONS:
             await expect(page.get_by_role("heading", level=2, name=section)).to_be_visible()
         counts = digest["itemCounts"]
         await expect(page.locator("li.decision")).to_have_count(counts["decisions"])

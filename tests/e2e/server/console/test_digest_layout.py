@@ -15,24 +15,12 @@ from playwright.async_api import expect
 from server.settings import Settings
 from tests.support.api import gql
 from tests.support.browser import Watched
-from tests.support.console import console_app, digested_sample
+from tests.support.console import DIGEST_SECTIONS, console_app, digested_sample
 
 pytestmark = pytest.mark.browser
 
 SCREENSHOT = Path("/tmp/digestd-console-digest-layout.png")
 PERIODS_SCREENSHOT = Path("/tmp/digestd-console-digest-periods.png")
-SECTIONS = [
-    "Overview",
-    "Topics",
-    "Decisions",
-    "Action items",
-    "Open questions",
-    "Links",
-    "Artifacts",
-    "Knowledge items",
-    "Left out",
-    "Rejected by validation",
-]
 DIGEST = """query($id: ID!) { digest(id: $id) { title
   topics { title } decisions { text } knowledgeItems { title } rejections { reason }
   periods { label overview { text citations { footnote } } }
@@ -63,7 +51,7 @@ async def test_contents_folding_sections_and_context_under_the_sentence(
         # The sample spans two days: told day by day after the overview.
         periods = digest["periods"]
         assert [p["label"] for p in periods] == ["2025-03-10", "2025-03-11"], periods
-        sections = [SECTIONS[0], "By day", *SECTIONS[1:]]
+        sections = [DIGEST_SECTIONS[0], "By day", *DIGEST_SECTIONS[1:]]
         await expect(links).to_have_count(len(sections))
         names = await links.all_text_contents()
         assert [name.split(" (")[0] for name in names] == sections
