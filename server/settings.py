@@ -169,9 +169,10 @@ class Settings(BaseSettings):
     digest_llm_schema_bounds: Literal["auto", "send", "omit"] = Field(
         default="auto",
         description="Length and count bounds (maxLength, maxItems, ...) in the tool schemas sent: "
-        "`auto` sends them until the endpoint answers that it could not build a grammar from "
-        "them (llama.cpp), then resends without; `omit` never (needed by llama-cpp-python, whose "
-        "server dies on them); `send` always. "
+        "`auto` leaves them out for an endpoint whose `/v1/models` says it is llama.cpp's or "
+        "llama-cpp-python's server (they build grammars from them), sends them to any other "
+        "until it answers that it could not build a grammar from them, then resends without; "
+        "`omit` never; `send` always. "
         "The answers are checked against them either way.",
     )
     # Model limits (cl100k_base tokens). Unset: the built-in table for known models, else what

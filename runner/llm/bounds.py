@@ -10,17 +10,27 @@ Pydantic models, `model_validate` in runner.llm.toolcall), so a request without 
 to the model and nothing of what is stored.
 
 `DIGEST_LLM_SCHEMA_BOUNDS` (LLMConfig.schema_bounds) says what is sent:
-- `auto`: the bounds are sent; a call the endpoint refuses with a grammar error is sent once more
-  without them, and so is every later call through the same client;
+- `auto`: before the first call through a client, its endpoint's `GET /v1/models` is read once
+  (a short timeout; no answer, an error or another server changes nothing): llama.cpp's server
+  and llama-cpp-python's say who they are there, and their calls go without the bounds from the
+  start (llama-cpp-python's server does not refuse such a schema, it dies on it). Any other
+  endpoint gets the bounds; a call it refuses with a grammar error is sent once more without
+  them, and so is every later call through the same client;
 - `omit`: never sent (a server known to build grammars, or one that crashes on them);
 - `send`: always sent; a grammar error fails the call like any other refusal.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import re
 import weakref
 from typing import Any, Literal
+
+from runner.llm.limits import get_json
+
+logger = logging.getLogger(__name__)
 
 SchemaBounds = Literal["auto", "send", "omit"]
 
@@ -125,16 +135,99 @@ def refuses_bounds(client: object) -> bool:
     return client in _refusing
 
 
+# --- servers that say they build grammars -------------------------------------------------
+
+# How long the one look at `/v1/models` may take: a hint, not worth holding the first call for.
+DETECT_TIMEOUT_SECONDS = 3.0
+# Fields of a model entry in llama.cpp's `/v1/models` `meta` object (tools/server: vocab_type,
+# n_vocab, n_ctx_train, n_embd, n_params, size): no other server reports them.
+_LLAMA_CPP_META = frozenset({"n_vocab", "n_ctx_train", "n_embd"})
+
+
+def grammar_server(listing: Any) -> str | None:
+    """The grammar-building server a `GET /v1/models` answer comes from, or None. What each
+    says of itself, as their sources write it:
+    - llama.cpp's server (tools/server): `owned_by: "llamacpp"` on every model, and in its
+      single-model mode a `meta` object with the GGUF's figures (`n_vocab`, `n_ctx_train`, ...);
+    - llama-cpp-python's server (llama_cpp/server/app.py): `owned_by: "me"` beside a
+      `permissions` list, which no other server answers (OpenAI's old field is `permission`)."""
+    data = listing.get("data") if isinstance(listing, dict) else None
+    for entry in data if isinstance(data, list) else []:
+        if not isinstance(entry, dict):
+            continue
+        owner = entry.get("owned_by")
+        meta = entry.get("meta")
+        if owner == "llamacpp" or (isinstance(meta, dict) and _LLAMA_CPP_META <= meta.keys()):
+            return "llama.cpp"
+        if owner == "me" and isinstance(entry.get("permissions"), list):
+            return "llama-cpp-python"
+    return None
+
+
+# What each client's endpoint said it is (None: not a grammar-building server, or no answer),
+# and the look in flight, which concurrent first calls share. Held weakly: forgotten with the
+# client; the shared client of an endpoint (runner.llm.client.shared_client) lives as long as
+# the process's event loop, so an endpoint is asked once.
+_servers: weakref.WeakKeyDictionary[Any, str | None] = weakref.WeakKeyDictionary()
+_probes: weakref.WeakKeyDictionary[Any, asyncio.Task[str | None]] = weakref.WeakKeyDictionary()
+
+
+async def _probe(client: Any, timeout: float) -> str | None:
+    try:
+        async with asyncio.timeout(timeout + 1):  # get_json's own timeout, and a margin
+            listing = await get_json(client, "/models", timeout)
+    except TimeoutError:
+        return None
+    server = grammar_server(listing)
+    if server is not None:
+        logger.warning(
+            "LLM endpoint %s is %s's server (its /v1/models says so): tool schemas are sent "
+            "without length and count bounds; the answers are still checked against them",
+            getattr(client, "base_url", "?"),
+            server,
+        )
+    return server
+
+
+async def detect_server(client: Any, timeout: float = DETECT_TIMEOUT_SECONDS) -> str | None:
+    """The grammar-building server behind `client` ("llama.cpp", "llama-cpp-python") or None,
+    read from its `GET /v1/models` once per client. Never raises for the endpoint's sake: a
+    missing route, an error or a timeout is None."""
+    if client in _servers:
+        return _servers[client]
+    task = _probes.get(client)
+    if task is None or task.get_loop() is not asyncio.get_running_loop():
+        task = asyncio.ensure_future(_probe(client, timeout))
+        _probes[client] = task
+    # Shielded: a caller cancelled while waiting does not cancel the others' look.
+    server = await asyncio.shield(task)
+    _servers[client] = server
+    _probes.pop(client, None)
+    return server
+
+
+def detected_server(client: object) -> str | None:
+    """What `detect_server` found for `client` (None before it ran)."""
+    return _servers.get(client)
+
+
 def send_bounds(mode: SchemaBounds, client: object) -> bool:
-    """Whether a request through `client` carries the bounds under `mode`."""
+    """Whether a request through `client` carries the bounds under `mode` (under `auto`, after
+    `detect_server`: not to a grammar-building server, nor once the endpoint refused them)."""
     if mode == "omit":
         return False
-    return mode == "send" or not refuses_bounds(client)
+    if mode == "send":
+        return True
+    return not refuses_bounds(client) and detected_server(client) is None
 
 
 __all__ = [
     "BOUND_KEYWORDS",
+    "DETECT_TIMEOUT_SECONDS",
     "SchemaBounds",
+    "detect_server",
+    "detected_server",
+    "grammar_server",
     "has_bounds",
     "is_grammar_error",
     "refuses_bounds",

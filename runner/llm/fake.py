@@ -145,8 +145,9 @@ class FakeLLM:
         self.model = model
         self.exchanges: list[Exchange] = []
         self.requests: list[dict[str, Any]] = []  # the bodies, in arrival order
+        self.gets: list[str] = []  # the paths of the GET `routes` asked, in arrival order
         static = [
-            Route(path, _static(payload), methods=["GET"])
+            Route(path, self._static(payload), methods=["GET"])
             for path, payload in (routes or {}).items()
         ]
         self.app = Starlette(
@@ -164,6 +165,7 @@ class FakeLLM:
     def reset(self) -> None:
         self.exchanges.clear()
         self.requests.clear()
+        self.gets.clear()
 
     async def _chat(self, request: Request) -> Response:
         received = time.perf_counter()
@@ -178,6 +180,13 @@ class FakeLLM:
         response = answer if isinstance(answer, Response) else JSONResponse(answer)
         exchange.status = response.status_code
         return response
+
+    def _static(self, payload: Any) -> Callable[[Request], Awaitable[Response]]:
+        async def answer(request: Request) -> Response:
+            self.gets.append(request.url.path)
+            return JSONResponse(payload)
+
+        return answer
 
     async def _list_exchanges(self, request: Request) -> Response:
         return JSONResponse(
@@ -263,13 +272,6 @@ class FakeLLM:
         finally:
             stop.set()
             thread.join(10)
-
-
-def _static(payload: Any) -> Callable[[Request], Awaitable[Response]]:
-    async def answer(request: Request) -> Response:
-        return JSONResponse(payload)
-
-    return answer
 
 
 def _loopback_socket() -> socket.socket:

@@ -218,7 +218,7 @@ def context_from_props(props: Any) -> int | None:
     )
 
 
-async def _get_json(client: openai.AsyncOpenAI, url: str, timeout: float) -> Any:
+async def get_json(client: openai.AsyncOpenAI, url: str, timeout: float) -> Any:
     """The JSON at `url` (relative to the base URL, or absolute), or None for any failure."""
     try:
         response = await client.get(url, cast_to=httpx.Response, options={"timeout": timeout})
@@ -244,12 +244,12 @@ async def discover(
         if key in _discovered:
             return _learned.get(key)
         _discovered.add(key)
-    stated, bound = context_from_listing(await _get_json(client, "/models", timeout), model)
+    stated, bound = context_from_listing(await get_json(client, "/models", timeout), model)
     source = "/v1/models"
     if stated is None:
         root = str(client.base_url).rstrip("/")
         root = root[: -len("/v1")] if root.endswith("/v1") else root
-        stated = context_from_props(await _get_json(client, f"{root}/props", timeout))
+        stated = context_from_props(await get_json(client, f"{root}/props", timeout))
         source = "/props"
     if stated is not None and stated >= _MIN_CONTEXT:
         return learn(endpoint, model, stated, source)

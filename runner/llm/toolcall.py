@@ -8,9 +8,10 @@ MalformedOutput. The static prefix of the request (system prompt, tools) is neve
 the re-ask still hits the provider's prompt cache.
 
 A request's tool schema carries its length and count bounds unless the settings or the endpoint
-say otherwise (runner.llm.bounds): under `auto`, a call refused with a grammar error is sent once
-more without them, and the client's later calls leave them out; the answer is validated against
-the full contract either way.
+say otherwise (runner.llm.bounds): under `auto`, an endpoint whose `/v1/models` says it is
+llama.cpp's or llama-cpp-python's server never gets them, and a call refused with a grammar error
+is sent once more without them, the client's later calls leaving them out; the answer is
+validated against the full contract either way.
 """
 
 from __future__ import annotations
@@ -27,7 +28,15 @@ from runner.core.contract import TOOL_MODELS, StrictModel, tool_schema
 from runner.core.tokens import count_tokens
 from runner.core.vocabulary import ExtractionUsage
 from runner.errors import LLMError
-from runner.llm.bounds import has_bounds, remember_refusal, send_bounds, tool_without_bounds
+from runner.llm.bounds import (
+    DETECT_TIMEOUT_SECONDS,
+    detect_server,
+    has_bounds,
+    refuses_bounds,
+    remember_refusal,
+    send_bounds,
+    tool_without_bounds,
+)
 from runner.llm.budget import Preflight, RequestBudget, endpoint_budget, preflight
 from runner.llm.client import ContextLimitExceeded, GrammarRejected, ResilientCaller
 
@@ -187,7 +196,6 @@ class ToolCaller:
                 for choice in response.choices
                 for call in choice.message.tool_calls or []
                 if is_function_call(call)
-                if is_function_call(call)
             )
             self.usage.completion_tokens += count_tokens(received).tokens
             return
@@ -218,12 +226,16 @@ class ToolCaller:
         count of the request. The tool's bounds are left out when the settings or the endpoint
         ask for it (see the module docstring). Raises LLMCallError (ContextLimitExceeded,
         GrammarRejected) or CircuitOpen."""
-        mode = self.caller.config.schema_bounds
+        config = self.caller.config
+        mode = config.schema_bounds
         client = self.caller.client
+        if mode == "auto":
+            await detect_server(client, min(DETECT_TIMEOUT_SECONDS, config.timeout_seconds))
         bounded = send_bounds(mode, client)
         sent = tool if bounded else tool_without_bounds(tool)
-        # Under `auto`, left out because the endpoint refused them before: said in the warning.
-        self.bounds_dropped = self.bounds_dropped or (mode == "auto" and not bounded)
+        # Under `auto`, left out because the endpoint refused them before: said in the warning
+        # (a server that said what it is in /v1/models is expected to need it, like `omit`).
+        self.bounds_dropped = self.bounds_dropped or (mode == "auto" and refuses_bounds(client))
         try:
             response = await self._create(model, messages, sent, max_output_tokens, sent_tokens)
         except GrammarRejected as error:

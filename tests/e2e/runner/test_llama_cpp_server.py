@@ -1,7 +1,8 @@
 """A real llama-cpp-python server (`python -m llama_cpp.server --chat_format
 chatml-function-calling`, an 8k context) with the Gemma 3 270M model that the package index ships,
-behind the real `openai` client, digesting a window of the sample channel: the tool schemas it is
-sent carry no length or count bounds, so it builds their grammar and answers, and whatever the
+behind the real `openai` client, digesting a window of the sample channel under the default
+DIGEST_LLM_SCHEMA_BOUNDS=auto: its `/v1/models` tells what it is, the tool schemas it is sent carry
+no length or count bounds, so it builds their grammar and answers, and whatever the
 small model gets wrong, the window ends with a grounded digest.
 
 Skipped unless the test's interpreter has `llama_cpp` (llama-cpp-python with its server extra: a
@@ -29,7 +30,7 @@ import pytest
 
 from runner.digests.pipeline import run_pipeline
 from runner.extract.llm import LLMExtractor
-from runner.llm.bounds import SchemaBounds
+from runner.llm.bounds import SchemaBounds, detected_server
 from runner.llm.breaker import CircuitBreaker
 from runner.llm.config import LLMConfig
 from tests.support.llm import make_window
@@ -145,11 +146,13 @@ async def test_a_small_model_on_llama_cpp_python_gives_a_grounded_digest(
     base_url, log = llama_server
     messages = sample_messages()[:8]
     window = make_window([m.text for m in messages], channel="team-platform")
-    extractor = LLMExtractor(_config(base_url, "omit"), breaker=CircuitBreaker("llama-cpp"))
+    # The default setting: the server says what it is in /v1/models, and gets no bounds.
+    extractor = LLMExtractor(_config(base_url, "auto"), breaker=CircuitBreaker("llama-cpp"))
     try:
         result = await run_pipeline(window, extractor, chunk_tokens=1500)
     finally:
         await extractor.aclose()
+    assert detected_server(extractor.client) == "llama-cpp-python"
     server_log = log.read_text(errors="replace")
     # With the bounds, this server logs "failed to parse grammar" and dies on the first request
     # (the connection drops without an answer); without them it builds the grammar and answers.
