@@ -134,7 +134,7 @@ def _content(words: str) -> list[str]:
 def _reads_as_report(text: str, match: re.Match[str], *, strict_size: bool) -> bool:
     """Whether the clause holding `match` reports it as a fact of now (see the module's
     docstring): not asked, hypothetical, experience, someone else's, or unfinished."""
-    if _NEGATED.search(text[max(0, match.start() - 30) : match.start()]):
+    if _negated_before(text, match.start()):
         return False
     if text[: match.start()].rstrip().endswith(("...", "\u2026")):
         return False  # "Reading package lists... Done": a program's progress line
@@ -252,7 +252,7 @@ def switches(text: str) -> re.Match[str] | None:
         before = text[left : found.start()]
         if not _COMMITTED.search(before):
             continue
-        if _NEGATED.search(text[max(0, found.start() - 30) : found.start()]):
+        if _negated_before(text, found.start()):
             continue
         hedged = re.search(
             r"\b(?:if|perhaps|maybe|might|could|would|should|try|since|by|when|you|u)\b",
@@ -267,9 +267,15 @@ def switches(text: str) -> re.Match[str] | None:
 def marker(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
     """The first match of `pattern` in `text` that no negation ("not yet merged") precedes."""
     for match in pattern.finditer(text):
-        if not _NEGATED.search(text[max(0, match.start() - 30) : match.start()]):
+        if not _negated_before(text, match.start()):
             return match
     return None
+
+
+def _negated_before(text: str, start: int) -> bool:
+    """Whether a negation ("not yet", "haven't", "never") stands in the 30 characters before
+    `start`: what follows is denied, not reported."""
+    return bool(_NEGATED.search(text[max(0, start - 30) : start]))
 
 
 # Openings that ask back even without a "?" (chat users often leave it out): "are u getting

@@ -157,6 +157,11 @@ def is_bot(author: str, text: str) -> bool:
     return bool(_BOT_AUTHOR.search(author.strip()) or _BOT_LINE.match(squash(text)))
 
 
+def _noise(author: str, text: str) -> bool:
+    """Noise by its words (`is_noise`) or by who wrote it (`is_bot`)."""
+    return is_noise(text) or is_bot(author, text)
+
+
 def helpers(messages: Sequence[WindowMessage], conversation_of: Mapping[str, str]) -> set[str]:
     """The window's regular helpers: authors who wrote in the conversations of at least three
     other people, and in at least a tenth of the conversations with two or more people (at
@@ -212,7 +217,7 @@ def features(members: Sequence[WindowMessage], helper_names: set[str]) -> dict[s
         return dict.fromkeys(FEATURES, 0.0)
     opener = members[0].author
     texts = [m.normalized_text for m in members]
-    noise = [is_noise(t) or is_bot(m.author, t) for m, t in zip(members, texts, strict=True)]
+    noise = [_noise(m.author, t) for m, t in zip(members, texts, strict=True)]
     authors = {m.author for m, n in zip(members, noise, strict=True) if not n}
     opening = [t for m, t in zip(members[:3], texts[:3], strict=True) if m.author == opener]
     question_at = next(
@@ -268,7 +273,5 @@ def importance(
     values = features(members, helper_names)
     score = BIAS + sum(WEIGHTS[name] * values[name] for name in FEATURES)
     first = opening or (members[0] if members else None)
-    noise_opening = first is not None and (
-        is_noise(first.normalized_text) or is_bot(first.author, first.normalized_text)
-    )
+    noise_opening = first is not None and _noise(first.author, first.normalized_text)
     return Importance(score=score, features=values, noise_opening=noise_opening)

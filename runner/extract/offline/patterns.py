@@ -154,12 +154,17 @@ def _substantive(text: str, minimum: int = 2) -> bool:
     return len(set(content_words(text))) >= minimum
 
 
+def _without(text: str, marker: re.Match[str]) -> str:
+    """`text` with the marker taken out ("#agreed", "FYI:"), wherever it stood: what it marks."""
+    return text[: marker.start()] + " " + text[marker.end() :]
+
+
 def decision(sentence: str, participants: Participants) -> Claim | None:
     """A decision stated outright: a marker or decision phrasing, not a question or a hedge."""
     text = strip_address(squash(sentence), participants)
     marker = DECISION_MARKER.search(text)
     if marker:
-        rest = (text[: marker.start()] + " " + text[marker.end() :]).strip()
+        rest = _without(text, marker).strip()
         return Claim(clean_claim(rest), 3) if _substantive(rest) else None
     if text.endswith("?") or _NEGATED_DECISION.search(text) or _HEDGE.search(text):
         return None
@@ -240,7 +245,7 @@ def action(sentence: str, author: str, participants: Participants) -> Claim | No
     text = strip_address(flat, participants)
     marker = ACTION_MARKER.search(text)
     if marker:
-        rest = (text[: marker.start()] + " " + text[marker.end() :]).strip(" :-")
+        rest = _without(text, marker).strip(" :-")
         owner = marker.groupdict().get("todo_owner")
         assigned = _ASSIGNMENT.match(rest)
         if owner is None and assigned and participants.lookup(assigned.group("name")):
@@ -358,5 +363,5 @@ def info(sentence: str) -> Claim | None:
     marker = INFO_MARKER.search(text)
     if not marker:
         return None
-    rest = (text[: marker.start()] + " " + text[marker.end() :]).strip()
+    rest = _without(text, marker).strip()
     return Claim(clean_claim(rest), 2) if _substantive(rest, 3) else None
