@@ -22,13 +22,12 @@ to the model and nothing of what is stored.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 import weakref
 from typing import Any, Literal
 
-from runner.llm.limits import get_json
+from runner.llm.limits import model_listing
 
 logger = logging.getLogger(__name__)
 
@@ -164,29 +163,11 @@ def grammar_server(listing: Any) -> str | None:
     return None
 
 
-# What each client's endpoint said it is (None: not a grammar-building server, or no answer),
-# and the look in flight, which concurrent first calls share. Held weakly: forgotten with the
-# client; the shared client of an endpoint (runner.llm.client.shared_client) lives as long as
-# the process's event loop, so an endpoint is asked once.
+# What each client's endpoint said it is (None: not a grammar-building server, or no answer).
+# Held weakly: forgotten with the client; the shared client of an endpoint
+# (runner.llm.client.shared_client) lives as long as the process's event loop, so an endpoint is
+# asked once, and its model list is the one the limits discovery reads (runner.llm.limits).
 _servers: weakref.WeakKeyDictionary[Any, str | None] = weakref.WeakKeyDictionary()
-_probes: weakref.WeakKeyDictionary[Any, asyncio.Task[str | None]] = weakref.WeakKeyDictionary()
-
-
-async def _probe(client: Any, timeout: float) -> str | None:
-    try:
-        async with asyncio.timeout(timeout + 1):  # get_json's own timeout, and a margin
-            listing = await get_json(client, "/models", timeout)
-    except TimeoutError:
-        return None
-    server = grammar_server(listing)
-    if server is not None:
-        logger.warning(
-            "LLM endpoint %s is %s's server (its /v1/models says so): tool schemas are sent "
-            "without length and count bounds; the answers are still checked against them",
-            getattr(client, "base_url", "?"),
-            server,
-        )
-    return server
 
 
 async def detect_server(client: Any, timeout: float = DETECT_TIMEOUT_SECONDS) -> str | None:
@@ -195,14 +176,16 @@ async def detect_server(client: Any, timeout: float = DETECT_TIMEOUT_SECONDS) ->
     missing route, an error or a timeout is None."""
     if client in _servers:
         return _servers[client]
-    task = _probes.get(client)
-    if task is None or task.get_loop() is not asyncio.get_running_loop():
-        task = asyncio.ensure_future(_probe(client, timeout))
-        _probes[client] = task
-    # Shielded: a caller cancelled while waiting does not cancel the others' look.
-    server = await asyncio.shield(task)
-    _servers[client] = server
-    _probes.pop(client, None)
+    server = grammar_server(await model_listing(client, timeout))
+    if client not in _servers:  # the first of concurrent callers says it
+        _servers[client] = server
+        if server is not None:
+            logger.warning(
+                "LLM endpoint %s is %s's server (its /v1/models says so): tool schemas are sent "
+                "without length and count bounds; the answers are still checked against them",
+                getattr(client, "base_url", "?"),
+                server,
+            )
     return server
 
 

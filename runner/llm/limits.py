@@ -11,15 +11,18 @@ digestd learns it:
   running context in `/props` (`default_generation_settings.n_ctx`, per slot) beside
   `meta.n_ctx_train` (the trained maximum, only an upper bound) in `/v1/models`.
 What is learned is kept per endpoint and model for the life of the process (a restart learns
-again), and only ever lowers the limit.
+again), and only ever lowers the limit. The model list is asked once per client
+(`model_listing`), and runner.llm.bounds reads the same answer to tell what server it is.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
 import threading
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -218,7 +221,7 @@ def context_from_props(props: Any) -> int | None:
     )
 
 
-async def get_json(client: openai.AsyncOpenAI, url: str, timeout: float) -> Any:
+async def _get_json(client: openai.AsyncOpenAI, url: str, timeout: float) -> Any:
     """The JSON at `url` (relative to the base URL, or absolute), or None for any failure."""
     try:
         response = await client.get(url, cast_to=httpx.Response, options={"timeout": timeout})
@@ -226,6 +229,38 @@ async def get_json(client: openai.AsyncOpenAI, url: str, timeout: float) -> Any:
     except Exception as error:  # noqa: BLE001 - discovery is a hint, never a failure
         logger.debug("limit discovery: GET %s failed: %s", url, type(error).__name__)
         return None
+
+
+# Each client's `GET /models` answer (None: no answer), and the request in flight, which
+# concurrent askers share: the limits discovery and the schema bounds (runner.llm.bounds) read
+# the same list. Held weakly: forgotten with the client; the shared client of an endpoint
+# (runner.llm.client.shared_client) lives as long as the process's event loop.
+_listings: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+_listing_requests: weakref.WeakKeyDictionary[Any, asyncio.Task[Any]] = weakref.WeakKeyDictionary()
+
+
+async def _fetch_listing(client: Any, timeout: float) -> Any:
+    try:
+        async with asyncio.timeout(timeout + 1):  # _get_json's own timeout, and a margin
+            return await _get_json(client, "/models", timeout)
+    except TimeoutError:
+        return None
+
+
+async def model_listing(client: Any, timeout: float) -> Any:
+    """The endpoint's `GET /models` JSON, asked once per client (None for any failure, which is
+    remembered too: the list is a hint). Never raises for the endpoint's sake."""
+    if client in _listings:
+        return _listings[client]
+    request = _listing_requests.get(client)
+    if request is None or request.get_loop() is not asyncio.get_running_loop():
+        request = asyncio.ensure_future(_fetch_listing(client, timeout))
+        _listing_requests[client] = request
+    # Shielded: an asker cancelled while waiting does not cancel the others' request.
+    listing = await asyncio.shield(request)
+    _listings[client] = listing
+    _listing_requests.pop(client, None)
+    return listing
 
 
 async def discover(
@@ -244,12 +279,12 @@ async def discover(
         if key in _discovered:
             return _learned.get(key)
         _discovered.add(key)
-    stated, bound = context_from_listing(await get_json(client, "/models", timeout), model)
+    stated, bound = context_from_listing(await model_listing(client, timeout), model)
     source = "/v1/models"
     if stated is None:
         root = str(client.base_url).rstrip("/")
         root = root[: -len("/v1")] if root.endswith("/v1") else root
-        stated = context_from_props(await get_json(client, f"{root}/props", timeout))
+        stated = context_from_props(await _get_json(client, f"{root}/props", timeout))
         source = "/props"
     if stated is not None and stated >= _MIN_CONTEXT:
         return learn(endpoint, model, stated, source)

@@ -15,6 +15,7 @@ import pytest
 from runner.core.contract import CHUNK_SUMMARY_TOOL, ChunkSummary, tool_schema
 from runner.core.vocabulary import ExtractionUsage
 from runner.digests.pipeline import run_pipeline
+from runner.extract.llm import LLMExtractor
 from runner.llm.bounds import BOUND_KEYWORDS, detect_server, grammar_server
 from runner.llm.breaker import CircuitBreaker
 from runner.llm.client import ResilientCaller, build_client
@@ -22,6 +23,7 @@ from runner.llm.config import LLMConfig
 from runner.llm.fake import FakeLLM, completion, error
 from runner.llm.toolcall import MalformedOutput, ToolCaller
 from tests.support.llm import API_KEY, make_extractor, make_window, scripted
+from tests.support.small_context import unique_model
 
 # llama.cpp's server, one model loaded (tools/server: owned_by and the GGUF's `meta`).
 LLAMA_CPP = {
@@ -207,7 +209,7 @@ async def test_a_model_list_that_never_answers_keeps_the_bounds_and_the_call() -
     loop = asyncio.get_running_loop()
     started = loop.time()
     assert await detect_server(Stuck(), timeout=0.2) is None
-    assert loop.time() - started < 2.0
+    assert loop.time() - started < 5.0
 
 
 async def test_concurrent_first_calls_share_one_look() -> None:
@@ -246,3 +248,22 @@ async def test_a_llama_cpp_server_gets_each_call_once() -> None:
     assert result.failed_chunks == [] and result.chunk_count >= 4
     assert refused == []
     assert len(fake.requests) == extractor.usage.llm_calls == result.chunk_count + 1
+
+
+async def test_the_limits_discovery_and_the_bounds_read_one_model_list() -> None:
+    """Without the context settings the extractor also asks the model list for the context
+    (runner.llm.limits): one request serves both."""
+    name = unique_model("bounds-and-limits")
+    window = make_window([f"the deploy of service {i} failed at step two" for i in range(10)])
+    fake = FakeLLM(scripted(), {"/v1/models": LLAMA_CPP})
+    async with fake.serve() as base_url:
+        config = LLMConfig(base_url=base_url, api_key=API_KEY, map_model=name, reduce_model=name)
+        extractor = LLMExtractor(config, breaker=CircuitBreaker("bounds-and-limits"))
+        try:
+            await run_pipeline(window, extractor, chunk_tokens=400)
+        finally:
+            await extractor.aclose()
+    assert fake.requests and not any(bounds_sent(body) for body in fake.requests)
+    assert fake.gets == ["/v1/models"]
+    # The trained context the list states was read from the same answer.
+    assert extractor.map_budget.limits.context_window <= 32768
