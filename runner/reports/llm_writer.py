@@ -300,7 +300,9 @@ class LLMReportWriter:
             followup: list[dict[str, Any]] = [
                 {
                     "role": "assistant",
-                    "content": None,
+                    # A string, not null: llama-cpp-python's server refuses an assistant message
+                    # whose content is null (a 500), which failed every re-ask there.
+                    "content": "",
                     "tool_calls": [
                         {
                             "id": "call_report",

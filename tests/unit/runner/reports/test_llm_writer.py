@@ -222,3 +222,20 @@ async def test_citing_a_digest_claim_cites_every_message_it_rests_on() -> None:
     assert content_id(unit).startswith("decision:") and content_id(unit).endswith(
         "message:ops:m2@1"
     )
+
+
+async def test_the_re_ask_is_one_llama_cpp_python_takes() -> None:
+    """llama-cpp-python's server answers an assistant message whose content is null with a 500
+    (its request model wants a string): the re-ask's echo of the model's call carries ""."""
+    answers = sequence(bad_answer, fixed_answer)
+
+    def strict(body: dict[str, Any]) -> Any:
+        if any(m["role"] == "assistant" and m.get("content") is None for m in body["messages"]):
+            return error(500, "1 validation error: messages.2.content: Input should be a string")
+        return answers.model(body)
+
+    model = FakeLLM(strict)
+    writer, _ = fake_report_writer(model)
+    run = await writer.write(QUESTION, ranked_evidence())
+    assert len(model.requests) == 2
+    assert run.warnings == [] and run.audit.kept == 2
