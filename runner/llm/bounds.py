@@ -136,8 +136,9 @@ def refuses_bounds(client: object) -> bool:
 
 # --- servers that say they build grammars -------------------------------------------------
 
-# How long the one look at `/v1/models` may take: a hint, not worth holding the first call for.
-DETECT_TIMEOUT_SECONDS = 3.0
+# How long the one look at `/v1/models` may take (as long as the limits discovery gives it, which
+# may ask first and whose answer is shared): a hint, not worth holding the first call for.
+DETECT_TIMEOUT_SECONDS = 5.0
 # Fields of a model entry in llama.cpp's `/v1/models` `meta` object (tools/server: vocab_type,
 # n_vocab, n_ctx_train, n_embd, n_params, size): no other server reports them.
 _LLAMA_CPP_META = frozenset({"n_vocab", "n_ctx_train", "n_embd"})
