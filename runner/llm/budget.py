@@ -1,4 +1,5 @@
-"""Token budgets: model limits, the effective input budget, and request preflight.
+"""Token budgets: model limits, the effective input budget, request preflight, the final-fit
+pass over an assembled request, and the fidelity levels and floors of content fitted to a budget.
 
 Every request is counted before it is sent. Counts use tiktoken's cl100k_base (runner.core.tokens);
 when the encoding is unavailable they fall back to a chars/4 estimate, which gets an extra safety
@@ -9,13 +10,17 @@ from __future__ import annotations
 
 import functools
 import json
+import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from enum import Enum
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from runner.core.tokens import count_tokens
 from runner.llm import limits
 from runner.llm.config import LLMConfig
+
+Assembled = TypeVar("Assembled")
 
 
 class BudgetingMode(str, Enum):
@@ -261,3 +266,75 @@ def preflight(
 ) -> Preflight:
     tokens, estimated = count_request_tokens(messages, tools)
     return Preflight(tokens=tokens, budget=budget, estimated=estimated)
+
+
+# Degradation floors shared by whatever fits content items into a budget (the report writer's
+# evidence, `runner.reports.evidence_budget`): not settings, the seed's hardcoded guardrails.
+MIN_ITEMS_KEPT = 3  # never fewer items than this (unless fewer exist)
+TOP_ITEMS_CONDENSED = 5  # the top items by priority are never cut below their condensed form
+# The version of the per-item fidelity records stored with a result (`content_fidelity`).
+FIDELITY_SCHEMA_VERSION = "fidelity-v1"
+
+
+class FidelityLevel(str, Enum):
+    """What one content item became in a request, from whole to left out."""
+
+    FULL = "full"  # the whole text
+    TRUNCATED = "truncated"  # a longer prefix (a lower-priority item cut)
+    CONDENSED = "condensed"  # the item's headline sentence within a small token cap
+    HEADLINE = "headline"  # a few leading words: protected content that did not fit otherwise
+    DROPPED = "dropped"  # not in the request
+
+    @property
+    def degraded(self) -> bool:
+        return self is not FidelityLevel.FULL
+
+
+# The final-fit pass: after a request is assembled whole (system prompt, tool schema, messages)
+# it is counted again; a request still over its limit is assembled again with the content budget
+# lowered by the overshoot and this share of it, at most this many times.
+FINAL_FIT_MAX_ITERATIONS = 2
+FINAL_FIT_MARGIN = 0.10
+_FINAL_FIT_MIN_STEP = 8  # tokens: an overshoot of one token still moves the budget
+
+
+@dataclass(frozen=True)
+class FinalFit(Generic[Assembled]):
+    """The last assembled request, its count, its limit and how many re-assemblies it took."""
+
+    request: Assembled
+    tokens: int
+    limit: int
+    content_budget: int
+    iterations: int
+    first_tokens: int
+
+    @property
+    def fits(self) -> bool:
+        return self.tokens <= self.limit
+
+
+def final_fit(
+    assemble: Callable[[int], Assembled],
+    count: Callable[[Assembled], int],
+    content_budget: int,
+    limit: int,
+    *,
+    max_iterations: int = FINAL_FIT_MAX_ITERATIONS,
+    margin: float = FINAL_FIT_MARGIN,
+) -> FinalFit[Assembled]:
+    """Assemble the request for `content_budget`, count it whole, and while it is over `limit`
+    shrink the content budget by the measured overshoot (plus `margin` of it) and assemble again,
+    at most `max_iterations` times. The caller hard-fails on a result that still does not fit."""
+    request = assemble(content_budget)
+    tokens = first = count(request)
+    iterations = 0
+    while tokens > limit and iterations < max_iterations:
+        overshoot = tokens - limit
+        content_budget = max(
+            0, content_budget - overshoot - max(_FINAL_FIT_MIN_STEP, math.ceil(overshoot * margin))
+        )
+        request = assemble(content_budget)
+        tokens = count(request)
+        iterations += 1
+    return FinalFit(request, tokens, limit, content_budget, iterations, first)

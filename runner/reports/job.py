@@ -214,6 +214,10 @@ class ReportJobRunner:
                     ),
                 }
             )
+            failed_fit = getattr(error, "fit", None)  # an EvidenceOverflow: what the fitting did
+            if failed_fit is not None:
+                written.warnings[:0] = failed_fit.warnings
+                written.fidelity = failed_fit.as_json()
             written.fidelity = {**written.fidelity, "warnings": list(written.warnings)}
             return written
         usage = run.usage
