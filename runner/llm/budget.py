@@ -1,5 +1,6 @@
-"""Token budgets: model limits, the effective input budget, request preflight, the final-fit
-pass over an assembled request, and the fidelity levels and floors of content fitted to a budget.
+"""Token budgets: model limits, the effective input budget, request preflight, and the final-fit
+pass over an assembled request (the fidelity levels and floors it shares with any fitting of
+content to a budget live in runner.core.fidelity, pure).
 
 Every request is counted before it is sent. Counts use tiktoken's cl100k_base (runner.core.tokens);
 when the encoding is unavailable they fall back to a chars/4 estimate, which gets an extra safety
@@ -266,28 +267,6 @@ def preflight(
 ) -> Preflight:
     tokens, estimated = count_request_tokens(messages, tools)
     return Preflight(tokens=tokens, budget=budget, estimated=estimated)
-
-
-# Degradation floors shared by whatever fits content items into a budget (the report writer's
-# evidence, `runner.reports.evidence_budget`): not settings, the seed's hardcoded guardrails.
-MIN_ITEMS_KEPT = 3  # never fewer items than this (unless fewer exist)
-TOP_ITEMS_CONDENSED = 5  # the top items by priority are never cut below their condensed form
-# The version of the per-item fidelity records stored with a result (`content_fidelity`).
-FIDELITY_SCHEMA_VERSION = "fidelity-v1"
-
-
-class FidelityLevel(str, Enum):
-    """What one content item became in a request, from whole to left out."""
-
-    FULL = "full"  # the whole text
-    TRUNCATED = "truncated"  # a longer prefix (a lower-priority item cut)
-    CONDENSED = "condensed"  # the item's headline sentence within a small token cap
-    HEADLINE = "headline"  # a few leading words: protected content that did not fit otherwise
-    DROPPED = "dropped"  # not in the request
-
-    @property
-    def degraded(self) -> bool:
-        return self is not FidelityLevel.FULL
 
 
 # The final-fit pass: after a request is assembled whole (system prompt, tool schema, messages)

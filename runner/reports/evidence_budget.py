@@ -38,14 +38,14 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
-from runner.core.tokens import count_tokens
-from runner.grounding.claim_support import content_tokens
-from runner.llm.budget import (
+from runner.core.fidelity import (
     FIDELITY_SCHEMA_VERSION,
     MIN_ITEMS_KEPT,
     TOP_ITEMS_CONDENSED,
     FidelityLevel,
 )
+from runner.core.tokens import count_tokens
+from runner.grounding.claim_support import content_tokens
 from runner.reports.evidence import Evidence, RankedEvidence
 from runner.reports.sources import MessageSource
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from runner.llm.budget import FIDELITY_SCHEMA_VERSION, MIN_ITEMS_KEPT, TOP_ITEMS_CONDENSED
+from runner.core.fidelity import FIDELITY_SCHEMA_VERSION, MIN_ITEMS_KEPT, TOP_ITEMS_CONDENSED
 from runner.reports.evidence import Evidence, RankedEvidence
 from runner.reports.evidence_budget import (
     CONDENSED_UNIT_TOKENS,
