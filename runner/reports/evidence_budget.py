@@ -86,15 +86,19 @@ def _folded(text: str) -> str:
 
 def protected_ids(question: str, ranked: list[RankedEvidence]) -> set[str]:
     """The units never dropped for the budget: those holding a phrase the question quotes
-    ("..."), and digest decisions and action items sharing two content words with it."""
-    phrases = [_folded(next(g for g in m.groups() if g)) for m in _QUOTED.finditer(question)]
-    phrases = [p for p in phrases if p]
+    ("...", as whole words; a phrase of stopwords only pins nothing), and digest decisions and
+    action items sharing two content words with it."""
+    quoted = (_folded(next(g for g in m.groups() if g)) for m in _QUOTED.finditer(question))
+    phrases = [
+        re.compile(rf"(?<!\w){re.escape(phrase)}(?!\w)")
+        for phrase in quoted
+        if content_tokens(phrase)
+    ]
     terms = set(content_tokens(question))
     protected: set[str] = set()
     for item in ranked:
         unit = item.evidence
-        text = _folded(unit.text)
-        pinned = any(phrase in text for phrase in phrases)
+        pinned = bool(phrases) and any(p.search(_folded(unit.text)) for p in phrases)
         key = unit.kind in _KEY_CLAIMS and len(terms & set(content_tokens(unit.text))) >= 2
         if pinned or key:
             protected.add(content_id(unit))

@@ -319,3 +319,7 @@ def test_the_question_pins_quoted_phrases_and_key_claims_on_its_subject() -> Non
         content_id(quoted.evidence),
         content_id(decision.evidence),
     }
+    # Whole words only, and a quoted phrase of stopwords pins nothing.
+    assert protected_ids('Is "rollback plan" ready?', [quoted]) == {content_id(quoted.evidence)}
+    assert protected_ids('Is "rollback pla" ready?', [quoted]) == set()
+    assert protected_ids('What is "the" plan?', [plain, quoted]) == set()
