@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from runner.core.fidelity import FIDELITY_SCHEMA_VERSION
 from runner.documents.archive import read_archive
 from runner.evaluation.fake_report_model import (
     fake_report_writer,
@@ -272,6 +273,16 @@ async def test_without_token_management_the_ranked_evidence_is_sent_whole_withou
         r.evidence.text for r in priority_order(ranked)
     ]
     assert run.fit.content_fidelity == {} and run.fit.fidelity == [] and run.fit.warnings == []
+    # The stored form keeps every field, empty: one shape whatever the setting.
+    assert run.fit.as_json() == {
+        "budget_tokens": run.fit.tokens,
+        "fidelity": [],
+        "warnings": [],
+        "dropped_content_ids": [],
+        "content_fidelity_schema_version": FIDELITY_SCHEMA_VERSION,
+        "content_fidelity": {},
+        "content_archive_hashes": {},
+    }
     assert writer.version.endswith(":unbudgeted")
     # And a request over the budget is then refused by the preflight, not fitted.
     small, _ = fake_report_writer(token_management_enabled=False, reduce_context_tokens=5000)
