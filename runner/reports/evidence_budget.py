@@ -258,7 +258,8 @@ def fit_evidence(
     if len(within) < len(ordered):
         kept = set(within)
         every = fit.tokens + sum(
-            count(r.evidence.text) + tags(r.evidence)
+            # Tags estimated: counting thousands of left-out tags would double the fit's time.
+            count(r.evidence.text) + UNIT_OVERHEAD_TOKENS
             for i, r in enumerate(ordered)
             if i not in kept
         )
