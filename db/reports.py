@@ -24,7 +24,14 @@ from db.models import (
 from db.queries import QUERIES
 
 # The `fidelity` of a report whose writer fitted nothing (the offline writer; 0007's default).
-EMPTY_FIDELITY: dict[str, Any] = {"fidelity": [], "warnings": [], "dropped_content_ids": []}
+EMPTY_FIDELITY: dict[str, Any] = {
+    "fidelity": [],
+    "warnings": [],
+    "dropped_content_ids": [],
+    "content_fidelity_schema_version": "fidelity-v1",  # runner.core.fidelity.FIDELITY_SCHEMA_VERSION
+    "content_fidelity": {},
+    "content_archive_hashes": {},
+}
 
 
 async def trigger_report(

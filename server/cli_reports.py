@@ -34,6 +34,13 @@ def report_json(row: Report) -> dict[str, Any]:
         "fidelity": row.fidelity.get("fidelity", []),
         "warnings": row.fidelity.get("warnings", []),
         "dropped_content_ids": row.fidelity.get("dropped_content_ids", []),
+        # Stored before per-item records existed: the empty defaults of the current version.
+        "content_fidelity_schema_version": row.fidelity.get(
+            "content_fidelity_schema_version",
+            report_queries.EMPTY_FIDELITY["content_fidelity_schema_version"],
+        ),
+        "content_fidelity": row.fidelity.get("content_fidelity", {}),
+        "content_archive_hashes": row.fidelity.get("content_archive_hashes", {}),
     }
 
 

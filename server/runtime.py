@@ -147,6 +147,10 @@ def llm_config(settings: Settings) -> LLMConfig:
         map_output_tokens=settings.digest_map_output_tokens,
         reduce_context_tokens=settings.digest_reduce_context_tokens,
         reduce_output_tokens=settings.digest_reduce_output_tokens,
+        token_safety_margin=settings.digestd_token_safety_margin,
+        runtime_overhead_tokens=settings.digestd_runtime_overhead_tokens,
+        token_management_enabled=settings.digestd_token_management_enabled,
+        allow_content_dropping=settings.digestd_allow_content_dropping,
     )
 
 
@@ -240,7 +244,11 @@ def report_runner(settings: Settings) -> ReportJobRunner:
     from runner.reports.llm_writer import LLMReportWriter, ReportCall
 
     call = reduce_model_call(settings, ReportCall)
-    runner.llm_writer = LLMReportWriter(call, min_overlap=settings.digestd_min_claim_overlap)
+    runner.llm_writer = LLMReportWriter(
+        call,
+        min_overlap=settings.digestd_min_claim_overlap,
+        archive_dir=settings.digestd_archive_dir,
+    )
     return runner
 
 
@@ -351,6 +359,7 @@ class Runtime:
                 summarizer_factory(self.settings),
                 archive_dir=self.settings.digestd_archive_dir,
                 archive_retention_days=self.settings.digestd_archive_retention_days,
+                cache_enabled=self.settings.digestd_summarization_cache_enabled,
             )
         if self._reports is None:
             self._reports = report_runner(self.settings)

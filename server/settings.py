@@ -201,6 +201,31 @@ class Settings(BaseSettings):
         description="Output tokens a reduce request asks for; unset = 8192 within the model's limits.",
     )
 
+    # Token management (the report writer's evidence; the margin and overhead size every budget).
+    digestd_token_management_enabled: bool = Field(
+        default=True,
+        description="Fit the report writer's evidence to the model's budget (condense, truncate, drop, with per-item fidelity records); off = the ranked evidence as is (a request over the budget then gets the offline report).",
+    )
+    digestd_token_safety_margin: float = Field(
+        default=0.15,
+        ge=0,
+        lt=1,
+        description="Share of a model's input budget kept free for counting error: effective budget = (context - output - overhead) x (1 - margin).",
+    )
+    digestd_runtime_overhead_tokens: int = Field(
+        default=256,
+        ge=0,
+        description="Tokens a request costs beyond what digestd counts (a proxy's or server's own prompt), taken off every input budget.",
+    )
+    digestd_allow_content_dropping: bool = Field(
+        default=True,
+        description="Whether fitting may leave lower-ranked evidence units out of the writer's request; off = condense only, and refuse what still does not fit.",
+    )
+    digestd_summarization_cache_enabled: bool = Field(
+        default=True,
+        description="Serve a stored document digest (summary) for the same document, query and settings instead of summarizing again.",
+    )
+
     digestd_max_window_messages: int = Field(
         default=100_000,
         ge=100,

@@ -87,6 +87,9 @@ class DocumentJobRunner:
     summarizer_factory: Callable[[], Summarizer] = OfflineSummarizer
     archive_dir: Path | None = None  # opt-in: archiving writes the canonical text to disk
     archive_retention_days: float = DEFAULT_RETENTION_DAYS
+    # Off (DIGESTD_SUMMARIZATION_CACHE_ENABLED=false): a stored digest is never served, the
+    # document is summarized again (its key's first stored digest stays the stored one).
+    cache_enabled: bool = True
 
     async def run(self, job: DigestJob, context: JobContext) -> Outcome:
         pool, stats = context.pool, context.stats
@@ -197,6 +200,8 @@ class DocumentJobRunner:
         """End the job with the stored digest of `cache_key`, if any: no summarizer call. An
         offline digest served for a model that was refused is PARTIAL, as when it was written
         (its SUMMARY_EXTRACTED_OFFLINE warning, first in `warnings`, says why)."""
+        if not self.cache_enabled:
+            return None
         async with context.pool.acquire() as connection:
             cached = await document_queries.cached_digest_id(connection, cache_key)
         if cached is None:

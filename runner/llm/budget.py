@@ -1,4 +1,6 @@
-"""Token budgets: model limits, the effective input budget, and request preflight.
+"""Token budgets: model limits, the effective input budget, request preflight, and the final-fit
+pass over an assembled request (the fidelity levels and floors it shares with any fitting of
+content to a budget live in runner.core.fidelity, pure).
 
 Every request is counted before it is sent. Counts use tiktoken's cl100k_base (runner.core.tokens);
 when the encoding is unavailable they fall back to a chars/4 estimate, which gets an extra safety
@@ -9,13 +11,17 @@ from __future__ import annotations
 
 import functools
 import json
+import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from enum import Enum
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from runner.core.tokens import count_tokens
 from runner.llm import limits
 from runner.llm.config import LLMConfig
+
+Assembled = TypeVar("Assembled")
 
 
 class BudgetingMode(str, Enum):
@@ -261,3 +267,53 @@ def preflight(
 ) -> Preflight:
     tokens, estimated = count_request_tokens(messages, tools)
     return Preflight(tokens=tokens, budget=budget, estimated=estimated)
+
+
+# The final-fit pass: after a request is assembled whole (system prompt, tool schema, messages)
+# it is counted again; a request still over its limit is assembled again with the content budget
+# lowered by the overshoot and this share of it, at most this many times.
+FINAL_FIT_MAX_ITERATIONS = 2
+FINAL_FIT_MARGIN = 0.10
+_FINAL_FIT_MIN_STEP = 8  # tokens: an overshoot of one token still moves the budget
+
+
+@dataclass(frozen=True)
+class FinalFit(Generic[Assembled]):
+    """The last assembled request, its count, its limit and how many re-assemblies it took."""
+
+    request: Assembled
+    tokens: int
+    limit: int
+    content_budget: int
+    iterations: int
+    first_tokens: int
+
+    @property
+    def fits(self) -> bool:
+        return self.tokens <= self.limit
+
+
+def final_fit(
+    assemble: Callable[[int], Assembled],
+    count: Callable[[Assembled], int],
+    content_budget: int,
+    limit: int,
+    *,
+    max_iterations: int = FINAL_FIT_MAX_ITERATIONS,
+    margin: float = FINAL_FIT_MARGIN,
+) -> FinalFit[Assembled]:
+    """Assemble the request for `content_budget`, count it whole, and while it is over `limit`
+    shrink the content budget by the measured overshoot (plus `margin` of it) and assemble again,
+    at most `max_iterations` times. The caller hard-fails on a result that still does not fit."""
+    request = assemble(content_budget)
+    tokens = first = count(request)
+    iterations = 0
+    while tokens > limit and iterations < max_iterations:
+        overshoot = tokens - limit
+        content_budget = max(
+            0, content_budget - overshoot - max(_FINAL_FIT_MIN_STEP, math.ceil(overshoot * margin))
+        )
+        request = assemble(content_budget)
+        tokens = count(request)
+        iterations += 1
+    return FinalFit(request, tokens, limit, content_budget, iterations, first)

@@ -61,6 +61,11 @@ class LLMConfig:
     reduce_output_tokens: int | None = None
     token_safety_margin: float = 0.15
     runtime_overhead_tokens: int = 256
+    # Off: the report writer sends its evidence as ranked, unfitted (the preflight still refuses
+    # a request over the budget); on: fitted, degraded by the rules of runner.reports.evidence_budget.
+    token_management_enabled: bool = True
+    # Off: fitting never leaves an item out for the budget; it condenses, then fails.
+    allow_content_dropping: bool = True
 
     # Extraction shape.
     max_known_items: int = 40
@@ -79,6 +84,8 @@ class LLMConfig:
             raise ValueError("max_retries must not be negative")
         if not 0 <= self.token_safety_margin < 1:
             raise ValueError("token_safety_margin must be in [0, 1)")
+        if self.runtime_overhead_tokens < 0:
+            raise ValueError("runtime_overhead_tokens must not be negative")
         if self.timeout_seconds <= 0:
             raise ValueError("timeout_seconds must be positive")
         if self.schema_bounds not in ("auto", "send", "omit"):

@@ -3,28 +3,49 @@ does not fit, as plain data: no database, no network.
 
 The units come ranked by `runner.reports.evidence.rank_evidence`. Their priority is question
 relevance (the BM25 rank), then recency (a newer message first among equal scores; a document
-span has no time and keeps its order). The degradation order when they do not fit:
+span has no time and keeps its order). Some units are `protected` (`protected_ids`): those
+containing a phrase the question quotes in double quotes (the user pinned those words), and the
+digest decisions and action items that share at least two content words with the question.
+The degradation order when they do not fit:
 1. at most `max_units` units go to the model at all (a longer list is noise to a writer that
-   cites a few dozen sentences): the rest are dropped (`CONTENT_DROPPED`, reason `unit_cap`);
+   cites a few dozen sentences): the rest are dropped (`CONTENT_DROPPED`, reason `unit_cap`),
+   except protected units, which are kept in their priority place;
 2. a budget below `MIN_EVIDENCE_TOKENS` is raised to it (`TOKEN_BUDGET_FLOORED`): the request
-   then may not fit the model, which the preflight reports before anything is sent;
+   then may not fit the model, which the final fit reports before anything is sent;
 3. units longer than `TRUNCATED_UNIT_TOKENS` are cut at a word boundary, lowest priority first,
    until the rest fits (`CONTENT_TRUNCATED`): the model sees less of a sentence, the stored
    quote stays the whole unit, and support is still checked against the whole source;
-4. the lowest-priority units are dropped until the rest fits (`CONTENT_DROPPED`, `budget_limit`).
-No summarization (no `PRIORITY_SUMMARIZED`): a summary is not a quotable span, and every report
-sentence must cite exact characters. Every step leaves a fidelity record {phase,
-original_tokens, final_tokens, reason}; the ids of the units left out are `dropped_content_ids`.
+4. when dropping is allowed, the lowest-priority units are dropped until the rest fits
+   (`CONTENT_DROPPED`, `budget_limit`); never a protected unit, never one of the top
+   `TOP_ITEMS_CONDENSED`, never below `MIN_ITEMS_KEPT` units;
+5. the units left are condensed to their headline sentence within `CONDENSED_UNIT_TOKENS`,
+   lowest priority first (`PRIORITY_SUMMARIZED` for a top or protected unit, else
+   `CONTENT_TRUNCATED`): the floor of the top units;
+6. protected units are cut to `HEADLINE_UNIT_TOKENS` (`PROTECTED_OVERFLOW`);
+7. what is still over is `over_budget`: the writer fails with `EvidenceOverflow`.
+No model summary: a summary is not a quotable span, and every report sentence must cite exact
+characters; a condensed unit is a prefix of its text. Every step leaves a step record {phase,
+step, original_tokens, final_tokens, reason}; every unit considered (within the cap) gets a
+per-item record in `content_fidelity` (level, tokens before and after, reason, warnings); the
+ids of the units left out are `dropped_content_ids`.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
+from runner.core.fidelity import (
+    FIDELITY_SCHEMA_VERSION,
+    MIN_ITEMS_KEPT,
+    TOP_ITEMS_CONDENSED,
+    FidelityLevel,
+)
 from runner.core.tokens import count_tokens
+from runner.grounding.claim_support import content_tokens
 from runner.reports.evidence import Evidence, RankedEvidence
 from runner.reports.sources import MessageSource
 
@@ -32,15 +53,23 @@ PHASE = "synthesis"  # the phase name, in fidelity records, of writing the repor
 DEFAULT_MAX_UNITS = 60
 MIN_EVIDENCE_TOKENS = 512
 TRUNCATED_UNIT_TOKENS = 40
-# Tokens a unit costs beyond its text in the request (`<source id="E12" origin="...">` tags).
+CONDENSED_UNIT_TOKENS = 20
+HEADLINE_UNIT_TOKENS = 10
+# Tokens a unit costs beyond its text in the request (`<source id="E12" origin="...">` tags);
+# an estimate: the final fit counts the request as sent.
 UNIT_OVERHEAD_TOKENS = 12
 TRUNCATION_MARK = "…"
+# Digest claims that are key findings: protected when they speak of the question's subject.
+_KEY_CLAIMS = frozenset({"decision", "action_item"})
+_QUOTED = re.compile(r'"([^"]{3,200})"|“([^”]{3,200})”|«([^»]{3,200})»')
+_SENTENCE_END = re.compile(r"[.!?](?=\s)")
 
 
 def content_id(unit: Evidence) -> str:
     """A unit's stable id: its message's canonical key plus the span of a message sentence (one
-    message may give several units), a document's id, text hash and locator; a digest's claim is its kind and a hash of its text at its
-    first cited message (several claims may cite one message)."""
+    message may give several units), a document's id, text hash and locator; a digest's claim is
+    its kind and a hash of its text at its first cited message (several claims may cite one
+    message)."""
     source = unit.source
     if unit.kind != "sentence":
         digest = hashlib.sha256(unit.text.encode("utf-8")).hexdigest()[:12]
@@ -51,6 +80,31 @@ def content_id(unit: Evidence) -> str:
     return f"document:{source.document_id}:{source.source_text_hash}:{source.locator}"
 
 
+def _folded(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
+def protected_ids(question: str, ranked: list[RankedEvidence]) -> set[str]:
+    """The units never dropped for the budget: those holding a phrase the question quotes
+    ("...", as whole words; a phrase of stopwords only pins nothing), and digest decisions and
+    action items sharing two content words with it."""
+    quoted = (_folded(next(g for g in m.groups() if g)) for m in _QUOTED.finditer(question))
+    phrases = [
+        re.compile(rf"(?<!\w){re.escape(phrase)}(?!\w)")
+        for phrase in quoted
+        if content_tokens(phrase)
+    ]
+    terms = set(content_tokens(question))
+    protected: set[str] = set()
+    for item in ranked:
+        unit = item.evidence
+        pinned = bool(phrases) and any(p.search(_folded(unit.text)) for p in phrases)
+        key = unit.kind in _KEY_CLAIMS and len(terms & set(content_tokens(unit.text))) >= 2
+        if pinned or key:
+            protected.add(content_id(unit))
+    return protected
+
+
 @dataclass(frozen=True)
 class FittedUnit:
     """A unit as the model sees it: `text` is the unit's text, or a prefix of it when cut."""
@@ -58,7 +112,12 @@ class FittedUnit:
     evidence: Evidence
     text: str
     tokens: int
-    truncated: bool = False
+    level: FidelityLevel = FidelityLevel.FULL
+    overhead: int = UNIT_OVERHEAD_TOKENS  # its tags in the request
+
+    @property
+    def truncated(self) -> bool:
+        return self.level.degraded
 
 
 @dataclass
@@ -71,10 +130,29 @@ class EvidenceFit:
     warnings: list[dict[str, Any]] = field(default_factory=list)
     dropped_content_ids: list[str] = field(default_factory=list)
     estimated: bool = False  # a token count fell back to chars/4
+    protected: set[str] = field(default_factory=set)
+    # Per item (within the cap), by content id: {"phases": {PHASE: {level, ...}}}.
+    content_fidelity: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Content id -> "sha256:<hex>" of its whole text in the archive (when archiving is on).
+    content_archive_hashes: dict[str, str] = field(default_factory=dict)
+    # Content id -> the whole text of each unit within the cap (for the archive; not stored).
+    originals: dict[str, str] = field(default_factory=dict, repr=False)
 
     @property
     def tokens(self) -> int:
-        return sum(unit.tokens + UNIT_OVERHEAD_TOKENS for unit in self.units)
+        return sum(unit.tokens + unit.overhead for unit in self.units)
+
+    def degraded_texts(self) -> dict[str, str]:
+        """The whole texts of the units given in part or left out, by content id."""
+        return {
+            item_id: self.originals[item_id]
+            for item_id, record in self.content_fidelity.items()
+            if record["phases"][PHASE]["level"] != FidelityLevel.FULL.value
+        }
+
+    @property
+    def over_budget(self) -> bool:
+        return self.tokens > self.budget_tokens
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -82,6 +160,9 @@ class EvidenceFit:
             "fidelity": self.fidelity,
             "warnings": self.warnings,
             "dropped_content_ids": self.dropped_content_ids,
+            "content_fidelity_schema_version": FIDELITY_SCHEMA_VERSION,
+            "content_fidelity": self.content_fidelity,
+            "content_archive_hashes": self.content_archive_hashes,
         }
 
 
@@ -113,6 +194,13 @@ def cut_to_tokens(text: str, limit: int, counter: Callable[[str], int]) -> str:
     return " ".join(words[:low]).rstrip(" ,;:") + TRUNCATION_MARK
 
 
+def condensed_text(text: str, limit: int, counter: Callable[[str], int]) -> str:
+    """A unit's headline: its first sentence when that one is shorter, cut to `limit` tokens."""
+    end = _SENTENCE_END.search(text)
+    first = text[: end.end()] if end else text
+    return cut_to_tokens(first, limit, counter)
+
+
 def _record(step: str, before: int, after: int, reason: str, **extra: Any) -> dict[str, Any]:
     return {
         "phase": PHASE,
@@ -137,9 +225,14 @@ def fit_evidence(
     *,
     max_units: int = DEFAULT_MAX_UNITS,
     counter: Callable[[str], int] | None = None,
+    protected: Collection[str] = frozenset(),
+    allow_dropping: bool = True,
+    overhead: Callable[[Evidence], int] | None = None,
 ) -> EvidenceFit:
     """The units that fit `budget_tokens` (tokens of evidence in the request), in priority
-    order, with the fidelity records, warnings and dropped ids of the degradation steps."""
+    order, with the step records, per-item records, warnings and dropped ids of the
+    degradation steps. `protected` are content ids never dropped for the budget; `overhead` is
+    what a unit's tags cost in the request (by default `UNIT_OVERHEAD_TOKENS`)."""
     estimated = False
 
     def default_counter(text: str) -> int:
@@ -150,28 +243,35 @@ def fit_evidence(
 
     count = counter or default_counter
     ordered = priority_order(ranked)
-    units = [FittedUnit(r.evidence, r.evidence.text, count(r.evidence.text)) for r in ordered]
-    fit = EvidenceFit(units, budget_tokens)
-    original = fit.tokens
-    if len(units) > max_units:
-        left_out = units[max_units:]
-        fit.units = units[:max_units]
-        fit.dropped_content_ids += [content_id(u.evidence) for u in left_out]
+    ids = [content_id(r.evidence) for r in ordered]
+    cap = max(max_units, MIN_ITEMS_KEPT)
+    within = [i for i, item_id in enumerate(ids) if i < cap or item_id in protected]
+    tags = overhead or (lambda _: UNIT_OVERHEAD_TOKENS)
+    units = [
+        FittedUnit(e, e.text, count(e.text), overhead=tags(e))
+        for e in (ordered[i].evidence for i in within)
+    ]
+    fit = EvidenceFit(units, budget_tokens, protected={ids[i] for i in within} & set(protected))
+    original = {ids[i]: unit.tokens for i, unit in zip(within, units, strict=True)}
+    rank = {ids[i]: place for place, i in enumerate(within)}
+    fit.originals = {ids[i]: ordered[i].evidence.text for i in within}
+    if len(within) < len(ordered):
+        kept = set(within)
+        every = fit.tokens + sum(
+            # Tags estimated: counting thousands of left-out tags would double the fit's time.
+            count(r.evidence.text) + UNIT_OVERHEAD_TOKENS
+            for i, r in enumerate(ordered)
+            if i not in kept
+        )
+        _cap_left_out(fit, [ids[i] for i in range(len(ids)) if i not in kept], cap)
         fit.fidelity.append(
             _record(
                 "cap",
-                original,
+                every,
                 fit.tokens,
                 "unit_cap",
-                units_before=len(units),
-                units_after=max_units,
-            )
-        )
-        fit.warnings.append(
-            _warning(
-                "CONTENT_DROPPED",
-                f"{len(left_out)} lower-ranked evidence units beyond the first "
-                f"{max_units} were not given to the model",
+                units_before=len(ordered),
+                units_after=len(within),
             )
         )
     if budget_tokens < MIN_EVIDENCE_TOKENS:
@@ -184,10 +284,16 @@ def fit_evidence(
         )
         fit.fidelity.append(_record("floor", budget_tokens, MIN_EVIDENCE_TOKENS, "budget_floor"))
         fit.budget_tokens = budget_tokens = MIN_EVIDENCE_TOKENS
-    _truncate(fit, count)
-    _drop(fit)
+    start = fit.tokens
+    _cut(fit, count, FidelityLevel.TRUNCATED, TRUNCATED_UNIT_TOKENS, rank)
+    if allow_dropping:
+        _drop(fit, rank)
+    _cut(fit, count, FidelityLevel.CONDENSED, CONDENSED_UNIT_TOKENS, rank)
+    _cut(fit, count, FidelityLevel.HEADLINE, HEADLINE_UNIT_TOKENS, rank)
     if not fit.fidelity:
-        fit.fidelity.append(_record("none", original, fit.tokens, "within_budget"))
+        fit.fidelity.append(_record("none", start, fit.tokens, "within_budget"))
+    if fit.over_budget:
+        fit.fidelity.append(_record("over", start, fit.tokens, "over_budget"))
     fit.estimated = estimated
     if estimated:
         fit.warnings.append(
@@ -196,42 +302,117 @@ def fit_evidence(
                 "evidence tokens were estimated as characters / 4",
             )
         )
+    _item_records(fit, original, rank)
     return fit
 
 
-def _truncate(fit: EvidenceFit, count: Callable[[str], int]) -> None:
-    """Cut long units, lowest priority first, until the units fit (or none is long)."""
+def _cap_left_out(fit: EvidenceFit, left_out: list[str], cap: int) -> None:
+    fit.dropped_content_ids += left_out
+    fit.warnings.append(
+        _warning(
+            "CONTENT_DROPPED",
+            f"{len(left_out)} lower-ranked evidence units beyond the first "
+            f"{cap} were not given to the model",
+        )
+    )
+
+
+def _priority(item_id: str, fit: EvidenceFit, rank: dict[str, int]) -> bool:
+    return rank[item_id] < TOP_ITEMS_CONDENSED or item_id in fit.protected
+
+
+# What each cutting step is called in its step record, and when it applies.
+_STEPS = {
+    FidelityLevel.TRUNCATED: "truncate",
+    FidelityLevel.CONDENSED: "condense",
+    FidelityLevel.HEADLINE: "headline",
+}
+
+
+def _cut(
+    fit: EvidenceFit,
+    count: Callable[[str], int],
+    level: FidelityLevel,
+    limit: int,
+    rank: dict[str, int],
+) -> None:
+    """Cut units to `level` (at most `limit` tokens), lowest priority first, until they fit.
+    Only protected units go to a headline."""
     before = fit.tokens
     cut: list[str] = []
     for index in reversed(range(len(fit.units))):
-        if fit.tokens <= fit.budget_tokens:
+        if not fit.over_budget:
             break
         unit = fit.units[index]
-        if unit.tokens <= TRUNCATED_UNIT_TOKENS:
+        item_id = content_id(unit.evidence)
+        if unit.tokens <= limit or (
+            level is FidelityLevel.HEADLINE and item_id not in fit.protected
+        ):
             continue
-        text = cut_to_tokens(unit.text, TRUNCATED_UNIT_TOKENS, count)
-        fit.units[index] = FittedUnit(unit.evidence, text, count(text), truncated=True)
-        cut.append(content_id(unit.evidence))
-    if cut:
-        fit.fidelity.append(
-            _record("truncate", before, fit.tokens, "budget_limit", units_truncated=len(cut))
-        )
+        if level is FidelityLevel.TRUNCATED:
+            text = cut_to_tokens(unit.text, limit, count)
+        else:
+            text = condensed_text(unit.evidence.text, limit, count)
+        fit.units[index] = FittedUnit(unit.evidence, text, count(text), level, unit.overhead)
+        cut.append(item_id)
+    if not cut:
+        return
+    reason = "protected_overflow" if level is FidelityLevel.HEADLINE else "budget_limit"
+    fit.fidelity.append(
+        _record(_STEPS[level], before, fit.tokens, reason, **{f"units_{level.value}": len(cut)})
+    )
+    if level is FidelityLevel.TRUNCATED:
         fit.warnings.append(
             _warning(
                 "CONTENT_TRUNCATED",
-                f"{len(cut)} evidence units were cut to "
-                f"{TRUNCATED_UNIT_TOKENS} tokens for the model",
+                f"{len(cut)} evidence units were cut to {limit} tokens for the model",
+                cut,
+            )
+        )
+    elif level is FidelityLevel.CONDENSED:
+        top = [i for i in cut if _priority(i, fit, rank)]
+        rest = [i for i in cut if i not in top]
+        if top:
+            fit.warnings.append(
+                _warning(
+                    "PRIORITY_SUMMARIZED",
+                    f"{len(top)} top-ranked or protected evidence units were condensed to "
+                    f"their headline sentence within {limit} tokens",
+                    top,
+                )
+            )
+        if rest:
+            fit.warnings.append(
+                _warning(
+                    "CONTENT_TRUNCATED",
+                    f"{len(rest)} evidence units were condensed to {limit} tokens for the model",
+                    rest,
+                )
+            )
+    else:
+        fit.warnings.append(
+            _warning(
+                "PROTECTED_OVERFLOW",
+                f"the protected evidence did not fit the budget of {fit.budget_tokens} tokens "
+                f"condensed; {len(cut)} protected units were cut to {limit} tokens",
                 cut,
             )
         )
 
 
-def _drop(fit: EvidenceFit) -> None:
-    """Drop the lowest-priority units until the rest fits."""
+def _drop(fit: EvidenceFit, rank: dict[str, int]) -> None:
+    """Drop the lowest-priority droppable units until the rest fits: never a protected unit,
+    one of the top units, or a unit that would leave fewer than the minimum."""
     before = fit.tokens
     dropped: list[str] = []
-    while fit.units and fit.tokens > fit.budget_tokens:
-        dropped.append(content_id(fit.units.pop().evidence))
+    for index in reversed(range(len(fit.units))):
+        if not fit.over_budget or len(fit.units) <= MIN_ITEMS_KEPT:
+            break
+        item_id = content_id(fit.units[index].evidence)
+        if _priority(item_id, fit, rank):
+            continue
+        del fit.units[index]
+        dropped.append(item_id)
     if dropped:
         fit.dropped_content_ids += dropped
         fit.fidelity.append(
@@ -245,3 +426,49 @@ def _drop(fit: EvidenceFit) -> None:
                 dropped,
             )
         )
+
+
+def _item_records(fit: EvidenceFit, original: dict[str, int], rank: dict[str, int]) -> None:
+    """What happened to each unit within the cap: level, tokens before and after, why."""
+    given = {content_id(u.evidence): u for u in fit.units}
+    codes: dict[str, list[str]] = {}
+    for warning in fit.warnings:
+        for item_id in warning.get("item_ids", []):
+            codes.setdefault(item_id, []).append(warning["code"])
+    for item_id in sorted(original, key=rank.__getitem__):
+        unit = given.get(item_id)
+        level = unit.level if unit else FidelityLevel.DROPPED
+        reason = {
+            FidelityLevel.FULL: "within_budget",
+            FidelityLevel.HEADLINE: "protected_overflow",
+        }.get(level, "budget_limit")
+        fit.content_fidelity[item_id] = {
+            "phases": {
+                PHASE: {
+                    "level": level.value,
+                    "reason": reason,
+                    "original_tokens": original[item_id],
+                    "final_tokens": unit.tokens if unit else 0,
+                    "rank": rank[item_id] + 1,
+                    "protected": item_id in fit.protected,
+                    "warnings": codes.get(item_id, []),
+                }
+            }
+        }
+
+
+def unfitted(ranked: list[RankedEvidence], max_units: int = DEFAULT_MAX_UNITS) -> EvidenceFit:
+    """The evidence as ranked, without token management: the first `max_units` units whole,
+    no budget records (the request's preflight still refuses what is over the model's budget);
+    the units beyond the cap are still named as dropped."""
+    ordered = priority_order(ranked)
+    cap = max(max_units, MIN_ITEMS_KEPT)
+    units = [
+        FittedUnit(r.evidence, r.evidence.text, count_tokens(r.evidence.text).tokens)
+        for r in ordered[:cap]
+    ]
+    fit = EvidenceFit(units, 0)
+    fit.budget_tokens = fit.tokens
+    if len(ordered) > cap:
+        _cap_left_out(fit, [content_id(r.evidence) for r in ordered[cap:]], cap)
+    return fit

@@ -64,7 +64,7 @@ from runner.reports.evidence import (
     shown_title,
 )
 from runner.reports.extractive import EXTRACTOR_VERSION, write_extractive_report
-from runner.reports.llm_writer import LLMReportWriter
+from runner.reports.llm_writer import EvidenceOverflow, LLMReportWriter
 from runner.reports.records import report_cache_key, report_json
 from runner.reports.report import Report, report_markdown
 
@@ -214,6 +214,9 @@ class ReportJobRunner:
                     ),
                 }
             )
+            if isinstance(error, EvidenceOverflow):  # what the fitting did, and why it stopped
+                written.warnings[:0] = error.fit.warnings
+                written.fidelity = error.fit.as_json()
             written.fidelity = {**written.fidelity, "warnings": list(written.warnings)}
             return written
         usage = run.usage

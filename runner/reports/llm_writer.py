@@ -5,7 +5,11 @@ gets ONE re-ask with the concrete audit errors, and what still fails is dropped.
 - Evidence: the ranked units (`runner.reports.evidence`), fitted to the model's input budget
   (`runner.reports.evidence_budget`), shown as `<source id="E1" ...>` in priority order. `E`
   ids are the request's own: the report's `S1..Sn` are numbered afterwards by first appearance,
-  so a model never decides the numbering.
+  so a model never decides the numbering. Final fit (`runner.llm.budget.final_fit`): the whole
+  request is counted as it will be sent; one still over the budget is fitted again with the
+  evidence budget lowered by the overshoot, at most twice, then refused (`EvidenceOverflow`, as
+  is evidence whose protected units do not fit even as headlines). With archiving on, the whole
+  text of every unit given in part or left out is archived and its hash recorded.
 - Answer: `emit_report` (`WrittenReport`, a Pydantic model whose JSON schema is the tool's):
   a title, answer sentences, sections (heading + sentences) and open points, each sentence
   {sentence, source_ids}. Citations are data, never markers parsed out of prose.
@@ -23,27 +27,41 @@ Model text is untrusted: it is never logged, only counts and codes are.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import cache
+from pathlib import Path
 from typing import Annotated, Any
 from xml.sax.saxutils import escape, quoteattr
 
 from pydantic import Field
 
 from runner.core.contract import StrictModel, model_schema
+from runner.core.tokens import count_tokens
 from runner.core.vocabulary import ExtractionUsage
+from runner.documents.archive import write_archive
+from runner.documents.canonical import source_text_hash
+from runner.documents.errors import ArchiveError
 from runner.errors import LLMError
 from runner.grounding.claim_support import DEFAULT_MIN_OVERLAP, support_share
 from runner.grounding.footnotes import FootnotedSentence, Section
-from runner.llm.budget import count_request_tokens
+from runner.llm.budget import count_request_tokens, final_fit
 from runner.llm.prompts import REPORT_PROMPT, load_prompt
-from runner.llm.toolcall import ModelCall
+from runner.llm.toolcall import ModelCall, RequestTooLarge
 from runner.reports.audit import ReportAudit, accept_sentences, sentence_problem
-from runner.reports.evidence import RankedEvidence
-from runner.reports.evidence_budget import DEFAULT_MAX_UNITS, EvidenceFit, FittedUnit, fit_evidence
+from runner.reports.evidence import Evidence, RankedEvidence
+from runner.reports.evidence_budget import (
+    DEFAULT_MAX_UNITS,
+    PHASE,
+    EvidenceFit,
+    FittedUnit,
+    fit_evidence,
+    protected_ids,
+    unfitted,
+)
 from runner.reports.extractive import report_title
 from runner.reports.report import ANSWER_HEADING, OPEN_POINTS_HEADING, Report, ReportSection
 from runner.reports.sources import MessageSource, ReportSource
@@ -60,6 +78,19 @@ _REASK_RESERVE_TOKENS = _MAX_OUTPUT_TOKENS + 600
 MAX_SENTENCE_CHARS = 600
 MAX_HEADING_CHARS = 120
 _SHOWN_SENTENCE_CHARS = 100  # of a failing sentence, in the re-ask (enough to recognise it)
+# The archive folder (runner.documents.archive) of the whole texts of degraded evidence units.
+EVIDENCE_ARCHIVE_SOURCE = "report-evidence"
+_REMEDY = "raise DIGEST_REDUCE_CONTEXT_TOKENS, or choose fewer sources or quoted phrases"
+
+
+class EvidenceOverflow(RequestTooLarge):
+    """The evidence the report must keep does not fit the model's budget: the top units
+    condensed and the protected ones cut to headlines are still over it, or the whole request
+    is over it after the final fit. `fit` holds its records and warnings."""
+
+    def __init__(self, message: str, fit: EvidenceFit) -> None:
+        super().__init__(message)
+        self.fit = fit
 
 
 class CitedSentence(StrictModel):
@@ -113,9 +144,19 @@ def evidence_id(index: int) -> str:
 
 
 def _attributes(unit: FittedUnit) -> str:
-    source = unit.evidence.source
+    return _evidence_attributes(unit.evidence)
+
+
+def unit_overhead(evidence: Evidence) -> int:
+    """Tokens of a unit's tags in the request (its id taken at two digits), for the fitting."""
+    tag = f"<source id={quoteattr('E00')} {_evidence_attributes(evidence)}></source>\n"
+    return count_tokens(tag).tokens
+
+
+def _evidence_attributes(evidence: Evidence) -> str:
+    source = evidence.source
     # A digest's claim (a decision, an open question, ...) says which kind it is.
-    kind = "" if unit.evidence.kind == "sentence" else f" kind={quoteattr(unit.evidence.kind)}"
+    kind = "" if evidence.kind == "sentence" else f" kind={quoteattr(evidence.kind)}"
     if isinstance(source, MessageSource):
         return (
             f"channel={quoteattr(source.channel)} author={quoteattr(source.author)} "
@@ -265,27 +306,96 @@ class LLMReportWriter:
         *,
         min_overlap: float = DEFAULT_MIN_OVERLAP,
         max_units: int = DEFAULT_MAX_UNITS,
+        archive_dir: Path | None = None,
     ) -> None:
         self.call = call
         self.min_overlap = min_overlap
         self.max_units = max_units
+        self.archive_dir = archive_dir
 
     @property
     def version(self) -> str:
         """What the report is a function of besides its inputs: part of the cache key."""
-        return f"llm:{self.call.model}:{REPORT_PROMPT_VERSION}:{self.max_units}"
+        config = self.call.caller.config
+        # The budget switches change what the model sees; their defaults keep the old keys.
+        switches = ("" if config.token_management_enabled else ":unbudgeted") + (
+            "" if config.allow_content_dropping else ":nodrop"
+        )
+        return f"llm:{self.call.model}:{REPORT_PROMPT_VERSION}:{self.max_units}{switches}"
 
     def evidence_budget(self, question: str) -> int:
         """The model's input budget less the request without evidence and the re-ask's room."""
         static, _ = count_request_tokens(build_messages(question, []), [report_tool_schema()])
-        return self.call.budget().input_tokens - static - _REASK_RESERVE_TOKENS
+        return self.request_limit() - static
+
+    def request_limit(self) -> int:
+        """Tokens the first request may take: the input budget less the re-ask's room."""
+        return self.call.budget().input_tokens - _REASK_RESERVE_TOKENS
+
+    def fitted_request(
+        self, question: str, ranked: list[RankedEvidence]
+    ) -> tuple[EvidenceFit, list[dict[str, Any]]]:
+        """The evidence fitted to the budget and the request's messages, after the final fit
+        (see the module docstring). Raises EvidenceOverflow."""
+        config = self.call.caller.config
+        if not config.token_management_enabled:
+            fit = unfitted(ranked, self.max_units)
+            return fit, build_messages(question, fit.units)
+        protected = protected_ids(question, ranked)
+        tools = [report_tool_schema()]
+
+        def assemble(budget: int) -> tuple[EvidenceFit, list[dict[str, Any]]]:
+            fit = fit_evidence(
+                ranked,
+                budget,
+                max_units=self.max_units,
+                protected=protected,
+                allow_dropping=config.allow_content_dropping,
+                overhead=unit_overhead,
+            )
+            if fit.over_budget:
+                raise EvidenceOverflow(
+                    f"the evidence that must be kept needs {fit.tokens} tokens, the model's "
+                    f"evidence budget is {fit.budget_tokens}: {_REMEDY}",
+                    fit,
+                )
+            return fit, build_messages(question, fit.units)
+
+        fitted = final_fit(
+            assemble,
+            lambda request: count_request_tokens(request[1], tools)[0],
+            self.evidence_budget(question),
+            self.request_limit(),
+        )
+        fit, messages = fitted.request
+        if fitted.iterations:
+            fit.fidelity.append(
+                {
+                    "phase": PHASE,
+                    "step": "final_fit",
+                    "original_tokens": fitted.first_tokens,
+                    "final_tokens": fitted.tokens,
+                    "reason": "request_over_budget",
+                    "iterations": fitted.iterations,
+                    "request_limit": fitted.limit,
+                }
+            )
+        if not fitted.fits:
+            raise EvidenceOverflow(
+                f"the request needs {fitted.tokens} tokens after {fitted.iterations} final-fit "
+                f"passes, the model's budget is {fitted.limit}: {_REMEDY}",
+                fit,
+            )
+        return fit, messages
 
     async def write(self, question: str, ranked: list[RankedEvidence]) -> LLMReportRun:
-        """Raises (from the first call only) MalformedOutput, RequestTooLarge, LLMCallError or
-        CircuitOpen; a failing re-ask keeps the first answer with a `re_ask_failed` warning."""
-        fit = fit_evidence(ranked, self.evidence_budget(question), max_units=self.max_units)
+        """Raises (from the first call only) EvidenceOverflow, MalformedOutput, RequestTooLarge,
+        LLMCallError or CircuitOpen; a failing re-ask keeps the first answer with a
+        `re_ask_failed` warning."""
+        fit, messages = self.fitted_request(question, ranked)
+        if self.archive_dir is not None:
+            await asyncio.to_thread(archive_degraded, fit, self.archive_dir)
         sources = {evidence_id(i): u.evidence.sources for i, u in enumerate(fit.units)}
-        messages = build_messages(question, fit.units)
         usage = ExtractionUsage()
         written = await self.call(messages, usage)
         failures = sentence_failures(written, sources, self.min_overlap)
@@ -339,3 +449,24 @@ class LLMReportWriter:
         audit.re_asked = re_asked
         report = Report(report.question, checked_title(report, self.min_overlap), report.sections)
         return LLMReportRun(fit, draft, report, audit, usage, run_warnings)
+
+
+def archive_degraded(fit: EvidenceFit, archive_dir: Path) -> None:
+    """Archive the whole text of every unit given in part or left out, and record its hash
+    (`content_archive_hashes`, and `archive_hash` in its item record). A failing write is an
+    `ARCHIVE_WRITE_FAILED` warning, never a failed report."""
+    try:
+        for item_id, text in fit.degraded_texts().items():
+            write_archive(archive_dir, EVIDENCE_ARCHIVE_SOURCE, text)
+            digest = source_text_hash(text)
+            fit.content_archive_hashes[item_id] = digest
+            fit.content_fidelity[item_id]["phases"][PHASE]["archive_hash"] = digest
+    except (OSError, ArchiveError) as error:
+        logger.warning("report.archive_failed error=%s", type(error).__name__)
+        fit.warnings.append(
+            {
+                "code": "ARCHIVE_WRITE_FAILED",
+                "message": f"the evidence archive could not be written ({type(error).__name__})",
+                "phase": PHASE,
+            }
+        )

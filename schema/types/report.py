@@ -196,12 +196,14 @@ class ReportAudit:
 class ReportFidelityRecord:
     phase: str = strawberry.field(description='"synthesis": the evidence given to the writer.')
     step: str = strawberry.field(
-        description='"none" (it fitted), "cap", "floor", "truncate" or "drop".'
+        description='"none" (it fitted), "cap", "floor", "truncate", "drop", "condense", '
+        '"headline", "final_fit" (the whole request counted and fitted again) or "over".'
     )
     original_tokens: int
     final_tokens: int
     reason: str = strawberry.field(
-        description='"within_budget", "unit_cap", "budget_floor" or "budget_limit".'
+        description='"within_budget", "unit_cap", "budget_floor", "budget_limit", '
+        '"protected_overflow", "request_over_budget" or "over_budget".'
     )
 
     @classmethod
@@ -217,8 +219,8 @@ class ReportFidelityRecord:
 
 @strawberry.type(
     description="A degradation of the report (warning codes such as "
-    "CONTENT_TRUNCATED, CONTENT_DROPPED, TOKEN_BUDGET_FLOORED; llm_writer_failed, "
-    "re_ask_failed)."
+    "CONTENT_TRUNCATED, CONTENT_DROPPED, PRIORITY_SUMMARIZED, PROTECTED_OVERFLOW, "
+    "TOKEN_BUDGET_FLOORED, ARCHIVE_WRITE_FAILED; llm_writer_failed, re_ask_failed)."
 )
 class ReportWarning:
     code: str

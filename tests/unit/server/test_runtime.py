@@ -1,13 +1,18 @@
 """The composition root reads every document digest setting: each DIGESTD_DOC_* variable reaches
-the digest configuration or the LLM summarizer the workers use."""
+the digest configuration or the LLM summarizer the workers use; the token management settings
+reach the LLM configuration and the report writer."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+from pydantic import ValidationError
 
 from runner.documents.llm_summary import LLMSummarizer
 from runner.documents.policy import DigestConfig, DigestPolicy
-from server.runtime import digest_config, summarizer_factory
+from runner.llm.config import LLMConfig
+from server.runtime import digest_config, llm_config, report_runner, summarizer_factory
 from server.settings import Settings
 
 DOCUMENT_SETTINGS = {
@@ -69,4 +74,55 @@ def test_out_of_range_document_settings_are_refused(
 ) -> None:
     monkeypatch.setenv(name, value)
     with pytest.raises(ValueError, match=name.lower()):
+        Settings()
+
+
+TOKEN_SETTINGS = {
+    "DIGEST_EXTRACTOR": "llm",
+    "DIGEST_LLM_BASE_URL": "http://llm.test/v1",
+    "DIGESTD_TOKEN_MANAGEMENT_ENABLED": "false",
+    "DIGESTD_TOKEN_SAFETY_MARGIN": "0.25",
+    "DIGESTD_RUNTIME_OVERHEAD_TOKENS": "1000",
+    "DIGESTD_ALLOW_CONTENT_DROPPING": "false",
+}
+
+
+def test_the_token_management_settings_reach_the_llm_config_and_the_report_writer(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    for name, value in TOKEN_SETTINGS.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("DIGESTD_ARCHIVE_DIR", str(tmp_path))
+    settings = Settings()
+    config = llm_config(settings)
+    assert config.token_management_enabled is False and config.allow_content_dropping is False
+    assert config.token_safety_margin == 0.25 and config.runtime_overhead_tokens == 1000
+    writer = report_runner(settings).llm_writer
+    assert writer is not None and writer.archive_dir == tmp_path
+    assert writer.call.caller.config.token_safety_margin == 0.25
+    assert writer.version.endswith(":unbudgeted:nodrop")
+    # Unset, they are LLMConfig's own defaults.
+    for name in TOKEN_SETTINGS:
+        if name.startswith("DIGESTD_"):
+            monkeypatch.delenv(name)
+    defaults, plain = llm_config(Settings()), LLMConfig()
+    for name in (
+        "token_management_enabled",
+        "allow_content_dropping",
+        "token_safety_margin",
+        "runtime_overhead_tokens",
+    ):
+        assert getattr(defaults, name) == getattr(plain, name)
+    assert Settings().digestd_summarization_cache_enabled is True
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("DIGESTD_TOKEN_SAFETY_MARGIN", "1"), ("DIGESTD_RUNTIME_OVERHEAD_TOKENS", "-1")],
+)
+def test_out_of_range_token_settings_are_refused(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str
+) -> None:
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ValidationError):
         Settings()

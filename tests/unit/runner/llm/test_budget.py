@@ -8,11 +8,13 @@ from runner.core.chunks import chunk_messages
 from runner.core.extractor import ChunkFailed, KnownItem
 from runner.llm.budget import (
     FALLBACK_LIMITS,
+    FINAL_FIT_MAX_ITERATIONS,
     BudgetingMode,
     ModelLimits,
     Preflight,
     count_request_tokens,
     effective_budget,
+    final_fit,
     get_model_limits,
 )
 from runner.llm.fake import FakeLLM
@@ -112,3 +114,39 @@ async def test_known_items_are_trimmed_before_a_chunk_is_refused() -> None:
     assert "earlier item number 0 " not in user
     tokens, _ = count_request_tokens(sent["messages"], sent["tools"])
     assert tokens <= extractor.map_budget.input_tokens
+
+
+def test_final_fit_shrinks_the_content_budget_by_the_overshoot_and_stops_when_it_fits() -> None:
+    budgets: list[int] = []
+
+    def assemble(budget: int) -> int:
+        budgets.append(budget)
+        return budget
+
+    # The request costs 300 tokens beyond its content: over a limit of 1000 once.
+    fitted = final_fit(assemble, lambda content: content + 300, 800, 1000)
+    assert fitted.fits and fitted.iterations == 1 and fitted.first_tokens == 1100
+    assert budgets == [800, 800 - 100 - 10] and fitted.tokens <= 1000
+
+
+def test_final_fit_gives_up_after_two_iterations_with_an_overshooting_counter() -> None:
+    budgets: list[int] = []
+
+    def assemble(budget: int) -> int:
+        budgets.append(budget)
+        return budget
+
+    fitted = final_fit(assemble, lambda content: content + 10_000, 800, 1000)
+    assert not fitted.fits and fitted.iterations == FINAL_FIT_MAX_ITERATIONS == 2
+    assert len(budgets) == 3 and budgets[-1] == 0
+
+
+def test_a_request_that_fits_is_assembled_once() -> None:
+    calls: list[int] = []
+
+    def assemble(budget: int) -> int:
+        calls.append(budget)
+        return budget
+
+    fitted = final_fit(assemble, lambda content: content, 500, 1000)
+    assert fitted.fits and fitted.iterations == 0 and calls == [500]

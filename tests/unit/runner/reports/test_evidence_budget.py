@@ -6,16 +6,22 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from runner.core.fidelity import FIDELITY_SCHEMA_VERSION, MIN_ITEMS_KEPT, TOP_ITEMS_CONDENSED
 from runner.reports.evidence import Evidence, RankedEvidence
 from runner.reports.evidence_budget import (
+    CONDENSED_UNIT_TOKENS,
+    HEADLINE_UNIT_TOKENS,
     MIN_EVIDENCE_TOKENS,
     TRUNCATED_UNIT_TOKENS,
     TRUNCATION_MARK,
     UNIT_OVERHEAD_TOKENS,
+    EvidenceFit,
+    condensed_text,
     content_id,
     cut_to_tokens,
     fit_evidence,
     priority_order,
+    protected_ids,
 )
 from runner.reports.sources import DocumentSource, MessageSource
 
@@ -131,15 +137,21 @@ def test_a_budget_below_the_floor_is_raised_and_said() -> None:
 
 
 def test_more_units_than_the_cap_are_dropped_whatever_the_budget() -> None:
-    ranked = [unit(f"m{i}", sentence(5), 10.0 - i, i) for i in range(5)]
-    fit = fit_evidence(ranked, 10_000, max_units=2, counter=words)
-    assert ids(ranked[:2]) == [content_id(u.evidence) for u in fit.units]
-    assert fit.dropped_content_ids == ids(ranked[2:])
+    ranked = [unit(f"m{i}", sentence(5), 10.0 - i, i) for i in range(6)]
+    fit = fit_evidence(ranked, 10_000, max_units=4, counter=words)
+    assert ids(ranked[:4]) == [content_id(u.evidence) for u in fit.units]
+    assert fit.dropped_content_ids == ids(ranked[4:])
     assert (
         fit.warnings[0]["code"] == "CONTENT_DROPPED"
-        and "beyond the first 2" in fit.warnings[0]["message"]
+        and "beyond the first 4" in fit.warnings[0]["message"]
     )
     assert fit.fidelity[0]["reason"] == "unit_cap"
+
+
+def test_a_cap_below_the_floor_of_three_units_still_gives_three() -> None:
+    ranked = [unit(f"m{i}", sentence(5), 10.0 - i, i) for i in range(5)]
+    fit = fit_evidence(ranked, 10_000, max_units=1, counter=words)
+    assert [content_id(u.evidence) for u in fit.units] == ids(ranked[:MIN_ITEMS_KEPT])
 
 
 def test_cut_to_tokens_keeps_a_word_prefix_within_the_limit() -> None:
@@ -160,3 +172,154 @@ def test_message_units_of_one_message_have_distinct_ids_and_documents_their_loca
     )
     document = DocumentSource("7", "Doc", "abc", "page:2:char:5-9", "word")
     assert content_id(Evidence("word", document, "Doc", 1, 0)) == "document:7:abc:page:2:char:5-9"
+
+
+def _levels(fit: EvidenceFit) -> dict[str, str]:
+    return {i: r["phases"]["synthesis"]["level"] for i, r in fit.content_fidelity.items()}
+
+
+def test_the_top_five_are_condensed_never_dropped_and_the_rest_dropped_first() -> None:
+    # Budget for five condensed units only: everything below the top five goes first.
+    ranked = [unit(f"m{i}", sentence(80, f"w{i}"), 30.0 - i, i) for i in range(12)]
+    top = ids(ranked[:TOP_ITEMS_CONDENSED])
+    budget = MIN_EVIDENCE_TOKENS  # 5 x (20 + 12) fits, 5 x (40 + 12) + more does not
+    fit = fit_evidence(
+        [*ranked, *[unit(f"x{i}", sentence(80), 1.0, 50 + i) for i in range(40)]],
+        budget,
+        counter=words,
+    )
+    given = [content_id(u.evidence) for u in fit.units]
+    assert given[:TOP_ITEMS_CONDENSED] == top and fit.tokens <= budget
+    assert set(top).isdisjoint(fit.dropped_content_ids)
+    levels = _levels(fit)
+    assert all(levels[i] in ("truncated", "condensed") for i in top)
+    assert all(words(u.text) >= CONDENSED_UNIT_TOKENS - 1 for u in fit.units[:5])
+
+
+def test_a_tight_budget_condenses_the_top_five_with_a_priority_warning_and_keeps_them() -> None:
+    # Tags of 80 tokens: five truncated units (5 x 120) are over the 512 floor, condensed
+    # (5 x 100) they fit; the three below the top five are dropped first.
+    ranked = [unit(f"m{i}", sentence(80, f"w{i}"), 30.0 - i, i) for i in range(8)]
+    fit = fit_evidence(ranked, 0, counter=words, overhead=lambda _: 80)
+    assert fit.budget_tokens == MIN_EVIDENCE_TOKENS and not fit.over_budget
+    assert [content_id(u.evidence) for u in fit.units] == ids(ranked[:5])
+    assert fit.dropped_content_ids == ids(ranked[5:][::-1])
+    assert [u.level.value for u in fit.units] == ["condensed"] * 5
+    codes = [w["code"] for w in fit.warnings]
+    assert codes == [
+        "TOKEN_BUDGET_FLOORED",
+        "CONTENT_TRUNCATED",
+        "CONTENT_DROPPED",
+        "PRIORITY_SUMMARIZED",
+    ]
+    assert [r["step"] for r in fit.fidelity] == ["floor", "truncate", "drop", "condense"]
+
+
+def test_condensing_keeps_the_first_sentence_as_the_headline() -> None:
+    text = "Rollbacks need approval. " + sentence(60)
+    assert condensed_text(text, CONDENSED_UNIT_TOKENS, words) == "Rollbacks need approval."
+    long = sentence(60)
+    assert words(condensed_text(long, CONDENSED_UNIT_TOKENS, words)) <= CONDENSED_UNIT_TOKENS
+
+
+def test_at_least_three_units_are_kept_even_when_only_three_exist_and_nothing_fits() -> None:
+    ranked = [unit(f"m{i}", sentence(300), 5.0 - i, i) for i in range(3)]
+    fit = fit_evidence(ranked, MIN_EVIDENCE_TOKENS, counter=words)
+    assert len(fit.units) == MIN_ITEMS_KEPT and fit.dropped_content_ids == []
+    assert not fit.over_budget
+
+
+def test_protected_units_are_never_dropped_however_low_their_rank() -> None:
+    ranked = [unit(f"m{i}", sentence(60, f"w{i}"), 50.0 - i, i) for i in range(40)]
+    pinned = ids(ranked[30:32])
+    fit = fit_evidence(ranked, MIN_EVIDENCE_TOKENS, counter=words, protected=pinned)
+    given = [content_id(u.evidence) for u in fit.units]
+    assert set(pinned) <= set(given) and set(pinned).isdisjoint(fit.dropped_content_ids)
+    assert fit.dropped_content_ids  # others, of higher rank, were dropped instead
+    records = {i: fit.content_fidelity[i]["phases"]["synthesis"] for i in pinned}
+    assert all(r["protected"] and r["level"] != "dropped" for r in records.values())
+
+
+def test_protected_units_beyond_the_cap_are_kept() -> None:
+    ranked = [unit(f"m{i}", sentence(5), 50.0 - i, i) for i in range(10)]
+    fit = fit_evidence(ranked, 10_000, max_units=4, counter=words, protected=ids(ranked[8:9]))
+    assert [content_id(u.evidence) for u in fit.units] == ids([*ranked[:4], ranked[8]])
+    assert fit.dropped_content_ids == ids([*ranked[4:8], ranked[9]])
+
+
+def test_protected_content_over_the_budget_falls_back_to_headlines_with_a_warning() -> None:
+    ranked = [unit(f"m{i}", sentence(60, f"w{i}"), 50.0 - i, i) for i in range(20)]
+    # 20 protected units condensed need 20 x 32 = 640 > 512; as headlines 20 x 22 = 440.
+    fit = fit_evidence(ranked, MIN_EVIDENCE_TOKENS, counter=words, protected=ids(ranked))
+    assert not fit.over_budget and fit.dropped_content_ids == []
+    codes = [w["code"] for w in fit.warnings]
+    assert "PROTECTED_OVERFLOW" in codes
+    overflow = next(w for w in fit.warnings if w["code"] == "PROTECTED_OVERFLOW")
+    headlines = [u for u in fit.units if u.level.value == "headline"]
+    assert headlines and all(words(u.text) <= HEADLINE_UNIT_TOKENS for u in headlines)
+    assert overflow["item_ids"] == [content_id(u.evidence) for u in headlines][::-1]
+    record = fit.content_fidelity[overflow["item_ids"][0]]["phases"]["synthesis"]
+    assert record["reason"] == "protected_overflow" and "PROTECTED_OVERFLOW" in record["warnings"]
+
+
+def test_protected_content_that_does_not_fit_even_as_headlines_is_over_budget() -> None:
+    ranked = [unit(f"m{i}", sentence(60, f"w{i}"), 50.0 - i, i) for i in range(40)]
+    fit = fit_evidence(ranked, MIN_EVIDENCE_TOKENS, counter=words, protected=ids(ranked))
+    assert fit.over_budget and len(fit.units) == 40
+    assert fit.fidelity[-1]["step"] == "over"
+
+
+def test_without_dropping_units_are_condensed_and_never_left_out() -> None:
+    ranked = [unit(f"m{i}", sentence(60, f"w{i}"), 50.0 - i, i) for i in range(14)]
+    fit = fit_evidence(ranked, MIN_EVIDENCE_TOKENS, counter=words, allow_dropping=False)
+    assert fit.dropped_content_ids == [] and len(fit.units) == 14 and not fit.over_budget
+    assert "CONTENT_DROPPED" not in [w["code"] for w in fit.warnings]
+    dropping = fit_evidence(ranked, MIN_EVIDENCE_TOKENS, counter=words)
+    assert dropping.dropped_content_ids
+
+
+def test_every_unit_within_the_cap_has_a_fidelity_record_with_tokens_and_level() -> None:
+    ranked = [unit(f"m{i}", sentence(100), 30.0 - i, i) for i in range(20)]
+    fit = fit_evidence(ranked, 600, counter=words)
+    assert list(fit.content_fidelity) == ids(ranked)
+    levels = _levels(fit)
+    assert {levels[i] for i in fit.dropped_content_ids} == {"dropped"}
+    given = {content_id(u.evidence): u for u in fit.units}
+    for item_id, record in fit.content_fidelity.items():
+        phase = record["phases"]["synthesis"]
+        assert phase["original_tokens"] == 100
+        assert phase["final_tokens"] == (given[item_id].tokens if item_id in given else 0)
+        assert phase["rank"] == ids(ranked).index(item_id) + 1
+    stored = fit.as_json()
+    assert stored["content_fidelity_schema_version"] == FIDELITY_SCHEMA_VERSION
+    assert stored["content_fidelity"] == fit.content_fidelity
+    assert stored["content_archive_hashes"] == {}
+    assert set(fit.degraded_texts()) == set(fit.content_fidelity)  # all cut or dropped
+
+
+def test_the_question_pins_quoted_phrases_and_key_claims_on_its_subject() -> None:
+    plain = unit("m1", "The cache warmup runs nightly.", 1.0)
+    quoted = unit("m2", "Rollback   plan B is the fallback.", 1.0)
+    decision = RankedEvidence(
+        Evidence(
+            "Database migrations need a rollback plan.",
+            plain.evidence.source,
+            "#ops",
+            0,
+            5,
+            kind="decision",
+        ),
+        0.5,
+    )
+    other = RankedEvidence(
+        Evidence("Lunch is at noon.", plain.evidence.source, "#ops", 0, 6, kind="decision"), 0.5
+    )
+    question = 'What about "rollback plan b" for database migrations?'
+    assert protected_ids(question, [plain, quoted, decision, other]) == {
+        content_id(quoted.evidence),
+        content_id(decision.evidence),
+    }
+    # Whole words only, and a quoted phrase of stopwords pins nothing.
+    assert protected_ids('Is "rollback plan" ready?', [quoted]) == {content_id(quoted.evidence)}
+    assert protected_ids('Is "rollback pla" ready?', [quoted]) == set()
+    assert protected_ids('What is "the" plan?', [plain, quoted]) == set()

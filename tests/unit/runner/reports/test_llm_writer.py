@@ -7,18 +7,22 @@ from __future__ import annotations
 
 import logging
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from runner.core.fidelity import FIDELITY_SCHEMA_VERSION
+from runner.documents.archive import read_archive
 from runner.evaluation.fake_report_model import (
     fake_report_writer,
     quoting_answer,
     report_model,
     request_sources,
 )
+from runner.llm.budget import count_request_tokens
 from runner.llm.fake import FakeLLM, error
-from runner.llm.toolcall import MalformedOutput
+from runner.llm.toolcall import MalformedOutput, RequestTooLarge
 from runner.reports.evidence import (
     ChannelMessage,
     DigestClaim,
@@ -27,7 +31,12 @@ from runner.reports.evidence import (
     rank_evidence,
 )
 from runner.reports.evidence_budget import content_id, priority_order
-from runner.reports.llm_writer import REPORT_TOOL
+from runner.reports.llm_writer import (
+    EVIDENCE_ARCHIVE_SOURCE,
+    REPORT_TOOL,
+    EvidenceOverflow,
+    report_tool_schema,
+)
 from runner.reports.report import report_markdown
 from runner.reports.sources import MessageSource
 from tests.support.reports import (
@@ -239,3 +248,92 @@ async def test_the_re_ask_is_one_llama_cpp_python_takes() -> None:
     run = await writer.write(QUESTION, ranked_evidence())
     assert len(model.requests) == 2
     assert run.warnings == [] and run.audit.kept == 2
+
+
+def _long_rows(count: int) -> list[tuple[str, str]]:
+    return [
+        (
+            f"user{i}",
+            f"The database migration rollback step {i} is approved after review "
+            f"number {i} of the plan.",
+        )
+        for i in range(count)
+    ]
+
+
+async def test_the_whole_request_is_counted_and_fitted_within_the_limit_before_it_is_sent() -> None:
+    ranked = ranked_evidence(_long_rows(200))
+    writer, model = fake_report_writer(reduce_context_tokens=8000)
+    run = await writer.write(QUESTION, ranked)
+    sent, _ = count_request_tokens(model.requests[0]["messages"], [report_tool_schema()])
+    # The re-ask's room is kept: the first request is within the budget less that room.
+    assert sent <= writer.request_limit() < writer.call.budget().input_tokens
+    assert len(run.fit.units) >= 3
+
+
+async def test_a_request_still_over_after_two_final_fits_is_refused_unsent() -> None:
+    ranked = ranked_evidence(_long_rows(200))
+    # 4,700 tokens of context leave the evidence less than its 512-token floor: every
+    # re-assembly is over the limit by the same amount.
+    writer, model = fake_report_writer(reduce_context_tokens=5000)
+    with pytest.raises(EvidenceOverflow, match="after 2 final-fit passes") as raised:
+        await writer.write(QUESTION, ranked)
+    assert model.requests == []
+    assert "TOKEN_BUDGET_FLOORED" in [w["code"] for w in raised.value.fit.warnings]
+
+
+async def test_without_token_management_the_ranked_evidence_is_sent_whole_without_records() -> None:
+    ranked = ranked_evidence(_long_rows(30))
+    writer, model = fake_report_writer(token_management_enabled=False)
+    run = await writer.write(QUESTION, ranked)
+    assert [t for _, t in request_sources(model.requests[0])] == [
+        r.evidence.text for r in priority_order(ranked)
+    ]
+    assert run.fit.content_fidelity == {} and run.fit.fidelity == [] and run.fit.warnings == []
+    # The stored form keeps every field, empty: one shape whatever the setting.
+    assert run.fit.as_json() == {
+        "budget_tokens": run.fit.tokens,
+        "fidelity": [],
+        "warnings": [],
+        "dropped_content_ids": [],
+        "content_fidelity_schema_version": FIDELITY_SCHEMA_VERSION,
+        "content_fidelity": {},
+        "content_archive_hashes": {},
+    }
+    assert writer.version.endswith(":unbudgeted")
+    # And a request over the budget is then refused by the preflight, not fitted.
+    small, _ = fake_report_writer(token_management_enabled=False, reduce_context_tokens=5000)
+    with pytest.raises(RequestTooLarge):
+        await small.write(QUESTION, ranked_evidence(_long_rows(200)))
+
+
+async def test_without_dropping_nothing_is_left_out_for_the_budget() -> None:
+    rows = [
+        (f"user{i}", f"The database migration rollback step {i} is approved after review " * 4)
+        for i in range(12)
+    ]
+    dropping, _ = fake_report_writer(reduce_context_tokens=8000)
+    assert (await dropping.write(QUESTION, ranked_evidence(rows))).fit.dropped_content_ids
+    writer, model = fake_report_writer(reduce_context_tokens=8000, allow_content_dropping=False)
+    run = await writer.write(QUESTION, ranked_evidence(rows))
+    assert run.fit.dropped_content_ids == [] and len(run.fit.units) == 12
+    assert "CONTENT_DROPPED" not in [w["code"] for w in run.fit.warnings]
+    assert "condensed" in {u.level.value for u in run.fit.units}
+    assert len(request_sources(model.requests[0])) == 12
+    assert writer.version.endswith(":nodrop")
+
+
+async def test_the_whole_text_of_cut_or_dropped_units_is_archived_with_its_hash(
+    tmp_path: Path,
+) -> None:
+    ranked = ranked_evidence(_long_rows(200))
+    writer, _ = fake_report_writer(reduce_context_tokens=8000)
+    writer.archive_dir = tmp_path
+    run = await writer.write(QUESTION, ranked)
+    hashes = run.fit.content_archive_hashes
+    degraded = run.fit.degraded_texts()
+    assert degraded and set(hashes) == set(degraded)
+    for item_id, digest in hashes.items():
+        text = read_archive(tmp_path, EVIDENCE_ARCHIVE_SOURCE, digest)
+        assert text == degraded[item_id]
+        assert run.fit.content_fidelity[item_id]["phases"]["synthesis"]["archive_hash"] == digest
