@@ -40,7 +40,6 @@ from pypdf.errors import DependencyError, FileNotDecryptedError, PdfReadError, P
 from runner.core.vocabulary import PipelineWarning
 from runner.documents.canonical import PageSpan, canonicalize, join_pages
 from runner.documents.errors import ExtractionError
-from runner.metrics import count_pdf_extraction
 
 PDF_MAGIC = b"%PDF-"
 _HYPHENATED_LINE_END = re.compile(r"(\w)-\n(?=[^\W\d_A-Z])")
@@ -257,24 +256,8 @@ def _has_image(reader: PdfReader, index: int) -> bool:
 def extract_pdf(
     data: bytes, *, password: str | None = None, limits: PdfLimits | None = None
 ) -> PdfExtraction:
-    """Canonical text and page spans of a PDF (see the module docstring for limits and errors),
-    counted on /metrics (`pdf_extraction_*`: time, pages, characters, warnings, failures)."""
-    started = time.perf_counter()
-    try:
-        extraction = _extract_pdf(data, password, limits or PdfLimits())
-    except ExtractionError as error:
-        count_pdf_extraction(time.perf_counter() - started, failure=error.code)
-        raise
-    count_pdf_extraction(
-        time.perf_counter() - started,
-        pages=len(extraction.page_spans),
-        characters=len(extraction.canonical_text),
-        warnings=[warning.code for warning in extraction.warnings],
-    )
-    return extraction
-
-
-def _extract_pdf(data: bytes, password: str | None, limits: PdfLimits) -> PdfExtraction:
+    """Canonical text and page spans of a PDF (see the module docstring for limits and errors)."""
+    limits = limits or PdfLimits()
     if not has_pdf_magic(data):
         raise ExtractionError("not_pdf", "the content does not start with a %PDF- header")
     deadline = time.monotonic() + limits.timeout_seconds
