@@ -46,8 +46,8 @@ from runner.llm.prompts import DOC_SUMMARY_PROMPT, load_prompt
 from runner.llm.toolcall import MalformedOutput, ModelCall, RequestTooLarge, is_function_call
 
 DOCUMENT_DIGEST_TOOL = "emit_document_digest"
-# Part of the fingerprint (so of the digest cache key): the version of doc_summary.v1.md. A new
-# prompt file is a new version here.
+# Part of the fingerprint (so of the digest cache key): the version of doc_summary.v1.md and of
+# the map-reduce's doc_map.v1.md and doc_reduce.v1.md. A new prompt file is a new version here.
 PROMPT_VERSION = "doc-digest-2"  # 2: map-reduce over the whole of a large document
 _PROMPT_FILE_VERSION = "v1"
 # What the summary and key points may take (summary ≤2000 chars + 10 key points ≤500).
