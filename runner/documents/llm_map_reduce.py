@@ -28,8 +28,9 @@ Check: the digest is validated against the passages; an overview or highlight se
 cited passages do not support is dropped (`unsupported_summary_sentence`,
 `unsupported_key_point`, which the citation audit counts). The overview becomes the summary,
 the highlights and then the knowledge items the key points, and those pass the same support
-check as a one-request summary's key points. A digest left without an overview sentence is a
-`SummarizerError` (the offline digest stands in).
+check as a one-request summary's key points. A digest without an overview (a reduce merged
+deterministically after its calls failed) takes its first key points as the summary; one with
+neither is a `SummarizerError` (the offline digest stands in).
 """
 
 from __future__ import annotations
@@ -407,17 +408,19 @@ class DocumentMapReduce:
                     f"a key point was dropped ({rejection.reason.split(':')[0]})",
                 )
         output = checked.output
-        sentences = [sentence.sentence.strip() for sentence in output.overview]
-        if not sentences:
-            raise SummarizerFailed(
-                "no_summary", "the merged digest has no summary sentence its passages support"
-            )
         points: list[str] = [sentence.sentence.strip() for sentence in output.highlights]
         for item in output.knowledge_items:
             text = item.content or (item.content_pointer.quote if item.content_pointer else None)
             if text:
                 points.append(fit_text(" ".join(text.split()), KEY_POINT_MAX_CHARS))
         unique = list(dict.fromkeys(point for point in points if point))
+        # A reduce merged without the model (its calls failed) may have no overview: the
+        # validated statements of the parts stand in, so the map's work is not lost.
+        sentences = [sentence.sentence.strip() for sentence in output.overview] or unique[:3]
+        if not sentences:
+            raise SummarizerFailed(
+                "no_summary", "the merged digest has no summary sentence its passages support"
+            )
         kept: list[str] = []
         for sentence in sentences:  # whole sentences, most important first, within the budget
             if len(" ".join([*kept, sentence])) <= self.request.summary_budget:

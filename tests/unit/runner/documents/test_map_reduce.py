@@ -152,3 +152,24 @@ async def test_the_part_size_follows_the_model_budget() -> None:
     for body in maps:
         user = next(m["content"] for m in body["messages"] if m["role"] == "user")
         assert count_tokens(user).tokens < 6000
+
+
+async def test_a_failing_reduce_keeps_the_parts_statements() -> None:
+    """The reduce call fails: the chat path's deterministic merge stands in (its warning on the
+    digest), and the parts' validated statements still make the summary."""
+    document = _paper()
+
+    def respond(body: dict[str, Any]) -> Answer:
+        if tool_of(body) == "emit_digest":
+            return error(500, "reduce down")
+        return map_reduce_model(body)
+
+    endpoint = FakeLLM(respond)
+    outcome = await digest_document(
+        document, QUERY, source_id="paper", summarizer=_summarizer(endpoint, excerpt_chars=8000)
+    )
+    codes = [warning.code for warning in outcome.warnings]
+    assert "SUMMARY_PROVIDER_FAILED" in codes and not outcome.partial
+    assert outcome.payload.summary and outcome.payload.key_points
+    text = " ".join(document.canonical_text.split())
+    assert all(point in text for point in outcome.payload.key_points)
