@@ -1,6 +1,6 @@
 """What the workers count for Prometheus: jobs and their phases, LLM calls and tokens, the
-chunk-result cache, document digests (under the `digest_*` names dashboards query) and the
-citations of stored reports.
+chunk-result cache, document digests (under the `digest_*` names dashboards query), PDF text
+extraction (`pdf_extraction_*`) and the citations of stored reports.
 
 The figures live in `prometheus_client`'s process-wide registry, beside the API's own
 (server/metrics.py), so `digestd serve` shows both at /metrics and `digestd worker
@@ -76,6 +76,78 @@ DIGEST_EVIDENCE = Histogram(
     "Evidence snippets per fresh document digest.",
     buckets=(0, 1, 2, 3, 4, 5, 8, 12, 20),
 )
+
+# PDF text extraction (runner/documents/pdf.py), counted once per PDF read, in whichever process
+# reads it (the API's ingest, `digestd add-doc`, a worker fetching a URL). The failure codes are
+# the closed set of `ExtractionError` codes PDF extraction raises.
+PDF_SECONDS = Histogram(
+    "pdf_extraction_duration_seconds",
+    "Time to extract a PDF's text, by outcome (ok or error).",
+    ["outcome"],
+    buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+)
+PDF_PAGES = Counter(
+    "pdf_extraction_pages",
+    "Pages of PDFs whose text was extracted (pages past the page limit are not counted).",
+)
+PDF_CHARS = Counter(
+    "pdf_extraction_characters", "Characters of canonical text extracted from PDFs."
+)
+PDF_FAILURES = Counter(
+    "pdf_extraction_failures",
+    "PDFs whose text could not be extracted, by code (not_pdf, encrypted, wrong_password, "
+    "encryption_unsupported, malformed, no_text_layer, timeout).",
+    ["code"],
+)
+PDF_WARNINGS = Counter(
+    "pdf_extraction_warnings",
+    "Warnings of extracted PDFs, by code (pages or text cut at a limit, a page read by the "
+    "fallback or left empty, a repaired or decrypted file, sparse text).",
+    ["code"],
+)
+PDF_FAILURE_CODES = (
+    "not_pdf",
+    "encrypted",
+    "wrong_password",
+    "encryption_unsupported",
+    "malformed",
+    "no_text_layer",
+    "timeout",
+)
+PDF_WARNING_CODES = (
+    "pdf_pages_truncated",
+    "pdf_text_truncated",
+    "pdf_page_fallback",
+    "pdf_page_unreadable",
+    "pdf_repaired",
+    "pdf_decrypted",
+    "pdf_sparse_text",
+)
+for _code in PDF_FAILURE_CODES:  # shown at 0 from the start, so rates work at once
+    PDF_FAILURES.labels(_code)
+for _code in PDF_WARNING_CODES:
+    PDF_WARNINGS.labels(_code)
+
+
+def count_pdf_extraction(
+    seconds: float,
+    *,
+    pages: int = 0,
+    characters: int = 0,
+    warnings: list[str] | tuple[str, ...] = (),
+    failure: str | None = None,
+) -> None:
+    """Count one PDF read: its time and, when it succeeded, its pages, characters and warning
+    codes; when it failed, its error code (a code outside the closed set counts as `other`)."""
+    PDF_SECONDS.labels("ok" if failure is None else "error").observe(seconds)
+    if failure is not None:
+        PDF_FAILURES.labels(failure if failure in PDF_FAILURE_CODES else "other").inc()
+        return
+    PDF_PAGES.inc(pages)
+    PDF_CHARS.inc(characters)
+    for code in warnings:
+        PDF_WARNINGS.labels(code if code in PDF_WARNING_CODES else "other").inc()
+
 
 # Reports: counted once per stored report (a report served from the cache is not counted again).
 REPORT_CITATIONS = Counter(

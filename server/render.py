@@ -192,7 +192,7 @@ async def render_document_digest(connection: asyncpg.Connection, row: DocumentDi
         lines += ["", "## Key points", *key_points]
     evidence = [
         f"- “{md(snippet['text'])}” ({md(snippet['locator'])}, relevance "
-        f"{float(snippet['relevance_score']):.2f})"
+        f"{float(snippet['relevance_score']):.3f})"
         for snippet in payload.get("evidence_snippets", [])
     ]
     if evidence:

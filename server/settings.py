@@ -289,10 +289,10 @@ class Settings(BaseSettings):
         default=5, ge=0, le=10, description="Evidence snippets of one document digest at most."
     )
     digestd_doc_llm_excerpt_chars: int = Field(
-        default=12_000,
+        default=32_000,
         ge=1000,
         le=400_000,
-        description="Characters of a document the LLM summarizer reads: the opening, the evidence and the passages most relevant to the query, in document order (a request over the reduce model's input budget gets the offline summary).",
+        description="Characters of a document one LLM request reads at most: a document within this and the reduce model's input budget is summarized by one request, a larger one part by part (map requests of at most this many characters, fewer when the model's budget is smaller) and merged by the reduce, so all of it is read.",
     )
     digestd_doc_cache_retention_days: float = Field(
         default=30.0,

@@ -10,7 +10,9 @@ sentence), and the LLM summarizer's summary is not checked when it is written, s
 may cite nothing: the audit counts those rather than hiding them.
 
 What the write path drops is recorded in the digest's warnings (the LLM summarizer drops a key
-point below its support threshold with one `unsupported_key_point` warning each), so the audit
+point below its support threshold with one `unsupported_key_point` warning each, and the
+map-reduce of a large document a summary sentence its cited passages do not support with one
+`unsupported_summary_sentence` each), so the audit
 is computed from the stored digest alone: the same stored row gives the same figures, and
 digests stored before this audit existed get one too. The JSON has the shape of a channel
 digest's `citation_audit` (`schema.types.prose.CitationAudit.from_json` reads both).
@@ -28,7 +30,7 @@ from runner.grounding.claim_support import DEFAULT_MIN_OVERLAP, share_in, token_
 
 SUMMARY, KEY_POINTS = "summary", "key_points"
 # The warnings of the write path that stand for one dropped claim each, by field.
-DROP_WARNINGS = {"unsupported_key_point": KEY_POINTS}
+DROP_WARNINGS = {"unsupported_key_point": KEY_POINTS, "unsupported_summary_sentence": SUMMARY}
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from runner.core.fallback import offline_warning
@@ -37,6 +37,7 @@ from runner.documents.payload import DigestPayload, EvidenceSnippet, serialize_p
 from runner.documents.policy import DigestConfig
 from runner.documents.summarize import (
     OfflineSummarizer,
+    ProgressHook,
     Summarizer,
     SummaryRequest,
     SummaryResult,
@@ -75,6 +76,10 @@ class DigestOutcome:
     evidence_mode: EvidenceMode
     warnings: list[PipelineWarning] = field(default_factory=list)
     duration_ms: int = 0
+    # The offline rules summarized parts the model failed on (CHUNKS_EXTRACTED_OFFLINE).
+    partial: bool = False
+    map_chunks: int = 0  # map requests of a document too large for one (0: one request)
+    llm_calls: int = 0
 
 
 def public_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
@@ -210,6 +215,9 @@ def assemble(
         evidence_mode=request.evidence_mode,
         warnings=warnings,
         duration_ms=duration_ms,
+        partial=summary.partial,
+        map_chunks=summary.map_chunks,
+        llm_calls=summary.usage.llm_calls if summary.usage is not None else 0,
     )
 
 
@@ -220,6 +228,7 @@ async def digest_document(
     source_id: str,
     config: DigestConfig | None = None,
     summarizer: Summarizer | None = None,
+    progress: ProgressHook | None = None,
 ) -> DigestOutcome:
     """Digest `document` for `query` with `summarizer` (offline by default).
 
@@ -237,7 +246,7 @@ async def digest_document(
         config.policy.value,
         query_hash(query)[:8],
     )
-    request = summary_request(document, query, config)
+    request = replace(summary_request(document, query, config), progress=progress)
     summary = await summarizer.summarize(request)
     return assemble(
         document,

@@ -3,11 +3,16 @@
 Scoring, per chunk, with `terms.query_terms`:
 
     score = (matched_terms / query_terms) * mean(1 / log2(df(term) + 2) for matched terms)
+            * (0.5 + 0.5 * hits / (hits + k1 * (1 - b + b * length / average_length)))
 
 where `df` is the number of chunks containing the term: a rare term says more than one found
-everywhere. Matching is on whole tokens. Ranking: higher score, then (because the formula ties every
-chunk that matches the same terms) more occurrences of the query terms, then earlier chunk, then
-shorter chunk. Scores are rounded to 6 decimals first so ties are exact and reproducible. Chunks
+everywhere. The first two factors (the design's formula) tie every chunk that matches the same
+terms (acl19irc.pdf's five snippets for "How was the dataset annotated?" all scored 0.242232), so
+the last factor, BM25's saturating term frequency (k1 = 1.2, b = 0.75; `hits` = occurrences of
+the matched terms in the chunk, `length` its content tokens), tells them apart: more mentions, or
+the same mentions in fewer words, score higher, with diminishing returns. The score stays in
+[0, 1] (each factor is at most 1) and deterministic. Matching is on whole tokens. Ranking: higher
+score, then more occurrences of the query terms, then earlier chunk, then shorter chunk. Scores are rounded to 6 decimals first so ties are exact and reproducible. Chunks
 that are mostly prose (`prose.is_mostly_prose`) rank before reference lists, tables and menus, whose
 many names would otherwise match every query; their scores are unchanged.
 
@@ -71,15 +76,18 @@ def score_chunks(chunks: list[EvidenceChunk], query: str) -> list[ScoredChunk]:
     wanted = query_terms(query)
     chunk_tokens = [Counter(tokens(chunk.text)) for chunk in chunks]
     frequencies = Counter(term for counts in chunk_tokens for term in counts if term in wanted)
+    lengths = [sum(counts.values()) for counts in chunk_tokens]
+    average_length = sum(lengths) / max(1, len(lengths))
     scored: list[ScoredChunk] = []
-    for chunk, counts in zip(chunks, chunk_tokens, strict=True):
+    for chunk, counts, length in zip(chunks, chunk_tokens, lengths, strict=True):
         matched = tuple(term for term in wanted if term in counts)
+        hits = sum(counts[term] for term in matched)
         if matched:
             weight = sum(1 / math.log2(frequencies[term] + 2) for term in matched) / len(matched)
-            score = round(len(matched) / len(wanted) * weight, 6)
+            factor = frequency_factor(hits, length, average_length)
+            score = round(len(matched) / len(wanted) * weight * factor, 6)
         else:
             score = 0.0
-        hits = sum(counts[term] for term in matched)
         prose = is_mostly_prose(chunk.text) if matched else False
         scored.append(ScoredChunk(chunk, score, matched, hits, prose))
     scored.sort(
@@ -92,6 +100,21 @@ def score_chunks(chunks: list[EvidenceChunk], query: str) -> list[ScoredChunk]:
         )
     )
     return scored
+
+
+# The share of the score the term frequency decides (the rest is the seed's coverage × rarity),
+# and BM25's saturation and length normalization (Robertson's usual k1 and b).
+_FREQUENCY_SHARE = 0.5
+_K1, _B = 1.2, 0.75
+
+
+def frequency_factor(hits: int, length: int, average_length: float) -> float:
+    """In [1 - _FREQUENCY_SHARE, 1): BM25's saturating term frequency of the chunk's query-term
+    occurrences, `hits / (hits + k1 · (1 - b + b · length / average_length))`, so a chunk that
+    says the matched terms more often, or in fewer words, scores higher, with diminishing
+    returns (a tenth mention adds little)."""
+    norm = _K1 * (1 - _B + _B * length / max(1.0, average_length))
+    return 1 - _FREQUENCY_SHARE + _FREQUENCY_SHARE * hits / (hits + norm)
 
 
 def positional_order(chunks: list[EvidenceChunk]) -> list[EvidenceChunk]:

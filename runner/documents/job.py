@@ -62,7 +62,7 @@ from runner.documents.policy import (
     document_source_id,
     ineligible_reason,
 )
-from runner.documents.summarize import OfflineSummarizer, Summarizer
+from runner.documents.summarize import OfflineSummarizer, ProgressHook, Summarizer
 from runner.errors import LLMError
 from runner.jobs.base import JobContext, finish, report_progress
 from runner.jobs.outcomes import FailNow, Finished, Outcome, RetryLater, Stored
@@ -152,8 +152,16 @@ class DocumentJobRunner:
         async with pool.acquire() as connection:
             await report_progress(connection, job.id, context.worker_id, JobPhase.MAP)
         stats["summarizer_calls"] = 1
+
+        async def progress(phase: str, done: int, total: int) -> None:
+            # A large document's map, part by part, then its reduce (runner.core.progress).
+            async with pool.acquire() as connection:
+                await report_progress(
+                    connection, job.id, context.worker_id, JobPhase(phase), done, total
+                )
+
         try:
-            outcome = await self._digest(document, query, source_id, summarizer, stats)
+            outcome = await self._digest(document, query, source_id, summarizer, stats, progress)
         except (LLMError, TimeoutError) as error:
             if summarizer.name == OfflineSummarizer.name:  # no model to stand in for
                 if isinstance(error, TimeoutError):
@@ -172,6 +180,8 @@ class DocumentJobRunner:
             except TimeoutError:
                 raise _timed_out(self.config) from None
         stats["summary_offline"] = fallback is not None
+        if outcome.llm_calls:
+            stats["summarizer_calls"] = outcome.llm_calls
         stats.update(outcome_stats(outcome))
         _observe_fresh_digest(self.config, outcome)
         if stats.get("archived"):
@@ -183,7 +193,10 @@ class DocumentJobRunner:
                 raise FailNow(error.code, error.reason) from None
         # The offline digest is stored under the offline summarizer's cache key (`assemble`
         # keys it by the summarizer that wrote it), so a later job asks the model again.
-        status = JobStatus.SUCCEEDED if fallback is None else JobStatus.PARTIAL
+        # PARTIAL too when the offline rules read parts the model failed on (the digest's
+        # CHUNKS_EXTRACTED_OFFLINE warning names them), as a channel digest's chunks.
+        partial = fallback is not None or outcome.partial
+        status = JobStatus.PARTIAL if partial else JobStatus.SUCCEEDED
         first = [] if fallback is None else [fallback.as_json()]
         await self._store(context, job, row.id, query, outcome, first + archive_warnings, status)
         return Stored(status)
@@ -226,6 +239,7 @@ class DocumentJobRunner:
         source_id: str,
         summarizer: Summarizer,
         stats: dict[str, Any],
+        progress: ProgressHook | None = None,
     ) -> DigestOutcome:
         """`digest_document` under the per-source timeout. A per-document error (inconsistent
         text, a locator that does not verify) FAILS the job (`FailNow`); the model's failures
@@ -234,7 +248,12 @@ class DocumentJobRunner:
         try:
             async with asyncio.timeout(self.config.per_source_timeout):
                 return await digest_document(
-                    document, query, source_id=source_id, config=self.config, summarizer=summarizer
+                    document,
+                    query,
+                    source_id=source_id,
+                    config=self.config,
+                    summarizer=summarizer,
+                    progress=progress,
                 )
         except LLMError:
             raise  # a SummarizerError is a DocumentError too, but the model failed, not the text

@@ -1,10 +1,12 @@
-"""The LLM summarizer of a document digest: the query in the prompt, one forced tool call,
-validated output.
+"""The LLM summarizer of a document digest: the query in the prompt, one forced tool call for a
+document that fits one request (a map-reduce over all of a larger one), validated output.
 
-The model sees the research question and the document's most query-relevant excerpts (the
-opening chunk for context, the chosen evidence, then the best-scoring chunks, in document order,
-within a character budget), and must call `emit_document_digest` with a summary (≤2000
-characters) and key points (≤10 × ≤500). The arguments are validated with Pydantic; one bad
+A document whose text fits one request (at most `excerpt_chars`, DIGESTD_DOC_LLM_EXCERPT_CHARS,
+and within the model's input budget) is read whole by one request: the model sees the research
+question and the document's passages in order, and must call `emit_document_digest` with a
+summary (≤2000 characters) and key points (≤10 × ≤500). A larger one is summarized part by part
+and merged by the chat path's reduce (`runner.documents.llm_map_reduce`), so every part of it is
+read; its key points pass the same check below. The arguments are validated with Pydantic; one bad
 answer is fed back once, a second is a `SummarizerError`. Key points whose words are not found
 in the excerpts (`runner.grounding.claim_support.support_share` below `min_support`) are dropped with a warning:
 a digest must not carry claims its document does not make.
@@ -18,7 +20,7 @@ the endpoint's circuit breaker); `resilient_tool_call` binds them to a model.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated, Any
 from xml.sax.saxutils import escape, quoteattr
 
@@ -27,7 +29,7 @@ from pydantic import Field
 from runner.core.contract import StrictModel
 from runner.core.vocabulary import ExtractionUsage, PipelineWarning
 from runner.documents.errors import DocumentError
-from runner.documents.evidence import score_chunks
+from runner.documents.llm_map_reduce import DocumentMapReduce, SummarizerFailed
 from runner.documents.locators import make_locator
 from runner.documents.summarize import (
     KEY_POINT_MAX_CHARS,
@@ -44,9 +46,9 @@ from runner.llm.prompts import DOC_SUMMARY_PROMPT, load_prompt
 from runner.llm.toolcall import MalformedOutput, ModelCall, RequestTooLarge, is_function_call
 
 DOCUMENT_DIGEST_TOOL = "emit_document_digest"
-# Part of the fingerprint (so of the digest cache key): the version of doc_summary.v1.md. A new
-# prompt file is a new version here.
-PROMPT_VERSION = "doc-digest-1"
+# Part of the fingerprint (so of the digest cache key): the version of doc_summary.v1.md and of
+# the map-reduce's doc_map.v1.md and doc_reduce.v1.md. A new prompt file is a new version here.
+PROMPT_VERSION = "doc-digest-2"  # 2: map-reduce over the whole of a large document
 _PROMPT_FILE_VERSION = "v1"
 # What the summary and key points may take (summary ≤2000 chars + 10 key points ≤500).
 _MAX_OUTPUT_TOKENS = 1500
@@ -74,34 +76,23 @@ def document_tool_schema() -> dict[str, Any]:
     }
 
 
-def select_excerpts(request: SummaryRequest, budget_chars: int) -> list[tuple[str, str]]:
-    """`(locator, text)` of the excerpts shown to the model, in document order."""
-    by_index = {chunk.index: chunk for chunk in request.chunks}
-    wanted = [request.chunks[0].index] if request.chunks else []
-    wanted += [snippet.chunk_index for snippet in request.evidence]
-    wanted += [
-        item.chunk.index for item in score_chunks(request.chunks, request.query) if item.score > 0
-    ]
-    chosen: list[int] = []
-    used = 0
-    for index in dict.fromkeys(wanted):
-        size = len(by_index[index].text)
-        if used + size <= budget_chars:
-            chosen.append(index)
-            used += size
-    excerpts = []
-    for index in sorted(chosen):
-        chunk = by_index[index]
-        locator = make_locator(
-            request.canonical_text,
-            chunk.start,
-            chunk.end,
+def document_excerpts(request: SummaryRequest) -> list[tuple[str, str]]:
+    """`(locator, text)` of every passage of the document, in document order: what one request
+    shows the model of a document that fits it."""
+    return [
+        (
+            make_locator(
+                request.canonical_text,
+                chunk.start,
+                chunk.end,
+                chunk.text,
+                chunk.page,
+                request.page_spans,
+            ),
             chunk.text,
-            chunk.page,
-            request.page_spans,
         )
-        excerpts.append((locator, chunk.text))
-    return excerpts
+        for chunk in request.chunks
+    ]
 
 
 def build_messages(
@@ -132,7 +123,7 @@ class LLMSummarizer:
         call: SummaryCall,
         model: str,
         *,
-        excerpt_chars: int = 12_000,
+        excerpt_chars: int = 32_000,
         min_support: float = 0.5,
     ) -> None:
         self.call = call
@@ -148,10 +139,24 @@ class LLMSummarizer:
         and the report writer): the job then skips the model without sending anything."""
         return self.call.caller.breaker.refusal()
 
+    def fits_one_request(self, request: SummaryRequest, usage: ExtractionUsage) -> bool:
+        """Whether the whole document goes in one request: its text within `excerpt_chars` and
+        the request within the model's input budget."""
+        if sum(len(chunk.text) for chunk in request.chunks) > self.excerpt_chars:
+            return False
+        excerpts = document_excerpts(request)
+        budget = self.call.budget()
+        checked = self.call.tools(usage).preflight(
+            build_messages(request, excerpts), [document_tool_schema()], budget.input_tokens
+        )
+        return checked.fits
+
     async def summarize(self, request: SummaryRequest) -> SummaryResult:
-        excerpts = select_excerpts(request, self.excerpt_chars)
-        messages = build_messages(request, excerpts)
         usage = ExtractionUsage()
+        if not self.fits_one_request(request, usage):
+            return await self._map_reduce(request, usage)
+        excerpts = document_excerpts(request)
+        messages = build_messages(request, excerpts)
         try:
             parsed = await self.call.summary(messages, usage)
         except MalformedOutput as error:
@@ -162,6 +167,30 @@ class LLMSummarizer:
         except RequestTooLarge as error:
             raise SummarizerError("request_too_large", str(error)[:500]) from None
         return self._checked(parsed, request, [text for _, text in excerpts], usage)
+
+    async def _map_reduce(self, request: SummaryRequest, usage: ExtractionUsage) -> SummaryResult:
+        """The document in parts, each summarized, then merged (runner.documents.llm_map_reduce),
+        key points checked as a one-request summary's are."""
+        try:
+            result = await DocumentMapReduce(
+                self.call,
+                request,
+                max_chars=self.excerpt_chars,
+                min_support=self.min_support,
+                usage=usage,
+            ).run()
+        except SummarizerFailed as error:
+            raise SummarizerError(error.code, error.reason) from None
+        parsed = DocumentSummary.model_construct(
+            summary=result.summary, key_points=result.key_points
+        )
+        checked = self._checked(parsed, request, result.sources, usage)
+        return replace(
+            checked,
+            warnings=[*result.warnings, *checked.warnings],
+            partial=bool(result.failed),
+            map_chunks=result.parts,
+        )
 
     def _checked(
         self,

@@ -19,6 +19,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -38,6 +39,11 @@ _KEY_POINT_RANGE = (40, 400)
 _SUMMARY_SENTENCE_MAX = 600
 
 
+# Told where a summarizer is: its phase ("map" or "reduce") and, in the map, the parts done of
+# all (the job shows them as its progress; runner.core.progress).
+ProgressHook = Callable[[str, int, int], Awaitable[None]]
+
+
 @dataclass(frozen=True)
 class SummaryRequest:
     """Everything a summarizer may use. `evidence` is what the digest already quotes."""
@@ -52,6 +58,7 @@ class SummaryRequest:
     max_key_points: int = 8
     title: str | None = None
     evidence_mode: EvidenceMode = "query"
+    progress: ProgressHook | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -61,6 +68,10 @@ class SummaryResult:
     warnings: list[PipelineWarning] = field(default_factory=list)
     # The LLM calls and tokens it took (None for the offline summarizer, which calls none).
     usage: ExtractionUsage | None = field(default=None, compare=False)
+    # Parts of the document the offline rules read because the model failed on them (their
+    # CHUNKS_EXTRACTED_OFFLINE warning is in `warnings`): the digest is PARTIAL.
+    partial: bool = False
+    map_chunks: int = 0  # map requests planned (0: one request read the document)
 
 
 class Summarizer(Protocol):

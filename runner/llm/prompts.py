@@ -23,6 +23,9 @@ REDUCE_PROMPT_VERSION = "v2"
 MAP_PROMPT = "map"
 REDUCE_PROMPT = "reduce"
 DOC_SUMMARY_PROMPT = "doc_summary"  # the document summarizer (runner.documents.llm_summary)
+# A document too large for one request: its map and reduce (runner.documents.map_reduce).
+DOC_MAP_PROMPT = "doc_map"
+DOC_REDUCE_PROMPT = "doc_reduce"
 REPORT_PROMPT = "report"  # the report writer (runner.reports.llm_writer)
 
 

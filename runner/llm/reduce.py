@@ -94,6 +94,7 @@ class TreeReducer:
         warn: Warn,
         fallback: FallbackReduce | None = None,
         raise_overflow: bool = False,
+        preamble: str = "",
     ) -> None:
         self.tools = tools
         self.budget = budget
@@ -108,6 +109,9 @@ class TreeReducer:
         # learned, instead of merging deterministically.
         self.raise_overflow = raise_overflow
         self.overflow: ContextLimitExceeded | None = None
+        # Opens every request's user message (escaped by the caller): the task's own context,
+        # such as the research question a document digest answers.
+        self.preamble = preamble
         self.texts = {m.message_id: m.normalized_text for m in window.messages}
         self.notes: list[str] = []
 
@@ -116,7 +120,9 @@ class TreeReducer:
     ) -> list[dict[str, object]]:
         rendered = [item.render(position + 1) for position, item in enumerate(inputs)]
         note = " ".join(self.notes)
-        user = reduce_user_message(self.window, rendered, top, note, partial=partial)
+        user = reduce_user_message(
+            self.window, rendered, top, note, partial=partial, preamble=self.preamble
+        )
         return [system_message(self.prompt_text), user]
 
     def _fixed_tokens(self, top: str, *, partial: bool) -> int:

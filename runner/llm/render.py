@@ -113,9 +113,17 @@ def render_window(window: Window, note: str) -> str:
 
 
 def reduce_user_message(
-    window: Window, summaries: list[str], top_messages: str, note: str, *, partial: bool
+    window: Window,
+    summaries: list[str],
+    top_messages: str,
+    note: str,
+    *,
+    partial: bool,
+    preamble: str = "",
 ) -> dict[str, Any]:
-    """The user message of a reduce request over already rendered summaries."""
+    """The user message of a reduce request over already rendered summaries, opening with
+    `preamble` (already escaped: what the caller's requests all share, such as a document
+    digest's research question)."""
     task = (
         "This is a partial merge of consecutive chunks; a later merge combines it with the "
         "others. Call emit_digest for these summaries."
@@ -123,7 +131,8 @@ def reduce_user_message(
         else "Call emit_digest for the whole window."
     )
     content = (
-        render_window(window, note)
+        preamble
+        + render_window(window, note)
         + "<summaries>\n"
         + "\n".join(summaries)
         + "\n</summaries>\n"

@@ -142,6 +142,7 @@ DOES_IO = {
     "runner/documents/fetch.py": "the hardened HTTP fetch of a document URL (httpx, socket)",
     "runner/documents/ingest.py": "ingest_url fetches through fetch.py",
     "runner/documents/llm_summary.py": "the document summarizer that calls the LLM (openai)",
+    "runner/documents/llm_map_reduce.py": "a large document's map and reduce calls (openai)",
     "runner/reports/llm_writer.py": "the report writer that calls the LLM (openai)",
     "runner/importers/ingest.py": "writes an export's messages to the database (COPY)",
     "runner/schedules/tick.py": "the workers' tick that fires due schedules",

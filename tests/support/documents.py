@@ -29,7 +29,7 @@ from runner.documents.llm_summary import (
     DOCUMENT_DIGEST_TOOL,
 )
 from runner.documents.locators import resolve_locator
-from runner.llm.fake import Answer, FakeLLM, completion, error
+from runner.llm.fake import Answer, FakeLLM, completion, error, tool_of
 from tests.support.api import gql, poll_job
 from tests.support.database import row_id
 from tests.support.paths import DATA_DIR, REPO_ROOT
@@ -228,6 +228,72 @@ def quoting_digest(body: dict[str, Any]) -> dict[str, Any]:
             "key_points": [excerpt[:200] for excerpt in excerpts[1:4]],
         },
     )
+
+
+_PASSAGE = re.compile(r'<passage id="(p\d+)" locator="[^"]*">(.*?)</passage>', re.S)
+_SUMMARY_ELEMENT = re.compile(r"<summary [^>]*>(.*?)</summary>", re.S)
+
+
+def passages_of(body: dict[str, Any]) -> list[tuple[str, str]]:
+    """`(id, text)` of the passages a document map request shows, unescaped."""
+    user = next(m["content"] for m in body["messages"] if m["role"] == "user")
+    return [(passage, unescape(text)) for passage, text in _PASSAGE.findall(user)]
+
+
+def _first_words(text: str, limit: int = 240) -> str:
+    cut = text[:limit]
+    return cut[: cut.rfind(" ")] if len(text) > limit and " " in cut else cut
+
+
+def passage_summary(body: dict[str, Any]) -> dict[str, Any]:
+    """A faithful map answer for a document part: a fact in the words of its longest passage,
+    citing it."""
+    passages = passages_of(body)
+    passage, text = max(passages, key=lambda item: len(item[1]))
+    return {
+        "chunk_summary": f"{len(passages)} passages.",
+        "signal_quality": {"level": "medium", "reason": "scripted"},
+        "knowledge_items": [
+            {
+                "key": "K1",
+                "kind": "fact",
+                "title": _first_words(text, 80),
+                "content": _first_words(text),
+                "message_ids": [passage],
+            }
+        ],
+    }
+
+
+def passage_digest(body: dict[str, Any]) -> dict[str, Any]:
+    """A faithful reduce answer: the parts' facts as cited overview sentences and highlights."""
+    user = next(m["content"] for m in body["messages"] if m["role"] == "user")
+    summaries = [json.loads(unescape(raw)) for raw in _SUMMARY_ELEMENT.findall(user)]
+    facts = [item for summary in summaries for item in summary.get("knowledge_items", [])]
+    cited = [
+        {"sentence": _first_words(item["content"], 380), "message_ids": item["message_ids"][:8]}
+        for item in facts
+        if item.get("content")
+    ]
+    return {
+        "title": "Scripted document digest",
+        "overview": cited[:4],
+        "highlights": cited[4:9],
+        "coverage": {"messages_total": 0, "messages_covered": 0},
+        "signal_quality": {"level": "medium", "reason": "scripted"},
+        "knowledge_items": facts[:60],
+    }
+
+
+def map_reduce_model(body: dict[str, Any]) -> Answer:
+    """The document model of the map-reduce: `passage_summary` for a part, `passage_digest` for
+    a merge, `quoting_digest` for a document read in one request."""
+    tool = tool_of(body)
+    if tool == "emit_chunk_summary":
+        return completion(tool=tool, arguments=passage_summary(body))
+    if tool == "emit_digest":
+        return completion(tool=tool, arguments=passage_digest(body))
+    return quoting_digest(body)
 
 
 async def run_job(http: httpx.AsyncClient, document_id: str, query: str) -> dict[str, Any]:

@@ -98,3 +98,38 @@ async def test_metrics_move_during_channel_and_document_digests(
     assert moved("digest_duration_seconds_count", policy="auto", cache_hit="true") == 1
     assert moved("digest_compression_ratio_count") == 1
     assert moved("digest_evidence_snippets_count") == 1
+
+
+async def test_pdf_extraction_metrics_after_ingesting_real_pdfs(
+    db: asyncpg.Pool, settings: Settings
+) -> None:
+    """A real PDF ingested through the API moves the extraction metrics by its own figures (its
+    pages and characters, as the API reports them); an image-only PDF is a `no_text_layer`
+    failure, timed under `outcome="error"`."""
+    paper = shared_data("docs/pdf/acl19irc.pdf")
+    scanned = shared_data("docs/pdf/tricky_image_only_no_text_layer.pdf")
+    app = create_app(settings, AppOptions(run_workers=0))
+    async with running_server(app) as api, httpx.AsyncClient(base_url=api, timeout=60) as http:
+        before = await scrape(http)
+        document = (await gql(http, INGEST, {"input": upload(paper, "application/pdf")}))[
+            "ingestDocument"
+        ]
+        assert document["pageCount"] > 1 and document["chars"] > 10_000, document
+        refused = (await gql(http, INGEST, {"input": upload(scanned, "application/pdf")}))[
+            "ingestDocument"
+        ]
+        assert refused["reason"] == "no_text_layer", refused
+        after = await scrape(http)
+
+    def moved(name: str, **labels: str) -> float:
+        return value(after, name, **labels) - value(before, name, **labels)
+
+    assert moved("pdf_extraction_pages_total") == document["pageCount"]
+    assert moved("pdf_extraction_characters_total") == document["chars"]
+    assert moved("pdf_extraction_duration_seconds_count", outcome="ok") == 1
+    assert moved("pdf_extraction_duration_seconds_sum", outcome="ok") > 0
+    assert moved("pdf_extraction_duration_seconds_count", outcome="error") == 1
+    assert moved("pdf_extraction_failures_total", code="no_text_layer") == 1
+    assert value(after, "pdf_extraction_failures_total", code="timeout") == value(
+        before, "pdf_extraction_failures_total", code="timeout"
+    )

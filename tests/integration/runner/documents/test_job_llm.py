@@ -28,7 +28,7 @@ from runner.extract.offline import OfflineExtractor
 from runner.llm.breaker import CircuitBreaker
 from runner.llm.client import ResilientCaller, build_client
 from runner.llm.config import LLMConfig
-from runner.llm.fake import FakeLLM, completion, delayed, error
+from runner.llm.fake import FakeLLM, completion, delayed, error, tool_of
 from runner.triggers import trigger_document_digest
 from runner.worker import Worker, WorkerConfig
 from server.app import AppOptions, create_app
@@ -39,6 +39,8 @@ from tests.support.documents import (
     DOCUMENT_TEXT,
     INGEST,
     assert_grounded,
+    map_reduce_model,
+    passages_of,
     quoting_digest,
     run_job,
     upload,
@@ -276,3 +278,59 @@ async def test_an_open_breaker_skips_the_model_and_serves_the_offline_digest_it_
     assert "model_skipped" not in probed.stats and probed.warnings == []
     assert probed.document_digest_id != skipped.document_digest_id
     assert len(endpoint.requests) == 1
+
+
+PROGRESS = (
+    """query($id: ID!) { job(id: $id) { phase progress { chunksDone chunksTotal fraction } } }"""
+)
+
+
+async def test_a_large_pdf_is_map_reduced_with_progress_and_a_failing_part_read_offline(
+    db: asyncpg.Pool, settings: Settings
+) -> None:
+    """acl19irc.pdf with requests of at most 8,000 characters: its parts are mapped (the job's
+    progress counts them), one of them fails at the endpoint and is summarized by the offline
+    rules, the reduce merges them all; the job ends PARTIAL naming that part, and the stored
+    digest is the model's, grounded in the paper."""
+    poisoned: list[str] = []
+
+    def respond(body: dict[str, Any]) -> Any:
+        passages = dict(passages_of(body))
+        if tool_of(body) == "emit_chunk_summary" and not poisoned:
+            poisoned.extend(passages)  # the first part asked fails, each time it is asked
+        if tool_of(body) == "emit_chunk_summary" and poisoned[0] in passages:
+            return error(503, "overloaded")
+        return map_reduce_model(body)
+
+    fake = FakeLLM(respond)
+    async with fake.serve() as base_url:
+        llm_settings = settings.model_copy(
+            update={
+                "digest_extractor": "llm",
+                "digest_llm_base_url": base_url,
+                "digest_llm_max_retries": 0,
+                "digestd_doc_llm_excerpt_chars": 8000,
+            }
+        )
+        app = create_app(llm_settings, AppOptions(run_workers=1))
+        async with running_server(app) as api, httpx.AsyncClient(base_url=api, timeout=60) as http:
+            source = upload(shared_data("docs/pdf/acl19irc.pdf"), "application/pdf")
+            document = (await gql(http, INGEST, {"input": source}))["ingestDocument"]
+            job = await run_job(http, document["id"], "How was the dataset annotated?")
+            progress = (await gql(http, PROGRESS, {"id": job["id"]}))["job"]
+            digest = (await gql(http, DIGEST, {"id": job["documentDigestId"]}))["documentDigest"]
+
+    maps = [body for body in fake.requests if tool_of(body) == "emit_chunk_summary"]
+    assert len(maps) >= 5 and fake.tools_called().count("emit_digest") == 1
+    assert job["status"] == "PARTIAL" and job["error"] is None, job
+    assert job["stats"]["summaryOffline"] is False
+    assert progress["progress"]["chunksTotal"] == len(maps) == progress["progress"]["chunksDone"]
+    assert progress["progress"]["fraction"] == 1.0
+    warning = next(w for w in job["warnings"] if w["code"] == "CHUNKS_EXTRACTED_OFFLINE")
+    assert (
+        f"1 of {len(maps)} chunk of the document summarized by the offline rules"
+        in (warning["message"])
+    )
+    assert "overloaded" in warning["message"] or "503" in warning["message"]
+    assert digest["summarizer"] == "llm" and digest["summary"] and digest["keyPoints"]
+    await assert_grounded(db, digest)

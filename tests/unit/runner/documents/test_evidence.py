@@ -13,7 +13,7 @@ from runner.documents.evidence import relevance, score_chunks, select_evidence
 from runner.documents.evidence_chunks import MAX_CHARS, chunk_document
 from runner.documents.ingest import ingest_bytes
 from runner.documents.terms import query_terms, tokens
-from tests.support.documents import HTML_DIR, docs_file
+from tests.support.documents import HTML_DIR, PDF_DIR, docs_file
 
 
 def _sentences(count: int, word: str = "alpha") -> str:
@@ -77,11 +77,50 @@ def test_score_formula_and_document_frequency_weighting() -> None:
     chunks = chunk_document("\n\n".join(" ".join([p] * 5) for p in paragraphs))
     assert len(chunks) == 3
     scored = {item.chunk.index: item for item in score_chunks(chunks, "service rate limiting")}
-    # "service" is in all 3 chunks (df=3), "rate" and "limiting" only in the first (df=1).
+    lengths = [len(tokens(chunk.text)) for chunk in chunks]
+    average = sum(lengths) / 3
+
+    def frequency(hits: int, length: int) -> float:  # BM25's k1 = 1.2, b = 0.75, half the score
+        return 0.5 + 0.5 * hits / (hits + 1.2 * (0.25 + 0.75 * length / average))
+
+    # "service" is in all 3 chunks (df=3), "rate" and "limiting" only in the first (df=1); each
+    # is said 5 times per chunk.
     expected_first = (3 / 3) * ((1 / math.log2(5) + 2 / math.log2(3)) / 3)
-    assert scored[0].score == round(expected_first, 6)
-    assert scored[1].score == round((1 / 3) * (1 / math.log2(5)), 6)
+    assert scored[0].score == round(expected_first * frequency(15, lengths[0]), 6)
+    expected_second = (1 / 3) * (1 / math.log2(5)) * frequency(5, lengths[1])
+    assert scored[1].score == round(expected_second, 6)
     assert scored[0].matched == ("service", "rate", "limiting")
+    assert all(0 < item.score <= 1 for item in scored.values())
+
+
+def test_chunks_matching_the_same_terms_score_by_how_often_and_densely() -> None:
+    """The design's formula (coverage × rarity) ties chunks that match the same terms; the
+    frequency factor tells them apart: more mentions, or as many in fewer words, score higher."""
+    text = "\n\n".join(
+        [
+            "The dataset was annotated by hand. " + _sentences(6, "filler"),
+            "The dataset was annotated twice, and the annotated dataset was checked again. "
+            + _sentences(5, "other"),
+            "The dataset was annotated. " + _sentences(7, "padding"),
+        ]
+    )
+    chunks = chunk_document(text)
+    assert len(chunks) == 3
+    scored = {item.chunk.index: item for item in score_chunks(chunks, "dataset annotated")}
+    assert {item.matched for item in scored.values()} == {("dataset", "annotated")}
+    assert scored[1].score > scored[0].score > scored[2].score > 0
+
+
+def test_acl19irc_evidence_scores_are_distinct() -> None:
+    """The five snippets of a real paper for a real question: once all 0.242232."""
+    document = ingest_bytes(docs_file(PDF_DIR / "acl19irc.pdf").read_bytes(), "application/pdf")
+    chunks = chunk_document(document.canonical_text, document.page_spans)
+    selection = select_evidence(
+        chunks, "How was the dataset annotated?", max_snippets=5, max_chars=400
+    )
+    scores = [snippet.score for snippet in selection.snippets]
+    assert len(scores) == 5 and len(set(scores)) == 5, scores
+    assert scores == sorted(scores, reverse=True) and all(0 < s <= 1 for s in scores)
 
 
 def test_whole_token_matching_in_selection() -> None:
@@ -103,7 +142,10 @@ def test_ties_break_by_position_then_length() -> None:
     chunks = chunk_document(text)
     assert len(chunks) == 3
     ranked = score_chunks(chunks, "caching latency")
-    assert [item.chunk.index for item in ranked] == [0, 1, 2]  # equal scores: earlier first
+    # The first chunk says as much in more words: it scores lower; the two equal chunks tie
+    # and the earlier wins.
+    assert [item.chunk.index for item in ranked] == [1, 2, 0]
+    assert ranked[0].score == ranked[1].score > ranked[2].score
     assert ranked == score_chunks(chunks, "caching latency")  # deterministic
 
 
