@@ -102,6 +102,9 @@ class DocumentText:
     source_text_hash: str
     page_spans: list[PageSpan] | None = None
     url: str | None = None
+    # (locator, text) of the evidence snippets of a stored digest of this document for the
+    # question (`runner.reports.digest_evidence`): the units, instead of its sentences.
+    snippets: tuple[tuple[str, str], ...] = ()
 
 
 def shown_title(title: str | None, canonical_text: str, document_id: str) -> str:
@@ -146,6 +149,7 @@ class Evidence:
 class RankedEvidence:
     evidence: Evidence
     score: float
+    serves: tuple[int, ...] = ()  # the sub-questions it was gathered for (`runner.reports.merge`)
 
 
 def _quotable(text: str, start: int, end: int) -> tuple[int, int] | None:
@@ -240,7 +244,12 @@ def claim_evidence(
 
 
 def document_evidence(document: DocumentText, origin_index: int) -> list[Evidence]:
-    """The quotable sentences of a document, in document order, each with its locator."""
+    """The quotable sentences of a document, in document order, each with its locator; for a
+    document with a stored digest's snippets, those snippets (`snippet_evidence`)."""
+    if document.snippets:
+        from runner.reports.digest_evidence import snippet_evidence  # it builds on this module
+
+        return snippet_evidence(document, origin_index)
     text = document.canonical_text
     units: list[Evidence] = []
     in_references = False

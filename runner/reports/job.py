@@ -34,7 +34,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from db import channels as channel_queries
@@ -46,6 +46,7 @@ from db.reports import EMPTY_FIDELITY
 from runner.core.cancel import Cancelled
 from runner.core.job_options import ReportOptions
 from runner.core.progress import JobPhase
+from runner.core.vocabulary import ExtractionUsage
 from runner.documents.canonical import CanonicalDocument
 from runner.errors import LLMError
 from runner.grounding.claim_support import DEFAULT_MIN_OVERLAP
@@ -54,23 +55,34 @@ from runner.jobs.outcomes import FailNow, Finished, Outcome, Stored
 from runner.metrics import count_report
 from runner.reports.audit import ReportAudit, accept_sentences
 from runner.reports.coverage import ChosenSource, missing_sections
+from runner.reports.decompose import DECOMPOSER_VERSION, Decomposition, rules_decomposition
+from runner.reports.digest_evidence import StoredDigest, digest_snippets
 from runner.reports.evidence import (
     ChannelMessage,
     DigestClaim,
     DocumentText,
     RankedEvidence,
     gather_evidence,
-    rank_evidence,
     shown_title,
 )
 from runner.reports.extractive import EXTRACTOR_VERSION, write_extractive_report
+from runner.reports.llm_decompose import ModelDecomposer
 from runner.reports.llm_writer import LLMReportWriter
+from runner.reports.merge import Gathered, merge_rankings, rank_for_sub_question
 from runner.reports.records import report_cache_key, report_json
 from runner.reports.report import Report, report_markdown
+from runner.reports.research import (
+    Research,
+    final_extractive_report,
+    refine_gathered,
+    refinement_pool,
+)
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_MESSAGES = 20_000
+# Stored digests read per chosen document, newest first, to find one made for the question.
+DIGESTS_READ_PER_DOCUMENT = 20
 
 
 @dataclass(frozen=True)
@@ -84,6 +96,9 @@ class ReportInputs:
     window_warnings: list[dict[str, Any]] = field(default_factory=list)
     # Every channel then document asked for, in evidence order, for `missing_sections`.
     sources: list[ChosenSource] = field(default_factory=list)
+    # (document, digest id, snippets used, snippets left out) of each document whose stored
+    # digest for the question stands for it (`runner.reports.digest_evidence`).
+    document_digests: list[tuple[int, int, int, int]] = field(default_factory=list)
 
 
 @dataclass
@@ -107,6 +122,7 @@ class ReportJobRunner:
     min_overlap: float = DEFAULT_MIN_OVERLAP
     max_messages: int = DEFAULT_MAX_MESSAGES
     llm_writer: LLMReportWriter | None = None
+    decomposer: ModelDecomposer | None = None
 
     async def run(self, job: DigestJob, context: JobContext) -> Outcome:
         options = ReportOptions.parse(job.options)
@@ -136,20 +152,29 @@ class ReportJobRunner:
         stats["cache_hit"] = False
         if context.should_stop():
             raise Cancelled()
-        async with context.pool.acquire() as connection:
-            # The evidence of every source is the report's map; writing it, its reduce.
-            await report_progress(connection, job.id, context.worker_id, JobPhase.MAP)
-        units = await asyncio.to_thread(
-            gather_evidence, inputs.channels, inputs.documents, inputs.claims
-        )
-        ranked = await asyncio.to_thread(rank_evidence, question, units)
+        research = await self._research(job, question, inputs, context)
+        ranked = research.ranked
+        units = research.units
         stats["evidence_units"] = len(units)
         async with context.pool.acquire() as connection:
             await report_progress(connection, job.id, context.worker_id, JobPhase.REDUCE)
         if self.llm_writer is not None:
             written = await self._write_llm(job, question, ranked, inputs, cache_key, stats)
         else:
-            written = await asyncio.to_thread(self._write_offline, question, ranked, cache_key)
+            draft = final_extractive_report(research)
+            written = await asyncio.to_thread(self._audited, draft, cache_key)
+        written.warnings = [*research.decomposition.warnings, *written.warnings]
+        written.fidelity = {
+            **written.fidelity,
+            "warnings": [*research.decomposition.warnings, *written.fidelity.get("warnings", [])],
+            "research": {
+                **research.as_json(written.report),
+                "document_digests": [
+                    {"document_id": d, "digest_id": g, "snippets": n, "snippets_left_out": x}
+                    for d, g, n, x in inputs.document_digests
+                ],
+            },
+        }
         # A chosen source the report says nothing about is named, with why.
         missing = missing_sections(inputs.sources, units, ranked, written.report)
         if inputs.window_warnings or missing:  # window first: what no later step could see
@@ -174,18 +199,75 @@ class ReportJobRunner:
             question,
             inputs.revisions,
             [(int(t.document_id), t.source_text_hash) for t in inputs.documents],
-            {"min_overlap": self.min_overlap, "max_messages": self.max_messages},
+            {
+                "min_overlap": self.min_overlap,
+                "max_messages": self.max_messages,
+                "decomposer": self.decomposer.version if self.decomposer else DECOMPOSER_VERSION,
+            },
             writer,
             inputs.digests,
+            [(document, digest) for document, digest, _, _ in inputs.document_digests],
         )
+
+    async def _research(
+        self, job: DigestJob, question: str, inputs: ReportInputs, context: JobContext
+    ) -> Research:
+        """Split the question (THREADING: it plans what is gathered), gather and merge the
+        evidence of each sub-question and refine once (MAP: one step per sub-question, one for
+        the refinement), each step shown on the job (`runner.reports.research`)."""
+        stats = context.stats
+        async with context.pool.acquire() as connection:
+            await report_progress(connection, job.id, context.worker_id, JobPhase.THREADING)
+        decomposition: Decomposition
+        if self.decomposer is not None:
+            usage = ExtractionUsage()
+            decomposition = await self.decomposer.decompose(question, usage)
+            stats["decompose_llm_calls"] = usage.llm_calls
+        else:
+            decomposition = rules_decomposition(question)
+        sub_questions = decomposition.sub_questions
+        stats.update({"sub_questions": len(sub_questions), "decomposition": decomposition.method})
+        steps = len(sub_questions) + 1
+        async with context.pool.acquire() as connection:
+            await report_progress(connection, job.id, context.worker_id, JobPhase.MAP, 0, steps)
+        units = await asyncio.to_thread(
+            gather_evidence, inputs.channels, inputs.documents, inputs.claims
+        )
+        rankings = []
+        for index, sub_question in enumerate(sub_questions):
+            if context.should_stop():
+                raise Cancelled()
+            rankings.append(
+                await asyncio.to_thread(rank_for_sub_question, sub_question, index, units)
+            )
+            async with context.pool.acquire() as connection:
+                await report_progress(
+                    connection, job.id, context.worker_id, JobPhase.MAP, index + 1, steps
+                )
+        gathered = Gathered(rankings, merge_rankings(rankings))
+        pool = refinement_pool(units, inputs.documents, len(inputs.channels))
+        research = await asyncio.to_thread(refine_gathered, decomposition, units, gathered, pool)
+        async with context.pool.acquire() as connection:
+            await report_progress(connection, job.id, context.worker_id, JobPhase.MAP, steps, steps)
+        stats.update(
+            {
+                "evidence_gathered": len(gathered.merged),
+                "open_points": len(research.points),
+                "evidence_refined": len(research.added),
+            }
+        )
+        return research
+
+    def _audited(self, draft: Report, cache_key: str) -> Written:
+        """The extractive report's audit (CPU-bound: run in a thread)."""
+        report, audit = accept_sentences(draft, self.min_overlap)
+        return Written(report, audit, EXTRACTOR_VERSION, cache_key)
 
     def _write_offline(
         self, question: str, ranked: list[RankedEvidence], cache_key: str
     ) -> Written:
         """The extractive report (CPU-bound: run in a thread)."""
-        draft = write_extractive_report(question, ranked)
-        report, audit = accept_sentences(draft, self.min_overlap)
-        return Written(report, audit, EXTRACTOR_VERSION, cache_key)
+        return self._audited(write_extractive_report(question, ranked), cache_key)
 
     async def _write_llm(
         self,
@@ -295,7 +377,16 @@ class ReportJobRunner:
                     [DigestClaim(item.kind, item.text, tuple(item.message_ids)) for item in items]
                 )
                 digests.append((channel_id, sorted({item.digest_id for item in items})))
+            stored = await document_queries.latest_digests_of_documents(
+                connection, document_ids, DIGESTS_READ_PER_DOCUMENT
+            )
+        digests_of: dict[int, list[StoredDigest]] = {}
+        for digest in stored:  # newest first within each document
+            digests_of.setdefault(digest.document_id, []).append(
+                StoredDigest(digest.id, digest.query, digest.payload)
+            )
         texts: list[DocumentText] = []
+        used: list[tuple[int, int, int, int]] = []
         for document_id in document_ids:
             row = documents.get(document_id)
             if row is None:
@@ -304,17 +395,23 @@ class ReportJobRunner:
             title = shown_title(document.title, document.canonical_text, str(row.id))
             empty = not document.canonical_text.strip()
             sources.append(ChosenSource("document", row.id, title, empty))
-            texts.append(
-                DocumentText(
-                    str(row.id),
-                    title,
-                    document.canonical_text,
-                    document.source_text_hash,
-                    document.page_spans,
-                    document.source_url,
-                )
+            text = DocumentText(
+                str(row.id),
+                title,
+                document.canonical_text,
+                document.source_text_hash,
+                document.page_spans,
+                document.source_url,
             )
-        return ReportInputs(channels, claims, texts, revisions, digests, window_warnings, sources)
+            # A digest of this document for the question: its evidence, not the text cut again.
+            chosen = digest_snippets(text, digests_of.get(row.id, []), [options.question])
+            if chosen is not None:
+                text = replace(text, snippets=chosen.snippets)
+                used.append((row.id, chosen.digest_id, len(chosen.snippets), chosen.left_out))
+            texts.append(text)
+        return ReportInputs(
+            channels, claims, texts, revisions, digests, window_warnings, sources, used
+        )
 
     async def _store(
         self, context: JobContext, job: DigestJob, options: ReportOptions, written: Written
