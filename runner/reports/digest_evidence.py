@@ -8,9 +8,11 @@ the document cut into sentences again (the digest already chose them for that qu
   as the report reads it, and which has snippets. A snippet whose locator does not slice the
   canonical text to its text is left out (the digest was made of other text); so is one whose
   span overlaps a snippet already taken: a span is evidence once.
-- Units (`snippet_evidence`): each snippet, cut at `MAX_UNIT_CHARS` like any unit, with its
-  locator into the canonical text, in document order; a unit's position is its character
-  offset, so the snippets and the sentences the refinement adds read in the document's order.
+- Units (`snippet_evidence`): the sentences of each snippet (a snippet can hold several, and
+  end in the middle of one), quotable as any unit is (`quotable_span`: long enough, cut at
+  `MAX_UNIT_CHARS`, no table fragment), each with its locator into the canonical text, in
+  document order; a unit's position is its character offset, so the snippets' sentences and
+  those the refinement adds read in the document's order.
 - The rest of the document (`rest_of_document`): its sentences that overlap no snippet, which
   only the refinement round reads (`runner.reports.refine`), for a part of the question the
   snippets do not answer.
@@ -25,13 +27,13 @@ from typing import Any
 from runner.documents.cache_key import normalize_query
 from runner.documents.errors import LocatorError
 from runner.documents.locators import make_locator, parse_locator, resolve_locator, verify_locator
-from runner.documents.prose import is_prose
-from runner.grounding.citations import cut_span
+from runner.documents.prose import is_prose, is_table_fragment
+from runner.documents.prose import sentence_spans as document_sentence_spans
 from runner.reports.evidence import (
-    MAX_UNIT_CHARS,
     DocumentText,
     Evidence,
     document_evidence,
+    quotable_span,
 )
 from runner.reports.sources import DocumentSource
 
@@ -96,36 +98,40 @@ def digest_snippets(
 
 
 def snippet_evidence(document: DocumentText, origin_index: int) -> list[Evidence]:
-    """The document's digest snippets as units, in document order (module docstring)."""
+    """The quotable sentences of the document's digest snippets, in document order (module
+    docstring)."""
     text = document.canonical_text
     units: list[Evidence] = []
     for locator, _ in document.snippets:
         start, end = _span(document, locator)
-        start, end = cut_span(text, start, end, MAX_UNIT_CHARS)
-        quote = text[start:end]
-        if not quote.strip():
-            continue
         page = parse_locator(locator).page
-        cut = make_locator(text, start, end, quote, page, document.page_spans)
-        source = DocumentSource(
-            document.document_id,
-            document.title,
-            document.source_text_hash,
-            cut,
-            quote,
-            document.url,
-        )
-        units.append(
-            Evidence(
-                quote,
-                source,
+        for sentence_start, sentence_end in document_sentence_spans(text, start, end):
+            if is_table_fragment(text[sentence_start:sentence_end]):
+                continue
+            quotable = quotable_span(text, sentence_start, sentence_end)
+            if quotable is None:
+                continue
+            quote = text[quotable[0] : quotable[1]]
+            cut = make_locator(text, *quotable, quote, page, document.page_spans)
+            source = DocumentSource(
+                document.document_id,
                 document.title,
-                origin_index,
-                start,  # a character offset: the refinement's units of it interleave by it
-                is_prose(quote),
-                kind=DIGEST_EVIDENCE_KIND,
+                document.source_text_hash,
+                cut,
+                quote,
+                document.url,
             )
-        )
+            units.append(
+                Evidence(
+                    quote,
+                    source,
+                    document.title,
+                    origin_index,
+                    quotable[0],  # a character offset: the refinement's units interleave by it
+                    is_prose(quote),
+                    kind=DIGEST_EVIDENCE_KIND,
+                )
+            )
     return units
 
 

@@ -152,7 +152,8 @@ class RankedEvidence:
     serves: tuple[int, ...] = ()  # the sub-questions it was gathered for (`runner.reports.merge`)
 
 
-def _quotable(text: str, start: int, end: int) -> tuple[int, int] | None:
+def quotable_span(text: str, start: int, end: int) -> tuple[int, int] | None:
+    """`text[start:end]` cut at `MAX_UNIT_CHARS`, or None when it is no statement to quote."""
     start, end = cut_span(text, start, end, MAX_UNIT_CHARS)
     # A link's words are no statement ("1 https://example.org/irc-disentanglement", a PDF's
     # footnote): only the words around it count.
@@ -168,7 +169,7 @@ def message_evidence(messages: list[ChannelMessage], origin_index: int) -> list[
     units: list[Evidence] = []
     for message in messages:
         for span in sentence_spans(message.text):
-            quotable = _quotable(message.text, *span)
+            quotable = quotable_span(message.text, *span)
             if quotable is None:
                 continue
             start, end = quotable
@@ -269,7 +270,7 @@ def document_evidence(document: DocumentText, origin_index: int) -> list[Evidenc
             sentence = chunk.text[relative_start:relative_end]
             if is_table_fragment(sentence) or " ".join(sentence.casefold().split()) in running:
                 continue
-            quotable = _quotable(chunk.text, relative_start, relative_end)
+            quotable = quotable_span(chunk.text, relative_start, relative_end)
             if quotable is None:
                 continue
             start, end = chunk.start + quotable[0], chunk.start + quotable[1]

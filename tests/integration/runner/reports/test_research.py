@@ -39,9 +39,9 @@ APPROVAL = (
     "Every approved rollback of a database migration is recorded with its written plan."
 )
 BILL = "The cloud hosting bill is paid by the finance team at the end of every month."
-HANDBOOK = (
-    f"Release handbook\n\n{APPROVAL}\n\nThe office plants are watered on Mondays.\n\n{BILL}\n"
-)
+# About approvals too, but outside the digest's snippet: the document cut again would quote it.
+AUDIT = "Database migration rollbacks are approved again in the yearly audit of the releases."
+HANDBOOK = f"Release handbook\n\n{APPROVAL}\n\n{AUDIT}\n\n{BILL}\n"
 
 
 async def _run(
@@ -142,15 +142,19 @@ async def test_sub_questions_refinement_and_a_digests_evidence_used_once(
     assert [p["reason"] for p in refinement["open_points"]] == ["no_cited_evidence"]
     assert [s["cited"] for s in research["sub_questions"]] == [True, True]
     assert BILL in _sentences(row)
-    # The snippet (two sentences: the document cut again would give one each) is cited, and
-    # no document span is cited twice or overlaps another.
+    # The snippet's sentences stand for the approval part (not the document's other sentence
+    # about it), and no document span is cited twice or overlaps another.
+    assert AUDIT not in _sentences(row)
     spans = _document_spans(row)
-    assert snippet in spans and len(spans) == len(set(spans))
+    assert len(spans) == len(set(spans))
     async with db.acquire() as connection:
         (document,) = await document_queries.documents_by_ids(connection, [document_id])
     text = CanonicalDocument.from_record(document_queries.document_record(document)).canonical_text
     resolved = sorted(resolve_locator(locator, text) for locator in spans)
     assert all(a[1] <= b[0] for a, b in zip(resolved, resolved[1:], strict=False))
+    snippet_start, snippet_end = resolve_locator(snippet, text)
+    approvals = [(a, b) for a, b in resolved if "approv" in text[a:b]]
+    assert approvals and all(snippet_start <= a and b <= snippet_end for a, b in approvals)
     # Each step was a step of the job's map: two sub-questions and the refinement round.
     assert done.chunks_total == 3 and done.chunks_done == 3
     assert done.stats["sub_questions"] == 2 and done.stats["evidence_refined"] >= 1

@@ -4,12 +4,25 @@ additions of the refinement round, all as plain data."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from runner.reports.decompose import MAX_SUB_QUESTIONS, split_question
-from runner.reports.evidence import ChannelMessage, Evidence, RankedEvidence, message_evidence
+from runner.reports.digest_evidence import (
+    DIGEST_EVIDENCE_KIND,
+    StoredDigest,
+    digest_snippets,
+    snippet_evidence,
+)
+from runner.reports.evidence import (
+    ChannelMessage,
+    DocumentText,
+    Evidence,
+    RankedEvidence,
+    message_evidence,
+)
 from runner.reports.extractive import write_extractive_report
 from runner.reports.llm_decompose import SubQuestionList, checked_sub_questions
 from runner.reports.merge import gather_for_sub_questions, merge_rankings
@@ -152,3 +165,43 @@ def test_the_offline_report_cites_both_parts_of_a_two_part_question() -> None:
     research = run.research.as_json(run.report)
     assert [s["cited"] for s in research["sub_questions"]] == [True, True]
     assert BILL in [sentence.sentence for sentence in run.report.sentences()]
+
+
+def _document(text: str) -> DocumentText:
+    return DocumentText("7", "Handbook", text, "sha256:" + "a" * 64)
+
+
+def _digest(
+    digest_id: int, query: str, snippets: list[tuple[str, str]], hash_: str
+) -> StoredDigest:
+    payload = {
+        "source_text_hash": hash_,
+        "evidence_snippets": [
+            {"text": t, "locator": loc, "relevance_score": 0.5} for loc, t in snippets
+        ],
+    }
+    return StoredDigest(digest_id, query, payload)
+
+
+def test_a_digest_for_the_same_normalized_query_gives_its_checked_snippets_once() -> None:
+    first = "Rollbacks are approved by the on-call lead of the week."
+    second = "The cloud hosting bill is paid by the finance team."
+    text = f"{first} {second}"
+    document = _document(text)
+    whole = f"char:0-{len(first)}"
+    inside = "char:0-9"  # overlaps the first snippet: the same span again
+    wrong = f"char:1-{len(first)}"  # does not slice to its text
+    later = f"char:{len(first) + 1}-{len(text)}"
+    snippets = [(whole, first), (inside, first[:9]), (wrong, first), (later, second)]
+    digests = [
+        _digest(3, "other question", [(later, second)], document.source_text_hash),
+        _digest(2, "who approves  rollbacks?", snippets, "sha256:" + "b" * 64),  # other text
+        _digest(1, "who approves  rollbacks?", snippets, document.source_text_hash),
+    ]
+    chosen = digest_snippets(document, digests, ["who approves rollbacks?"])
+    assert chosen is not None and chosen.digest_id == 1
+    assert chosen.snippets == ((whole, first), (later, second)) and chosen.left_out == 2
+    units = snippet_evidence(replace(document, snippets=chosen.snippets), 1)
+    assert [u.text for u in units] == [first, second]
+    assert [u.kind for u in units] == [DIGEST_EVIDENCE_KIND] * 2
+    assert digest_snippets(document, digests, ["another question"]) is None
