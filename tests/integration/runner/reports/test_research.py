@@ -30,8 +30,10 @@ from runner.reports.llm_decompose import DECOMPOSE_TOOL, DecomposeCall, ModelDec
 from runner.reports.llm_writer import LLMReportWriter
 from runner.triggers import trigger_report
 from runner.worker import Worker, WorkerConfig
+from schema.types.ids import REPORT, global_id
 from tests.support.database import add_channel, messages
 from tests.support.reports import OPS
+from tests.support.schema import gql
 
 QUESTION = "How are database migration rollbacks approved and who pays the cloud hosting bill?"
 APPROVAL = (
@@ -114,6 +116,10 @@ def _document_spans(row: ReportRow) -> list[str]:
     ]
 
 
+def _report_id(row: ReportRow) -> str:
+    return global_id(REPORT, row.id)
+
+
 def _sentences(row: ReportRow) -> list[str]:
     return [s["text"] for section in row.sections for s in section["sentences"]]
 
@@ -155,6 +161,9 @@ async def test_sub_questions_refinement_and_a_digests_evidence_used_once(
     snippet_start, snippet_end = resolve_locator(snippet, text)
     approvals = [(a, b) for a, b in resolved if "approv" in text[a:b]]
     assert approvals and all(snippet_start <= a and b <= snippet_end for a, b in approvals)
+    # The API shows what was done as the report's `research`.
+    shown = await gql(db, "query($id: ID!) { report(id: $id) { research } }", id=_report_id(row))
+    assert shown["report"]["research"] == research
     # Each step was a step of the job's map: two sub-questions and the refinement round.
     assert done.chunks_total == 3 and done.chunks_done == 3
     assert done.stats["sub_questions"] == 2 and done.stats["evidence_refined"] >= 1
