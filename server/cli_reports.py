@@ -41,6 +41,7 @@ def report_json(row: Report) -> dict[str, Any]:
         ),
         "content_fidelity": row.fidelity.get("content_fidelity", {}),
         "content_archive_hashes": row.fidelity.get("content_archive_hashes", {}),
+        "research": row.fidelity.get("research"),
     }
 
 
@@ -106,6 +107,27 @@ async def report(
         f"{audit.get('dropped')} dropped",
         file=sys.stderr,
     )
+    research = rows[0].fidelity.get("research")
+    if research and not stats.get("cache_hit"):
+        print(research_line(research), file=sys.stderr)
     for warning in rows[0].fidelity.get("warnings", []):
         warn(f"warning {warning.get('code')}: {warning.get('message')}")
     return code
+
+
+def research_line(research: dict[str, Any]) -> str:
+    """`2 sub-questions (rules), 2 cited; refinement added 1 unit, 1 cited`: what the report's
+    gathering did, in one line."""
+    subs = research.get("sub_questions", [])
+    cited = sum(1 for sub in subs if sub.get("cited"))
+    line = f"{len(subs)} sub-question(s) ({research.get('method')}), {cited} cited"
+    refinement = research.get("refinement", {})
+    if refinement.get("ran"):
+        line += (
+            f"; refinement added {refinement.get('added', 0)} unit(s), "
+            f"{refinement.get('added_cited', 0)} cited"
+        )
+    digests = research.get("document_digests", [])
+    if digests:
+        line += f"; {len(digests)} document digest(s) used as evidence"
+    return line

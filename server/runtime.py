@@ -232,15 +232,17 @@ def summarizer_factory(settings: Settings) -> Callable[[], Summarizer]:
 
 
 def report_runner(settings: Settings) -> ReportJobRunner:
-    """The report job runner: with the LLM writer when the extractor is the LLM (the reduce
-    model, behind the same client, retries, circuit breaker and tool-call path as the chat
-    extractor), else with the offline extractive writer."""
+    """The report job runner: with the LLM writer and the model's sub-questions when the
+    extractor is the LLM (the reduce model, behind the same client, retries, circuit breaker and
+    tool-call path as the chat extractor), else with the offline extractive writer and the
+    rules' sub-questions."""
     runner = ReportJobRunner(
         min_overlap=settings.digestd_min_claim_overlap,
         max_messages=settings.digestd_max_window_messages,
     )
     if settings.extractor_name == "offline":
         return runner
+    from runner.reports.llm_decompose import DecomposeCall, ModelDecomposer
     from runner.reports.llm_writer import LLMReportWriter, ReportCall
 
     call = reduce_model_call(settings, ReportCall)
@@ -249,6 +251,7 @@ def report_runner(settings: Settings) -> ReportJobRunner:
         min_overlap=settings.digestd_min_claim_overlap,
         archive_dir=settings.digestd_archive_dir,
     )
+    runner.decomposer = ModelDecomposer(reduce_model_call(settings, DecomposeCall))
     return runner
 
 

@@ -17,9 +17,13 @@ class JobPhase(StrEnum):
 
     QUEUED = "queued"  # created, no worker has claimed it (or it waits for a retry)
     READING = "reading"  # a worker claimed it and reads its input
-    THREADING = "threading"  # threads the messages into conversations and plans the chunks
-    MAP = "map"  # extracts chunk by chunk (a document digest: the summary; a report: evidence)
-    REDUCE = "reduce"  # merges the chunks into one digest (a report: writes it)
+    # threads the messages into conversations and plans the chunks (a report: splits its
+    # question into the sub-questions its map gathers for, runner.reports.decompose)
+    THREADING = "threading"
+    # extracts chunk by chunk (a document digest: the summary; a report: the evidence of each
+    # sub-question, then one step for its refinement round, runner.reports.research)
+    MAP = "map"
+    REDUCE = "reduce"  # merges the chunks into one digest (a report: writes its final answer)
     VALIDATE = "validate"  # checks every claim against the messages
     STORE = "store"  # writes the result
 

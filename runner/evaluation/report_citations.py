@@ -9,8 +9,9 @@ cited source names its turn, so "inside a gold span" is exact. A document would 
 across turns, and a cited span could straddle two of them.
 
 Per specific query (general queries have no spans), the pure core runs in-process, as the report
-job runs it but without the database: `run_extractive_report` (gather → rank →
-write → audit, with production rules and minimum overlap).
+job runs it but without the database: `run_extractive_report` (gather → split the question into
+sub-questions → rank for each and merge → first answer → one refinement round → write → audit,
+with production rules and minimum overlap).
 - recall = share of the query's gold spans `[first, last]` (inclusive turns) holding the turn of
   at least one cited source; precision = share of cited sources (the registry, one per message)
   whose turn lies inside some gold span.
@@ -20,8 +21,9 @@ write → audit, with production rules and minimum overlap).
 - support = share of the draft's sentences (every sentence the writer proposed, before the audit
   drops any) whose words are supported by their cited text (`runner.reports.audit.
   sentence_problem`, the claim_support rule); kept = sentences the audit let through.
-- fake model: the same query answered by the LLM writer (`runner.reports.llm_writer`: evidence
-  fitted to the budget, structured citations, audit, one re-ask) against the deterministic fake
+- fake model: the same query answered by the LLM writer (`runner.reports.llm_writer`, over the
+  same sub-questions, merged and refined evidence: evidence fitted to the budget, structured
+  citations, audit, one re-ask) against the deterministic fake
   model of `runner.evaluation.fake_report_model` (it copies the sources it is shown, each
   sentence citing the one it copies) behind the real `openai` client; its recall, precision and
   support (share of the sentences of its audited answer supported by their cited text, the same
@@ -46,10 +48,11 @@ from runner.evaluation.tables import NOT_DEFINED, Cell, EvalSection
 from runner.grounding.bm25 import bm25_scores
 from runner.grounding.claim_support import content_tokens
 from runner.reports.audit import sentence_problem
-from runner.reports.evidence import ChannelMessage, Evidence, gather_evidence, rank_evidence
-from runner.reports.extractive import run_extractive_report
+from runner.reports.decompose import rules_decomposition
+from runner.reports.evidence import ChannelMessage, Evidence, gather_evidence
 from runner.reports.llm_writer import LLMReportRun
 from runner.reports.report import Report
+from runner.reports.research import research_evidence, run_extractive_report
 from runner.reports.sources import MessageSource
 
 # Turn timestamps are not in QMSum; a fixed clock keeps reports reproducible.
@@ -200,7 +203,11 @@ async def fake_model_runs(
     """The LLM writer's report for each query against the fake model (one client per loop)."""
     writer, _ = fake_report_writer()
     units = gather_evidence([channel], [])
-    return [await writer.write(q.text, rank_evidence(q.text, units)) for q in queries]
+    runs = []
+    for query in queries:
+        research = research_evidence(rules_decomposition(query.text), units)
+        runs.append(await writer.write(query.text, research.ranked))
+    return runs
 
 
 def score_meeting(name: str, data: dict[str, Any]) -> list[QueryScore]:

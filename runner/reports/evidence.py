@@ -102,6 +102,9 @@ class DocumentText:
     source_text_hash: str
     page_spans: list[PageSpan] | None = None
     url: str | None = None
+    # (locator, text) of the evidence snippets of a stored digest of this document for the
+    # question (`runner.reports.digest_evidence`): the units, instead of its sentences.
+    snippets: tuple[tuple[str, str], ...] = ()
 
 
 def shown_title(title: str | None, canonical_text: str, document_id: str) -> str:
@@ -146,9 +149,11 @@ class Evidence:
 class RankedEvidence:
     evidence: Evidence
     score: float
+    serves: tuple[int, ...] = ()  # the sub-questions it was gathered for (`runner.reports.merge`)
 
 
-def _quotable(text: str, start: int, end: int) -> tuple[int, int] | None:
+def quotable_span(text: str, start: int, end: int) -> tuple[int, int] | None:
+    """`text[start:end]` cut at `MAX_UNIT_CHARS`, or None when it is no statement to quote."""
     start, end = cut_span(text, start, end, MAX_UNIT_CHARS)
     # A link's words are no statement ("1 https://example.org/irc-disentanglement", a PDF's
     # footnote): only the words around it count.
@@ -164,7 +169,7 @@ def message_evidence(messages: list[ChannelMessage], origin_index: int) -> list[
     units: list[Evidence] = []
     for message in messages:
         for span in sentence_spans(message.text):
-            quotable = _quotable(message.text, *span)
+            quotable = quotable_span(message.text, *span)
             if quotable is None:
                 continue
             start, end = quotable
@@ -240,7 +245,12 @@ def claim_evidence(
 
 
 def document_evidence(document: DocumentText, origin_index: int) -> list[Evidence]:
-    """The quotable sentences of a document, in document order, each with its locator."""
+    """The quotable sentences of a document, in document order, each with its locator; for a
+    document with a stored digest's snippets, those snippets (`snippet_evidence`)."""
+    if document.snippets:
+        from runner.reports.digest_evidence import snippet_evidence  # it builds on this module
+
+        return snippet_evidence(document, origin_index)
     text = document.canonical_text
     units: list[Evidence] = []
     in_references = False
@@ -260,7 +270,7 @@ def document_evidence(document: DocumentText, origin_index: int) -> list[Evidenc
             sentence = chunk.text[relative_start:relative_end]
             if is_table_fragment(sentence) or " ".join(sentence.casefold().split()) in running:
                 continue
-            quotable = _quotable(chunk.text, relative_start, relative_end)
+            quotable = quotable_span(chunk.text, relative_start, relative_end)
             if quotable is None:
                 continue
             start, end = chunk.start + quotable[0], chunk.start + quotable[1]

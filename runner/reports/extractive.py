@@ -23,24 +23,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from runner.grounding.claim_support import (
-    DEFAULT_MIN_OVERLAP,
     content_tokens,
     share_in,
     token_set,
 )
 from runner.grounding.footnotes import FootnotedSentence, Section
-from runner.reports.audit import ReportAudit, accept_sentences
 from runner.reports.evidence import (
-    ChannelMessage,
-    DigestClaim,
-    DocumentText,
     Evidence,
     RankedEvidence,
-    gather_evidence,
     named_authors,
     named_terms,
     question_terms,
-    rank_evidence,
 )
 from runner.reports.report import ANSWER_HEADING, OPEN_POINTS_HEADING, Report, ReportSection
 from runner.reports.sources import MessageSource, ReportSource
@@ -206,28 +199,3 @@ def write_extractive_report(question: str, ranked: list[RankedEvidence]) -> Repo
     open_points = _pick(ranked, questions=True, limit=OPEN_POINTS)
     sections.append(Section(OPEN_POINTS_HEADING, _sentences(open_points), bullets=True))
     return Report(question, report_title(question), tuple(sections))
-
-
-@dataclass(frozen=True)
-class ExtractiveRun:
-    """One offline report from end to end: the evidence units, the writer's draft, and the
-    report the citation audit kept, with its audit."""
-
-    units: list[Evidence]
-    draft: Report
-    report: Report
-    audit: ReportAudit
-
-
-def run_extractive_report(
-    question: str,
-    channels: list[list[ChannelMessage]],
-    documents: list[DocumentText],
-    min_overlap: float = DEFAULT_MIN_OVERLAP,
-    claims: list[list[DigestClaim]] | None = None,
-) -> ExtractiveRun:
-    """Gather, rank, write and audit: the one sequence the report job and the evaluation run."""
-    units = gather_evidence(channels, documents, claims)
-    draft = write_extractive_report(question, rank_evidence(question, units))
-    report, audit = accept_sentences(draft, min_overlap)
-    return ExtractiveRun(units, draft, report, audit)

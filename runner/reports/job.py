@@ -10,16 +10,23 @@ The steps:
    open questions, topic summaries, synthesized knowledge: evidence that cites the messages they
    rest on) and each document; a source that no longer exists FAILS the job (`source_gone`);
 2. compute the cache key (`runner.reports.records.report_cache_key`: the question, the exact
-   message revisions, digests and document texts read, the settings, the writer: the offline
+   message revisions, digests, document texts and document digests read, the settings (with the
+   decomposer's version), the writer: the offline
    extractor's version, or the LLM writer's model and prompt version); a stored report with
    that key ends the job at once, with no evidence gathered, no model called, nothing written;
-3. otherwise gather and rank the evidence and write the report: with the LLM writer when the
+3. otherwise split the question into sub-questions (the rules, or the model when the worker has
+   one: `runner.reports.llm_decompose`; phase THREADING), gather, rank and merge the evidence of
+   each, write a first offline answer and refine once for what it left open
+   (`runner.reports.research`; phase MAP, one step per sub-question and one for the refinement;
+   a document with a stored digest for the question gives that digest's snippets,
+   `runner.reports.digest_evidence`), and write the report: with the LLM writer when the
    worker has one (`runner.reports.llm_writer`: evidence fitted to the model's budget, one
    re-ask with the audit's errors), else the offline extractive writer; the citation audit
    (`runner.reports.audit.accept_sentences`) drops what fails, never stored as cited;
    a chosen channel or document the report cites nothing of gets a `no_section` warning saying
    why (`runner.reports.coverage`: nothing in the range, nothing quotable, nothing matching);
-4. the report row and the job's end commit in one transaction (a lost lease rolls both back);
+4. what the research did goes into the report's `fidelity` under `research`; the report row
+   and the job's end commit in one transaction (a lost lease rolls both back);
    then /metrics counts its citations, sources, orphans and audit failures
    (`runner.metrics.count_report`).
 A failing model (call errors after retries, an open circuit breaker, unusable output twice, a
@@ -37,53 +44,43 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from db import channels as channel_queries
-from db import documents as document_queries
 from db import reports as report_queries
 from db.jobs import JobStatus
-from db.models import DigestJob, MessageRange, WindowMessageRow
+from db.models import DigestJob
 from db.reports import EMPTY_FIDELITY
 from runner.core.cancel import Cancelled
 from runner.core.job_options import ReportOptions
 from runner.core.progress import JobPhase
-from runner.documents.canonical import CanonicalDocument
+from runner.core.vocabulary import ExtractionUsage
 from runner.errors import LLMError
 from runner.grounding.claim_support import DEFAULT_MIN_OVERLAP
 from runner.jobs.base import JobContext, finish, report_progress
-from runner.jobs.outcomes import FailNow, Finished, Outcome, Stored
+from runner.jobs.outcomes import Finished, Outcome, Stored
 from runner.metrics import count_report
 from runner.reports.audit import ReportAudit, accept_sentences
-from runner.reports.coverage import ChosenSource, missing_sections
+from runner.reports.coverage import missing_sections
+from runner.reports.decompose import DECOMPOSER_VERSION, Decomposition, rules_decomposition
 from runner.reports.evidence import (
-    ChannelMessage,
-    DigestClaim,
-    DocumentText,
     RankedEvidence,
     gather_evidence,
-    rank_evidence,
-    shown_title,
 )
 from runner.reports.extractive import EXTRACTOR_VERSION, write_extractive_report
+from runner.reports.llm_decompose import ModelDecomposer
 from runner.reports.llm_writer import EvidenceOverflow, LLMReportWriter
+from runner.reports.merge import Gathered, merge_rankings, rank_for_sub_question
 from runner.reports.records import report_cache_key, report_json
 from runner.reports.report import Report, report_markdown
+from runner.reports.research import (
+    Research,
+    final_extractive_report,
+    refine_gathered,
+    refinement_pool,
+)
+from runner.reports.store import ReportInputs, read_inputs
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_MESSAGES = 20_000
-
-
-@dataclass(frozen=True)
-class ReportInputs:
-    channels: list[list[ChannelMessage]]
-    claims: list[list[DigestClaim]]  # of each channel's digests whose window overlaps the range
-    documents: list[DocumentText]
-    revisions: list[tuple[int, list[tuple[int, int]]]]
-    digests: list[tuple[int, list[int]]]  # (channel, [digest id]) whose claims were read
-    # `window_cap` warnings: channels with more messages in the range than the cap.
-    window_warnings: list[dict[str, Any]] = field(default_factory=list)
-    # Every channel then document asked for, in evidence order, for `missing_sections`.
-    sources: list[ChosenSource] = field(default_factory=list)
 
 
 @dataclass
@@ -107,11 +104,12 @@ class ReportJobRunner:
     min_overlap: float = DEFAULT_MIN_OVERLAP
     max_messages: int = DEFAULT_MAX_MESSAGES
     llm_writer: LLMReportWriter | None = None
+    decomposer: ModelDecomposer | None = None
 
     async def run(self, job: DigestJob, context: JobContext) -> Outcome:
         options = ReportOptions.parse(job.options)
         question = options.question
-        inputs = await self._read(options, context)
+        inputs = await read_inputs(context.pool, options, self.max_messages)
         stats = context.stats
         writer = self.llm_writer.version if self.llm_writer else EXTRACTOR_VERSION
         cache_key = self._cache_key(question, inputs, writer)
@@ -136,20 +134,29 @@ class ReportJobRunner:
         stats["cache_hit"] = False
         if context.should_stop():
             raise Cancelled()
-        async with context.pool.acquire() as connection:
-            # The evidence of every source is the report's map; writing it, its reduce.
-            await report_progress(connection, job.id, context.worker_id, JobPhase.MAP)
-        units = await asyncio.to_thread(
-            gather_evidence, inputs.channels, inputs.documents, inputs.claims
-        )
-        ranked = await asyncio.to_thread(rank_evidence, question, units)
+        research = await self._research(job, question, inputs, context)
+        ranked = research.ranked
+        units = research.units
         stats["evidence_units"] = len(units)
         async with context.pool.acquire() as connection:
             await report_progress(connection, job.id, context.worker_id, JobPhase.REDUCE)
         if self.llm_writer is not None:
             written = await self._write_llm(job, question, ranked, inputs, cache_key, stats)
         else:
-            written = await asyncio.to_thread(self._write_offline, question, ranked, cache_key)
+            draft = final_extractive_report(research)
+            written = await asyncio.to_thread(self._audited, draft, cache_key)
+        written.warnings = [*research.decomposition.warnings, *written.warnings]
+        written.fidelity = {
+            **written.fidelity,
+            "warnings": [*research.decomposition.warnings, *written.fidelity.get("warnings", [])],
+            "research": {
+                **research.as_json(written.report),
+                "document_digests": [
+                    {"document_id": d, "digest_id": g, "snippets": n, "snippets_left_out": x}
+                    for d, g, n, x in inputs.document_digests
+                ],
+            },
+        }
         # A chosen source the report says nothing about is named, with why.
         missing = missing_sections(inputs.sources, units, ranked, written.report)
         if inputs.window_warnings or missing:  # window first: what no later step could see
@@ -174,18 +181,75 @@ class ReportJobRunner:
             question,
             inputs.revisions,
             [(int(t.document_id), t.source_text_hash) for t in inputs.documents],
-            {"min_overlap": self.min_overlap, "max_messages": self.max_messages},
+            {
+                "min_overlap": self.min_overlap,
+                "max_messages": self.max_messages,
+                "decomposer": self.decomposer.version if self.decomposer else DECOMPOSER_VERSION,
+            },
             writer,
             inputs.digests,
+            [(document, digest) for document, digest, _, _ in inputs.document_digests],
         )
+
+    async def _research(
+        self, job: DigestJob, question: str, inputs: ReportInputs, context: JobContext
+    ) -> Research:
+        """Split the question (THREADING: it plans what is gathered), gather and merge the
+        evidence of each sub-question and refine once (MAP: one step per sub-question, one for
+        the refinement), each step shown on the job (`runner.reports.research`)."""
+        stats = context.stats
+        async with context.pool.acquire() as connection:
+            await report_progress(connection, job.id, context.worker_id, JobPhase.THREADING)
+        decomposition: Decomposition
+        if self.decomposer is not None:
+            usage = ExtractionUsage()
+            decomposition = await self.decomposer.decompose(question, usage)
+            stats["decompose_llm_calls"] = usage.llm_calls
+        else:
+            decomposition = rules_decomposition(question)
+        sub_questions = decomposition.sub_questions
+        stats.update({"sub_questions": len(sub_questions), "decomposition": decomposition.method})
+        steps = len(sub_questions) + 1
+        async with context.pool.acquire() as connection:
+            await report_progress(connection, job.id, context.worker_id, JobPhase.MAP, 0, steps)
+        units = await asyncio.to_thread(
+            gather_evidence, inputs.channels, inputs.documents, inputs.claims
+        )
+        rankings = []
+        for index, sub_question in enumerate(sub_questions):
+            if context.should_stop():
+                raise Cancelled()
+            rankings.append(
+                await asyncio.to_thread(rank_for_sub_question, sub_question, index, units)
+            )
+            async with context.pool.acquire() as connection:
+                await report_progress(
+                    connection, job.id, context.worker_id, JobPhase.MAP, index + 1, steps
+                )
+        gathered = Gathered(rankings, merge_rankings(rankings))
+        pool = refinement_pool(units, inputs.documents, len(inputs.channels))
+        research = await asyncio.to_thread(refine_gathered, decomposition, units, gathered, pool)
+        async with context.pool.acquire() as connection:
+            await report_progress(connection, job.id, context.worker_id, JobPhase.MAP, steps, steps)
+        stats.update(
+            {
+                "evidence_gathered": len(gathered.merged),
+                "open_points": len(research.points),
+                "evidence_refined": len(research.added),
+            }
+        )
+        return research
+
+    def _audited(self, draft: Report, cache_key: str) -> Written:
+        """The extractive report's audit (CPU-bound: run in a thread)."""
+        report, audit = accept_sentences(draft, self.min_overlap)
+        return Written(report, audit, EXTRACTOR_VERSION, cache_key)
 
     def _write_offline(
         self, question: str, ranked: list[RankedEvidence], cache_key: str
     ) -> Written:
         """The extractive report (CPU-bound: run in a thread)."""
-        draft = write_extractive_report(question, ranked)
-        report, audit = accept_sentences(draft, self.min_overlap)
-        return Written(report, audit, EXTRACTOR_VERSION, cache_key)
+        return self._audited(write_extractive_report(question, ranked), cache_key)
 
     async def _write_llm(
         self,
@@ -243,82 +307,6 @@ class ReportJobRunner:
             warnings,
         )
 
-    async def _read(self, options: ReportOptions, context: JobContext) -> ReportInputs:
-        channel_ids, document_ids = list(options.channel_ids), list(options.document_ids)
-        since, until = options.since, options.until
-        channels: list[list[ChannelMessage]] = []
-        claims: list[list[DigestClaim]] = []
-        digests: list[tuple[int, list[int]]] = []
-        revisions: list[tuple[int, list[tuple[int, int]]]] = []
-        window_warnings: list[dict[str, Any]] = []
-        sources: list[ChosenSource] = []
-        async with context.pool.acquire() as connection:
-            found = await channel_queries.channels_by_ids(connection, channel_ids)
-            known = {channel.id: channel for channel in found}
-            documents = {
-                d.id: d for d in await document_queries.documents_by_ids(connection, document_ids)
-            }
-            for channel_id in channel_ids:
-                channel = known.get(channel_id)
-                if channel is None:
-                    raise FailNow("source_gone", f"channel {channel_id} no longer exists")
-                rows = await report_queries.report_window_messages(
-                    connection, channel_id, since, until, self.max_messages
-                )
-                if rows and len(rows) >= self.max_messages:
-                    left_out = await report_queries.report_window_left_out(
-                        connection, channel_id, rows[0], since
-                    )
-                    if left_out is not None:
-                        window_warnings.append(
-                            window_cap_warning(
-                                channel_id, channel.name, rows, left_out, self.max_messages
-                            )
-                        )
-                channels.append(
-                    [
-                        ChannelMessage(
-                            channel.name,
-                            row.external_id,
-                            row.revision,
-                            row.author,
-                            row.ts,
-                            row.normalized_text,
-                            row.id,
-                        )
-                        for row in rows
-                    ]
-                )
-                revisions.append((channel_id, [(row.id, row.revision) for row in rows]))
-                sources.append(ChosenSource("channel", channel_id, channel.name, not rows))
-                items = await report_queries.report_digest_items(
-                    connection, channel_id, since, until
-                )
-                claims.append(
-                    [DigestClaim(item.kind, item.text, tuple(item.message_ids)) for item in items]
-                )
-                digests.append((channel_id, sorted({item.digest_id for item in items})))
-        texts: list[DocumentText] = []
-        for document_id in document_ids:
-            row = documents.get(document_id)
-            if row is None:
-                raise FailNow("source_gone", f"document {document_id} no longer exists")
-            document = CanonicalDocument.from_record(document_queries.document_record(row))
-            title = shown_title(document.title, document.canonical_text, str(row.id))
-            empty = not document.canonical_text.strip()
-            sources.append(ChosenSource("document", row.id, title, empty))
-            texts.append(
-                DocumentText(
-                    str(row.id),
-                    title,
-                    document.canonical_text,
-                    document.source_text_hash,
-                    document.page_spans,
-                    document.source_url,
-                )
-            )
-        return ReportInputs(channels, claims, texts, revisions, digests, window_warnings, sources)
-
     async def _store(
         self, context: JobContext, job: DigestJob, options: ReportOptions, written: Written
     ) -> None:
@@ -361,34 +349,3 @@ class ReportJobRunner:
             audit.kept,
             audit.sources,
         )
-
-
-def window_cap_warning(
-    channel_id: int,
-    channel_name: str,
-    read: list[WindowMessageRow],
-    left_out: MessageRange,
-    cap: int,
-) -> dict[str, Any]:
-    """The `window_cap` warning of a channel read up to the cap: which channel, how many older
-    messages were not read and from when to when, and which range was read (the newest)."""
-    name = channel_name if len(channel_name) <= 80 else channel_name[:79] + "…"
-    first, last = read[0].ts.isoformat(), read[-1].ts.isoformat()
-    skipped_from, skipped_to = left_out.first_at.isoformat(), left_out.last_at.isoformat()
-    return {
-        "code": "window_cap",
-        "phase": "read",
-        "channel_id": channel_id,
-        "messages_read": len(read),
-        "messages_not_read": left_out.message_count,
-        "read_from": first,
-        "read_to": last,
-        "not_read_from": skipped_from,
-        "not_read_to": skipped_to,
-        "message": (
-            f"channel {channel_id} ({name!r}): {left_out.message_count:,} older messages, "
-            f"{skipped_from} to {skipped_to}, were not read; a report reads at most {cap:,} "
-            f"messages per channel (DIGESTD_MAX_WINDOW_MESSAGES), the newest: here {len(read):,} "
-            f"from {first} to {last}. Narrow since/until to read the others."
-        ),
-    }

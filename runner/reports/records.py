@@ -165,11 +165,13 @@ def report_cache_key(
     settings: dict[str, Any],
     writer: str,
     digests: list[tuple[int, list[int]]] | None = None,
+    document_digests: list[tuple[int, int]] | None = None,
 ) -> str:
     """sha256 of what a report is a function of: the question, the exact message revisions read
     per channel ((channel, [(row, revision)])), the digests whose claims were read per channel
-    ((channel, [digest id])), each document's canonical-text hash, the settings, the
-    writer's version and the Markdown's. Equal keys give the same report."""
+    ((channel, [digest id])), each document's canonical-text hash and the stored digest whose
+    evidence stands for it ((document, digest id)), the settings, the writer's version and the
+    Markdown's. Equal keys give the same report."""
     material = {
         "question": " ".join(question.split()),
         "messages": [
@@ -181,5 +183,7 @@ def report_cache_key(
         "writer": writer,
         "markdown": MARKDOWN_VERSION,
     }
+    if document_digests:
+        material["document_digests"] = [list(pair) for pair in document_digests]
     encoded = json.dumps(material, sort_keys=True, separators=(",", ":")).encode()
     return hashlib.sha256(encoded).hexdigest()

@@ -25,7 +25,9 @@ strawberry.enum(
     JobPhase,
     name="JobPhase",
     description="The step a job is at: QUEUED until a worker claims it, then READING, "
-    "THREADING, MAP, REDUCE, VALIDATE and STORE (a kind skips the steps it does not have).",
+    "THREADING, MAP, REDUCE, VALIDATE and STORE (a kind skips the steps it does not have; a "
+    "report splits its question into sub-questions in THREADING, gathers evidence for each and "
+    "refines once in MAP, and writes its answer in REDUCE).",
 )
 strawberry.enum(KnowledgeKind, name="KnowledgeItemKind", description="What a knowledge item holds.")
 strawberry.enum(

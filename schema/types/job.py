@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 @strawberry.type(description="How far a job is, for a progress bar.")
 class JobProgress:
     chunks_done: int = strawberry.field(
-        description="Chunks of the map done; never goes back, and never passes chunksTotal."
+        description="Chunks of the map done (a report: its sub-questions gathered, then its "
+        "refinement round); never goes back, and never passes chunksTotal."
     )
     chunks_total: int = strawberry.field(
         description="Chunks the map was planned in: 0 until the plan is made (before MAP "

@@ -257,7 +257,7 @@ class Report(relay.Node):
     sources: list[ReportSource]
     audit: ReportAudit
     writer: str = strawberry.field(
-        description='Who wrote it: "extractive-4" (offline) or "llm:MODEL:PROMPT_VERSION:MAX_UNITS".'
+        description='Who wrote it: "extractive-5" (offline) or "llm:MODEL:PROMPT_VERSION:MAX_UNITS".'
     )
     fidelity: list[ReportFidelityRecord] = strawberry.field(
         description="How the evidence was fitted to the writer model's budget (empty offline)."
@@ -266,6 +266,12 @@ class Report(relay.Node):
     dropped_content_ids: list[str] = strawberry.field(
         description="Evidence units not given to the model (source key, and the span of a "
         "message), lowest priority last."
+    )
+    research: JSON | None = strawberry.field(
+        description="How the evidence was gathered: {method (rules or model), sub_questions: "
+        "[{text, gathered, cited}], refinement: {ran, open_points: [{reason, text, terms}], "
+        "added, added_cited}, document_digests: [{document_id, digest_id, snippets, "
+        "snippets_left_out}]}; null for a report stored before it was recorded."
     )
     job_id: strawberry.ID | None
     created_at: datetime
@@ -313,6 +319,7 @@ class Report(relay.Node):
             fidelity=[ReportFidelityRecord.from_json(r) for r in row.fidelity.get("fidelity", [])],
             warnings=[ReportWarning.from_json(w) for w in row.fidelity.get("warnings", [])],
             dropped_content_ids=[str(i) for i in row.fidelity.get("dropped_content_ids", [])],
+            research=cast(JSON, row.fidelity.get("research")),
             job_id=optional_global_id(DIGEST_JOB, row.job_id),
             created_at=row.created_at,
         )

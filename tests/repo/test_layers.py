@@ -144,6 +144,7 @@ DOES_IO = {
     "runner/documents/llm_summary.py": "the document summarizer that calls the LLM (openai)",
     "runner/documents/llm_map_reduce.py": "a large document's map and reduce calls (openai)",
     "runner/reports/llm_writer.py": "the report writer that calls the LLM (openai)",
+    "runner/reports/llm_decompose.py": "splits a report's question with the LLM (openai)",
     "runner/importers/ingest.py": "writes an export's messages to the database (COPY)",
     "runner/schedules/tick.py": "the workers' tick that fires due schedules",
     "runner/evaluation/": "the evaluator drives the real pipeline, document fetches and a model",

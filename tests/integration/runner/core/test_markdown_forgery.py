@@ -155,9 +155,10 @@ async def test_escaped_brackets_and_html_in_messages_stay_text_in_digest_and_rep
         assert single_line(sentence["text"]) in rendered.text
 
     shown: set[str] = set()
-    for question in (  # between them, the two reports cite every message
+    for question in (  # between them, the reports cite every message
         "When does the billing database move to the new cluster, and who reviews the template?",
         "What about the billing migration, the login page template and the checklist?",
+        "Which migration checklist should be read before Friday?",
     ):
         report = await _report(db, database_url, question, channel_ids=[channel], document_ids=[])
         rendered = render(report["markdown"])

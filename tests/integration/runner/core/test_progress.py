@@ -158,7 +158,8 @@ async def test_a_report_and_a_document_digest_pass_their_phases_to_one(
         runs = {job.kind: await recorded.of(job.id) for job in (report, digest)}
 
     expected = {
-        "report": ["queued", "reading", "map", "reduce", "store"],
+        # A report splits its question (threading), gathers and refines (map), writes (reduce).
+        "report": ["queued", "reading", "threading", "map", "reduce", "store"],
         "document": ["queued", "reading", "map", "store"],
     }
     for kind, rows in runs.items():
