@@ -31,7 +31,8 @@ async def store_document(
     connection: asyncpg.Connection, record: DocumentRecord
 ) -> tuple[StoredDocument, bool]:
     """Insert the document, or return the stored one with the same canonical text.
-    Returns (row, created)."""
+    Returns (row, created). `record["minhash"]` (signed, `fingerprint.as_signed`) finds the
+    earliest stored near-duplicate, kept as the new row's `near_duplicate_of`."""
     row = await connection.fetchrow(
         QUERIES["insert_document"],
         record["source_text_hash"],
@@ -41,6 +42,11 @@ async def store_document(
         record.get("source_url"),
         record.get("page_spans"),
         record.get("warnings") or [],
+        record.get("author"),
+        record.get("publisher"),
+        record.get("published_at"),
+        record.get("minhash"),
+        record.get("near_duplicate_min_agreements"),
     )
     assert row is not None  # either the insert or the existing row
     stored = as_row(StoredDocument, row)
@@ -57,6 +63,10 @@ def document_record(row: Document | StoredDocument) -> DocumentRecord:
         "page_spans": row.page_spans,
         "warnings": row.warnings or [],
         "source_url": row.source_url,
+        "author": row.author,
+        "publisher": row.publisher,
+        "published_at": row.published_at,
+        "near_duplicate_of": row.near_duplicate_of,
     }
 
 
@@ -114,6 +124,7 @@ async def insert_document_digest(
         values["tokens_estimated"],
         values["warnings"],
         values["duration_ms"],
+        bool(values.get("archived", False)),
     )
     assert row is not None
     return int(row["id"]), bool(row["created"])
