@@ -67,6 +67,7 @@ from runner.reports.extractive import EXTRACTOR_VERSION, write_extractive_report
 from runner.reports.llm_writer import LLMReportWriter
 from runner.reports.records import report_cache_key, report_json
 from runner.reports.report import Report, report_markdown
+from runner.reports.sources import DocumentAttribution
 
 logger = logging.getLogger(__name__)
 
@@ -312,6 +313,7 @@ class ReportJobRunner:
                     document.source_text_hash,
                     document.page_spans,
                     document.source_url,
+                    DocumentAttribution.of(document, row.id),
                 )
             )
         return ReportInputs(channels, claims, texts, revisions, digests, window_warnings, sources)
