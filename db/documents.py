@@ -32,7 +32,9 @@ async def store_document(
 ) -> tuple[StoredDocument, bool]:
     """Insert the document, or return the stored one with the same canonical text.
     Returns (row, created). `record["minhash"]` (signed, `fingerprint.as_signed`) finds the
-    earliest stored near-duplicate, kept as the new row's `near_duplicate_of`."""
+    earliest stored near-duplicate, kept as the new row's `near_duplicate_of`, among the
+    documents agreeing on `record["near_duplicate_min_agreements"]` positions. A stored row
+    without a fingerprint (stored before 0017) gets it now, with what metadata it lacks."""
     row = await connection.fetchrow(
         QUERIES["insert_document"],
         record["source_text_hash"],
@@ -50,6 +52,18 @@ async def store_document(
     )
     assert row is not None  # either the insert or the existing row
     stored = as_row(StoredDocument, row)
+    if not stored.created and stored.minhash is None and record.get("minhash"):
+        filled = await connection.fetchrow(
+            QUERIES["backfill_document"],
+            stored.id,
+            record.get("author"),
+            record.get("publisher"),
+            record.get("published_at"),
+            record["minhash"],
+            record.get("near_duplicate_min_agreements"),
+        )
+        if filled is not None:
+            stored = as_row(StoredDocument, filled)
     return stored, stored.created
 
 

@@ -569,6 +569,26 @@ UNION ALL
 SELECT d.*, false AS created FROM documents d
 WHERE d.source_text_hash = $1 AND NOT EXISTS (SELECT 1 FROM inserted);
 
+-- name: backfill_document
+-- A document stored before it had a fingerprint (before 0017), ingested again: fill in what it
+-- lacks (metadata only where NULL, the first ingest's values are kept), its fingerprint, and
+-- the earliest EARLIER document it near-duplicates (never a later one: no two documents point
+-- at each other). Returns the row, or nothing when it already had a fingerprint.
+UPDATE documents SET
+    author = COALESCE(author, $2),
+    publisher = COALESCE(publisher, $3),
+    published_at = COALESCE(published_at, $4),
+    minhash = $5::integer[],
+    near_duplicate_of = (
+        SELECT d.id FROM documents d
+        WHERE d.id < $1 AND d.minhash IS NOT NULL
+          AND (SELECT count(*) FROM unnest(d.minhash, $5::integer[]) AS pair (a, b)
+               WHERE pair.a = pair.b) >= $6
+        ORDER BY d.id
+        LIMIT 1)
+WHERE id = $1 AND minhash IS NULL AND $5::integer[] IS NOT NULL
+RETURNING *, false AS created;
+
 -- name: document_by_id
 -- One document, with its canonical text.
 SELECT * FROM documents WHERE id = $1;

@@ -7,7 +7,8 @@
 -- minhash: the fingerprint of the canonical text (runner.documents.fingerprint, 128 values);
 -- near_duplicate_of: the earliest stored document whose fingerprint agrees on at least the
 -- near-duplicate share of positions, found when the document is inserted. Documents stored
--- before this migration have neither and are never near-duplicates until ingested again.
+-- before this migration have neither until they are ingested again (db/documents.py fills in
+-- their fingerprint, near-duplicate and missing metadata then).
 ALTER TABLE documents
     ADD COLUMN author text CHECK (char_length(author) <= 200),
     ADD COLUMN publisher text CHECK (char_length(publisher) <= 200),
