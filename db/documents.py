@@ -31,7 +31,10 @@ async def store_document(
     connection: asyncpg.Connection, record: DocumentRecord
 ) -> tuple[StoredDocument, bool]:
     """Insert the document, or return the stored one with the same canonical text.
-    Returns (row, created)."""
+    Returns (row, created). `record["minhash"]` (signed, `fingerprint.as_signed`) finds the
+    earliest stored near-duplicate, kept as the new row's `near_duplicate_of`, among the
+    documents agreeing on `record["near_duplicate_min_agreements"]` positions. A stored row
+    without a fingerprint (stored before 0015) gets it now, with what metadata it lacks."""
     row = await connection.fetchrow(
         QUERIES["insert_document"],
         record["source_text_hash"],
@@ -41,9 +44,26 @@ async def store_document(
         record.get("source_url"),
         record.get("page_spans"),
         record.get("warnings") or [],
+        record.get("author"),
+        record.get("publisher"),
+        record.get("published_at"),
+        record.get("minhash"),
+        record.get("near_duplicate_min_agreements"),
     )
     assert row is not None  # either the insert or the existing row
     stored = as_row(StoredDocument, row)
+    if not stored.created and stored.minhash is None and record.get("minhash"):
+        filled = await connection.fetchrow(
+            QUERIES["backfill_document"],
+            stored.id,
+            record.get("author"),
+            record.get("publisher"),
+            record.get("published_at"),
+            record["minhash"],
+            record.get("near_duplicate_min_agreements"),
+        )
+        if filled is not None:
+            stored = as_row(StoredDocument, filled)
     return stored, stored.created
 
 
@@ -57,6 +77,10 @@ def document_record(row: Document | StoredDocument) -> DocumentRecord:
         "page_spans": row.page_spans,
         "warnings": row.warnings or [],
         "source_url": row.source_url,
+        "author": row.author,
+        "publisher": row.publisher,
+        "published_at": row.published_at,
+        "near_duplicate_of": row.near_duplicate_of,
     }
 
 
@@ -114,6 +138,7 @@ async def insert_document_digest(
         values["tokens_estimated"],
         values["warnings"],
         values["duration_ms"],
+        bool(values.get("archived", False)),
     )
     assert row is not None
     return int(row["id"]), bool(row["created"])

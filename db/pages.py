@@ -267,7 +267,8 @@ CHANNELS = ListSpec(
 # `Document.canonicalText` loads it by id when asked for.
 DOCUMENT_COLUMNS = (
     "d.id, d.source_text_hash, d.content_type, d.title, d.source_url, d.page_spans, d.warnings, "
-    "d.created_at, length(d.canonical_text) AS chars"
+    "d.created_at, d.author, d.publisher, d.published_at, d.near_duplicate_of, "
+    "length(d.canonical_text) AS chars"
 )
 
 DOCUMENTS = ListSpec(

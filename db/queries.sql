@@ -547,11 +547,20 @@ ORDER BY channel_id, created_at DESC, id DESC;
 
 -- name: insert_document
 -- Store an ingested document, or find the stored one with the same canonical text (the hash is
--- unique); returns the row and whether it was inserted now.
+-- unique); returns the row and whether it was inserted now. A new document's near_duplicate_of
+-- is the earliest stored one whose fingerprint ($11) agrees on at least $12 of its positions
+-- (0015; a scan of the fingerprints, each 128 integers compared in place).
 WITH inserted AS (
     INSERT INTO documents (source_text_hash, canonical_text, content_type, title, source_url,
-                           page_spans, warnings)
-    VALUES ($1, $2, $3, $4, $5, $6, $7)
+                           page_spans, warnings, author, publisher, published_at, minhash,
+                           near_duplicate_of)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::integer[], (
+        SELECT d.id FROM documents d
+        WHERE $11::integer[] IS NOT NULL AND d.minhash IS NOT NULL AND d.source_text_hash <> $1
+          AND (SELECT count(*) FROM unnest(d.minhash, $11::integer[]) AS pair (a, b)
+               WHERE pair.a = pair.b) >= $12
+        ORDER BY d.id
+        LIMIT 1))
     ON CONFLICT ON CONSTRAINT documents_source_text_hash DO NOTHING
     RETURNING *
 )
@@ -559,6 +568,26 @@ SELECT inserted.*, true AS created FROM inserted
 UNION ALL
 SELECT d.*, false AS created FROM documents d
 WHERE d.source_text_hash = $1 AND NOT EXISTS (SELECT 1 FROM inserted);
+
+-- name: backfill_document
+-- A document stored before it had a fingerprint (before 0015), ingested again: fill in what it
+-- lacks (metadata only where NULL, the first ingest's values are kept), its fingerprint, and
+-- the earliest EARLIER document it near-duplicates (never a later one: no two documents point
+-- at each other). Returns the row, or nothing when it already had a fingerprint.
+UPDATE documents SET
+    author = COALESCE(author, $2),
+    publisher = COALESCE(publisher, $3),
+    published_at = COALESCE(published_at, $4),
+    minhash = $5::integer[],
+    near_duplicate_of = (
+        SELECT d.id FROM documents d
+        WHERE d.id < $1 AND d.minhash IS NOT NULL
+          AND (SELECT count(*) FROM unnest(d.minhash, $5::integer[]) AS pair (a, b)
+               WHERE pair.a = pair.b) >= $6
+        ORDER BY d.id
+        LIMIT 1)
+WHERE id = $1 AND minhash IS NULL AND $5::integer[] IS NOT NULL
+RETURNING *, false AS created;
 
 -- name: document_by_id
 -- One document, with its canonical text.
@@ -610,8 +639,8 @@ SELECT count(*) FROM gone;
 WITH inserted AS (
     INSERT INTO document_digests (document_id, job_id, query, query_hash, cache_key, payload,
                                   summarizer, evidence_mode, original_tokens, final_tokens,
-                                  tokens_estimated, warnings, duration_ms)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+                                  tokens_estimated, warnings, duration_ms, archived)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
     ON CONFLICT ON CONSTRAINT document_digests_cache_key DO NOTHING
     RETURNING id
 )

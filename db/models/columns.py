@@ -7,7 +7,7 @@ the migrations' (tests/integration/db/test_models.py compares them).
 
 from typing import Any
 
-from sqlalchemy import BigInteger, DateTime, Double, Text
+from sqlalchemy import BigInteger, DateTime, Double, Integer, Text
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TSVECTOR
 from sqlmodel import Field
 
@@ -37,6 +37,10 @@ def nullable_jsonb() -> Any:
 
 def text_array() -> Any:
     return Field(sa_type=ARRAY(Text))
+
+
+def int_array() -> Any:
+    return Field(default=None, sa_type=ARRAY(Integer))
 
 
 def tsvector() -> Any:

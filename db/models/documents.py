@@ -1,12 +1,12 @@
-"""Documents and their query-conditioned digests (db/migrations 0002 and 0014), and the
+"""Documents and their query-conditioned digests (db/migrations 0002, 0014 and 0015), and the
 projections of them that db/documents.py and the `documents` keyset list return."""
 
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
 from sqlmodel import SQLModel
 
-from db.models.columns import bigint, jsonb, nullable_jsonb, timestamptz
+from db.models.columns import bigint, int_array, jsonb, nullable_jsonb, timestamptz
 
 
 class DocumentFields(SQLModel):
@@ -21,6 +21,12 @@ class DocumentFields(SQLModel):
     page_spans: list[list[int]] | None = nullable_jsonb()
     warnings: list[dict[str, Any]] = jsonb()
     created_at: datetime = timestamptz()
+    # What the document says about itself (0015): one line each, None when it does not say.
+    author: str | None
+    publisher: str | None
+    published_at: date | None
+    # The earliest stored document this one near-duplicates (runner.documents.fingerprint).
+    near_duplicate_of: int | None = bigint()
 
 
 class DocumentListing(DocumentFields):
@@ -34,6 +40,7 @@ class DocumentColumns(DocumentFields):
     """The columns of `documents`, shared by the table and `StoredDocument`."""
 
     canonical_text: str
+    minhash: list[int] | None = int_array()
 
 
 class Document(DocumentColumns, table=True):
@@ -68,3 +75,4 @@ class DocumentDigest(SQLModel, table=True):
     duration_ms: int
     created_at: datetime = timestamptz()
     last_used_at: datetime = timestamptz()
+    archived: bool  # the canonical text was written to the archive (0015)

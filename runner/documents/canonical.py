@@ -26,9 +26,12 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Any
 
 from runner.core.vocabulary import PipelineWarning
+from runner.documents.fingerprint import NEAR_DUPLICATE_MIN_AGREEMENTS, as_signed
+from runner.documents.metadata import DocumentMetadata
 from runner.grounding.normalize import normalize_text
 
 _WHITESPACE_RUN = re.compile(r"\s+")
@@ -127,7 +130,9 @@ def page_spans_from_text(canonical_text: str) -> list[PageSpan]:
 
 @dataclass(frozen=True)
 class CanonicalDocument:
-    """A document as stored: canonical text plus what locators and digests need about it."""
+    """A document as stored: canonical text plus what locators and digests need about it, what
+    it says about itself (`metadata`) and, once stored, the earliest stored document it
+    near-duplicates (`near_duplicate_of`, found by its `fingerprint`)."""
 
     canonical_text: str
     source_text_hash: str  # "sha256:<64 hex>" of canonical_text's UTF-8 bytes
@@ -136,13 +141,19 @@ class CanonicalDocument:
     page_spans: list[PageSpan] | None = None  # PDFs: (start, end) of each page's text
     warnings: list[PipelineWarning] = field(default_factory=list)
     source_url: str | None = None
+    metadata: DocumentMetadata = field(default_factory=DocumentMetadata)
+    near_duplicate_of: int | None = None
+    # runner.documents.fingerprint.minhash of the text, set at ingest (off the event loop: it
+    # costs about a second per megabyte); None: not computed, the document is never matched.
+    fingerprint: tuple[int, ...] | None = field(default=None, compare=False, repr=False)
 
     @property
     def is_pdf(self) -> bool:
         return self.page_spans is not None
 
     def as_record(self) -> dict[str, Any]:
-        """The fields to persist (JSON-friendly)."""
+        """The fields to persist, with the text's fingerprint and the share of its positions a
+        stored document must agree on to be its near-duplicate (db/documents.store_document)."""
         return {
             "canonical_text": self.canonical_text,
             "source_text_hash": self.source_text_hash,
@@ -151,6 +162,9 @@ class CanonicalDocument:
             "page_spans": [list(span) for span in self.page_spans] if self.page_spans else None,
             "warnings": [warning.as_json() for warning in self.warnings],
             "source_url": self.source_url,
+            **self.metadata.as_record(),
+            "minhash": as_signed(list(self.fingerprint)) if self.fingerprint else None,
+            "near_duplicate_min_agreements": NEAR_DUPLICATE_MIN_AGREEMENTS,
         }
 
     @classmethod
@@ -164,4 +178,17 @@ class CanonicalDocument:
             page_spans=[(int(start), int(end)) for start, end in spans] if spans else None,
             warnings=[PipelineWarning(w["code"], w["message"]) for w in record.get("warnings", [])],
             source_url=record.get("source_url"),
+            metadata=DocumentMetadata(
+                author=record.get("author"),
+                publisher=record.get("publisher"),
+                published_at=_as_date(record.get("published_at")),
+            ),
+            near_duplicate_of=record.get("near_duplicate_of"),
         )
+
+
+def _as_date(value: object) -> date | None:
+    """A stored date (a `date` from the row, or ISO text from JSON)."""
+    if isinstance(value, date) or value is None:
+        return value
+    return date.fromisoformat(str(value))

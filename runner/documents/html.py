@@ -13,7 +13,8 @@ styles and navigation-like elements is used, with a warning.
 
 The title is trafilatura's (the page's metadata, `<title>`, or its main heading), else the
 `<title>`, else the first heading with text; a page with none of them has no title here (the
-ingest names it after its file).
+ingest names it after its file). Author, site name and date come from trafilatura's metadata too
+(runner.documents.metadata).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from lxml import etree
 from runner.core.vocabulary import PipelineWarning
 from runner.documents.canonical import canonicalize
 from runner.documents.errors import ExtractionError
+from runner.documents.metadata import DocumentMetadata, html_metadata
 
 # Block-level tags of trafilatura's output format and of plain HTML (for the fallback).
 _BLOCK_TAGS = frozenset(
@@ -63,6 +65,7 @@ class HtmlExtraction:
     canonical_text: str
     title: str | None
     warnings: list[PipelineWarning] = field(default_factory=list)
+    metadata: DocumentMetadata = field(default_factory=DocumentMetadata)
 
 
 def _flat(text: str | None) -> str:
@@ -166,9 +169,14 @@ def extract_html(html: bytes | str) -> HtmlExtraction:
         include_images=False,
         include_links=False,
         with_metadata=True,
+        # Only dates the page declares: a copyright year is not when the page was published.
+        date_extraction_params={"extensive_search": False, "original_date": True},
     )
     text = ""
     title: str | None = None
+    metadata = DocumentMetadata()
+    if document is not None and not isinstance(document, dict):
+        metadata = html_metadata(document)
     if document is not None and not isinstance(document, dict) and document.body is not None:
         text = _tree_text(document.body)
         title = canonicalize(document.title) if document.title else None
@@ -184,5 +192,8 @@ def extract_html(html: bytes | str) -> HtmlExtraction:
     if not text:
         raise ExtractionError("no_text", "the HTML page contains no readable text")
     return HtmlExtraction(
-        canonical_text=text, title=title or _fallback_title(html), warnings=warnings
+        canonical_text=text,
+        title=title or _fallback_title(html),
+        warnings=warnings,
+        metadata=metadata,
     )

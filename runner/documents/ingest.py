@@ -1,7 +1,9 @@
 """Ingest: bytes, text or a URL → `CanonicalDocument`, the form a document is stored in.
 
 What to store per document: `canonical_text`, `source_text_hash`, `content_type`, `title`,
-`page_spans` (PDFs) and `warnings`. Everything a digest needs later is derived from these; the
+`page_spans` (PDFs), `warnings`, the document's own author, publisher and date where it states
+them (runner.documents.metadata; plain text states none) and the fingerprint of its text that
+finds near-duplicates (runner.documents.fingerprint, computed by `as_record`). Everything a digest needs later is derived from these; the
 original bytes are not needed again (and are not kept: they may be large and are untrusted).
 
 The title is the one given, else the document's own (HTML: its `<title>` or first heading; PDF:
@@ -25,6 +27,7 @@ from runner.core.vocabulary import PipelineWarning
 from runner.documents.canonical import CanonicalDocument, canonicalize, source_text_hash
 from runner.documents.errors import ExtractionError
 from runner.documents.fetch import FetchPolicy, Resolver, fetch_document
+from runner.documents.fingerprint import minhash
 from runner.documents.html import extract_html
 from runner.documents.pdf import PdfExtraction, PdfLimits, extract_pdf
 from runner.documents.sniff import DocumentKind, classify_content, media_type
@@ -75,6 +78,11 @@ def _html_input(data: bytes, charset: str | None) -> bytes | str:
     return data
 
 
+def _fingerprinted(document: CanonicalDocument) -> CanonicalDocument:
+    fingerprint = minhash(document.canonical_text)
+    return replace(document, fingerprint=tuple(fingerprint) if fingerprint else None)
+
+
 def ingest_text(
     text: str,
     *,
@@ -87,12 +95,14 @@ def ingest_text(
     canonical = canonicalize(text)
     if not canonical:
         raise ExtractionError("no_text", "the document contains no text")
-    return CanonicalDocument(
-        canonical_text=canonical,
-        source_text_hash=source_text_hash(canonical),
-        content_type="text/plain",
-        title=document_title(title) or document_title(file_name),
-        source_url=source_url,
+    return _fingerprinted(
+        CanonicalDocument(
+            canonical_text=canonical,
+            source_text_hash=source_text_hash(canonical),
+            content_type="text/plain",
+            title=document_title(title) or document_title(file_name),
+            source_url=source_url,
+        )
     )
 
 
@@ -136,24 +146,30 @@ def ingest_bytes(
     given_title = document_title(title)
     if kind == "pdf":
         pdf = counted_pdf_extraction(data, password, pdf_limits)
-        return CanonicalDocument(
-            canonical_text=pdf.canonical_text,
-            source_text_hash=source_text_hash(pdf.canonical_text),
-            content_type=CONTENT_TYPES["pdf"],
-            title=given_title or document_title(pdf.title) or document_title(file_name),
-            page_spans=pdf.page_spans,
-            warnings=pdf.warnings,
-            source_url=source_url,
+        return _fingerprinted(
+            CanonicalDocument(
+                canonical_text=pdf.canonical_text,
+                source_text_hash=source_text_hash(pdf.canonical_text),
+                content_type=CONTENT_TYPES["pdf"],
+                title=given_title or document_title(pdf.title) or document_title(file_name),
+                page_spans=pdf.page_spans,
+                warnings=pdf.warnings,
+                source_url=source_url,
+                metadata=pdf.metadata,
+            )
         )
     if kind == "html":
         page = extract_html(_html_input(data, media_type(content_type)[1]))
-        return CanonicalDocument(
-            canonical_text=page.canonical_text,
-            source_text_hash=source_text_hash(page.canonical_text),
-            content_type=CONTENT_TYPES["html"],
-            title=given_title or document_title(page.title) or document_title(file_name),
-            warnings=page.warnings,
-            source_url=source_url,
+        return _fingerprinted(
+            CanonicalDocument(
+                canonical_text=page.canonical_text,
+                source_text_hash=source_text_hash(page.canonical_text),
+                content_type=CONTENT_TYPES["html"],
+                title=given_title or document_title(page.title) or document_title(file_name),
+                warnings=page.warnings,
+                source_url=source_url,
+                metadata=page.metadata,
+            )
         )
     text, warnings = decode_text(data, media_type(content_type)[1])
     document = ingest_text(text, title=given_title, source_url=source_url, file_name=file_name)

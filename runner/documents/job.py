@@ -317,6 +317,8 @@ class DocumentJobRunner:
             "tokens_estimated": outcome.fidelity.estimated,
             "warnings": warnings,
             "duration_ms": outcome.duration_ms,
+            # Set by `_archive` only when the text was written; `DocumentDigest.archived`.
+            "archived": bool(stats.get("archived")),
         }
         async with context.pool.acquire() as connection:
             await report_progress(connection, job.id, context.worker_id, JobPhase.STORE)

@@ -40,6 +40,7 @@ from pypdf.errors import DependencyError, FileNotDecryptedError, PdfReadError, P
 from runner.core.vocabulary import PipelineWarning
 from runner.documents.canonical import PageSpan, canonicalize, join_pages
 from runner.documents.errors import ExtractionError
+from runner.documents.metadata import DocumentMetadata, pdf_metadata
 
 PDF_MAGIC = b"%PDF-"
 _HYPHENATED_LINE_END = re.compile(r"(\w)-\n(?=[^\W\d_A-Z])")
@@ -68,6 +69,7 @@ class PdfExtraction:
     page_count: int  # pages in the file; len(page_spans) is how many were extracted
     title: str | None
     warnings: list[PipelineWarning] = field(default_factory=list)
+    metadata: DocumentMetadata = field(default_factory=DocumentMetadata)
 
 
 def has_pdf_magic(data: bytes) -> bool:
@@ -154,6 +156,14 @@ def _title(reader: PdfReader) -> str | None:
     except Exception:  # noqa: BLE001 - metadata of a broken file is optional
         return None
     return (canonicalize(str(title)) or None) if title else None
+
+
+def _metadata(reader: PdfReader) -> DocumentMetadata:
+    try:
+        info = reader.metadata
+    except Exception:  # noqa: BLE001 - metadata of a broken file is optional
+        return DocumentMetadata()
+    return pdf_metadata(info)
 
 
 def _outline_title(reader: PdfReader) -> str | None:
@@ -327,4 +337,5 @@ def extract_pdf(
         page_count=page_count,
         title=_title(reader) or _outline_title(reader) or first_page.heading(),
         warnings=warnings,
+        metadata=_metadata(reader),
     )

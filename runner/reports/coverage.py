@@ -48,11 +48,16 @@ def missing_sections(
     report: Report,
 ) -> list[dict[str, Any]]:
     """A `no_section` warning for each chosen source the report cites nothing of, with why."""
+    # By span, not by source: near-duplicate documents are one source, each its own origin.
     origin_of: dict[str, int] = {}
     for unit in units:
         for cited_source in unit.sources:
-            origin_of.setdefault(cited_source.key, unit.origin_index)
-    cited = {origin_of.get(registered.key) for _, registered in report.registry()}
+            origin_of.setdefault(cited_source.span_key, unit.origin_index)
+    cited = {
+        origin_of.get(span.span_key)
+        for entry in report.registry().entries()
+        for span in entry.spans
+    }
     quotable = {unit.origin_index for unit in units}
     matched = {item.evidence.origin_index for item in ranked}
     warnings: list[dict[str, Any]] = []

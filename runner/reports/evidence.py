@@ -44,7 +44,13 @@ from runner.grounding.bm25 import bm25_scores
 from runner.grounding.citations import cut_span, sentence_spans
 from runner.grounding.claim_support import content_tokens, prose_tokens
 from runner.grounding.words import words
-from runner.reports.sources import DocumentSource, MessageSource, ReportSource
+from runner.reports.sources import (
+    NO_ATTRIBUTION,
+    DocumentAttribution,
+    DocumentSource,
+    MessageSource,
+    ReportSource,
+)
 
 MIN_CONTENT_WORDS = 4
 # Distinct words of the question a unit must contain to count as evidence for it.
@@ -105,6 +111,7 @@ class DocumentText:
     # (locator, text) of the evidence snippets of a stored digest of this document for the
     # question (`runner.reports.digest_evidence`): the units, instead of its sentences.
     snippets: tuple[tuple[str, str], ...] = ()
+    attribution: DocumentAttribution = NO_ATTRIBUTION  # byline and near-duplicate group
 
 
 def shown_title(title: str | None, canonical_text: str, document_id: str) -> str:
@@ -283,6 +290,7 @@ def document_evidence(document: DocumentText, origin_index: int) -> list[Evidenc
                 locator,
                 quote,
                 document.url,
+                document.attribution,
             )
             # A title or a byline in running text ("The Ubuntu Chat Corpus for ...") ranks with
             # the tables: it names the question's words without saying anything of them.

@@ -3,15 +3,20 @@
 The body is the digest's footnoted Markdown (`runner.grounding.footnotes.marked_blocks`): a
 sentence ends with the `[^n]` of each source it cites, and `[^n]` is source `Sn`. Then:
 
-- `## Sources`: one line per source, `S1 Title <URL> (document 7): 3 passages; cited in:
-  Answer, In Title`: a message reads `#channel, author, time (message 12)`;
+- `## Sources`: one line per source, `S1 Title — Ann Lee, LWN.net, 2015-03-25 <URL>
+  (document 7): 3 passages; cited in: Answer, In Title`: a message reads `#channel, author, time
+  (message 12)`;
 - one footnote per source, its spans listed under it in the order first cited:
-  `[^1]: Title, <URL>, page:2:char:10-60, "the words"; char:90-120, "more words" (document 7)`,
-  `[^2]: #ops, ann, 2024-05-01 10:02 UTC, "the words" (message 12)`.
+  `[^1]: Title — Ann Lee, 2015-03-25, <URL>, page:2:char:10-60, "the words"; char:90-120,
+  "more words" (document 7)`, `[^2]: #ops, ann, 2024-05-01 10:02 UTC, "the words" (message 12)`.
 
 A title is the document's own, else its first heading or file name (the document pipeline stores
-one of them); a URL is shown only as an http(s) autolink that cannot be anything else; every
-other text is escaped by `runner.core.markdown_text.escape_inline`.
+one of them); the author, publisher and date after the dash are those the document states (PDF
+metadata, a page's metadata), each only when known. Near-duplicate documents are one source
+(runner.reports.sources): the first cited names it, a span of another says so (`char:0-80 of
+document 9, "the words"`), and the end lists every document (`(documents 7, 9)`). A URL is
+shown only as an http(s) autolink that cannot be anything else; every other text (titles,
+authors and publishers are untrusted) is escaped by `runner.core.markdown_text.escape_inline`.
 """
 
 from __future__ import annotations
@@ -62,7 +67,23 @@ def source_label(entry: RegisteredSource) -> str:
             f"(message {escape_inline(first.message_id)})"
         )
     url = f" {markdown_url(first.url)}" if first.url else ""
-    return f"{escape_inline(first.title)}{url} (document {escape_inline(first.document_id)})"
+    return f"{first.named()}{url} {_documents(entry)}"
+
+
+def _documents(entry: RegisteredSource) -> str:
+    """`(document 7)`, or `(documents 7, 9)` for near-duplicates cited as one source."""
+    ids = list(
+        dict.fromkeys(span.document_id for span in entry.spans if isinstance(span, DocumentSource))
+    )
+    noun = "document" if len(ids) == 1 else "documents"
+    return f"({noun} {', '.join(escape_inline(i) for i in ids)})"
+
+
+def _span_text(span: DocumentSource, first: DocumentSource) -> str:
+    where = escape_inline(span.locator)
+    if span.document_id != first.document_id:
+        where += f" of document {escape_inline(span.document_id)}"
+    return f"{where}, {_quoted(span.quote)}"
 
 
 def footnote_text(entry: RegisteredSource) -> str:
@@ -74,13 +95,11 @@ def footnote_text(entry: RegisteredSource) -> str:
             f"#{escape_inline(first.channel)}, {escape_inline(first.author)}, {_when(first)}, "
             f"{quotes} (message {escape_inline(first.message_id)})"
         )
-    head = escape_inline(first.title) + (f", {markdown_url(first.url)}" if first.url else "")
+    head = first.named() + (f", {markdown_url(first.url)}" if first.url else "")
     spans = "; ".join(
-        f"{escape_inline(span.locator)}, {_quoted(span.quote)}"
-        for span in entry.spans
-        if isinstance(span, DocumentSource)
+        _span_text(span, first) for span in entry.spans if isinstance(span, DocumentSource)
     )
-    return f"{head}, {spans} (document {escape_inline(first.document_id)})"
+    return f"{head}, {spans} {_documents(entry)}"
 
 
 def sources_list(registry: SourceRegistry) -> str:

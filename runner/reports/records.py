@@ -5,7 +5,8 @@
 each {id, kind, quote, ..., spans, sections, citation_count}: a message source with its channel,
 messages row, external id, revision, author, ts and the span `char_start`/`char_end` of that
 revision's text; a document source with its document id, title, url, source_text_hash and
-locator; the top-level quote and span are the first of `spans` (each {quote, char_start,
+locator (each span has its own: near-duplicates are one source), author, publisher,
+published_at (ISO date) and group (the near-duplicate group's document id); the top-level quote and span are the first of `spans` (each {quote, char_start,
 char_end} or {quote, locator}), `sections` the headings citing it, `citation_count` how many
 (sentence, span) pairs point at it. A report stored before sources had spans reads back too:
 each source its one span. A stored report is read back
@@ -16,12 +17,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
 from runner.grounding.footnotes import FootnotedSentence, Section
 from runner.reports.report import Report, ReportSection
 from runner.reports.sources import (
+    DocumentAttribution,
     DocumentSource,
     MessageSource,
     RegisteredSource,
@@ -34,7 +36,15 @@ def span_json(span: ReportSource) -> dict[str, Any]:
     """One cited span: its quote and where it lies (a message's characters, a locator)."""
     if isinstance(span, MessageSource):
         return {"quote": span.quote, "char_start": span.char_start, "char_end": span.char_end}
-    return {"quote": span.quote, "locator": span.locator}
+    # Spans of one source may come from near-duplicate documents: each names its own.
+    return {
+        "quote": span.quote,
+        "locator": span.locator,
+        "document_id": span.document_id,
+        "title": span.title,
+        "url": span.url,
+        "source_text_hash": span.source_text_hash,
+    }
 
 
 def source_json(entry: RegisteredSource) -> dict[str, Any]:
@@ -69,6 +79,12 @@ def source_json(entry: RegisteredSource) -> dict[str, Any]:
         "url": source.url,
         "source_text_hash": source.source_text_hash,
         "locator": source.locator,
+        "author": source.attribution.author,
+        "publisher": source.attribution.publisher,
+        "published_at": (
+            source.attribution.published_at.isoformat() if source.attribution.published_at else None
+        ),
+        "group": source.attribution.group,
         **usage,
     }
 
@@ -102,14 +118,22 @@ def _spans(entry: dict[str, Any], message_texts: dict[tuple[int, int], str]) -> 
     """The spans of a stored source (a report stored before sources had spans: its one)."""
     stored = entry.get("spans") or [entry]
     if entry["kind"] == "document":
+        published = entry.get("published_at")
+        attribution = DocumentAttribution(
+            entry.get("author"),
+            entry.get("publisher"),
+            date.fromisoformat(published) if published else None,
+            entry.get("group"),
+        )
         return [
             DocumentSource(
-                str(entry["document_id"]),
-                str(entry["title"]),
-                str(entry["source_text_hash"]),
+                str(span.get("document_id", entry["document_id"])),
+                str(span.get("title", entry["title"])),
+                str(span.get("source_text_hash", entry["source_text_hash"])),
                 str(span["locator"]),
                 str(span["quote"]),
-                entry.get("url"),
+                span.get("url", entry.get("url")),
+                attribution,
             )
             for span in stored
         ]

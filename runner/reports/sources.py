@@ -5,7 +5,11 @@ A citation is a span of a source: of a message at one revision (`MessageSource`,
 source is what a reader would call one: a message, a document, or the page at a URL. Two
 citations are one source when their canonical keys (`key`) are equal, and one span of it when
 their span keys are: a PDF quoted in eight places is one source `S1` with eight spans under it,
-not eight sources titled alike.
+not eight sources titled alike. Near-duplicate documents (the same article from two URLs, or as
+a PDF and as a web page: `documents.near_duplicate_of`, runner.documents.fingerprint) are one
+source too: their `DocumentAttribution.group` is the earliest of them, and the key is the group's,
+while each span keeps its own document, text hash and locator, so it is checked against the text
+it was quoted from.
 
 Numbers are given by first appearance: the registry is filled by walking the report in reading
 order (`registry_of_sections`), so a source that no sentence cites is never registered and never
@@ -17,11 +21,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
 from typing import TypeAlias
 from urllib.parse import urlsplit, urlunsplit
 
 from runner.core.markdown_text import escape_inline
+from runner.documents.canonical import CanonicalDocument
 from runner.grounding.footnotes import Section, Source
 
 SourceID: TypeAlias = str  # "S1", "S2", ...
@@ -76,10 +81,42 @@ def canonical_url(url: str) -> str:
 
 
 @dataclass(frozen=True)
+class DocumentAttribution:
+    """What a cited document says about itself (its author, publisher and date, as stored at
+    ingest: one line each, untrusted, escaped where shown), and `group`: the id of the earliest
+    stored document it near-duplicates, else its own, so near-duplicates share one key. None
+    (a source built without the database, a report stored before groups): the document alone."""
+
+    author: str | None = None
+    publisher: str | None = None
+    published_at: date | None = None
+    group: str | None = None
+
+    @classmethod
+    def of(cls, document: CanonicalDocument, document_id: int | str) -> DocumentAttribution:
+        """A stored document's attribution (`CanonicalDocument.from_record` of its row)."""
+        meta = document.metadata
+        group = document.near_duplicate_of or document_id
+        return cls(meta.author, meta.publisher, meta.published_at, str(group))
+
+    def byline(self) -> list[str]:
+        """Author, publisher and date, those known, in that order (unescaped)."""
+        parts = [self.author, self.publisher]
+        shown = [part for part in parts if part]
+        if self.published_at is not None:
+            shown.append(self.published_at.isoformat())
+        return shown
+
+
+NO_ATTRIBUTION = DocumentAttribution()
+
+
+@dataclass(frozen=True)
 class DocumentSource:
     """A span of a document's canonical text; `locator` is `char:S-E` or `page:N:char:S-E`
     (runner.documents.locators) and slices exactly to `quote`. `title` is the document's (its
-    own, else its first heading or file name, as stored), `url` the page it was fetched from."""
+    own, else its first heading or file name, as stored), `url` the page it was fetched from,
+    `attribution` its byline and near-duplicate group."""
 
     document_id: str
     title: str
@@ -87,16 +124,24 @@ class DocumentSource:
     locator: str
     quote: str
     url: str | None = None
+    attribution: DocumentAttribution = NO_ATTRIBUTION
 
     @property
     def key(self) -> str:
-        """The document (by its URL when it was fetched from one) at this text, whatever span."""
+        """The document's near-duplicate group when known; else the document (by its URL when
+        it was fetched from one) at this text, whatever span."""
+        if self.attribution.group:
+            return f"document:{self.attribution.group}"
         if self.url:
             return f"url:{canonical_url(self.url)}@{self.source_text_hash}"
         return f"document:{self.document_id}@{self.source_text_hash}"
 
     @property
     def span_key(self) -> str:
+        """The span: its locator in its own document's text (two near-duplicates under one key
+        may have a span at the same offsets)."""
+        if self.attribution.group:
+            return f"{self.key}#{self.document_id}@{self.source_text_hash}#{self.locator}"
         return f"{self.key}#{self.locator}"
 
     @property
@@ -104,9 +149,15 @@ class DocumentSource:
         """What a sentence citing this source may rest on: the located span."""
         return self.quote
 
+    def named(self) -> str:
+        """`Title — author, publisher, date` (those known), escaped: the document as a
+        bibliography names it."""
+        byline = ", ".join(escape_inline(part) for part in self.attribution.byline())
+        return escape_inline(self.title) + (f" — {byline}" if byline else "")
+
     def footnote_text(self) -> str:
         return (
-            f"{escape_inline(self.title)}, {escape_inline(self.locator)}, "
+            f"{self.named()}, {escape_inline(self.locator)}, "
             f'"{escape_inline(self.quote)}" (document {escape_inline(self.document_id)})'
         )
 

@@ -22,6 +22,7 @@ from runner.jobs.outcomes import FailNow
 from runner.reports.coverage import ChosenSource
 from runner.reports.digest_evidence import StoredDigest, digest_snippets
 from runner.reports.evidence import ChannelMessage, DigestClaim, DocumentText, shown_title
+from runner.reports.sources import DocumentAttribution
 
 # Stored digests read per chosen document, newest first, to find one made for the question.
 DIGESTS_READ_PER_DOCUMENT = 20
@@ -126,6 +127,7 @@ async def read_inputs(
             document.source_text_hash,
             document.page_spans,
             document.source_url,
+            attribution=DocumentAttribution.of(document, row.id),
         )
         # A digest of this document for the question: its evidence, not the text cut again.
         chosen = digest_snippets(text, digests_of.get(row.id, []), [options.question])

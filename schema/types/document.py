@@ -8,7 +8,7 @@ blindly. Nothing private (`_`-prefixed keys, raw fetched bytes) is stored, so no
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 from typing import Annotated, Any, cast
 
 import strawberry
@@ -58,7 +58,20 @@ class Document(relay.Node):
     )
     warnings: list[Flag] = strawberry.field(description="What extraction noticed.")
     created_at: datetime
+    author: str | None = strawberry.field(
+        description="As the document states it (PDF /Author, an HTML page's author metadata), "
+        "on one line, at most 200 characters; null when it does not say. Untrusted text."
+    )
+    publisher: str | None = strawberry.field(
+        description="The site an HTML page names itself by (its site name metadata); null for "
+        "PDFs, plain text and pages that do not say. Untrusted text."
+    )
+    published_at: date | None = strawberry.field(
+        description="The date the document states (PDF /CreationDate, an HTML page's declared "
+        "publication date); null when absent or unreadable."
+    )
     text: strawberry.Private[str | None]
+    near_duplicate_row: strawberry.Private[int | None]
 
     @classmethod
     def from_row(cls, row: models.DocumentFields) -> Document:
@@ -77,8 +90,24 @@ class Document(relay.Node):
             page_starts=[start for start, _ in spans] if spans is not None else None,
             warnings=Flag.many(row.warnings or []),
             created_at=row.created_at,
+            author=row.author,
+            publisher=row.publisher,
+            published_at=row.published_at,
             text=text,
+            near_duplicate_row=row.near_duplicate_of,
         )
+
+    @strawberry.field(
+        description="The earliest stored document whose text this one nearly repeats (the same "
+        "article from another URL, or as PDF and as HTML: estimated Jaccard similarity of their "
+        "word shingles at least 0.5), found when this one was stored; null for none. A report "
+        "cites near-duplicates as one source."
+    )
+    async def near_duplicate_of(self, info: Info[Context, None]) -> Document | None:
+        if self.near_duplicate_row is None:
+            return None
+        row = await info.context.loaders.document.load(self.near_duplicate_row)
+        return Document.from_row(row) if row else None
 
     @strawberry.field(description="The canonical text every locator indexes (may be large).")
     async def canonical_text(self, info: Info[Context, None]) -> str:
@@ -222,6 +251,11 @@ class DocumentDigest(relay.Node):
         description="Summary sentences and key points kept, dropped (and why) and citing "
         "evidence; computed from the stored digest and its warnings."
     )
+    archived: bool = strawberry.field(
+        description="The canonical text was written to the archive (DIGESTD_ARCHIVE_DIR, as "
+        "<sourceTextHash>.txt) by the job that stored this digest, so its locators can be "
+        "checked against the file; false when archiving is off or failed."
+    )
 
     @classmethod
     def from_row(cls, row: models.DocumentDigest) -> DocumentDigest:
@@ -276,6 +310,7 @@ class DocumentDigest(relay.Node):
             citation_audit=CitationAudit.from_json(
                 document_citation_audit(claims, row.warnings or [])
             ),
+            archived=row.archived,
         )
 
     @strawberry.field

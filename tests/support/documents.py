@@ -164,7 +164,7 @@ JOB = """query($id: ID!) { job(id: $id) { id kind status error resultMessage doc
 
 DIGEST = """query($id: ID!) { documentDigest(id: $id) {
   id documentId query queryHash cacheKey summary keyPoints originalChars digestChars
-  compressionRatio sourceTextHash version contentType payload summarizer evidenceMode
+  compressionRatio sourceTextHash version contentType payload summarizer evidenceMode archived
   fidelity { level originalTokens finalTokens }
   evidenceSnippets { text locator relevanceScore page charRange verified contextBefore contextAfter }
   document { id canonicalText } } }"""

@@ -107,3 +107,32 @@ async def test_a_cache_key_is_stored_once(db: asyncpg.Pool) -> None:
                 None,
                 values | {"cache_key": "k2", "payload": payload | {"version": "2"}},
             )
+
+
+async def test_a_document_stored_before_fingerprints_gets_one_when_ingested_again(
+    db: asyncpg.Pool,
+) -> None:
+    """A row as 0015 left an older document (no fingerprint, no metadata) is filled in by the
+    next ingest of the same text, and points to the earlier document it repeats; the later
+    document is never pointed at by the earlier one."""
+    text = " ".join(f"word{i}" for i in range(300))
+    original = ingest_text(text, title="original")
+    copy = ingest_text(text + " with a line added at the end", title="copy")
+    async with db.acquire() as connection:
+        first, _ = await document_queries.store_document(connection, original.as_record())
+        second, _ = await document_queries.store_document(connection, copy.as_record())
+        assert (first.near_duplicate_of, second.near_duplicate_of) == (None, first.id)
+        # As before 0015: the copy has no fingerprint and no link.
+        await connection.execute(
+            "UPDATE documents SET minhash = NULL, near_duplicate_of = NULL WHERE id = $1",
+            second.id,
+        )
+        record = {**copy.as_record(), "author": "Ann Lee", "title": "renamed"}
+        again, created = await document_queries.store_document(connection, record)
+        assert not created and again.id == second.id
+        assert (again.near_duplicate_of, again.author, again.title) == (first.id, "Ann Lee", "copy")
+        assert again.minhash is not None
+        # A fingerprinted row is left alone: the next ingest changes nothing.
+        record = {**copy.as_record(), "author": "Someone Else"}
+        same, _ = await document_queries.store_document(connection, record)
+        assert same.author == "Ann Lee"

@@ -61,6 +61,7 @@ async def test_html_and_pdf_digest_over_http_with_postgres_cache(
     assert first_job["stats"]["cacheHit"] is False and first_job["stats"]["summarizerCalls"] == 1
     assert first_job["query"] == query
     assert first["summary"] and first["keyPoints"], first
+    assert first["archived"] is False  # no DIGESTD_ARCHIVE_DIR in these settings
     assert first["fidelity"]["level"] == "digest"
     assert first["fidelity"]["finalTokens"] < first["fidelity"]["originalTokens"]
     assert first["compressionRatio"] < 0.5 and first["digestChars"] < first["originalChars"] / 2
@@ -273,6 +274,7 @@ async def test_opt_in_archive_meets_the_verification_contract(
         _, digest = await digest_for(http, pdf["id"], "page layout of the document")
     path = archive_path(archive, f"doc-{row_id(pdf['id'])}", pdf["sourceTextHash"])
     assert path.stat().st_mode & 0o777 == 0o600 and path.parent.stat().st_mode & 0o777 == 0o700
+    assert digest["archived"] is True
     payload = DigestPayload.from_dict(digest["payload"])
     verify_archive(
         archive, f"doc-{row_id(pdf['id'])}", payload

@@ -5,7 +5,7 @@ each; and what the Markdown makes of it: the `## Sources` list and one footnote 
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -13,10 +13,11 @@ from hypothesis import strategies as st
 from runner.grounding.footnotes import FootnotedSentence, Section
 from runner.reports.audit import accept_sentences, audit_marked
 from runner.reports.evidence import shown_title
-from runner.reports.footnotes import markdown_url
+from runner.reports.footnotes import footnote_text, markdown_url, source_label
 from runner.reports.records import report_from_json, report_json
 from runner.reports.report import Report, marked_sentence, report_markdown
 from runner.reports.sources import (
+    DocumentAttribution,
     DocumentSource,
     MessageSource,
     SourceRegistry,
@@ -144,7 +145,14 @@ def test_stored_json_reads_back_with_each_sentence_citing_its_span() -> None:
     report, _ = accept_sentences(_report())
     sections, sources = report_json(report)
     assert sections[0]["sentences"][1]["citations"] == [{"source_id": "S1", "span": 1}]
-    assert sources[0]["spans"][1] == {"quote": TEXT[33:], "locator": f"char:33-{len(TEXT)}"}
+    assert sources[0]["spans"][1] == {
+        "quote": TEXT[33:],
+        "locator": f"char:33-{len(TEXT)}",
+        "document_id": "7",
+        "title": "handbook.pdf",
+        "url": None,
+        "source_text_hash": "sha256:1",
+    }
     assert (
         sources[0]["sections"] == ["Answer", "In handbook.pdf"]
         and sources[0]["citation_count"] == 3
@@ -190,3 +198,59 @@ def test_a_document_without_a_title_is_named_by_its_first_line() -> None:
         "Operations handbook"
     )
     assert shown_title(None, "", "7") == "document 7"
+
+
+def _attributed(document_id: str, start: int, end: int, group: str | None) -> DocumentSource:
+    attribution = DocumentAttribution("Ann Lee", "Ops Weekly", date(2024, 4, 30), group)
+    return DocumentSource(
+        document_id,
+        "Handbook",
+        f"sha256:{document_id}",
+        f"char:{start}-{end}",
+        TEXT[start:end],
+        f"https://example.org/{document_id}",
+        attribution,
+    )
+
+
+def test_near_duplicates_are_one_source_listing_each_span_with_its_document() -> None:
+    """Documents 7 and 9 are near-duplicates (group 7): one `S1` whose spans keep their own
+    document, hash and locator, even at equal offsets; document 8 is a source of its own."""
+    registry = SourceRegistry()
+    cited = [
+        _attributed("7", 0, 32, "7"),
+        _attributed("9", 0, 32, "7"),
+        _attributed("8", 0, 9, "8"),
+    ]
+    assert [registry.register(source) for source in cited] == ["S1", "S1", "S2"]
+    merged = registry.entry("S1")
+    assert merged is not None and [
+        s.document_id for s in merged.spans if isinstance(s, DocumentSource)
+    ] == ["7", "9"]
+    assert footnote_text(merged) == (
+        'Handbook — Ann Lee, Ops Weekly, 2024-04-30, <https://example.org/7>, char:0-32, "'
+        + TEXT[:32]
+        + '"; char:0-32 of document 9, "'
+        + TEXT[:32]
+        + '" (documents 7, 9)'
+    )
+    assert source_label(merged) == (
+        "Handbook — Ann Lee, Ops Weekly, 2024-04-30 <https://example.org/7> (documents 7, 9)"
+    )
+    # Stored and read back: each span is its own document's again, under the same source.
+    report = Report(
+        "q", "Q", (Section("Answer", tuple(FootnotedSentence(s.quote, (s,)) for s in cited)),)
+    )
+    sections, sources = report_json(report)
+    again = report_from_json("q", "Q", sections, sources, {})
+    assert [s for sentence in again.sentences() for s in sentence.sources] == cited
+
+
+def test_a_byline_names_only_what_the_document_states() -> None:
+    registry = SourceRegistry()
+    bare = DocumentSource(
+        "7", "Handbook", "sha256:1", "char:0-9", TEXT[:9], None, DocumentAttribution(group="7")
+    )
+    registry.register(bare)
+    (entry,) = registry.entries()
+    assert footnote_text(entry) == f'Handbook, char:0-9, "{TEXT[:9]}" (document 7)'
