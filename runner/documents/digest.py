@@ -75,6 +75,7 @@ class DigestOutcome:
     evidence_mode: EvidenceMode
     warnings: list[PipelineWarning] = field(default_factory=list)
     duration_ms: int = 0
+    model: str | None = None  # the model that wrote the summary (None offline)
 
 
 def public_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
@@ -210,6 +211,7 @@ def assemble(
         evidence_mode=request.evidence_mode,
         warnings=warnings,
         duration_ms=duration_ms,
+        model=summary.model,
     )
 
 
@@ -246,7 +248,8 @@ async def digest_document(
         request,
         summary,
         source_id=source_id,
-        summarizer_fingerprint=summarizer.fingerprint(),
+        # The answering model's when a fallback model wrote it: never the primary's key.
+        summarizer_fingerprint=summary.fingerprint or summarizer.fingerprint(),
         started=started,
     )
 

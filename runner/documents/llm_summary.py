@@ -18,7 +18,7 @@ the endpoint's circuit breaker); `resilient_tool_call` binds them to a model.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated, Any
 from xml.sax.saxutils import escape, quoteattr
 
@@ -41,7 +41,13 @@ from runner.errors import LLMError
 from runner.grounding.claim_support import support_share
 from runner.llm.client import ResilientCaller
 from runner.llm.prompts import DOC_SUMMARY_PROMPT, load_prompt
-from runner.llm.toolcall import MalformedOutput, ModelCall, RequestTooLarge, is_function_call
+from runner.llm.toolcall import (
+    MalformedOutput,
+    ModelCall,
+    ModelRoute,
+    RequestTooLarge,
+    is_function_call,
+)
 
 DOCUMENT_DIGEST_TOOL = "emit_document_digest"
 # Part of the fingerprint (so of the digest cache key): the version of doc_summary.v1.md. A new
@@ -140,20 +146,23 @@ class LLMSummarizer:
         self.excerpt_chars = excerpt_chars
         self.min_support = min_support
 
-    def fingerprint(self) -> str:
-        return f"llm:{self.model}:{PROMPT_VERSION}:{self.excerpt_chars}:{self.min_support}"
+    def fingerprint(self, model: str | None = None) -> str:
+        """The cache key's part of the summarizer, with `model` (by default the primary)."""
+        used = model or self.model
+        return f"llm:{used}:{PROMPT_VERSION}:{self.excerpt_chars}:{self.min_support}"
 
     def refusal(self) -> LLMError | None:
         """CircuitOpen while the endpoint's breaker is open (shared with the chat extractor
         and the report writer): the job then skips the model without sending anything."""
-        return self.call.caller.breaker.refusal()
+        return self.call.refusal()
 
     async def summarize(self, request: SummaryRequest) -> SummaryResult:
         excerpts = select_excerpts(request, self.excerpt_chars)
         messages = build_messages(request, excerpts)
         usage = ExtractionUsage()
+        route = ModelRoute()
         try:
-            parsed = await self.call.summary(messages, usage)
+            parsed = await self.call.summary(messages, usage, route)
         except MalformedOutput as error:
             reason = error.reason.replace(f"unusable {DOCUMENT_DIGEST_TOOL} output", "", 1)
             raise SummarizerError(
@@ -161,7 +170,15 @@ class LLMSummarizer:
             ) from None
         except RequestTooLarge as error:
             raise SummarizerError("request_too_large", str(error)[:500]) from None
-        return self._checked(parsed, request, [text for _, text in excerpts], usage)
+        result = self._checked(parsed, request, [text for _, text in excerpts], usage)
+        # The model that answered keys the digest, so a fallback's is never served as the
+        # primary's; its warnings (fallback used, limits assumed) go first.
+        return replace(
+            result,
+            warnings=[*route.warnings(self.call), *result.warnings],
+            model=route.model,
+            fingerprint=self.fingerprint(route.model),
+        )
 
     def _checked(
         self,
@@ -199,11 +216,15 @@ class SummaryCall(ModelCall):
     max_output_tokens: int = _MAX_OUTPUT_TOKENS
 
     async def summary(
-        self, messages: list[dict[str, Any]], usage: ExtractionUsage
+        self,
+        messages: list[dict[str, Any]],
+        usage: ExtractionUsage,
+        route: ModelRoute | None = None,
     ) -> DocumentSummary:
-        """The validated summary, with one re-ask on bad output; usage added to `usage`.
-        Raises MalformedOutput, RequestTooLarge, LLMCallError or CircuitOpen."""
-        return await self.call_tool(messages, usage, document_tool_schema(), DocumentSummary)
+        """The validated summary, with one re-ask on bad output; usage added to `usage`, the
+        answering model to `route`. Raises MalformedOutput, RequestTooLarge, LLMCallError or
+        CircuitOpen."""
+        return await self.call_tool(messages, usage, document_tool_schema(), DocumentSummary, route)
 
     async def __call__(self, messages: list[dict[str, Any]], tool: dict[str, Any]) -> str:
         """One forced call of `tool` without validation or re-ask: the raw arguments of its

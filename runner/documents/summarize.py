@@ -61,6 +61,10 @@ class SummaryResult:
     warnings: list[PipelineWarning] = field(default_factory=list)
     # The LLM calls and tokens it took (None for the offline summarizer, which calls none).
     usage: ExtractionUsage | None = field(default=None, compare=False)
+    # The model that wrote it (None offline) and, when it is not the summarizer's own primary
+    # (a fallback model answered), the fingerprint that keys the digest instead.
+    model: str | None = None
+    fingerprint: str | None = None
 
 
 class Summarizer(Protocol):
