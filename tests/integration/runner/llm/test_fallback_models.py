@@ -27,7 +27,7 @@ from runner.documents.job import DocumentJobRunner
 from runner.documents.policy import DigestConfig, DigestPolicy, document_source_id
 from runner.evaluation.fake_report_model import report_model
 from runner.extract.offline import OfflineExtractor
-from runner.llm.fake import FakeLLM, error
+from runner.llm.fake import FakeLLM, completion, error
 from runner.reports.job import ReportJobRunner
 from runner.triggers import trigger_document_digest, trigger_report
 from runner.worker import Worker, WorkerConfig
@@ -44,15 +44,19 @@ DIGEST_CONFIG = DigestConfig(policy=DigestPolicy.ALWAYS)
 
 
 class Models:
-    """Per-model behaviour of the fake endpoint: the set of models that answer 500."""
+    """Per-model behaviour of the fake endpoint: the models that answer 500, and those whose
+    answers break the tool's schema."""
 
     def __init__(self) -> None:
         self.down: set[str] = set()
+        self.garbage: set[str] = set()  # models whose arguments break the schema
         self.endpoint = FakeLLM(self.respond)
 
     def respond(self, body: dict[str, Any]) -> Any:
         if body["model"] in self.down:
             return error(500, SECRET_MESSAGE)
+        if body["model"] in self.garbage:
+            return completion(tool="emit_document_digest", arguments={"summary": 5})
         if body["tool_choice"]["function"]["name"] == "emit_document_digest":
             return quoting_digest(body)
         return report_model()(body)
@@ -167,6 +171,21 @@ async def test_a_failing_document_model_hands_over_to_the_fallback_model_until_a
     assert codes(down)[0] == "SUMMARY_EXTRACTED_OFFLINE"
     assert "LLM_FALLBACK_MODEL_USED" not in codes(down)
     assert fake.sent_to(BACKUP) == 9
+
+
+async def test_invalid_output_twice_hands_over_to_the_fallback_model(
+    db: asyncpg.Pool, database_url: str, settings: Settings, models: tuple[Models, str]
+) -> None:
+    fake, base_url = models
+    configured = llm_settings(settings, base_url, digest_llm_fallback_models=BACKUP)
+    fake.garbage = {PRIMARY}
+    done = await digest(db, database_url, documents(configured), "How is caching reviewed?")
+    assert done.status == "succeeded" and done.stats["model"] == BACKUP, done
+    assert warning(done, "LLM_FALLBACK_MODEL_USED") == (
+        f"fallback model {BACKUP!r} answered ({PRIMARY!r} failed: invalid output twice)"
+    )
+    # The primary was sent the request and its re-ask; the fallback answered at once.
+    assert fake.sent_to(PRIMARY) == 2 and fake.sent_to(BACKUP) == 1
 
 
 async def test_the_document_digest_model_setting_is_the_model_asked(
