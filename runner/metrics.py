@@ -228,7 +228,7 @@ class BreakerCollector(Collector):
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         # Imported here: runner.llm's client counts its calls with this module's counters.
-        from runner.llm.breaker import registered_breakers
+        from runner.llm.breaker import registered_breakers, registered_model_breakers
 
         family = GaugeMetricFamily(
             "digestd_llm_breaker_state",
@@ -238,6 +238,14 @@ class BreakerCollector(Collector):
         for endpoint, breaker in registered_breakers():
             family.add_metric([endpoint_label(endpoint)], self.CODES[breaker.state.value])
         yield family
+        models = GaugeMetricFamily(
+            "digestd_llm_model_breaker_state",
+            "Circuit breaker of each fallback model: 0 closed, 1 half open, 2 open.",
+            labels=["endpoint", "model"],
+        )
+        for endpoint, model, breaker in registered_model_breakers():
+            models.add_metric([endpoint_label(endpoint), model], self.CODES[breaker.state.value])
+        yield models
 
 
 REGISTRY.register(BreakerCollector())

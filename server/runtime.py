@@ -7,8 +7,10 @@ import asyncio
 import functools
 import json
 import logging
+import os
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import asyncpg
@@ -138,6 +140,8 @@ def llm_config(settings: Settings) -> LLMConfig:
         else "",
         map_model=settings.digest_map_model,
         reduce_model=settings.digest_reduce_model,
+        doc_model=settings.digest_doc_model or None,
+        fallback_models=settings.fallback_models,
         extra_headers=headers,
         timeout_seconds=settings.digest_llm_timeout_seconds,
         concurrency=settings.digest_llm_concurrency,
@@ -199,20 +203,28 @@ def fetch_policy(settings: Settings) -> FetchPolicy:
 Call = TypeVar("Call", bound="ModelCall")
 
 
-def reduce_model_call(settings: Settings, kind: type[Call]) -> Call:
-    """Tool calls of `kind` to the reduce model, over the process's client of the endpoint and
-    its circuit breaker (both per endpoint, so a failing endpoint opens the breaker for the chat
-    extractor, the document summarizer and the report writer alike)."""
-    from runner.llm.breaker import config_breaker
+def reduce_model_call(settings: Settings, kind: type[Call], model: str | None = None) -> Call:
+    """Tool calls of `kind` to `model` (by default the reduce model), over the process's client
+    of the endpoint and its circuit breaker (per endpoint, so a failing endpoint opens the
+    breaker for the chat extractor, the document summarizer and the report writer alike), then
+    to DIGEST_LLM_FALLBACK_MODELS in order, each behind a breaker of its own."""
+    from runner.llm.breaker import config_breaker, model_breaker
     from runner.llm.client import ResilientCaller, shared_client
 
     config = llm_config(settings)
-    caller = ResilientCaller(shared_client(config), config, config_breaker(config))
+    client = shared_client(config)
+    primary = model or config.reduce_model
+    fallbacks = tuple(
+        (ResilientCaller(client, config, model_breaker(config, name)), name)
+        for name in config.fallback_models
+        if name != primary
+    )
     return kind(
-        caller,
-        config.reduce_model,
+        ResilientCaller(client, config, config_breaker(config)),
+        primary,
         max_tokens_param=config.max_tokens_param,
         temperature=config.temperature,
+        fallbacks=fallbacks,
     )
 
 
@@ -224,14 +236,14 @@ def summarizer_factory(settings: Settings) -> Callable[[], Summarizer]:
         return OfflineSummarizer
     from runner.documents.llm_summary import LLMSummarizer, SummaryCall
 
-    call = reduce_model_call(settings, SummaryCall)
+    call = reduce_model_call(settings, SummaryCall, llm_config(settings).document_model)
     summarizer = LLMSummarizer(
         call, call.model, excerpt_chars=settings.digestd_doc_llm_excerpt_chars
     )
     return lambda: summarizer  # stateless between calls: one instance serves every job
 
 
-def report_runner(settings: Settings) -> ReportJobRunner:
+def report_runner(settings: Settings, *, archive: bool = True) -> ReportJobRunner:
     """The report job runner: with the LLM writer and the model's sub-questions when the
     extractor is the LLM (the reduce model, behind the same client, retries, circuit breaker and
     tool-call path as the chat extractor), else with the offline extractive writer and the
@@ -249,10 +261,24 @@ def report_runner(settings: Settings) -> ReportJobRunner:
     runner.llm_writer = LLMReportWriter(
         call,
         min_overlap=settings.digestd_min_claim_overlap,
-        archive_dir=settings.digestd_archive_dir,
+        archive_dir=settings.digestd_archive_dir if archive else None,
     )
     runner.decomposer = ModelDecomposer(reduce_model_call(settings, DecomposeCall))
     return runner
+
+
+def archive_problem(archive_dir: Path) -> str | None:
+    """Why `archive_dir` cannot take the archive (created if missing, one file written and
+    removed), or None when it can: probed once when the worker starts, so a read-only directory
+    is one log line and one warning per job, not a failed write per job."""
+    probe = archive_dir / f".digestd-probe-{os.getpid()}"
+    try:
+        archive_dir.mkdir(parents=True, exist_ok=True)
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as error:
+        return f"{type(error).__name__}: {error.strerror or 'not writable'}"
+    return None
 
 
 class Runtime:
@@ -265,6 +291,7 @@ class Runtime:
         self._extractor_factory: Callable[[], Extractor] | None = None
         self._documents: DocumentJobRunner | None = None
         self._reports: ReportJobRunner | None = None
+        self._archive_state: tuple[Path | None, str | None] | None = None
         # Set when the process is asked to stop (SIGTERM/SIGINT): workers stop claiming,
         # checkpoint and release their job.
         self.stopping = asyncio.Event()
@@ -356,16 +383,18 @@ class Runtime:
     def new_worker(self) -> Worker:
         if self._extractor_factory is None:
             self._extractor_factory = extractor_factory(self.settings)
+        archive_dir, disabled = self._archive()
         if self._documents is None:
             self._documents = DocumentJobRunner(
                 digest_config(self.settings),
                 summarizer_factory(self.settings),
-                archive_dir=self.settings.digestd_archive_dir,
+                archive_dir=archive_dir,
                 archive_retention_days=self.settings.digestd_archive_retention_days,
                 cache_enabled=self.settings.digestd_summarization_cache_enabled,
+                archive_disabled=disabled,
             )
         if self._reports is None:
-            self._reports = report_runner(self.settings)
+            self._reports = report_runner(self.settings, archive=archive_dir is not None)
         assert self.database_url is not None
         return Worker(
             self.pool,
@@ -375,6 +404,21 @@ class Runtime:
             self._documents,
             self._reports,
         )
+
+    def _archive(self) -> tuple[Path | None, str | None]:
+        """The archive directory the workers use and, when DIGESTD_ARCHIVE_DIR is set but not
+        writable, why archiving is off (probed once per process, logged once)."""
+        if self._archive_state is None:
+            configured = self.settings.digestd_archive_dir
+            problem = archive_problem(configured) if configured is not None else None
+            if problem is not None:
+                logger.warning(
+                    "archive disabled: DIGESTD_ARCHIVE_DIR is not writable (%s)", problem
+                )
+                self._archive_state = (None, f"DIGESTD_ARCHIVE_DIR is not writable ({problem})")
+            else:
+                self._archive_state = (configured, None)
+        return self._archive_state
 
     def new_schedule_ticker(self) -> ScheduleTicker:
         return ScheduleTicker(

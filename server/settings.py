@@ -152,7 +152,20 @@ class Settings(BaseSettings):
     digest_map_model: str = Field(default="gpt-4o-mini", description="Model of the map step.")
     digest_reduce_model: str = Field(
         default="gpt-4o-mini",
-        description="Model of the reduce step, the document summarizer and the report writer.",
+        description="Model of the reduce step and the report writer (and of document digests unless DIGEST_DOC_MODEL is set).",
+    )
+    digest_doc_model: str | None = Field(
+        default=None,
+        description="Model of document digests; unset = DIGEST_REDUCE_MODEL.",
+    )
+    digest_llm_fallback_models: str | None = Field(
+        default=None,
+        description=(
+            "Comma-separated models of the same endpoint tried in order when the document "
+            "digest's or the report's model fails after its retries (errors, its circuit "
+            "breaker open, invalid output twice), before the offline fallback; each has its "
+            "own circuit breaker."
+        ),
     )
     digest_llm_extra_headers: str | None = Field(
         default=None, description="JSON object of extra HTTP headers sent with every LLM call."
@@ -320,6 +333,20 @@ class Settings(BaseSettings):
 
         parse_tokens(spec.get_secret_value() if spec else None)
         return spec
+
+    @field_validator("digest_llm_fallback_models")
+    @classmethod
+    def _fallback_names(cls, spec: str | None) -> str | None:
+        for name in (spec or "").split(","):
+            if name.strip() and any(character.isspace() for character in name.strip()):
+                raise ValueError(f"a model name has no spaces: {name.strip()!r}")
+        return spec
+
+    @property
+    def fallback_models(self) -> tuple[str, ...]:
+        """DIGEST_LLM_FALLBACK_MODELS as names, in order, without blanks or repeats."""
+        names = (name.strip() for name in (self.digest_llm_fallback_models or "").split(","))
+        return tuple(dict.fromkeys(name for name in names if name))
 
     @field_validator("digestd_allowed_hosts")
     @classmethod

@@ -80,6 +80,7 @@ class DigestOutcome:
     partial: bool = False
     map_chunks: int = 0  # map requests of a document too large for one (0: one request)
     llm_calls: int = 0
+    model: str | None = None  # the model that wrote the summary (None offline)
 
 
 def public_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
@@ -218,6 +219,7 @@ def assemble(
         partial=summary.partial,
         map_chunks=summary.map_chunks,
         llm_calls=summary.usage.llm_calls if summary.usage is not None else 0,
+        model=summary.model,
     )
 
 
@@ -255,7 +257,8 @@ async def digest_document(
         request,
         summary,
         source_id=source_id,
-        summarizer_fingerprint=summarizer.fingerprint(),
+        # The answering model's when a fallback model wrote it: never the primary's key.
+        summarizer_fingerprint=summary.fingerprint or summarizer.fingerprint(),
         started=started,
     )
 

@@ -90,6 +90,9 @@ class DocumentJobRunner:
     # Off (DIGESTD_SUMMARIZATION_CACHE_ENABLED=false): a stored digest is never served, the
     # document is summarized again (its key's first stored digest stays the stored one).
     cache_enabled: bool = True
+    # Why archiving is off although DIGESTD_ARCHIVE_DIR is set (the worker found the directory
+    # not writable when it started): each job says so in one `archive_disabled` warning.
+    archive_disabled: str | None = None
 
     async def run(self, job: DigestJob, context: JobContext) -> Outcome:
         pool, stats = context.pool, context.stats
@@ -269,7 +272,10 @@ class DocumentJobRunner:
         """Write the canonical text to the archive (idempotent) and prune expired texts. A
         failing disk does not fail the digest: it is a warning, and nothing claims the archive."""
         if self.archive_dir is None:
-            return []
+            if self.archive_disabled is None:
+                return []
+            message = f"archiving is off: {self.archive_disabled}"
+            return [{"code": "archive_disabled", "message": message}]
         archive_dir = self.archive_dir
 
         def write() -> None:
@@ -356,9 +362,11 @@ def _observe_fresh_digest(config: DigestConfig, outcome: DigestOutcome) -> None:
 
 
 def outcome_stats(outcome: DigestOutcome) -> dict[str, Any]:
-    """The job figures of a fresh digest (sizes, tokens, evidence count)."""
+    """The job figures of a fresh digest (sizes, tokens, evidence count, the model that wrote
+    the summary: a fallback model's name when the primary failed)."""
     payload = outcome.payload
     return {
+        "model": outcome.model,
         "original_chars": payload.original_chars,
         "digest_chars": payload.digest_chars,
         "compression_ratio": payload.compression_ratio,

@@ -43,7 +43,13 @@ from runner.errors import LLMError
 from runner.grounding.claim_support import support_share
 from runner.llm.client import ResilientCaller
 from runner.llm.prompts import DOC_SUMMARY_PROMPT, load_prompt
-from runner.llm.toolcall import MalformedOutput, ModelCall, RequestTooLarge, is_function_call
+from runner.llm.toolcall import (
+    MalformedOutput,
+    ModelCall,
+    ModelRoute,
+    RequestTooLarge,
+    is_function_call,
+)
 
 DOCUMENT_DIGEST_TOOL = "emit_document_digest"
 # Part of the fingerprint (so of the digest cache key): the version of doc_summary.v1.md and of
@@ -131,13 +137,15 @@ class LLMSummarizer:
         self.excerpt_chars = excerpt_chars
         self.min_support = min_support
 
-    def fingerprint(self) -> str:
-        return f"llm:{self.model}:{PROMPT_VERSION}:{self.excerpt_chars}:{self.min_support}"
+    def fingerprint(self, model: str | None = None) -> str:
+        """The cache key's part of the summarizer, with `model` (by default the primary)."""
+        used = model or self.model
+        return f"llm:{used}:{PROMPT_VERSION}:{self.excerpt_chars}:{self.min_support}"
 
     def refusal(self) -> LLMError | None:
         """CircuitOpen while the endpoint's breaker is open (shared with the chat extractor
         and the report writer): the job then skips the model without sending anything."""
-        return self.call.caller.breaker.refusal()
+        return self.call.refusal()
 
     def fits_one_request(self, request: SummaryRequest, usage: ExtractionUsage) -> bool:
         """Whether the whole document goes in one request: its text within `excerpt_chars` and
@@ -157,8 +165,9 @@ class LLMSummarizer:
             return await self._map_reduce(request, usage)
         excerpts = document_excerpts(request)
         messages = build_messages(request, excerpts)
+        route = ModelRoute()
         try:
-            parsed = await self.call.summary(messages, usage)
+            parsed = await self.call.summary(messages, usage, route)
         except MalformedOutput as error:
             reason = error.reason.replace(f"unusable {DOCUMENT_DIGEST_TOOL} output", "", 1)
             raise SummarizerError(
@@ -166,7 +175,15 @@ class LLMSummarizer:
             ) from None
         except RequestTooLarge as error:
             raise SummarizerError("request_too_large", str(error)[:500]) from None
-        return self._checked(parsed, request, [text for _, text in excerpts], usage)
+        result = self._checked(parsed, request, [text for _, text in excerpts], usage)
+        # The model that answered keys the digest, so a fallback's is never served as the
+        # primary's; its warnings (fallback used, limits assumed) go first.
+        return replace(
+            result,
+            warnings=[*route.warnings(self.call), *result.warnings],
+            model=route.model,
+            fingerprint=self.fingerprint(route.model),
+        )
 
     async def _map_reduce(self, request: SummaryRequest, usage: ExtractionUsage) -> SummaryResult:
         """The document in parts, each summarized, then merged (runner.documents.llm_map_reduce),
@@ -185,9 +202,11 @@ class LLMSummarizer:
             summary=result.summary, key_points=result.key_points
         )
         checked = self._checked(parsed, request, result.sources, usage)
+        # The parts go to the primary model only; its context assumed still says so.
+        route = ModelRoute(model=self.call.model, budget=self.call.budget())
         return replace(
             checked,
-            warnings=[*result.warnings, *checked.warnings],
+            warnings=[*route.warnings(self.call), *result.warnings, *checked.warnings],
             partial=bool(result.failed),
             map_chunks=result.parts,
         )
@@ -228,11 +247,15 @@ class SummaryCall(ModelCall):
     max_output_tokens: int = _MAX_OUTPUT_TOKENS
 
     async def summary(
-        self, messages: list[dict[str, Any]], usage: ExtractionUsage
+        self,
+        messages: list[dict[str, Any]],
+        usage: ExtractionUsage,
+        route: ModelRoute | None = None,
     ) -> DocumentSummary:
-        """The validated summary, with one re-ask on bad output; usage added to `usage`.
-        Raises MalformedOutput, RequestTooLarge, LLMCallError or CircuitOpen."""
-        return await self.call_tool(messages, usage, document_tool_schema(), DocumentSummary)
+        """The validated summary, with one re-ask on bad output; usage added to `usage`, the
+        answering model to `route`. Raises MalformedOutput, RequestTooLarge, LLMCallError or
+        CircuitOpen."""
+        return await self.call_tool(messages, usage, document_tool_schema(), DocumentSummary, route)
 
     async def __call__(self, messages: list[dict[str, Any]], tool: dict[str, Any]) -> str:
         """One forced call of `tool` without validation or re-ask: the raw arguments of its

@@ -72,6 +72,10 @@ class SummaryResult:
     # CHUNKS_EXTRACTED_OFFLINE warning is in `warnings`): the digest is PARTIAL.
     partial: bool = False
     map_chunks: int = 0  # map requests planned (0: one request read the document)
+    # The model that wrote it (None offline) and, when it is not the summarizer's own primary
+    # (a fallback model answered), the fingerprint that keys the digest instead.
+    model: str | None = None
+    fingerprint: str | None = None
 
 
 class Summarizer(Protocol):

@@ -89,6 +89,10 @@ def fake_config(**settings: Any) -> LLMConfig:
         "api_key": "",
         "reduce_model": FAKE_MODEL,
         "max_retries": 0,
+        # The fake model is in no limits table: its context is set, as an operator would for a
+        # local model, so its reports carry no LIMITS_DEFAULTED (the size assumed for an unknown
+        # model, so the same budget).
+        "reduce_context_tokens": 32_768,
         **settings,
     }
     return LLMConfig(**values)

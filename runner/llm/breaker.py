@@ -139,7 +139,22 @@ def breaker_for(endpoint: str, **settings: float | int) -> CircuitBreaker:
 def registered_breakers() -> list[tuple[str, CircuitBreaker]]:
     """Every endpoint's breaker in this process (for the metrics)."""
     with _registry_lock:
-        return list(_registry.items())
+        return [(key, breaker) for key, breaker in _registry.items() if _MODEL_KEY not in key]
+
+
+def registered_model_breakers() -> list[tuple[str, str, CircuitBreaker]]:
+    """`(endpoint, model, breaker)` of every fallback model's breaker (for the metrics)."""
+    with _registry_lock:
+        found = []
+        for key, breaker in _registry.items():
+            endpoint, separator, model = key.partition(_MODEL_KEY)
+            if separator:
+                found.append((endpoint, model, breaker))
+        return found
+
+
+# Joins an endpoint and a model into the registry key of that model's own breaker.
+_MODEL_KEY = " model="
 
 
 def config_breaker(config: LLMConfig) -> CircuitBreaker:
@@ -147,6 +162,18 @@ def config_breaker(config: LLMConfig) -> CircuitBreaker:
     first use: the chat extractor and the document summarizer both take theirs from here."""
     return breaker_for(
         config.endpoint,
+        window=config.breaker_window,
+        min_samples=config.breaker_min_samples,
+        failure_ratio=config.breaker_failure_ratio,
+        cooldown_seconds=config.breaker_cooldown_seconds,
+    )
+
+
+def model_breaker(config: LLMConfig, model: str) -> CircuitBreaker:
+    """The process-wide breaker of `model` alone behind `config`'s endpoint: a fallback model
+    gets its own, so the failures that opened the primary's breaker do not refuse it."""
+    return breaker_for(
+        f"{config.endpoint}{_MODEL_KEY}{model}",
         window=config.breaker_window,
         min_samples=config.breaker_min_samples,
         failure_ratio=config.breaker_failure_ratio,

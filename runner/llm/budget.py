@@ -209,6 +209,29 @@ def endpoint_budget(
     )
 
 
+def limits_defaulted_message(budget: RequestBudget, setting: str | None) -> str:
+    """The LIMITS_DEFAULTED text of a budget whose context was assumed or learned, worded as
+    the chat extractor's, naming `setting` (the one that sizes this model; None: no setting
+    does, so the remedy is a model the table knows)."""
+    context = budget.limits.context_window
+    assumed = budget.source is LimitSource.ASSUMED
+    if assumed:
+        text = (
+            f"no known limits for model {budget.model!r}: assumed a context of {context} "
+            f"tokens and {budget.max_output_tokens} output tokens"
+        )
+    else:
+        text = (
+            f"model {budget.model!r}: a context of {context} tokens learned from the endpoint "
+            f"({budget.learned_from}); requests were sized to fit it"
+        )
+    if setting is None:
+        return f"{text}; no setting sizes this model (DIGEST_REDUCE_CONTEXT_TOKENS sizes the reduce model only)"
+    if assumed:
+        return f"{text}; set {setting} to make it exact"
+    return f"{text}; set {setting}={context} to size requests from the first one"
+
+
 def effective_budget(
     limits: ModelLimits, output_tokens: int, runtime_overhead: int, safety_margin: float
 ) -> int:

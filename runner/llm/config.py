@@ -24,6 +24,11 @@ class LLMConfig:
     api_key: str = field(default="", repr=False)
     map_model: str = "gpt-4o-mini"
     reduce_model: str = "gpt-4o-mini"
+    # The document summarizer's model (DIGEST_DOC_MODEL); None = the reduce model.
+    doc_model: str | None = None
+    # Models of the same endpoint tried in order when a document digest's or a report's model
+    # fails after its retries (DIGEST_LLM_FALLBACK_MODELS), before the offline fallback.
+    fallback_models: tuple[str, ...] = ()
     extra_headers: dict[str, str] = field(default_factory=dict)
 
     # Time limits. `timeout_seconds` bounds one whole request (connect, send, wait, read), not
@@ -71,7 +76,7 @@ class LLMConfig:
     max_known_items: int = 40
     max_reduce_levels: int = 3
 
-    # Circuit breaker per endpoint.
+    # Circuit breaker per endpoint (and one per fallback model: runner.llm.breaker.model_breaker).
     breaker_window: int = 10
     breaker_min_samples: int = 5
     breaker_failure_ratio: float = 0.7
@@ -108,6 +113,11 @@ class LLMConfig:
             for name, value in self.extra_headers.items()
         }
         return f"LLMConfig({', '.join(f'{name}={value!r}' for name, value in values.items())})"
+
+    @property
+    def document_model(self) -> str:
+        """The model that writes document digests: DIGEST_DOC_MODEL, else the reduce model."""
+        return self.doc_model or self.reduce_model
 
     @property
     def endpoint(self) -> str:

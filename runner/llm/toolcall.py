@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeGuard, TypeVar
 
 from openai.types.chat import ChatCompletion, ChatCompletionMessageFunctionToolCall
@@ -26,7 +26,7 @@ from pydantic import ValidationError
 
 from runner.core.contract import TOOL_MODELS, StrictModel, tool_schema
 from runner.core.tokens import count_tokens
-from runner.core.vocabulary import ExtractionUsage
+from runner.core.vocabulary import ExtractionUsage, PipelineWarning
 from runner.errors import LLMError
 from runner.llm.bounds import (
     DETECT_TIMEOUT_SECONDS,
@@ -37,8 +37,15 @@ from runner.llm.bounds import (
     send_bounds,
     tool_without_bounds,
 )
-from runner.llm.budget import Preflight, RequestBudget, endpoint_budget, preflight
-from runner.llm.client import ContextLimitExceeded, GrammarRejected, ResilientCaller
+from runner.llm.breaker import CircuitOpen
+from runner.llm.budget import (
+    Preflight,
+    RequestBudget,
+    endpoint_budget,
+    limits_defaulted_message,
+    preflight,
+)
+from runner.llm.client import ContextLimitExceeded, GrammarRejected, LLMCallError, ResilientCaller
 
 logger = logging.getLogger(__name__)
 
@@ -325,35 +332,102 @@ class ToolCaller:
         raise MalformedOutput(f"unusable {tool_name} output: {summary}"[:1000])
 
 
+def failure_reason(error: LLMError) -> str:
+    """Why a model did not answer, in our words: never the server's message (which may quote
+    the request or a key) nor the model's output."""
+    if isinstance(error, CircuitOpen):
+        return "its circuit breaker is open"
+    if isinstance(error, MalformedOutput):
+        return "invalid output twice"
+    if isinstance(error, RequestTooLarge):
+        return "the request exceeds its input budget"
+    if isinstance(error, ContextLimitExceeded):
+        return "the endpoint refused the request as over its context"
+    if isinstance(error, LLMCallError):
+        if error.status is not None:
+            return f"HTTP {error.status}"
+        return "no answer after its retries (timeout, connection error or malformed response)"
+    return type(error).__name__
+
+
+@dataclass
+class ModelRoute:
+    """Which model of a ModelCall's chain answered, with its budget, and why each model before
+    it did not. One per job (a ModelCall serves every job): a job passes the same route to its
+    later calls (a re-ask), which then start with the model that answered."""
+
+    model: str | None = None
+    budget: RequestBudget | None = None
+    failures: list[tuple[str, str]] = field(default_factory=list)  # (model, why it failed)
+
+    def warnings(self, call: ModelCall) -> list[PipelineWarning]:
+        """LLM_FALLBACK_MODEL_USED when a fallback model answered (naming it and why the models
+        before it failed); LIMITS_DEFAULTED when the answering model's context was assumed or
+        learned, naming the setting that would make it exact."""
+        found: list[PipelineWarning] = []
+        if self.model is not None and self.model != call.model:
+            why = "; ".join(f"{model!r} failed: {reason}" for model, reason in self.failures)
+            found.append(
+                PipelineWarning(
+                    "LLM_FALLBACK_MODEL_USED",
+                    f"fallback model {self.model!r} answered ({why})",
+                )
+            )
+        if self.budget is not None and self.budget.defaulted:
+            setting = call.context_setting(self.budget.model)
+            found.append(
+                PipelineWarning("LIMITS_DEFAULTED", limits_defaulted_message(self.budget, setting))
+            )
+        return found
+
+
 @dataclass
 class ModelCall:
     """Forced tool calls to one `model` through a ToolCaller over `caller` (retries, the
-    endpoint's breaker). The input budget is the model's, as the chat extractor sizes it
-    (settings, what the endpoint taught, the table), computed per call so a learned limit
-    applies at once. The document summarizer and the report writer are built on it."""
+    endpoint's breaker), then, when it fails after its retries (call errors, its breaker open,
+    invalid output twice, a request over its budget), to each of `fallbacks` in order: a model
+    of the same endpoint with its own caller and breaker (runner.llm.breaker.model_breaker). The
+    input budget is the answering model's, as the chat extractor sizes it (settings, what the
+    endpoint taught, the table), computed per call so a learned limit applies at once. The
+    document summarizer and the report writer are built on it."""
 
     caller: ResilientCaller
     model: str
     max_output_tokens: int = 2048  # what one answer may take: each kind sets its own
     max_tokens_param: str = "max_tokens"
     temperature: float | None = 0.0
+    fallbacks: tuple[tuple[ResilientCaller, str], ...] = ()
 
-    def budget(self) -> RequestBudget:
+    def context_setting(self, model: str) -> str | None:
+        """The setting that sizes `model`'s context: the reduce model's, else none."""
+        return "DIGEST_REDUCE_CONTEXT_TOKENS" if model == self.caller.config.reduce_model else None
+
+    def budget(self, model: str | None = None) -> RequestBudget:
+        """The budget of `model` (by default the primary)."""
+        model = model or self.model
         config = self.caller.config
         # On the reduce model its context setting applies; the output stays the caller's own,
         # not DIGEST_REDUCE_OUTPUT_TOKENS.
-        context = config.reduce_context_tokens if self.model == config.reduce_model else None
+        context = config.reduce_context_tokens if model == config.reduce_model else None
         return endpoint_budget(
             config,
-            self.model,
+            model,
             wanted_output_tokens=self.max_output_tokens,
             context_tokens=context,
             output_tokens=None,
         )
 
-    def tools(self, usage: ExtractionUsage) -> ToolCaller:
+    def refusal(self) -> CircuitOpen | None:
+        """The primary's CircuitOpen while every model's breaker is open (nothing would be
+        sent), else None."""
+        refused = self.caller.breaker.refusal()
+        if refused is None or any(c.breaker.refusal() is None for c, _ in self.fallbacks):
+            return None
+        return refused
+
+    def tools(self, usage: ExtractionUsage, caller: ResilientCaller | None = None) -> ToolCaller:
         return ToolCaller(
-            self.caller,
+            caller or self.caller,
             usage,
             temperature=self.temperature,
             max_tokens_param=self.max_tokens_param,
@@ -365,26 +439,51 @@ class ModelCall:
         usage: ExtractionUsage,
         tool: dict[str, Any],
         model_type: type[Model],
+        route: ModelRoute | None = None,
     ) -> Model:
         """`tool`'s arguments parsed as `model_type`, one re-ask on bad output; usage added to
-        `usage`. Raises MalformedOutput, RequestTooLarge, LLMCallError or CircuitOpen."""
-        budget = self.budget()
-        return await self.tools(usage).call(
-            model=self.model,
-            messages=messages,
-            tool_name=tool["function"]["name"],
-            model_type=model_type,
-            max_output_tokens=budget.max_output_tokens,
-            input_budget=budget.input_tokens,
-            tool=tool,
-        )
+        `usage`, the answering model to `route`. Raises (the primary's error, once every model
+        failed) MalformedOutput, RequestTooLarge, LLMCallError or CircuitOpen."""
+        route = route if route is not None else ModelRoute()
+        chain = [(self.caller, self.model), *self.fallbacks]
+        names = [model for _, model in chain]
+        start = names.index(route.model) if route.model in names else 0
+        first_error: LLMError | None = None
+        for caller, model in chain[start:]:
+            budget = self.budget(model)
+            try:
+                value = await self.tools(usage, caller).call(
+                    model=model,
+                    messages=messages,
+                    tool_name=tool["function"]["name"],
+                    model_type=model_type,
+                    max_output_tokens=budget.max_output_tokens,
+                    input_budget=budget.input_tokens,
+                    tool=tool,
+                )
+            except LLMError as error:
+                if not self.fallbacks:
+                    raise
+                reason = failure_reason(error)
+                route.failures.append((model, reason))
+                logger.warning("llm.model_failed model=%s reason=%s", model, reason)
+                first_error = first_error or error
+                continue
+            route.model, route.budget = model, budget
+            if model != self.model:
+                logger.info("llm.fallback_model_used model=%s", model)
+            return value
+        assert first_error is not None
+        raise first_error
 
 
 __all__ = [
     "MalformedOutput",
     "ModelCall",
+    "ModelRoute",
     "RequestTooLarge",
     "ToolCaller",
+    "failure_reason",
     "is_function_call",
     "judge_response",
 ]

@@ -295,12 +295,17 @@ class ReportJobRunner:
                 "evidence_dropped": len(run.fit.dropped_content_ids),
             }
         )
-        warnings = [*run.fit.warnings, *run.warnings]
+        warnings = [*run.notes, *run.fit.warnings, *run.warnings]
         status = JobStatus.PARTIAL if run.warnings else JobStatus.SUCCEEDED
+        writer = self.llm_writer.version_for(run.model)
+        stats["model"] = run.model
+        if writer != self.llm_writer.version:  # a fallback model's report: under its own key
+            stats["writer"] = writer
+            cache_key = self._cache_key(question, inputs, writer)
         return Written(
             run.report,
             run.audit,
-            self.llm_writer.version,
+            writer,
             cache_key,
             status,
             {**run.fit.as_json(), "warnings": warnings},

@@ -50,7 +50,7 @@ from runner.grounding.claim_support import DEFAULT_MIN_OVERLAP, support_share
 from runner.grounding.footnotes import FootnotedSentence, Section
 from runner.llm.budget import count_request_tokens, final_fit
 from runner.llm.prompts import REPORT_PROMPT, load_prompt
-from runner.llm.toolcall import ModelCall, RequestTooLarge
+from runner.llm.toolcall import ModelCall, ModelRoute, RequestTooLarge
 from runner.reports.audit import ReportAudit, accept_sentences, sentence_problem
 from runner.reports.evidence import Evidence, RankedEvidence
 from runner.reports.evidence_budget import (
@@ -281,6 +281,10 @@ class LLMReportRun:
     audit: ReportAudit
     usage: ExtractionUsage
     warnings: list[dict[str, Any]] = field(default_factory=list)
+    # The model that answered (a fallback model's name when the primary failed) and the notes
+    # that do not make the report partial: LLM_FALLBACK_MODEL_USED, LIMITS_DEFAULTED.
+    model: str = ""
+    notes: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -291,10 +295,13 @@ class ReportCall(ModelCall):
     max_output_tokens: int = _MAX_OUTPUT_TOKENS
 
     async def __call__(
-        self, messages: list[dict[str, Any]], usage: ExtractionUsage
+        self,
+        messages: list[dict[str, Any]],
+        usage: ExtractionUsage,
+        route: ModelRoute | None = None,
     ) -> WrittenReport:
         """Raises MalformedOutput, RequestTooLarge, LLMCallError or CircuitOpen."""
-        return await self.call_tool(messages, usage, report_tool_schema(), WrittenReport)
+        return await self.call_tool(messages, usage, report_tool_schema(), WrittenReport, route)
 
 
 class LLMReportWriter:
@@ -316,12 +323,16 @@ class LLMReportWriter:
     @property
     def version(self) -> str:
         """What the report is a function of besides its inputs: part of the cache key."""
+        return self.version_for(self.call.model)
+
+    def version_for(self, model: str) -> str:
+        """The version of a report `model` wrote (a fallback model's report has its own key)."""
         config = self.call.caller.config
         # The budget switches change what the model sees; their defaults keep the old keys.
         switches = ("" if config.token_management_enabled else ":unbudgeted") + (
             "" if config.allow_content_dropping else ":nodrop"
         )
-        return f"llm:{self.call.model}:{REPORT_PROMPT_VERSION}:{self.max_units}{switches}"
+        return f"llm:{model}:{REPORT_PROMPT_VERSION}:{self.max_units}{switches}"
 
     def evidence_budget(self, question: str) -> int:
         """The model's input budget less the request without evidence and the re-ask's room."""
@@ -397,7 +408,8 @@ class LLMReportWriter:
             await asyncio.to_thread(archive_degraded, fit, self.archive_dir)
         sources = {evidence_id(i): u.evidence.sources for i, u in enumerate(fit.units)}
         usage = ExtractionUsage()
-        written = await self.call(messages, usage)
+        route = ModelRoute()  # the re-ask goes to the model that answered
+        written = await self.call(messages, usage, route)
         failures = sentence_failures(written, sources, self.min_overlap)
         run_warnings: list[dict[str, Any]] = []
         re_asked = len(failures)
@@ -431,7 +443,7 @@ class LLMReportWriter:
                 },
             ]
             try:
-                written = await self.call([*messages, *followup], usage)
+                written = await self.call([*messages, *followup], usage, route)
             except LLMError as error:
                 logger.warning("report.re_ask_failed error=%s", type(error).__name__)
                 run_warnings.append(
@@ -448,7 +460,9 @@ class LLMReportWriter:
         audit.reasons.update(unknown)
         audit.re_asked = re_asked
         report = Report(report.question, checked_title(report, self.min_overlap), report.sections)
-        return LLMReportRun(fit, draft, report, audit, usage, run_warnings)
+        notes = [{**warning.as_json(), "phase": PHASE} for warning in route.warnings(self.call)]
+        model = route.model or self.call.model
+        return LLMReportRun(fit, draft, report, audit, usage, run_warnings, model, notes)
 
 
 def archive_degraded(fit: EvidenceFit, archive_dir: Path) -> None:

@@ -92,7 +92,10 @@ async def test_report_with_an_llm_endpoint_is_written_by_the_model_and_says_its_
         )
         assert report["writer"] == "llm:fake-report-model:report-1:60"
         assert report["fidelity"][0]["phase"] == "synthesis"
-        assert report["warnings"] == [] and report["dropped_content_ids"] == []
+        # The fake model is in no table: its context is assumed, and the report says so.
+        assert [w["code"] for w in report["warnings"]] == ["LIMITS_DEFAULTED"]
+        assert "DIGEST_REDUCE_CONTEXT_TOKENS" in report["warnings"][0]["message"]
+        assert report["dropped_content_ids"] == []
         assert report["audit"]["coverage"] == 1.0 and report["audit"]["re_asked"] == 0
         again = await asyncio.to_thread(run_digestd, database_url, tmp_path, llm, *args)
         assert json.loads(again.stdout)["job"]["stats"]["cache_hit"] is True

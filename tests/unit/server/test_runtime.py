@@ -126,3 +126,49 @@ def test_out_of_range_token_settings_are_refused(
     monkeypatch.setenv(name, value)
     with pytest.raises(ValidationError):
         Settings()
+
+
+def test_the_model_settings_reach_the_summarizer_and_the_report_writer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("DIGEST_EXTRACTOR", "llm")
+    monkeypatch.setenv("DIGEST_LLM_BASE_URL", "http://llm.test/v1")
+    monkeypatch.setenv("DIGEST_REDUCE_MODEL", "gpt-4o-mini")
+    monkeypatch.setenv("DIGEST_DOC_MODEL", "gpt-4.1-mini")
+    # Blanks and repeats are dropped; the primary itself is not its own fallback.
+    monkeypatch.setenv("DIGEST_LLM_FALLBACK_MODELS", "gpt-4o, ,gpt-4.1-mini,gpt-4o,o4-mini")
+    settings = Settings()
+    config = llm_config(settings)
+    assert config.document_model == "gpt-4.1-mini"
+    assert config.fallback_models == ("gpt-4o", "gpt-4.1-mini", "o4-mini")
+    summarizer = summarizer_factory(settings)()
+    assert isinstance(summarizer, LLMSummarizer)
+    call = summarizer.call
+    assert call.model == summarizer.model == "gpt-4.1-mini"
+    assert [model for _, model in call.fallbacks] == ["gpt-4o", "o4-mini"]
+    # Each fallback has a breaker of its own, apart from the endpoint's.
+    breakers = [call.caller.breaker, *(caller.breaker for caller, _ in call.fallbacks)]
+    assert len({id(breaker) for breaker in breakers}) == 3
+    writer = report_runner(settings).llm_writer
+    assert writer is not None and writer.call.model == "gpt-4o-mini"
+    assert [model for _, model in writer.call.fallbacks] == ["gpt-4o", "gpt-4.1-mini", "o4-mini"]
+    assert writer.version_for("gpt-4o") == "llm:gpt-4o:report-1:60" != writer.version
+
+
+def test_unset_model_settings_keep_the_reduce_model_and_no_fallback(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("DIGEST_EXTRACTOR", "llm")
+    monkeypatch.setenv("DIGEST_LLM_BASE_URL", "http://llm.test/v1")
+    monkeypatch.setenv("DIGEST_REDUCE_MODEL", "gpt-4o")
+    summarizer = summarizer_factory(Settings())()
+    assert isinstance(summarizer, LLMSummarizer)
+    assert summarizer.call.model == "gpt-4o" and summarizer.call.fallbacks == ()
+    # The primary's digest key is the one it had before fallback models existed.
+    assert summarizer.fingerprint() == summarizer.fingerprint("gpt-4o")
+
+
+def test_a_fallback_model_name_with_spaces_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DIGEST_LLM_FALLBACK_MODELS", "gpt-4o, two words")
+    with pytest.raises(ValidationError, match="a model name has no spaces: 'two words'"):
+        Settings()
