@@ -6,7 +6,9 @@ each citing the source it was taken from, so reports work without a model.
   words it names, and whether its author is one the question asks about.
 - Answer up front: `ANSWER_SENTENCES` candidates chosen greedily (`choose`): relevance plus the
   share of the question's words not yet covered, so a question with several parts gets a sentence
-  for each; then put in source order so they read as a short paragraph.
+  for each, weighed by how well it reads alone (`runner.reports.answer_shape`: not leaning on
+  what came before, not a greeting, a problem statement or a table's caption); the best one
+  first, then the others in source order so they read as a short paragraph.
 - Sections: one per channel or document with candidates left, in the order of its best one,
   up to `SECTION_SENTENCES` chosen the same way (none under `MIN_SECTION_SHARE` of the section's
   best), in source order (time for a channel, reading order for a document). A source with no
@@ -28,6 +30,7 @@ from runner.grounding.claim_support import (
     token_set,
 )
 from runner.grounding.footnotes import FootnotedSentence, Section
+from runner.reports.answer_shape import answer_opening_weight
 from runner.reports.evidence import (
     Evidence,
     RankedEvidence,
@@ -51,7 +54,7 @@ NEAR_DUPLICATE = 0.8
 MAX_TITLE_CHARS = 120
 FALLBACK_TITLE = "Report"
 # The version of these rules: part of a report's cache key, bumped when the output changes.
-EXTRACTOR_VERSION = "extractive-5"
+EXTRACTOR_VERSION = "extractive-6"
 
 
 def report_title(question: str) -> str:
@@ -140,22 +143,38 @@ def candidates(question: str, ranked: list[RankedEvidence]) -> list[Candidate]:
     return found
 
 
+def opening_weight(candidate: Candidate) -> float:
+    """How well the candidate reads alone at the top of an answer (runner.reports.answer_shape)."""
+    chat = isinstance(candidate.unit.source, MessageSource)
+    return answer_opening_weight(candidate.unit.text, chat=chat)
+
+
 def choose(
-    pool: list[Candidate], limit: int, said: list[set[str]], covered: set[str], terms: int
+    pool: list[Candidate],
+    limit: int,
+    said: list[set[str]],
+    covered: set[str],
+    terms: int,
+    *,
+    answer: bool = False,
 ) -> list[Candidate]:
     """Up to `limit` candidates, greedily: each time the one whose base score plus the share of
     the question's words it adds to those already `covered` is highest (so a question with two
-    parts gets a sentence for each), never one repeating a sentence already `said`. `said` and
+    parts gets a sentence for each), never one repeating a sentence already `said`. For the
+    `answer`, that score is weighed by how well the sentence stands alone. `said` and
     `covered` are updated in place, so the answer and the sections never quote the same thing."""
     chosen: list[Candidate] = []
     left = list(pool)
+    weight = {id(c): opening_weight(c) if answer else 1.0 for c in pool}
     while left and len(chosen) < limit:
         left = [c for c in left if not _repeats(c.unit, said)]
         if not left:
             break
         best = max(
             left,
-            key=lambda c: c.base + COVERAGE_WEIGHT * len(c.terms - covered) / max(terms, 1),
+            key=lambda c: (
+                weight[id(c)] * (c.base + COVERAGE_WEIGHT * len(c.terms - covered) / max(terms, 1))
+            ),
         )
         left.remove(best)
         chosen.append(best)
@@ -171,6 +190,12 @@ def _reading_order(chosen: list[Candidate]) -> list[Evidence]:
     return sorted(units, key=lambda u: (u.origin_index, u.position))
 
 
+def _answer_order(chosen: list[Candidate]) -> list[Evidence]:
+    """The best sentence first, so the answer opens with what answers; the others after it in
+    reading order."""
+    return [c.unit for c in chosen[:1]] + _reading_order(chosen[1:])
+
+
 def _sentences(units: list[Evidence]) -> tuple[FootnotedSentence[ReportSource], ...]:
     return tuple(FootnotedSentence(u.text, u.sources) for u in units)
 
@@ -181,8 +206,8 @@ def write_extractive_report(question: str, ranked: list[RankedEvidence]) -> Repo
     terms = len(set(question_terms(question)))
     said: list[set[str]] = []
     covered: set[str] = set()
-    answer = choose(pool, ANSWER_SENTENCES, said, covered, terms)
-    sections: list[ReportSection] = [Section(ANSWER_HEADING, _sentences(_reading_order(answer)))]
+    answer = choose(pool, ANSWER_SENTENCES, said, covered, terms, answer=True)
+    sections: list[ReportSection] = [Section(ANSWER_HEADING, _sentences(_answer_order(answer)))]
     # One section per source that has evidence, in the order of its best candidate: a source
     # outranked everywhere by another still says what it has on the question.
     quoted = {id(c.unit) for c in answer}

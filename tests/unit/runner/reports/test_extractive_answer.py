@@ -90,8 +90,8 @@ def test_each_part_of_the_question_gets_a_sentence() -> None:
     assert any("deploy window" in sentence for sentence in answer)
 
 
-def test_the_answer_reads_in_source_order() -> None:
-    # The second sentence ranks first; the answer still reads as the channel said it.
+def test_the_answer_opens_with_its_best_sentence_and_the_rest_read_in_source_order() -> None:
+    # The second sentence ranks first: it opens the answer, the other follows as said.
     report = write(
         "How are database migration rollbacks approved?",
         channel(
@@ -102,8 +102,8 @@ def test_the_answer_reads_in_source_order() -> None:
         ),
     )
     assert answer_of(report) == [
-        "A database migration is reviewed by two people before it is merged.",
         "Rollbacks of a database migration are approved by the on-call lead.",
+        "A database migration is reviewed by two people before it is merged.",
     ]
 
 
@@ -171,3 +171,41 @@ def test_a_source_without_a_section_is_named_with_its_reason() -> None:
     # A source the writer had evidence for but left out is named as such.
     unused = missing_sections(sources[:1], units, ranked, Report(question, "q", ()))
     assert [w["reason"] for w in unused] == ["not_cited"]
+
+
+def test_the_answer_opens_with_sentences_that_stand_alone() -> None:
+    """A sentence leaning on what came before ("However, ..."), a greeting with a problem and a
+    table's caption name the question's words as often as the answer does; the answer's first
+    sentence is the one that reads alone."""
+    report = write(
+        "How is the staging database backup restored?",
+        channel(
+            "ops",
+            "However, the staging database backup restore was slow last time.",
+            "hi, my staging database backup restore fails with an error",
+            "Table 2 lists the staging database backup restore times.",
+            "Restore the staging database backup with the vault script, then check the rows.",
+        ),
+    )
+    answer = answer_of(report)
+    assert answer[0].startswith("Restore the staging database backup")
+
+
+def test_what_makes_a_poor_opening() -> None:
+    from runner.reports.answer_shape import POOR_OPENING_WEIGHT, answer_opening_weight
+
+    poor = [
+        ("However, the index is rebuilt nightly.", False),
+        ("bob: yes it is rebuilt nightly", True),
+        ("Thanks, that rebuilt the index", True),
+        ("Hello, my index rebuild fails with an error", True),
+        ("Figure 3 shows the index size.", False),
+        ("4\\.1 Dataset Comparison Table 1 presents properties of our data.", False),
+    ]
+    good = [
+        ("The index is rebuilt nightly by the cron job.", False),
+        ("bob: run reindex --all, it rebuilds every index", True),
+        ("The problem of index bloat is solved by a nightly rebuild.", False),
+    ]
+    assert [answer_opening_weight(t, chat=c) for t, c in poor] == [POOR_OPENING_WEIGHT] * len(poor)
+    assert [answer_opening_weight(t, chat=c) for t, c in good] == [1.0] * len(good)
