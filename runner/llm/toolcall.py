@@ -347,7 +347,7 @@ def failure_reason(error: LLMError) -> str:
         if error.status is not None:
             return f"HTTP {error.status}"
         return "no answer after its retries (timeout, connection error or malformed response)"
-    return type(error).__name__
+    return "the call failed"
 
 
 @dataclass

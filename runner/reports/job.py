@@ -56,6 +56,7 @@ from runner.errors import LLMError
 from runner.grounding.claim_support import DEFAULT_MIN_OVERLAP
 from runner.jobs.base import JobContext, finish, report_progress
 from runner.jobs.outcomes import Finished, Outcome, Stored
+from runner.llm.toolcall import failure_reason
 from runner.metrics import count_report
 from runner.reports.audit import ReportAudit, accept_sentences
 from runner.reports.coverage import missing_sections
@@ -273,8 +274,8 @@ class ReportJobRunner:
                 {
                     "code": "llm_writer_failed",
                     "message": (
-                        f"the report model failed ({type(error).__name__}: {str(error)[:200]}); the "
-                        "offline extractive report was written instead"
+                        f"the report model failed ({_why(error)}); the offline extractive report "
+                        "was written instead"
                     ),
                 }
             )
@@ -354,3 +355,11 @@ class ReportJobRunner:
             audit.kept,
             audit.sources,
         )
+
+
+def _why(error: LLMError) -> str:
+    """Why the writer failed, in our words (never the server's message nor a class name); an
+    evidence overflow's own message names the remedy."""
+    if isinstance(error, EvidenceOverflow):
+        return str(error)[:300]
+    return failure_reason(error)

@@ -110,7 +110,7 @@ async def test_protected_evidence_that_cannot_fit_ends_partial_with_the_fitting_
     assert row.writer == EXTRACTOR_VERSION and row.audit["kept"] > 0
     codes = [w["code"] for w in row.fidelity["warnings"]]
     assert "PROTECTED_OVERFLOW" in codes and codes[-1] == "llm_writer_failed"
-    assert "EvidenceOverflow" in row.fidelity["warnings"][-1]["message"]
+    assert "the evidence that must be kept needs" in row.fidelity["warnings"][-1]["message"]
     records = row.fidelity["content_fidelity"]
     assert records and all(r["phases"]["synthesis"]["protected"] for r in records.values())
     assert not row.fidelity["dropped_content_ids"] or all(

@@ -143,7 +143,8 @@ async def test_a_failing_model_degrades_to_the_offline_report_and_a_later_run_as
     assert "llm_writer_failed" in [w["code"] for w in shown["warnings"]]
     assert shown["report"]["writer"] == EXTRACTOR_VERSION
     (warning,) = shown["report"]["warnings"]
-    assert warning["code"] == "llm_writer_failed" and "LLMCallError" in warning["message"]
+    assert warning["code"] == "llm_writer_failed" and "(HTTP 500)" in warning["message"]
+    assert "Error" not in warning["message"]  # our words, not a class name
     async with db.acquire() as connection:
         (row,) = await report_queries.reports_by_ids(connection, [degraded.report_id])
         assert_audited(await stored_report(connection, row), row.markdown)
