@@ -5,8 +5,9 @@ however many of the question's words it names.
 A sentence quoted at the top of an answer is read without its neighbours, so:
 - leaning on context: it opens with a word that points back ("However, ...", "So ...",
   "That is why ...", "It ...", "yes ...") after any address to a person (`nick: `);
-- a greeting, thanks, or a problem statement: chat questions are often told as "hi, I have X and it
-  fails", which names the question's words without answering them;
+- a greeting, thanks, a problem statement or the writer's own situation: chat questions are
+  often told as "hi, I have X and it fails" or "I have to copy X...", which name the question's
+  words without answering them;
 - document furniture: "Table 1 presents ...", "Figure 2 shows ...", "Section 4 ...".
 The weight is a factor on the sentence's score for the answer only; the report's per-source
 sections quote by relevance alone. Rules on sentence shapes, never on any one data set.
@@ -33,6 +34,12 @@ _GREETING = re.compile(
     r"(?i)^\W*(?:hi|hello|hey|hiya|howdy|greetings|good\s+(?:morning|evening)|thanks|thank\s+you"
     r"|thx|ty|cheers)\b"
 )
+# A chat sentence telling the writer's own situation or wish: how a question is asked in a chat
+# ("I have to copy several directories...", "I'm trying to mount..."), not how it is answered.
+_OWN_SITUATION = re.compile(
+    r"(?i)^\W*(?:i|we)(?:'m|'ve| am| have| are)?\s+(?:have\s+to|need\s+to|want\s+to|would\s+like"
+    r"|trying|tried|try\s+to|am\s+trying|curious|wonder(?:ing)?|can't|cannot|got\s+stuck)\b"
+)
 _FURNITURE = re.compile(
     r"(?i)^\W*(?:(?:table|figure|fig\.|section|appendix|chapter)\s+\d"
     # a numbered heading glued to the sentence after it: "4.1 Dataset Comparison Table 1 ..."
@@ -49,6 +56,6 @@ def answer_opening_weight(text: str, *, chat: bool) -> float:
         bool(_LEANS_BACK.match(body))
         or bool(_GREETING.match(body))
         or bool(_FURNITURE.match(body))
-        or (chat and is_problem(body))
+        or (chat and (is_problem(body) or bool(_OWN_SITUATION.match(body))))
     )
     return POOR_OPENING_WEIGHT if poor else 1.0

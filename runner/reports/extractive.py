@@ -54,7 +54,7 @@ NEAR_DUPLICATE = 0.8
 MAX_TITLE_CHARS = 120
 FALLBACK_TITLE = "Report"
 # The version of these rules: part of a report's cache key, bumped when the output changes.
-EXTRACTOR_VERSION = "extractive-6"
+EXTRACTOR_VERSION = "extractive-7"
 
 
 def report_title(question: str) -> str:

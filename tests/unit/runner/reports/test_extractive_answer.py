@@ -199,6 +199,8 @@ def test_what_makes_a_poor_opening() -> None:
         ("bob: yes it is rebuilt nightly", True),
         ("Thanks, that rebuilt the index", True),
         ("Hello, my index rebuild fails with an error", True),
+        ("I have to rebuild several indexes so that the search is fast.", True),
+        ("bob: I'm trying to rebuild the index", True),
         ("Figure 3 shows the index size.", False),
         ("4\\.1 Dataset Comparison Table 1 presents properties of our data.", False),
     ]
@@ -206,6 +208,7 @@ def test_what_makes_a_poor_opening() -> None:
         ("The index is rebuilt nightly by the cron job.", False),
         ("bob: run reindex --all, it rebuilds every index", True),
         ("The problem of index bloat is solved by a nightly rebuild.", False),
+        ("I rebuild the index with reindex --all every night.", True),
     ]
     assert [answer_opening_weight(t, chat=c) for t, c in poor] == [POOR_OPENING_WEIGHT] * len(poor)
     assert [answer_opening_weight(t, chat=c) for t, c in good] == [1.0] * len(good)
