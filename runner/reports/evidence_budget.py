@@ -26,8 +26,9 @@ The degradation order when they do not fit:
 No model summary: a summary is not a quotable span, and every report sentence must cite exact
 characters; a condensed unit is a prefix of its text. Every step leaves a step record {phase,
 step, original_tokens, final_tokens, reason}; every unit considered (within the cap) gets a
-per-item record in `content_fidelity` (level, tokens before and after, reason, warnings); the
-ids of the units left out are `dropped_content_ids`.
+per-item record in `content_fidelity` (level, tokens before and after, reason, warnings, and
+the `timestamp` of the fitting, ISO 8601 UTC); the ids of the units left out are
+`dropped_content_ids`.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ import hashlib
 import re
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from runner.core.fidelity import (
@@ -431,6 +433,8 @@ def _drop(fit: EvidenceFit, rank: dict[str, int]) -> None:
 def _item_records(fit: EvidenceFit, original: dict[str, int], rank: dict[str, int]) -> None:
     """What happened to each unit within the cap: level, tokens before and after, why."""
     given = {content_id(u.evidence): u for u in fit.units}
+    # One time for the whole fitting: the records say when this phase's fitting ran.
+    timestamp = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
     codes: dict[str, list[str]] = {}
     for warning in fit.warnings:
         for item_id in warning.get("item_ids", []):
@@ -452,6 +456,7 @@ def _item_records(fit: EvidenceFit, original: dict[str, int], rank: dict[str, in
                     "rank": rank[item_id] + 1,
                     "protected": item_id in fit.protected,
                     "warnings": codes.get(item_id, []),
+                    "timestamp": timestamp,
                 }
             }
         }

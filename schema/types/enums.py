@@ -12,9 +12,10 @@ import strawberry
 
 from db import jobs
 from runner.core.contract import KnowledgeKind, SignalLevel
+from runner.core.fidelity import FidelityLevel
 from runner.core.progress import JobPhase
 
-__all__ = ["JobPhase", "JobStatus", "KnowledgeKind", "SignalLevel"]
+__all__ = ["FidelityLevel", "JobPhase", "JobStatus", "KnowledgeKind", "SignalLevel"]
 
 # The enums of the job lifecycle (db/jobs.py, runner/core/progress.py) and of the digest
 # contract (runner/core/contract.py), registered as GraphQL enums (the decorator marks the class
@@ -28,6 +29,13 @@ strawberry.enum(
     "THREADING, MAP, REDUCE, VALIDATE and STORE (a kind skips the steps it does not have; a "
     "report splits its question into sub-questions in THREADING, gathers evidence for each and "
     "refines once in MAP, and writes its answer in REDUCE).",
+)
+strawberry.enum(
+    FidelityLevel,
+    name="FidelityLevel",
+    description="What one evidence unit became in the writer model's request, from whole to "
+    "left out: FULL, TRUNCATED (a prefix), CONDENSED (its headline sentence), HEADLINE (a few "
+    "leading words: protected evidence that did not fit otherwise), DROPPED (not sent).",
 )
 strawberry.enum(KnowledgeKind, name="KnowledgeItemKind", description="What a knowledge item holds.")
 strawberry.enum(

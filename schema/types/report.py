@@ -13,8 +13,10 @@ from strawberry.scalars import JSON
 from strawberry.types import Info
 
 from db import models
+from db.reports import EMPTY_FIDELITY
 from runner.reports.sources import source_number
 from schema.context import Context
+from schema.types.enums import FidelityLevel
 from schema.types.ids import DIGEST_JOB, DOCUMENT, MESSAGE, optional_global_id
 
 _FIRST_SPAN = "A source may have several cited spans: read `spans` (this is the first one's)."
@@ -218,6 +220,104 @@ class ReportFidelityRecord:
 
 
 @strawberry.type(
+    description="What fitting the evidence to the writer model's budget did to one evidence "
+    "unit in one phase (a per-item fidelity record)."
+)
+class ReportItemFidelity:
+    content_id: str = strawberry.field(
+        description="The evidence unit (ids as in droppedContentIds and ReportWarning.itemIds)."
+    )
+    phase: str = strawberry.field(description='"synthesis": the evidence given to the writer.')
+    level: FidelityLevel | None = strawberry.field(
+        description="What the unit became; null for a level this server does not know."
+    )
+    reason: str = strawberry.field(
+        description='"within_budget", "budget_limit" or "protected_overflow".'
+    )
+    original_tokens: int = strawberry.field(description="Its tokens before the fitting.")
+    final_tokens: int = strawberry.field(description="Its tokens as sent (0 when dropped).")
+    rank: int | None = strawberry.field(
+        description="Its place by priority, 1 first (question relevance, then recency)."
+    )
+    protected: bool = strawberry.field(
+        description="Never dropped for the budget: it holds a phrase the question quotes, or is "
+        "a digest decision or action item on the question's subject."
+    )
+    warnings: list[str] = strawberry.field(
+        description="Codes of the report's warnings naming this unit (CONTENT_TRUNCATED, ...)."
+    )
+    archive_hash: str | None = strawberry.field(
+        description='"sha256:<hex>" of its whole text in the evidence archive, when it was cut '
+        "or dropped and archiving is on."
+    )
+    recorded_at: datetime | None = strawberry.field(
+        description="When the fitting ran; null for a report stored before it was recorded."
+    )
+
+    @classmethod
+    def from_json(cls, item_id: str, phase: str, record: dict[str, Any]) -> ReportItemFidelity:
+        """A stored record; fields a report stored before they existed read as null/defaults."""
+        level = record.get("level")
+        known = {member.value for member in FidelityLevel}
+        rank, hash_, stamp = record.get("rank"), record.get("archive_hash"), record.get("timestamp")
+        return cls(
+            content_id=item_id,
+            phase=phase,
+            level=FidelityLevel(level) if level in known else None,
+            reason=str(record.get("reason", "")),
+            original_tokens=int(record.get("original_tokens", 0)),
+            final_tokens=int(record.get("final_tokens", 0)),
+            rank=None if rank is None else int(rank),
+            protected=bool(record.get("protected", False)),
+            warnings=[str(code) for code in record.get("warnings", [])],
+            archive_hash=None if hash_ is None else str(hash_),
+            recorded_at=_timestamp(stamp),
+        )
+
+
+@strawberry.type(description="The archive hash of one evidence unit's whole text.")
+class ReportArchiveHash:
+    content_id: str
+    hash: str = strawberry.field(description='"sha256:<hex>".')
+
+
+def _timestamp(value: object) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        return None
+
+
+def item_fidelity(stored: dict[str, Any]) -> list[ReportItemFidelity]:
+    """The stored per-item records ({id: {phases: {phase: record}}}), one per item and phase,
+    by rank (the database's JSON keeps no key order), then id and phase."""
+    records = [
+        ReportItemFidelity.from_json(str(item_id), str(phase), dict(record))
+        for item_id, entry in stored.items()
+        for phase, record in (entry.get("phases") or {}).items()
+    ]
+    return sorted(
+        records,
+        key=lambda r: (r.rank is None, r.rank or 0, r.content_id, r.phase),
+    )
+
+
+def archive_hashes(
+    stored: dict[str, Any], items: list[ReportItemFidelity]
+) -> list[ReportArchiveHash]:
+    """The stored hashes by content id, in the per-item records' order (then by id)."""
+    order = {item.content_id: place for place, item in reversed(list(enumerate(items)))}
+    return [
+        ReportArchiveHash(content_id=str(item_id), hash=str(digest))
+        for item_id, digest in sorted(
+            stored.items(), key=lambda pair: (order.get(pair[0], len(order)), pair[0])
+        )
+    ]
+
+
+@strawberry.type(
     description="A degradation of the report (warning codes such as "
     "CONTENT_TRUNCATED, CONTENT_DROPPED, PRIORITY_SUMMARIZED, PROTECTED_OVERFLOW, "
     "TOKEN_BUDGET_FLOORED, ARCHIVE_WRITE_FAILED; llm_writer_failed, re_ask_failed)."
@@ -267,6 +367,16 @@ class Report(relay.Node):
         description="Evidence units not given to the model (source key, and the span of a "
         "message), lowest priority last."
     )
+    content_fidelity_schema_version: str = strawberry.field(
+        description='The version of the contentFidelity records ("fidelity-v1").'
+    )
+    content_fidelity: list[ReportItemFidelity] = strawberry.field(
+        description="What the fitting did to each evidence unit it considered (at most the "
+        "writer's unit cap, plus protected units), by rank; empty offline."
+    )
+    content_archive_hashes: list[ReportArchiveHash] = strawberry.field(
+        description="The archived whole text of each unit cut or dropped (when archiving is on)."
+    )
     research: JSON | None = strawberry.field(
         description="How the evidence was gathered: {method (rules or model), sub_questions: "
         "[{text, gathered, cited}], refinement: {ran, open_points: [{reason, text, terms}], "
@@ -306,6 +416,7 @@ class Report(relay.Node):
             )
             for section in row.sections
         ]
+        items = item_fidelity(row.fidelity.get("content_fidelity") or {})
         return cls(
             id=row.id,
             question=row.question,
@@ -319,6 +430,16 @@ class Report(relay.Node):
             fidelity=[ReportFidelityRecord.from_json(r) for r in row.fidelity.get("fidelity", [])],
             warnings=[ReportWarning.from_json(w) for w in row.fidelity.get("warnings", [])],
             dropped_content_ids=[str(i) for i in row.fidelity.get("dropped_content_ids", [])],
+            content_fidelity_schema_version=str(
+                row.fidelity.get(
+                    "content_fidelity_schema_version",
+                    EMPTY_FIDELITY["content_fidelity_schema_version"],
+                )
+            ),
+            content_fidelity=items,
+            content_archive_hashes=archive_hashes(
+                row.fidelity.get("content_archive_hashes") or {}, items
+            ),
             research=cast(JSON, row.fidelity.get("research")),
             job_id=optional_global_id(DIGEST_JOB, row.job_id),
             created_at=row.created_at,

@@ -2,20 +2,23 @@
 PostgreSQL against the fake OpenAI-compatible model (the real `openai` client): a small context
 window forces cutting and dropping, and the stored report carries the per-item fidelity records,
 the warnings and the archive hashes; protected evidence the model cannot take even as headlines
-ends the job PARTIAL with the extractive report and the fitting's records."""
+ends the job PARTIAL with the extractive report and the fitting's records. The API reads the
+per-item records and archive hashes back over HTTP."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import asyncpg
+import httpx
 
 from db import jobs
 from db import reports as report_queries
 from db.models import DigestJob
 from db.reports import EMPTY_FIDELITY
-from runner.core.fidelity import FIDELITY_SCHEMA_VERSION, TOP_ITEMS_CONDENSED
+from runner.core.fidelity import FIDELITY_SCHEMA_VERSION, TOP_ITEMS_CONDENSED, FidelityLevel
 from runner.documents.archive import read_archive
 from runner.evaluation.fake_report_model import fake_report_writer, request_sources
 from runner.extract.offline import OfflineExtractor
@@ -24,6 +27,8 @@ from runner.reports.job import ReportJobRunner
 from runner.reports.llm_writer import EVIDENCE_ARCHIVE_SOURCE, LLMReportWriter
 from runner.triggers import trigger_report
 from runner.worker import Worker, WorkerConfig
+from schema.types.ids import REPORT, global_id
+from tests.support.api import gql
 from tests.support.database import add_channel, messages
 from tests.support.reports import QUESTION
 
@@ -136,3 +141,60 @@ async def test_the_offline_writer_stores_the_empty_fidelity_defaults(
     assert {k: v for k, v in row.fidelity.items() if k != "research"} == EMPTY_FIDELITY
     assert row.fidelity["research"]["method"] == "rules"
     assert EMPTY_FIDELITY["content_fidelity_schema_version"] == FIDELITY_SCHEMA_VERSION
+
+
+ITEM_FIDELITY = """
+query($id: ID!) {
+  report(id: $id) {
+    droppedContentIds
+    contentFidelitySchemaVersion
+    contentFidelity {
+      contentId phase level reason originalTokens finalTokens rank protected warnings
+      archiveHash recordedAt
+    }
+    contentArchiveHashes { contentId hash }
+  }
+}
+"""
+
+
+async def test_the_api_reads_back_each_units_fidelity_and_archive_hash(
+    db: asyncpg.Pool, database_url: str, tmp_path: Path, api: httpx.AsyncClient
+) -> None:
+    writer, _ = fake_report_writer(reduce_context_tokens=8000)
+    writer.archive_dir = tmp_path
+    before = datetime.now(UTC).replace(microsecond=0)
+    done = await _run(db, database_url, writer, QUESTION)
+    assert done.status == "succeeded" and done.report_id is not None, done.error
+    async with db.acquire() as connection:
+        (row,) = await report_queries.reports_by_ids(connection, [done.report_id])
+    variables = {"id": global_id(REPORT, done.report_id)}
+    report = (await gql(api, ITEM_FIDELITY, variables, token="reader-token-1"))["report"]
+    assert report["contentFidelitySchemaVersion"] == FIDELITY_SCHEMA_VERSION
+    items = report["contentFidelity"]
+    assert len(items) == 60 and [i["rank"] for i in items] == list(range(1, 61))
+    stored = {
+        item: record["phases"]["synthesis"]
+        for item, record in row.fidelity["content_fidelity"].items()
+    }
+    assert {i["contentId"] for i in items} == set(stored)
+    levels = {i["level"] for i in items}
+    assert {"TRUNCATED", "DROPPED"} <= levels <= {level.name for level in FidelityLevel}
+    for item in items:
+        record = stored[item["contentId"]]
+        assert item["phase"] == "synthesis" and item["level"] == record["level"].upper()
+        assert (item["reason"], item["originalTokens"], item["finalTokens"]) == (
+            record["reason"],
+            record["original_tokens"],
+            record["final_tokens"],
+        )
+        assert item["protected"] is False and item["warnings"] == record["warnings"]
+        assert item["archiveHash"] == record.get("archive_hash")
+        recorded = datetime.fromisoformat(item["recordedAt"])
+        assert before <= recorded <= datetime.now(UTC)
+    dropped = [i["contentId"] for i in items if i["level"] == "DROPPED"]
+    assert set(dropped) <= set(report["droppedContentIds"])
+    assert all("CONTENT_DROPPED" in i["warnings"] for i in items if i["level"] == "DROPPED")
+    hashes = {h["contentId"]: h["hash"] for h in report["contentArchiveHashes"]}
+    assert hashes == row.fidelity["content_archive_hashes"] and hashes
+    assert set(hashes) == {i["contentId"] for i in items if i["level"] != "FULL"}
