@@ -289,7 +289,10 @@ class DocumentJobRunner:
                 "digest.archive_failed source_id=%s error=%s", source_id, type(error).__name__
             )
             return [
-                {"code": "archive_failed", "message": f"{type(error).__name__} while archiving"}
+                {
+                    "code": "ARCHIVE_WRITE_FAILED",
+                    "message": f"{type(error).__name__} while archiving",
+                }
             ]
         stats["archived"] = True
         return []
