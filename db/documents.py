@@ -7,6 +7,7 @@ shapes parameters and keeps the transactions in one place.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import asyncpg
@@ -91,10 +92,14 @@ async def trigger_document_digest(
     query_hash: str,
     *,
     max_attempts: int,
+    batch_deadline: datetime | None = None,
 ) -> tuple[DigestJob, bool]:
     """Queue a digest of the document for `query`, or return the queued/running job for the same
-    query. Returns (job, created). The options of a document job, queued by `jobs.enqueue_job`."""
-    options = {"query": query, "query_hash": query_hash}
+    query (with its own options). Returns (job, created). The options of a document job, queued
+    by `jobs.enqueue_job`; `batch_deadline` (a batch's end, UTC) is kept as its ISO string."""
+    options: dict[str, Any] = {"query": query, "query_hash": query_hash}
+    if batch_deadline is not None:
+        options["batch_deadline"] = batch_deadline.isoformat()
     return await enqueue_job(
         connection, JobKind.DOCUMENT, document_id, options, max_attempts=max_attempts
     )

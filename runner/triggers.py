@@ -11,7 +11,7 @@ CLI line). Not a job runner: the API and the CLI import this, never `runner/jobs
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 
 import asyncpg
 
@@ -141,7 +141,9 @@ async def trigger_document_digests(
     a digest of each of the first `max_sources` eligible ones (best first; an active job for
     the same document and query is returned instead) and return the jobs with the documents
     left out and why. Refused when a document does not exist, with too many documents or none,
-    or when the query is too long."""
+    or when the query is too long. The batch's time budget (`config.timeout`) starts now: each
+    queued job carries its end as `batch_deadline`, past which its model gives way to the
+    offline summary (an active job returned instead keeps its own options)."""
     if len(query) > MAX_QUERY_CHARS:
         raise TriggerRefused(f"query is too long: at most {MAX_QUERY_CHARS} characters")
     document_ids = list(dict.fromkeys(document_ids))
@@ -158,10 +160,16 @@ async def trigger_document_digests(
         documents.append((document_id, CanonicalDocument.from_record(record)))
     choice = choose_documents(documents, query, config)
     normalized = normalize_query(query)
+    deadline = datetime.now(UTC) + timedelta(seconds=config.timeout)
     queued = []
     for document_id in choice.chosen:
         job, _created = await document_queries.trigger_document_digest(
-            connection, document_id, normalized, query_hash(normalized), max_attempts=max_attempts
+            connection,
+            document_id,
+            normalized,
+            query_hash(normalized),
+            max_attempts=max_attempts,
+            batch_deadline=deadline,
         )
         queued.append(job)
     return queued, choice.skipped

@@ -280,7 +280,7 @@ class Settings(BaseSettings):
     digestd_doc_timeout_seconds: float = Field(
         default=120.0,
         gt=0,
-        description="Time budget of digesting a batch of documents; one document's digest gets this divided by `DIGESTD_DOC_MAX_CONCURRENT` (past it the model's summary gives way to the offline one).",
+        description="Time budget of digesting a batch of documents (`triggerDocumentDigests`, `digestd add-doc` with several sources), counted from when the batch is queued: past it a document's model summary gives way to the offline one. One document's digest also gets at most this divided by `DIGESTD_DOC_MAX_CONCURRENT`.",
     )
     digestd_doc_max_concurrent: int = Field(
         default=3,

@@ -67,10 +67,13 @@ class ChannelDigestOptions(JobOptions):
 
 class DocumentDigestOptions(JobOptions):
     """A document digest: the normalized query and its hash (the key of the active job and of
-    the digest cache). The row is written by `db.documents.trigger_document_digest`."""
+    the digest cache), and, for a document of a batch, when the batch's time budget ends
+    (`batch_deadline`, UTC: past it the model gives way to the offline summary). The row is
+    written by `db.documents.trigger_document_digest`."""
 
     query: str = ""
     query_hash: str = ""
+    batch_deadline: OptionalTime = None
 
 
 class ReportOptions(JobOptions):

@@ -14,8 +14,11 @@ dispatches on `job.kind`). The steps:
    `breaker_open`, nothing sent, the job not retried): the offline summarizer's digest of the
    same key is served if an earlier job stored one, else the offline summarizer writes it
    (PARTIAL, SUMMARY_EXTRACTED_OFFLINE saying `breaker_open`);
-5. otherwise `digest_document` under the per-source timeout, then the digest row and the job's
-   end state commit in one transaction (a lost lease rolls both back).
+   The same holds when the job is part of a batch whose time budget (`batch_deadline` in its
+   options, DIGESTD_DOC_TIMEOUT_SECONDS from when the batch was queued) has run out;
+5. otherwise `digest_document` under the per-source timeout (the model's call under no more
+   than what is left of the batch's budget), then the digest row and the job's end state
+   commit in one transaction (a lost lease rolls both back).
 A failing model (call errors after its retries, an open circuit breaker, unusable output twice,
 a request too large for it, no answer within the per-source timeout) does not fail the job: the
 offline summarizer writes the summary and key points from the same text and evidence, the job
@@ -36,6 +39,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -97,7 +101,8 @@ class DocumentJobRunner:
     async def run(self, job: DigestJob, context: JobContext) -> Outcome:
         pool, stats = context.pool, context.stats
         begun = time.perf_counter()
-        query = DocumentDigestOptions.parse(job.options).query
+        options = DocumentDigestOptions.parse(job.options)
+        query, deadline = options.query, options.batch_deadline
         stats.update({"document_id": job.document_id, "summarizer_calls": 0})
         assert job.document_id is not None  # a document job's subject (digest_jobs_kind_source)
         async with pool.acquire() as connection:
@@ -127,15 +132,21 @@ class DocumentJobRunner:
         if served is not None:
             return served
         fallback: PipelineWarning | None = None
+        uses_model = summarizer.name != OfflineSummarizer.name
         refused = summarizer.refusal()
+        skipped: tuple[str, str] | None = None  # (the `digest.skipped` reason, the warning's)
         if refused is not None:
-            # The endpoint's breaker is open: skip the model (nothing is sent, the job is not
-            # retried); the offline summarizer's digest of the same key is served if one was
-            # stored during the outage, else written now. Once the breaker closes, the model's
-            # own key is looked up first again.
-            logger.info("digest.skipped source_id=%s reason=breaker_open", source_id)
-            stats["model_skipped"] = "breaker_open"
-            fallback = summary_fallback_warning(_failure_reason(refused, self.config))
+            skipped = ("breaker_open", _failure_reason(refused, self.config))
+        elif uses_model and deadline is not None and _seconds_left(deadline) <= 0:
+            skipped = ("batch_deadline", _deadline_reason(deadline, "before the model was asked"))
+        if skipped is not None:
+            # The endpoint's breaker is open, or the batch's time is up: skip the model (nothing
+            # is sent, the job is not retried); the offline summarizer's digest of the same key
+            # is served if one was stored, else written now. Once the breaker closes (or for a
+            # later request), the model's own key is looked up first again.
+            logger.info("digest.skipped source_id=%s reason=%s", source_id, skipped[0])
+            stats["model_skipped"] = skipped[0]
+            fallback = summary_fallback_warning(skipped[1])
             summarizer = OfflineSummarizer()
             stats["summarizer"] = summarizer.name
             stats["summary_offline"] = True
@@ -163,8 +174,18 @@ class DocumentJobRunner:
                     connection, job.id, context.worker_id, JobPhase(phase), done, total
                 )
 
+        timeout = self.config.per_source_timeout
+        # A document of a batch gets no more than what is left of the batch's budget.
+        cut_by_deadline = summarizer.name != OfflineSummarizer.name and (
+            deadline is not None and _seconds_left(deadline) < timeout
+        )
+        if cut_by_deadline:
+            assert deadline is not None
+            timeout = max(0.0, _seconds_left(deadline))
         try:
-            outcome = await self._digest(document, query, source_id, summarizer, stats, progress)
+            outcome = await self._digest(
+                document, query, source_id, summarizer, stats, progress, timeout=timeout
+            )
         except (LLMError, TimeoutError) as error:
             if summarizer.name == OfflineSummarizer.name:  # no model to stand in for
                 if isinstance(error, TimeoutError):
@@ -175,7 +196,12 @@ class DocumentJobRunner:
             logger.warning(
                 "digest.summarizer_failed source_id=%s error=%s", source_id, type(error).__name__
             )
-            fallback = summary_fallback_warning(_failure_reason(error, self.config))
+            if isinstance(error, TimeoutError) and cut_by_deadline:
+                assert deadline is not None
+                reason = _deadline_reason(deadline, "while the model was writing")
+            else:
+                reason = _failure_reason(error, self.config)
+            fallback = summary_fallback_warning(reason)
             summarizer = OfflineSummarizer()
             stats["summarizer"] = summarizer.name
             try:
@@ -243,13 +269,16 @@ class DocumentJobRunner:
         summarizer: Summarizer,
         stats: dict[str, Any],
         progress: ProgressHook | None = None,
+        *,
+        timeout: float | None = None,
     ) -> DigestOutcome:
-        """`digest_document` under the per-source timeout. A per-document error (inconsistent
-        text, a locator that does not verify) FAILS the job (`FailNow`); the model's failures
-        (LLMError) and TimeoutError are the caller's to handle."""
+        """`digest_document` under `timeout` (default: the per-source timeout). A per-document
+        error (inconsistent text, a locator that does not verify) FAILS the job (`FailNow`); the
+        model's failures (LLMError) and TimeoutError are the caller's to handle."""
         started = time.perf_counter()
         try:
-            async with asyncio.timeout(self.config.per_source_timeout):
+            limit = self.config.per_source_timeout if timeout is None else timeout
+            async with asyncio.timeout(limit):
                 return await digest_document(
                     document,
                     query,
@@ -289,7 +318,10 @@ class DocumentJobRunner:
                 "digest.archive_failed source_id=%s error=%s", source_id, type(error).__name__
             )
             return [
-                {"code": "archive_failed", "message": f"{type(error).__name__} while archiving"}
+                {
+                    "code": "ARCHIVE_WRITE_FAILED",
+                    "message": f"{type(error).__name__} while archiving",
+                }
             ]
         stats["archived"] = True
         return []
@@ -341,6 +373,23 @@ def _timed_out(config: DigestConfig) -> RetryLater:
     return RetryLater(
         "DigestTimeout",
         f"digest_timeout: the digest took longer than {config.per_source_timeout:g} s",
+    )
+
+
+def _seconds_left(deadline: datetime) -> float:
+    """Seconds until a batch's deadline (negative once past); a stored time without a zone is
+    UTC, as every trigger writes it."""
+    if deadline.tzinfo is None:
+        deadline = deadline.replace(tzinfo=UTC)
+    return (deadline - datetime.now(UTC)).total_seconds()
+
+
+def _deadline_reason(deadline: datetime, when: str) -> str:
+    """The warning's reason when a batch's time budget cut the model off."""
+    end = (deadline if deadline.tzinfo else deadline.replace(tzinfo=UTC)).astimezone(UTC)
+    return (
+        f"batch_deadline: the batch's time budget (DIGESTD_DOC_TIMEOUT_SECONDS) ended at "
+        f"{end:%Y-%m-%dT%H:%M:%S}Z {when}"
     )
 
 

@@ -23,6 +23,10 @@ from runner.llm.config import LLMConfig
 
 logger = logging.getLogger(__name__)
 
+# The audit event logged when a breaker opens: `window_failures` of the `window_size` outcomes
+# the window held failed.
+TRIGGERED_EVENT = "digest.circuit_breaker_triggered"
+
 
 class BreakerState(str, Enum):
     CLOSED = "closed"
@@ -109,11 +113,20 @@ class CircuitBreaker:
         samples = len(self._outcomes)
         if samples >= self.min_samples and failures / samples > self.failure_ratio:
             self._opened_at = self._clock()
+            # The audit event the seeds name, with its fields both in the line (for a plain log
+            # reader) and as record attributes (for a structured handler).
             logger.warning(
-                "circuit opened for %s: %d of the last %d LLM calls failed",
+                "%s endpoint=%s window_failures=%d window_size=%d",
+                TRIGGERED_EVENT,
                 self.endpoint,
                 failures,
                 samples,
+                extra={
+                    "event": TRIGGERED_EVENT,
+                    "endpoint": self.endpoint,
+                    "window_failures": failures,
+                    "window_size": samples,
+                },
             )
 
     def abandon(self) -> None:

@@ -5,6 +5,7 @@ directory is archived into as before. Real worker, real PostgreSQL, real files."
 from __future__ import annotations
 
 import logging
+import shutil
 from pathlib import Path
 
 import asyncpg
@@ -79,3 +80,38 @@ async def test_a_writable_archive_dir_is_archived_into(
         assert job.stats["archived"] is True
     assert [path for path in archive.rglob("*") if path.is_file()]
     assert not list(archive.glob(".digestd-probe-*"))
+
+
+async def test_a_write_that_fails_after_the_probe_is_archive_write_failed_and_the_job_succeeds(
+    db: asyncpg.Pool, settings: Settings, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    archive = tmp_path / "archive"
+    configured = settings.model_copy(
+        update={"digestd_archive_dir": archive, "digestd_doc_digest_policy": "always"}
+    )
+    runtime = Runtime(configured)
+    await runtime.open()
+    try:
+        worker = runtime.new_worker()  # the probe finds the directory writable
+        # The disk goes away under the worker: a file now stands where the directory was.
+        shutil.rmtree(archive)
+        archive.write_text("a file where the archive directory should be")
+        async with db.acquire() as connection:
+            row, _ = await store_document(connection, ingest_text(DOCUMENT_TEXT).as_record())
+            job, _ = await trigger_document_digest(
+                connection,
+                row.id,
+                "How is caching reviewed?",
+                config=digest_config(runtime.settings),
+                max_attempts=3,
+            )
+        with caplog.at_level(logging.WARNING, logger="runner.documents.job"):
+            assert await worker.run_once()
+        async with db.acquire() as connection:
+            finished = await jobs.job_by_id(connection, job.id)
+    finally:
+        await runtime.close()
+    assert finished is not None and finished.status == "succeeded", finished
+    assert [w["code"] for w in finished.warnings] == ["ARCHIVE_WRITE_FAILED"]
+    assert "while archiving" in finished.warnings[0]["message"]
+    assert "archived" not in finished.stats

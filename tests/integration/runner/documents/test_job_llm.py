@@ -11,6 +11,7 @@ key; after its cooldown the model is asked again."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from typing import Any
 
@@ -29,7 +30,7 @@ from runner.llm.breaker import CircuitBreaker
 from runner.llm.client import ResilientCaller, build_client
 from runner.llm.config import LLMConfig
 from runner.llm.fake import FakeLLM, completion, delayed, error, tool_of
-from runner.triggers import trigger_document_digest
+from runner.triggers import trigger_document_digest, trigger_document_digests
 from runner.worker import Worker, WorkerConfig
 from server.app import AppOptions, create_app
 from server.settings import Settings
@@ -278,6 +279,70 @@ async def test_an_open_breaker_skips_the_model_and_serves_the_offline_digest_it_
     assert "model_skipped" not in probed.stats and probed.warnings == []
     assert probed.document_digest_id != skipped.document_digest_id
     assert len(endpoint.requests) == 1
+
+
+async def _batch_job(
+    db: asyncpg.Pool, database_url: str, endpoint: FakeLLM, batch: DigestConfig, wait: float
+) -> Any:
+    """Queue one document through `trigger_document_digests` under `batch`'s time budget, wait
+    `wait` seconds, and run the job with a worker whose own per-source timeout is 9 s."""
+    config = LLMConfig(base_url="http://llm.test/v1", api_key="sk-test", max_retries=0)
+    caller = ResilientCaller(build_client(config, endpoint.http_client()), config, CircuitBreaker())
+    summarizer = LLMSummarizer(
+        resilient_tool_call(caller, config.reduce_model), config.reduce_model
+    )
+    worker_config = DigestConfig(policy=DigestPolicy.ALWAYS, timeout=9.0, max_concurrent=1)
+    runner = DocumentJobRunner(config=worker_config, summarizer_factory=lambda: summarizer)
+    worker = Worker(db, database_url, WorkerConfig(), OfflineExtractor, documents=runner)
+    text = f"{DOCUMENT_TEXT}\n\nHandbook edition {uuid.uuid4().hex}."
+    async with db.acquire() as connection:
+        row, _ = await store_document(connection, ingest_text(text).as_record())
+        [job], skipped = await trigger_document_digests(
+            connection, [row.id], "How are load tests run?", config=batch, max_attempts=3
+        )
+    assert skipped == [] and job.options["batch_deadline"], job.options
+    await asyncio.sleep(wait)
+    assert await worker.run_once()
+    async with db.acquire() as connection:
+        done = await jobs.job_by_id(connection, job.id)
+    assert done is not None
+    return done
+
+
+async def test_a_batch_whose_time_is_up_skips_the_model_and_gives_the_offline_digest(
+    db: asyncpg.Pool, database_url: str
+) -> None:
+    endpoint = FakeLLM(quoting_digest)
+    batch = DigestConfig(policy=DigestPolicy.ALWAYS, timeout=0.2, max_concurrent=1)
+    done = await _batch_job(db, database_url, endpoint, batch, wait=0.5)
+    assert done.status == "partial" and done.attempts == 1, done
+    assert done.document_digest_id is not None
+    assert done.stats["model_skipped"] == "batch_deadline"
+    assert done.stats["summarizer"] == "offline" and done.stats["summary_offline"] is True
+    warning = done.warnings[0]
+    assert warning["code"] == "SUMMARY_EXTRACTED_OFFLINE"
+    assert "the model failed: batch_deadline: the batch's time budget" in warning["message"]
+    assert "DIGESTD_DOC_TIMEOUT_SECONDS" in warning["message"]
+    assert warning["message"].endswith("before the model was asked")
+    assert endpoint.requests == []
+
+
+async def test_a_batch_deadline_cuts_a_slow_model_short_of_its_per_source_timeout(
+    db: asyncpg.Pool, database_url: str
+) -> None:
+    endpoint = FakeLLM(delayed(quoting_digest, 30.0))
+    # A 1.5 s batch: its end comes long before the worker's own 9 s per-source timeout.
+    batch = DigestConfig(policy=DigestPolicy.ALWAYS, timeout=1.5, max_concurrent=1)
+    started = asyncio.get_running_loop().time()
+    done = await _batch_job(db, database_url, endpoint, batch, wait=0.0)
+    assert asyncio.get_running_loop().time() - started < 6.0
+    assert done.status == "partial" and done.attempts == 1, done
+    assert done.stats["summary_offline"] is True and "model_skipped" not in done.stats
+    warning = done.warnings[0]
+    assert warning["code"] == "SUMMARY_EXTRACTED_OFFLINE"
+    assert "the model failed: batch_deadline: the batch's time budget" in warning["message"]
+    assert warning["message"].endswith("while the model was writing")
+    assert len(endpoint.requests) <= 1
 
 
 PROGRESS = (

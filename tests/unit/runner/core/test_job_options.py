@@ -79,6 +79,11 @@ def test_document_options_round_trip() -> None:
     assert options.query == stored["query"] and options.query_hash == stored["query_hash"]
     assert options.stored() == stored
     assert DocumentDigestOptions.parse(_json_round_trip(stored)) == options
+    # A document of a batch: the batch's end, as an aware UTC time and its ISO string.
+    batch = {**stored, "batch_deadline": "2026-11-29T14:00:00+00:00"}
+    options = DocumentDigestOptions.parse(batch)
+    assert options.batch_deadline == datetime(2026, 11, 29, 14, tzinfo=UTC)
+    assert options.stored() == batch
 
 
 def _legacy_report_options(

@@ -156,3 +156,39 @@ def test_refusal_says_what_a_call_would_get_without_admitting_one() -> None:
     clock.now += 61
     assert b.refusal() is None  # half open: the probe may go
     b.before_call()  # and asking did not take the probe's place
+
+
+async def test_opening_logs_the_circuit_breaker_triggered_event_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    endpoint = FakeLLM(lambda body: error(503, "overloaded"))
+    extractor = make_extractor(
+        endpoint, breaker=CircuitBreaker("dead", clock=Clock()), max_retries=2
+    )
+    window = make_window([f"line {i} about the flaky registry mirror" for i in range(60)])
+    chunks = chunk_messages(list(window.messages), 100)
+    with caplog.at_level("WARNING", logger="runner.llm.breaker"):
+        for chunk in chunks[:3]:
+            with pytest.raises(ChunkFailed):
+                await extractor.extract_chunk(chunk, [])
+    events = [r for r in caplog.records if r.name == "runner.llm.breaker"]
+    # The fifth failed attempt opens the breaker; the refused calls after it log nothing more.
+    assert len(events) == 1
+    event = events[0]
+    assert event.getMessage() == (
+        "digest.circuit_breaker_triggered endpoint=dead window_failures=5 window_size=5"
+    )
+    assert event.__dict__["event"] == "digest.circuit_breaker_triggered"
+    assert (event.__dict__["window_failures"], event.__dict__["window_size"]) == (5, 5)
+    assert event.__dict__["endpoint"] == "dead"
+
+
+def test_the_event_counts_the_window_it_judged(caplog: pytest.LogCaptureFixture) -> None:
+    b = breaker(Clock())
+    record(b, "SSS" + "FFFFFFF")
+    with caplog.at_level("WARNING", logger="runner.llm.breaker"):
+        record(b, "F")  # the window slides to S S F F F F F F F F
+    assert state_of(b) is BreakerState.OPEN
+    [event] = caplog.records
+    assert event.__dict__["event"] == "digest.circuit_breaker_triggered"
+    assert (event.__dict__["window_failures"], event.__dict__["window_size"]) == (8, 10)

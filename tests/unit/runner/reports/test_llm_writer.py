@@ -337,3 +337,20 @@ async def test_the_whole_text_of_cut_or_dropped_units_is_archived_with_its_hash(
         text = read_archive(tmp_path, EVIDENCE_ARCHIVE_SOURCE, digest)
         assert text == degraded[item_id]
         assert run.fit.content_fidelity[item_id]["phases"]["synthesis"]["archive_hash"] == digest
+
+
+async def test_an_archive_that_cannot_be_written_is_archive_write_failed_not_a_failed_report(
+    tmp_path: Path,
+) -> None:
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("a file where the archive directory should be")
+    writer, _ = fake_report_writer(reduce_context_tokens=8000)
+    writer.archive_dir = blocker / "archive"
+    run = await writer.write(QUESTION, ranked_evidence(_long_rows(200)))
+    assert run.fit.degraded_texts(), "the budget must cut or drop something to archive"
+    failed = [w for w in run.fit.warnings if w["code"] == "ARCHIVE_WRITE_FAILED"]
+    assert len(failed) == 1
+    assert failed[0]["phase"] == "synthesis"
+    assert "could not be written" in failed[0]["message"]
+    assert run.fit.content_archive_hashes == {}
+    assert run.report.sections  # the report is still written
