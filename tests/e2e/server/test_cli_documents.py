@@ -53,7 +53,9 @@ async def test_add_doc_digests_a_real_pdf(
     # each evidence snippet quoted with its locator.
     assert markdown.startswith("# ") and not markdown.lstrip().startswith("{")
     assert f"query: {query}" in markdown and "## Evidence" in markdown
-    shown_locators = re.findall(r"\((page:\d+:char:\d+-\d+), relevance \d\.\d\d\)$", markdown, re.M)
+    shown_locators = re.findall(
+        r"\((page:\d+:char:\d+-\d+), relevance \d\.\d{3}\)$", markdown, re.M
+    )
     assert shown_locators and "digested" in err
 
     # --json keeps the payload, whose locators slice the stored text; again is a cache hit.
