@@ -33,12 +33,13 @@ SCRIPTS = (
     "subscriptions",
     "documents_digest",
     "report_sources",
+    "pdf_memory",
 )
 # bench/pipeline.py and bench/scale.py digest, bench/disentangle.py links, bench/documents_digest.py
-# digests documents and bench/report_sources.py numbers a report's sources, all without a
-# database: they take no --database-url.
+# digests documents, bench/report_sources.py numbers a report's sources and bench/pdf_memory.py
+# reads PDFs, all without a database: they take no --database-url.
 NEEDS_NO_DATABASE = frozenset(
-    {"pipeline", "scale", "disentangle", "documents_digest", "report_sources"}
+    {"pipeline", "scale", "disentangle", "documents_digest", "report_sources", "pdf_memory"}
 )
 
 

@@ -1,6 +1,6 @@
-"""Smoke test of bench/rows.py and bench/documents_digest.py: each runs with `--quick` as a
-subprocess and prints JSON lines with the expected keys. No thresholds: timings on a shared CI
-machine mean little."""
+"""Smoke test of bench/rows.py, bench/documents_digest.py and bench/pdf_memory.py: each runs
+with `--quick` as a subprocess and prints JSON lines with the expected keys. No thresholds:
+timings on a shared CI machine mean little."""
 
 from __future__ import annotations
 
@@ -52,3 +52,19 @@ def test_documents_digest_bench_quick() -> None:
     assert summary["documents"] == len(runs)
     assert summary["digested"] == sum(1 for row in runs if "error" not in row) > 0
     assert summary["refused"] == sum(1 for row in runs if "error" in row)
+
+
+def test_pdf_memory_bench_quick() -> None:
+    shared_data("docs/pdf/acl19irc.pdf")
+    rows = run_quick("pdf_memory.py", timeout=180, database=False)
+    assert all(row["bench"] == "pdf_memory" for row in rows)
+    runs = [row for row in rows if row["kind"] == "run"]
+    assert {(row["peer"], row["copies"]) for row in runs} == {
+        (peer, copies) for peer in ("digestd", "pypdf_plain") for copies in (1, 2)
+    }
+    for row in runs:
+        assert row["pages_read"] == 11 * row["copies"] and row["peak_mb"] > 0
+        assert row["limits_cut"] is False
+    summary = rows[-1]
+    assert summary["kind"] == "summary" and summary["copies"] == 2
+    assert {"digestd_peak_mb", "pypdf_plain_peak_mb", "peak_ratio"} <= summary.keys()
