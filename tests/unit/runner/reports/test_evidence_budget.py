@@ -1,12 +1,15 @@
-"""Fitting a report's evidence to the writer model's budget, as plain data: priority by relevance
-then recency, the degradation order cap → floor → truncate → drop, the fidelity record of each step,
-the warning codes and the ids of what was left out."""
+"""Fitting a report's evidence to the writer model's budget, as plain data: priority by the
+weighted sum of quality, confidence, recency and relevance, the degradation order cap → floor →
+truncate → drop, the fidelity record of each step, the warning codes and the ids of what was
+left out."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from runner.core.fidelity import FIDELITY_SCHEMA_VERSION, MIN_ITEMS_KEPT, TOP_ITEMS_CONDENSED
+from runner.documents.policy import SourceQuality
 from runner.reports.evidence import Evidence, RankedEvidence
 from runner.reports.evidence_budget import (
     CONDENSED_UNIT_TOKENS,
@@ -48,17 +51,58 @@ def ids(fit_units: list[RankedEvidence]) -> list[str]:
     return [content_id(u.evidence) for u in fit_units]
 
 
-def test_priority_is_relevance_then_recency_and_documents_keep_their_order() -> None:
+def test_priority_weighs_relevance_and_recency_alike_and_documents_count_as_oldest() -> None:
+    # Relevance and recency weigh 15% each, over the pool's range: the most relevant of the
+    # oldest ties the least relevant of the newest (ties keep the rank's order); a document
+    # span has no time, so it comes after a message as relevant.
     old, new, best = unit("old", "a b", 1.0, 0), unit("new", "a b", 1.0, 5), unit("best", "a", 2.0)
     document = RankedEvidence(
         Evidence("a b", DocumentSource("7", "Doc", "h", "char:0-3", "a b"), "Doc", 1, 0), 1.0
     )
     ordered = priority_order([old, document, new, best])
     assert [u.evidence.source for u in ordered] == [
-        best.evidence.source,
         new.evidence.source,
+        best.evidence.source,
         old.evidence.source,
         document.evidence.source,
+    ]
+    middle = unit("middle", "a b", 1.5, 3)  # halfway relevant, the newest
+    assert priority_order([old, best, middle])[:2] == [middle, best]
+
+
+def document_unit(name: str, score: float, quality: SourceQuality) -> RankedEvidence:
+    text = f"{name} text"
+    source = DocumentSource(name, name, "h", f"char:0-{len(text)}", text)
+    return RankedEvidence(Evidence(text, source, name, 0, 0, quality=quality), score)
+
+
+def test_a_low_quality_document_goes_before_an_equally_relevant_medium_one() -> None:
+    # Extraction quality weighs 40%: of two equally relevant spans, the degraded document's
+    # is the one dropped, whatever their rank's order.
+    low = [document_unit(f"low{i}", 5.0, SourceQuality.LOW) for i in range(6)]
+    good = [document_unit(f"good{i}", 5.0, SourceQuality.MEDIUM) for i in range(6)]
+    ordered = priority_order([*low, *good])
+    assert ids(ordered) == ids([*good, *low])
+    budget = MIN_EVIDENCE_TOKENS
+    long = [RankedEvidence(replace(u.evidence, text=sentence(60)), u.score) for u in [*low, *good]]
+    fit = fit_evidence(long, budget, counter=words)
+    kept = {content_id(u.evidence) for u in fit.units}
+    assert fit.dropped_content_ids and all("low" in i for i in fit.dropped_content_ids)
+    assert set(ids(long[6:])) <= kept
+
+
+def test_a_channel_digest_claim_counts_by_its_firmness() -> None:
+    # Confidence weighs 30%: a quoted sentence is its source's own words, a decision a firm
+    # reading of it, an open question settles nothing.
+    quoted = unit("said", "a b", 1.0)
+    claims = [
+        RankedEvidence(replace(unit(kind, "a b", 1.0).evidence, kind=kind), 1.0)
+        for kind in ("open_question", "decision")
+    ]
+    assert [u.evidence.kind for u in priority_order([*claims, quoted])] == [
+        "sentence",
+        "decision",
+        "open_question",
     ]
 
 
@@ -180,11 +224,12 @@ def _levels(fit: EvidenceFit) -> dict[str, str]:
 
 def test_the_top_five_are_condensed_never_dropped_and_the_rest_dropped_first() -> None:
     # Budget for five condensed units only: everything below the top five goes first.
-    ranked = [unit(f"m{i}", sentence(80, f"w{i}"), 30.0 - i, i) for i in range(12)]
+    ranked = [unit(f"m{i}", sentence(80, f"w{i}"), 30.0 - i) for i in range(12)]
     top = ids(ranked[:TOP_ITEMS_CONDENSED])
     budget = MIN_EVIDENCE_TOKENS  # 5 x (20 + 12) fits, 5 x (40 + 12) + more does not
     fit = fit_evidence(
-        [*ranked, *[unit(f"x{i}", sentence(80), 1.0, 50 + i) for i in range(40)]],
+        # All at one time: less relevant is lower priority.
+        [*ranked, *[unit(f"x{i}", sentence(80), 1.0, 0) for i in range(40)]],
         budget,
         counter=words,
     )
