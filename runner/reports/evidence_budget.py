@@ -6,9 +6,10 @@ The units come ranked by `runner.reports.evidence.rank_evidence`. Their priority
 15%: quality is the source's (`SourceQuality`: a document's extraction, LOW when degraded; a
 message counts as an undegraded document), confidence the unit's kind (a quoted sentence is its
 source's own words; a channel digest's decision is firmer than its topic summary, an open
-question weakest), recency a message's time and relevance its BM25 score, each scaled between
-the pool's lowest and highest (a document span has no time: oldest). Running text comes before
-lists and tables, as the rank puts it; ties keep the rank's order. Some units are `protected` (`protected_ids`): those
+question weakest), recency a message's age behind the pool's newest (halved per week; a
+document span has no time: oldest) and relevance its BM25 score scaled between the pool's
+lowest and highest. Running text comes before lists and tables, as the rank puts it; ties
+keep the rank's order. Some units are `protected` (`protected_ids`): those
 containing a phrase the question quotes in double quotes (the user pinned those words), and the
 digest decisions and action items that share at least two content words with the question.
 The degradation order when they do not fit:
@@ -42,7 +43,7 @@ import hashlib
 import re
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from runner.core.fidelity import (
@@ -96,6 +97,11 @@ CONFIDENCE_SCORES = {
     "topic": 0.7,
     "open_question": 0.4,
 }
+# Recency halves per week older than the newest unit: a discussion of days or weeks ranks its
+# newer messages first, while the turns of one meeting or one afternoon are equally recent and
+# compete on relevance (scaling by the pool's time range would weigh a minute in a one-hour
+# meeting as much as a month in a long channel).
+RECENCY_HALF_LIFE = timedelta(days=7)
 UNKNOWN_CLAIM_CONFIDENCE = 0.7  # another claim kind (a link, an artifact, a knowledge item)
 _QUOTED = re.compile(r'"([^"]{3,200})"|“([^”]{3,200})”|«([^»]{3,200})»')
 _SENTENCE_END = re.compile(r"[.!?](?=\s)")
@@ -213,19 +219,17 @@ class EvidenceFit:
         }
 
 
-def unit_priority(
-    item: RankedEvidence, scores: tuple[float, float], times: tuple[float, float]
-) -> float:
+def unit_priority(item: RankedEvidence, scores: tuple[float, float], newest: float) -> float:
     """A unit's priority in [0, 1]: the seed's weighted sum of its source's quality, its
-    confidence, its recency (its message's time between the pool's oldest and newest, `times`;
-    a document span has no time and counts as oldest) and its relevance (its BM25 score between
-    the pool's lowest and highest, `scores`): both scaled alike, so neither outweighs the other
-    by the spread of its units."""
+    confidence, its recency (halved for each `RECENCY_HALF_LIFE` its message is older than
+    the pool's newest message, `newest`; a document span has no time and counts as oldest)
+    and its relevance (its BM25 score between the pool's lowest and highest, `scores`)."""
     unit = item.evidence
     source = unit.source
     recency = 0.0
     if isinstance(source, MessageSource):
-        recency = _scaled(source.ts.timestamp(), *times)
+        age = max(0.0, newest - source.ts.timestamp())
+        recency = 0.5 ** (age / RECENCY_HALF_LIFE.total_seconds())
     relevance = _scaled(item.score, *scores)
     return (
         QUALITY_WEIGHT * QUALITY_SCORES.get(unit.quality, QUALITY_SCORES[SourceQuality.LOW])
@@ -248,7 +252,7 @@ def priority_order(ranked: list[RankedEvidence]) -> list[RankedEvidence]:
         for r in ranked
         if isinstance(r.evidence.source, MessageSource)
     ]
-    times = (min(stamps), max(stamps)) if stamps else (0.0, 0.0)
+    newest = max(stamps, default=0.0)
     scores = (
         min((r.score for r in ranked), default=0.0),
         max((r.score for r in ranked), default=0.0),
@@ -257,7 +261,7 @@ def priority_order(ranked: list[RankedEvidence]) -> list[RankedEvidence]:
     def key(item: tuple[int, RankedEvidence]) -> tuple[bool, float, int]:
         index, ranked_unit = item
         # Rounded: float noise in the sum must not reorder units the weights call equal.
-        weight = round(unit_priority(ranked_unit, scores, times), 9)
+        weight = round(unit_priority(ranked_unit, scores, newest), 9)
         return (not ranked_unit.evidence.prose, -weight, index)
 
     return [item for _, item in sorted(enumerate(ranked), key=key)]

@@ -51,23 +51,29 @@ def ids(fit_units: list[RankedEvidence]) -> list[str]:
     return [content_id(u.evidence) for u in fit_units]
 
 
-def test_priority_weighs_relevance_and_recency_alike_and_documents_count_as_oldest() -> None:
-    # Relevance and recency weigh 15% each, over the pool's range: the most relevant of the
-    # oldest ties the least relevant of the newest (ties keep the rank's order); a document
-    # span has no time, so it comes after a message as relevant.
+def test_priority_is_relevance_then_recency_and_documents_keep_their_order() -> None:
     old, new, best = unit("old", "a b", 1.0, 0), unit("new", "a b", 1.0, 5), unit("best", "a", 2.0)
     document = RankedEvidence(
         Evidence("a b", DocumentSource("7", "Doc", "h", "char:0-3", "a b"), "Doc", 1, 0), 1.0
     )
     ordered = priority_order([old, document, new, best])
     assert [u.evidence.source for u in ordered] == [
-        new.evidence.source,
         best.evidence.source,
+        new.evidence.source,
         old.evidence.source,
         document.evidence.source,
     ]
-    middle = unit("middle", "a b", 1.5, 3)  # halfway relevant, the newest
-    assert priority_order([old, best, middle])[:2] == [middle, best]
+
+
+def test_a_week_older_message_loses_to_a_less_relevant_new_one() -> None:
+    # Recency weighs 15%, halved per week of age: the same minute hardly counts, a month does.
+    week = 7 * 24 * 60
+    relevant_old = unit("old", "a b", 2.0, 0)
+    newer = unit("new", "a b", 1.5, 4 * week)
+    floor = unit("floor", "a", 1.0, 4 * week)
+    assert priority_order([relevant_old, newer, floor])[0] is newer
+    same_day = unit("today", "a b", 1.5, 60)
+    assert priority_order([relevant_old, same_day, unit("f", "a", 1.0, 60)])[0] is relevant_old
 
 
 def document_unit(name: str, score: float, quality: SourceQuality) -> RankedEvidence:
@@ -224,12 +230,11 @@ def _levels(fit: EvidenceFit) -> dict[str, str]:
 
 def test_the_top_five_are_condensed_never_dropped_and_the_rest_dropped_first() -> None:
     # Budget for five condensed units only: everything below the top five goes first.
-    ranked = [unit(f"m{i}", sentence(80, f"w{i}"), 30.0 - i) for i in range(12)]
+    ranked = [unit(f"m{i}", sentence(80, f"w{i}"), 30.0 - i, i) for i in range(12)]
     top = ids(ranked[:TOP_ITEMS_CONDENSED])
     budget = MIN_EVIDENCE_TOKENS  # 5 x (20 + 12) fits, 5 x (40 + 12) + more does not
     fit = fit_evidence(
-        # All at one time: less relevant is lower priority.
-        [*ranked, *[unit(f"x{i}", sentence(80), 1.0, 0) for i in range(40)]],
+        [*ranked, *[unit(f"x{i}", sentence(80), 1.0, 50 + i) for i in range(40)]],
         budget,
         counter=words,
     )
