@@ -10,6 +10,10 @@ from enum import Enum
 # Not settings: guardrails every fitting keeps.
 MIN_ITEMS_KEPT = 3  # never fewer items than this (unless fewer exist)
 TOP_ITEMS_CONDENSED = 5  # the top items by priority are never cut below their condensed form
+# The share of a call's effective input budget its content may take in the synthesis phase
+# (writing a report from its evidence); the rest is for the instructions, the tool schema, the
+# question and slack for what counting misses. Hardcoded, not a setting.
+SYNTHESIS_BUDGET_SHARE = 0.85
 # The version of the per-item fidelity records stored with a result (`content_fidelity`).
 FIDELITY_SCHEMA_VERSION = "fidelity-v1"
 

@@ -130,6 +130,7 @@ def snippet_evidence(document: DocumentText, origin_index: int) -> list[Evidence
                     quotable[0],  # a character offset: the refinement's units interleave by it
                     is_prose(quote),
                     kind=DIGEST_EVIDENCE_KIND,
+                    quality=document.quality,
                 )
             )
     return units

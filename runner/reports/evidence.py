@@ -33,6 +33,7 @@ from runner.core.display_names import clean_name
 from runner.documents.canonical import PageSpan
 from runner.documents.evidence_chunks import chunk_document
 from runner.documents.locators import make_locator
+from runner.documents.policy import SourceQuality
 from runner.documents.prose import (
     is_mostly_prose,
     is_prose,
@@ -112,6 +113,8 @@ class DocumentText:
     # question (`runner.reports.digest_evidence`): the units, instead of its sentences.
     snippets: tuple[tuple[str, str], ...] = ()
     attribution: DocumentAttribution = NO_ATTRIBUTION  # byline and near-duplicate group
+    # Its extraction's quality (`runner.documents.policy.estimate_quality`): LOW when degraded.
+    quality: SourceQuality = SourceQuality.MEDIUM
 
 
 def shown_title(title: str | None, canonical_text: str, document_id: str) -> str:
@@ -138,6 +141,9 @@ class Evidence:
     prose: bool = True  # from running text (a document's reference list or table is not)
     kind: str = "sentence"  # or the digest claim's kind: decision, action_item, topic, ...
     more_sources: tuple[ReportSource, ...] = ()
+    # Its source's quality: a document's extraction quality; a message is as written (MEDIUM,
+    # the same as a document extracted without degradation).
+    quality: SourceQuality = SourceQuality.MEDIUM
 
     @property
     def sources(self) -> tuple[ReportSource, ...]:
@@ -302,6 +308,7 @@ def document_evidence(document: DocumentText, origin_index: int) -> list[Evidenc
                     origin_index,
                     len(units),
                     prose and is_prose(quote),
+                    quality=document.quality,
                 )
             )
     return units

@@ -1,9 +1,15 @@
 """Fitting a report's evidence to the writer model's input budget, degrading gracefully when it
 does not fit, as plain data: no database, no network.
 
-The units come ranked by `runner.reports.evidence.rank_evidence`. Their priority is question
-relevance (the BM25 rank), then recency (a newer message first among equal scores; a document
-span has no time and keeps its order). Some units are `protected` (`protected_ids`): those
+The units come ranked by `runner.reports.evidence.rank_evidence`. Their priority
+(`unit_priority`) is the weighted sum of quality 40%, confidence 30%, recency 15% and relevance
+15%: quality is the source's (`SourceQuality`: a document's extraction, LOW when degraded; a
+message counts as an undegraded document), confidence the unit's kind (a quoted sentence is its
+source's own words; a channel digest's decision is firmer than its topic summary, an open
+question weakest), recency a message's age behind the pool's newest (halved per week; a
+document span has no time: oldest) and relevance its BM25 score scaled between the pool's
+lowest and highest. Running text comes before lists and tables, as the rank puts it; ties
+keep the rank's order. Some units are `protected` (`protected_ids`): those
 containing a phrase the question quotes in double quotes (the user pinned those words), and the
 digest decisions and action items that share at least two content words with the question.
 The degradation order when they do not fit:
@@ -37,7 +43,7 @@ import hashlib
 import re
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from runner.core.fidelity import (
@@ -47,7 +53,9 @@ from runner.core.fidelity import (
     FidelityLevel,
 )
 from runner.core.tokens import count_tokens
+from runner.documents.policy import SourceQuality
 from runner.grounding.claim_support import content_tokens
+from runner.reports.digest_evidence import DIGEST_EVIDENCE_KIND
 from runner.reports.evidence import Evidence, RankedEvidence
 from runner.reports.sources import MessageSource
 
@@ -63,6 +71,38 @@ UNIT_OVERHEAD_TOKENS = 12
 TRUNCATION_MARK = "…"
 # Digest claims that are key findings: protected when they speak of the question's subject.
 _KEY_CLAIMS = frozenset({"decision", "action_item"})
+# The seed's priority weights: source quality 40%, confidence 30%, recency 15%, relevance 15%.
+QUALITY_WEIGHT = 0.40
+CONFIDENCE_WEIGHT = 0.30
+RECENCY_WEIGHT = 0.15
+RELEVANCE_WEIGHT = 0.15
+# The seed's quality scale. `estimate_quality` says MEDIUM for an extraction without
+# degradation and LOW for a degraded one (never HIGH); a message is MEDIUM too (as written, not
+# vetted), so chats and undegraded documents compete on the other signals.
+QUALITY_SCORES = {
+    SourceQuality.HIGH: 1.0,
+    SourceQuality.MEDIUM: 0.7,
+    SourceQuality.LOW: 0.4,
+    SourceQuality.UNKNOWN: 0.4,
+}
+# Confidence by kind of unit: a quoted sentence (of a message, a document or a document
+# digest's evidence) is its source's own words; a channel digest's claim is a model's reading
+# of the messages it cites, firmer when it states what was settled than when it summarizes,
+# and an open question settles nothing.
+CONFIDENCE_SCORES = {
+    "sentence": 1.0,
+    DIGEST_EVIDENCE_KIND: 1.0,
+    "decision": 0.9,
+    "action_item": 0.9,
+    "topic": 0.7,
+    "open_question": 0.4,
+}
+# Recency halves per week older than the newest unit: a discussion of days or weeks ranks its
+# newer messages first, while the turns of one meeting or one afternoon are equally recent and
+# compete on relevance (scaling by the pool's time range would weigh a minute in a one-hour
+# meeting as much as a month in a long channel).
+RECENCY_HALF_LIFE = timedelta(days=7)
+UNKNOWN_CLAIM_CONFIDENCE = 0.7  # another claim kind (a link, an artifact, a knowledge item)
 _QUOTED = re.compile(r'"([^"]{3,200})"|“([^”]{3,200})”|«([^»]{3,200})»')
 _SENTENCE_END = re.compile(r"[.!?](?=\s)")
 
@@ -137,6 +177,10 @@ class EvidenceFit:
     content_fidelity: dict[str, dict[str, Any]] = field(default_factory=dict)
     # Content id -> "sha256:<hex>" of its whole text in the archive (when archiving is on).
     content_archive_hashes: dict[str, str] = field(default_factory=dict)
+    # The synthesis phase's share of the effective input budget and what it allows, when the
+    # writer applied it (`runner.core.fidelity.SYNTHESIS_BUDGET_SHARE`).
+    phase_share: float | None = None
+    phase_budget_tokens: int | None = None
     # Content id -> the whole text of each unit within the cap (for the archive; not stored).
     originals: dict[str, str] = field(default_factory=dict, repr=False)
 
@@ -157,8 +201,15 @@ class EvidenceFit:
         return self.tokens > self.budget_tokens
 
     def as_json(self) -> dict[str, Any]:
+        share = {}
+        if self.phase_share is not None:
+            share = {
+                "phase_budget_share": self.phase_share,
+                "phase_budget_tokens": self.phase_budget_tokens,
+            }
         return {
             "budget_tokens": self.budget_tokens,
+            **share,
             "fidelity": self.fidelity,
             "warnings": self.warnings,
             "dropped_content_ids": self.dropped_content_ids,
@@ -168,15 +219,50 @@ class EvidenceFit:
         }
 
 
-def priority_order(ranked: list[RankedEvidence]) -> list[RankedEvidence]:
-    """Relevance first (the rank's prose-before-lists order and score), then recency; ties keep
-    the rank's order."""
+def unit_priority(item: RankedEvidence, scores: tuple[float, float], newest: float) -> float:
+    """A unit's priority in [0, 1]: the seed's weighted sum of its source's quality, its
+    confidence, its recency (halved for each `RECENCY_HALF_LIFE` its message is older than
+    the pool's newest message, `newest`; a document span has no time and counts as oldest)
+    and its relevance (its BM25 score between the pool's lowest and highest, `scores`)."""
+    unit = item.evidence
+    source = unit.source
+    recency = 0.0
+    if isinstance(source, MessageSource):
+        age = max(0.0, newest - source.ts.timestamp())
+        recency = 0.5 ** (age / RECENCY_HALF_LIFE.total_seconds())
+    relevance = _scaled(item.score, *scores)
+    return (
+        QUALITY_WEIGHT * QUALITY_SCORES.get(unit.quality, QUALITY_SCORES[SourceQuality.LOW])
+        + CONFIDENCE_WEIGHT * CONFIDENCE_SCORES.get(unit.kind, UNKNOWN_CLAIM_CONFIDENCE)
+        + RECENCY_WEIGHT * recency
+        + RELEVANCE_WEIGHT * max(0.0, min(relevance, 1.0))
+    )
 
-    def key(item: tuple[int, RankedEvidence]) -> tuple[bool, float, float, int]:
+
+def _scaled(value: float, low: float, high: float) -> float:
+    """`value` between `low` (0) and `high` (1); 1 when every unit has the same value."""
+    return (value - low) / (high - low) if high > low else 1.0
+
+
+def priority_order(ranked: list[RankedEvidence]) -> list[RankedEvidence]:
+    """Running text before lists and tables (the rank's own order), then the highest
+    `unit_priority` first; ties keep the rank's order."""
+    stamps = [
+        r.evidence.source.ts.timestamp()
+        for r in ranked
+        if isinstance(r.evidence.source, MessageSource)
+    ]
+    newest = max(stamps, default=0.0)
+    scores = (
+        min((r.score for r in ranked), default=0.0),
+        max((r.score for r in ranked), default=0.0),
+    )
+
+    def key(item: tuple[int, RankedEvidence]) -> tuple[bool, float, int]:
         index, ranked_unit = item
-        source = ranked_unit.evidence.source
-        newest_first = -source.ts.timestamp() if isinstance(source, MessageSource) else 0.0
-        return (not ranked_unit.evidence.prose, -ranked_unit.score, newest_first, index)
+        # Rounded: float noise in the sum must not reorder units the weights call equal.
+        weight = round(unit_priority(ranked_unit, scores, newest), 9)
+        return (not ranked_unit.evidence.prose, -weight, index)
 
     return [item for _, item in sorted(enumerate(ranked), key=key)]
 

@@ -3,7 +3,9 @@ forced tool call with structured citations, the citation audit checks every sent
 gets ONE re-ask with the concrete audit errors, and what still fails is dropped.
 
 - Evidence: the ranked units (`runner.reports.evidence`), fitted to the model's input budget
-  (`runner.reports.evidence_budget`), shown as `<source id="E1" ...>` in priority order. `E`
+  (`runner.reports.evidence_budget`), at most the synthesis phase's share of it
+  (`runner.core.fidelity.SYNTHESIS_BUDGET_SHARE`, 0.85: the rest is for the instructions, the
+  tool schema, the question and slack; recorded as `phase_budget_share`), shown as `<source id="E1" ...>` in priority order. `E`
   ids are the request's own: the report's `S1..Sn` are numbered afterwards by first appearance,
   so a model never decides the numbering. Final fit (`runner.llm.budget.final_fit`): the whole
   request is counted as it will be sent; one still over the budget is fitted again with the
@@ -30,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import cache
@@ -40,6 +43,7 @@ from xml.sax.saxutils import escape, quoteattr
 from pydantic import Field
 
 from runner.core.contract import StrictModel, model_schema
+from runner.core.fidelity import SYNTHESIS_BUDGET_SHARE
 from runner.core.tokens import count_tokens
 from runner.core.vocabulary import ExtractionUsage
 from runner.documents.archive import write_archive
@@ -335,9 +339,14 @@ class LLMReportWriter:
         return f"llm:{model}:{REPORT_PROMPT_VERSION}:{self.max_units}{switches}"
 
     def evidence_budget(self, question: str) -> int:
-        """The model's input budget less the request without evidence and the re-ask's room."""
+        """The model's input budget less the request without evidence and the re-ask's room, at
+        most the synthesis phase's share of the effective input budget (`phase_budget`)."""
         static, _ = count_request_tokens(build_messages(question, []), [report_tool_schema()])
-        return self.request_limit() - static
+        return min(self.request_limit() - static, self.phase_budget())
+
+    def phase_budget(self) -> int:
+        """The most evidence may take: `SYNTHESIS_BUDGET_SHARE` of the effective input budget."""
+        return math.floor(self.call.budget().input_tokens * SYNTHESIS_BUDGET_SHARE)
 
     def request_limit(self) -> int:
         """Tokens the first request may take: the input budget less the re-ask's room."""
@@ -379,6 +388,7 @@ class LLMReportWriter:
             self.request_limit(),
         )
         fit, messages = fitted.request
+        fit.phase_share, fit.phase_budget_tokens = SYNTHESIS_BUDGET_SHARE, self.phase_budget()
         if fitted.iterations:
             fit.fidelity.append(
                 {

@@ -18,6 +18,7 @@ from db import reports as report_queries
 from db.models import MessageRange, WindowMessageRow
 from runner.core.job_options import ReportOptions
 from runner.documents.canonical import CanonicalDocument
+from runner.documents.policy import estimate_quality
 from runner.jobs.outcomes import FailNow
 from runner.reports.coverage import ChosenSource
 from runner.reports.digest_evidence import StoredDigest, digest_snippets
@@ -128,6 +129,7 @@ async def read_inputs(
             document.page_spans,
             document.source_url,
             attribution=DocumentAttribution.of(document, row.id),
+            quality=estimate_quality(document.warnings),
         )
         # A digest of this document for the question: its evidence, not the text cut again.
         chosen = digest_snippets(text, digests_of.get(row.id, []), [options.question])

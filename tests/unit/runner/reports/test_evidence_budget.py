@@ -1,12 +1,15 @@
-"""Fitting a report's evidence to the writer model's budget, as plain data: priority by relevance
-then recency, the degradation order cap → floor → truncate → drop, the fidelity record of each step,
-the warning codes and the ids of what was left out."""
+"""Fitting a report's evidence to the writer model's budget, as plain data: priority by the
+weighted sum of quality, confidence, recency and relevance, the degradation order cap → floor →
+truncate → drop, the fidelity record of each step, the warning codes and the ids of what was
+left out."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from runner.core.fidelity import FIDELITY_SCHEMA_VERSION, MIN_ITEMS_KEPT, TOP_ITEMS_CONDENSED
+from runner.documents.policy import SourceQuality
 from runner.reports.evidence import Evidence, RankedEvidence
 from runner.reports.evidence_budget import (
     CONDENSED_UNIT_TOKENS,
@@ -59,6 +62,53 @@ def test_priority_is_relevance_then_recency_and_documents_keep_their_order() -> 
         new.evidence.source,
         old.evidence.source,
         document.evidence.source,
+    ]
+
+
+def test_a_week_older_message_loses_to_a_less_relevant_new_one() -> None:
+    # Recency weighs 15%, halved per week of age: the same minute hardly counts, a month does.
+    week = 7 * 24 * 60
+    relevant_old = unit("old", "a b", 2.0, 0)
+    newer = unit("new", "a b", 1.5, 4 * week)
+    floor = unit("floor", "a", 1.0, 4 * week)
+    assert priority_order([relevant_old, newer, floor])[0] is newer
+    same_day = unit("today", "a b", 1.5, 60)
+    assert priority_order([relevant_old, same_day, unit("f", "a", 1.0, 60)])[0] is relevant_old
+
+
+def document_unit(name: str, score: float, quality: SourceQuality) -> RankedEvidence:
+    text = f"{name} text"
+    source = DocumentSource(name, name, "h", f"char:0-{len(text)}", text)
+    return RankedEvidence(Evidence(text, source, name, 0, 0, quality=quality), score)
+
+
+def test_a_low_quality_document_goes_before_an_equally_relevant_medium_one() -> None:
+    # Extraction quality weighs 40%: of two equally relevant spans, the degraded document's
+    # is the one dropped, whatever their rank's order.
+    low = [document_unit(f"low{i}", 5.0, SourceQuality.LOW) for i in range(6)]
+    good = [document_unit(f"good{i}", 5.0, SourceQuality.MEDIUM) for i in range(6)]
+    ordered = priority_order([*low, *good])
+    assert ids(ordered) == ids([*good, *low])
+    budget = MIN_EVIDENCE_TOKENS
+    long = [RankedEvidence(replace(u.evidence, text=sentence(60)), u.score) for u in [*low, *good]]
+    fit = fit_evidence(long, budget, counter=words)
+    kept = {content_id(u.evidence) for u in fit.units}
+    assert fit.dropped_content_ids and all("low" in i for i in fit.dropped_content_ids)
+    assert set(ids(long[6:])) <= kept
+
+
+def test_a_channel_digest_claim_counts_by_its_firmness() -> None:
+    # Confidence weighs 30%: a quoted sentence is its source's own words, a decision a firm
+    # reading of it, an open question settles nothing.
+    quoted = unit("said", "a b", 1.0)
+    claims = [
+        RankedEvidence(replace(unit(kind, "a b", 1.0).evidence, kind=kind), 1.0)
+        for kind in ("open_question", "decision")
+    ]
+    assert [u.evidence.kind for u in priority_order([*claims, quoted])] == [
+        "sentence",
+        "decision",
+        "open_question",
     ]
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from runner.core.fidelity import FIDELITY_SCHEMA_VERSION
+from runner.core.fidelity import FIDELITY_SCHEMA_VERSION, SYNTHESIS_BUDGET_SHARE
 from runner.documents.archive import read_archive
 from runner.evaluation.fake_report_model import (
     fake_report_writer,
@@ -35,6 +35,7 @@ from runner.reports.llm_writer import (
     EVIDENCE_ARCHIVE_SOURCE,
     REPORT_TOOL,
     EvidenceOverflow,
+    build_messages,
     report_tool_schema,
 )
 from runner.reports.report import report_markdown
@@ -205,9 +206,30 @@ async def test_evidence_beyond_the_model_budget_is_dropped_and_not_sent() -> Non
     given = {content_id(u.evidence) for u in fit.units}
     assert given.isdisjoint(fit.dropped_content_ids)
     assert fit.tokens <= fit.budget_tokens == writer.evidence_budget(QUESTION)
-    # The highest priority (relevance, then recency) is what is given, in that order.
+    # The highest priority (`priority_order`) is what is given, in that order.
     assert sent == [r.evidence.text for r in priority_order(ranked)[: len(sent)]]
     assert sent[: len(sent) // 2] != [r.evidence.text for r in ranked[: len(sent) // 2]]
+
+
+async def test_the_synthesis_share_caps_the_evidence_at_85_percent_of_the_budget() -> None:
+    # A large context: the request less its fixed part would leave evidence over 85% of the
+    # effective input budget; the synthesis phase's share keeps the rest for the request.
+    rows = [
+        (f"user{i}", f"The database migration rollback step {i} is approved after review {i}.")
+        for i in range(100)
+    ]
+    writer, model = fake_report_writer(reduce_context_tokens=64000)
+    effective = writer.call.budget().input_tokens
+    static, _ = count_request_tokens(build_messages(QUESTION, []), [report_tool_schema()])
+    share = int(effective * SYNTHESIS_BUDGET_SHARE)
+    assert SYNTHESIS_BUDGET_SHARE == 0.85 and writer.request_limit() - static > share
+    assert writer.evidence_budget(QUESTION) == share
+    run = await writer.write(QUESTION, ranked_evidence(rows))
+    assert run.fit.tokens <= run.fit.budget_tokens <= share
+    assert run.fit.as_json()["phase_budget_share"] == 0.85
+    assert run.fit.as_json()["phase_budget_tokens"] == share
+    sent, _ = count_request_tokens(model.requests[0]["messages"], [report_tool_schema()])
+    assert sent <= writer.request_limit()
 
 
 async def test_citing_a_digest_claim_cites_every_message_it_rests_on() -> None:
