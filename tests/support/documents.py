@@ -22,6 +22,8 @@ import httpx
 import jsonschema
 import pytest
 
+from db import jobs
+from db.models import DigestJob
 from runner.documents.canonical import CanonicalDocument
 from runner.documents.fetch import Resolver
 from runner.documents.ingest import ingest_text
@@ -29,7 +31,10 @@ from runner.documents.llm_summary import (
     DOCUMENT_DIGEST_TOOL,
 )
 from runner.documents.locators import resolve_locator
+from runner.documents.policy import DigestConfig
 from runner.llm.fake import Answer, FakeLLM, completion, error, tool_of
+from runner.triggers import trigger_document_digest
+from runner.worker import Worker
 from tests.support.api import gql, poll_job
 from tests.support.database import row_id
 from tests.support.paths import DATA_DIR, REPO_ROOT
@@ -332,3 +337,20 @@ def document_endpoint(answers: list[Any], status: int = 200) -> FakeLLM:
         )
 
     return FakeLLM(respond)
+
+
+async def digest_stored_document(
+    db: asyncpg.Pool, worker: Worker, document_id: int, query: str, config: DigestConfig
+) -> DigestJob:
+    """Queue a digest of a stored document for `query`, let `worker` run it, and return the
+    finished job as stored (the cache and breaker tests digest the same document twice)."""
+    async with db.acquire() as connection:
+        job, created = await trigger_document_digest(
+            connection, document_id, query, config=config, max_attempts=3
+        )
+    assert created
+    assert await worker.run_once()
+    async with db.acquire() as connection:
+        done = await jobs.job_by_id(connection, job.id)
+    assert done is not None
+    return done

@@ -9,16 +9,14 @@ import uuid
 import asyncpg
 import pytest
 
-from db import jobs
 from db.documents import store_document
 from db.models import DigestJob
 from runner.documents.ingest import ingest_text
 from runner.documents.job import DocumentJobRunner
 from runner.documents.policy import DigestConfig, DigestPolicy
 from runner.extract.offline import OfflineExtractor
-from runner.triggers import trigger_document_digest
 from runner.worker import Worker, WorkerConfig
-from tests.support.documents import DOCUMENT_TEXT
+from tests.support.documents import DOCUMENT_TEXT, digest_stored_document
 
 
 @pytest.mark.parametrize("cache_enabled", [True, False])
@@ -33,16 +31,7 @@ async def test_a_second_digest_is_served_from_the_cache_only_when_it_is_on(
         row, _ = await store_document(connection, ingest_text(text).as_record())
 
     async def digest_once() -> DigestJob:
-        async with db.acquire() as connection:
-            job, created = await trigger_document_digest(
-                connection, row.id, "How are load tests run?", config=config, max_attempts=3
-            )
-        assert created
-        assert await worker.run_once()
-        async with db.acquire() as connection:
-            done = await jobs.job_by_id(connection, job.id)
-        assert done is not None
-        return done
+        return await digest_stored_document(db, worker, row.id, "How are load tests run?", config)
 
     first = await digest_once()
     assert first.status == "succeeded" and first.stats["cache_hit"] is False, first.error

@@ -21,6 +21,7 @@ import pytest
 
 from db import jobs
 from db.documents import store_document
+from db.models import DigestJob
 from runner.documents.ingest import ingest_text
 from runner.documents.job import DocumentJobRunner
 from runner.documents.llm_summary import LLMSummarizer, resilient_tool_call
@@ -40,6 +41,7 @@ from tests.support.documents import (
     DOCUMENT_TEXT,
     INGEST,
     assert_grounded,
+    digest_stored_document,
     map_reduce_model,
     passages_of,
     quoting_digest,
@@ -243,17 +245,10 @@ async def test_an_open_breaker_skips_the_model_and_serves_the_offline_digest_it_
     async with db.acquire() as connection:
         row, _ = await store_document(connection, ingest_text(text).as_record())
 
-    async def digest_once() -> Any:
-        async with db.acquire() as connection:
-            job, created = await trigger_document_digest(
-                connection, row.id, "How are load tests run?", config=digest_config, max_attempts=3
-            )
-        assert created
-        assert await worker.run_once()
-        async with db.acquire() as connection:
-            done = await jobs.job_by_id(connection, job.id)
-        assert done is not None
-        return done
+    async def digest_once() -> DigestJob:
+        return await digest_stored_document(
+            db, worker, row.id, "How are load tests run?", digest_config
+        )
 
     # Open: the model is skipped at once (nothing sent, no retry), the offline digest stored.
     skipped = await digest_once()
