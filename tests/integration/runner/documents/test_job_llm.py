@@ -195,15 +195,19 @@ async def assert_offline_digest(
     return str(warning["message"][len(opening) :])
 
 
+def single_try_summarizer(endpoint: FakeLLM) -> LLMSummarizer:
+    """The production summarizer over the real `openai` client, answered by `endpoint`, with no
+    retry: each test's model behaviour is seen once."""
+    config = LLMConfig(base_url="http://llm.test/v1", api_key="sk-test", max_retries=0)
+    caller = ResilientCaller(build_client(config, endpoint.http_client()), config, CircuitBreaker())
+    return LLMSummarizer(resilient_tool_call(caller, config.reduce_model), config.reduce_model)
+
+
 async def test_a_model_that_does_not_answer_in_time_gives_the_offline_digest(
     db: asyncpg.Pool, database_url: str
 ) -> None:
-    config = LLMConfig(base_url="http://llm.test/v1", api_key="sk-test", max_retries=0)
     endpoint = FakeLLM(delayed(quoting_digest, 30.0))
-    caller = ResilientCaller(build_client(config, endpoint.http_client()), config, CircuitBreaker())
-    summarizer = LLMSummarizer(
-        resilient_tool_call(caller, config.reduce_model), config.reduce_model
-    )
+    summarizer = single_try_summarizer(endpoint)
     # One source at a time, half a second each: the model's answer comes far too late.
     digest_config = DigestConfig(policy=DigestPolicy.ALWAYS, timeout=0.5, max_concurrent=1)
     runner = DocumentJobRunner(config=digest_config, summarizer_factory=lambda: summarizer)
@@ -281,11 +285,7 @@ async def _batch_job(
 ) -> Any:
     """Queue one document through `trigger_document_digests` under `batch`'s time budget, wait
     `wait` seconds, and run the job with a worker whose own per-source timeout is 9 s."""
-    config = LLMConfig(base_url="http://llm.test/v1", api_key="sk-test", max_retries=0)
-    caller = ResilientCaller(build_client(config, endpoint.http_client()), config, CircuitBreaker())
-    summarizer = LLMSummarizer(
-        resilient_tool_call(caller, config.reduce_model), config.reduce_model
-    )
+    summarizer = single_try_summarizer(endpoint)
     worker_config = DigestConfig(policy=DigestPolicy.ALWAYS, timeout=9.0, max_concurrent=1)
     runner = DocumentJobRunner(config=worker_config, summarizer_factory=lambda: summarizer)
     worker = Worker(db, database_url, WorkerConfig(), OfflineExtractor, documents=runner)
