@@ -15,6 +15,7 @@ from db import digests as digest_queries
 from db import jobs as job_queries
 from db.jobs import JobStatus
 from db.models import DigestJob
+from runner.exports.markdown import render_digest
 from runner.triggers import TriggerRefused, trigger_channel_digest
 from schema.types.ids import CHANNEL, global_id
 from server.cli_import import import_and_report
@@ -28,7 +29,6 @@ from server.cli_runtime import (
     with_runtime,
 )
 from server.cli_text import say, warn
-from server.render import render_digest
 from server.runtime import Runtime
 from server.settings import Settings
 

@@ -18,11 +18,11 @@ from runner.documents.canonical import CanonicalDocument
 from runner.documents.errors import DocumentError
 from runner.documents.ingest import ingest_bytes, ingest_url
 from runner.documents.payload import DigestPayload, validate_payload_dict
+from runner.exports.markdown import render_document_digest
 from runner.triggers import TriggerRefused, trigger_document_digest, trigger_document_digests
 from schema.types.ids import DOCUMENT, global_id
 from server.cli_json import emit, job_json, refuse
 from server.cli_text import say
-from server.render import render_document_digest
 from server.runtime import Runtime, digest_config, fetch_policy
 from server.settings import Settings
 

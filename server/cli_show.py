@@ -1,5 +1,5 @@
 """`digestd show digest|report|document ID`: print a stored digest, report or document digest as
-the Markdown the commands that make them print (server/render.py; a report's stored Markdown),
+the Markdown the commands that make them print (runner/exports/markdown.py; a report's stored Markdown),
 or with --json one object with the API's field names and that Markdown.
 
 ID is a number or the global id the API shows. For `document` it is the document digest's id
@@ -18,6 +18,7 @@ from db import documents as document_queries
 from db import reports as report_queries
 from db.models import DocumentDigest
 from runner.documents.payload import DigestPayload, validate_payload_dict
+from runner.exports.markdown import render_digest, render_document_digest
 from schema.types.ids import (
     CHANNEL,
     DIGEST,
@@ -34,7 +35,6 @@ from server.cli_reads import digest_json, iso
 from server.cli_reports import report_json
 from server.cli_runtime import with_runtime
 from server.cli_text import say
-from server.render import render_digest, render_document_digest
 from server.runtime import Runtime
 from server.settings import Settings
 

@@ -147,6 +147,7 @@ DOES_IO = {
     "runner/reports/llm_decompose.py": "splits a report's question with the LLM (openai)",
     "runner/importers/ingest.py": "writes an export's messages to the database (COPY)",
     "runner/schedules/tick.py": "the workers' tick that fires due schedules",
+    "runner/exports/markdown.py": "reads the stored digest it renders (asyncpg)",
     "runner/evaluation/": "the evaluator drives the real pipeline, document fetches and a model",
 }
 

@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 import asyncpg
 
+from runner.exports.markdown import render_digest
 from schema.types.ids import DIGEST, global_id
-from server.render import render_digest
 from tests.support.database import Msg, add_channel
 from tests.support.digests import DAY_EXCHANGES, digest_once
 from tests.support.schema import gql

@@ -1,4 +1,5 @@
-"""Markdown of a stored digest for the terminal (`digestd digest`, `digestd demo`, `digestd show`):
+"""Markdown of a stored digest, for the terminal (`digestd digest`, `digestd demo`, `digestd show`),
+exports and deliveries:
 the overview and highlights as Markdown with numbered footnotes (runner.grounding.footnotes), then
 items; and of a document digest (`digestd add-doc --wait`, `digestd show document`): its summary,
 key points and the evidence quoted with the locators that slice it from the document.

@@ -1,0 +1,1 @@
+"""Delivery of digests and job events to where people read: webhooks, Slack, Discord, e-mail."""
