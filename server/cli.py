@@ -1,5 +1,5 @@
 """The `digestd` command: serve, worker, migrate, import, digest, add-doc, report, schedule, the
-reads (channels, digests, show, open, conversations), eval, schema, demo.
+reads (channels, digests, show, export, open, conversations), eval, schema, demo.
 
 This module only parses: it imports the standard library and nothing that reaches the database,
 the API or the models, so `digestd --help` (and a mistyped command) answers at once. Each command
@@ -225,6 +225,23 @@ def _add_read_commands(commands: argparse._SubParsersAction) -> None:  # type: i
         "id", help="its id: a number, or the global id the API shows (a document digest's id)"
     )
     _json(show)
+
+    export = _command(
+        commands,
+        "export",
+        "cli_export:cmd_export",
+        "write a digest or report as a Markdown, HTML or JSON file",
+    )
+    export.add_argument("kind", choices=("digest", "report"))
+    export.add_argument("id", help="its id: a number, or the global id the API shows")
+    export.add_argument(
+        "--format",
+        choices=("md", "html", "json"),
+        default="md",
+        help="md (as `show` prints it), html (one self-contained page with its footnotes and "
+        "cited quotes), json (versioned: digestd.digest/1, digestd.report/1); default md",
+    )
+    export.add_argument("-o", "--output", metavar="FILE", help="write here (default: stdout)")
 
     still_open = _command(
         commands,
