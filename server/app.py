@@ -1,6 +1,7 @@
 """The Starlette application: the web console at /, GraphQL (with GraphiQL) at /graphql and its
-subscriptions over WebSocket at the same path, /healthz, /readyz, /metrics, and the pages' files
-under /static (CORS for dashboards when DIGESTD_CORS_ORIGINS is set).
+subscriptions over WebSocket at the same path, digests and reports as files under /export,
+/healthz, /readyz, /metrics, and the pages' files under /static (CORS for dashboards when
+DIGESTD_CORS_ORIGINS is set).
 
 The lifespan opens the database pool, applies migrations, and unless told otherwise runs
 in-process workers, so `digestd serve` alone is a working service.
@@ -33,6 +34,7 @@ from server.access_log import AccessLogMiddleware, route_paths
 from server.auth import TokenAuthMiddleware, parse_tokens
 from server.connection_limits import WebSocketCaps, websocket_limit
 from server.console import console_page
+from server.exports import export_routes
 from server.graphiql import static_files
 from server.graphql_http import GraphQLEndpoint
 from server.graphql_ws import SubscriptionEndpoint
@@ -233,6 +235,8 @@ def create_app(settings: Settings, options: AppOptions | None = None) -> Starlet
         Route("/readyz", readyz),
         # Open like /healthz (scrapers rarely carry tokens): counts only, no content.
         Route("/metrics", metrics_endpoint),
+        # Behind the tokens like /graphql: a digest or report as a file.
+        export_routes(),
         static_files(),
     ]
     return Starlette(

@@ -1,8 +1,9 @@
-"""Bearer-token access for the GraphQL endpoint, as a pure ASGI middleware.
+"""Bearer-token access for the GraphQL endpoint and the export downloads, as a pure ASGI
+middleware.
 
 `DIGESTD_API_TOKENS` is `role:token,role:token` with roles `reader`, `writer` and `admin`. When
-it is set, every GraphQL request needs `Authorization: Bearer <token>`: a missing or unknown token
-gets a 401 and no data. Tokens are compared in constant time and never logged. With no tokens
+it is set, every GraphQL request and every export download needs `Authorization: Bearer
+<token>`: a missing or unknown token gets a 401 and no data. Tokens are compared in constant time and never logged. With no tokens
 configured every caller may do everything, deletions included (the server then binds to
 127.0.0.1 by default and checks the Host header: it is one person's local service).
 """
@@ -62,18 +63,26 @@ def role_for(tokens: list[ApiToken], header: str | None) -> Role | None:
     return found
 
 
+# What holds data: the API, and the downloads of digests and reports (server/exports.py).
+GRAPHQL_PATH = "/graphql"
+PROTECTED_PREFIXES = (GRAPHQL_PATH, "/export/")
+
+
 class TokenAuthMiddleware:
-    """Sets `scope["state"]["role"]` for GraphQL requests, or answers 401."""
+    """Sets `scope["state"]["role"]` for GraphQL requests and exports, or answers 401."""
 
     def __init__(
-        self, app: ASGIApp, tokens: list[ApiToken], protected_prefix: str = "/graphql"
+        self,
+        app: ASGIApp,
+        tokens: list[ApiToken],
+        protected_prefixes: tuple[str, ...] = PROTECTED_PREFIXES,
     ) -> None:
         self.app = app
         self.tokens = tokens
-        self.protected_prefix = protected_prefix
+        self.protected_prefixes = protected_prefixes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not scope["path"].startswith(self.protected_prefix):
+        if scope["type"] != "http" or not scope["path"].startswith(self.protected_prefixes):
             await self.app(scope, receive, send)
             return
         state = scope.setdefault("state", {})
@@ -96,6 +105,8 @@ class TokenAuthMiddleware:
 
     @staticmethod
     def _is_ide_page(scope: Scope, headers: dict[str, str]) -> bool:
+        if scope["path"] != GRAPHQL_PATH:  # only GraphiQL's page is open; an export never is
+            return False
         wants_html = "text/html" in headers.get("accept", "")
         return wants_html and is_page_request(scope["method"], scope.get("query_string", b""))
 
