@@ -121,6 +121,7 @@ IMPURE = (
     "urllib.request",
     "requests",
     "aiohttp",
+    "aiosmtplib",
     "db",
     "server",
     "schema",
@@ -148,6 +149,10 @@ DOES_IO = {
     "runner/importers/ingest.py": "writes an export's messages to the database (COPY)",
     "runner/schedules/tick.py": "the workers' tick that fires due schedules",
     "runner/exports/markdown.py": "reads the stored digest it renders (asyncpg)",
+    "runner/delivery/webhook_post.py": "one JSON POST to a chat webhook (httpx)",
+    "runner/delivery/slack.py": "posts to a Slack incoming webhook (httpx)",
+    "runner/delivery/discord.py": "posts to a Discord webhook (httpx)",
+    "runner/delivery/email.py": "sends e-mail over SMTP (aiosmtplib)",
     "runner/evaluation/": "the evaluator drives the real pipeline, document fetches and a model",
 }
 
