@@ -8,9 +8,11 @@ IP addresses by a candidate pattern confirmed by the stdlib `ipaddress`; card nu
 pattern, the card networks' prefixes and the Luhn check; e-mail addresses, API keys and tokens
 by patterns (the providers' documented key shapes, JWTs, and long high-entropy values after
 `key=`, `token=`, `secret=`, `password=`). A dotted quad that is part of a longer dotted or
-hyphenated token (`linux-2.6.32.21`, `v1.2.3.4`, `1.2.3.4.5`) is a version, not an address;
-any other valid one is redacted, private and loopback ones too (a false positive costs the model
-a few characters of context, never the digest: the originals are restored exactly).
+hyphenated token (`linux-2.6.32.21`, `v1.2.3.4`, `1.2.3.4.5`) or follows "version", "kernel"
+or "release" is a version, not an address; any other valid one is redacted, private and
+loopback ones too (a false positive costs the model a few characters of context, never the
+digest: the originals are restored exactly). A phone number glued to a name, path or version
+(`thread-4175611950/`) is an identifier.
 
 Every detected value is free of `"`, `\\`, `&`, `<`, `>` and control characters, so it reads
 the same inside JSON strings and XML-escaped text and is restored there by plain replacement.
@@ -91,6 +93,10 @@ _IPV6 = re.compile(r"(?<![\w:.])[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?![\w
 # A run of digits and the separators phone numbers are written with, long enough to be one.
 _PHONE_CANDIDATE = re.compile(r"\+?\(?\d[\d \t().\-/]{5,}\d")
 _PHONE_MIN_DIGITS = 7
+_GLUE_BEFORE = re.compile(r"[\w./=_\-]")
+_GLUE_AFTER = re.compile(r"[\w/=_\-]|\.\w")  # a full stop ending a sentence is not glue
+# A word right before a dotted quad that makes it a version number.
+_VERSION_WORD = re.compile(r"(?i)\b(?:version|kernel|release|ver\.?|v)\s*$")
 _PHONE_CONTEXT = 3
 _CARD = re.compile(r"(?<![\d\-])\d(?:[ \-]?\d){12,18}(?![\d\-])")
 
@@ -163,6 +169,8 @@ def _card_spans(text: str) -> Iterator[Span]:
 
 def _ip_spans(text: str) -> Iterator[Span]:
     for match in _IPV4.finditer(text):
+        if _VERSION_WORD.search(text, max(0, match.start() - 12), match.start()):
+            continue  # `kernel 2.6.20.8`, `version 1.1.2.1`
         try:
             ipaddress.IPv4Address(match.group())
         except ValueError:
@@ -191,8 +199,11 @@ def _phone_spans(text: str) -> Iterator[Span]:
         matcher = phonenumbers.PhoneNumberMatcher(piece, PHONE_REGION, phonenumbers.Leniency.VALID)
         for match in matcher:
             begin, end = start + match.start, start + match.end
-            # Glued to a dotted name (`bits.3265636944`) it is an identifier, not a number.
-            glued = (begin > 0 and text[begin - 1] == ".") or text[end : end + 1] == "."
+            # Glued to a name, a path or a version (`bits.3265636944`, `thread-4175611950/`)
+            # it is an identifier, not a number.
+            glued = (begin > 0 and _GLUE_BEFORE.match(text[begin - 1]) is not None) or (
+                _GLUE_AFTER.match(text, end) is not None
+            )
             if candidate.start() <= begin < candidate.end() and not glued:
                 yield begin, end, PHONE
 

@@ -1,8 +1,10 @@
-"""A channel digest of real IRC messages (the Ubuntu disentanglement corpus, whose join lines carry
+"""Redaction seen end to end. A channel digest of real IRC messages (the Ubuntu disentanglement corpus, whose join lines carry
 people's `user@host` addresses), plus two messages with fake tokens and an e-mail address, run by a
 worker through the LLM extractor against the fake endpoint: with DIGESTD_REDACT=always the model
 receives none of the addresses or tokens, its quotes of the placeholders come back as the real
-text, and the stored pointers quote the real messages verbatim; with `never` the model sees them."""
+text, and the stored pointers quote the real messages verbatim; with `never` the model sees them. A report
+job's writer (whose endpoint is not on loopback, so `auto` redacts) is not sent them either, and
+its report copies the real message, audited against it."""
 
 from __future__ import annotations
 
@@ -14,10 +16,18 @@ from typing import Any
 import asyncpg
 from prometheus_client import REGISTRY
 
+from db import jobs
+from db import reports as report_queries
+from runner.evaluation.fake_report_model import fake_report_writer
+from runner.extract.offline import OfflineExtractor
 from runner.llm.fake import FakeLLM
+from runner.reports.job import ReportJobRunner
+from runner.triggers import trigger_report
+from runner.worker import Worker, WorkerConfig
 from server.settings import Settings
-from tests.support.database import Msg, add_channel
+from tests.support.database import Msg, add_channel, messages
 from tests.support.llm import chunk_messages_of, grounded_summary, scripted, shared_data
+from tests.support.reports import OPS, QUESTION, assert_audited, stored_report
 from tests.support.worker import assert_pointers_resolve, job_row, llm_settings, run_one_job
 
 IRC_LOG = "chat/ubuntu_irc_disentanglement/dev/2004-11-15_03.raw.txt"
@@ -143,3 +153,33 @@ async def test_with_never_the_model_sees_the_data(db: asyncpg.Pool, settings: Se
     sent = "\n".join(sent_text(endpoint))
     assert GITHUB_TOKEN in sent and "release-bot@example.org" in sent and "«" not in sent
     assert "redactions" not in job.stats
+
+
+async def test_a_report_writer_never_sees_an_address_or_token(
+    db: asyncpg.Pool, database_url: str
+) -> None:
+    private = (
+        "Database migration rollbacks are approved by the on-call lead at "
+        f"oncall.lead@example.org, and the approval bot signs them with {GITHUB_TOKEN}."
+    )
+    channel_id = await add_channel(db, "ops-private", messages([*OPS, ("fay", private)]))
+    writer, model = fake_report_writer()  # its endpoint is not on loopback: `auto` redacts
+    runner = ReportJobRunner(llm_writer=writer)
+    worker = Worker(db, database_url, WorkerConfig(), OfflineExtractor, reports=runner)
+    async with db.acquire() as connection:
+        job, _ = await trigger_report(
+            connection, QUESTION, max_attempts=3, channel_ids=[channel_id], document_ids=[]
+        )
+    assert await worker.run_once()
+    async with db.acquire() as connection:
+        done = await jobs.job_by_id(connection, job.id)
+        assert done is not None and done.report_id is not None, done
+        (row,) = await report_queries.reports_by_ids(connection, [done.report_id])
+        report = await stored_report(connection, row)
+    assert done.status == "succeeded", done.error
+    sent = sent_text(model)
+    assert len(sent) == 1 and "«EMAIL_1»" in sent[0] and "«TOKEN_1»" in sent[0]
+    assert "oncall.lead@example.org" not in sent[0] and GITHUB_TOKEN not in sent[0]
+    assert done.stats["redactions"] == {"email": 1, "token": 1}
+    assert private in row.markdown  # the model's copy of the message, restored to the real text
+    assert_audited(report, row.markdown)

@@ -42,6 +42,7 @@ def kinds(text: str) -> list[tuple[str, str]]:
         ),
         ("call me on +44 20 7946 0958", [("phone", "+44 20 7946 0958")]),
         ("or (415) 555-2671 after six", [("phone", "(415) 555-2671")]),
+        ("call 415-555-2671.", [("phone", "415-555-2671")]),
         (f"export GITHUB_TOKEN={GITHUB_TOKEN}", [("token", GITHUB_TOKEN)]),
         (f"slack bot {SLACK_TOKEN} works", [("token", SLACK_TOKEN)]),
         ("AWS_ACCESS_KEY_ID AKIAIOSFODNN7EXAMPLE", [("token", "AKIAIOSFODNN7EXAMPLE")]),
@@ -74,7 +75,8 @@ def test_each_kind_is_found(text: str, expected: list[tuple[str, str]]) -> None:
         "message 402526279340621824 and 1234567812345670",  # snowflake id; Luhn ok, no network
         "token=aaaaaaaaaaaaaaaaaaaa and password=correcthorsebattery",  # no entropy / no digits
         "at 2024-05-01 10:00:00 the build 1234 took 56 s on port 8080",
-        "refs bits.3265636944 are ids",
+        "refs bits.3265636944 are ids, as is /thread-4175611950/",
+        "the kernel 2.6.8.1 and version 1.1.2.1",
         "my address is not@valid and nor is @handle",
     ],
 )
