@@ -54,6 +54,12 @@ LLM_TOKENS = Counter(
     "Tokens the endpoints reported, by kind: prompt, cached, completion.",
     ["endpoint", "model", "kind"],
 )
+REDACTIONS = Counter(
+    "digestd_redactions",
+    "Distinct values hidden from LLM endpoints by placeholders, per job, by kind (email, phone, "
+    "token, ip, card).",
+    ["kind"],
+)
 
 # Document digests: dashboards query these names and labels (listed in the README), so they stay.
 DIGEST_SECONDS = Histogram(

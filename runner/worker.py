@@ -31,6 +31,7 @@ from runner.digests.job import ChannelJobRunner
 from runner.documents.job import DocumentJobRunner
 from runner.jobs.base import JobContext, JobRunner, finish
 from runner.jobs.outcomes import FailNow, Finished, LostLease, Outcome, RetryLater, Stored
+from runner.llm.redaction import redaction_scope
 from runner.metrics import JOB_SECONDS
 from runner.reports.job import ReportJobRunner
 from runner.supervision import Backoff, JobListener, describe_error, wait_any
@@ -206,7 +207,10 @@ class Worker:
         started = time.perf_counter()
         outcome: Outcome
         try:
-            outcome = await self._runners[JobKind(job.kind)].run(job, context)
+            # One redaction session per job: a value gets the same placeholder in every model
+            # call of the job, and the job's stats count what was hidden.
+            with redaction_scope(context.stats):
+                outcome = await self._runners[JobKind(job.kind)].run(job, context)
         except (Cancelled, LostLease, FailNow) as raised:
             outcome = raised
         except RetryLater as retry:

@@ -147,6 +147,7 @@ def llm_config(settings: Settings) -> LLMConfig:
         concurrency=settings.digest_llm_concurrency,
         max_retries=settings.digest_llm_max_retries,
         schema_bounds=settings.digest_llm_schema_bounds,
+        redact=settings.digestd_redact,
         map_context_tokens=settings.digest_map_context_tokens,
         map_output_tokens=settings.digest_map_output_tokens,
         reduce_context_tokens=settings.digest_reduce_context_tokens,

@@ -188,6 +188,15 @@ class Settings(BaseSettings):
         "`omit` never; `send` always. "
         "The answers are checked against them either way.",
     )
+    digestd_redact: Literal["auto", "always", "never"] = Field(
+        default="auto",
+        description="Personal data and secrets replaced by placeholders (`«EMAIL_1»`) in what "
+        "an LLM endpoint is sent, and put back in its answers before they are checked, so "
+        "stored digests quote the real messages: e-mail addresses, phone numbers, API keys and "
+        "tokens, IP addresses and payment card numbers. `auto` redacts for every endpoint that "
+        "is not on loopback (`localhost`, `127.0.0.1`, `::1`), `always` for every endpoint, "
+        "`never` for none. Each job's stats count the values hidden, by kind.",
+    )
     # Model limits (cl100k_base tokens). Unset: the built-in table for known models, else what
     # the endpoint reports (/v1/models, /props, a context-length 400), else assumed (warned).
     digest_map_context_tokens: int | None = Field(

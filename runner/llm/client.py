@@ -37,7 +37,13 @@ from runner.llm.bounds import is_grammar_error
 from runner.llm.breaker import CircuitBreaker, CircuitOpen
 from runner.llm.config import LLMConfig
 from runner.llm.limits import ContextOverflow, parse_context_overflow
-from runner.metrics import LLM_CALLS, LLM_ERRORS, LLM_TOKENS, endpoint_label
+from runner.llm.redaction import (
+    RedactionSession,
+    current_session,
+    redact_request,
+    restore_completion,
+)
+from runner.metrics import LLM_CALLS, LLM_ERRORS, LLM_TOKENS, REDACTIONS, endpoint_label
 
 logger = logging.getLogger(__name__)
 
@@ -244,6 +250,21 @@ def _count_success(endpoint: str, model: str, response: ChatCompletion) -> None:
         LLM_TOKENS.labels(endpoint, model, "cached").inc(details.cached_tokens)
 
 
+def _count_redaction(kind: str) -> None:
+    REDACTIONS.labels(kind).inc()
+
+
+def _redaction_session(config: LLMConfig) -> RedactionSession | None:
+    """The job's redaction session (a fresh one for a call outside any job), or None when
+    requests to this endpoint are not redacted."""
+    if not config.redacts:
+        return None
+    session = current_session() or RedactionSession()
+    if session.on_new is None:
+        session.on_new = _count_redaction
+    return session
+
+
 class ResilientCaller:
     """Sends chat-completion requests with bounded concurrency, retries and the breaker."""
 
@@ -273,7 +294,12 @@ class ResilientCaller:
 
     async def create(self, **request: Any) -> ChatCompletion:
         """`client.chat.completions.create(**request)` with retries; raises LLMCallError or
-        CircuitOpen (both with redacted messages)."""
+        CircuitOpen (both with redacted messages). When the endpoint's requests are redacted
+        (DIGESTD_REDACT), the model is sent placeholders for personal data and secrets, and the
+        completion returned has the originals back (runner.llm.redaction)."""
+        session = _redaction_session(self.config)
+        if session is not None:
+            request = redact_request(request, session)
         secrets = self.config.secrets()
         endpoint = endpoint_label(self.config.endpoint)
         model = str(request.get("model", ""))
@@ -304,6 +330,8 @@ class ResilientCaller:
                 else:
                     self.breaker.record_success()
                     _count_success(endpoint, model, response)
+                    if session is not None:
+                        restore_completion(response, session)
                     return response
             if grammar:
                 raise GrammarRejected(f"LLM request failed: {description}", status=status)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from runner.llm.bounds import SchemaBounds
+from runner.llm.redaction import RedactMode, redaction_enabled
 
 # Extra headers whose values are credentials (a proxy's own key): masked like the API key.
 SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key", "api-key"})
@@ -53,6 +54,9 @@ class LLMConfig:
     # Whether tool schemas carry their length and count bounds (runner.llm.bounds): `auto` sends
     # them until the endpoint says its grammar failed, `omit` never, `send` always.
     schema_bounds: SchemaBounds = "auto"
+    # Personal data and secrets replaced by placeholders in what the model is sent
+    # (runner.llm.redaction): `auto` for every endpoint not on loopback, `always`, `never`.
+    redact: RedactMode = "auto"
 
     # Token budgets: model name -> {context_window, max_output_tokens,
     # budgeting_mode}; effective budget = (input budget - overhead) x (1 - safety margin).
@@ -95,6 +99,8 @@ class LLMConfig:
             raise ValueError("timeout_seconds must be positive")
         if self.schema_bounds not in ("auto", "send", "omit"):
             raise ValueError("schema_bounds must be auto, send or omit")
+        if self.redact not in ("auto", "always", "never"):
+            raise ValueError("redact must be auto, always or never")
         for name in (
             "map_context_tokens",
             "map_output_tokens",
@@ -118,6 +124,11 @@ class LLMConfig:
     def document_model(self) -> str:
         """The model that writes document digests: DIGEST_DOC_MODEL, else the reduce model."""
         return self.doc_model or self.reduce_model
+
+    @property
+    def redacts(self) -> bool:
+        """Whether requests to this endpoint are redacted (DIGESTD_REDACT)."""
+        return redaction_enabled(self.redact, self.base_url)
 
     @property
     def endpoint(self) -> str:
