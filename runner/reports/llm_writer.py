@@ -9,7 +9,8 @@ gets ONE re-ask with the concrete audit errors, and what still fails is dropped.
   ids are the request's own: the report's `S1..Sn` are numbered afterwards by first appearance,
   so a model never decides the numbering. Final fit (`runner.llm.budget.final_fit`): the whole
   request is counted as it will be sent; one still over the budget is fitted again with the
-  evidence budget lowered by the overshoot, at most twice, then refused (`EvidenceOverflow`, as
+  evidence budget lowered by the overshoot, at most twice (each item's record then keeps the
+  first fitting as its `synthesis` phase and the last as its `final_fit` phase), then refused (`EvidenceOverflow`, as
   is evidence whose protected units do not fit even as headlines). With archiving on, the whole
   text of every unit given in part or left out is archived and its hash recorded.
 - Answer: `emit_report` (`WrittenReport`, a Pydantic model whose JSON schema is the tool's):
@@ -43,7 +44,13 @@ from xml.sax.saxutils import escape, quoteattr
 from pydantic import Field
 
 from runner.core.contract import StrictModel, model_schema
-from runner.core.fidelity import SYNTHESIS_BUDGET_SHARE
+from runner.core.fidelity import (
+    PHASE_FINAL_FIT,
+    PHASE_SYNTHESIS,
+    SYNTHESIS_BUDGET_SHARE,
+    latest_phase,
+    merge_fidelity,
+)
 from runner.core.tokens import count_tokens
 from runner.core.vocabulary import ExtractionUsage
 from runner.documents.archive import write_archive
@@ -364,6 +371,8 @@ class LLMReportWriter:
         protected = protected_ids(question, ranked)
         tools = [report_tool_schema()]
 
+        fits: list[EvidenceFit] = []  # every assembly's fitting, the first one's records kept
+
         def assemble(budget: int) -> tuple[EvidenceFit, list[dict[str, Any]]]:
             fit = fit_evidence(
                 ranked,
@@ -379,6 +388,7 @@ class LLMReportWriter:
                     f"evidence budget is {fit.budget_tokens}: {_REMEDY}",
                     fit,
                 )
+            fits.append(fit)
             return fit, build_messages(question, fit.units)
 
         fitted = final_fit(
@@ -390,6 +400,11 @@ class LLMReportWriter:
         fit, messages = fitted.request
         fit.phase_share, fit.phase_budget_tokens = SYNTHESIS_BUDGET_SHARE, self.phase_budget()
         if fitted.iterations:
+            # The synthesis fitting's records stay as the items' history; what the final fit
+            # made of each item is its `final_fit` phase, which the item ends as.
+            fit.content_fidelity = merge_fidelity(
+                fits[0].content_fidelity, as_phase(fit.content_fidelity, PHASE_FINAL_FIT)
+            )
             fit.fidelity.append(
                 {
                     "phase": PHASE,
@@ -475,6 +490,15 @@ class LLMReportWriter:
         return LLMReportRun(fit, draft, report, audit, usage, run_warnings, model, notes)
 
 
+def as_phase(records: dict[str, dict[str, Any]], phase: str) -> dict[str, dict[str, Any]]:
+    """A fitting's synthesis records written as `phase`'s (the final fit's re-fitting)."""
+    return {
+        item_id: {"phases": {phase: dict(record["phases"][PHASE_SYNTHESIS])}}
+        for item_id, record in records.items()
+        if PHASE_SYNTHESIS in record.get("phases", {})
+    }
+
+
 def archive_degraded(fit: EvidenceFit, archive_dir: Path) -> None:
     """Archive the whole text of every unit given in part or left out, and record its hash
     (`content_archive_hashes`, and `archive_hash` in its item record). A failing write is an
@@ -484,7 +508,9 @@ def archive_degraded(fit: EvidenceFit, archive_dir: Path) -> None:
             write_archive(archive_dir, EVIDENCE_ARCHIVE_SOURCE, text)
             digest = source_text_hash(text)
             fit.content_archive_hashes[item_id] = digest
-            fit.content_fidelity[item_id]["phases"][PHASE]["archive_hash"] = digest
+            latest = latest_phase(fit.content_fidelity[item_id])
+            assert latest is not None  # degraded_texts names items with a phase only
+            latest[1]["archive_hash"] = digest
     except (OSError, ArchiveError) as error:
         logger.warning("report.archive_failed error=%s", type(error).__name__)
         fit.warnings.append(

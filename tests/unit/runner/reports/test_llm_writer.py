@@ -12,7 +12,12 @@ from typing import Any
 
 import pytest
 
-from runner.core.fidelity import FIDELITY_SCHEMA_VERSION, SYNTHESIS_BUDGET_SHARE
+from runner.core.fidelity import (
+    FIDELITY_SCHEMA_VERSION,
+    PHASE_FINAL_FIT,
+    PHASE_SYNTHESIS,
+    SYNTHESIS_BUDGET_SHARE,
+)
 from runner.documents.archive import read_archive
 from runner.evaluation.fake_report_model import (
     fake_report_writer,
@@ -376,3 +381,34 @@ async def test_an_archive_that_cannot_be_written_is_archive_write_failed_not_a_f
     assert "could not be written" in failed[0]["message"]
     assert run.fit.content_archive_hashes == {}
     assert run.report.sections  # the report is still written
+
+
+def test_a_final_fit_keeps_the_first_fitting_as_history_and_ends_as_the_last(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An evidence budget that forgets the request's static part makes the first assembly over
+    the limit: the final fit fits it again, and each unit's record keeps both phases."""
+    ranked = ranked_evidence(_long_rows(200))
+    writer, _ = fake_report_writer(reduce_context_tokens=8000)
+    monkeypatch.setattr(writer, "evidence_budget", lambda question: writer.request_limit())
+    fit, _ = writer.fitted_request(QUESTION, ranked)
+    (step,) = [r for r in fit.fidelity if r["step"] == "final_fit"]
+    assert step["iterations"] >= 1
+    records = fit.content_fidelity
+    assert records and all(
+        list(r["phases"]) == [PHASE_SYNTHESIS, PHASE_FINAL_FIT] for r in records.values()
+    )
+    given = {content_id(u.evidence): u for u in fit.units}
+    for item_id, record in records.items():
+        final = record["phases"][PHASE_FINAL_FIT]
+        unit = given.get(item_id)
+        assert final["level"] == (unit.level.value if unit else "dropped")
+        assert final["final_tokens"] == (unit.tokens if unit else 0)
+    # The first fitting gave the model more than the last: its records say so.
+    first = sum(r["phases"][PHASE_SYNTHESIS]["final_tokens"] for r in records.values())
+    last = sum(r["phases"][PHASE_FINAL_FIT]["final_tokens"] for r in records.values())
+    assert first > last
+    # What is archived is what the unit ended as (its final-fit level).
+    assert set(fit.degraded_texts()) == {
+        item_id for item_id, r in records.items() if r["phases"][PHASE_FINAL_FIT]["level"] != "full"
+    }
