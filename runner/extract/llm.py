@@ -293,15 +293,15 @@ class LLMExtractor:
     def max_chunk_tokens(self) -> int:
         """The largest chunk (runner.core.chunks token count) a map request can carry with a full
         list of known items; the pipeline should chunk at most this big."""
+        # Chunks are cut by cl100k_base tokens; a server that counts more of its own for the
+        # same text (runner.llm.native_tokens) has a budget worth that many fewer of ours.
         room = (
-            self.map_budget.input_tokens
+            int(self.map_budget.input_tokens / self.server_token_ratio)
             - self.static_prefix_tokens()
             - _MAP_WRAPPER_TOKENS
             - self.config.max_known_items * _KNOWN_ITEM_TOKENS
         )
-        # Chunks are cut by cl100k_base tokens; a server that counts more of its own for the
-        # same text (runner.llm.native_tokens) gets chunks that much smaller.
-        return max(1, int(room / self.server_token_ratio))
+        return max(1, room)
 
     async def _map_messages(
         self, chunk: Chunk, known_items: list[KnownItem], budget: RequestBudget
