@@ -10,7 +10,11 @@ gets ONE re-ask with the concrete audit errors, and what still fails is dropped.
   so a model never decides the numbering. Final fit (`runner.llm.budget.final_fit`): the whole
   request is counted as it will be sent; one still over the budget is fitted again with the
   evidence budget lowered by the overshoot, at most twice (each item's record then keeps the
-  first fitting as its `synthesis` phase and the last as its `final_fit` phase), then refused (`EvidenceOverflow`, as
+  first fitting as its `synthesis` phase and the last as its `final_fit` phase), then refused.
+  A llama.cpp or llama-cpp-python server's own count (runner.llm.native_tokens) is checked
+  last: a request over the limit by it is fitted again to the share of the budget the ratio of
+  the two counts leaves (a `final_fit` step with reason `server_tokenizer`), and the tool
+  call's preflight checks the request by the server's count once more (`EvidenceOverflow`, as
   is evidence whose protected units do not fit even as headlines). With archiving on, the whole
   text of every unit given in part or left out is archived and its hash recorded.
 - Answer: `emit_report` (`WrittenReport`, a Pydantic model whose JSON schema is the tool's):
@@ -59,7 +63,9 @@ from runner.documents.errors import ArchiveError
 from runner.errors import LLMError
 from runner.grounding.claim_support import DEFAULT_MIN_OVERLAP, support_share
 from runner.grounding.footnotes import FootnotedSentence, Section
-from runner.llm.budget import count_request_tokens, final_fit
+from runner.llm.bounds import DETECT_TIMEOUT_SECONDS, detect_server
+from runner.llm.budget import FINAL_FIT_MARGIN, count_request_tokens, final_fit
+from runner.llm.native_tokens import native_request_tokens
 from runner.llm.prompts import REPORT_PROMPT, load_prompt
 from runner.llm.toolcall import ModelCall, ModelRoute, RequestTooLarge
 from runner.reports.audit import ReportAudit, accept_sentences, sentence_problem
@@ -360,10 +366,12 @@ class LLMReportWriter:
         return self.call.budget().input_tokens - _REASK_RESERVE_TOKENS
 
     def fitted_request(
-        self, question: str, ranked: list[RankedEvidence]
+        self, question: str, ranked: list[RankedEvidence], scale: float = 1.0
     ) -> tuple[EvidenceFit, list[dict[str, Any]]]:
         """The evidence fitted to the budget and the request's messages, after the final fit
-        (see the module docstring). Raises EvidenceOverflow."""
+        (see the module docstring); `scale` (below 1) is the share of the budget to fit to, in
+        cl100k_base tokens, for a server whose tokenizer counts more. Raises
+        EvidenceOverflow."""
         config = self.call.caller.config
         if not config.token_management_enabled:
             fit = unfitted(ranked, self.max_units)
@@ -394,8 +402,8 @@ class LLMReportWriter:
         fitted = final_fit(
             assemble,
             lambda request: count_request_tokens(request[1], tools)[0],
-            self.evidence_budget(question),
-            self.request_limit(),
+            math.floor(self.evidence_budget(question) * scale),
+            math.floor(self.request_limit() * scale),
         )
         fit, messages = fitted.request
         fit.phase_share, fit.phase_budget_tokens = SYNTHESIS_BUDGET_SHARE, self.phase_budget()
@@ -424,11 +432,53 @@ class LLMReportWriter:
             )
         return fit, messages
 
+    async def fitted_for_server(
+        self, question: str, ranked: list[RankedEvidence]
+    ) -> tuple[EvidenceFit, list[dict[str, Any]]]:
+        """`fitted_request`, counted again by the server's own tokenizer when it has one
+        (runner.llm.native_tokens): a request over the limit by the server's count is fitted
+        again to the share of the budget the two counts' ratio leaves, the first fitting kept
+        as each unit's `synthesis` phase and the last as its `final_fit`."""
+        fit, messages = self.fitted_request(question, ranked)
+        caller = self.call.caller
+        if not caller.config.token_management_enabled:
+            return fit, messages
+        if caller.config.schema_bounds == "auto":  # the look the tool call takes anyway
+            await detect_server(caller.client, DETECT_TIMEOUT_SECONDS)
+        tools = [report_tool_schema()]
+        theirs = await native_request_tokens(caller.client, self.call.model, messages, tools)
+        limit = self.request_limit()
+        if theirs is None or theirs <= limit:
+            return fit, messages
+        ours, _ = count_request_tokens(messages, tools)
+        # The ratio of the whole request's counts, less the final fit's margin: the evidence's
+        # own ratio may be a little higher than the prompt's.
+        scale = ours / theirs * (1 - FINAL_FIT_MARGIN)
+        refit, messages = self.fitted_request(question, ranked, scale=scale)
+        refit.content_fidelity = merge_fidelity(
+            {item: dict(record) for item, record in fit.content_fidelity.items()},
+            as_phase(refit.content_fidelity, PHASE_FINAL_FIT, latest=True),
+        )
+        refit.fidelity.append(
+            {
+                "phase": PHASE,
+                "step": "final_fit",
+                "original_tokens": theirs,
+                "final_tokens": await native_request_tokens(
+                    caller.client, self.call.model, messages, tools
+                )
+                or 0,
+                "reason": "server_tokenizer",
+                "request_limit": limit,
+            }
+        )
+        return refit, messages
+
     async def write(self, question: str, ranked: list[RankedEvidence]) -> LLMReportRun:
         """Raises (from the first call only) EvidenceOverflow, MalformedOutput, RequestTooLarge,
         LLMCallError or CircuitOpen; a failing re-ask keeps the first answer with a
         `re_ask_failed` warning."""
-        fit, messages = self.fitted_request(question, ranked)
+        fit, messages = await self.fitted_for_server(question, ranked)
         if self.archive_dir is not None:
             await asyncio.to_thread(archive_degraded, fit, self.archive_dir)
         sources = {evidence_id(i): u.evidence.sources for i, u in enumerate(fit.units)}
@@ -490,13 +540,19 @@ class LLMReportWriter:
         return LLMReportRun(fit, draft, report, audit, usage, run_warnings, model, notes)
 
 
-def as_phase(records: dict[str, dict[str, Any]], phase: str) -> dict[str, dict[str, Any]]:
-    """A fitting's synthesis records written as `phase`'s (the final fit's re-fitting)."""
-    return {
-        item_id: {"phases": {phase: dict(record["phases"][PHASE_SYNTHESIS])}}
-        for item_id, record in records.items()
-        if PHASE_SYNTHESIS in record.get("phases", {})
-    }
+def as_phase(
+    records: dict[str, dict[str, Any]], phase: str, *, latest: bool = False
+) -> dict[str, dict[str, Any]]:
+    """A fitting's synthesis records (with `latest`, each unit's last phase) written as
+    `phase`'s (a final fit's re-fitting)."""
+    written: dict[str, dict[str, Any]] = {}
+    for item_id, record in records.items():
+        found = latest_phase(record) if latest else None
+        if found is None and PHASE_SYNTHESIS in record.get("phases", {}):
+            found = (PHASE_SYNTHESIS, record["phases"][PHASE_SYNTHESIS])
+        if found is not None:
+            written[item_id] = {"phases": {phase: dict(found[1])}}
+    return written
 
 
 def archive_degraded(fit: EvidenceFit, archive_dir: Path) -> None:

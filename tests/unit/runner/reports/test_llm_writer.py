@@ -25,8 +25,8 @@ from runner.evaluation.fake_report_model import (
     report_model,
     request_sources,
 )
-from runner.llm.budget import count_request_tokens
-from runner.llm.fake import FakeLLM, error
+from runner.llm.budget import count_request_tokens, request_pieces
+from runner.llm.fake import FakeLLM, char_tokenizer, error
 from runner.llm.toolcall import MalformedOutput, RequestTooLarge
 from runner.reports.evidence import (
     ChannelMessage,
@@ -412,3 +412,30 @@ def test_a_final_fit_keeps_the_first_fitting_as_history_and_ends_as_the_last(
     assert set(fit.degraded_texts()) == {
         item_id for item_id, r in records.items() if r["phases"][PHASE_FINAL_FIT]["level"] != "full"
     }
+
+
+# llama.cpp's server as its /v1/models says so (tools/server: owned_by "llamacpp").
+LLAMA_CPP = {"object": "list", "data": [{"id": "m", "object": "model", "owned_by": "llamacpp"}]}
+
+
+async def test_evidence_over_the_limit_by_the_servers_own_count_is_fitted_again() -> None:
+    """A llama.cpp server whose tokenizer counts one token per character: the evidence fitted
+    by cl100k_base is over the limit by its count, so it is fitted again to the share the two
+    counts leave, and the request sent fits by the server's count."""
+    endpoint = FakeLLM(report_model(), {"/v1/models": LLAMA_CPP}, {"/tokenize": char_tokenizer(1)})
+    writer, model = fake_report_writer(endpoint, reduce_context_tokens=16_000)
+    run = await writer.write(QUESTION, ranked_evidence(_long_rows(200)))
+    limit = writer.request_limit()
+    overhead, pieces = request_pieces(model.requests[0]["messages"], [report_tool_schema()])
+    assert overhead + sum(len(piece) for piece in pieces) <= limit
+    (step,) = [r for r in run.fit.fidelity if r["reason"] == "server_tokenizer"]
+    assert step["original_tokens"] > limit >= step["final_tokens"] > 0
+    records = run.fit.content_fidelity.values()
+    assert records and all(PHASE_FINAL_FIT in r["phases"] for r in records)
+    given = sum(1 for r in records if r["phases"][PHASE_FINAL_FIT]["level"] != "dropped")
+    assert (
+        given
+        == len(run.fit.units)
+        < sum(1 for r in records if r["phases"][PHASE_SYNTHESIS]["level"] != "dropped")
+    )
+    assert run.warnings == [] and run.audit.kept >= 1
