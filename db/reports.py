@@ -28,7 +28,7 @@ EMPTY_FIDELITY: dict[str, Any] = {
     "fidelity": [],
     "warnings": [],
     "dropped_content_ids": [],
-    "content_fidelity_schema_version": "fidelity-v1",  # runner.core.fidelity.FIDELITY_SCHEMA_VERSION
+    "content_fidelity_schema_version": "fidelity-v2",  # runner.core.fidelity.FIDELITY_SCHEMA_VERSION
     "content_fidelity": {},
     "content_archive_hashes": {},
 }

@@ -47,7 +47,6 @@ from runner.llm.budget import (
     RequestBudget,
     count_request_tokens,
     endpoint_budget,
-    preflight,
 )
 from runner.llm.client import ContextLimitExceeded, ResilientCaller, build_client
 from runner.llm.config import LLMConfig
@@ -60,7 +59,7 @@ from runner.llm.prompts import (
 )
 from runner.llm.reduce import FallbackReduce, TreeReducer
 from runner.llm.render import map_user_message, shown_known_items, system_message
-from runner.llm.toolcall import MalformedOutput, ToolCaller
+from runner.llm.toolcall import NATIVE_FALLBACK_MESSAGE, MalformedOutput, ToolCaller
 
 # Bumped when the post-processing of map output changes (it is part of the cached result).
 _MAP_POSTPROCESS_VERSION = "keys-ns-2"  # 2: known items cited by alias
@@ -150,6 +149,9 @@ class LLMExtractor:
             temperature=config.temperature,
             max_tokens_param=config.max_tokens_param,
         )
+        # Server tokens per cl100k_base token of a map request that did not fit by the server's
+        # own count (1.0 until one did not): how much smaller chunks must be cut.
+        self.server_token_ratio = 1.0
         self.map_prompt = load_prompt(MAP_PROMPT, MAP_PROMPT_VERSION)
         self.reduce_prompt = load_prompt(REDUCE_PROMPT, REDUCE_PROMPT_VERSION)
         self._note_limits()
@@ -255,6 +257,8 @@ class LLMExtractor:
             self._warn(
                 "TOKEN_COUNT_ESTIMATE_USED", "preflight counted tokens with a chars/4 estimate"
             )
+        if self.tools.native_fallback:
+            self._warn("TOKEN_COUNT_ESTIMATE_USED", NATIVE_FALLBACK_MESSAGE)
         if self.tools.usage_estimated:
             self._warn(
                 "TOKEN_COUNT_ESTIMATE_USED",
@@ -289,19 +293,22 @@ class LLMExtractor:
     def max_chunk_tokens(self) -> int:
         """The largest chunk (runner.core.chunks token count) a map request can carry with a full
         list of known items; the pipeline should chunk at most this big."""
+        # Chunks are cut by cl100k_base tokens; a server that counts more of its own for the
+        # same text (runner.llm.native_tokens) has a budget worth that many fewer of ours.
         room = (
-            self.map_budget.input_tokens
+            int(self.map_budget.input_tokens / self.server_token_ratio)
             - self.static_prefix_tokens()
             - _MAP_WRAPPER_TOKENS
             - self.config.max_known_items * _KNOWN_ITEM_TOKENS
         )
         return max(1, room)
 
-    def _map_messages(
+    async def _map_messages(
         self, chunk: Chunk, known_items: list[KnownItem], budget: RequestBudget
     ) -> tuple[list[dict[str, object]], dict[str, str]]:
         """The map request, with fewer known items if that is what it takes to fit, and the
-        known items it shows (alias → key)."""
+        known items it shows (alias → key). Counted as the tool call's preflight counts it: by
+        the server's own tokenizer when it has one."""
         limit = self.config.max_known_items
         tools = [tool_schema(CHUNK_SUMMARY_TOOL)]
         while True:
@@ -309,13 +316,17 @@ class LLMExtractor:
                 system_message(self.map_prompt.text),
                 map_user_message(chunk, known_items, limit),
             ]
-            checked = preflight(messages, tools, budget.input_tokens)
+            checked = await self.tools.count(budget.model, messages, tools, budget.input_tokens)
             if checked.fits:
                 shown = shown_known_items(known_items, limit)
                 return messages, {alias: item.key for alias, item in shown.items()}
             if limit > 0 and known_items:
                 limit //= 2
                 continue
+            if self.tools.native_counted:
+                ours, _ = count_request_tokens(messages, tools)
+                if ours and checked.tokens > ours:
+                    self.server_token_ratio = max(self.server_token_ratio, checked.tokens / ours)
             raise ChunkTooLarge(
                 f"chunk {chunk.index} needs {checked.tokens} prompt tokens, over the budget of "
                 f"{budget.input_tokens} for {budget.model}; chunk at most "
@@ -327,7 +338,11 @@ class LLMExtractor:
         """Map one chunk; raises ChunkFailed with a reason (never containing the API key), or
         ChunkTooLarge when the model's context turned out too small for it."""
         budget = self.map_budget
-        messages, shown = self._map_messages(chunk, known_items, budget)
+        try:
+            messages, shown = await self._map_messages(chunk, known_items, budget)
+        except ChunkTooLarge:
+            self._note_estimates()
+            raise
         try:
             summary = await self.tools.call(
                 model=budget.model,

@@ -27,7 +27,7 @@ import re
 import weakref
 from typing import Any, Literal
 
-from runner.llm.limits import model_listing
+from runner.llm.limits import cached_listing, model_listing
 
 logger = logging.getLogger(__name__)
 
@@ -195,6 +195,14 @@ def detected_server(client: object) -> str | None:
     return _servers.get(client)
 
 
+def known_server(client: object) -> str | None:
+    """The grammar-building server behind `client` as far as this process knows without asking:
+    what `detect_server` found, else what the model list read by the limits discovery says."""
+    if client in _servers:
+        return _servers[client]
+    return grammar_server(cached_listing(client))
+
+
 def send_bounds(mode: SchemaBounds, client: object) -> bool:
     """Whether a request through `client` carries the bounds under `mode` (under `auto`, after
     `detect_server`: not to a grammar-building server, nor once the endpoint refused them)."""
@@ -214,6 +222,7 @@ __all__ = [
     "grammar_server",
     "has_bounds",
     "is_grammar_error",
+    "known_server",
     "refuses_bounds",
     "remember_refusal",
     "send_bounds",

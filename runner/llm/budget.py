@@ -4,7 +4,9 @@ content to a budget live in runner.core.fidelity, pure).
 
 Every request is counted before it is sent. Counts use tiktoken's cl100k_base (runner.core.tokens);
 when the encoding is unavailable they fall back to a chars/4 estimate, which gets an extra safety
-margin and is reported as TOKEN_COUNT_ESTIMATE_USED.
+margin and is reported as TOKEN_COUNT_ESTIMATE_USED. The preflight of a tool call to a llama.cpp
+or llama-cpp-python server counts with the server's own tokenizer first
+(runner.llm.native_tokens), falling back to these counts.
 """
 
 from __future__ import annotations
@@ -262,15 +264,13 @@ class Preflight:
 _count_piece = functools.lru_cache(maxsize=128)(count_tokens)
 
 
-def count_request_tokens(
+def request_pieces(
     messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
-) -> tuple[int, bool]:
-    """Tokens of a chat request's messages and tool schemas, and whether it is an estimate."""
-    total = 0
-    estimated = False
+) -> tuple[int, list[str]]:
+    """The tokens a chat request's format adds (per message) and the texts whose tokens are
+    counted: each message's content and tool calls, and the tool schemas."""
     pieces: list[str] = []
     for message in messages:
-        total += _PER_MESSAGE_TOKENS
         content = message.get("content")
         if isinstance(content, str):
             pieces.append(content)
@@ -278,6 +278,15 @@ def count_request_tokens(
             pieces.append(json.dumps(call, ensure_ascii=False))
     if tools:
         pieces.append(json.dumps(tools, ensure_ascii=False, separators=(",", ":")))
+    return _PER_MESSAGE_TOKENS * len(messages), pieces
+
+
+def count_request_tokens(
+    messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+) -> tuple[int, bool]:
+    """Tokens of a chat request's messages and tool schemas, and whether it is an estimate."""
+    total, pieces = request_pieces(messages, tools)
+    estimated = False
     for piece in pieces:
         counted = _count_piece(piece)
         total += counted.tokens

@@ -113,6 +113,22 @@ def delayed(model: Model, seconds: float) -> Model:
     return slow
 
 
+def char_tokenizer(
+    chars_per_token: int = 2, field: str = "content"
+) -> Callable[[dict[str, Any]], Answer]:
+    """A `/tokenize` answer with one token per `chars_per_token` characters of the body's
+    `field` (llama.cpp's server reads `content`, llama-cpp-python's `/extras/tokenize` reads
+    `input`): deterministic, and unlike cl100k_base, so a test can tell whose count was used."""
+
+    def tokenize(body: dict[str, Any]) -> Answer:
+        text = body.get(field)
+        if not isinstance(text, str):
+            return error(400, f"'{field}' is required")
+        return {"tokens": list(range(-(-len(text) // chars_per_token)))}
+
+    return tokenize
+
+
 def tool_of(body: Mapping[str, Any]) -> str | None:
     """The name of the tool a request forces (`tool_choice`), if any."""
     choice = body.get("tool_choice")
@@ -139,16 +155,29 @@ class Exchange:
 
 class FakeLLM:
     """The fake endpoint: POST /v1/chat/completions answered by `model`; GET `routes` (e.g.
-    `/v1/models`, llama.cpp's `/props`) answered with their JSON, any other GET with a 404."""
+    `/v1/models`, llama.cpp's `/props`) answered with their JSON, POST `posts` (e.g. llama.cpp's
+    `/tokenize`, see `char_tokenizer`) by their function of the body, any other path with a
+    404."""
 
-    def __init__(self, model: Model, routes: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        model: Model,
+        routes: Mapping[str, Any] | None = None,
+        posts: Mapping[str, Model] | None = None,
+    ) -> None:
         self.model = model
         self.exchanges: list[Exchange] = []
         self.requests: list[dict[str, Any]] = []  # the bodies, in arrival order
         self.gets: list[str] = []  # the paths of the GET `routes` asked, in arrival order
+        # (path, body) of every POST to a `posts` route, in arrival order.
+        self.posted: list[tuple[str, dict[str, Any]]] = []
         static = [
             Route(path, self._static(payload), methods=["GET"])
             for path, payload in (routes or {}).items()
+        ]
+        static += [
+            Route(path, self._posted(answer), methods=["POST"])
+            for path, answer in (posts or {}).items()
         ]
         self.app = Starlette(
             routes=[
@@ -166,6 +195,7 @@ class FakeLLM:
         self.exchanges.clear()
         self.requests.clear()
         self.gets.clear()
+        self.posted.clear()
 
     async def _chat(self, request: Request) -> Response:
         received = time.perf_counter()
@@ -185,6 +215,17 @@ class FakeLLM:
         async def answer(request: Request) -> Response:
             self.gets.append(request.url.path)
             return JSONResponse(payload)
+
+        return answer
+
+    def _posted(self, model: Model) -> Callable[[Request], Awaitable[Response]]:
+        async def answer(request: Request) -> Response:
+            body = await request.json()
+            self.posted.append((request.url.path, body))
+            reply = model(body)
+            if inspect.isawaitable(reply):
+                reply = await reply
+            return reply if isinstance(reply, Response) else JSONResponse(reply)
 
         return answer
 

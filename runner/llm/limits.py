@@ -247,6 +247,11 @@ async def _fetch_listing(client: Any, timeout: float) -> Any:
         return None
 
 
+def cached_listing(client: Any) -> Any:
+    """The `GET /models` answer already read for `client` (None when not asked or no answer)."""
+    return _listings.get(client)
+
+
 async def model_listing(client: Any, timeout: float) -> Any:
     """The endpoint's `GET /models` JSON, asked once per client (None for any failure, which is
     remembered too: the list is a hint). Never raises for the endpoint's sake."""

@@ -7,6 +7,9 @@ The re-ask feeds the concrete errors back (as a `tool` message answering the mod
 MalformedOutput. The static prefix of the request (system prompt, tools) is never touched, so
 the re-ask still hits the provider's prompt cache.
 
+A request is counted before it is sent: by the server's own tokenizer when it is llama.cpp's or
+llama-cpp-python's (runner.llm.native_tokens), else by cl100k_base (runner.llm.budget).
+
 A request's tool schema carries its length and count bounds unless the settings or the endpoint
 say otherwise (runner.llm.bounds): under `auto`, an endpoint whose `/v1/models` says it is
 llama.cpp's or llama-cpp-python's server never gets them, and a call refused with a grammar error
@@ -46,12 +49,20 @@ from runner.llm.budget import (
     preflight,
 )
 from runner.llm.client import ContextLimitExceeded, GrammarRejected, LLMCallError, ResilientCaller
+from runner.llm.native_tokens import native_failed, native_request_tokens
 
 logger = logging.getLogger(__name__)
 
 Model = TypeVar("Model", bound=StrictModel)
 
 _MAX_ERRORS_FED_BACK = 12
+
+
+# TOKEN_COUNT_ESTIMATE_USED's text when a server that counts natively could not.
+NATIVE_FALLBACK_MESSAGE = (
+    "the endpoint's tokenize route failed; prompts were counted with cl100k_base, which may "
+    "differ from the model's own tokenizer"
+)
 
 
 class MalformedOutput(LLMError):
@@ -187,6 +198,10 @@ class ToolCaller:
         self.max_tokens_param = max_tokens_param
         self.usage_estimated = False
         self.count_estimated = False
+        # Counted by the server's tokenizer at least once; its tokenize route failed, so counts
+        # fell back to cl100k_base (TOKEN_COUNT_ESTIMATE_USED).
+        self.native_counted = False
+        self.native_fallback = False
         # Set once a call of this caller went without the schema's bounds because the endpoint
         # refused them (`auto`; `omit` is the operator's choice, not worth a warning).
         self.bounds_dropped = False
@@ -219,6 +234,28 @@ class ToolCaller:
         checked = preflight(messages, tools, budget)
         self.count_estimated = self.count_estimated or checked.estimated
         return checked
+
+    async def count(
+        self,
+        model: str,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        budget: int,
+    ) -> Preflight:
+        """The request's count against `budget`, by the server's own tokenizer when it is a
+        llama.cpp or llama-cpp-python server (runner.llm.native_tokens), else `preflight`. A
+        server whose tokenize route failed is counted by `preflight` and remembered
+        (`native_fallback`)."""
+        client = self.caller.client
+        config = self.caller.config
+        if config.schema_bounds == "auto":  # the one look at /v1/models send() takes anyway
+            await detect_server(client, min(DETECT_TIMEOUT_SECONDS, config.timeout_seconds))
+        native = await native_request_tokens(client, model, messages, tools)
+        if native is not None:
+            self.native_counted = True
+            return Preflight(tokens=native, budget=budget, estimated=False)
+        self.native_fallback = self.native_fallback or native_failed(client)
+        return self.preflight(messages, tools, budget)
 
     async def send(
         self,
@@ -303,7 +340,7 @@ class ToolCaller:
         conversation = list(messages)
         problems: list[str] = []
         for attempt in range(2):
-            checked = self.preflight(conversation, tools, input_budget)
+            checked = await self.count(model, conversation, tools, input_budget)
             if not checked.fits:
                 if attempt == 0:
                     raise RequestTooLarge(
@@ -359,6 +396,8 @@ class ModelRoute:
     model: str | None = None
     budget: RequestBudget | None = None
     failures: list[tuple[str, str]] = field(default_factory=list)  # (model, why it failed)
+    # A server's tokenize route failed: a request was counted with cl100k_base instead.
+    native_fallback: bool = False
 
     def warnings(self, call: ModelCall) -> list[PipelineWarning]:
         """LLM_FALLBACK_MODEL_USED when a fallback model answered (naming it and why the models
@@ -373,6 +412,8 @@ class ModelRoute:
                     f"fallback model {self.model!r} answered ({why})",
                 )
             )
+        if self.native_fallback:
+            found.append(PipelineWarning("TOKEN_COUNT_ESTIMATE_USED", NATIVE_FALLBACK_MESSAGE))
         if self.budget is not None and self.budget.defaulted:
             setting = call.context_setting(self.budget.model)
             found.append(
@@ -451,8 +492,9 @@ class ModelCall:
         first_error: LLMError | None = None
         for caller, model in chain[start:]:
             budget = self.budget(model)
+            tools = self.tools(usage, caller)
             try:
-                value = await self.tools(usage, caller).call(
+                value = await tools.call(
                     model=model,
                     messages=messages,
                     tool_name=tool["function"]["name"],
@@ -462,6 +504,7 @@ class ModelCall:
                     tool=tool,
                 )
             except LLMError as error:
+                route.native_fallback = route.native_fallback or tools.native_fallback
                 if not self.fallbacks:
                     raise
                 reason = failure_reason(error)
@@ -469,6 +512,7 @@ class ModelCall:
                 logger.warning("llm.model_failed model=%s reason=%s", model, reason)
                 first_error = first_error or error
                 continue
+            route.native_fallback = route.native_fallback or tools.native_fallback
             route.model, route.budget = model, budget
             if model != self.model:
                 logger.info("llm.fallback_model_used model=%s", model)

@@ -32,9 +32,10 @@ The degradation order when they do not fit:
 No model summary: a summary is not a quotable span, and every report sentence must cite exact
 characters; a condensed unit is a prefix of its text. Every step leaves a step record {phase,
 step, original_tokens, final_tokens, reason}; every unit considered (within the cap) gets a
-per-item record in `content_fidelity` (level, tokens before and after, reason, warnings, and
-the `timestamp` of the fitting, ISO 8601 UTC); the ids of the units left out are
-`dropped_content_ids`.
+per-item record in `content_fidelity` under its `synthesis` phase (level, tokens before and
+after, reason, warnings, and the `timestamp` of the fitting, ISO 8601 UTC; the other phases an
+item passes through are merged in by `runner.core.fidelity.merge_phase`); the ids of the units
+left out are `dropped_content_ids`.
 """
 
 from __future__ import annotations
@@ -49,8 +50,12 @@ from typing import Any
 from runner.core.fidelity import (
     FIDELITY_SCHEMA_VERSION,
     MIN_ITEMS_KEPT,
+    PHASE_SYNTHESIS,
     TOP_ITEMS_CONDENSED,
     FidelityLevel,
+    latest_phase,
+    merge_phase,
+    phase_entry,
 )
 from runner.core.tokens import count_tokens
 from runner.documents.policy import SourceQuality
@@ -59,7 +64,7 @@ from runner.reports.digest_evidence import DIGEST_EVIDENCE_KIND
 from runner.reports.evidence import Evidence, RankedEvidence
 from runner.reports.sources import MessageSource
 
-PHASE = "synthesis"  # the phase name, in fidelity records, of writing the report from its evidence
+PHASE = PHASE_SYNTHESIS  # the phase, in fidelity records, of writing the report from its evidence
 DEFAULT_MAX_UNITS = 60
 MIN_EVIDENCE_TOKENS = 512
 TRUNCATED_UNIT_TOKENS = 40
@@ -193,7 +198,9 @@ class EvidenceFit:
         return {
             item_id: self.originals[item_id]
             for item_id, record in self.content_fidelity.items()
-            if record["phases"][PHASE]["level"] != FidelityLevel.FULL.value
+            if (latest := latest_phase(record)) is not None
+            and latest[1]["level"] != FidelityLevel.FULL.value
+            and item_id in self.originals
         }
 
     @property
@@ -532,20 +539,17 @@ def _item_records(fit: EvidenceFit, original: dict[str, int], rank: dict[str, in
             FidelityLevel.FULL: "within_budget",
             FidelityLevel.HEADLINE: "protected_overflow",
         }.get(level, "budget_limit")
-        fit.content_fidelity[item_id] = {
-            "phases": {
-                PHASE: {
-                    "level": level.value,
-                    "reason": reason,
-                    "original_tokens": original[item_id],
-                    "final_tokens": unit.tokens if unit else 0,
-                    "rank": rank[item_id] + 1,
-                    "protected": item_id in fit.protected,
-                    "warnings": codes.get(item_id, []),
-                    "timestamp": timestamp,
-                }
-            }
-        }
+        entry = phase_entry(
+            level,
+            reason,
+            codes.get(item_id, []),
+            timestamp,
+            original_tokens=original[item_id],
+            final_tokens=unit.tokens if unit else 0,
+            rank=rank[item_id] + 1,
+            protected=item_id in fit.protected,
+        )
+        fit.content_fidelity[item_id] = merge_phase(fit.content_fidelity.get(item_id), PHASE, entry)
 
 
 def unfitted(ranked: list[RankedEvidence], max_units: int = DEFAULT_MAX_UNITS) -> EvidenceFit:

@@ -42,6 +42,7 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from db import reports as report_queries
@@ -76,6 +77,7 @@ from runner.reports.research import (
     final_extractive_report,
     refine_gathered,
     refinement_pool,
+    with_research_phases,
 )
 from runner.reports.store import ReportInputs, read_inputs
 
@@ -136,6 +138,7 @@ class ReportJobRunner:
         if context.should_stop():
             raise Cancelled()
         research = await self._research(job, question, inputs, context)
+        researched_at = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
         ranked = research.ranked
         units = research.units
         stats["evidence_units"] = len(units)
@@ -146,6 +149,7 @@ class ReportJobRunner:
         else:
             draft = final_extractive_report(research)
             written = await asyncio.to_thread(self._audited, draft, cache_key)
+        written.fidelity = with_research_phases(written.fidelity, research, researched_at)
         written.warnings = [*research.decomposition.warnings, *written.warnings]
         written.fidelity = {
             **written.fidelity,

@@ -9,7 +9,12 @@ gets ONE re-ask with the concrete audit errors, and what still fails is dropped.
   ids are the request's own: the report's `S1..Sn` are numbered afterwards by first appearance,
   so a model never decides the numbering. Final fit (`runner.llm.budget.final_fit`): the whole
   request is counted as it will be sent; one still over the budget is fitted again with the
-  evidence budget lowered by the overshoot, at most twice, then refused (`EvidenceOverflow`, as
+  evidence budget lowered by the overshoot, at most twice (each item's record then keeps the
+  first fitting as its `synthesis` phase and the last as its `final_fit` phase), then refused.
+  A llama.cpp or llama-cpp-python server's own count (runner.llm.native_tokens) is checked
+  last: a request over the limit by it is fitted again to the share of the budget the ratio of
+  the two counts leaves (a `final_fit` step with reason `server_tokenizer`), and the tool
+  call's preflight checks the request by the server's count once more (`EvidenceOverflow`, as
   is evidence whose protected units do not fit even as headlines). With archiving on, the whole
   text of every unit given in part or left out is archived and its hash recorded.
 - Answer: `emit_report` (`WrittenReport`, a Pydantic model whose JSON schema is the tool's):
@@ -43,7 +48,13 @@ from xml.sax.saxutils import escape, quoteattr
 from pydantic import Field
 
 from runner.core.contract import StrictModel, model_schema
-from runner.core.fidelity import SYNTHESIS_BUDGET_SHARE
+from runner.core.fidelity import (
+    PHASE_FINAL_FIT,
+    PHASE_SYNTHESIS,
+    SYNTHESIS_BUDGET_SHARE,
+    latest_phase,
+    merge_fidelity,
+)
 from runner.core.tokens import count_tokens
 from runner.core.vocabulary import ExtractionUsage
 from runner.documents.archive import write_archive
@@ -52,7 +63,9 @@ from runner.documents.errors import ArchiveError
 from runner.errors import LLMError
 from runner.grounding.claim_support import DEFAULT_MIN_OVERLAP, support_share
 from runner.grounding.footnotes import FootnotedSentence, Section
-from runner.llm.budget import count_request_tokens, final_fit
+from runner.llm.bounds import DETECT_TIMEOUT_SECONDS, detect_server
+from runner.llm.budget import FINAL_FIT_MARGIN, count_request_tokens, final_fit
+from runner.llm.native_tokens import native_request_tokens
 from runner.llm.prompts import REPORT_PROMPT, load_prompt
 from runner.llm.toolcall import ModelCall, ModelRoute, RequestTooLarge
 from runner.reports.audit import ReportAudit, accept_sentences, sentence_problem
@@ -353,16 +366,20 @@ class LLMReportWriter:
         return self.call.budget().input_tokens - _REASK_RESERVE_TOKENS
 
     def fitted_request(
-        self, question: str, ranked: list[RankedEvidence]
+        self, question: str, ranked: list[RankedEvidence], scale: float = 1.0
     ) -> tuple[EvidenceFit, list[dict[str, Any]]]:
         """The evidence fitted to the budget and the request's messages, after the final fit
-        (see the module docstring). Raises EvidenceOverflow."""
+        (see the module docstring); `scale` (below 1) is the share of the budget to fit to, in
+        cl100k_base tokens, for a server whose tokenizer counts more. Raises
+        EvidenceOverflow."""
         config = self.call.caller.config
         if not config.token_management_enabled:
             fit = unfitted(ranked, self.max_units)
             return fit, build_messages(question, fit.units)
         protected = protected_ids(question, ranked)
         tools = [report_tool_schema()]
+
+        fits: list[EvidenceFit] = []  # every assembly's fitting, the first one's records kept
 
         def assemble(budget: int) -> tuple[EvidenceFit, list[dict[str, Any]]]:
             fit = fit_evidence(
@@ -379,17 +396,23 @@ class LLMReportWriter:
                     f"evidence budget is {fit.budget_tokens}: {_REMEDY}",
                     fit,
                 )
+            fits.append(fit)
             return fit, build_messages(question, fit.units)
 
         fitted = final_fit(
             assemble,
             lambda request: count_request_tokens(request[1], tools)[0],
-            self.evidence_budget(question),
-            self.request_limit(),
+            math.floor(self.evidence_budget(question) * scale),
+            math.floor(self.request_limit() * scale),
         )
         fit, messages = fitted.request
         fit.phase_share, fit.phase_budget_tokens = SYNTHESIS_BUDGET_SHARE, self.phase_budget()
         if fitted.iterations:
+            # The synthesis fitting's records stay as the items' history; what the final fit
+            # made of each item is its `final_fit` phase, which the item ends as.
+            fit.content_fidelity = merge_fidelity(
+                fits[0].content_fidelity, as_phase(fit.content_fidelity, PHASE_FINAL_FIT)
+            )
             fit.fidelity.append(
                 {
                     "phase": PHASE,
@@ -409,11 +432,53 @@ class LLMReportWriter:
             )
         return fit, messages
 
+    async def fitted_for_server(
+        self, question: str, ranked: list[RankedEvidence]
+    ) -> tuple[EvidenceFit, list[dict[str, Any]]]:
+        """`fitted_request`, counted again by the server's own tokenizer when it has one
+        (runner.llm.native_tokens): a request over the limit by the server's count is fitted
+        again to the share of the budget the two counts' ratio leaves, the first fitting kept
+        as each unit's `synthesis` phase and the last as its `final_fit`."""
+        fit, messages = self.fitted_request(question, ranked)
+        caller = self.call.caller
+        if not caller.config.token_management_enabled:
+            return fit, messages
+        if caller.config.schema_bounds == "auto":  # the look the tool call takes anyway
+            await detect_server(caller.client, DETECT_TIMEOUT_SECONDS)
+        tools = [report_tool_schema()]
+        theirs = await native_request_tokens(caller.client, self.call.model, messages, tools)
+        limit = self.request_limit()
+        if theirs is None or theirs <= limit:
+            return fit, messages
+        ours, _ = count_request_tokens(messages, tools)
+        # The ratio of the whole request's counts, less the final fit's margin: the evidence's
+        # own ratio may be a little higher than the prompt's.
+        scale = ours / theirs * (1 - FINAL_FIT_MARGIN)
+        refit, messages = self.fitted_request(question, ranked, scale=scale)
+        refit.content_fidelity = merge_fidelity(
+            {item: dict(record) for item, record in fit.content_fidelity.items()},
+            as_phase(refit.content_fidelity, PHASE_FINAL_FIT, latest=True),
+        )
+        refit.fidelity.append(
+            {
+                "phase": PHASE,
+                "step": "final_fit",
+                "original_tokens": theirs,
+                "final_tokens": await native_request_tokens(
+                    caller.client, self.call.model, messages, tools
+                )
+                or 0,
+                "reason": "server_tokenizer",
+                "request_limit": limit,
+            }
+        )
+        return refit, messages
+
     async def write(self, question: str, ranked: list[RankedEvidence]) -> LLMReportRun:
         """Raises (from the first call only) EvidenceOverflow, MalformedOutput, RequestTooLarge,
         LLMCallError or CircuitOpen; a failing re-ask keeps the first answer with a
         `re_ask_failed` warning."""
-        fit, messages = self.fitted_request(question, ranked)
+        fit, messages = await self.fitted_for_server(question, ranked)
         if self.archive_dir is not None:
             await asyncio.to_thread(archive_degraded, fit, self.archive_dir)
         sources = {evidence_id(i): u.evidence.sources for i, u in enumerate(fit.units)}
@@ -475,6 +540,21 @@ class LLMReportWriter:
         return LLMReportRun(fit, draft, report, audit, usage, run_warnings, model, notes)
 
 
+def as_phase(
+    records: dict[str, dict[str, Any]], phase: str, *, latest: bool = False
+) -> dict[str, dict[str, Any]]:
+    """A fitting's synthesis records (with `latest`, each unit's last phase) written as
+    `phase`'s (a final fit's re-fitting)."""
+    written: dict[str, dict[str, Any]] = {}
+    for item_id, record in records.items():
+        found = latest_phase(record) if latest else None
+        if found is None and PHASE_SYNTHESIS in record.get("phases", {}):
+            found = (PHASE_SYNTHESIS, record["phases"][PHASE_SYNTHESIS])
+        if found is not None:
+            written[item_id] = {"phases": {phase: dict(found[1])}}
+    return written
+
+
 def archive_degraded(fit: EvidenceFit, archive_dir: Path) -> None:
     """Archive the whole text of every unit given in part or left out, and record its hash
     (`content_archive_hashes`, and `archive_hash` in its item record). A failing write is an
@@ -484,7 +564,9 @@ def archive_degraded(fit: EvidenceFit, archive_dir: Path) -> None:
             write_archive(archive_dir, EVIDENCE_ARCHIVE_SOURCE, text)
             digest = source_text_hash(text)
             fit.content_archive_hashes[item_id] = digest
-            fit.content_fidelity[item_id]["phases"][PHASE]["archive_hash"] = digest
+            latest = latest_phase(fit.content_fidelity[item_id])
+            assert latest is not None  # degraded_texts names items with a phase only
+            latest[1]["archive_hash"] = digest
     except (OSError, ArchiveError) as error:
         logger.warning("report.archive_failed error=%s", type(error).__name__)
         fit.warnings.append(

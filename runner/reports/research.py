@@ -8,7 +8,9 @@ which parts of the question have cited evidence); the final answer is the worker
 over the merged units and those the refinement added. With no open point the offline first
 answer is the final one. What was done is recorded on the report (`Research.as_json`, in its
 `fidelity` under `research`): the sub-questions and how they were found, the units gathered
-and whether each is cited, the open points and the units the refinement added and cited.
+and whether each is cited, the open points and the units the refinement added and cited; and,
+per unit, its `gathering` or `refinement` phase (`research_fidelity`), which the report job
+merges into the writer's per-item records.
 """
 
 from __future__ import annotations
@@ -17,6 +19,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from runner.core.fidelity import (
+    FIDELITY_SCHEMA_VERSION,
+    PHASE_GATHERING,
+    PHASE_REFINEMENT,
+    FidelityLevel,
+    merge_fidelity,
+    merge_phase,
+    phase_entry,
+)
 from runner.grounding.claim_support import DEFAULT_MIN_OVERLAP
 from runner.reports.audit import ReportAudit, accept_sentences
 from runner.reports.decompose import Decomposition, rules_decomposition
@@ -29,6 +40,7 @@ from runner.reports.evidence import (
     RankedEvidence,
     gather_evidence,
 )
+from runner.reports.evidence_budget import content_id
 from runner.reports.extractive import write_extractive_report
 from runner.reports.merge import Gathered, gather_for_sub_questions, pointer_key
 from runner.reports.refine import OpenPoint, open_points, refine_evidence
@@ -82,6 +94,47 @@ class Research:
                 "added_cited": sum(1 for item in self.added if is_cited(item)),
             },
         }
+
+
+def research_fidelity(research: Research, timestamp: str) -> dict[str, dict[str, Any]]:
+    """The per-item records of the research phases (runner.core.fidelity), by content id: a
+    merged unit's `gathering` phase (the sub-questions it serves, 1-based, and its place in the
+    merge) and an added unit's `refinement` phase. Whole units: gathering cuts nothing."""
+    records: dict[str, dict[str, Any]] = {}
+    for place, item in enumerate(research.gathered.merged):
+        entry = phase_entry(
+            FidelityLevel.FULL,
+            "gathered",
+            [],
+            timestamp,
+            sub_questions=[index + 1 for index in item.serves],
+            position=place + 1,
+        )
+        item_id = content_id(item.evidence)
+        records[item_id] = merge_phase(records.get(item_id), PHASE_GATHERING, entry)
+    for item in research.added:
+        entry = phase_entry(FidelityLevel.FULL, "open_point", [], timestamp)
+        item_id = content_id(item.evidence)
+        records[item_id] = merge_phase(records.get(item_id), PHASE_REFINEMENT, entry)
+    return records
+
+
+def with_research_phases(
+    fidelity: dict[str, Any], research: Research, timestamp: str
+) -> dict[str, Any]:
+    """`fidelity` whose per-item records (the units the writer's fitting considered) also hold
+    the phases each passed through before it: gathering, refinement (the merge rule of
+    runner.core.fidelity). An offline report considers no unit: nothing is added."""
+    considered = fidelity.get("content_fidelity") or {}
+    if not considered:
+        return fidelity
+    history = research_fidelity(research, timestamp)
+    earlier = {item_id: history[item_id] for item_id in considered if item_id in history}
+    return {
+        **fidelity,
+        "content_fidelity_schema_version": FIDELITY_SCHEMA_VERSION,
+        "content_fidelity": merge_fidelity(earlier, considered),
+    }
 
 
 def refinement_pool(

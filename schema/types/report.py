@@ -14,6 +14,7 @@ from strawberry.types import Info
 
 from db import models
 from db.reports import EMPTY_FIDELITY
+from runner.core.fidelity import ordered_phases
 from runner.reports.sources import source_number
 from schema.context import Context
 from schema.types.enums import FidelityLevel
@@ -220,22 +221,32 @@ class ReportFidelityRecord:
 
 
 @strawberry.type(
-    description="What fitting the evidence to the writer model's budget did to one evidence "
-    "unit in one phase (a per-item fidelity record)."
+    description="What one phase of the report did to one evidence unit (a per-item fidelity "
+    "record): gathering it for the question's sub-questions, adding it in the refinement, "
+    "fitting it to the writer model's budget."
 )
 class ReportItemFidelity:
     content_id: str = strawberry.field(
         description="The evidence unit (ids as in droppedContentIds and ReportWarning.itemIds)."
     )
-    phase: str = strawberry.field(description='"synthesis": the evidence given to the writer.')
+    phase: str = strawberry.field(
+        description='"gathering" (ranked for a sub-question and merged), "refinement" (added '
+        'for a point the first answer left open), "synthesis" (fitted to the writer\'s budget) '
+        'or "final_fit" (fitted again after the whole request was counted over its limit).'
+    )
     level: FidelityLevel | None = strawberry.field(
         description="What the unit became; null for a level this server does not know."
     )
     reason: str = strawberry.field(
-        description='"within_budget", "budget_limit" or "protected_overflow".'
+        description='"gathered", "open_point", "within_budget", "budget_limit" or '
+        '"protected_overflow".'
     )
-    original_tokens: int = strawberry.field(description="Its tokens before the fitting.")
-    final_tokens: int = strawberry.field(description="Its tokens as sent (0 when dropped).")
+    original_tokens: int = strawberry.field(
+        description="Its tokens before the fitting (0 in a phase that counts none)."
+    )
+    final_tokens: int = strawberry.field(
+        description="Its tokens as sent (0 when dropped, or in a phase that counts none)."
+    )
     rank: int | None = strawberry.field(
         description="Its place by priority, 1 first (question relevance, then recency)."
     )
@@ -251,7 +262,7 @@ class ReportItemFidelity:
         "or dropped and archiving is on."
     )
     recorded_at: datetime | None = strawberry.field(
-        description="When the fitting ran; null for a report stored before it was recorded."
+        description="When the phase ran; null for a report stored before it was recorded."
     )
 
     @classmethod
@@ -290,18 +301,52 @@ def _timestamp(value: object) -> datetime | None:
         return None
 
 
-def item_fidelity(stored: dict[str, Any]) -> list[ReportItemFidelity]:
-    """The stored per-item records ({id: {phases: {phase: record}}}), one per item and phase,
-    by rank (the database's JSON keeps no key order), then id and phase."""
-    records = [
-        ReportItemFidelity.from_json(str(item_id), str(phase), dict(record))
-        for item_id, entry in stored.items()
-        for phase, record in (entry.get("phases") or {}).items()
-    ]
-    return sorted(
-        records,
-        key=lambda r: (r.rank is None, r.rank or 0, r.content_id, r.phase),
+@strawberry.type(
+    description="One evidence unit with every phase it passed through, in order: its history "
+    "(a phase written again keeps only its latest record)."
+)
+class ReportItemPhases:
+    content_id: str = strawberry.field(
+        description="The evidence unit (ids as in droppedContentIds and ReportWarning.itemIds)."
     )
+    level: FidelityLevel | None = strawberry.field(
+        description="What the unit ended as: its last phase's level."
+    )
+    phases: list[ReportItemFidelity] = strawberry.field(
+        description="Gathering, refinement, synthesis, final_fit: those it passed through."
+    )
+
+
+def item_phases(stored: dict[str, Any]) -> list[ReportItemPhases]:
+    """The stored per-item records ({id: {phases: {phase: record}}}, fidelity-v1 or v2) grouped
+    by item, each item's phases in phase order, the items by their rank in the writer's fitting
+    (the database's JSON keeps no key order), then id."""
+    items = []
+    for item_id, entry in stored.items():
+        phases = ordered_phases(entry.get("phases") or {})
+        records = [
+            ReportItemFidelity.from_json(str(item_id), str(phase), dict(record))
+            for phase, record in phases.items()
+        ]
+        items.append(
+            ReportItemPhases(
+                content_id=str(item_id),
+                level=records[-1].level if records else None,
+                phases=records,
+            )
+        )
+
+    def rank(item: ReportItemPhases) -> tuple[bool, int, str]:
+        ranks = [record.rank for record in item.phases if record.rank is not None]
+        return (not ranks, ranks[-1] if ranks else 0, item.content_id)
+
+    return sorted(items, key=rank)
+
+
+def item_fidelity(stored: dict[str, Any]) -> list[ReportItemFidelity]:
+    """The stored per-item records, one per item and phase: the items as `item_phases` orders
+    them, each item's phases in phase order."""
+    return [record for item in item_phases(stored) for record in item.phases]
 
 
 def archive_hashes(
@@ -368,11 +413,17 @@ class Report(relay.Node):
         "message), lowest priority last."
     )
     content_fidelity_schema_version: str = strawberry.field(
-        description='The version of the contentFidelity records ("fidelity-v1").'
+        description='The version of the contentFidelity records ("fidelity-v2"; a report '
+        'stored with "fidelity-v1" has one phase per unit, synthesis).'
     )
     content_fidelity: list[ReportItemFidelity] = strawberry.field(
-        description="What the fitting did to each evidence unit it considered (at most the "
-        "writer's unit cap, plus protected units), by rank; empty offline."
+        description="Each phase's record of each evidence unit the writer's fitting considered "
+        "(at most the writer's unit cap, plus protected units), by rank, each unit's phases in "
+        "order; empty offline."
+    )
+    content_fidelity_items: list[ReportItemPhases] = strawberry.field(
+        description="The same records grouped by evidence unit: each unit's phases in order "
+        "and what it ended as; empty offline."
     )
     content_archive_hashes: list[ReportArchiveHash] = strawberry.field(
         description="The archived whole text of each unit cut or dropped (when archiving is on)."
@@ -416,7 +467,8 @@ class Report(relay.Node):
             )
             for section in row.sections
         ]
-        items = item_fidelity(row.fidelity.get("content_fidelity") or {})
+        grouped = item_phases(row.fidelity.get("content_fidelity") or {})
+        items = [record for item in grouped for record in item.phases]
         return cls(
             id=row.id,
             question=row.question,
@@ -437,6 +489,7 @@ class Report(relay.Node):
                 )
             ),
             content_fidelity=items,
+            content_fidelity_items=grouped,
             content_archive_hashes=archive_hashes(
                 row.fidelity.get("content_archive_hashes") or {}, items
             ),

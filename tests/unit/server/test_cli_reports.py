@@ -86,3 +86,71 @@ def test_a_row_stored_before_the_per_item_records_reads_with_defaults() -> None:
     odd = {"u2": {"phases": {"synthesis": {"level": "key_points", "timestamp": "soon"}}}}
     (item,) = Report.from_row(_row({"content_fidelity": odd})).content_fidelity
     assert item.level is None and item.recorded_at is None
+
+
+def test_a_report_stored_with_fidelity_v1_reads_as_one_phase_per_unit() -> None:
+    """Before v2 a unit's record held its synthesis phase only: it reads as a unit with that one
+    phase, and the version it was stored with is the one shown."""
+    v1 = {
+        "content_fidelity_schema_version": "fidelity-v1",
+        "content_fidelity": {
+            "u2": {
+                "phases": {
+                    "synthesis": {
+                        "level": "dropped",
+                        "reason": "budget_limit",
+                        "rank": 2,
+                        "warnings": ["CONTENT_DROPPED"],
+                        "timestamp": "2026-01-05T10:00:00Z",
+                    }
+                }
+            },
+            "u1": {
+                "phases": {
+                    "synthesis": {
+                        "level": "full",
+                        "reason": "within_budget",
+                        "rank": 1,
+                        "warnings": [],
+                        "timestamp": "2026-01-05T10:00:00Z",
+                    }
+                }
+            },
+        },
+    }
+    api = Report.from_row(_row(v1))
+    assert api.content_fidelity_schema_version == "fidelity-v1"
+    assert [(i.content_id, i.level) for i in api.content_fidelity_items] == [
+        ("u1", FidelityLevel.FULL),
+        ("u2", FidelityLevel.DROPPED),
+    ]
+    assert [[p.phase for p in i.phases] for i in api.content_fidelity_items] == [["synthesis"]] * 2
+    assert [(i.content_id, i.phase) for i in api.content_fidelity] == [
+        ("u1", "synthesis"),
+        ("u2", "synthesis"),
+    ]
+    assert api.content_fidelity_items[1].phases[0].warnings == ["CONTENT_DROPPED"]
+
+
+def test_a_v2_units_phases_read_in_phase_order_and_it_ends_as_its_last() -> None:
+    stamp = "2026-01-05T10:00:00Z"
+    phases = {  # as the database's JSON may return them: not in phase order
+        "synthesis": {
+            "level": "truncated",
+            "reason": "budget_limit",
+            "rank": 1,
+            "timestamp": stamp,
+        },
+        "final_fit": {
+            "level": "condensed",
+            "reason": "budget_limit",
+            "rank": 1,
+            "timestamp": stamp,
+        },
+        "gathering": {"level": "full", "reason": "gathered", "timestamp": stamp},
+    }
+    api = Report.from_row(_row({"content_fidelity": {"u1": {"phases": phases}}}))
+    (item,) = api.content_fidelity_items
+    assert [p.phase for p in item.phases] == ["gathering", "synthesis", "final_fit"]
+    assert item.level is FidelityLevel.CONDENSED
+    assert item.phases[0].rank is None and item.phases[0].original_tokens == 0

@@ -148,9 +148,13 @@ query($id: ID!) {
   report(id: $id) {
     droppedContentIds
     contentFidelitySchemaVersion
-    contentFidelity {
-      contentId phase level reason originalTokens finalTokens rank protected warnings
-      archiveHash recordedAt
+    contentFidelity { contentId phase }
+    contentFidelityItems {
+      contentId level
+      phases {
+        contentId phase level reason originalTokens finalTokens rank protected warnings
+        archiveHash recordedAt
+      }
     }
     contentArchiveHashes { contentId hash }
   }
@@ -171,7 +175,16 @@ async def test_the_api_reads_back_each_units_fidelity_and_archive_hash(
     variables = {"id": global_id(REPORT, done.report_id)}
     report = (await gql(api, ITEM_FIDELITY, variables, token="reader-token-1"))["report"]
     assert report["contentFidelitySchemaVersion"] == FIDELITY_SCHEMA_VERSION
-    items = report["contentFidelity"]
+    grouped = report["contentFidelityItems"]
+    # Every unit the fitting considered was gathered first: its phases in order, and it ends
+    # as its synthesis record says (no final fit ran here).
+    assert [[p["phase"] for p in g["phases"]] for g in grouped] == [["gathering", "synthesis"]] * 60
+    assert all(g["level"] == g["phases"][-1]["level"] for g in grouped)
+    gathered = [g["phases"][0] for g in grouped]
+    assert {(p["level"], p["reason"], p["rank"]) for p in gathered} == {("FULL", "gathered", None)}
+    flat = [(i["contentId"], i["phase"]) for i in report["contentFidelity"]]
+    assert flat == [(g["contentId"], p["phase"]) for g in grouped for p in g["phases"]]
+    items = [g["phases"][-1] for g in grouped]
     assert len(items) == 60 and [i["rank"] for i in items] == list(range(1, 61))
     stored = {
         item: record["phases"]["synthesis"]

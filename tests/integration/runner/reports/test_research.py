@@ -17,6 +17,7 @@ from db import reports as report_queries
 from db.documents import store_document
 from db.models import DigestJob
 from db.models import Report as ReportRow
+from runner.core.fidelity import FIDELITY_SCHEMA_VERSION, ordered_phases
 from runner.documents.cache_key import query_hash
 from runner.documents.canonical import CanonicalDocument
 from runner.documents.ingest import ingest_text
@@ -207,3 +208,37 @@ async def test_the_models_sub_questions_are_used_and_a_bad_answer_falls_back_to_
     codes = [w["code"] for w in row.fidelity["warnings"]]
     assert "decomposition_fallback" in codes
     assert "decomposition_fallback" in [w["code"] for w in done.warnings]
+
+
+async def test_each_unit_the_writer_considered_records_the_phases_it_passed_through(
+    db: asyncpg.Pool, database_url: str
+) -> None:
+    ops = await add_channel(db, "ops", messages(OPS))
+    document_id, _, _ = await _handbook_with_digest(db)
+    writer, _ = fake_report_writer()
+    done, row = await _run(
+        db, database_url, {"channel_ids": [ops], "document_ids": [document_id]}, writer=writer
+    )
+    assert done.status == "succeeded", done.error
+    stored = row.fidelity
+    assert stored["content_fidelity_schema_version"] == FIDELITY_SCHEMA_VERSION
+    records = stored["content_fidelity"]
+    # The database's JSON keeps no key order: a reader orders the phases.
+    phases = {item: tuple(ordered_phases(record["phases"])) for item, record in records.items()}
+    # Gathered for a sub-question, or added by the refinement; then fitted for the writer.
+    assert set(phases.values()) == {("gathering", "synthesis"), ("refinement", "synthesis")}
+    refined = [item for item, names in phases.items() if names[0] == "refinement"]
+    assert len(refined) == stored["research"]["refinement"]["added"] >= 1
+    for item, record in records.items():
+        first = record["phases"][phases[item][0]]
+        assert first["level"] == "full" and first["warnings"] == []
+        assert first["reason"] == ("open_point" if item in refined else "gathered")
+        assert first["timestamp"] <= record["phases"]["synthesis"]["timestamp"]
+        if item not in refined:
+            assert set(first["sub_questions"]) <= {1, 2} and first["sub_questions"]
+    # The API groups them by unit, phases in order.
+    query = """query($id: ID!) { report(id: $id) {
+        contentFidelityItems { contentId level phases { phase level reason } } } }"""
+    shown = await gql(db, query, id=_report_id(row))
+    items = shown["report"]["contentFidelityItems"]
+    assert {i["contentId"]: tuple(p["phase"] for p in i["phases"]) for i in items} == phases

@@ -12,7 +12,12 @@ from typing import Any
 
 import pytest
 
-from runner.core.fidelity import FIDELITY_SCHEMA_VERSION, SYNTHESIS_BUDGET_SHARE
+from runner.core.fidelity import (
+    FIDELITY_SCHEMA_VERSION,
+    PHASE_FINAL_FIT,
+    PHASE_SYNTHESIS,
+    SYNTHESIS_BUDGET_SHARE,
+)
 from runner.documents.archive import read_archive
 from runner.evaluation.fake_report_model import (
     fake_report_writer,
@@ -20,8 +25,8 @@ from runner.evaluation.fake_report_model import (
     report_model,
     request_sources,
 )
-from runner.llm.budget import count_request_tokens
-from runner.llm.fake import FakeLLM, error
+from runner.llm.budget import count_request_tokens, request_pieces
+from runner.llm.fake import FakeLLM, char_tokenizer, error
 from runner.llm.toolcall import MalformedOutput, RequestTooLarge
 from runner.reports.evidence import (
     ChannelMessage,
@@ -376,3 +381,61 @@ async def test_an_archive_that_cannot_be_written_is_archive_write_failed_not_a_f
     assert "could not be written" in failed[0]["message"]
     assert run.fit.content_archive_hashes == {}
     assert run.report.sections  # the report is still written
+
+
+def test_a_final_fit_keeps_the_first_fitting_as_history_and_ends_as_the_last(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An evidence budget that forgets the request's static part makes the first assembly over
+    the limit: the final fit fits it again, and each unit's record keeps both phases."""
+    ranked = ranked_evidence(_long_rows(200))
+    writer, _ = fake_report_writer(reduce_context_tokens=8000)
+    monkeypatch.setattr(writer, "evidence_budget", lambda question: writer.request_limit())
+    fit, _ = writer.fitted_request(QUESTION, ranked)
+    (step,) = [r for r in fit.fidelity if r["step"] == "final_fit"]
+    assert step["iterations"] >= 1
+    records = fit.content_fidelity
+    assert records and all(
+        list(r["phases"]) == [PHASE_SYNTHESIS, PHASE_FINAL_FIT] for r in records.values()
+    )
+    given = {content_id(u.evidence): u for u in fit.units}
+    for item_id, record in records.items():
+        final = record["phases"][PHASE_FINAL_FIT]
+        unit = given.get(item_id)
+        assert final["level"] == (unit.level.value if unit else "dropped")
+        assert final["final_tokens"] == (unit.tokens if unit else 0)
+    # The first fitting gave the model more than the last: its records say so.
+    first = sum(r["phases"][PHASE_SYNTHESIS]["final_tokens"] for r in records.values())
+    last = sum(r["phases"][PHASE_FINAL_FIT]["final_tokens"] for r in records.values())
+    assert first > last
+    # What is archived is what the unit ended as (its final-fit level).
+    assert set(fit.degraded_texts()) == {
+        item_id for item_id, r in records.items() if r["phases"][PHASE_FINAL_FIT]["level"] != "full"
+    }
+
+
+# llama.cpp's server as its /v1/models says so (tools/server: owned_by "llamacpp").
+LLAMA_CPP = {"object": "list", "data": [{"id": "m", "object": "model", "owned_by": "llamacpp"}]}
+
+
+async def test_evidence_over_the_limit_by_the_servers_own_count_is_fitted_again() -> None:
+    """A llama.cpp server whose tokenizer counts one token per character: the evidence fitted
+    by cl100k_base is over the limit by its count, so it is fitted again to the share the two
+    counts leave, and the request sent fits by the server's count."""
+    endpoint = FakeLLM(report_model(), {"/v1/models": LLAMA_CPP}, {"/tokenize": char_tokenizer(1)})
+    writer, model = fake_report_writer(endpoint, reduce_context_tokens=16_000)
+    run = await writer.write(QUESTION, ranked_evidence(_long_rows(200)))
+    limit = writer.request_limit()
+    overhead, pieces = request_pieces(model.requests[0]["messages"], [report_tool_schema()])
+    assert overhead + sum(len(piece) for piece in pieces) <= limit
+    (step,) = [r for r in run.fit.fidelity if r["reason"] == "server_tokenizer"]
+    assert step["original_tokens"] > limit >= step["final_tokens"] > 0
+    records = run.fit.content_fidelity.values()
+    assert records and all(PHASE_FINAL_FIT in r["phases"] for r in records)
+    given = sum(1 for r in records if r["phases"][PHASE_FINAL_FIT]["level"] != "dropped")
+    assert (
+        given
+        == len(run.fit.units)
+        < sum(1 for r in records if r["phases"][PHASE_SYNTHESIS]["level"] != "dropped")
+    )
+    assert run.warnings == [] and run.audit.kept >= 1
