@@ -292,6 +292,11 @@ class ResilientCaller:
         )
         return float(ceiling / 2 + self._rng.uniform(0, ceiling / 2))
 
+    def redaction(self) -> RedactionSession | None:
+        """The redaction session this caller's requests go through, or None when they are not
+        redacted: whatever else is sent to the same server (its tokenize route) uses it too."""
+        return _redaction_session(self.config)
+
     async def create(self, **request: Any) -> ChatCompletion:
         """`client.chat.completions.create(**request)` with retries; raises LLMCallError or
         CircuitOpen (both with redacted messages). When the endpoint's requests are redacted

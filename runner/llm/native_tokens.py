@@ -32,6 +32,7 @@ import httpx
 
 from runner.llm.bounds import known_server
 from runner.llm.budget import request_pieces
+from runner.llm.redaction import RedactionSession
 
 logger = logging.getLogger(__name__)
 
@@ -135,14 +136,19 @@ async def native_request_tokens(
     model: str,
     messages: list[dict[str, Any]],
     tools: list[dict[str, Any]] | None = None,
+    redaction: RedactionSession | None = None,
 ) -> int | None:
     """The request's prompt tokens by the server's own tokenizer (the same pieces and per-message
     allowance as runner.llm.budget.count_request_tokens), or None: not a llama.cpp or
-    llama-cpp-python server, or its tokenize route failed (now or before, for this client)."""
+    llama-cpp-python server, or its tokenize route failed (now or before, for this client).
+    With the job's `redaction` session the pieces are redacted first: the tokenize route is the
+    model's server too, so it sees only what a request would show it, and that is what is counted."""
     state = _state(client)
     if state is None or state.failed:
         return None
     overhead, pieces = request_pieces(messages, tools)
+    if redaction is not None:
+        pieces = [redaction.redact(piece) for piece in pieces]
     unique = list(dict.fromkeys(pieces))
     counts: dict[str, int | None] = {}
     if not state.answered:

@@ -250,7 +250,9 @@ class ToolCaller:
         config = self.caller.config
         if config.schema_bounds == "auto":  # the one look at /v1/models send() takes anyway
             await detect_server(client, min(DETECT_TIMEOUT_SECONDS, config.timeout_seconds))
-        native = await native_request_tokens(client, model, messages, tools)
+        native = await native_request_tokens(
+            client, model, messages, tools, self.caller.redaction()
+        )
         if native is not None:
             self.native_counted = True
             return Preflight(tokens=native, budget=budget, estimated=False)

@@ -446,7 +446,10 @@ class LLMReportWriter:
         if caller.config.schema_bounds == "auto":  # the look the tool call takes anyway
             await detect_server(caller.client, DETECT_TIMEOUT_SECONDS)
         tools = [report_tool_schema()]
-        theirs = await native_request_tokens(caller.client, self.call.model, messages, tools)
+        redaction = caller.redaction()
+        theirs = await native_request_tokens(
+            caller.client, self.call.model, messages, tools, redaction
+        )
         limit = self.request_limit()
         if theirs is None or theirs <= limit:
             return fit, messages
@@ -465,7 +468,7 @@ class LLMReportWriter:
                 "step": "final_fit",
                 "original_tokens": theirs,
                 "final_tokens": await native_request_tokens(
-                    caller.client, self.call.model, messages, tools
+                    caller.client, self.call.model, messages, tools, redaction
                 )
                 or 0,
                 "reason": "server_tokenizer",

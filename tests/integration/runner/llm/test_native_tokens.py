@@ -228,3 +228,18 @@ async def test_a_pipeline_against_a_server_without_tokenize_warns() -> None:
     assert result.failed_chunks == []
     warned = [w for w in result.warnings if w.code == "TOKEN_COUNT_ESTIMATE_USED"]
     assert len(warned) == 1 and "tokenize" in warned[0].message
+
+
+async def test_the_tokenize_route_sees_what_the_model_would_see_redacted() -> None:
+    """The tokenize route is the model's own server: with redaction on it is sent the
+    placeholders, never an address or a token from the messages."""
+    secret_text = TEXT + " mail ops@billing.example.com the key ghp_" + "a1B2c3D4" * 5
+    messages = [MESSAGES[0], {"role": "user", "content": secret_text}]
+    for redact, leaks in (("always", False), ("never", True)):
+        fake = FakeLLM(answer, {"/v1/models": LLAMA_CPP}, {"/tokenize": char_tokenizer(2)})
+        tools = tool_caller(fake, redact=redact)
+        checked = await tools.count("gemma", messages, TOOLS, budget=100_000)
+        assert not checked.estimated
+        sent = " ".join(str(body) for _, body in fake.posted)
+        assert ("ops@billing.example.com" in sent) is leaks
+        assert ("ghp_a1B2" in sent) is leaks
