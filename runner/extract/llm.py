@@ -25,6 +25,7 @@ from runner.core.contract import (
     CHUNK_SUMMARY_TOOL,
     CONTRACT_VERSION,
     ChunkSummary,
+    ContentPointer,
     Digest,
     KnowledgeItem,
     tool_schema,
@@ -57,6 +58,7 @@ from runner.llm.prompts import (
     REDUCE_PROMPT_VERSION,
     load_prompt,
 )
+from runner.llm.redaction import RedactionSession
 from runner.llm.reduce import FallbackReduce, TreeReducer
 from runner.llm.render import map_user_message, shown_known_items, system_message
 from runner.llm.toolcall import NATIVE_FALLBACK_MESSAGE, MalformedOutput, ToolCaller
@@ -116,6 +118,42 @@ def namespace_keys(
 
     return summary.model_copy(
         update={"knowledge_items": [renamed(item) for item in summary.knowledge_items]}
+    )
+
+
+def quote_offsets_the_model_saw(
+    summary: ChunkSummary, texts: Mapping[str, str], redaction: RedactionSession | None
+) -> ChunkSummary:
+    """A pointer without a quote counts its offsets in the text the model saw. When that text
+    had placeholders (runner.llm.redaction), offsets past one are shifted against the real
+    text; the pointer is given the quote it meant instead (read in the redacted text, restored),
+    so validation re-anchors it by that quote rather than slicing the wrong characters."""
+    if redaction is None:
+        return summary
+
+    def meant(pointer: ContentPointer) -> ContentPointer:
+        text = texts.get(pointer.message_id)
+        if pointer.quote or text is None:
+            return pointer
+        seen = redaction.redact(text)
+        if seen == text or not 0 <= pointer.char_start < pointer.char_end <= len(seen):
+            return pointer
+        quote = redaction.restore(seen[pointer.char_start : pointer.char_end])
+        return pointer.model_copy(update={"quote": quote})
+
+    return summary.model_copy(
+        update={
+            "artifacts": [
+                artifact.model_copy(update={"pointer": meant(artifact.pointer)})
+                for artifact in summary.artifacts
+            ],
+            "knowledge_items": [
+                item.model_copy(update={"content_pointer": meant(item.content_pointer)})
+                if item.content_pointer is not None
+                else item
+                for item in summary.knowledge_items
+            ],
+        }
     )
 
 
@@ -365,6 +403,8 @@ class LLMExtractor:
         finally:
             self._note_estimates()
         self.usage.content_tokens += chunk.token_count
+        texts = {part.message.message_id: part.message.normalized_text for part in chunk.parts}
+        summary = quote_offsets_the_model_saw(summary, texts, self.tools.caller.redaction())
         return namespace_keys(summary, f"c{chunk.content_hash[:6]}.", shown)
 
     async def extract_fallback(self, chunk: Chunk) -> ChunkSummary | None:
