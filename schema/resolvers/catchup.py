@@ -25,7 +25,7 @@ from schema.types.paging import After, Before, First, Last, PageArgs, connection
 from schema.types.shared import InvalidInputError, NotFoundError, not_found, parse_id_or_error
 
 # The channels one catch-up may be limited to, at most.
-MAX_CATCH_UP_CHANNELS = 100
+MAX_CHANNEL_IDS = 100
 
 MarkReadResult = Annotated[
     ReadMarker | NotFoundError | InvalidInputError, strawberry.union("MarkReadResult")
@@ -56,14 +56,12 @@ class CatchUpQueries:
         since: datetime | None = None,
         channel_ids: Annotated[
             list[strawberry.ID] | None,
-            strawberry.argument(
-                description=f"Only these channels (at most {MAX_CATCH_UP_CHANNELS})."
-            ),
+            strawberry.argument(description=f"Only these channels (at most {MAX_CHANNEL_IDS})."),
         ] = None,
     ) -> CatchUp:
-        if channel_ids is not None and not 1 <= len(channel_ids) <= MAX_CATCH_UP_CHANNELS:
+        if channel_ids is not None and not 1 <= len(channel_ids) <= MAX_CHANNEL_IDS:
             raise client_error(
-                f"channelIds: give 1 to {MAX_CATCH_UP_CHANNELS} channels, or leave it out",
+                f"channelIds: give 1 to {MAX_CHANNEL_IDS} channels, or leave it out",
                 argument="channelIds",
             )
         ids = [parse_id(c, CHANNEL) for c in channel_ids] if channel_ids is not None else None

@@ -22,9 +22,14 @@ from schema.gate.bounded_lists import capped, first_argument
 from schema.types.ids import CHANNEL, MESSAGE, TRACKED_ITEM, global_id, optional_global_id
 from schema.types.item import TrackedItemStatus
 
-# Entries of one channel's section a client gets at most (the counts count them all).
+# Bounded lists (schema/gate/bounded_lists.py): the most a client gets of each, and its default;
+# the count beside each counts them all.
 MAX_SECTION_ENTRIES = 100
 SECTION_ENTRIES = 20
+MAX_CATCH_UP_CHANNELS = 100
+CATCH_UP_CHANNELS = 20
+MAX_ENTRY_CITATIONS = 10
+ENTRY_CITATIONS = 3
 
 
 @strawberry.enum(description="What a catch-up entry is, in the order a section lists them.")
@@ -74,7 +79,17 @@ class CatchUpEntry:
     owner: str | None = strawberry.field(
         description="Who asked a question or owes an action item, when known."
     )
-    citations: list[CatchUpCitation]
+    citation_count: int = strawberry.field(description="How many messages it rests on.")
+    cited: strawberry.Private[list[CatchUpCitation]]
+
+    @strawberry.field(description="The messages it rests on, each with the words quoted.")
+    def citations(
+        self,
+        first: Annotated[
+            int, first_argument(MAX_ENTRY_CITATIONS, "citationCount")
+        ] = ENTRY_CITATIONS,
+    ) -> list[CatchUpCitation]:
+        return capped(self.cited, first, MAX_ENTRY_CITATIONS)
 
     @classmethod
     def of(cls, entry: Entry) -> CatchUpEntry:
@@ -85,7 +100,8 @@ class CatchUpEntry:
             item_id=optional_global_id(TRACKED_ITEM, entry.item_id),
             status=TrackedItemStatus(entry.status) if entry.status else None,
             owner=entry.owner,
-            citations=[CatchUpCitation.of(c) for c in entry.citations],
+            citation_count=len(entry.citations),
+            cited=[CatchUpCitation.of(c) for c in entry.citations],
         )
 
 
@@ -164,9 +180,21 @@ class CatchUp:
         description="More messages or items were candidates than one catch-up reads; the "
         "oldest are left out."
     )
-    channels: list[CatchUpChannel] = strawberry.field(
+    channel_count: int = strawberry.field(
+        description="How many channels have anything for the person."
+    )
+    ranked: strawberry.Private[list[CatchUpChannel]]
+
+    @strawberry.field(
         description="The channels with anything for the person, the most needing first."
     )
+    def channels(
+        self,
+        first: Annotated[
+            int, first_argument(MAX_CATCH_UP_CHANNELS, "channelCount")
+        ] = CATCH_UP_CHANNELS,
+    ) -> list[CatchUpChannel]:
+        return capped(self.ranked, first, MAX_CATCH_UP_CHANNELS)
 
     @classmethod
     def of(cls, data: CatchUpData) -> CatchUp:
@@ -178,7 +206,8 @@ class CatchUp:
             default_since=data.default_since,
             generated_at=data.generated_at,
             truncated=data.truncated,
-            channels=[CatchUpChannel.of(s, rank) for rank, s in enumerate(data.channels, 1)],
+            channel_count=len(data.channels),
+            ranked=[CatchUpChannel.of(s, rank) for rank, s in enumerate(data.channels, 1)],
         )
 
 

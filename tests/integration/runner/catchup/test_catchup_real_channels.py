@@ -35,11 +35,11 @@ LINK = """mutation($p: String!, $h: String!, $c: ID) { linkHandle(person: $p, ha
   __typename ... on Person { name handles { handle key channelId } }
   ... on InvalidInputError { message reason } } }"""
 CATCH_UP = """query($p: String!, $since: DateTime) { catchUp(person: $p, since: $since) {
-  person known handles since truncated
-  channels { channelId channelName since rank score
+  person known handles since truncated channelCount
+  channels(first: 100) { channelId channelName since rank score
     counts { questions actionItems mentions decisions total }
     entries(first: 100) { kind text at itemId status owner
-      citations { messageId externalId author at revision charStart charEnd quote } } } } }"""
+      citationCount citations(first: 10) { messageId externalId author at revision charStart charEnd quote } } } } }"""
 MESSAGE = """query($id: ID!) { node(id: $id) { ... on Message { messageId author revision
   normalizedText } } }"""
 MARK = """mutation($p: String!, $c: ID!, $u: DateTime) { markRead(person: $p, channelId: $c, until: $u) {
@@ -78,6 +78,7 @@ async def test_a_catch_up_across_three_real_channels_is_cited_ranked_and_remembe
     assert catch_up["known"] and catch_up["person"] == "Pat" and not catch_up["truncated"]
     sections = {s["channelName"]: s for s in catch_up["channels"]}
     assert set(sections) == {"ubuntu", "docker", "komodo"}, sections.keys()
+    assert catch_up["channelCount"] == 3
 
     # The IRC channel, where yanick_'s question waits on Seveas-train, ranks first.
     first = catch_up["channels"][0]
@@ -97,7 +98,7 @@ async def test_a_catch_up_across_three_real_channels_is_cited_ranked_and_remembe
     for section in catch_up["channels"]:
         assert section["counts"]["total"] == len(section["entries"])
         for entry in section["entries"]:
-            assert entry["citations"], entry
+            assert entry["citations"] and len(entry["citations"]) == entry["citationCount"]
             for citation in entry["citations"]:
                 message = (await gql(db, MESSAGE, id=citation["messageId"]))["node"]
                 text = message["normalizedText"]
