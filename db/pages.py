@@ -29,6 +29,7 @@ from db.models import (
     Entity,
     KnowledgeItemWithMessage,
     MessageFields,
+    Person,
     Report,
     Schedule,
     TopicProfile,
@@ -521,3 +522,15 @@ async def estimate_rows(
     plan = await connection.fetchval(sql, *params)
     parsed = json.loads(plan) if isinstance(plan, str) else plan
     return int(parsed[0]["Plan"]["Plan Rows"])
+
+
+# People, newest first; `name_contains` takes a lower-cased fragment of a name.
+PEOPLE = ListSpec(
+    name="people",
+    model=Person,
+    select="SELECT p.* FROM people p",
+    sort_column="p.created_at",
+    id_column="p.id",
+    descending=True,
+    filters={"name_contains": "strpos(lower(p.name), {}) > 0"},
+)

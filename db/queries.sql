@@ -1310,3 +1310,86 @@ WITH entities_gone AS (
 )
 SELECT (SELECT count(*) FROM entities_gone) + (SELECT count(*) FROM profiles_gone)
      + (SELECT count(*) FROM items_gone);
+
+-- name: person_named
+-- A person by name, case-insensitive (people_name).
+SELECT * FROM people WHERE lower(name) = lower($1);
+
+-- name: person_of_handle
+-- The person a folded handle ($1) names in every channel, if any.
+SELECT p.* FROM people p JOIN person_handles h ON h.person_id = p.id
+WHERE h.handle_key = $1 AND h.channel_id IS NULL;
+
+-- name: insert_person
+-- Find or create a person by name (case-insensitive); returns the row and whether it is new.
+WITH created AS (
+    INSERT INTO people (name) VALUES ($1) ON CONFLICT ((lower(name))) DO NOTHING RETURNING *
+)
+SELECT * FROM created
+UNION ALL
+SELECT * FROM people WHERE lower(name) = lower($1) AND NOT EXISTS (SELECT 1 FROM created);
+
+-- name: people_by_ids
+-- People by id, for the DataLoader.
+SELECT * FROM people WHERE id = ANY($1::bigint[]);
+
+-- name: handles_of_people
+-- The handles of people $1, oldest first per person.
+SELECT * FROM person_handles WHERE person_id = ANY($1::bigint[]) ORDER BY person_id, id;
+
+-- name: insert_person_handle
+-- Give person $1 the handle $2 (folded: $3) in channel $4 (NULL: every channel), unless the
+-- handle already names someone in that scope: then no row (handle_of_scope says whose it is).
+INSERT INTO person_handles (person_id, handle, handle_key, channel_id) VALUES ($1, $2, $3, $4)
+ON CONFLICT (handle_key, coalesce(channel_id, 0)) DO NOTHING
+RETURNING *;
+
+-- name: handle_of_scope
+-- The handle row of a folded handle ($1) in a scope ($2: a channel, NULL: every channel).
+SELECT * FROM person_handles WHERE handle_key = $1 AND coalesce(channel_id, 0) = coalesce($2::bigint, 0);
+
+-- name: read_markers_of
+-- A person's read markers, by channel.
+SELECT * FROM read_markers WHERE person_id = $1 ORDER BY channel_id;
+
+-- name: set_read_marker
+-- Person $1 has read channel $2 up to $3 (a marker only moves forward: reading an older
+-- catch-up again never makes newer messages look unread).
+INSERT INTO read_markers (person_id, channel_id, read_until) VALUES ($1, $2, $3)
+ON CONFLICT (person_id, channel_id) DO UPDATE
+SET read_until = greatest(read_markers.read_until, EXCLUDED.read_until), updated_at = now()
+RETURNING *;
+
+-- name: catch_up_mentions
+-- The newest messages (at most $6) of channels $2 (NULL: all) after the start of person $1's
+-- catch-up there ($3 when given, else their read marker of the channel, else $4) whose text
+-- matches the handle prefilter $5 (a case-insensitive regular expression; the exact,
+-- word-bounded match is runner/catchup/handles.py's).
+SELECT m.id, m.channel_id, m.external_id, m.author, m.ts, m.revision, m.normalized_text
+FROM messages m
+LEFT JOIN read_markers r ON r.person_id = $1 AND r.channel_id = m.channel_id
+WHERE ($2::bigint[] IS NULL OR m.channel_id = ANY($2::bigint[]))
+  AND m.ts > coalesce($3::timestamptz, r.read_until, $4::timestamptz)
+  AND m.normalized_text ~* $5
+ORDER BY m.ts DESC, m.id DESC
+LIMIT $6;
+
+-- name: catch_up_items
+-- The newest (at most $5) tracked items of channels $2 (NULL: all) a catch-up of person $1
+-- weighs: every open question and open action item, and the decisions said after the start of
+-- the catch-up ($3, else the read marker, else $4); each with the message it was first said in
+-- and the author of the message that one replies to.
+SELECT i.id, i.channel_id, i.kind, i.status, i.text, i.owner, i.message_ids, i.said_at,
+    m.id AS message_row_id, m.author AS message_author, m.ts AS message_ts,
+    m.revision AS message_revision, m.normalized_text AS message_text,
+    p.author AS replied_author
+FROM channel_items i
+LEFT JOIN read_markers r ON r.person_id = $1 AND r.channel_id = i.channel_id
+LEFT JOIN messages m ON m.channel_id = i.channel_id AND m.external_id = i.message_ids[1]
+LEFT JOIN messages p ON p.channel_id = i.channel_id AND p.external_id = m.reply_to
+WHERE ($2::bigint[] IS NULL OR i.channel_id = ANY($2::bigint[]))
+  AND ((i.kind IN ('question', 'action_item') AND i.status = 'open')
+       OR (i.kind = 'decision'
+           AND i.said_at > coalesce($3::timestamptz, r.read_until, $4::timestamptz)))
+ORDER BY i.said_at DESC, i.id DESC
+LIMIT $5;

@@ -1,5 +1,5 @@
 """The `digestd` command: serve, worker, migrate, import, digest, add-doc, report, schedule, the
-reads (channels, digests, show, export, open, conversations), eval, schema, demo.
+reads (channels, digests, show, export, open, catchup, conversations), eval, schema, demo.
 
 This module only parses: it imports the standard library and nothing that reaches the database,
 the API or the models, so `digestd --help` (and a mistyped command) answers at once. Each command
@@ -252,6 +252,30 @@ def _add_read_commands(commands: argparse._SubParsersAction) -> None:  # type: i
     still_open.add_argument("channel", help="channel name or id")
     still_open.add_argument("--server", help="server name, when channel names repeat")
     _json(still_open)
+
+    catchup = _command(
+        commands,
+        "catchup",
+        "cli_catchup:cmd_catchup",
+        "what waits on a person across channels, cited: questions to them, their action items, "
+        "mentions, decisions",
+    )
+    catchup.add_argument("person", help="the person's name or one of their handles")
+    catchup.add_argument(
+        "--since",
+        help="start: a duration back from now (30m, 12h, 2d, 1w) or an ISO 8601 time "
+        "(default: each channel's read marker, else 24 hours ago)",
+    )
+    catchup.add_argument(
+        "--channel", action="append", default=[], help="only this channel (name or id; repeatable)"
+    )
+    catchup.add_argument("--server", help="server name, when channel names repeat")
+    catchup.add_argument(
+        "--mark-read",
+        action="store_true",
+        help="then mark the channels shown (and those given) read up to now",
+    )
+    _json(catchup)
 
     conversations = _command(
         commands,

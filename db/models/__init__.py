@@ -82,6 +82,7 @@ from db.models.entities import (
     TrendPoint,
 )
 from db.models.jobs import DigestJob
+from db.models.people import CatchUpItem, CatchUpMessage, Person, PersonHandle, ReadMarker
 from db.models.reports import Report, ReportDigestItem
 from db.models.rows import as_row, as_row_or_none, as_rows
 from db.models.schedules import DueSchedule, Schedule, ScheduleRun
@@ -91,6 +92,11 @@ from db.models.schedules import DueSchedule, Schedule, ScheduleRun
 configure_mappers()
 
 __all__ = [
+    "CatchUpItem",
+    "CatchUpMessage",
+    "Person",
+    "PersonHandle",
+    "ReadMarker",
     "ActionItem",
     "ActivityDay",
     "Artifact",

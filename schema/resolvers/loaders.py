@@ -19,6 +19,7 @@ from db import (
     documents,
     entities,
     jobs,
+    people,
     reports,
     schedules,
 )
@@ -46,6 +47,8 @@ from db.models import (
     OpenQuestion,
     OwnedDigestMention,
     OwnedItemRef,
+    Person,
+    PersonHandle,
     Report,
     Schedule,
     Topic,
@@ -298,6 +301,10 @@ class Loaders:
     )
     schedule: _Loader[int, Schedule | None] = _Loader(
         lambda pool: _by_id(pool, schedules.schedules_by_ids)
+    )
+    person: _Loader[int, Person | None] = _Loader(lambda pool: _by_id(pool, people.people_by_ids))
+    person_handles: _Loader[int, list[PersonHandle]] = _Loader(
+        lambda pool: _group_rows(pool, people.handles_of_people, lambda row: row.person_id)
     )
     latest_document_digests: _Loader[int, list[DocumentDigest]] = _Loader(_latest_document_digests)
     uncovered_count: _Loader[int, int] = _Loader(_uncovered_counts)

@@ -26,6 +26,7 @@ from runner.importers.records import message_from_fields
 from runner.triggers import TriggerRefused, trigger_channel_digest
 from schema.context import Context
 from schema.gate.permissions import IsWriter
+from schema.resolvers.catchup import CatchUpMutations
 from schema.resolvers.deletions import DeletionMutations
 from schema.resolvers.documents import DocumentMutations
 from schema.resolvers.imports import ImportMutations
@@ -102,7 +103,12 @@ MAX_ERRORS_SHOWN = 20
 
 @strawberry.type
 class Mutation(
-    DocumentMutations, ReportMutations, ScheduleMutations, ImportMutations, DeletionMutations
+    DocumentMutations,
+    ReportMutations,
+    ScheduleMutations,
+    ImportMutations,
+    DeletionMutations,
+    CatchUpMutations,
 ):
     @strawberry.mutation(
         permission_classes=[IsWriter],

@@ -38,6 +38,7 @@ TRACKED_ITEM: Final = "TrackedItem"
 ENTITY: Final = "Entity"
 TOPIC_PROFILE: Final = "TopicProfile"
 SCHEDULE: Final = "Schedule"
+PERSON: Final = "Person"
 NODE_TYPES: Final = frozenset(
     {
         CHANNEL,
@@ -53,6 +54,7 @@ NODE_TYPES: Final = frozenset(
         ENTITY,
         TOPIC_PROFILE,
         SCHEDULE,
+        PERSON,
     }
 )
 
@@ -101,6 +103,7 @@ _LABELS: Final = {
     ENTITY: "entity",
     TOPIC_PROFILE: "topic profile",
     SCHEDULE: "schedule",
+    PERSON: "person",
 }
 
 

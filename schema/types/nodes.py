@@ -17,6 +17,7 @@ from strawberry.types import Info
 
 from schema.context import Context
 from schema.errors import PAGE_SIZE, client_error
+from schema.types.catchup import Person
 from schema.types.channel import Channel, Message
 from schema.types.conversation import Conversation
 from schema.types.digest import Digest, KnowledgeItem
@@ -32,6 +33,7 @@ from schema.types.ids import (
     ENTITY,
     KNOWLEDGE_ITEM,
     MESSAGE,
+    PERSON,
     REPORT,
     SCHEDULE,
     TOPIC_PROFILE,
@@ -113,6 +115,11 @@ async def _topic_profile(context: Context, row_id: int) -> relay.Node | None:
     return TopicProfile.from_row(row) if row else None
 
 
+async def _person(context: Context, row_id: int) -> relay.Node | None:
+    row = await context.loaders.person.load(row_id)
+    return Person.of(row) if row else None
+
+
 NODE_LOADS: dict[str, NodeLoad] = {
     CHANNEL: _channel,
     MESSAGE: _message,
@@ -127,6 +134,7 @@ NODE_LOADS: dict[str, NodeLoad] = {
     ENTITY: _entity,
     TOPIC_PROFILE: _topic_profile,
     SCHEDULE: _schedule,
+    PERSON: _person,
 }
 
 

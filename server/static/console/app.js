@@ -1,6 +1,7 @@
 // The console's shell: the token field, hash routing (#/channels, #/channel/ID, #/digest/ID,
 // #/jobs, #/job/ID, #/search?q=, #/documents, #/document/ID,
-// #/reports, #/reports/ID, #/conversations?channel=ID, #/entities?channel=ID, #/upload), and
+// #/reports, #/reports/ID, #/conversations?channel=ID, #/entities?channel=ID, #/upload,
+// #/catchup?person=NAME&since=ISO), and
 // focus management: after each navigation the new page's heading takes focus, so keyboard and
 // screen-reader users start there.
 
@@ -16,6 +17,7 @@ import { reportsPage } from "./views/reports.js";
 import { conversationsPage } from "./views/conversations.js";
 import { entitiesPage } from "./views/entities.js";
 import { uploadPage } from "./views/upload.js";
+import { catchUpPage } from "./views/catchup.js";
 
 const ROUTES = {
   channels: { page: channelsPage, section: "channels" },
@@ -31,6 +33,7 @@ const ROUTES = {
   // #/reports lists reports and asks for one; #/reports/ID is one report.
   reports: { page: (view) => (view.id ? reportPage(view) : reportsPage(view)), section: "reports" },
   upload: { page: uploadPage, section: "upload" },
+  catchup: { page: catchUpPage, section: "catchup" },
 };
 
 const main = document.getElementById("main");

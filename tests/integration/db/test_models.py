@@ -201,6 +201,17 @@ QUERY_MODELS: dict[str, type[BaseModel]] = {
     "resume_schedule": models.Schedule,
     "delete_schedule": models.Schedule,
     "due_schedules": models.DueSchedule,
+    "person_named": models.Person,
+    "person_of_handle": models.Person,
+    "insert_person": models.Person,
+    "people_by_ids": models.Person,
+    "handles_of_people": models.PersonHandle,
+    "insert_person_handle": models.PersonHandle,
+    "handle_of_scope": models.PersonHandle,
+    "read_markers_of": models.ReadMarker,
+    "set_read_marker": models.ReadMarker,
+    "catch_up_mentions": models.CatchUpMessage,
+    "catch_up_items": models.CatchUpItem,
 }
 
 
@@ -233,6 +244,7 @@ async def test_each_query_returns_the_fields_of_its_model(db: asyncpg.Pool, quer
         pages.ENTITIES,
         pages.TOPIC_PROFILES,
         pages.SCHEDULES,
+        pages.PEOPLE,
     ],
     ids=lambda spec: spec.name,
 )
