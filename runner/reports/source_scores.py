@@ -9,13 +9,14 @@ computed from what the report knows, deterministic, each component's weight belo
   should be) counts 0. Not rescaled again over the cited sources: a source cited only for a
   weak match keeps a low score instead of being stretched up to look like the best one.
 - Credibility: how much the source says about where it comes from, by its kind.
-  A document: a base, plus each of a stated title, author, publisher and publication date
+  A document: a base, plus each of a title, an author, a publisher and a publication date
   (a reader can check who said it and when), plus an extraction without degrading warnings
   (the quoted text is what the document says), plus a near-duplicate at another URL or file
-  (the same text published twice). A chat message: a lower base (anyone may write anything in a
-  channel), plus when its author is a regular of the channel in the messages the report read,
-  plus when a stored digest of the channel cites it for a decision or an action item (the
-  channel settled on it). No content judgement: nothing here says a claim is true.
+  (the same text published twice); at most 1.0. A chat message: a base, plus when its author is
+  a regular of the channel in the messages the report read, plus when a stored digest of the
+  channel cites it for a decision or an action item (the channel settled on it); at most 0.7,
+  below an attributed, cleanly extracted document (anyone may write anything in a channel). No
+  content judgement: nothing here says a claim is true.
 
 Old stored reports have no scores: they read as null (not the 0.5 a new source would never
 get), so a client can tell "not scored" from "scored in the middle".
@@ -35,15 +36,15 @@ from runner.reports.sources import (
     SourceScores,
 )
 
-# Credibility weights, all in one place. Each full row sums to its kind's maximum.
+# Credibility weights, all in one place: a document's sum to 1.0, a message's to 0.7.
 # A document starts at 0.3: it was chosen by the user and is a fixed text, but unattributed.
 DOCUMENT_BASE = 0.3
 # Who wrote it and when weigh most: they let a reader check the claim elsewhere.
 DOCUMENT_AUTHOR = 0.15
 DOCUMENT_PUBLISHER = 0.1
 DOCUMENT_PUBLISHED_AT = 0.1
-# Nearly every document has some title (its first heading or file name, when none is stated),
-# so a stated title adds little.
+# A stored title (its own, else its first heading or its file's name): nearly every document
+# has one, so it adds little; one without any is a bare text.
 DOCUMENT_TITLE = 0.05
 # No degrading extraction warning (`runner.documents.policy.estimate_quality`): the quoted text
 # is the document's, not a sparse or misdecoded view of it.
@@ -51,7 +52,8 @@ DOCUMENT_CLEAN_EXTRACTION = 0.2
 # Found at two places (near-duplicates cited as one source, or a copy of an earlier document):
 # someone else published the same text.
 DOCUMENT_CONFIRMED = 0.1
-# A chat message starts lower than a document: informal, unedited, unattributed beyond a nick.
+# A chat message starts above a bare document (it names its author and time) but tops out below
+# an attributed one: informal, unedited, and its author is a nick.
 MESSAGE_BASE = 0.4
 # Its author wrote at least `REGULAR_AUTHOR_SHARE` of the channel's messages read (and at least
 # `REGULAR_AUTHOR_MIN_MESSAGES`): a regular of the channel, not a passer-by.
@@ -65,8 +67,8 @@ SETTLED_KINDS = frozenset({"decision", "action_item"})
 
 @dataclass(frozen=True)
 class DocumentFacts:
-    """What credibility needs of a document beyond its attribution: whether it states a title,
-    and whether its extraction was degraded."""
+    """What credibility needs of a document beyond its attribution: whether it has a stored
+    title, and whether its extraction was degraded."""
 
     titled: bool
     degraded: bool

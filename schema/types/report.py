@@ -70,7 +70,7 @@ class ReportSource:
     )
     credibility_score: float | None = strawberry.field(
         description="0..1: how much the source says about where it comes from (a document's "
-        "stated title, author, publisher and date, a clean extraction, a copy elsewhere; a "
+        "title, stated author, publisher and date, a clean extraction, a copy elsewhere; a "
         "message's author being a regular of the channel, or a digest's decision or action item "
         "citing it). No judgement of its content. Null for a report stored before scores."
     )
