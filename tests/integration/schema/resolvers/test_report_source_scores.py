@@ -1,7 +1,7 @@
 """Report sources' `credibilityScore` and `relevanceScore` through the API: a report over a real
 IRC channel and a real PDF from ../shared/data (skipped when absent) scores every source in
 [0, 1], the PDF (the paper the question is about) above the channel's messages, and the stored
-JSON and Markdown carry the same numbers."""
+JSON and Markdown carry the same numbers; a source stored before scores reads as null."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from db import reports as report_queries
 from db.documents import store_document
 from runner.documents.ingest import ingest_bytes
 from schema.types.ids import CHANNEL, DOCUMENT, global_id
+from schema.types.report import ReportSource
 from tests.support.database import Msg, add_channel, row_id
 from tests.support.digests import make_worker
 from tests.support.offline import parse_irc
@@ -84,3 +85,20 @@ async def test_sources_are_scored_and_the_more_relevant_source_ranks_higher(
             f"; relevance {source['relevanceScore']:.2f}, "
             f"credibility {source['credibilityScore']:.2f}"
         )
+
+
+def test_a_source_stored_before_scores_reads_as_null() -> None:
+    stored = {
+        "id": "S1",
+        "kind": "document",
+        "quote": "Every database migration has a rollback plan.",
+        "document_id": "7",
+        "title": "Runbook",
+        "url": None,
+        "source_text_hash": "sha256:0",
+        "locator": "char:0-45",
+    }
+    old = ReportSource.from_json(stored)
+    assert old.credibility_score is None and old.relevance_score is None
+    scored = ReportSource.from_json({**stored, "credibility_score": 0.8, "relevance_score": 1})
+    assert (scored.credibility_score, scored.relevance_score) == (0.8, 1.0)
