@@ -1,7 +1,12 @@
 """PDF → canonical text, page by page, with page spans for `page:N:char:S-E` locators.
 
-pypdf reads one page at a time (memory stays bounded by the largest page, not the file);
-pdfminer.six, when installed, is tried for a page pypdf fails on. Limits: the first 500 pages,
+pypdf reads one page at a time (memory stays bounded by the largest page, not the file).
+pdfminer.six (imported only when needed) reads a page again when pypdf raises on it, returns no
+letter or digit for it, or returns garbled text (`garbled_share` above `GARBLED_SHARE`: U+FFFD,
+private-use or control characters, what a font without a usable encoding gives); its text is
+kept only when it has more letters and digits and is not garbled itself, with a
+`pdf_page_fallback` warning naming the page and why (counted on /metrics with the other
+warnings). Limits: the first 500 pages,
 500,000 characters of text (both with a warning) and 30 seconds (the document is refused: a
 half-extracted PDF is not digested).
 
@@ -24,12 +29,12 @@ file).
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import math
 import re
 import statistics
 import time
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -135,10 +140,38 @@ def _decrypt(reader: PdfReader, password: str | None) -> None:
         raise ExtractionError("wrong_password", "the given password does not open the PDF")
 
 
+# A page whose non-space characters are more than this share unreadable (U+FFFD, private use,
+# controls) is garbled: a font without a usable encoding maps every glyph to U+FFFD or to its
+# private-use code. Real text has next to none of them (0 in every PDF of the shared data).
+GARBLED_SHARE = 0.3
+
+
+def _is_unreadable(char: str) -> bool:
+    return char == "\ufffd" or "\ue000" <= char <= "\uf8ff" or unicodedata.category(char) == "Cc"
+
+
+def garbled_share(text: str) -> float:
+    """The share of `text`'s non-space characters that are unreadable (0 for no text)."""
+    shown = [char for char in text if not char.isspace()]
+    return sum(1 for char in shown if _is_unreadable(char)) / len(shown) if shown else 0.0
+
+
+def _alnum(text: str) -> int:
+    return sum(1 for char in text if char.isalnum())
+
+
+def fallback_reason(text: str) -> str | None:
+    """Why pypdf's text of a page is to be read again by pdfminer.six, or None when it is kept."""
+    if _alnum(text) == 0:
+        return "no text"
+    if garbled_share(text) > GARBLED_SHARE:
+        return "garbled text"
+    return None
+
+
 def _pdfminer_page_text(data: bytes, page_index: int, password: str | None) -> str | None:
-    """pdfminer.six's text for one page, or None when it is not installed or fails too."""
-    if importlib.util.find_spec("pdfminer") is None:
-        return None
+    """pdfminer.six's text for one page, or None when it fails too. Imported here, on the first
+    page that needs it: most PDFs never do, and the import costs a process about 0.15 s."""
     from pdfminer.high_level import extract_text
 
     try:
@@ -225,7 +258,9 @@ def _page_text(
     password: str | None,
     warnings: list[PipelineWarning],
     fonts: _FontRuns | None = None,
+    deadline: float | None = None,
 ) -> str:
+    """A page's text by pypdf, else (module docstring) by pdfminer.six; none past `deadline`."""
     try:
         page = reader.pages[index]
         text = (
@@ -233,7 +268,7 @@ def _page_text(
         ) or ""
     except Exception as error:  # noqa: BLE001 - a broken page falls back to pdfminer
         fallback = _pdfminer_page_text(data, index, password)
-        if fallback is None:
+        if fallback is None or fallback_reason(fallback) is not None:
             warnings.append(
                 PipelineWarning(
                     "pdf_page_unreadable",
@@ -241,11 +276,26 @@ def _page_text(
                 )
             )
             return ""
-        warnings.append(
-            PipelineWarning("pdf_page_fallback", f"page {index + 1} was read with pdfminer.six")
-        )
+        warnings.append(_fallback_warning(index, f"pypdf failed: {type(error).__name__}"))
         text = fallback
+    else:
+        reason = fallback_reason(text)
+        if reason is not None and (deadline is None or time.monotonic() < deadline):
+            fallback = _pdfminer_page_text(data, index, password)
+            if (
+                fallback is not None
+                and fallback_reason(fallback) is None
+                and _alnum(fallback) > _alnum(text)
+            ):
+                warnings.append(_fallback_warning(index, f"pypdf returned {reason}"))
+                text = fallback
     return canonicalize(_HYPHENATED_LINE_END.sub(r"\1", text))
+
+
+def _fallback_warning(index: int, why: str) -> PipelineWarning:
+    return PipelineWarning(
+        "pdf_page_fallback", f"page {index + 1} was read with pdfminer.six ({why})"
+    )
 
 
 def _has_image(reader: PdfReader, index: int) -> bool:
@@ -300,7 +350,7 @@ def extract_pdf(
                 f"({index} of {page_count} pages read)",
             )
         fonts = first_page if index == 0 else None
-        text = _page_text(reader, data, index, password, warnings, fonts)
+        text = _page_text(reader, data, index, password, warnings, fonts, deadline)
         room = limits.max_chars - total_chars
         if len(text) > room:
             cut = text.rfind(" ", 0, room + 1)

@@ -4,8 +4,9 @@ The body is the digest's footnoted Markdown (`runner.grounding.footnotes.marked_
 sentence ends with the `[^n]` of each source it cites, and `[^n]` is source `Sn`. Then:
 
 - `## Sources`: one line per source, `S1 Title — Ann Lee, LWN.net, 2015-03-25 <URL>
-  (document 7): 3 passages; cited in: Answer, In Title`: a message reads `#channel, author, time
-  (message 12)`;
+  (document 7): 3 passages; cited in: Answer, In Title; relevance 0.82, credibility 0.95`: a
+  message reads `#channel, author, time (message 12)`; the scores (two decimals) are those of
+  `runner.reports.source_scores`, absent from a report stored before them;
 - one footnote per source, its spans listed under it in the order first cited:
   `[^1]: Title — Ann Lee, 2015-03-25, <URL>, page:2:char:10-60, "the words"; char:90-120,
   "more words" (document 7)`, `[^2]: #ops, ann, 2024-05-01 10:02 UTC, "the words" (message 12)`.
@@ -103,14 +104,17 @@ def footnote_text(entry: RegisteredSource) -> str:
 
 
 def sources_list(registry: SourceRegistry) -> str:
-    """The `## Sources` block: each source, how many passages of it are cited, and the
-    sections citing it."""
+    """The `## Sources` block: each source, how many passages of it are cited, the sections
+    citing it and, once scored, its relevance and credibility."""
     lines: list[str] = []
     for entry in registry.entries():
         passages = len(entry.spans)
         parts = [f"{passages} passage{'s' if passages != 1 else ''}"]
         if entry.sections:
             parts.append("cited in: " + ", ".join(escape_inline(s) for s in entry.sections))
+        if entry.scores is not None:
+            scores = entry.scores
+            parts.append(f"relevance {scores.relevance:.2f}, credibility {scores.credibility:.2f}")
         lines.append(f"- {entry.identifier} {source_label(entry)}: {'; '.join(parts)}")
     return f"## {SOURCES_HEADING}\n\n" + "\n".join(lines)
 

@@ -41,7 +41,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -79,6 +79,7 @@ from runner.reports.research import (
     refinement_pool,
     with_research_phases,
 )
+from runner.reports.source_scores import channel_facts, score_sources
 from runner.reports.store import ReportInputs, read_inputs
 
 logger = logging.getLogger(__name__)
@@ -174,6 +175,7 @@ class ReportJobRunner:
                     *missing,
                 ],
             }
+        written.report = _scored(written.report, research, inputs)
         stats.update(written.audit.as_json())
         stats.pop("problems", None)
         if context.should_stop():
@@ -359,6 +361,21 @@ class ReportJobRunner:
             audit.kept,
             audit.sources,
         )
+
+
+def _scored(report: Report, research: Research, inputs: ReportInputs) -> Report:
+    """The report with each cited source's credibility and relevance
+    (`runner.reports.source_scores`): relevance from every ranking of the research, each
+    sub-question's and the refinement's."""
+    ranked = [item for ranking in research.gathered.rankings for item in ranking]
+    ranked += research.added
+    scores = score_sources(
+        report.registry(),
+        ranked,
+        inputs.document_facts,
+        channel_facts(inputs.channels, inputs.claims),
+    )
+    return replace(report, scores=scores)
 
 
 def _why(error: LLMError) -> str:

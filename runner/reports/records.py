@@ -8,7 +8,9 @@ revision's text; a document source with its document id, title, url, source_text
 locator (each span has its own: near-duplicates are one source), author, publisher,
 published_at (ISO date) and group (the near-duplicate group's document id); the top-level quote and span are the first of `spans` (each {quote, char_start,
 char_end} or {quote, locator}), `sections` the headings citing it, `citation_count` how many
-(sentence, span) pairs point at it. A report stored before sources had spans reads back too:
+(sentence, span) pairs point at it, and `credibility_score` / `relevance_score` (floats in
+[0, 1], `runner.reports.source_scores`; absent from a report stored before them, which reads
+back unscored). A report stored before sources had spans reads back too:
 each source its one span. A stored report is read back
 as the same `Report` (`report_from_json`), so its Markdown and audit can be rebuilt and checked.
 """
@@ -29,6 +31,7 @@ from runner.reports.sources import (
     RegisteredSource,
     ReportSource,
     SourceRegistry,
+    SourceScores,
 )
 
 
@@ -54,6 +57,7 @@ def source_json(entry: RegisteredSource) -> dict[str, Any]:
         "spans": [span_json(span) for span in entry.spans],
         "sections": list(entry.sections),
         "citation_count": entry.citations,
+        **(entry.scores.as_json() if entry.scores is not None else {}),
     }
     if isinstance(source, MessageSource):
         return {
@@ -164,6 +168,12 @@ def report_from_json(
     """The stored report as a `Report`; `message_texts` holds the text of each cited message
     revision by (messages row, revision)."""
     by_id = {str(entry["id"]): _spans(entry, message_texts) for entry in sources}
+    # A report stored before sources were scored has none: its sources stay unscored.
+    scores = {
+        by_id[str(entry["id"])][0].key: scored
+        for entry in sources
+        if (scored := SourceScores.from_json(entry)) is not None
+    }
     rebuilt: list[ReportSection] = []
     for section in sections:
         sentences = []
@@ -174,12 +184,12 @@ def report_from_json(
             cited = tuple(by_id[str(c["source_id"])][int(c["span"])] for c in citations)
             sentences.append(FootnotedSentence(str(sentence["text"]), cited))
         rebuilt.append(Section(section["heading"], tuple(sentences), bool(section["bullets"])))
-    return Report(question, title, tuple(rebuilt))
+    return Report(question, title, tuple(rebuilt), scores)
 
 
 # How a report's Markdown is written (runner.grounding.footnotes, runner.core.markdown_text): part of the cache
 # key, so a report stored before a change of the Markdown is written again, not served as it was.
-MARKDOWN_VERSION = "sources-2"
+MARKDOWN_VERSION = "sources-3"
 
 
 def report_cache_key(

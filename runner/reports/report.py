@@ -10,13 +10,18 @@ listing its cited spans (`runner.reports.footnotes`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 
 from runner.core.markdown_text import escape_inline
 from runner.grounding.footnotes import FootnotedSentence, Section, marked_blocks
 from runner.reports.footnotes import footnote_lines, footnote_numbers, sources_list
-from runner.reports.sources import ReportSource, SourceRegistry, registry_of_sections
+from runner.reports.sources import (
+    ReportSource,
+    SourceRegistry,
+    SourceScores,
+    registry_of_sections,
+)
 
 ReportSentence = FootnotedSentence[ReportSource]
 ReportSection = Section[ReportSource]
@@ -31,6 +36,9 @@ class Report:
     question: str
     title: str
     sections: tuple[ReportSection, ...]
+    # Each cited source's credibility and relevance by canonical key (`runner.reports.
+    # source_scores`); empty until the job scores them, or for a report stored before scores.
+    scores: Mapping[str, SourceScores] = field(default_factory=dict, compare=False)
 
     def sentences(self) -> Iterator[ReportSentence]:
         """Every sentence in reading order."""
@@ -39,8 +47,8 @@ class Report:
 
     def registry(self) -> SourceRegistry:
         """The cited sources numbered `S1..Sn` by first appearance, each with its spans and
-        the sections citing it; uncited ones are absent."""
-        return registry_of_sections(self.sections)
+        the sections citing it and its scores; uncited ones are absent."""
+        return registry_of_sections(self.sections, self.scores)
 
 
 def marked_sentence(sentence: ReportSentence, registry: SourceRegistry) -> str:

@@ -13,16 +13,17 @@ it was quoted from.
 
 Numbers are given by first appearance: the registry is filled by walking the report in reading
 order (`registry_of_sections`), so a source that no sentence cites is never registered and never
-listed. Each source remembers its spans (first appearance order), how often it was cited and the
-headings of the sections that cite it.
+listed. Each source remembers its spans (first appearance order), how often it was cited, the
+headings of the sections that cite it and, once scored, its credibility and relevance
+(`SourceScores`, computed by `runner.reports.source_scores`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime
-from typing import TypeAlias
+from typing import Any, TypeAlias
 from urllib.parse import urlsplit, urlunsplit
 
 from runner.core.markdown_text import escape_inline
@@ -177,6 +178,26 @@ def source_number(identifier: str) -> int | None:
     return int(digits)
 
 
+@dataclass(frozen=True)
+class SourceScores:
+    """A source's credibility and relevance, each in [0, 1], rounded to 3 decimals: what they
+    mean and how they are computed is `runner.reports.source_scores`."""
+
+    credibility: float
+    relevance: float
+
+    def as_json(self) -> dict[str, float]:
+        return {"credibility_score": self.credibility, "relevance_score": self.relevance}
+
+    @classmethod
+    def from_json(cls, entry: Mapping[str, Any]) -> SourceScores | None:
+        """The scores of a stored source; None for a report stored before sources had them."""
+        credibility, relevance = entry.get("credibility_score"), entry.get("relevance_score")
+        if credibility is None or relevance is None:
+            return None
+        return cls(float(credibility), float(relevance))
+
+
 @dataclass
 class RegisteredSource:
     """One source of a report: its id, canonical key, the distinct spans cited (first
@@ -188,6 +209,7 @@ class RegisteredSource:
     spans: list[ReportSource]
     citations: int = 0
     sections: list[str] = field(default_factory=list)
+    scores: SourceScores | None = None  # None: not scored (a report stored before scores)
     _span_index: dict[str, int] = field(default_factory=dict, repr=False)
 
     @property
@@ -278,12 +300,17 @@ def registry_of(cited: Iterable[Iterable[ReportSource]]) -> SourceRegistry:
     return registry
 
 
-def registry_of_sections(sections: Iterable[Section[ReportSource]]) -> SourceRegistry:
+def registry_of_sections(
+    sections: Iterable[Section[ReportSource]], scores: Mapping[str, SourceScores] | None = None
+) -> SourceRegistry:
     """The registry of a report's sections in reading order: each citation registered with the
-    heading of the section citing it, and counted once per sentence and span."""
+    heading of the section citing it, and counted once per sentence and span; `scores` by
+    canonical key, given to the sources they name."""
     registry = SourceRegistry()
     for section in sections:
         for sentence in section.sentences:
             for source in dict.fromkeys(sentence.sources):
                 registry.register(source, section.heading)
+    for entry in registry.entries():
+        entry.scores = (scores or {}).get(entry.key)
     return registry

@@ -18,11 +18,12 @@ from db import reports as report_queries
 from db.models import MessageRange, WindowMessageRow
 from runner.core.job_options import ReportOptions
 from runner.documents.canonical import CanonicalDocument
-from runner.documents.policy import estimate_quality
+from runner.documents.policy import SourceQuality, estimate_quality
 from runner.jobs.outcomes import FailNow
 from runner.reports.coverage import ChosenSource
 from runner.reports.digest_evidence import StoredDigest, digest_snippets
 from runner.reports.evidence import ChannelMessage, DigestClaim, DocumentText, shown_title
+from runner.reports.source_scores import DocumentFacts
 from runner.reports.sources import DocumentAttribution
 
 # Stored digests read per chosen document, newest first, to find one made for the question.
@@ -46,6 +47,8 @@ class ReportInputs:
     # (document, digest id, snippets used, snippets left out) of each document whose stored
     # digest for the question stands for it (`runner.reports.digest_evidence`).
     document_digests: list[tuple[int, int, int, int]] = field(default_factory=list)
+    # Document id → what its credibility needs beyond its attribution (runner.reports.source_scores).
+    document_facts: dict[str, DocumentFacts] = field(default_factory=dict)
 
 
 async def read_inputs(
@@ -113,6 +116,7 @@ async def read_inputs(
         )
     texts: list[DocumentText] = []
     used: list[tuple[int, int, int, int]] = []
+    facts: dict[str, DocumentFacts] = {}
     for document_id in document_ids:
         row = documents.get(document_id)
         if row is None:
@@ -131,13 +135,18 @@ async def read_inputs(
             attribution=DocumentAttribution.of(document, row.id),
             quality=estimate_quality(document.warnings),
         )
+        facts[text.document_id] = DocumentFacts(
+            titled=document.title is not None, degraded=text.quality is SourceQuality.LOW
+        )
         # A digest of this document for the question: its evidence, not the text cut again.
         chosen = digest_snippets(text, digests_of.get(row.id, []), [options.question])
         if chosen is not None:
             text = replace(text, snippets=chosen.snippets)
             used.append((row.id, chosen.digest_id, len(chosen.snippets), chosen.left_out))
         texts.append(text)
-    return ReportInputs(channels, claims, texts, revisions, digests, window_warnings, sources, used)
+    return ReportInputs(
+        channels, claims, texts, revisions, digests, window_warnings, sources, used, facts
+    )
 
 
 def window_cap_warning(

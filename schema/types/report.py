@@ -69,6 +69,17 @@ class ReportSource:
     citation_count: int = strawberry.field(
         description="How many (sentence, span) citations point at it."
     )
+    credibility_score: float | None = strawberry.field(
+        description="0..1: how much the source says about where it comes from (a document's "
+        "title, stated author, publisher and date, a clean extraction, a copy elsewhere; a "
+        "message's author being a regular of the channel, or a digest's decision or action item "
+        "citing it). No judgement of its content. Null for a report stored before scores."
+    )
+    relevance_score: float | None = strawberry.field(
+        description="0..1: how well its cited passages match the report's question (the best "
+        "BM25 score among them, over the best passage of the same part of the question). Null "
+        "for a report stored before scores."
+    )
     quote: str = strawberry.field(
         description="The exact characters of its first cited span.", deprecation_reason=_FIRST_SPAN
     )
@@ -117,6 +128,8 @@ class ReportSource:
             spans=[ReportSpan.from_json(span) for span in spans],
             cited_in_sections=[str(s) for s in entry.get("sections", cited_in[0])],
             citation_count=int(entry.get("citation_count", cited_in[1])),
+            credibility_score=_score(entry.get("credibility_score")),
+            relevance_score=_score(entry.get("relevance_score")),
             quote=str(entry["quote"]),
             channel_name=entry.get("channel") if message else None,
             message_id=optional_global_id(MESSAGE, entry.get("message_id")),
@@ -133,6 +146,11 @@ class ReportSource:
             locator=entry.get("locator"),
             message_row=int(entry["message_id"]) if message else None,
         )
+
+
+def _score(value: Any) -> float | None:
+    """A stored score; None (null) when the report was stored before sources had scores."""
+    return None if value is None else float(value)
 
 
 @strawberry.type

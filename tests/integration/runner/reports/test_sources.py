@@ -124,8 +124,10 @@ async def test_a_document_quoted_in_several_places_is_one_source_with_its_spans(
     cited_in = ", ".join(handbook["sections"])
     assert (
         f"- {handbook['id']} ops-handbook.pdf <{URL}> (document {document_id}): "
-        f"{len(spans)} passages; cited in: {cited_in}"
-    ) in lines
+        f"{len(spans)} passages; cited in: {cited_in}; "
+        f"relevance {handbook['relevance_score']:.2f}, "
+        f"credibility {handbook['credibility_score']:.2f}"
+    ) in lines, lines
     assert markdown.count("## Sources") == 1
     assert_audited(await _rebuilt(db, row), markdown)
 
