@@ -43,6 +43,14 @@ from db.models.conversations import (
     MessageConversation,
     ThreadContextRow,
 )
+from db.models.deliveries import (
+    Delivery,
+    DeliveryStateCount,
+    DeliveryTarget,
+    Destination,
+    DestinationSecrets,
+    ScheduleDestination,
+)
 from db.models.digests import (
     ActionItem,
     Artifact,
@@ -122,6 +130,11 @@ __all__ = [
     "DocumentDigest",
     "DocumentFields",
     "DocumentListing",
+    "Delivery",
+    "DeliveryStateCount",
+    "DeliveryTarget",
+    "Destination",
+    "DestinationSecrets",
     "DueSchedule",
     "EditedMessage",
     "Entity",
@@ -150,6 +163,7 @@ __all__ = [
     "ReportDigestItem",
     "RevisionText",
     "Schedule",
+    "ScheduleDestination",
     "ScheduleRun",
     "Server",
     "StoredDocument",
