@@ -21,6 +21,7 @@ import asyncpg
 
 from db.models import (
     Delivery,
+    DeliveryListing,
     DeliveryStateCount,
     DeliveryTarget,
     Destination,
@@ -147,14 +148,18 @@ async def mark_dead(
     return as_row_or_none(Delivery, record)
 
 
-async def retry_dead_delivery(connection: asyncpg.Connection, delivery_id: int) -> Delivery | None:
+async def retry_dead_delivery(
+    connection: asyncpg.Connection, delivery_id: int
+) -> DeliveryListing | None:
     """Queue a dead delivery again (same delivery id, attempts from zero); None unless dead."""
     record = await connection.fetchrow(QUERIES["retry_dead_delivery"], delivery_id)
-    return as_row_or_none(Delivery, record)
+    return as_row_or_none(DeliveryListing, record)
 
 
-async def deliveries_by_ids(connection: asyncpg.Connection, ids: list[int]) -> list[Delivery]:
-    return as_rows(Delivery, await connection.fetch(QUERIES["deliveries_by_ids"], ids))
+async def deliveries_by_ids(
+    connection: asyncpg.Connection, ids: list[int]
+) -> list[DeliveryListing]:
+    return as_rows(DeliveryListing, await connection.fetch(QUERIES["deliveries_by_ids"], ids))
 
 
 async def delivery_state_counts(connection: asyncpg.Connection) -> list[DeliveryStateCount]:

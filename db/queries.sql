@@ -1456,11 +1456,14 @@ RETURNING *;
 UPDATE deliveries
 SET state = 'pending', attempts = 0, next_attempt_at = now(), last_error = NULL
 WHERE id = $1 AND state = 'dead'
-RETURNING *;
+RETURNING id, delivery_id, destination_id, event, digest_id, job_id, state, attempts,
+          next_attempt_at, lease_expires_at, leased_by, last_error, created_at, delivered_at;
 
 -- name: deliveries_by_ids
--- Deliveries by id (the Delivery node's loader).
-SELECT * FROM deliveries WHERE id = ANY($1::bigint[]);
+-- Deliveries by id (the Delivery node's loader), without their content.
+SELECT id, delivery_id, destination_id, event, digest_id, job_id, state, attempts,
+       next_attempt_at, lease_expires_at, leased_by, last_error, created_at, delivered_at
+FROM deliveries WHERE id = ANY($1::bigint[]);
 
 -- name: delivery_state_counts
 -- How many deliveries are in each state, by destination kind (the metrics' gauge).

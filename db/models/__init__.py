@@ -45,6 +45,7 @@ from db.models.conversations import (
 )
 from db.models.deliveries import (
     Delivery,
+    DeliveryListing,
     DeliveryStateCount,
     DeliveryTarget,
     Destination,
@@ -131,6 +132,7 @@ __all__ = [
     "DocumentFields",
     "DocumentListing",
     "Delivery",
+    "DeliveryListing",
     "DeliveryStateCount",
     "DeliveryTarget",
     "Destination",

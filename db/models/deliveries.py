@@ -67,6 +67,25 @@ class Delivery(SQLModel, table=True):
     delivered_at: datetime | None = timestamptz()
 
 
+class DeliveryListing(SQLModel):
+    """A delivery as the API lists it: every column but `content`, which only senders need."""
+
+    id: int
+    delivery_id: UUID
+    destination_id: int
+    event: str
+    digest_id: int | None
+    job_id: int | None
+    state: str
+    attempts: int
+    next_attempt_at: datetime
+    lease_expires_at: datetime | None
+    leased_by: str | None
+    last_error: str | None
+    created_at: datetime
+    delivered_at: datetime | None
+
+
 class DeliveryTarget(SQLModel):
     """A destination with its secrets, as the delivery loop reads it (`delivery_target`)."""
 

@@ -18,7 +18,7 @@ import asyncpg
 import httpx
 
 from db import deliveries as delivery_queries
-from db.models import Delivery, Destination
+from db.models import DeliveryListing, Destination
 from runner.delivery.contract import DeliveryEvent, DestinationKind
 from runner.delivery.webhook import SIGNING_SECRET, URL_SECRET
 from runner.triggers import SubjectNotFound, TriggerRefused
@@ -192,7 +192,7 @@ async def resolve_destinations(
     return sorted(found_ids | set(by_name.values()))
 
 
-async def retry_delivery(connection: asyncpg.Connection, delivery_id: int) -> Delivery:
+async def retry_delivery(connection: asyncpg.Connection, delivery_id: int) -> DeliveryListing:
     """Queue a dead delivery again (same delivery id, attempts from zero)."""
     row = await delivery_queries.retry_dead_delivery(connection, delivery_id)
     if row is not None:

@@ -15,6 +15,7 @@ from db import (
     channel_items,
     channels,
     conversations,
+    deliveries,
     digests,
     documents,
     entities,
@@ -33,6 +34,8 @@ from db.models import (
     ConversationWithState,
     CountedItemMention,
     Decision,
+    DeliveryListing,
+    Destination,
     Digest,
     DigestItemCounts,
     DigestJob,
@@ -298,6 +301,12 @@ class Loaders:
     )
     schedule: _Loader[int, Schedule | None] = _Loader(
         lambda pool: _by_id(pool, schedules.schedules_by_ids)
+    )
+    destination: _Loader[int, Destination | None] = _Loader(
+        lambda pool: _by_id(pool, deliveries.destinations_by_ids)
+    )
+    delivery: _Loader[int, DeliveryListing | None] = _Loader(
+        lambda pool: _by_id(pool, deliveries.deliveries_by_ids)
     )
     latest_document_digests: _Loader[int, list[DocumentDigest]] = _Loader(_latest_document_digests)
     uncovered_count: _Loader[int, int] = _Loader(_uncovered_counts)

@@ -27,6 +27,7 @@ from runner.triggers import TriggerRefused, trigger_channel_digest
 from schema.context import Context
 from schema.gate.permissions import IsWriter
 from schema.resolvers.deletions import DeletionMutations
+from schema.resolvers.deliveries import DeliveryMutations
 from schema.resolvers.documents import DocumentMutations
 from schema.resolvers.imports import ImportMutations
 from schema.resolvers.reports import ReportMutations
@@ -102,7 +103,12 @@ MAX_ERRORS_SHOWN = 20
 
 @strawberry.type
 class Mutation(
-    DocumentMutations, ReportMutations, ScheduleMutations, ImportMutations, DeletionMutations
+    DocumentMutations,
+    ReportMutations,
+    ScheduleMutations,
+    ImportMutations,
+    DeletionMutations,
+    DeliveryMutations,
 ):
     @strawberry.mutation(
         permission_classes=[IsWriter],

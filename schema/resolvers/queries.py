@@ -12,6 +12,7 @@ from db import channels as channel_queries
 from db import pages
 from schema.context import Context
 from schema.errors import client_error
+from schema.resolvers.deliveries import DeliveryQueries
 from schema.resolvers.documents import DocumentQueries
 from schema.resolvers.entities import EntityQueries
 from schema.resolvers.items import ItemQueries
@@ -146,7 +147,13 @@ async def digest_list(
 
 @strawberry.type
 class Query(
-    NodeQueries, DocumentQueries, ReportQueries, EntityQueries, ItemQueries, ScheduleQueries
+    NodeQueries,
+    DocumentQueries,
+    ReportQueries,
+    EntityQueries,
+    ItemQueries,
+    ScheduleQueries,
+    DeliveryQueries,
 ):
     @strawberry.field(description="Channels, newest first.")
     async def channels(

@@ -38,6 +38,8 @@ TRACKED_ITEM: Final = "TrackedItem"
 ENTITY: Final = "Entity"
 TOPIC_PROFILE: Final = "TopicProfile"
 SCHEDULE: Final = "Schedule"
+DESTINATION: Final = "Destination"
+DELIVERY: Final = "Delivery"
 NODE_TYPES: Final = frozenset(
     {
         CHANNEL,
@@ -53,6 +55,8 @@ NODE_TYPES: Final = frozenset(
         ENTITY,
         TOPIC_PROFILE,
         SCHEDULE,
+        DESTINATION,
+        DELIVERY,
     }
 )
 
@@ -101,6 +105,8 @@ _LABELS: Final = {
     ENTITY: "entity",
     TOPIC_PROFILE: "topic profile",
     SCHEDULE: "schedule",
+    DESTINATION: "destination",
+    DELIVERY: "delivery",
 }
 
 

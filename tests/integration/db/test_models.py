@@ -201,6 +201,18 @@ QUERY_MODELS: dict[str, type[BaseModel]] = {
     "resume_schedule": models.Schedule,
     "delete_schedule": models.Schedule,
     "due_schedules": models.DueSchedule,
+    "insert_destination": models.Destination,
+    "delete_destination": models.Destination,
+    "destinations_by_ids": models.Destination,
+    "destinations_by_names": models.Destination,
+    "claim_deliveries": models.Delivery,
+    "delivery_target": models.DeliveryTarget,
+    "mark_delivered": models.Delivery,
+    "mark_retry": models.Delivery,
+    "mark_dead": models.Delivery,
+    "retry_dead_delivery": models.DeliveryListing,
+    "deliveries_by_ids": models.DeliveryListing,
+    "delivery_state_counts": models.DeliveryStateCount,
 }
 
 
@@ -233,6 +245,8 @@ async def test_each_query_returns_the_fields_of_its_model(db: asyncpg.Pool, quer
         pages.ENTITIES,
         pages.TOPIC_PROFILES,
         pages.SCHEDULES,
+        pages.DESTINATIONS,
+        pages.DELIVERIES,
     ],
     ids=lambda spec: spec.name,
 )

@@ -10,15 +10,18 @@ import time
 
 import asyncpg
 import pytest
+from prometheus_client import REGISTRY
 
 from db import deliveries as delivery_queries
-from db.models import Delivery
+from db.deliveries import delivery_state_counts
+from db.models import DeliveryListing
 from runner.delivery.contract import DestinationKind, Sender
 from runner.delivery.outbox import NO_SENDER, DeliveryConfig, DeliveryLoop
 from runner.delivery.store import DestinationSpec, create_destination
 from runner.delivery.webhook import WebhookSender
 from runner.schedules import store as schedules
 from runner.schedules.tick import fire_due_schedules
+from server.metrics import DELIVERIES
 from server.runtime import Runtime
 from server.settings import Settings
 from tests.support.database import add_channel, messages
@@ -95,13 +98,15 @@ async def _fire_and_run(pool: asyncpg.Pool, settings: Settings) -> None:
         await runtime.close()
 
 
-async def _deliveries(pool: asyncpg.Pool) -> list[Delivery]:
+async def _deliveries(pool: asyncpg.Pool) -> list[DeliveryListing]:
     async with pool.acquire() as connection:
         ids = [r["id"] for r in await connection.fetch("SELECT id FROM deliveries ORDER BY id")]
         return sorted(await delivery_queries.deliveries_by_ids(connection, ids), key=lambda d: d.id)
 
 
-async def _drain(loop: DeliveryLoop, pool: asyncpg.Pool, timeout: float = 20) -> list[Delivery]:
+async def _drain(
+    loop: DeliveryLoop, pool: asyncpg.Pool, timeout: float = 20
+) -> list[DeliveryListing]:
     """Run the loop's batches until no delivery is pending or delivering."""
 
     async def settled() -> bool:
@@ -186,6 +191,8 @@ async def test_a_refusal_is_dead_at_once_and_no_secret_reaches_the_logs(
 ) -> None:
     receiver = Receiver(SECRET, answers=[Answer(404)])
     caplog.set_level(logging.DEBUG)
+    dead_attempts = {"kind": "webhook", "outcome": "dead"}
+    attempts_before = REGISTRY.get_sample_value("digestd_delivery_attempts_total", dead_attempts)
     async with serving(receiver) as port:
         await _destination(db, port)
         await _scheduled_channel(db, "ops", "hook")
@@ -196,6 +203,15 @@ async def test_a_refusal_is_dead_at_once_and_no_secret_reaches_the_logs(
     assert SECRET not in caplog.text
     assert URL_TOKEN not in caplog.text
     assert f"delivery {row.delivery_id} (digest.ready) dead: HTTP 404" in caplog.text
+    # /metrics: the attempt counted by this process, the dead letter counted by Postgres.
+    attempts_after = REGISTRY.get_sample_value("digestd_delivery_attempts_total", dead_attempts)
+    assert attempts_after == (attempts_before or 0) + 1
+    async with db.acquire() as connection:
+        DELIVERIES.counts = await delivery_state_counts(connection)
+    assert REGISTRY.get_sample_value("digestd_deliveries_dead", {"kind": "webhook"}) == 1
+    assert (
+        REGISTRY.get_sample_value("digestd_deliveries", {"kind": "webhook", "state": "dead"}) == 1
+    )
 
 
 async def test_retries_end_dead_at_the_attempt_cap(db: asyncpg.Pool, settings: Settings) -> None:
