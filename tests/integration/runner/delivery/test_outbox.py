@@ -13,6 +13,7 @@ import pytest
 from prometheus_client import REGISTRY
 
 from db import deliveries as delivery_queries
+from db import jobs
 from db.deliveries import delivery_state_counts
 from db.models import DeliveryListing
 from runner.delivery.contract import DestinationKind, Sender
@@ -25,6 +26,7 @@ from server.metrics import DELIVERIES
 from server.runtime import Runtime
 from server.settings import Settings
 from tests.support.database import add_channel, messages
+from tests.support.jobs import expire_lease
 from tests.support.receiver import Answer, Receiver, serving
 from tests.support.servers import free_port
 from tests.support.worker import trigger, wait_for
@@ -276,3 +278,22 @@ async def test_the_lease_of_a_dead_worker_runs_out_and_another_worker_delivers(
     assert time.monotonic() - started >= 0.3
     assert (row.state, row.attempts) == ("delivered", 2)
     assert receiver.distinct_ids() == [str(claimed.delivery_id)]
+
+
+async def test_a_job_failed_by_its_last_lease_running_out_is_delivered_as_job_failed(
+    db: asyncpg.Pool,
+) -> None:
+    """Every way a job ends failed queues job.failed: here its worker died on the last attempt."""
+    channel_id = await add_channel(db, "ops", messages([("ann", "Deploy at noon.")]))
+    await _destination(db, free_port(), "automation", events=("job.failed",))
+    async with db.acquire() as connection:
+        job, _ = await jobs.enqueue_job(
+            connection, jobs.JobKind.CHANNEL, channel_id, {}, max_attempts=1
+        )
+        assert await jobs.claim_next_job(connection, "dies", 30) is not None
+        await expire_lease(connection, job.id)
+        assert await jobs.claim_next_job(connection, "survivor", 30) is None
+        status = await connection.fetchval("SELECT status FROM digest_jobs WHERE id = $1", job.id)
+    assert status == "failed"
+    (row,) = await _deliveries(db)
+    assert (row.event, row.job_id, row.state) == ("job.failed", job.id, "pending")
