@@ -25,6 +25,7 @@ from db.models import (
     DeliveryStateCount,
     DeliveryTarget,
     Destination,
+    ScheduleDestinationRow,
     as_row,
     as_row_or_none,
     as_rows,
@@ -84,9 +85,12 @@ async def link_schedule_destinations(
     )
 
 
-async def schedule_destination_ids(connection: asyncpg.Connection, schedule_id: int) -> list[int]:
-    records = await connection.fetch(QUERIES["schedule_destination_ids"], schedule_id)
-    return [int(record["destination_id"]) for record in records]
+async def destinations_of_schedules(
+    connection: asyncpg.Connection, schedule_ids: list[int]
+) -> list[ScheduleDestinationRow]:
+    """The destinations each schedule delivers to, never their secrets."""
+    records = await connection.fetch(QUERIES["destinations_of_schedules"], schedule_ids)
+    return as_rows(ScheduleDestinationRow, records)
 
 
 async def enqueue_job_deliveries(connection: asyncpg.Connection, job_id: int) -> int:

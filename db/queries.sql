@@ -1349,9 +1349,12 @@ INSERT INTO schedule_destinations (schedule_id, destination_id)
 SELECT $1, unnest($2::bigint[])
 ON CONFLICT DO NOTHING;
 
--- name: schedule_destination_ids
--- The destinations schedule $1 delivers to, by id.
-SELECT destination_id FROM schedule_destinations WHERE schedule_id = $1 ORDER BY destination_id;
+-- name: destinations_of_schedules
+-- The destinations each of the schedules $1 delivers to (Schedule.deliverTo), by name.
+SELECT sd.schedule_id, d.*
+FROM schedule_destinations sd JOIN destinations d ON d.id = sd.destination_id
+WHERE sd.schedule_id = ANY($1::bigint[])
+ORDER BY sd.schedule_id, d.name;
 
 -- name: enqueue_job_deliveries
 -- The outbox rows of job $1, which just ended (in the same transaction): `digest.ready` of

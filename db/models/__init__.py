@@ -51,6 +51,7 @@ from db.models.deliveries import (
     Destination,
     DestinationSecrets,
     ScheduleDestination,
+    ScheduleDestinationRow,
 )
 from db.models.digests import (
     ActionItem,
@@ -166,6 +167,7 @@ __all__ = [
     "RevisionText",
     "Schedule",
     "ScheduleDestination",
+    "ScheduleDestinationRow",
     "ScheduleRun",
     "Server",
     "StoredDocument",

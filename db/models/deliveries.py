@@ -43,6 +43,19 @@ class ScheduleDestination(SQLModel, table=True):
     destination_id: int = bigint(primary_key=True)
 
 
+class ScheduleDestinationRow(SQLModel):
+    """A destination with the schedule that delivers to it (`destinations_of_schedules`)."""
+
+    schedule_id: int
+    id: int
+    name: str
+    kind: str
+    settings: dict[str, Any]
+    events: list[str]
+    hint: str
+    created_at: datetime
+
+
 class Delivery(SQLModel, table=True):
     """One outbox row: an event (a digest ready, a job ended) to deliver to one destination,
     its state (pending, delivering under a lease, delivered, dead), attempts and last error

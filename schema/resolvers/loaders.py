@@ -51,6 +51,7 @@ from db.models import (
     OwnedItemRef,
     Report,
     Schedule,
+    ScheduleDestinationRow,
     Topic,
     TopicProfile,
     TrendPoint,
@@ -307,6 +308,12 @@ class Loaders:
     )
     delivery: _Loader[int, DeliveryListing | None] = _Loader(
         lambda pool: _by_id(pool, deliveries.deliveries_by_ids)
+    )
+    # By schedule id: the destinations a page of schedules delivers to, in one statement.
+    schedule_destinations: _Loader[int, list[ScheduleDestinationRow]] = _Loader(
+        lambda pool: _group_rows(
+            pool, deliveries.destinations_of_schedules, lambda row: row.schedule_id
+        )
     )
     latest_document_digests: _Loader[int, list[DocumentDigest]] = _Loader(_latest_document_digests)
     uncovered_count: _Loader[int, int] = _Loader(_uncovered_counts)

@@ -49,7 +49,7 @@ class Destination(relay.Node):
     created_at: datetime
 
     @classmethod
-    def from_row(cls, row: models.Destination) -> Destination:
+    def from_row(cls, row: models.Destination | models.ScheduleDestinationRow) -> Destination:
         return cls(
             id=row.id,
             name=row.name,

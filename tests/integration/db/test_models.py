@@ -213,6 +213,7 @@ QUERY_MODELS: dict[str, type[BaseModel]] = {
     "retry_dead_delivery": models.DeliveryListing,
     "deliveries_by_ids": models.DeliveryListing,
     "delivery_state_counts": models.DeliveryStateCount,
+    "destinations_of_schedules": models.ScheduleDestinationRow,
 }
 
 

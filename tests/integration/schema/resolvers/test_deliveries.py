@@ -35,7 +35,8 @@ mutation($input: CreateDestinationInput!) {
 SCHEDULE = """
 mutation($channel: ID!, $to: [String!]) {
   createSchedule(channelId: $channel, cron: "0 9 * * *", deliverTo: $to) {
-    __typename ... on Schedule { id } ... on InvalidInputError { message reason }
+    __typename ... on Schedule { id deliverTo { name hint } }
+    ... on InvalidInputError { message reason }
     ... on NotFoundError { message }
   }
 }"""
@@ -134,7 +135,7 @@ async def test_a_dead_delivery_shows_in_the_api_and_retry_delivers_it(
         unknown = await _run(db, SCHEDULE, channel=global_id(CHANNEL, channel_id), to=["nope"])
         assert unknown["createSchedule"]["reason"] == "unknown_destination"
         made = await _run(db, SCHEDULE, channel=global_id(CHANNEL, channel_id), to=["hook"])
-        assert made["createSchedule"]["__typename"] == "Schedule"
+        assert made["createSchedule"]["deliverTo"] == [{"name": "hook", "hint": "127.0.0.1"}]
         async with db.acquire() as connection:
             await connection.execute("UPDATE schedules SET next_run_at = now() - interval '1 s'")
             assert len(await fire_due_schedules(connection, max_attempts=3)) == 1
