@@ -5,6 +5,7 @@ honoured; a refusal dead; and no secret in a log line."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 
@@ -39,12 +40,16 @@ def _url(port: int) -> str:
     return f"http://127.0.0.1:{port}/hooks/{URL_TOKEN}"
 
 
-def _loop(pool: asyncpg.Pool, senders: dict[DestinationKind, Sender] | None = None) -> DeliveryLoop:
+def _loop(
+    pool: asyncpg.Pool,
+    senders: dict[DestinationKind, Sender] | None = None,
+    worker_id: str = "test-worker",
+) -> DeliveryLoop:
     return DeliveryLoop(
         pool,
         senders or {DestinationKind.WEBHOOK: WebhookSender(allow_private=True, timeout_seconds=5)},
         DeliveryConfig(
-            worker_id="test-worker",
+            worker_id=worker_id,
             max_attempts=4,
             lease_seconds=30,
             retry_base_seconds=0.2,
@@ -297,3 +302,20 @@ async def test_a_job_failed_by_its_last_lease_running_out_is_delivered_as_job_fa
     assert status == "failed"
     (row,) = await _deliveries(db)
     assert (row.event, row.job_id, row.state) == ("job.failed", job.id, "pending")
+
+
+async def test_two_workers_draining_at_once_send_each_delivery_once_in_order(
+    db: asyncpg.Pool, settings: Settings
+) -> None:
+    receiver = Receiver(SECRET)
+    async with serving(receiver) as port:
+        await _destination(db, port)
+        for name in ("alpha", "beta", "gamma"):
+            await _scheduled_channel(db, name, "hook")
+        await _fire_and_run(db, settings)
+        first, second = _loop(db, worker_id="first"), _loop(db, worker_id="second")
+        for _ in range(6):
+            await asyncio.gather(first.deliver_due(), second.deliver_due())
+        rows = await _deliveries(db)
+    assert [(r.state, r.attempts) for r in rows] == [("delivered", 1)] * 3
+    assert [r.delivery_id for r in receiver.received] == [str(r.delivery_id) for r in rows]
