@@ -166,5 +166,11 @@ async def deliveries_by_ids(
     return as_rows(DeliveryListing, await connection.fetch(QUERIES["deliveries_by_ids"], ids))
 
 
+async def prune_deliveries(connection: asyncpg.Connection, retention_days: int, limit: int) -> int:
+    """Delete up to `limit` deliveries delivered more than `retention_days` ago; how many."""
+    deleted: int = await connection.fetchval(QUERIES["prune_deliveries"], retention_days, limit)
+    return deleted
+
+
 async def delivery_state_counts(connection: asyncpg.Connection) -> list[DeliveryStateCount]:
     return as_rows(DeliveryStateCount, await connection.fetch(QUERIES["delivery_state_counts"]))

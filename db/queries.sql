@@ -1432,10 +1432,10 @@ WHERE d.id = $1;
 UPDATE deliveries SET content = $2 WHERE id = $1 AND content IS NULL;
 
 -- name: mark_delivered
--- Delivery $1 (held by worker $2) reached its receiver.
+-- Delivery $1 (held by worker $2) reached its receiver; its content, sent, is not kept.
 UPDATE deliveries
 SET state = 'delivered', delivered_at = now(), last_error = NULL, leased_by = NULL,
-    lease_expires_at = NULL
+    lease_expires_at = NULL, content = NULL
 WHERE id = $1 AND leased_by = $2 AND state = 'delivering'
 RETURNING *;
 
@@ -1467,6 +1467,18 @@ RETURNING id, delivery_id, destination_id, event, digest_id, job_id, state, atte
 SELECT id, delivery_id, destination_id, event, digest_id, job_id, state, attempts,
        next_attempt_at, lease_expires_at, leased_by, last_error, created_at, delivered_at
 FROM deliveries WHERE id = ANY($1::bigint[]);
+
+-- name: prune_deliveries
+-- Delete up to $2 deliveries delivered more than $1 days ago; how many.
+WITH old AS (
+    SELECT id FROM deliveries
+    WHERE state = 'delivered' AND delivered_at < now() - make_interval(days => $1)
+    ORDER BY delivered_at
+    LIMIT $2
+), deleted AS (
+    DELETE FROM deliveries WHERE id IN (SELECT id FROM old) RETURNING 1
+)
+SELECT count(*) FROM deleted;
 
 -- name: delivery_state_counts
 -- How many deliveries are in each state, by destination kind (the metrics' gauge).

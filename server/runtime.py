@@ -447,6 +447,7 @@ class Runtime:
                 poll_seconds=s.digestd_delivery_poll_seconds,
                 retry_base_seconds=s.digestd_delivery_retry_base_seconds,
                 retry_max_seconds=s.digestd_delivery_retry_max_seconds,
+                retention_days=s.digestd_delivery_retention_days,
             ),
         )
 

@@ -145,6 +145,11 @@ class Settings(BaseSettings):
         ge=0,
         description="Cap of a failed delivery's backoff (a longer Retry-After is honoured up to a day).",
     )
+    digestd_delivery_retention_days: int = Field(
+        default=30,
+        ge=1,
+        description="Delivered deliveries older than this are deleted by the workers (dead ones are kept until retried).",
+    )
     digestd_schedules_per_channel: int = Field(
         default=20, ge=1, description="Schedules one channel may have at most."
     )

@@ -15,7 +15,9 @@
 -- due row (state `delivering`, a lease until `lease_expires_at`) only when it is the oldest
 -- unfinished row of its destination, so a destination gets its deliveries in creation order;
 -- a worker that dies mid-delivery leaves a lease that runs out, and another worker retakes
--- the row. `content` is what the first attempt rendered, so every attempt sends the same.
+-- the row. `content` is what the first attempt rendered, so every attempt sends the same; it
+-- is dropped once delivered, and delivered rows are pruned after
+-- DIGESTD_DELIVERY_RETENTION_DAYS (dead ones are kept until retried or their destination goes).
 
 CREATE TABLE destinations (
     id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -73,3 +75,5 @@ CREATE INDEX deliveries_unfinished ON deliveries (destination_id, id)
 CREATE INDEX deliveries_created ON deliveries (created_at DESC, id DESC);
 CREATE INDEX deliveries_destination_created ON deliveries (destination_id, created_at DESC, id DESC);
 CREATE INDEX deliveries_dead ON deliveries (id) WHERE state = 'dead';
+-- The retention pass walks the delivered rows by age.
+CREATE INDEX deliveries_delivered ON deliveries (delivered_at) WHERE state = 'delivered';

@@ -57,6 +57,8 @@ LAZY_SENDERS: dict[DestinationKind, tuple[str, str]] = {
 NO_SENDER = "no sender for kind"
 # A receiver's Retry-After is honoured up to a day; a longer one is read as a day.
 MAX_RETRY_AFTER_SECONDS = 86_400.0
+# Delivered rows deleted per pass at most: a short statement, whatever the backlog.
+PRUNE_BATCH = 1000
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,7 @@ class DeliveryConfig:
     batch: int = 10
     retry_base_seconds: float = 10.0
     retry_max_seconds: float = 3600.0
+    retention_days: int = 30
 
 
 def load_senders(webhook: Sender) -> dict[DestinationKind, Sender]:
@@ -125,7 +128,11 @@ async def render_content(connection: asyncpg.Connection, delivery: Delivery) -> 
         if delivery.job_id is not None
         else None
     )
-    status = job.status if job is not None else ("failed" if event.name.endswith("FAILED") else "")
+    status = (
+        job.status
+        if job is not None
+        else ("failed" if event is DeliveryEvent.JOB_FAILED else "succeeded")
+    )
     kind = job.kind if job is not None else "job"
     title = f"{kind.capitalize()} job {delivery.job_id} {status}"
     markdown = f"**{title}**" + (
@@ -199,7 +206,25 @@ class DeliveryLoop:
                 continue
             self._backoff.reset()
             if handled < self.config.batch:
+                await self._prune()
                 await wait_any((stop,), self.config.poll_seconds)
+
+    async def _prune(self) -> None:
+        """Delete old delivered rows (a few at a time, when there is nothing to send)."""
+        try:
+            async with self.pool.acquire() as connection:
+                pruned = await delivery_queries.prune_deliveries(
+                    connection, self.config.retention_days, PRUNE_BATCH
+                )
+        except Exception as error:  # noqa: BLE001 - retried at the next idle pass
+            logger.warning("delivery retention pass failed (%s)", describe_error(error))
+            return
+        if pruned:
+            logger.info(
+                "deliveries pruned: %s delivered more than %s days ago",
+                pruned,
+                self.config.retention_days,
+            )
 
     async def deliver_due(self) -> int:
         """Claim one batch of due deliveries and deliver them concurrently (each is the head of

@@ -142,6 +142,12 @@ async def test_a_schedules_digest_is_delivered_once_signed_with_its_delivery_id(
     assert got.event == "digest.ready"
     assert got.body["digest"]["id"] == delivered.digest_id
     assert got.body["markdown"].startswith("# ops")
+    async with db.acquire() as connection:
+        # Sent, its content is not kept; delivered rows go after the retention period.
+        assert await connection.fetchval("SELECT content IS NULL FROM deliveries")
+        assert await delivery_queries.prune_deliveries(connection, 30, 100) == 0
+        await connection.execute("UPDATE deliveries SET delivered_at = now() - interval '31 days'")
+        assert await delivery_queries.prune_deliveries(connection, 30, 100) == 1
 
 
 async def test_a_receiver_down_then_back_gets_every_digest_in_order(
