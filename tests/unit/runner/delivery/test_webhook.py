@@ -5,6 +5,7 @@ connection."""
 
 from __future__ import annotations
 
+import importlib.util
 from datetime import UTC, datetime
 
 import httpx
@@ -19,7 +20,12 @@ from runner.delivery.contract import (
     Rejected,
     RetryLater,
 )
-from runner.delivery.outbox import MAX_RETRY_AFTER_SECONDS, retry_delay
+from runner.delivery.outbox import (
+    LAZY_SENDERS,
+    MAX_RETRY_AFTER_SECONDS,
+    load_senders,
+    retry_delay,
+)
 from runner.delivery.webhook import (
     WebhookSender,
     outcome_of,
@@ -108,3 +114,13 @@ async def test_a_name_that_resolves_to_loopback_is_refused_and_not_named() -> No
         _content(), _to("https://secret-host.example/hook")
     )
     assert isinstance(outcome, Rejected) and "secret-host" not in outcome.reason
+
+
+def test_the_registry_has_the_webhook_sender_and_each_other_kind_whose_module_exists() -> None:
+    webhook = WebhookSender()
+    senders = load_senders(webhook)
+    assert senders[DestinationKind.WEBHOOK] is webhook
+    for kind, (module, class_name) in LAZY_SENDERS.items():
+        assert (kind in senders) == (importlib.util.find_spec(module) is not None)
+        if kind in senders:
+            assert type(senders[kind]).__name__ == class_name
