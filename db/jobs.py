@@ -35,6 +35,7 @@ from typing import Any
 
 import asyncpg
 
+from db.deliveries import enqueue_job_deliveries
 from db.models import DigestJob, as_row, as_row_or_none, as_rows
 from db.queries import QUERIES
 
@@ -108,7 +109,10 @@ async def claim_next_job(
 ) -> DigestJob | None:
     """Claim the next runnable job. Jobs whose lease expired with no attempt left are ended
     FAILED (`lease_expired: ...`) first, so they are never claimed again."""
-    await connection.execute(QUERIES["expire_exhausted_leases"])
+    async with connection.transaction():
+        # A job ended this way is ended like any other: its deliveries (job.failed) go with it.
+        for expired in await connection.fetch(QUERIES["expire_exhausted_leases"]):
+            await enqueue_job_deliveries(connection, expired["id"])
     claimed = await connection.fetchrow(QUERIES["claim_next_job"], worker_id, lease_seconds)
     return as_row_or_none(DigestJob, claimed)
 
@@ -191,9 +195,15 @@ async def fail_job(
     retry_in_seconds: float,
     stats: dict[str, Any],
 ) -> DigestJob | None:
-    failed = await connection.fetchrow(
-        QUERIES["fail_job"], job_id, worker_id, error[:2000], retry_in_seconds, stats
-    )
+    """A failed attempt: queued again after `retry_in_seconds` while attempts remain, else
+    ended failed with its deliveries (job.failed) queued in the same transaction. None when
+    this worker no longer holds the job."""
+    async with connection.transaction():
+        failed = await connection.fetchrow(
+            QUERIES["fail_job"], job_id, worker_id, error[:2000], retry_in_seconds, stats
+        )
+        if failed is not None and failed["status"] != "queued":
+            await enqueue_job_deliveries(connection, job_id)
     return as_row_or_none(DigestJob, failed)
 
 

@@ -23,6 +23,8 @@ from db.models import (
     ChannelItem,
     ChannelWithServer,
     ConversationWithState,
+    DeliveryListing,
+    Destination,
     Digest,
     DigestJob,
     DocumentListing,
@@ -315,6 +317,31 @@ SCHEDULES = ListSpec(
 
 # Entities by mention count (ties: newest id first). `key_contains` takes a canonical key
 # (runner.entities.mentions.canonical_key of the client's text), so any spelling finds the entity.
+# Destinations, newest first: the destination row alone (its secrets are another table).
+DESTINATIONS = ListSpec(
+    name="destinations",
+    model=Destination,
+    select="SELECT t.* FROM destinations t",
+    sort_column="t.created_at",
+    id_column="t.id",
+    descending=True,
+    filters={"kind": "t.kind = {}"},
+)
+
+# Deliveries, newest first, without the content they send.
+DELIVERIES = ListSpec(
+    name="deliveries",
+    model=DeliveryListing,
+    select="SELECT d.id, d.delivery_id, d.destination_id, d.event, d.digest_id, d.job_id, "
+    "d.state, d.attempts, d.next_attempt_at, d.lease_expires_at, d.leased_by, d.last_error, "
+    "d.created_at, d.delivered_at FROM deliveries d",
+    sort_column="d.created_at",
+    id_column="d.id",
+    descending=True,
+    filters={"state": "d.state = {}", "destination_id": "d.destination_id = {}"},
+)
+
+
 ENTITIES = ListSpec(
     name="entities",
     model=Entity,

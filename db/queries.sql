@@ -1393,3 +1393,177 @@ WHERE ($2::bigint[] IS NULL OR i.channel_id = ANY($2::bigint[]))
            AND i.said_at > coalesce($3::timestamptz, r.read_until, $4::timestamptz)))
 ORDER BY i.said_at DESC, i.id DESC
 LIMIT $5;
+-- Deliveries (db/deliveries.py; migration 0016). Destinations and their secrets, the links of
+-- schedules to destinations, and the outbox: enqueue_job_deliveries runs in the transaction
+-- that ends a job; the workers' delivery loop claims, and records each attempt.
+
+-- name: insert_destination
+-- A new destination; $1 name, $2 kind, $3 settings, $4 events, $5 hint. No row when the name
+-- is taken.
+INSERT INTO destinations (name, kind, settings, events, hint)
+VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (name) DO NOTHING
+RETURNING *;
+
+-- name: insert_destination_secrets
+-- The secrets of destination $1, kept apart from its row (only the delivery loop reads them).
+INSERT INTO destination_secrets (destination_id, secrets) VALUES ($1, $2);
+
+-- name: delete_destination
+-- Delete a destination (its secrets, schedule links and deliveries go with it); the row as it was.
+DELETE FROM destinations WHERE id = $1 RETURNING *;
+
+-- name: destinations_by_ids
+-- Destinations by id (the Destination node's loader); never their secrets.
+SELECT * FROM destinations WHERE id = ANY($1::bigint[]);
+
+-- name: destinations_by_names
+-- Destinations by name; never their secrets.
+SELECT * FROM destinations WHERE name = ANY($1::text[]);
+
+-- name: destination_secrets
+-- The secrets of destination $1: the delivery loop's read, and no other.
+SELECT secrets FROM destination_secrets WHERE destination_id = $1;
+
+-- name: link_schedule_destinations
+-- Deliver schedule $1's digests to the destinations $2.
+INSERT INTO schedule_destinations (schedule_id, destination_id)
+SELECT $1, unnest($2::bigint[])
+ON CONFLICT DO NOTHING;
+
+-- name: destinations_of_schedules
+-- The destinations each of the schedules $1 delivers to (Schedule.deliverTo), by name.
+SELECT sd.schedule_id, d.*
+FROM schedule_destinations sd JOIN destinations d ON d.id = sd.destination_id
+WHERE sd.schedule_id = ANY($1::bigint[])
+ORDER BY sd.schedule_id, d.name;
+
+-- name: enqueue_job_deliveries
+-- The outbox rows of job $1, which just ended (in the same transaction): `digest.ready` of
+-- its digest for each destination of a schedule that fired (or joined) the job and each
+-- destination subscribed to digest.ready; `job.succeeded` (succeeded or partial) or
+-- `job.failed` for the destinations subscribed to that event. A cancelled job delivers
+-- nothing. The unique constraints make a repeat a no-op. How many rows were inserted.
+WITH job AS (
+    SELECT id, digest_id, status FROM digest_jobs WHERE id = $1
+), wanted AS (
+    SELECT sd.destination_id, 'digest.ready' AS event, job.digest_id
+    FROM job
+    JOIN schedule_runs r ON r.job_id = job.id
+    JOIN schedule_destinations sd ON sd.schedule_id = r.schedule_id
+    WHERE job.digest_id IS NOT NULL AND job.status IN ('succeeded', 'partial')
+    UNION
+    SELECT d.id, 'digest.ready', job.digest_id
+    FROM job, destinations d
+    WHERE job.digest_id IS NOT NULL AND job.status IN ('succeeded', 'partial')
+      AND 'digest.ready' = ANY(d.events)
+    UNION
+    SELECT d.id, CASE WHEN job.status = 'failed' THEN 'job.failed' ELSE 'job.succeeded' END,
+           job.digest_id
+    FROM job, destinations d
+    WHERE job.status IN ('succeeded', 'partial', 'failed')
+      AND (CASE WHEN job.status = 'failed' THEN 'job.failed' ELSE 'job.succeeded' END)
+          = ANY(d.events)
+), inserted AS (
+    INSERT INTO deliveries (destination_id, event, digest_id, job_id)
+    SELECT wanted.destination_id, wanted.event, wanted.digest_id, $1
+    FROM wanted
+    ORDER BY wanted.destination_id, wanted.event
+    ON CONFLICT DO NOTHING
+    RETURNING 1
+)
+SELECT count(*) FROM inserted;
+
+-- name: claim_deliveries
+-- Claim up to $2 due deliveries for worker $1 with a lease of $3 seconds. Only the oldest
+-- unfinished row of each destination may be claimed (a destination gets its deliveries in
+-- creation order: a newer one never overtakes one waiting for a retry): pending and due, or
+-- delivering with an expired lease (its worker died). The claim counts the attempt. SKIP
+-- LOCKED lets any number of workers claim at once; a head another worker holds is skipped.
+WITH heads AS (
+    SELECT DISTINCT ON (destination_id) id
+    FROM deliveries
+    WHERE state IN ('pending', 'delivering')
+    ORDER BY destination_id, id
+), claimable AS (
+    SELECT d.id
+    FROM deliveries d
+    JOIN heads ON heads.id = d.id
+    WHERE (d.state = 'pending' AND d.next_attempt_at <= now())
+       OR (d.state = 'delivering' AND d.lease_expires_at < now())
+    ORDER BY d.next_attempt_at, d.id
+    LIMIT $2
+    FOR UPDATE OF d SKIP LOCKED
+)
+UPDATE deliveries d
+SET state = 'delivering', attempts = d.attempts + 1, leased_by = $1,
+    lease_expires_at = now() + make_interval(secs => $3)
+FROM claimable
+WHERE d.id = claimable.id
+RETURNING d.*;
+
+-- name: delivery_target
+-- What the delivery loop needs beyond the row: the destination and its secrets.
+SELECT d.id, d.name, d.kind, d.settings, coalesce(s.secrets, '{}'::jsonb) AS secrets
+FROM destinations d
+LEFT JOIN destination_secrets s ON s.destination_id = d.id
+WHERE d.id = $1;
+
+-- name: set_delivery_content
+-- Keep what the first attempt rendered, so every later attempt sends the same.
+UPDATE deliveries SET content = $2 WHERE id = $1 AND content IS NULL;
+
+-- name: mark_delivered
+-- Delivery $1 (held by worker $2) reached its receiver; its content, sent, is not kept.
+UPDATE deliveries
+SET state = 'delivered', delivered_at = now(), last_error = NULL, leased_by = NULL,
+    lease_expires_at = NULL, content = NULL
+WHERE id = $1 AND leased_by = $2 AND state = 'delivering'
+RETURNING *;
+
+-- name: mark_retry
+-- Delivery $1 (held by worker $2) failed for now ($3, ours): pending again after $4 seconds.
+UPDATE deliveries
+SET state = 'pending', last_error = $3, next_attempt_at = now() + make_interval(secs => $4),
+    leased_by = NULL, lease_expires_at = NULL
+WHERE id = $1 AND leased_by = $2 AND state = 'delivering'
+RETURNING *;
+
+-- name: mark_dead
+-- Delivery $1 (held by worker $2) is given up ($3, ours): refused, or out of attempts.
+UPDATE deliveries
+SET state = 'dead', last_error = $3, leased_by = NULL, lease_expires_at = NULL
+WHERE id = $1 AND leased_by = $2 AND state = 'delivering'
+RETURNING *;
+
+-- name: retry_dead_delivery
+-- A dead delivery queued again with its attempts reset (same delivery id); no row unless dead.
+UPDATE deliveries
+SET state = 'pending', attempts = 0, next_attempt_at = now(), last_error = NULL
+WHERE id = $1 AND state = 'dead'
+RETURNING id, delivery_id, destination_id, event, digest_id, job_id, state, attempts,
+          next_attempt_at, lease_expires_at, leased_by, last_error, created_at, delivered_at;
+
+-- name: deliveries_by_ids
+-- Deliveries by id (the Delivery node's loader), without their content.
+SELECT id, delivery_id, destination_id, event, digest_id, job_id, state, attempts,
+       next_attempt_at, lease_expires_at, leased_by, last_error, created_at, delivered_at
+FROM deliveries WHERE id = ANY($1::bigint[]);
+
+-- name: prune_deliveries
+-- Delete up to $2 deliveries delivered more than $1 days ago; how many.
+WITH old AS (
+    SELECT id FROM deliveries
+    WHERE state = 'delivered' AND delivered_at < now() - make_interval(days => $1)
+    ORDER BY delivered_at
+    LIMIT $2
+), deleted AS (
+    DELETE FROM deliveries WHERE id IN (SELECT id FROM old) RETURNING 1
+)
+SELECT count(*) FROM deleted;
+
+-- name: delivery_state_counts
+-- How many deliveries are in each state, by destination kind (the metrics' gauge).
+SELECT dst.kind, d.state, count(*) AS deliveries
+FROM deliveries d JOIN destinations dst ON dst.id = d.destination_id
+GROUP BY dst.kind, d.state;

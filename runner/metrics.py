@@ -255,3 +255,12 @@ class BreakerCollector(Collector):
 
 
 REGISTRY.register(BreakerCollector())
+
+# Deliveries (runner/delivery/outbox.py): each attempt's outcome, by destination kind. The
+# outbox's state counts (and the dead letters) are read from Postgres at scrape time
+# (server/metrics.py), since every worker shares it.
+DELIVERY_ATTEMPTS = Counter(
+    "digestd_delivery_attempts",
+    "Delivery attempts by destination kind and outcome (delivered, retry, dead).",
+    ["kind", "outcome"],
+)

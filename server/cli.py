@@ -1,5 +1,6 @@
-"""The `digestd` command: serve, worker, migrate, import, digest, add-doc, report, schedule, the
-reads (channels, digests, show, export, open, catchup, conversations), eval, schema, demo.
+"""The `digestd` command: serve, worker, migrate, import, digest, add-doc, report, schedule,
+destination, the reads (channels, digests, show, export, open, catchup, conversations), eval,
+schema, demo.
 
 This module only parses: it imports the standard library and nothing that reaches the database,
 the API or the models, so `digestd --help` (and a mistyped command) answers at once. Each command
@@ -171,6 +172,7 @@ def _add_write_commands(commands: argparse._SubParsersAction) -> None:  # type: 
     _json(report)
 
     _add_schedule_command(commands)
+    _add_destination_command(commands)
 
 
 def _add_schedule_command(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -186,6 +188,13 @@ def _add_schedule_command(commands: argparse._SubParsersAction) -> None:  # type
     add.add_argument("cron", help='five fields, e.g. "0 9 * * 1-5" (or six with seconds first)')
     add.add_argument("--tz", default="UTC", help="IANA time zone of the slots (default UTC)")
     add.add_argument("--server", help="server name, when channel names repeat")
+    add.add_argument(
+        "--deliver",
+        action="append",
+        default=[],
+        metavar="DESTINATION",
+        help="deliver each digest to this destination (its name; repeat for several)",
+    )
     _json(add)
     listing = actions.add_parser("list", help="the schedules, newest first")
     listing.add_argument("--channel", help="only this channel's (name or id)")
@@ -195,6 +204,48 @@ def _add_schedule_command(commands: argparse._SubParsersAction) -> None:  # type
         change = actions.add_parser(action, help=f"{action} a schedule")
         change.add_argument("id", help="schedule id (numeric or the API's global id)")
         _json(change)
+
+
+def _add_destination_command(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = _command(
+        commands,
+        "destination",
+        "cli_commands:cmd_destination",
+        "where digests and job events are delivered: add, list, delete",
+    )
+    actions = parser.add_subparsers(dest="action", required=True)
+    add = actions.add_parser("add", help="declare a destination (webhook, slack, discord, email)")
+    add.add_argument("name", help="its name, used by `schedule add --deliver NAME`")
+    add.add_argument(
+        "--kind", required=True, choices=["webhook", "slack", "discord", "email"], help="its kind"
+    )
+    add.add_argument("--url", help="the webhook URL (a secret; '-' reads it from stdin)")
+    add.add_argument(
+        "--secret",
+        help="a webhook's signing secret ('-' reads it from stdin; default: a random one, "
+        "printed once)",
+    )
+    add.add_argument("--password", help="the SMTP password ('-' reads it from stdin)")
+    add.add_argument(
+        "--setting",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a non-secret setting, e.g. host=smtp.example.org (repeat for several)",
+    )
+    add.add_argument(
+        "--event",
+        action="append",
+        default=[],
+        choices=["digest.ready", "job.succeeded", "job.failed"],
+        help="also deliver this event of every job (repeat for several)",
+    )
+    _json(add)
+    listing = actions.add_parser("list", help="the destinations, newest first (no secrets)")
+    _json(listing)
+    delete = actions.add_parser("delete", help="delete a destination and its deliveries")
+    delete.add_argument("name", help="the destination's name")
+    _json(delete)
 
 
 def _add_read_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -1,5 +1,5 @@
 """The `digestd` commands that hand over to a module of their own once the runtime is open:
-migrate, import, report, schedule, add-doc, and schema (which needs no database)."""
+migrate, import, report, schedule, destination, add-doc, and schema (which needs no database)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import argparse
 import asyncio
 from pathlib import Path
 
+from server.cli_destinations import destination
 from server.cli_documents import add_doc
 from server.cli_import import import_and_report
 from server.cli_json import refuse
@@ -79,6 +80,10 @@ def cmd_schedule(args: argparse.Namespace, settings: Settings) -> int:
     if problem is not None:
         return refuse("digestd schedule", problem, args.json)
     return asyncio.run(with_runtime(settings, body))
+
+
+def cmd_destination(args: argparse.Namespace, settings: Settings) -> int:
+    return asyncio.run(with_runtime(settings, lambda runtime: destination(runtime, args)))
 
 
 def cmd_add_doc(args: argparse.Namespace, settings: Settings) -> int:

@@ -1,4 +1,4 @@
-"""`digestd schedule add CHANNEL CRON [--tz ZONE]`, `schedule list [--channel NAME]`, and
+"""`digestd schedule add CHANNEL CRON [--tz ZONE] [--deliver DESTINATION]...`, `schedule list [--channel NAME]`, and
 `schedule pause|resume|delete ID`: digest schedules from the command line, through the same
 `runner/schedules/store.py` as the API (with --json: the API's field names and global ids).
 
@@ -91,7 +91,12 @@ async def schedule(runtime: Runtime, args: argparse.Namespace, channel_id: int |
             if args.action == "add":
                 assert channel_id is not None
                 row = await schedules.create_schedule(
-                    connection, channel_id, args.cron, args.tz, schedule_limits(runtime.settings)
+                    connection,
+                    channel_id,
+                    args.cron,
+                    args.tz,
+                    schedule_limits(runtime.settings),
+                    deliver_to_names=args.deliver,
                 )
             else:
                 schedule_id = cli_row_id(args.id, SCHEDULE)

@@ -4,7 +4,8 @@ Two kinds of figures. Counters of what this process did (GraphQL requests and er
 request durations; the workers' own figures live beside the work in `runner/metrics.py`) are
 kept by `prometheus_client` in its process-wide registry. The job queue is a different matter:
 many workers on many machines share it, so its figures are counted by Postgres at scrape time
-(`db.jobs.queue_summary`), and any one process's /metrics shows the whole queue.
+(`db.jobs.queue_summary`), and any one process's /metrics shows the whole queue; so is the
+delivery outbox (`db.deliveries.delivery_state_counts`: deliveries by state, dead letters).
 """
 
 from __future__ import annotations
@@ -25,7 +26,10 @@ from prometheus_client.registry import Collector
 from starlette.requests import Request
 from starlette.responses import Response
 
+from db.deliveries import DeliveryState, delivery_state_counts
 from db.jobs import JobKind, JobStatus, QueueCount, queue_summary
+from db.models import DeliveryStateCount
+from runner.delivery.contract import DestinationKind
 
 GRAPHQL_REQUESTS = Counter(
     "digestd_graphql_requests",
@@ -82,6 +86,37 @@ QUEUE = QueueCollector()
 REGISTRY.register(QUEUE)
 
 
+class DeliveryCollector(Collector):
+    """The delivery outbox as the last scrape read it: deliveries by destination kind and
+    state, and the dead letters (DEAD deliveries, which wait for `retryDelivery`), every series
+    reported, zero included."""
+
+    def __init__(self) -> None:
+        self.counts: list[DeliveryStateCount] = []
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        by_state = GaugeMetricFamily(
+            "digestd_deliveries",
+            "Deliveries by destination kind and state (pending, delivering, delivered, dead).",
+            labels=["kind", "state"],
+        )
+        dead = GaugeMetricFamily(
+            "digestd_deliveries_dead",
+            "Dead-letter deliveries (refused, or out of attempts), by destination kind.",
+            labels=["kind"],
+        )
+        found = {(count.kind, count.state): count.deliveries for count in self.counts}
+        for kind in DestinationKind:
+            for state in DeliveryState:
+                by_state.add_metric([kind, state], found.get((kind, state), 0))
+            dead.add_metric([kind], found.get((kind, DeliveryState.DEAD), 0))
+        yield from (by_state, dead)
+
+
+DELIVERIES = DeliveryCollector()
+REGISTRY.register(DELIVERIES)
+
+
 async def metrics_endpoint(request: Request) -> Response:
     """GET /metrics. The queue figures are refreshed first; without a database the process
     counters are still served, and `digestd_database_up` says why the queue ones are stale."""
@@ -91,6 +126,7 @@ async def metrics_endpoint(request: Request) -> Response:
         try:
             async with pool.acquire(timeout=2) as connection:
                 QUEUE.counts = await queue_summary(connection)
+                DELIVERIES.counts = await delivery_state_counts(connection)
             DATABASE_UP.set(1)
         except Exception:  # noqa: BLE001 - a scrape reports the outage, it does not fail on it
             pass

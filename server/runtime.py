@@ -29,6 +29,8 @@ from db.migrate import migrate
 from db.models import DigestJob
 from runner.core import offload
 from runner.core.extractor import Extractor
+from runner.delivery.outbox import DeliveryConfig, DeliveryLoop, load_senders
+from runner.delivery.webhook import WebhookSender
 from runner.documents.fetch import FetchPolicy
 from runner.documents.job import DocumentJobRunner
 from runner.documents.policy import DigestConfig, DigestPolicy
@@ -38,7 +40,7 @@ from runner.extract.offline import offline_map_concurrency
 from runner.reports.job import ReportJobRunner
 from runner.schedules.store import ScheduleLimits
 from runner.schedules.tick import ScheduleTicker
-from runner.supervision import Backoff, RunnerSupervisor
+from runner.supervision import Backoff, RunnerSupervisor, WorkerLoop
 from runner.worker import Worker, WorkerConfig
 from schema.context import ApiConfig
 from server.settings import Settings
@@ -430,11 +432,34 @@ class Runtime:
             cache_retention_days=self.settings.digestd_doc_cache_retention_days,
         )
 
+    def new_delivery_loop(self) -> DeliveryLoop:
+        s = self.settings
+        webhook = WebhookSender(
+            allow_private=s.digestd_delivery_allow_private,
+            timeout_seconds=s.digestd_delivery_timeout_seconds,
+        )
+        return DeliveryLoop(
+            self.pool,
+            load_senders(webhook),
+            DeliveryConfig(
+                worker_id=self.worker_config().worker_id,
+                max_attempts=s.digestd_delivery_max_attempts,
+                lease_seconds=s.digestd_delivery_lease_seconds,
+                poll_seconds=s.digestd_delivery_poll_seconds,
+                retry_base_seconds=s.digestd_delivery_retry_base_seconds,
+                retry_max_seconds=s.digestd_delivery_retry_max_seconds,
+                retention_days=s.digestd_delivery_retention_days,
+            ),
+        )
+
     def runner(self, workers: int) -> RunnerSupervisor:
         """The supervised loops of a process that runs jobs: `workers` job loops and, with at
-        least one, the schedule tick (schedules are fired where jobs are run)."""
-        ticker = [self.new_schedule_ticker] if workers > 0 else []
-        return RunnerSupervisor(self.new_worker, workers, also=ticker)
+        least one, the schedule tick and the delivery loop (schedules are fired, and their
+        digests delivered, where jobs are run)."""
+        also: list[Callable[[], WorkerLoop]] = (
+            [self.new_schedule_ticker, self.new_delivery_loop] if workers > 0 else []
+        )
+        return RunnerSupervisor(self.new_worker, workers, also=also)
 
     async def run_until_done(self, job_id: int, run_worker: bool) -> DigestJob:
         """The job once it is terminal: run here by a worker of this runtime (`run_worker`), or

@@ -110,6 +110,46 @@ class Settings(BaseSettings):
         gt=0,
         description="Shortest time between two slots of a schedule: a cron whose slots come closer is refused, and the tick never fires a schedule more often.",
     )
+    # Deliveries (runner/delivery/): the outbox every worker process drains.
+    digestd_delivery_max_attempts: int = Field(
+        default=8,
+        ge=1,
+        le=50,
+        description="Attempts of a delivery before it is dead (a dead-letter row the API shows and retryDelivery queues again).",
+    )
+    digestd_delivery_allow_private: bool = Field(
+        default=False,
+        description="Allow loopback/private addresses in destination URLs (never link-local or metadata).",
+    )
+    digestd_delivery_poll_seconds: float = Field(
+        default=2.0,
+        gt=0,
+        le=3600,
+        description="How often each worker process looks for due deliveries.",
+    )
+    digestd_delivery_lease_seconds: float = Field(
+        default=120.0,
+        gt=0,
+        description="How long a worker holds a delivery it is sending; a dead worker's delivery is retaken after it (keep it above the send timeout).",
+    )
+    digestd_delivery_timeout_seconds: float = Field(
+        default=10.0, gt=0, le=300, description="Timeout of one delivery attempt's HTTP request."
+    )
+    digestd_delivery_retry_base_seconds: float = Field(
+        default=10.0,
+        ge=0,
+        description="First retry delay of a failed delivery; doubles per attempt, jittered.",
+    )
+    digestd_delivery_retry_max_seconds: float = Field(
+        default=3600.0,
+        ge=0,
+        description="Cap of a failed delivery's backoff (a longer Retry-After is honoured up to a day).",
+    )
+    digestd_delivery_retention_days: int = Field(
+        default=30,
+        ge=1,
+        description="Delivered deliveries older than this are deleted by the workers (dead ones are kept until retried).",
+    )
     digestd_schedules_per_channel: int = Field(
         default=20, ge=1, description="Schedules one channel may have at most."
     )

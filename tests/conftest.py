@@ -19,7 +19,7 @@ TABLES = (
     "servers, channels, messages, digest_jobs, digests, topics, decisions, action_items, "
     "open_questions, links, artifacts, knowledge_items, entities, chunk_results, "
     "message_revisions, digest_messages, documents, document_digests, reports, schedules, "
-    "schedule_runs, people"
+    "schedule_runs, people, destinations, destination_secrets, schedule_destinations, deliveries"
 )
 
 

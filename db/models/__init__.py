@@ -43,6 +43,16 @@ from db.models.conversations import (
     MessageConversation,
     ThreadContextRow,
 )
+from db.models.deliveries import (
+    Delivery,
+    DeliveryListing,
+    DeliveryStateCount,
+    DeliveryTarget,
+    Destination,
+    DestinationSecrets,
+    ScheduleDestination,
+    ScheduleDestinationRow,
+)
 from db.models.digests import (
     ActionItem,
     Artifact,
@@ -128,6 +138,12 @@ __all__ = [
     "DocumentDigest",
     "DocumentFields",
     "DocumentListing",
+    "Delivery",
+    "DeliveryListing",
+    "DeliveryStateCount",
+    "DeliveryTarget",
+    "Destination",
+    "DestinationSecrets",
     "DueSchedule",
     "EditedMessage",
     "Entity",
@@ -156,6 +172,8 @@ __all__ = [
     "ReportDigestItem",
     "RevisionText",
     "Schedule",
+    "ScheduleDestination",
+    "ScheduleDestinationRow",
     "ScheduleRun",
     "Server",
     "StoredDocument",

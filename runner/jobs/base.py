@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 import asyncpg
 
+from db import deliveries as delivery_queries
 from db import jobs as job_queries
 from db.models import DigestJob
 from runner.core.progress import JobPhase, overall_fraction
@@ -62,20 +63,23 @@ async def finish(
     end: Finished,
     stats: dict[str, Any],
 ) -> None:
-    """End a job this worker holds. Run it in the transaction that stored the digest so both
-    commit together. Raises LostLease when another worker holds the job now."""
-    finished = await job_queries.finish_job(
-        connection,
-        job_id,
-        worker_id,
-        status=end.status,
-        digest_id=end.digest_id,
-        document_digest_id=end.document_digest_id,
-        report_id=end.report_id,
-        message=end.message,
-        stats=stats,
-        warnings=end.warnings,
-        error=end.error,
-    )
-    if finished is None:
-        raise LostLease(f"job {job_id} is no longer held by {worker_id}")
+    """End a job this worker holds, and queue its deliveries (a digest ready, the job's end) in
+    the same transaction. Run it in the transaction that stored the digest so all of it commits
+    together. Raises LostLease when another worker holds the job now."""
+    async with connection.transaction():
+        finished = await job_queries.finish_job(
+            connection,
+            job_id,
+            worker_id,
+            status=end.status,
+            digest_id=end.digest_id,
+            document_digest_id=end.document_digest_id,
+            report_id=end.report_id,
+            message=end.message,
+            stats=stats,
+            warnings=end.warnings,
+            error=end.error,
+        )
+        if finished is None:
+            raise LostLease(f"job {job_id} is no longer held by {worker_id}")
+        await delivery_queries.enqueue_job_deliveries(connection, job_id)

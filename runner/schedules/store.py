@@ -13,13 +13,16 @@ workers' tick fires by (runner/schedules/tick.py).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
 import asyncpg
 
+from db import deliveries as delivery_queries
 from db import schedules as schedule_queries
 from db.models import Schedule
+from runner.delivery.store import resolve_destinations
 from runner.schedules.cron import InvalidSchedule, check_min_interval, parse_schedule
 from runner.triggers import SubjectNotFound, TriggerRefused
 
@@ -67,10 +70,15 @@ async def create_schedule(
     cron: str,
     timezone: str,
     limits: ScheduleLimits = ScheduleLimits(),
+    *,
+    deliver_to_ids: Sequence[int] = (),
+    deliver_to_names: Sequence[str] = (),
 ) -> Schedule:
     """A schedule digesting the channel at each slot of `cron` in `timezone`, first due at the
-    next slot after now. Raises ScheduleRefused (a bad expression or zone, or slots closer than
-    `limits.min_interval`), TooManySchedules or SubjectNotFound."""
+    next slot after now, its digests delivered to the destinations named (by id or by name).
+    Raises ScheduleRefused (a bad expression or zone, or slots closer than
+    `limits.min_interval`), TooManySchedules, SubjectNotFound or DestinationRefused (an unknown
+    destination name)."""
     try:
         spec = parse_schedule(cron, timezone)
         start = await schedule_queries.database_now(connection)
@@ -87,10 +95,16 @@ async def create_schedule(
             >= limits.per_channel
         ):
             raise TooManySchedules(channel_id, limits.per_channel)
+        destination_ids = await resolve_destinations(connection, deliver_to_ids, deliver_to_names)
         now = await schedule_queries.database_now(connection)
-        return await schedule_queries.insert_schedule(
+        schedule = await schedule_queries.insert_schedule(
             connection, channel_id, spec.cron, spec.timezone, spec.next_after(now)
         )
+        if destination_ids:
+            await delivery_queries.link_schedule_destinations(
+                connection, schedule.id, destination_ids
+            )
+        return schedule
 
 
 async def pause_schedule(connection: asyncpg.Connection, schedule_id: int) -> Schedule:

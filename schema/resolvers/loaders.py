@@ -15,6 +15,7 @@ from db import (
     channel_items,
     channels,
     conversations,
+    deliveries,
     digests,
     documents,
     entities,
@@ -34,6 +35,8 @@ from db.models import (
     ConversationWithState,
     CountedItemMention,
     Decision,
+    DeliveryListing,
+    Destination,
     Digest,
     DigestItemCounts,
     DigestJob,
@@ -51,6 +54,7 @@ from db.models import (
     PersonHandle,
     Report,
     Schedule,
+    ScheduleDestinationRow,
     Topic,
     TopicProfile,
     TrendPoint,
@@ -305,6 +309,18 @@ class Loaders:
     person: _Loader[int, Person | None] = _Loader(lambda pool: _by_id(pool, people.people_by_ids))
     person_handles: _Loader[int, list[PersonHandle]] = _Loader(
         lambda pool: _group_rows(pool, people.handles_of_people, lambda row: row.person_id)
+    )
+    destination: _Loader[int, Destination | None] = _Loader(
+        lambda pool: _by_id(pool, deliveries.destinations_by_ids)
+    )
+    delivery: _Loader[int, DeliveryListing | None] = _Loader(
+        lambda pool: _by_id(pool, deliveries.deliveries_by_ids)
+    )
+    # By schedule id: the destinations a page of schedules delivers to, in one statement.
+    schedule_destinations: _Loader[int, list[ScheduleDestinationRow]] = _Loader(
+        lambda pool: _group_rows(
+            pool, deliveries.destinations_of_schedules, lambda row: row.schedule_id
+        )
     )
     latest_document_digests: _Loader[int, list[DocumentDigest]] = _Loader(_latest_document_digests)
     uncovered_count: _Loader[int, int] = _Loader(_uncovered_counts)

@@ -28,6 +28,7 @@ from schema.context import Context
 from schema.gate.permissions import IsWriter
 from schema.resolvers.catchup import CatchUpMutations
 from schema.resolvers.deletions import DeletionMutations
+from schema.resolvers.deliveries import DeliveryMutations
 from schema.resolvers.documents import DocumentMutations
 from schema.resolvers.imports import ImportMutations
 from schema.resolvers.reports import ReportMutations
@@ -109,6 +110,7 @@ class Mutation(
     ImportMutations,
     DeletionMutations,
     CatchUpMutations,
+    DeliveryMutations,
 ):
     @strawberry.mutation(
         permission_classes=[IsWriter],

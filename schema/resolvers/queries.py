@@ -13,6 +13,7 @@ from db import pages
 from schema.context import Context
 from schema.errors import client_error
 from schema.resolvers.catchup import CatchUpQueries
+from schema.resolvers.deliveries import DeliveryQueries
 from schema.resolvers.documents import DocumentQueries
 from schema.resolvers.entities import EntityQueries
 from schema.resolvers.items import ItemQueries
@@ -154,6 +155,7 @@ class Query(
     ItemQueries,
     ScheduleQueries,
     CatchUpQueries,
+    DeliveryQueries,
 ):
     @strawberry.field(description="Channels, newest first.")
     async def channels(

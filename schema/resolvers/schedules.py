@@ -13,6 +13,7 @@ from typing import Annotated
 
 import asyncpg
 import strawberry
+from graphql import GraphQLError
 from strawberry.types import Info
 
 from db import pages
@@ -22,7 +23,16 @@ from runner.triggers import TriggerRefused
 from schema.context import Context
 from schema.gate.permissions import IsWriter
 from schema.types.connections import Connection
-from schema.types.ids import CHANNEL, SCHEDULE, IdArgument, global_id, parse_id, parse_optional_id
+from schema.types.ids import (
+    CHANNEL,
+    DESTINATION,
+    SCHEDULE,
+    IdArgument,
+    decode_global_id,
+    global_id,
+    parse_id,
+    parse_optional_id,
+)
 from schema.types.paging import After, Before, First, Last, PageArgs, connection_of
 from schema.types.schedule import Schedule
 from schema.types.shared import InvalidInputError, NotFoundError, parse_id_or_error, refusal
@@ -73,6 +83,26 @@ async def _change(
         return refusal(refused, {("schedule", schedule_id): id})
 
 
+def _destination_refs(refs: list[str]) -> tuple[list[int], list[str], dict[tuple[str, int], str]]:
+    """`deliverTo`'s entries split into destination ids (global ids of a Destination) and
+    names (anything else), with the ids as the client sent them, for a NotFoundError."""
+    ids: list[int] = []
+    names: list[str] = []
+    sent: dict[tuple[str, int], str] = {}
+    for ref in refs:
+        try:
+            type_name, row_id = decode_global_id(ref)
+        except GraphQLError:
+            names.append(ref)
+            continue
+        if type_name != DESTINATION:
+            names.append(ref)
+            continue
+        ids.append(row_id)
+        sent[("destination", row_id)] = ref
+    return ids, names, sent
+
+
 async def schedule_list(
     info: Info[Context, None],
     filter: ChannelScheduleFilter,
@@ -116,7 +146,9 @@ class ScheduleMutations:
         "expression or zone, or slots closer than the minimum interval (5 minutes by default), "
         "is an InvalidInputError naming the argument (reason invalid_cron or invalid_timezone); "
         "a channel with the most schedules allowed refuses another (too_many_schedules). A slot "
-        "of a channel with no new message since its last digest queues no job.",
+        "of a channel with no new message since its last digest queues no job. `deliverTo` "
+        "names destinations (by id or by name) that each of its digests is delivered to, once; "
+        "an unknown name is an InvalidInputError (unknown_destination).",
     )
     async def create_schedule(
         self,
@@ -124,17 +156,26 @@ class ScheduleMutations:
         channel_id: IdArgument,
         cron: str,
         timezone: str = "UTC",
+        deliver_to: list[str] | None = None,
     ) -> CreateScheduleResult:
         channel_key = parse_id_or_error(channel_id, CHANNEL)
         if isinstance(channel_key, InvalidInputError):
             return channel_key
+        ids, names, sent = _destination_refs(deliver_to or [])
+        sent[("channel", channel_key)] = channel_id
         try:
             async with info.context.pool.acquire() as connection:
                 row = await schedules.create_schedule(
-                    connection, channel_key, cron, timezone, info.context.config.schedule_limits
+                    connection,
+                    channel_key,
+                    cron,
+                    timezone,
+                    info.context.config.schedule_limits,
+                    deliver_to_ids=ids,
+                    deliver_to_names=names,
                 )
         except TriggerRefused as refused:
-            return refusal(refused, {("channel", channel_key): channel_id})
+            return refusal(refused, sent)
         return Schedule.from_row(row)
 
     @strawberry.mutation(

@@ -11,11 +11,22 @@ from __future__ import annotations
 import strawberry
 
 from db import jobs
+from db.deliveries import DeliveryState
 from runner.core.contract import KnowledgeKind, SignalLevel
 from runner.core.fidelity import FidelityLevel
 from runner.core.progress import JobPhase
+from runner.delivery.contract import DeliveryEvent, DestinationKind
 
-__all__ = ["FidelityLevel", "JobPhase", "JobStatus", "KnowledgeKind", "SignalLevel"]
+__all__ = [
+    "DeliveryEvent",
+    "DeliveryState",
+    "DestinationKind",
+    "FidelityLevel",
+    "JobPhase",
+    "JobStatus",
+    "KnowledgeKind",
+    "SignalLevel",
+]
 
 # The enums of the job lifecycle (db/jobs.py, runner/core/progress.py) and of the digest
 # contract (runner/core/contract.py), registered as GraphQL enums (the decorator marks the class
@@ -40,4 +51,17 @@ strawberry.enum(
 strawberry.enum(KnowledgeKind, name="KnowledgeItemKind", description="What a knowledge item holds.")
 strawberry.enum(
     SignalLevel, name="SignalLevel", description="How much a digest's window had to say."
+)
+strawberry.enum(
+    DestinationKind, name="DestinationKind", description="Where a destination's deliveries go."
+)
+strawberry.enum(
+    DeliveryEvent, name="DeliveryEvent", description="What a delivery tells its destination."
+)
+strawberry.enum(
+    DeliveryState,
+    name="DeliveryState",
+    description="Where a delivery is: PENDING (due at nextAttemptAt), DELIVERING (a worker is "
+    "sending it), DELIVERED, or DEAD (refused by the receiver, or out of attempts: "
+    "retryDelivery queues it again).",
 )

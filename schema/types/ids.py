@@ -39,6 +39,8 @@ ENTITY: Final = "Entity"
 TOPIC_PROFILE: Final = "TopicProfile"
 SCHEDULE: Final = "Schedule"
 PERSON: Final = "Person"
+DESTINATION: Final = "Destination"
+DELIVERY: Final = "Delivery"
 NODE_TYPES: Final = frozenset(
     {
         CHANNEL,
@@ -55,6 +57,8 @@ NODE_TYPES: Final = frozenset(
         TOPIC_PROFILE,
         SCHEDULE,
         PERSON,
+        DESTINATION,
+        DELIVERY,
     }
 )
 
@@ -104,6 +108,8 @@ _LABELS: Final = {
     TOPIC_PROFILE: "topic profile",
     SCHEDULE: "schedule",
     PERSON: "person",
+    DESTINATION: "destination",
+    DELIVERY: "delivery",
 }
 
 

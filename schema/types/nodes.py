@@ -20,12 +20,15 @@ from schema.errors import PAGE_SIZE, client_error
 from schema.types.catchup import Person
 from schema.types.channel import Channel, Message
 from schema.types.conversation import Conversation
+from schema.types.delivery import Delivery, Destination
 from schema.types.digest import Digest, KnowledgeItem
 from schema.types.document import Document, DocumentDigest
 from schema.types.entity import Entity, TopicProfile
 from schema.types.ids import (
     CHANNEL,
     CONVERSATION,
+    DELIVERY,
+    DESTINATION,
     DIGEST,
     DIGEST_JOB,
     DOCUMENT,
@@ -105,6 +108,16 @@ async def _schedule(context: Context, row_id: int) -> relay.Node | None:
     return Schedule.from_row(row) if row else None
 
 
+async def _destination(context: Context, row_id: int) -> relay.Node | None:
+    row = await context.loaders.destination.load(row_id)
+    return Destination.from_row(row) if row else None
+
+
+async def _delivery(context: Context, row_id: int) -> relay.Node | None:
+    row = await context.loaders.delivery.load(row_id)
+    return Delivery.from_row(row) if row else None
+
+
 async def _entity(context: Context, row_id: int) -> relay.Node | None:
     row = await context.loaders.entity.load(row_id)
     return Entity.from_row(row) if row else None
@@ -135,6 +148,8 @@ NODE_LOADS: dict[str, NodeLoad] = {
     TOPIC_PROFILE: _topic_profile,
     SCHEDULE: _schedule,
     PERSON: _person,
+    DESTINATION: _destination,
+    DELIVERY: _delivery,
 }
 
 

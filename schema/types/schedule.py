@@ -11,6 +11,7 @@ from strawberry.types import Info
 from db import models
 from schema.context import Context
 from schema.types.channel import Channel
+from schema.types.delivery import Destination
 from schema.types.ids import CHANNEL, DIGEST_JOB, global_id, optional_global_id
 from schema.types.job import DigestJob
 
@@ -62,6 +63,14 @@ class Schedule(relay.Node):
     async def channel(self, info: Info[Context, None]) -> Channel | None:
         row = await info.context.loaders.channel.load(self.row.channel_id)
         return Channel.from_row(row) if row else None
+
+    @strawberry.field(
+        description="The destinations each of its digests is delivered to, by name (never "
+        "their secrets)."
+    )
+    async def deliver_to(self, info: Info[Context, None]) -> list[Destination]:
+        rows = await info.context.loaders.schedule_destinations.load(self.row.id)
+        return [Destination.from_row(row) for row in rows]
 
     @strawberry.field(
         description="The job the last firing that was not skipped queued or joined, while it exists."

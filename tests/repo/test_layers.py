@@ -148,6 +148,8 @@ DOES_IO = {
     "runner/reports/llm_decompose.py": "splits a report's question with the LLM (openai)",
     "runner/importers/ingest.py": "writes an export's messages to the database (COPY)",
     "runner/schedules/tick.py": "the workers' tick that fires due schedules",
+    "runner/delivery/outbox.py": "the workers' delivery loop: claims outbox rows, sends them",
+    "runner/delivery/webhook.py": "POSTs a signed delivery to a webhook URL (httpx)",
     "runner/exports/markdown.py": "reads the stored digest it renders (asyncpg)",
     "runner/delivery/webhook_post.py": "one JSON POST to a chat webhook (httpx)",
     "runner/delivery/slack.py": "posts to a Slack incoming webhook (httpx)",

@@ -212,6 +212,19 @@ QUERY_MODELS: dict[str, type[BaseModel]] = {
     "set_read_marker": models.ReadMarker,
     "catch_up_mentions": models.CatchUpMessage,
     "catch_up_items": models.CatchUpItem,
+    "insert_destination": models.Destination,
+    "delete_destination": models.Destination,
+    "destinations_by_ids": models.Destination,
+    "destinations_by_names": models.Destination,
+    "claim_deliveries": models.Delivery,
+    "delivery_target": models.DeliveryTarget,
+    "mark_delivered": models.Delivery,
+    "mark_retry": models.Delivery,
+    "mark_dead": models.Delivery,
+    "retry_dead_delivery": models.DeliveryListing,
+    "deliveries_by_ids": models.DeliveryListing,
+    "delivery_state_counts": models.DeliveryStateCount,
+    "destinations_of_schedules": models.ScheduleDestinationRow,
 }
 
 
@@ -245,6 +258,8 @@ async def test_each_query_returns_the_fields_of_its_model(db: asyncpg.Pool, quer
         pages.TOPIC_PROFILES,
         pages.SCHEDULES,
         pages.PEOPLE,
+        pages.DESTINATIONS,
+        pages.DELIVERIES,
     ],
     ids=lambda spec: spec.name,
 )
