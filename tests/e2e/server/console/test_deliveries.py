@@ -114,3 +114,44 @@ async def test_a_dead_delivery_is_listed_and_retried_and_the_digest_downloads_as
         assert exported is not None
         assert saved.read_text(encoding="utf-8") == exported.content
     watched.assert_clean()
+
+
+async def test_deliveries_page_by_the_connection_cursors(
+    db: asyncpg.Pool, settings: Settings, watched: Watched
+) -> None:
+    """25 deliveries: 20 on the first page, the 5 oldest behind "Older", and "Newer" back."""
+    async with console_app(settings) as (base_url, http):
+        channel_id, _ = await seed_channel(http, None)
+        job_id = await trigger_digest(http, channel_id, None)
+        await run_queued_jobs(settings)
+        async with db.acquire() as connection:
+            for number in range(25):
+                added = await delivery_queries.insert_destination(
+                    connection,
+                    f"hook-{number:02d}",
+                    "webhook",
+                    {},
+                    {"url": f"http://127.0.0.1:9/{number}", "signing_secret": SECRET},
+                    ["job.succeeded"],
+                    "127.0.0.1",
+                )
+                assert added is not None
+            assert await delivery_queries.enqueue_job_deliveries(connection, row_id(job_id)) == 25
+
+        page = watched.page
+        await page.goto(f"{base_url}/#/deliveries")
+        rows = page.locator("tr.delivery")
+        await expect(rows).to_have_count(20)
+        first_page = await rows.evaluate_all("rs => rs.map(r => r.dataset.deliveryId)")
+        await expect(page.get_by_role("link", name="Newer deliveries")).to_have_count(0)
+        await page.get_by_role("link", name="Older deliveries").click()
+        await expect(rows).to_have_count(5)
+        second_page = await rows.evaluate_all("rs => rs.map(r => r.dataset.deliveryId)")
+        assert not set(first_page) & set(second_page)
+        await expect(page.get_by_role("link", name="Older deliveries")).to_have_count(0)
+        await page.get_by_role("link", name="Newer deliveries").click()
+        await expect(rows).to_have_count(20)
+        again = await rows.evaluate_all("rs => rs.map(r => r.dataset.deliveryId)")
+        assert again == first_page
+        await expect(page.get_by_role("link", name="Newer deliveries")).to_have_count(0)
+    watched.assert_clean()
