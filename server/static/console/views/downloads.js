@@ -1,5 +1,5 @@
-// Download links for a digest or report as a file (/export/digests/ID.md|html|json, server/
-// exports.py). The export route takes the same bearer token as /graphql, which a plain link
+// Download links for a digest, report or catch-up as a file (/export/digests/ID.md|html|json,
+// /export/reports/..., /export/catchups/PERSON.md?since=..., server/exports.py). The export route takes the same bearer token as /graphql, which a plain link
 // cannot send: a click fetches the file with the token header and saves it through a Blob URL
 // (same origin, so the page's connect-src 'self' allows the fetch). The link's href is the
 // route itself, so "copy link" still names the file (it works as is where no token is needed).
@@ -49,11 +49,15 @@ async function save(path, fallback, status) {
   status.textContent = "";
 }
 
-/** "Download: Markdown · HTML · JSON" for `/export/{collection}/{id}.{format}`. */
-export function downloadLinks(collection, id, label) {
+/**
+ * "Download: Markdown · HTML · JSON" for `/export/{collection}/{id}.{format}?{query}`
+ * (`query`: URLSearchParams, e.g. a catch-up's `since`).
+ */
+export function downloadLinks(collection, id, label, query = null) {
   const status = h("span", { class: "muted", role: "status" });
+  const search = query && query.toString() ? `?${query}` : "";
   const links = FORMATS.map(([format, name]) => {
-    const path = `/export/${collection}/${encodeURIComponent(id)}.${format}`;
+    const path = `/export/${collection}/${encodeURIComponent(id)}.${format}${search}`;
     return h("a", {
       href: path,
       class: "download",
