@@ -1,7 +1,7 @@
 """The console's catch-up page in Chromium: a person's name and a start in the form, the channel
 where a question waits on them first, each entry with the quoted words of its message (chat
-markup shown as text), the catch-up's JSON download, and "Mark read" moving the channel's read marker; no inline script, no
-request off loopback, no policy violation."""
+markup shown as text), the catch-up's JSON download, and "Mark read" moving the channel's read
+marker; no inline script, no request off loopback, no policy violation."""
 
 from __future__ import annotations
 
