@@ -197,7 +197,7 @@ def render(document: ExportDocument) -> str:
             f"<ol>\n{notes}\n</ol>\n</section>"
         )
     body.append(
-        f'<p class="meta">digestd {text(document.kind)} {text(document.id)} · '
+        f'<p class="meta">digestd {text(document.kind)}{" " + text(document.id) if document.id else ""} · '
         f"{_when(document.created_at)} · {text(document.format)}</p>"
     )
     return "\n".join(
