@@ -281,16 +281,26 @@ def _add_read_commands(commands: argparse._SubParsersAction) -> None:  # type: i
         commands,
         "export",
         "cli_export:cmd_export",
-        "write a digest or report as a Markdown, HTML or JSON file",
+        "write a digest, report or person's catch-up as a Markdown, HTML or JSON file",
     )
-    export.add_argument("kind", choices=("digest", "report"))
-    export.add_argument("id", help="its id: a number, or the global id the API shows")
+    export.add_argument("kind", choices=("digest", "report", "catchup"))
+    export.add_argument(
+        "id",
+        help="its id: a number, or the global id the API shows; for catchup, the person's name "
+        "or one of their handles",
+    )
+    export.add_argument(
+        "--since",
+        help="catchup only: start at a duration back from now (30m, 12h, 2d, 1w) or an ISO 8601 "
+        "time (default: each channel's read marker, else 24 hours ago)",
+    )
     export.add_argument(
         "--format",
         choices=("md", "html", "json"),
         default="md",
         help="md (as `show` prints it), html (one self-contained page with its footnotes and "
-        "cited quotes), json (versioned: digestd.digest/1, digestd.report/1); default md",
+        "cited quotes), json (versioned: digestd.digest/1, digestd.report/1, "
+        "digestd.catchup/1); default md",
     )
     export.add_argument("-o", "--output", metavar="FILE", help="write here (default: stdout)")
 

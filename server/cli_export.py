@@ -1,7 +1,8 @@
-"""`digestd export digest|report ID --format md|html|json [-o FILE]`: write a stored digest or
-report as a file people read (runner/exports): Markdown as `digestd show` prints it, a
-self-contained HTML page with its footnotes and cited quotes, or versioned JSON. Without -o the
-file goes to stdout.
+"""`digestd export digest|report ID --format md|html|json [-o FILE]`, and `digestd export catchup
+PERSON [--since 2d|ISO] ...`: write a stored digest or report, or a person's catch-up (what
+`digestd catchup` prints; reading it marks nothing read), as a file people read
+(runner/exports): Markdown as `digestd show` prints it, a self-contained HTML page with its
+footnotes and cited quotes, or versioned JSON. Without -o the file goes to stdout.
 
 ID is a number or the global id the API shows. The file is written whole or not at all: it is
 put beside FILE under a temporary name and renamed over it."""
@@ -13,10 +14,13 @@ import asyncio
 import os
 import sys
 import tempfile
+from datetime import UTC, datetime
 from pathlib import Path
 
-from runner.exports.store import ExportedFile, export_file
+from runner.catchup.store import CatchUpRefused
+from runner.exports.store import ExportedFile, export_catch_up, export_file
 from schema.types.ids import DIGEST, REPORT, cli_row_id
+from server.cli_catchup import parse_since
 from server.cli_json import refuse
 from server.cli_runtime import with_runtime
 from server.cli_text import terminal_text
@@ -41,16 +45,35 @@ def _write(path: Path, exported: ExportedFile) -> None:
 
 
 def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
-    row_id = cli_row_id(args.id, TYPES[args.kind])
-    if row_id is None:
-        return refuse(COMMAND, f"{args.id!r} is not a {args.kind} id", False)
+    row_id: int | None = None
+    since: datetime | None = None
+    now = datetime.now(UTC)
+    if args.kind == "catchup":
+        try:
+            since = parse_since(args.since, now)
+        except ValueError as error:
+            return refuse(COMMAND, str(error), False)
+    else:
+        if args.since is not None:
+            return refuse(COMMAND, "--since is for `export catchup` only", False)
+        row_id = cli_row_id(args.id, TYPES[args.kind])
+        if row_id is None:
+            return refuse(COMMAND, f"{args.id!r} is not a {args.kind} id", False)
     output: Path | None = Path(args.output) if args.output else None
     if output is not None and not output.parent.is_dir():
         return refuse(COMMAND, f"{str(output.parent)!r} is not a directory", False)
 
     async def body(runtime: Runtime) -> int:
         async with runtime.pool.acquire() as connection:
-            exported = await export_file(connection, args.kind, row_id, args.format)
+            if row_id is None:
+                try:
+                    exported: ExportedFile | None = await export_catch_up(
+                        connection, args.id, since, args.format, now=now
+                    )
+                except CatchUpRefused as refused:
+                    return refuse(COMMAND, refused.message, False)
+            else:
+                exported = await export_file(connection, args.kind, row_id, args.format)
         if exported is None:
             return refuse(COMMAND, f"no {args.kind} {row_id}", False, status=1)
         if output is None:
@@ -64,7 +87,8 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
             _write(output, exported)
         except OSError as error:
             return refuse(COMMAND, f"cannot write {str(output)!r}: {error.strerror}", False)
-        print(f"{args.kind} {row_id} written to {output} ({args.format})", file=sys.stderr)
+        what = f"{args.kind} {row_id}" if row_id is not None else f"catch-up of {args.id!r}"
+        print(f"{what} written to {output} ({args.format})", file=sys.stderr)
         return 0
 
     return asyncio.run(with_runtime(settings, body))

@@ -3,16 +3,22 @@ and deliveries: one section per channel, the channel that needs the person most 
 entry followed by footnote markers, then one footnote per cited message (author, time, the exact
 words quoted, the message's id and channel), numbered by first appearance like a digest's
 (runner.grounding.footnotes). Every stored text (names, item texts, quotes) is escaped with
-runner.core.markdown_text.escape_inline: a message cannot add a heading, a footnote or markup."""
+runner.core.markdown_text.escape_inline: a message cannot add a heading, a footnote or markup.
+
+The same catch-up as an export document (catch_up_document) is what the HTML and JSON files are
+rendered from (runner/exports/html.py, json_export.py), footnoted alike."""
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from runner.catchup.ranking import EntryKind
 from runner.catchup.sections import CatchUp, ChannelSection, Citation, Entry
 from runner.core.markdown_text import escape_inline as md
+from runner.exports.model import ExportDocument, Footnote, Quote, Section, Sentence
 from runner.grounding.footnotes import footnote_line
 
 HEADINGS = {
@@ -113,3 +119,132 @@ def catch_up_markdown(catch_up: CatchUp) -> str:
     if first:
         blocks.append("\n".join(footnote_line(numbers[key], s) for key, s in first.items()))
     return "\n\n".join(blocks) + "\n"
+
+
+def _global_id(type_name: str, row_id: int) -> str:
+    """schema.types.ids.global_id's spelling, without the runner importing the schema layer."""
+    return base64.b64encode(f"{type_name}:{row_id}".encode()).decode("ascii")
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return moment.astimezone(UTC).isoformat() if moment else None
+
+
+def _plain_entry(entry: Entry) -> str:
+    """An entry's line as plain text (the HTML escapes it): _entry_line's words, unescaped."""
+    if entry.kind == EntryKind.MENTION:
+        author = entry.citations[0].author if entry.citations else "someone"
+        return f"{author}, {_when(entry.at)}: “{entry.text}”"
+    owner = f" (asked by {entry.owner})" if entry.kind == EntryKind.QUESTION and entry.owner else ""
+    status = f" [{entry.status}]" if entry.kind == EntryKind.DECISION and entry.status else ""
+    return f"{entry.text}{owner}{status}"
+
+
+def catch_up_document(catch_up: CatchUp) -> ExportDocument:
+    """The catch-up as an export (runner.exports.model), for the HTML and JSON files: a level-2
+    section per channel (its counts), a level-3 one per kind of entry, and one footnote per cited
+    message numbered as catch_up_markdown numbers them. Its JSON fields hold the channels in rank
+    order with every entry and the numbers of the footnotes citing it."""
+    since = (
+        f"since {_when(catch_up.since)}"
+        if catch_up.since
+        else f"since each channel's read marker ({_when(catch_up.default_since)} where none)"
+    )
+    facts = (
+        ("Person", catch_up.person),
+        ("Since", since.removeprefix("since ")),
+        ("As of", _when(catch_up.generated_at)),
+        ("Channels", str(len(catch_up.channels))),
+    )
+    numbers: dict[str, int] = {}
+    first: dict[str, CitedMessage] = {}
+    sections: list[Section] = []
+    channels: list[dict[str, Any]] = []
+    if not catch_up.channels:
+        sections.append(
+            Section("nothing", None, (Sentence("Nothing waits on you in these channels."),))
+        )
+    for rank, section in enumerate(catch_up.channels, 1):
+        title = channel_title(section)
+        sections.append(Section("channel", title, (Sentence(counts_line(section) + "."),)))
+        entries: list[dict[str, Any]] = []
+        for kind, heading in HEADINGS.items():
+            told: list[Sentence] = []
+            for entry in (e for e in section.entries if e.kind == kind):
+                marks: list[int] = []
+                for cited in entry.citations:
+                    source = CitedMessage(cited, title)
+                    marks.append(numbers.setdefault(source.key, len(numbers) + 1))
+                    first.setdefault(source.key, source)
+                unique = tuple(dict.fromkeys(marks))
+                told.append(Sentence(_plain_entry(entry), unique))
+                entries.append(
+                    {
+                        "kind": entry.kind.name,
+                        "text": entry.text,
+                        "at": _iso(entry.at),
+                        "itemId": _global_id("TrackedItem", entry.item_id)
+                        if entry.item_id is not None
+                        else None,
+                        "status": entry.status.upper() if entry.status else None,
+                        "owner": entry.owner,
+                        "citations": list(unique),
+                    }
+                )
+            if told:
+                sections.append(Section(kind.name, heading, tuple(told), bullets=True, level=3))
+        channels.append(
+            {
+                "channelId": _global_id("Channel", section.channel.channel_id),
+                "channelName": section.channel.name,
+                "serverName": section.channel.server_name,
+                "since": _iso(section.channel.since),
+                "rank": rank,
+                "score": section.score,
+                "counts": {
+                    "questions": section.counts.get(EntryKind.QUESTION, 0),
+                    "actionItems": section.counts.get(EntryKind.ACTION_ITEM, 0),
+                    "mentions": section.counts.get(EntryKind.MENTION, 0),
+                    "decisions": section.counts.get(EntryKind.DECISION, 0),
+                    "total": len(section.entries),
+                },
+                "entries": entries,
+            }
+        )
+    footnotes = tuple(
+        Footnote(
+            numbers[key],
+            "message",
+            (Quote(source.citation.quote),),
+            author=source.citation.author,
+            at=source.citation.at,
+            channel=source.channel,
+            message_id=source.citation.message_id,
+        )
+        for key, source in first.items()
+    )
+    notes = (
+        ("Only the newest messages and items were read; older ones are left out.",)
+        if catch_up.truncated
+        else ()
+    )
+    return ExportDocument(
+        kind="catchup",
+        id=_global_id("Person", catch_up.person_id) if catch_up.person_id is not None else "",
+        row_id=catch_up.person_id or 0,
+        title=f"Catch-up for {catch_up.person}",
+        created_at=catch_up.generated_at,
+        facts=facts,
+        sections=tuple(sections),
+        footnotes=footnotes,
+        notes=notes,
+        fields={
+            "person": catch_up.person,
+            "known": catch_up.person_id is not None,
+            "handles": list(catch_up.handles),
+            "since": _iso(catch_up.since),
+            "defaultSince": _iso(catch_up.default_since),
+            "truncated": catch_up.truncated,
+            "channels": channels,
+        },
+    )

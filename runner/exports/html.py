@@ -1,4 +1,4 @@
-"""An exported digest or report as one self-contained HTML file: it loads nothing (inline CSS,
+"""An exported digest, report or catch-up as one self-contained HTML file: it loads nothing (inline CSS,
 no script, no image, no font; a Content-Security-Policy of `default-src 'none'` says so to the
 browser too), and reads offline from disk.
 
@@ -32,6 +32,7 @@ body { font: 16px/1.55 system-ui, -apple-system, "Segoe UI", sans-serif; color: 
 main { max-width: 48rem; margin: 0 auto; padding: 2rem 1.25rem 4rem; }
 h1 { font-size: 1.7rem; line-height: 1.25; margin: 0 0 .75rem; overflow-wrap: anywhere; }
 h2 { font-size: 1.2rem; margin: 2rem 0 .5rem; border-bottom: 1px solid #ddd; }
+h3 { font-size: 1.02rem; margin: 1.25rem 0 .35rem; }
 dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: .15rem 1rem;
            margin: 0 0 1.5rem; color: #555; font-size: .9rem; }
 dl.facts dt { font-weight: 600; } dl.facts dd { margin: 0; overflow-wrap: anywhere; }
@@ -103,7 +104,8 @@ def _sentence(sentence: Sentence, references: _References) -> str:
 def _section(section: Section, references: _References) -> str:
     parts = ["<section>"]
     if section.heading:
-        parts.append(f"<h2>{text(section.heading)}</h2>")
+        level = 3 if section.level == 3 else 2
+        parts.append(f"<h{level}>{text(section.heading)}</h{level}>")
     marked = [_sentence(sentence, references) for sentence in section.sentences]
     if section.bullets:
         parts.append("<ul>" + "".join(f"<li>{m}</li>" for m in marked) + "</ul>")
@@ -177,7 +179,7 @@ def _footnote(note: Footnote, backlinks: list[str]) -> str:
 
 
 def render(document: ExportDocument) -> str:
-    """The whole HTML file of a digest or report."""
+    """The whole HTML file of a digest, report or catch-up."""
     references = _References()
     body = [f"<h1>{text(document.title)}</h1>"]
     facts = "".join(f"<dt>{text(k)}</dt><dd>{text(v)}</dd>" for k, v in document.facts)
@@ -195,7 +197,7 @@ def render(document: ExportDocument) -> str:
             f"<ol>\n{notes}\n</ol>\n</section>"
         )
     body.append(
-        f'<p class="meta">digestd {text(document.kind)} {text(document.id)} · '
+        f'<p class="meta">digestd {text(document.kind)}{" " + text(document.id) if document.id else ""} · '
         f"{_when(document.created_at)} · {text(document.format)}</p>"
     )
     return "\n".join(

@@ -1,12 +1,15 @@
-"""An exported digest or report as one versioned JSON document (`"format": "digestd.digest/1"`
-or `"digestd.report/1"`), with the API's camelCase names and global ids.
+"""An exported digest, report or catch-up as one versioned JSON document (`"format":
+"digestd.digest/1"`, `"digestd.report/1"` or `"digestd.catchup/1"`), with the API's camelCase
+names and global ids.
 
 A digest: its fields (channel, window, signal, extractor), `overview` and `highlights` as
 sentences each naming the footnotes it cites (`{"text", "citations": [1, 2]}`), `periods` (a
 heading and sentences each), its items by kind (`decisions`, `actionItems`, ...), and
 `footnotes`: each with its number, the cited words (`quotes`) and who, when and where. A report:
 its question, writer and sections (heading and sentences) and the same footnotes (`[n]` is source
-`Sn`). A consumer may rely on the fields of a format version; new fields may be added within it.
+`Sn`). A catch-up (`"digestd.catchup/1"`): the person, where it starts, and its channels in rank
+order, each with its counts and entries, each entry naming the footnotes that cite it. A consumer
+may rely on the fields of a format version; new fields may be added within it.
 """
 
 from __future__ import annotations
@@ -71,7 +74,7 @@ def _footnote(note: Footnote) -> dict[str, Any]:
 def document_json(document: ExportDocument) -> dict[str, Any]:
     """The export as a JSON-ready dict (see the module docstring for its shape)."""
     body: dict[str, Any] = {
-        "id": document.id,
+        "id": document.id or None,  # a catch-up of a person nobody stored has none
         "title": document.title,
         "createdAt": _iso(document.created_at),
         **document.fields,
@@ -87,7 +90,7 @@ def document_json(document: ExportDocument) -> dict[str, Any]:
         ]
         for group in document.item_groups:
             body[group.key] = [_item(item) for item in group.items]
-    else:
+    elif document.kind == "report":
         body["sections"] = [
             {"heading": s.heading, "bullets": s.bullets, "sentences": _sentences(s)}
             for s in document.sections

@@ -1,4 +1,4 @@
-"""An exported digest or report as plain data: the one shape the HTML and JSON renderers read.
+"""An exported digest, report or catch-up as plain data: the one shape the HTML and JSON renderers read.
 
 A document is a title, a few facts (messages, window, extractor), sections of cited sentences
 (each sentence names the numbers of the footnotes it cites), lists of items (decisions, action
@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
-ExportKind = Literal["digest", "report"]
+ExportKind = Literal["digest", "report", "catchup"]
 FORMAT_VERSIONS: dict[ExportKind, str] = {
     "digest": "digestd.digest/1",
     "report": "digestd.report/1",
+    "catchup": "digestd.catchup/1",
 }
 
 
@@ -63,6 +64,7 @@ class Section:
     heading: str | None
     sentences: tuple[Sentence, ...]
     bullets: bool = False
+    level: int = 2  # the heading's level: 2, or 3 under a level-2 section (a catch-up's kinds)
 
 
 @dataclass(frozen=True)
@@ -90,7 +92,7 @@ class ItemGroup:
 class ExportDocument:
     kind: ExportKind
     id: str  # the global id the API shows
-    row_id: int
+    row_id: int  # the stored row; a catch-up is not stored: its person's id, 0 when unknown
     title: str
     created_at: datetime
     facts: tuple[tuple[str, str], ...] = ()  # (label, value) shown under the title

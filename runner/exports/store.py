@@ -1,4 +1,4 @@
-"""A stored digest or report read from Postgres as an export (runner.exports.model), and as the
+"""A stored digest or report, or a person's catch-up, read from Postgres as an export (runner.exports.model), and as the
 file a user downloads: Markdown, HTML or JSON, with its media type and a safe file name.
 
 A digest's footnotes are numbered as its Markdown numbers them (runner.grounding.footnotes: one
@@ -11,6 +11,7 @@ prints: the digest's rendered by runner.exports.markdown, the report's stored wi
 from __future__ import annotations
 
 import base64
+import re
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 from typing import Any, Literal
@@ -31,8 +32,10 @@ from db.models import (
     Topic,
 )
 from db.models import Report as ReportRow
+from runner.catchup import store as catchups
 from runner.digests.periods import stored_heading
 from runner.exports import html, json_export
+from runner.exports.catchup import catch_up_document, catch_up_markdown
 from runner.exports.markdown import render_digest
 from runner.exports.model import (
     ExportDocument,
@@ -67,6 +70,30 @@ class ExportedFile:
 
 def export_filename(kind: ExportKind, row_id: int, fmt: ExportFormat) -> str:
     return f"digestd-{kind}-{row_id}.{fmt}"
+
+
+def catch_up_filename(person: str, fmt: ExportFormat) -> str:
+    """`digestd-catchup-<name>.<fmt>`: the person's name cut to ASCII letters, digits and `-`."""
+    slug = re.sub(r"[^a-z0-9]+", "-", person.lower()).strip("-")[:40].strip("-")
+    return f"digestd-catchup-{slug or 'person'}.{fmt}"
+
+
+async def export_catch_up(
+    connection: asyncpg.Connection,
+    person: str,
+    since: datetime | None,
+    fmt: ExportFormat,
+    now: datetime | None = None,
+) -> ExportedFile:
+    """A person's catch-up (runner/catchup/store.py; `since` None: each channel's read marker)
+    as a file in `fmt`. Reads only; a name that cannot be a person raises CatchUpRefused."""
+    catch_up = await catchups.catch_up(connection, person, since, now=now)
+    if fmt == "md":
+        content = catch_up_markdown(catch_up)
+    else:
+        document = catch_up_document(catch_up)
+        content = html.render(document) if fmt == "html" else json_export.render(document)
+    return ExportedFile(content, MEDIA_TYPES[fmt], catch_up_filename(catch_up.person, fmt))
 
 
 async def export_file(

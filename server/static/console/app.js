@@ -1,7 +1,7 @@
 // The console's shell: the token field, hash routing (#/channels, #/channel/ID, #/digest/ID,
 // #/jobs, #/job/ID, #/search?q=, #/documents, #/document/ID,
 // #/reports, #/reports/ID, #/conversations?channel=ID, #/entities?channel=ID, #/upload,
-// #/catchup?person=NAME&since=ISO), and
+// #/catchup?person=NAME&since=ISO, #/deliveries?state=DEAD&after=CURSOR), and
 // focus management: after each navigation the new page's heading takes focus, so keyboard and
 // screen-reader users start there.
 
@@ -18,6 +18,7 @@ import { conversationsPage } from "./views/conversations.js";
 import { entitiesPage } from "./views/entities.js";
 import { uploadPage } from "./views/upload.js";
 import { catchUpPage } from "./views/catchup.js";
+import { deliveriesPage } from "./views/deliveries.js";
 
 const ROUTES = {
   channels: { page: channelsPage, section: "channels" },
@@ -34,6 +35,7 @@ const ROUTES = {
   reports: { page: (view) => (view.id ? reportPage(view) : reportsPage(view)), section: "reports" },
   upload: { page: uploadPage, section: "upload" },
   catchup: { page: catchUpPage, section: "catchup" },
+  deliveries: { page: deliveriesPage, section: "deliveries" },
 };
 
 const main = document.getElementById("main");

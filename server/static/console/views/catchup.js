@@ -2,11 +2,13 @@
 // each with the questions put to them, their open action items, the messages naming them and
 // the decisions since, every entry with the exact words of the messages it rests on. The form
 // keeps the person and the start in the URL, so a catch-up can be linked and reloaded; "Mark
-// read" moves the person's read marker of a channel to the time of this catch-up (writers).
+// read" moves the person's read marker of a channel to the time of this catch-up (writers). The
+// catch-up downloads as Markdown, HTML or JSON (views/downloads.js).
 
 import { gql } from "../graphql.js";
 import { fill, h, link, notice, pageHeading, plural, when } from "../dom.js";
 import { channelHref } from "./channels.js";
+import { downloadLinks } from "./downloads.js";
 
 const CATCH_UP = `query($p: String!, $since: DateTime) { catchUp(person: $p, since: $since) {
   person known handles since defaultSince generatedAt truncated
@@ -110,6 +112,7 @@ export async function catchUpPage(view) {
     h("p", { class: "catchup-summary" },
       `${data.person}${data.known ? "" : " (not stored yet: their name is their handle)"} · handles ${data.handles.join(", ")} · `,
       data.since ? `since ${when(data.since)}` : `since each channel's read marker (${when(data.defaultSince)} where none)`),
+    downloadLinks("catchups", person, "catch-up", since ? new URLSearchParams({ since }) : null),
     data.truncated ? notice("Only the newest messages and items were read.") : null,
     data.channels.length
       ? data.channels.map((channel) => channelSection(channel, data.person, data.generatedAt))

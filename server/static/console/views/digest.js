@@ -3,6 +3,7 @@
 // (views/citations.js); each item has a "Sources" button that opens its cited messages in
 // context, with a pointer's exact characters marked (views/sources.js).
 
+import { downloadLinks } from "./downloads.js";
 import { gql } from "../graphql.js";
 import { fill, flagList, h, link, notice, pageHeading, plural, rowNumber, when } from "../dom.js";
 import { channelHref } from "./channels.js";
@@ -142,6 +143,7 @@ export async function digestPage(view) {
       h("dt", {}, "Made"), h("dd", {}, `${when(digest.createdAt)} by ${digest.extractor}`),
       digest.jobId ? [h("dt", {}, "Job"), h("dd", {}, link(`#/job/${encodeURIComponent(digest.jobId)}`, "the job that made it"))] : null),
     flagList(digest.flags),
+    downloadLinks("digests", digest.id, "digest"),
   );
   const context = digestContext(messages);
   const sections = [

@@ -6,6 +6,7 @@
 // a document source as its canonical text around the locator's span, canonicalText[S:E].
 
 import { gql } from "../graphql.js";
+import { downloadLinks } from "./downloads.js";
 import { fill, h, link, markRanges, notice, pageHeading, plural, utf16Offsets, when } from "../dom.js";
 import { ChannelMessages, renderSources } from "./sources.js";
 import { contextPanel, footnoteMarker, inContextButton } from "./citations.js";
@@ -193,6 +194,7 @@ export async function reportPage(view) {
     h("dl", { class: "facts" },
       h("dt", {}, "Question"), h("dd", { class: "report-question" }, report.question),
       h("dt", {}, "Made"), h("dd", {}, `${when(report.createdAt)} by ${report.writer}`)),
+    downloadLinks("reports", report.id, "report"),
     report.sections.map((section, index) => reportSection(section, index, sources, show)),
     sourceList(report.sources, show),
     h("p", { class: "muted" }, `${plural(report.sources.length, "source")}; activate a footnote number to read it in context.`),

@@ -1,12 +1,14 @@
 """The console's catch-up page in Chromium: a person's name and a start in the form, the channel
 where a question waits on them first, each entry with the quoted words of its message (chat
-markup shown as text), and "Mark read" moving the channel's read marker; no inline script, no
-request off loopback, no policy violation."""
+markup shown as text), the catch-up's JSON download, and "Mark read" moving the channel's read
+marker; no inline script, no request off loopback, no policy violation."""
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import httpx
 import pytest
@@ -80,6 +82,15 @@ async def test_the_catch_up_page_ranks_cites_and_marks_read(
         mention = sections.nth(1).locator('li.catchup-entry[data-kind="MENTION"] blockquote')
         await expect(mention).to_contain_text("<img src=x onerror=alert(1)>")
         assert await page.locator("section.catchup-channel img").count() == 0
+
+        # The same catch-up downloads as a file, the channels in the page's order.
+        async with page.expect_download() as downloading:
+            await page.get_by_role("link", name="Download the catch-up as JSON").click()
+        download = await downloading.value
+        assert download.suggested_filename == "digestd-catchup-ann.json"
+        exported = json.loads(Path(await download.path()).read_text(encoding="utf-8"))
+        assert exported["format"] == "digestd.catchup/1" and exported["footnotes"]
+        assert [c["channelId"] for c in exported["catchup"]["channels"]] == [ops, dev]
 
         # Mark ops read: the next catch-up without a start begins there.
         await first.get_by_role("button", name="Mark read").click()
