@@ -17,18 +17,12 @@ from db import channels as channel_queries
 from db import digests as digest_queries
 from db import documents as document_queries
 from db.models import (
-    ActionItem,
-    ArtifactWithMessage,
-    Decision,
     Digest,
     DocumentDigest,
-    KnowledgeItemWithMessage,
-    Link,
-    OpenQuestion,
-    Topic,
 )
 from runner.core.markdown_text import escape_inline as md
 from runner.digests.periods import stored_heading
+from runner.exports.digest_items import read_digest_items
 from runner.grounding.footnotes import Section, citation_keys, footnoted_markdown, stored_sentences
 
 EXCERPT_CHARS = 160
@@ -90,31 +84,7 @@ async def render_digest(connection: asyncpg.Connection, digest_id: int) -> str:
     digest = await digest_queries.digest_by_id(connection, digest_id)
     if digest is None:
         return f"no digest {digest_id}"
-    ids = [digest_id]
-    topics = await digest_queries.items_of_digests(connection, Topic, ids)
-    decisions = await digest_queries.items_of_digests(connection, Decision, ids)
-    action_items = await digest_queries.items_of_digests(connection, ActionItem, ids)
-    open_questions = await digest_queries.items_of_digests(connection, OpenQuestion, ids)
-    links = await digest_queries.items_of_digests(connection, Link, ids)
-    artifacts = await digest_queries.items_of_digests(connection, ArtifactWithMessage, ids)
-    knowledge_items = await digest_queries.items_of_digests(
-        connection, KnowledgeItemWithMessage, ids
-    )
-    pointed: list[ArtifactWithMessage | KnowledgeItemWithMessage] = [*artifacts]
-    pointed += [r for r in knowledge_items if r.message_id]
-    # Pointers slice the revision they were made from, whatever the message's text is now.
-    texts = {
-        (r.message_id, r.revision): r.normalized_text
-        for r in await channel_queries.revision_texts(
-            connection,
-            [r.message_id for r in pointed if r.message_id is not None],
-            [r.message_revision for r in pointed],
-        )
-    }
-
-    def pointer_text(row: ArtifactWithMessage | KnowledgeItemWithMessage) -> str:
-        text = texts.get((row.message_id or 0, row.message_revision)) or ""
-        return text[row.char_start : row.char_end]
+    items = await read_digest_items(connection, digest_id)
 
     lines = [
         f"# {md(digest.title)}",
@@ -128,10 +98,10 @@ async def render_digest(connection: asyncpg.Connection, digest_id: int) -> str:
         if rows:
             lines.extend(["", f"## {title}", *rows])
 
-    section("Topics", [f"- {md(r.title)}{_cites(list(r.message_ids))}" for r in topics])
+    section("Topics", [f"- {md(r.title)}{_cites(list(r.message_ids))}" for r in items.topics])
     section(
         "Decisions",
-        [f"- {md(r.text)}{_cites(list(r.message_ids))}{_flags(r.flags)}" for r in decisions],
+        [f"- {md(r.text)}{_cites(list(r.message_ids))}{_flags(r.flags)}" for r in items.decisions],
     )
     section(
         "Action items",
@@ -140,24 +110,25 @@ async def render_digest(connection: asyncpg.Connection, digest_id: int) -> str:
             + (f" — owner: {md(r.owner)}" if r.owner else "")
             + _cites(list(r.message_ids))
             + _flags(r.flags)
-            for r in action_items
+            for r in items.action_items
         ],
     )
     section(
-        "Open questions", [f"- {md(r.text)}{_cites(list(r.message_ids))}" for r in open_questions]
+        "Open questions",
+        [f"- {md(r.text)}{_cites(list(r.message_ids))}" for r in items.open_questions],
     )
-    section("Links", [f"- {md(r.url)} — {md(r.description)}" for r in links])
+    section("Links", [f"- {md(r.url)} — {md(r.description)}" for r in items.links])
     section(
         "Artifacts",
         [
             f"- [{r.kind}] {md(r.title)} (msg {md(r.message_external_id)} "
-            f"{r.char_start}:{r.char_end}): {_excerpt(pointer_text(r))}"
-            for r in artifacts
+            f"{r.char_start}:{r.char_end}): {_excerpt(items.pointer_text(r))}"
+            for r in items.artifacts
         ],
     )
     knowledge = []
-    for r in knowledge_items:
-        body = _excerpt(pointer_text(r)) if r.message_id else _excerpt(r.content or "")
+    for r in items.knowledge_items:
+        body = _excerpt(items.pointer_text(r)) if r.message_id else _excerpt(r.content or "")
         where = (
             f" (msg {md(r.message_external_id or '')} {r.char_start}:{r.char_end})"
             if r.message_id

@@ -22,20 +22,14 @@ from db import channels as channel_queries
 from db import digests as digest_queries
 from db import reports as report_queries
 from db.models import (
-    ActionItem,
-    ArtifactWithMessage,
-    Decision,
     Digest,
-    KnowledgeItemWithMessage,
-    Link,
-    OpenQuestion,
-    Topic,
 )
 from db.models import Report as ReportRow
 from runner.catchup import store as catchups
 from runner.digests.periods import stored_heading
 from runner.exports import html, json_export
 from runner.exports.catchup import catch_up_document, catch_up_markdown
+from runner.exports.digest_items import read_digest_items
 from runner.exports.markdown import render_digest
 from runner.exports.model import (
     ExportDocument,
@@ -199,29 +193,8 @@ def _flags(flags: list[Any]) -> tuple[str, ...]:
 
 
 async def _digest_items(connection: asyncpg.Connection, digest_id: int) -> tuple[ItemGroup, ...]:
-    ids = [digest_id]
-    topics = await digest_queries.items_of_digests(connection, Topic, ids)
-    decisions = await digest_queries.items_of_digests(connection, Decision, ids)
-    actions = await digest_queries.items_of_digests(connection, ActionItem, ids)
-    questions = await digest_queries.items_of_digests(connection, OpenQuestion, ids)
-    links = await digest_queries.items_of_digests(connection, Link, ids)
-    artifacts = await digest_queries.items_of_digests(connection, ArtifactWithMessage, ids)
-    knowledge = await digest_queries.items_of_digests(connection, KnowledgeItemWithMessage, ids)
-    pointed: list[ArtifactWithMessage | KnowledgeItemWithMessage] = [*artifacts]
-    pointed += [r for r in knowledge if r.message_id]
-    # Pointers slice the revision they were made from, whatever the message's text is now.
-    texts = {
-        (r.message_id, r.revision): r.normalized_text
-        for r in await channel_queries.revision_texts(
-            connection,
-            [r.message_id for r in pointed if r.message_id is not None],
-            [r.message_revision for r in pointed],
-        )
-    }
-
-    def sliced(row: ArtifactWithMessage | KnowledgeItemWithMessage) -> str:
-        text = texts.get((row.message_id or 0, row.message_revision)) or ""
-        return text[row.char_start : row.char_end]
+    items = await read_digest_items(connection, digest_id)
+    sliced = items.pointer_text
 
     def where(external_id: str | None, start: int | None, end: int | None) -> str:
         return f"msg {external_id} {start}:{end}"
@@ -231,38 +204,38 @@ async def _digest_items(connection: asyncpg.Connection, digest_id: int) -> tuple
             "topics",
             "Topics",
             tuple(Item(r.title, message_ids=tuple(r.message_ids), detail=r.summary or None)
-                  for r in topics),
+                  for r in items.topics),
         ),
         ItemGroup(
             "decisions",
             "Decisions",
             tuple(Item(r.text, message_ids=tuple(r.message_ids), flags=_flags(r.flags))
-                  for r in decisions),
+                  for r in items.decisions),
         ),
         ItemGroup(
             "actionItems",
             "Action items",
             tuple(Item(r.text, owner=r.owner, message_ids=tuple(r.message_ids),
-                       flags=_flags(r.flags)) for r in actions),
+                       flags=_flags(r.flags)) for r in items.action_items),
         ),
         ItemGroup(
             "openQuestions",
             "Open questions",
             tuple(Item(r.text, owner=r.asked_by, message_ids=tuple(r.message_ids),
-                       flags=_flags(r.flags)) for r in questions),
+                       flags=_flags(r.flags)) for r in items.open_questions),
         ),
         ItemGroup(
             "links",
             "Links",
             tuple(Item(r.url, url=r.url, detail=r.description, message_ids=tuple(r.message_ids))
-                  for r in links),
+                  for r in items.links),
         ),
         ItemGroup(
             "artifacts",
             "Artifacts",
             tuple(Item(r.title, label=r.kind, detail=sliced(r),
                        where=where(r.message_external_id, r.char_start, r.char_end))
-                  for r in artifacts),
+                  for r in items.artifacts),
         ),
         ItemGroup(
             "knowledgeItems",
@@ -277,7 +250,7 @@ async def _digest_items(connection: asyncpg.Connection, digest_id: int) -> tuple
                     message_ids=() if r.message_id else tuple(r.message_ids),
                     flags=_flags(r.flags),
                 )
-                for r in knowledge
+                for r in items.knowledge_items
             ),
         ),
     ]  # fmt: skip

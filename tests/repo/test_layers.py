@@ -151,6 +151,7 @@ DOES_IO = {
     "runner/delivery/outbox.py": "the workers' delivery loop: claims outbox rows, sends them",
     "runner/delivery/webhook.py": "POSTs a signed delivery to a webhook URL (httpx)",
     "runner/exports/markdown.py": "reads the stored digest it renders (asyncpg)",
+    "runner/exports/digest_items.py": "reads a stored digest's items and the texts its pointers slice (asyncpg)",
     "runner/delivery/webhook_post.py": "one JSON POST to a chat webhook (httpx)",
     "runner/delivery/slack.py": "posts to a Slack incoming webhook (httpx)",
     "runner/delivery/discord.py": "posts to a Discord webhook (httpx)",
