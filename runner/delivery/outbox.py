@@ -272,6 +272,10 @@ class DeliveryLoop:
                 await self._record(delivery, target.kind, Rejected(NO_SENDER))
                 return
             stored = delivery.content
+            if stored is None and delivery.event == DeliveryEvent.CATCH_UP:
+                # Rendered when queued; the table keeps it until delivered.
+                await self._record(delivery, target.kind, Rejected("catch-up content missing"))
+                return
             if stored is None:
                 stored = await render_content(connection, delivery)
                 await delivery_queries.set_delivery_content(connection, delivery.id, stored)
