@@ -8,7 +8,9 @@ it never appears in a reason (httpx's error texts can hold it, so they are never
 
 from __future__ import annotations
 
+import contextvars
 import ipaddress
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +24,21 @@ from runner.documents.fetch import FetchPolicy, Resolver, resolve_checked
 DEFAULT_TIMEOUT_SECONDS = 10.0
 MAX_BODY_CHARS = 4_000  # an error body is read for its code, never kept whole
 ADDRESS_NOT_ALLOWED = "webhook address is not allowed"
+
+# httpx logs every request's full URL at INFO; a destination's URL is a secret, so its records
+# are dropped while this task sends to one (other requests, and other tasks, log as before).
+# Every delivery sender that posts to a destination's URL sets it around its requests.
+SENDING_TO_A_SECRET_URL: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "sending_to_a_secret_url", default=False
+)
+
+
+class _SecretUrlFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not SENDING_TO_A_SECRET_URL.get()
+
+
+logging.getLogger("httpx").addFilter(_SecretUrlFilter())
 
 
 @dataclass(frozen=True)
@@ -95,6 +112,7 @@ async def post_json(
     client: httpx.AsyncClient, target: Target, payload: Mapping[str, Any], service: str
 ) -> Reply | RetryLater:
     """POST `payload`; a reply of any status, or RetryLater when none came."""
+    hidden = SENDING_TO_A_SECRET_URL.set(True)
     try:
         request = client.build_request(
             "POST",
@@ -108,6 +126,8 @@ async def post_json(
         return RetryLater(f"{service} webhook timed out")
     except httpx.HTTPError:
         return RetryLater(f"{service} webhook unreachable")
+    finally:
+        SENDING_TO_A_SECRET_URL.reset(hidden)
     return Reply(response.status_code, response.headers, response.text[:MAX_BODY_CHARS])
 
 

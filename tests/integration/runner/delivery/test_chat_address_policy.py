@@ -5,6 +5,8 @@ always), and the outbox records the delivery dead with "address is not allowed".
 
 from __future__ import annotations
 
+import logging
+
 import asyncpg
 import httpx
 import pytest
@@ -133,3 +135,18 @@ async def test_the_outbox_marks_a_slack_destination_on_a_forbidden_address_dead(
     assert [(row.state, row.attempts, row.last_error) for row in rows] == [
         ("dead", 1, "slack webhook address is not allowed")
     ] * 2
+
+
+async def test_no_chat_webhook_url_reaches_the_logs(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    async with slack_webhook() as slack, discord_webhook() as discord:
+        for kind, url in (
+            (DestinationKind.SLACK, slack.url),
+            (DestinationKind.DISCORD, discord.url),
+        ):
+            sender = load_senders(WebhookSender(), allow_private=True)[kind]
+            sent = await sender.send(_content(), Destination(1, "t", kind, secrets={"url": url}))
+            assert not isinstance(sent, Rejected)
+        tokens = (slack.token, discord.token)
+    assert len(slack.received) == 1 and len(discord.received) == 1
+    assert not any(token in caplog.text for token in tokens)
