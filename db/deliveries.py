@@ -152,6 +152,16 @@ async def mark_dead(
     return as_row_or_none(Delivery, record)
 
 
+async def enqueue_catch_up_delivery(
+    connection: asyncpg.Connection, destination_id: int, content: Mapping[str, Any]
+) -> DeliveryListing:
+    """Queue a catch-up for a destination with its content, rendered by the caller."""
+    record = await connection.fetchrow(
+        QUERIES["enqueue_catch_up_delivery"], destination_id, dict(content)
+    )
+    return as_row(DeliveryListing, record)
+
+
 async def retry_dead_delivery(
     connection: asyncpg.Connection, delivery_id: int
 ) -> DeliveryListing | None:

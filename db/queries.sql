@@ -1536,6 +1536,13 @@ SET state = 'dead', last_error = $3, leased_by = NULL, lease_expires_at = NULL
 WHERE id = $1 AND leased_by = $2 AND state = 'delivering'
 RETURNING *;
 
+-- name: enqueue_catch_up_delivery
+-- A catch-up for destination $1, its content ($2: title, Markdown, payload) rendered now.
+INSERT INTO deliveries (destination_id, event, content)
+VALUES ($1, 'catchup.ready', $2)
+RETURNING id, delivery_id, destination_id, event, digest_id, job_id, state, attempts,
+          next_attempt_at, lease_expires_at, leased_by, last_error, created_at, delivered_at;
+
 -- name: retry_dead_delivery
 -- A dead delivery queued again with its attempts reset (same delivery id); no row unless dead.
 UPDATE deliveries

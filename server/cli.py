@@ -336,6 +336,11 @@ def _add_read_commands(commands: argparse._SubParsersAction) -> None:  # type: i
         action="store_true",
         help="then mark the channels shown (and those given) read up to now",
     )
+    catchup.add_argument(
+        "--deliver",
+        metavar="DESTINATION",
+        help="send it to this destination (by name; any kind) instead of printing it",
+    )
     _json(catchup)
 
     conversations = _command(

@@ -2,7 +2,8 @@
 on a person across channels (runner/catchup/store.py), printed as cited Markdown
 (runner/exports/catchup.py) or, with --json, one object with the API's field names; --mark-read
 then moves the person's read marker of each channel shown (and each given) to the catch-up's
-time, so the next one starts there."""
+time, so the next one starts there. `--deliver NAME` queues it for a destination instead (any
+kind: a Slack or Discord DM webhook, e-mail), sent by the workers' delivery loop."""
 
 from __future__ import annotations
 
@@ -15,8 +16,10 @@ from typing import Any
 from runner.catchup import store as catchups
 from runner.catchup.ranking import EntryKind
 from runner.catchup.sections import CatchUp
+from runner.delivery.store import deliver_catch_up
 from runner.exports.catchup import catch_up_markdown
-from schema.types.ids import CHANNEL, MESSAGE, TRACKED_ITEM, global_id, optional_global_id
+from runner.triggers import TriggerRefused
+from schema.types.ids import CHANNEL, DELIVERY, MESSAGE, TRACKED_ITEM, global_id, optional_global_id
 from server.cli_json import emit, refuse
 from server.cli_runtime import channel_named, with_runtime
 from server.cli_text import say
@@ -108,6 +111,8 @@ async def catch_up_command(runtime: Runtime, args: argparse.Namespace) -> int:
         channel_ids = [await channel_named(runtime, name, args.server) for name in args.channel]
     except ValueError as error:
         return refuse(COMMAND, str(error), args.json)
+    if args.deliver:
+        return await _deliver(runtime, args, since, channel_ids, now)
     try:
         async with runtime.pool.acquire() as connection:
             data = await catchups.catch_up(
@@ -127,6 +132,39 @@ async def catch_up_command(runtime: Runtime, args: argparse.Namespace) -> int:
         say(catch_up_markdown(data).rstrip("\n"))
         if marked:
             say(f"\nMarked {len(marked)} channel(s) read up to {now.isoformat()}.")
+    return 0
+
+
+async def _deliver(
+    runtime: Runtime,
+    args: argparse.Namespace,
+    since: datetime | None,
+    channel_ids: list[int],
+    now: datetime,
+) -> int:
+    """--deliver: queue the catch-up for the destination; the workers' delivery loop sends it."""
+    try:
+        async with runtime.pool.acquire() as connection:
+            queued, data = await deliver_catch_up(
+                connection, args.person, args.deliver, since, channel_ids or None, now
+            )
+            if args.mark_read:
+                shown = [section.channel.channel_id for section in data.channels]
+                for channel_id in dict.fromkeys([*shown, *channel_ids]):
+                    await catchups.mark_read(connection, args.person, channel_id, now)
+    except (catchups.CatchUpRefused, TriggerRefused) as refused:
+        return refuse(COMMAND, refused.message, args.json)
+    if args.json:
+        emit(
+            {
+                "deliveryId": str(queued.delivery_id),
+                "id": global_id(DELIVERY, queued.id),
+                "destination": args.deliver,
+                "state": queued.state.upper(),
+            }
+        )
+    else:
+        say(f"Catch-up of {args.person} queued for {args.deliver} (delivery {queued.delivery_id}).")
     return 0
 
 

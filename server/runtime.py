@@ -440,7 +440,11 @@ class Runtime:
         )
         return DeliveryLoop(
             self.pool,
-            load_senders(webhook),
+            load_senders(
+                webhook,
+                allow_private=s.digestd_delivery_allow_private,
+                timeout_seconds=s.digestd_delivery_timeout_seconds,
+            ),
             DeliveryConfig(
                 worker_id=self.worker_config().worker_id,
                 max_attempts=s.digestd_delivery_max_attempts,

@@ -48,7 +48,8 @@ CREATE TABLE deliveries (
     delivery_id       uuid NOT NULL UNIQUE DEFAULT gen_random_uuid(),
     destination_id    bigint NOT NULL REFERENCES destinations (id) ON DELETE CASCADE,
     event             text NOT NULL
-                      CHECK (event IN ('digest.ready', 'job.succeeded', 'job.failed')),
+                      CHECK (event IN ('digest.ready', 'job.succeeded', 'job.failed',
+                                       'catchup.ready')),
     digest_id         bigint REFERENCES digests (id) ON DELETE CASCADE,
     job_id            bigint REFERENCES digest_jobs (id) ON DELETE SET NULL,
     state             text NOT NULL DEFAULT 'pending'
@@ -65,6 +66,10 @@ CREATE TABLE deliveries (
     CONSTRAINT deliveries_job_once UNIQUE (destination_id, job_id, event),
     CONSTRAINT deliveries_digest_ready_has_digest
         CHECK (event <> 'digest.ready' OR digest_id IS NOT NULL),
+    -- A catch-up is rendered when it is queued (it is no stored row's to render later); its
+    -- content goes, like every delivery's, once delivered.
+    CONSTRAINT deliveries_catchup_has_content
+        CHECK (event <> 'catchup.ready' OR content IS NOT NULL OR state = 'delivered'),
     CONSTRAINT deliveries_leased_while_delivering
         CHECK ((state = 'delivering') = (lease_expires_at IS NOT NULL))
 );

@@ -22,6 +22,7 @@ class DeliveryEvent(StrEnum):
     DIGEST_READY = "digest.ready"
     JOB_SUCCEEDED = "job.succeeded"
     JOB_FAILED = "job.failed"
+    CATCH_UP = "catchup.ready"  # a person's catch-up, sent by hand (never subscribed to)
 
 
 @dataclass(frozen=True)

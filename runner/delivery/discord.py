@@ -14,6 +14,8 @@ global: bool}` and the Retry-After and X-RateLimit-Reset-After headers; 5xx. 4xx
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import httpx
 
 from runner.delivery.contract import (
@@ -37,10 +39,13 @@ from runner.delivery.splitting import split_units
 from runner.delivery.webhook_post import (
     DEFAULT_TIMEOUT_SECONDS,
     Reply,
-    checked_url,
+    Target,
+    address_policy,
+    checked_target,
     new_client,
     post_json,
 )
+from runner.documents.fetch import Resolver
 
 DISCORD_CONTENT_CHARS = 2_000
 SUPPRESS_EMBEDS = 1 << 2
@@ -91,29 +96,36 @@ class DiscordSender:
         client: httpx.AsyncClient | None = None,
         *,
         timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+        allow_private: bool = False,
+        resolver: Resolver | None = None,
         part_chars: int = DISCORD_CONTENT_CHARS,
     ) -> None:
         self._client = client
         self._timeout_seconds = timeout_seconds
         self._part_chars = part_chars
+        # Loopback and private receivers only when DIGESTD_DELIVERY_ALLOW_PRIVATE is set.
+        self._policy = address_policy(allow_private)
+        self._resolver = resolver
 
     async def send(self, content: DeliveryContent, destination: Destination) -> SendOutcome:
-        url = checked_url(destination.secrets.get("url"), SERVICE)
-        if isinstance(url, Rejected):
-            return url
-        url = url.copy_merge_params({"wait": "true"})
+        target = await checked_target(
+            destination.secrets.get("url"), SERVICE, self._policy, self._resolver
+        )
+        if not isinstance(target, Target):
+            return target
+        target = replace(target, url=target.url.copy_merge_params({"wait": "true"}))
         parts = discord_parts(content, self._part_chars)
         if self._client is not None:
-            return await self._post_parts(self._client, url, parts)
+            return await self._post_parts(self._client, target, parts)
         async with new_client(self._timeout_seconds) as client:
-            return await self._post_parts(client, url, parts)
+            return await self._post_parts(client, target, parts)
 
     async def _post_parts(
-        self, client: httpx.AsyncClient, url: httpx.URL, parts: list[str]
+        self, client: httpx.AsyncClient, target: Target, parts: list[str]
     ) -> SendOutcome:
         status = 200
         for index, text in enumerate(parts):
-            reply = await post_json(client, url, discord_payload(text), SERVICE)
+            reply = await post_json(client, target, discord_payload(text), SERVICE)
             if isinstance(reply, RetryLater):
                 return for_later_part(reply, index, len(parts))
             if (outcome := discord_outcome(reply)) is not None:

@@ -54,6 +54,9 @@ LAZY_SENDERS: dict[DestinationKind, tuple[str, str]] = {
     DestinationKind.DISCORD: ("runner.delivery.discord", "DiscordSender"),
     DestinationKind.EMAIL: ("runner.delivery.email", "EmailSender"),
 }
+# The kinds whose sender posts to a URL of the destination's: they get the outbound address
+# policy (DIGESTD_DELIVERY_ALLOW_PRIVATE) and the delivery timeout, as the webhook sender does.
+URL_KINDS = frozenset({DestinationKind.SLACK, DestinationKind.DISCORD})
 NO_SENDER = "no sender for kind"
 # A receiver's Retry-After is honoured up to a day; a longer one is read as a day.
 MAX_RETRY_AFTER_SECONDS = 86_400.0
@@ -75,9 +78,13 @@ class DeliveryConfig:
     retention_days: int = 30
 
 
-def load_senders(webhook: Sender) -> dict[DestinationKind, Sender]:
+def load_senders(
+    webhook: Sender, *, allow_private: bool = False, timeout_seconds: float | None = None
+) -> dict[DestinationKind, Sender]:
     """The sender of each kind this installation has: the webhook sender given, and each lazily
-    named one whose module exists (a kind without one is delivered dead, `NO_SENDER`)."""
+    named one whose module exists (a kind without one is delivered dead, `NO_SENDER`). The chat
+    webhook senders refuse loopback and private addresses unless `allow_private`, like the
+    webhook sender."""
     senders: dict[DestinationKind, Sender] = {DestinationKind.WEBHOOK: webhook}
     for kind, (module_name, class_name) in LAZY_SENDERS.items():
         try:
@@ -86,7 +93,12 @@ def load_senders(webhook: Sender) -> dict[DestinationKind, Sender]:
             if missing.name != module_name:
                 raise  # the module exists but one of its imports does not: a real fault
             continue
-        senders[kind] = getattr(module, class_name)()
+        options: dict[str, Any] = {}
+        if kind in URL_KINDS:
+            options["allow_private"] = allow_private
+            if timeout_seconds is not None:
+                options["timeout_seconds"] = timeout_seconds
+        senders[kind] = getattr(module, class_name)(**options)
     return senders
 
 
@@ -260,6 +272,10 @@ class DeliveryLoop:
                 await self._record(delivery, target.kind, Rejected(NO_SENDER))
                 return
             stored = delivery.content
+            if stored is None and delivery.event == DeliveryEvent.CATCH_UP:
+                # Rendered when queued; the table keeps it until delivered.
+                await self._record(delivery, target.kind, Rejected("catch-up content missing"))
+                return
             if stored is None:
                 stored = await render_content(connection, delivery)
                 await delivery_queries.set_delivery_content(connection, delivery.id, stored)

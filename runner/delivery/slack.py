@@ -37,10 +37,13 @@ from runner.delivery.splitting import split_units
 from runner.delivery.webhook_post import (
     DEFAULT_TIMEOUT_SECONDS,
     Reply,
-    checked_url,
+    Target,
+    address_policy,
+    checked_target,
     new_client,
     post_json,
 )
+from runner.documents.fetch import Resolver
 
 SLACK_PART_CHARS = 4_000
 SERVICE = "slack"
@@ -69,28 +72,35 @@ class SlackSender:
         client: httpx.AsyncClient | None = None,
         *,
         timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+        allow_private: bool = False,
+        resolver: Resolver | None = None,
         part_chars: int = SLACK_PART_CHARS,
     ) -> None:
         self._client = client
         self._timeout_seconds = timeout_seconds
         self._part_chars = part_chars
+        # Loopback and private receivers only when DIGESTD_DELIVERY_ALLOW_PRIVATE is set.
+        self._policy = address_policy(allow_private)
+        self._resolver = resolver
 
     async def send(self, content: DeliveryContent, destination: Destination) -> SendOutcome:
-        url = checked_url(destination.secrets.get("url"), SERVICE)
-        if isinstance(url, Rejected):
-            return url
+        target = await checked_target(
+            destination.secrets.get("url"), SERVICE, self._policy, self._resolver
+        )
+        if not isinstance(target, Target):
+            return target
         parts = slack_parts(content, self._part_chars)
         if self._client is not None:
-            return await self._post_parts(self._client, url, parts)
+            return await self._post_parts(self._client, target, parts)
         async with new_client(self._timeout_seconds) as client:
-            return await self._post_parts(client, url, parts)
+            return await self._post_parts(client, target, parts)
 
     async def _post_parts(
-        self, client: httpx.AsyncClient, url: httpx.URL, parts: list[str]
+        self, client: httpx.AsyncClient, target: Target, parts: list[str]
     ) -> SendOutcome:
         for index, text in enumerate(parts):
             payload = {"text": text, "mrkdwn": True, "unfurl_links": False, "unfurl_media": False}
-            reply = await post_json(client, url, payload, SERVICE)
+            reply = await post_json(client, target, payload, SERVICE)
             if isinstance(reply, RetryLater):
                 return for_later_part(reply, index, len(parts))
             if (outcome := slack_outcome(reply)) is not None:

@@ -1,7 +1,8 @@
 """Manage destinations and deliveries: the one path from "deliver to this URL" to a stored
 destination (checked, its secrets kept apart, a hint safe to show), its deletion, the link of a
-schedule to destinations named by id or name, and a dead delivery queued again. Shared by the
-API (`createDestination`, ...) and the CLI (`digestd destination ...`).
+schedule to destinations named by id or name, a dead delivery queued again, and a person's
+catch-up queued for a destination. Shared by the API (`createDestination`, `deliverCatchUp`,
+...) and the CLI (`digestd destination ...`, `digestd catchup --deliver`).
 
 Refusals are `runner.triggers` refusals (`SubjectNotFound`, `DestinationRefused` with a stable
 code and the field it is about), so each caller words them as it words a trigger's. A refusal
@@ -13,14 +14,20 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
 
 import asyncpg
 import httpx
 
 from db import deliveries as delivery_queries
 from db.models import DeliveryListing, Destination
+from runner.catchup.sections import CatchUp
+from runner.catchup.store import catch_up
+from runner.core.markdown_text import single_line
 from runner.delivery.contract import DeliveryEvent, DestinationKind
 from runner.delivery.webhook import SIGNING_SECRET, URL_SECRET
+from runner.exports.catchup import catch_up_markdown
 from runner.triggers import SubjectNotFound, TriggerRefused
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
@@ -33,6 +40,12 @@ REQUIRED_SECRETS: dict[DestinationKind, tuple[str, ...]] = {
     DestinationKind.DISCORD: (URL_SECRET,),
     DestinationKind.EMAIL: (),
 }
+# The events a destination may subscribe to; a catch-up is only ever sent by hand.
+SUBSCRIBABLE_EVENTS = (
+    DeliveryEvent.DIGEST_READY,
+    DeliveryEvent.JOB_SUCCEEDED,
+    DeliveryEvent.JOB_FAILED,
+)
 # Secrets that are URLs: their host is the hint the API shows.
 _URL_SECRETS = (URL_SECRET,)
 
@@ -139,14 +152,14 @@ def check_destination(
                     code="invalid_url",
                 )
     events: list[str] = []
+    subscribable = {event.value for event in SUBSCRIBABLE_EVENTS}
     for event in spec.events:
-        try:
-            events.append(DeliveryEvent(event).value)
-        except ValueError:
-            names = ", ".join(e.value for e in DeliveryEvent)
+        if event not in subscribable:
+            names = ", ".join(e.value for e in SUBSCRIBABLE_EVENTS)
             raise DestinationRefused(
                 f"events must be among {names}", field="events", code="invalid_event"
-            ) from None
+            )
+        events.append(event)
     return kind, settings, secrets, sorted(set(events))
 
 
@@ -190,6 +203,55 @@ async def resolve_destinations(
                 f"no destination named {name!r}", field="deliverTo", code="unknown_destination"
             )
     return sorted(found_ids | set(by_name.values()))
+
+
+async def destination_named(connection: asyncpg.Connection, name: str) -> Destination:
+    """The destination called `name`; raises DestinationRefused (unknown_destination)."""
+    found = await delivery_queries.destinations_by_names(connection, [name])
+    if not found:
+        raise DestinationRefused(
+            f"no destination named {name!r}", field="destination", code="unknown_destination"
+        )
+    return found[0]
+
+
+def catch_up_content(data: CatchUp) -> dict[str, Any]:
+    """What a catch-up delivery sends (title, Markdown, JSON payload), rendered once, now: the
+    catch-up is of this moment, and every attempt sends the same."""
+    markdown = catch_up_markdown(data)
+    title = f"Catch-up for {single_line(data.person)}"
+    payload = {
+        "catch_up": {
+            "person": data.person,
+            "since": data.since.isoformat() if data.since else None,
+            "generated_at": data.generated_at.isoformat(),
+            "channels": [section.channel.name for section in data.channels],
+            "entries": sum(len(section.entries) for section in data.channels),
+            "truncated": data.truncated,
+        },
+        "markdown": markdown,
+    }
+    return {"title": title, "markdown": markdown, "payload": payload}
+
+
+async def deliver_catch_up(
+    connection: asyncpg.Connection,
+    person: str,
+    destination: str,
+    since: datetime | None = None,
+    channel_ids: list[int] | None = None,
+    now: datetime | None = None,
+) -> tuple[DeliveryListing, CatchUp]:
+    """Queue `person`'s catch-up (as `catchUp` computes it) for the destination named
+    `destination`; the delivery loop sends it like any delivery. The delivery and the catch-up
+    sent. Raises DestinationRefused (an unknown destination) or CatchUpRefused (a name that
+    cannot be a person)."""
+    target = await destination_named(connection, destination)
+    data = await catch_up(connection, person, since, channel_ids, now=now)
+    queued = await delivery_queries.enqueue_catch_up_delivery(
+        connection, target.id, catch_up_content(data)
+    )
+    return queued, data
 
 
 async def retry_delivery(connection: asyncpg.Connection, delivery_id: int) -> DeliveryListing:

@@ -19,11 +19,9 @@ permanent refusal. No reason recorded ever contains the URL or the receiver's bo
 
 from __future__ import annotations
 
-import contextvars
 import hashlib
 import hmac
 import json
-import logging
 import time
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
@@ -38,6 +36,7 @@ from runner.delivery.contract import (
     RetryLater,
     SendOutcome,
 )
+from runner.delivery.webhook_post import SENDING_TO_A_SECRET_URL
 from runner.documents.errors import FetchError
 from runner.documents.fetch import FetchPolicy, Resolver, resolve_checked
 
@@ -49,20 +48,6 @@ URL_SECRET = "url"
 SIGNING_SECRET = "signing_secret"
 USER_AGENT = "digestd-webhook/1"
 _RETRIED_STATUSES = frozenset({408, 429})
-
-# httpx logs every request's full URL at INFO; a destination's URL is a secret, so its records
-# are dropped while this task sends to one (other requests, and other tasks, log as before).
-_SENDING_TO_A_SECRET_URL: contextvars.ContextVar[bool] = contextvars.ContextVar(
-    "sending_to_a_secret_url", default=False
-)
-
-
-class _SecretUrlFilter(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not _SENDING_TO_A_SECRET_URL.get()
-
-
-logging.getLogger("httpx").addFilter(_SecretUrlFilter())
 
 
 def signature(secret: str, timestamp: str, body: bytes) -> str:
@@ -166,7 +151,7 @@ class WebhookSender:
         }
         pinned = url.copy_with(host=str(address))
         extensions = {"sni_hostname": host} if url.scheme == "https" else {}
-        hidden = _SENDING_TO_A_SECRET_URL.set(True)
+        hidden = SENDING_TO_A_SECRET_URL.set(True)
         try:
             # No proxy from the environment (it would connect to a name we did not check).
             async with httpx.AsyncClient(
@@ -181,5 +166,5 @@ class WebhookSender:
         except httpx.HTTPError as error:
             return RetryLater(f"network error: {type(error).__name__}")
         finally:
-            _SENDING_TO_A_SECRET_URL.reset(hidden)
+            SENDING_TO_A_SECRET_URL.reset(hidden)
         return outcome_of(response)

@@ -1,6 +1,6 @@
-"""The delivery fields of the API: `createDestination`, `deleteDestination` and
-`retryDelivery` (writers), the `destinations` and `deliveries` lists (newest first). `Query`
-and `Mutation` inherit them; a destination and a delivery are also Relay nodes.
+"""The delivery fields of the API: `createDestination`, `deleteDestination`, `retryDelivery`
+and `deliverCatchUp` (writers), the `destinations` and `deliveries` lists (newest first).
+`Query` and `Mutation` inherit them; a destination and a delivery are also Relay nodes.
 
 A destination's secrets go in through `createDestination` and never come out: the types read
 the destination row, which holds none (runner/delivery/store.py keeps them apart). The work is
@@ -10,12 +10,14 @@ the result union.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated
 
 import strawberry
 from strawberry.types import Info
 
 from db import pages
+from runner.catchup.store import CatchUpRefused
 from runner.delivery import store as destinations
 from runner.triggers import TriggerRefused
 from schema.context import Context
@@ -82,6 +84,9 @@ DeleteDestinationResult = Annotated[
 ]
 RetryDeliveryResult = Annotated[
     Delivery | NotFoundError | InvalidInputError, strawberry.union("RetryDeliveryResult")
+]
+DeliverCatchUpResult = Annotated[
+    Delivery | InvalidInputError, strawberry.union("DeliverCatchUpResult")
 ]
 
 
@@ -201,4 +206,25 @@ class DeliveryMutations:
                 row = await destinations.retry_delivery(connection, delivery_id)
         except TriggerRefused as refused:
             return refusal(refused, {("delivery", delivery_id): id})
+        return Delivery.from_row(row)
+
+    @strawberry.mutation(
+        permission_classes=[IsWriter],
+        description="Send a person's catch-up (what `catchUp(person, since)` answers now, as "
+        "cited Markdown) to the destination named `destination`, of any kind, through the "
+        "outbox like a digest: event CATCH_UP, retried, delivered once. An unknown destination "
+        "is an InvalidInputError (reason unknown_destination). Read markers do not move.",
+    )
+    async def deliver_catch_up(
+        self,
+        info: Info[Context, None],
+        person: str,
+        destination: str,
+        since: datetime | None = None,
+    ) -> DeliverCatchUpResult:
+        try:
+            async with info.context.pool.acquire() as connection:
+                row, _ = await destinations.deliver_catch_up(connection, person, destination, since)
+        except (TriggerRefused, CatchUpRefused) as refused:
+            return InvalidInputError(message=refused.message, reason=refused.code)
         return Delivery.from_row(row)

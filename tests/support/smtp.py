@@ -137,12 +137,13 @@ def self_signed_certificate(directory: Path) -> SelfSigned:
 
 
 @contextlib.contextmanager
-def smtp_server(certificate: SelfSigned | None) -> Iterator[MailSink]:
+def smtp_server(certificate: SelfSigned | None, port: int | None = None) -> Iterator[MailSink]:
     """An SMTP server on a free loopback port: with a certificate it offers STARTTLS, requires it
     before anything else and offers AUTH only after it; without one it is plain SMTP (AUTH
-    offered, as some relays on a private network do)."""
+    offered, as some relays on a private network do). `port`: one chosen beforehand, for a server
+    that starts after a sender has found nothing there."""
     sink = MailSink()
-    sink.port = free_port()
+    sink.port = port or free_port()
     tls: dict[str, Any] = (
         {"tls_context": certificate.server_context(), "require_starttls": True}
         if certificate

@@ -48,10 +48,10 @@ async def test_a_real_digest_arrives_whole_on_slack_and_discord(
         payload={},
     )
     async with discord_webhook() as discord, slack_webhook() as slack:
-        to_discord = await DiscordSender().send(
+        to_discord = await DiscordSender(allow_private=True).send(
             content, Destination(1, "d", DestinationKind.DISCORD, secrets={"url": discord.url})
         )
-        to_slack = await SlackSender().send(
+        to_slack = await SlackSender(allow_private=True).send(
             content, Destination(2, "s", DestinationKind.SLACK, secrets={"url": slack.url})
         )
     assert isinstance(to_discord, Delivered) and to_discord.parts == len(discord.contents) > 1

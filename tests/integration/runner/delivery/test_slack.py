@@ -41,7 +41,7 @@ def destination(url: str) -> Destination:
 async def test_a_long_digest_arrives_in_order_in_parts_that_fit() -> None:
     markdown = long_digest()
     async with slack_webhook() as slack:
-        outcome = await SlackSender().send(
+        outcome = await SlackSender(allow_private=True).send(
             content(markdown, "https://digestd.example/d/7"), destination(slack.url)
         )
     assert isinstance(outcome, Delivered) and outcome.status == 200
@@ -87,7 +87,9 @@ async def test_each_slack_answer_is_read_as_slack_means_it(
 ) -> None:
     async with slack_webhook() as slack:
         slack.fail_next(status, body, headers)
-        outcome = await SlackSender().send(content("# hi"), destination(slack.url))
+        outcome = await SlackSender(allow_private=True).send(
+            content("# hi"), destination(slack.url)
+        )
     assert outcome == expected
     assert slack.received == []
 
@@ -95,14 +97,14 @@ async def test_each_slack_answer_is_read_as_slack_means_it(
 async def test_an_unknown_webhook_is_refused_without_naming_it() -> None:
     async with slack_webhook() as slack:
         wrong = slack.url.replace(slack.token, "revoked-token")
-        outcome = await SlackSender().send(content("# hi"), destination(wrong))
+        outcome = await SlackSender(allow_private=True).send(content("# hi"), destination(wrong))
     assert outcome == Rejected("slack refused the message (404 no_service)")
 
 
 async def test_a_failure_after_the_first_part_is_retried_with_its_wait() -> None:
     async with slack_webhook() as slack:
         async with httpx.AsyncClient() as client:
-            sender = SlackSender(client, part_chars=300)
+            sender = SlackSender(client, allow_private=True, part_chars=300)
             slack.fail_next(410, "channel_is_archived", after=1)
             archived = await sender.send(content(long_digest(6)), destination(slack.url))
             slack.fail_next(429, "rate_limited", {"Retry-After": "7"}, after=2)
@@ -118,12 +120,14 @@ async def test_a_failure_after_the_first_part_is_retried_with_its_wait() -> None
 
 async def test_no_answer_retries_later_and_no_reason_holds_the_url() -> None:
     secret_url = f"http://127.0.0.1:{free_port()}/services/T000/B000/xoxb-very-secret"
-    outcome = await SlackSender(timeout_seconds=2).send(content("# hi"), destination(secret_url))
+    outcome = await SlackSender(allow_private=True, timeout_seconds=2).send(
+        content("# hi"), destination(secret_url)
+    )
     assert outcome == RetryLater("slack webhook unreachable")
     for url, reason in [
         ("http://hooks.slack.example/services/T/B/secret", "slack webhook url must be https"),
         ("", "slack destination has no webhook url"),
     ]:
-        refused = await SlackSender().send(content("# hi"), destination(url))
+        refused = await SlackSender(allow_private=True).send(content("# hi"), destination(url))
         assert refused == Rejected(reason)
         assert "secret" not in refused.reason

@@ -171,3 +171,20 @@ async def test_a_dead_delivery_shows_in_the_api_and_retry_delivers_it(
     assert [r.delivery_id for r in receiver.received] == [node["deliveryId"]] * 2
     delivered = await _run(db, LISTS, filter={"state": "DELIVERED"})
     assert delivered["deliveries"]["totalCount"] == 1
+
+
+async def test_a_catch_up_is_sent_by_hand_never_subscribed_to_and_needs_a_writer(
+    db: asyncpg.Pool,
+) -> None:
+    subscribed = {**_webhook(9, "catchups"), "events": ["CATCH_UP"]}
+    refused = (await _run(db, CREATE, input=subscribed))["createDestination"]
+    assert refused["reason"] == "invalid_event"
+    deliver = """mutation { deliverCatchUp(person: "alice", destination: "hook") {
+      __typename ... on Delivery { event state } } }"""
+    result = await build_schema().execute(
+        deliver, context_value=Context(pool=db, role=Role.READER, config=ApiConfig())
+    )
+    assert result.errors and result.errors[0].extensions == {"code": "FORBIDDEN"}
+    await _run(db, CREATE, input=_webhook(9))
+    queued = (await _run(db, deliver, role=Role.WRITER))["deliverCatchUp"]
+    assert queued == {"__typename": "Delivery", "event": "CATCH_UP", "state": "PENDING"}
