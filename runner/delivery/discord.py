@@ -15,37 +15,27 @@ global: bool}` and the Retry-After and X-RateLimit-Reset-After headers; 5xx. 4xx
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
-import httpx
-
+from runner.delivery.chat_webhook import ChatWebhookSender
 from runner.delivery.contract import (
-    Delivered,
     DeliveryContent,
-    Destination,
     Rejected,
     RetryLater,
-    SendOutcome,
 )
 from runner.delivery.markup import discord_units
 from runner.delivery.replies import (
     common_outcome,
     error_code,
-    for_later_part,
     json_object,
     retry_after_header,
     seconds_of,
 )
 from runner.delivery.splitting import split_units
 from runner.delivery.webhook_post import (
-    DEFAULT_TIMEOUT_SECONDS,
     Reply,
     Target,
-    address_policy,
-    checked_target,
-    new_client,
-    post_json,
 )
-from runner.documents.fetch import Resolver
 
 DISCORD_CONTENT_CHARS = 2_000
 SUPPRESS_EMBEDS = 1 << 2
@@ -88,47 +78,21 @@ def discord_outcome(reply: Reply) -> RetryLater | Rejected | None:
     )
 
 
-class DiscordSender:
+class DiscordSender(ChatWebhookSender):
     """Posts a delivery to a Discord webhook (the destination's secret `url`)."""
 
-    def __init__(
-        self,
-        client: httpx.AsyncClient | None = None,
-        *,
-        timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
-        allow_private: bool = False,
-        resolver: Resolver | None = None,
-        part_chars: int = DISCORD_CONTENT_CHARS,
-    ) -> None:
-        self._client = client
-        self._timeout_seconds = timeout_seconds
-        self._part_chars = part_chars
-        # Loopback and private receivers only when DIGESTD_DELIVERY_ALLOW_PRIVATE is set.
-        self._policy = address_policy(allow_private)
-        self._resolver = resolver
+    service = SERVICE
+    default_part_chars = DISCORD_CONTENT_CHARS
 
-    async def send(self, content: DeliveryContent, destination: Destination) -> SendOutcome:
-        target = await checked_target(
-            destination.secrets.get("url"), SERVICE, self._policy, self._resolver
-        )
-        if not isinstance(target, Target):
-            return target
-        target = replace(target, url=target.url.copy_merge_params({"wait": "true"}))
-        parts = discord_parts(content, self._part_chars)
-        if self._client is not None:
-            return await self._post_parts(self._client, target, parts)
-        async with new_client(self._timeout_seconds) as client:
-            return await self._post_parts(client, target, parts)
+    def parts(self, content: DeliveryContent, limit: int) -> list[str]:
+        return discord_parts(content, limit)
 
-    async def _post_parts(
-        self, client: httpx.AsyncClient, target: Target, parts: list[str]
-    ) -> SendOutcome:
-        status = 200
-        for index, text in enumerate(parts):
-            reply = await post_json(client, target, discord_payload(text), SERVICE)
-            if isinstance(reply, RetryLater):
-                return for_later_part(reply, index, len(parts))
-            if (outcome := discord_outcome(reply)) is not None:
-                return for_later_part(outcome, index, len(parts))
-            status = reply.status
-        return Delivered(status=status, parts=len(parts))
+    def payload(self, text: str) -> dict[str, Any]:
+        return discord_payload(text)
+
+    def outcome(self, reply: Reply) -> RetryLater | Rejected | None:
+        return discord_outcome(reply)
+
+    def aim(self, target: Target) -> Target:
+        # `wait=true`: Discord answers with the message (and a 429 is seen) instead of a bare 204.
+        return replace(target, url=target.url.copy_merge_params({"wait": "true"}))

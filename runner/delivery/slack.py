@@ -16,34 +16,24 @@ cannot help); 408, 429 and 5xx retry later."""
 
 from __future__ import annotations
 
-import httpx
+from typing import Any
 
+from runner.delivery.chat_webhook import ChatWebhookSender
 from runner.delivery.contract import (
-    Delivered,
     DeliveryContent,
-    Destination,
     Rejected,
     RetryLater,
-    SendOutcome,
 )
 from runner.delivery.markup import slack_units
 from runner.delivery.replies import (
     common_outcome,
     error_code,
-    for_later_part,
     retry_after_header,
 )
 from runner.delivery.splitting import split_units
 from runner.delivery.webhook_post import (
-    DEFAULT_TIMEOUT_SECONDS,
     Reply,
-    Target,
-    address_policy,
-    checked_target,
-    new_client,
-    post_json,
 )
-from runner.documents.fetch import Resolver
 
 SLACK_PART_CHARS = 4_000
 SERVICE = "slack"
@@ -64,45 +54,17 @@ def slack_outcome(reply: Reply) -> RetryLater | Rejected | None:
     return Rejected(f"slack refused the message ({reply.status}{' ' + code if code else ''})")
 
 
-class SlackSender:
+class SlackSender(ChatWebhookSender):
     """Posts a delivery to a Slack incoming webhook (the destination's secret `url`)."""
 
-    def __init__(
-        self,
-        client: httpx.AsyncClient | None = None,
-        *,
-        timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
-        allow_private: bool = False,
-        resolver: Resolver | None = None,
-        part_chars: int = SLACK_PART_CHARS,
-    ) -> None:
-        self._client = client
-        self._timeout_seconds = timeout_seconds
-        self._part_chars = part_chars
-        # Loopback and private receivers only when DIGESTD_DELIVERY_ALLOW_PRIVATE is set.
-        self._policy = address_policy(allow_private)
-        self._resolver = resolver
+    service = SERVICE
+    default_part_chars = SLACK_PART_CHARS
 
-    async def send(self, content: DeliveryContent, destination: Destination) -> SendOutcome:
-        target = await checked_target(
-            destination.secrets.get("url"), SERVICE, self._policy, self._resolver
-        )
-        if not isinstance(target, Target):
-            return target
-        parts = slack_parts(content, self._part_chars)
-        if self._client is not None:
-            return await self._post_parts(self._client, target, parts)
-        async with new_client(self._timeout_seconds) as client:
-            return await self._post_parts(client, target, parts)
+    def parts(self, content: DeliveryContent, limit: int) -> list[str]:
+        return slack_parts(content, limit)
 
-    async def _post_parts(
-        self, client: httpx.AsyncClient, target: Target, parts: list[str]
-    ) -> SendOutcome:
-        for index, text in enumerate(parts):
-            payload = {"text": text, "mrkdwn": True, "unfurl_links": False, "unfurl_media": False}
-            reply = await post_json(client, target, payload, SERVICE)
-            if isinstance(reply, RetryLater):
-                return for_later_part(reply, index, len(parts))
-            if (outcome := slack_outcome(reply)) is not None:
-                return for_later_part(outcome, index, len(parts))
-        return Delivered(status=200, parts=len(parts))
+    def payload(self, text: str) -> dict[str, Any]:
+        return {"text": text, "mrkdwn": True, "unfurl_links": False, "unfurl_media": False}
+
+    def outcome(self, reply: Reply) -> RetryLater | Rejected | None:
+        return slack_outcome(reply)

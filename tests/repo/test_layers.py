@@ -149,6 +149,7 @@ DOES_IO = {
     "runner/importers/ingest.py": "writes an export's messages to the database (COPY)",
     "runner/schedules/tick.py": "the workers' tick that fires due schedules",
     "runner/delivery/outbox.py": "the workers' delivery loop: claims outbox rows, sends them",
+    "runner/delivery/chat_webhook.py": "the Slack and Discord senders' shared posting: address check, parts in order (httpx)",
     "runner/delivery/webhook.py": "POSTs a signed delivery to a webhook URL (httpx)",
     "runner/exports/markdown.py": "reads the stored digest it renders (asyncpg)",
     "runner/exports/digest_items.py": "reads a stored digest's items and the texts its pointers slice (asyncpg)",
