@@ -10,8 +10,9 @@ mentions and decisions only after the start of the catch-up. A message cited by 
 to them is not listed again as a mention.
 
 Every quote is `text[char_start:char_end]` of the cited message at the revision read: the
-sentence naming the person when there is one, else the question's sentence, else the first,
-cut at a word to `MAX_QUOTE_CHARS`.
+sentence naming the person when there is one, else the question's sentence, else (for an item)
+the sentence sharing most words with the item's text, else the first, cut at a word to
+`MAX_QUOTE_CHARS`.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from datetime import datetime
 from runner.catchup.handles import Handles
 from runner.catchup.ranking import KIND_ORDER, EntryKind, Rankable, ranked, score
 from runner.grounding.citations import cut_span, sentence_spans
+from runner.grounding.claim_support import share_in, token_set
 
 MAX_QUOTE_CHARS = 200
 
@@ -99,10 +101,19 @@ class ChannelSection:
         return score(self.counts)
 
 
-def quote_span(text: str, mentions: Sequence[tuple[int, int]], question: bool) -> tuple[int, int]:
+def quote_span(
+    text: str, mentions: Sequence[tuple[int, int]], question: bool, about: str = ""
+) -> tuple[int, int]:
     """What to quote of a message (see the module docstring)."""
     spans = sentence_spans(text) or [(0, len(text))]
     chosen = spans[0]
+    if about and len(spans) > 1:
+        # The sentence that says most of the item: a decision's quote is the decision, not the
+        # greeting before it.
+        shares = [share_in(about, token_set([text[start:end]])) or 0.0 for start, end in spans]
+        best = max(range(len(spans)), key=lambda index: (shares[index], -index))
+        if shares[best] > 0:
+            chosen = spans[best]
     if mentions:
         at = mentions[0][0]
         chosen = next((s for s in spans if s[0] <= at < s[1]), (at, mentions[0][1]))
@@ -131,7 +142,7 @@ def _item_entry(item: WeighedItem, kind: EntryKind, handles: Handles) -> Entry:
     cited: tuple[Citation, ...] = ()
     if item.said_in is not None and item.said_in.text:
         named = handles.mentions(item.channel_id, item.said_in.text)
-        span = quote_span(item.said_in.text, named, kind == EntryKind.QUESTION)
+        span = quote_span(item.said_in.text, named, kind == EntryKind.QUESTION, item.text)
         if span[1] > span[0]:
             cited = (citation(item.said_in, span),)
     return Entry(kind, item.text, item.said_at, cited, item.id, item.status, item.owner)

@@ -127,3 +127,16 @@ def test_scores_weigh_questions_over_action_items_over_capped_mentions_and_decis
     tie = Rankable("x", {EntryKind.ACTION_ITEM: 1, EntryKind.MENTION: 5}, T0 + timedelta(1))
     assert score(tie.counts) == score(one_question.counts)
     assert ranked([tie, one_question]) == [1, 0]
+
+
+def test_an_items_quote_is_the_sentence_that_says_it() -> None:
+    text = (
+        "Release branch release/2.4 is cut. Please only merge fixes with the "
+        "`release-blocker` label from now on."
+    )
+    decision = "Please only merge fixes with the `release-blocker` label from now on."
+    start, end = quote_span(text, [], question=False, about=decision)
+    assert text[start:end] == decision
+    # Nothing in common: the first sentence, as before.
+    start, end = quote_span(text, [], question=False, about="Upgrade to Postgres 16")
+    assert text[start:end] == "Release branch release/2.4 is cut."
