@@ -119,7 +119,7 @@ class Settings(BaseSettings):
     )
     digestd_delivery_allow_private: bool = Field(
         default=False,
-        description="Allow loopback/private addresses in destination URLs (never link-local or metadata).",
+        description="Allow loopback/private addresses in destination URLs and SMTP hosts (never link-local or metadata).",
     )
     digestd_delivery_poll_seconds: float = Field(
         default=2.0,
@@ -133,7 +133,10 @@ class Settings(BaseSettings):
         description="How long a worker holds a delivery it is sending; a dead worker's delivery is retaken after it (keep it above the send timeout).",
     )
     digestd_delivery_timeout_seconds: float = Field(
-        default=10.0, gt=0, le=300, description="Timeout of one delivery attempt's HTTP request."
+        default=10.0,
+        gt=0,
+        le=300,
+        description="Timeout of one delivery attempt's HTTP request, or of each step of its SMTP exchange.",
     )
     digestd_delivery_retry_base_seconds: float = Field(
         default=10.0,

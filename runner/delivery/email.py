@@ -7,7 +7,13 @@ The destination's settings: `host`, `port` (587 with STARTTLS, else 25), `sender
 login is only sent over STARTTLS. The Message-ID is derived from the delivery id, so a message
 sent again after a lost reply is recognisably the same one; the subject is the title on one line
 (no CR or LF can reach a header). SMTP replies map to outcomes: 4xx retry later, 5xx refused;
-a connection that fails or drops retries later."""
+a connection that fails or drops retries later.
+
+The SMTP host obeys the outbound address policy of every delivery (runner.delivery.webhook_post's
+address_policy): it is resolved once and every address checked (loopback and private only when
+DIGESTD_DELIVERY_ALLOW_PRIVATE is set, link-local and metadata addresses never), the connection
+is made to the address checked, so a second DNS answer cannot aim it elsewhere, and STARTTLS
+verifies the certificate against the host name of the settings, not the address."""
 
 from __future__ import annotations
 
@@ -29,10 +35,14 @@ from runner.delivery.contract import (
     SendOutcome,
 )
 from runner.delivery.markup import html_body
+from runner.delivery.webhook_post import address_policy
+from runner.documents.errors import FetchError
+from runner.documents.fetch import FetchPolicy, Resolver, resolve_checked
 
 DEFAULT_TIMEOUT_SECONDS = 30.0
 SUBJECT_CHARS = 200
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+ADDRESS_NOT_ALLOWED = "the smtp host address is not allowed"
 
 
 @dataclass(frozen=True)
@@ -117,6 +127,21 @@ def _reply_outcome(code: int, what: str) -> SendOutcome:
     return Rejected(f"smtp {what} refused ({code})")
 
 
+async def checked_address(
+    host: str, port: int, policy: FetchPolicy, resolver: Resolver | None = None
+) -> str | Rejected | RetryLater:
+    """The address to connect to for the SMTP host: Rejected when an address it resolves to is
+    refused by the policy (no connection is made), RetryLater when it does not resolve now."""
+    try:
+        address = await resolve_checked(host, port, policy, resolver)
+    except FetchError as refused:
+        # The host is a setting, not a secret, but the reasons stay short and fixed.
+        if refused.code == "dns_failed":
+            return RetryLater("the smtp host does not resolve")
+        return Rejected(ADDRESS_NOT_ALLOWED)
+    return str(address)
+
+
 class EmailSender:
     """Sends a delivery as one e-mail to the destination's recipients."""
 
@@ -125,29 +150,43 @@ class EmailSender:
         *,
         tls_context: ssl.SSLContext | None = None,
         timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+        allow_private: bool = False,
+        resolver: Resolver | None = None,
     ) -> None:
         # None: the system's trusted certificates, host names checked (aiosmtplib's default).
         self._tls_context = tls_context
         self._timeout_seconds = timeout_seconds
+        # Loopback and private SMTP hosts only when DIGESTD_DELIVERY_ALLOW_PRIVATE is set.
+        self._policy = address_policy(allow_private)
+        self._resolver = resolver
 
     async def send(self, content: DeliveryContent, destination: Destination) -> SendOutcome:
         settings = smtp_settings(destination)
         if isinstance(settings, Rejected):
             return settings
+        address = await checked_address(settings.host, settings.port, self._policy, self._resolver)
+        if not isinstance(address, str):
+            return address
         message = build_message(content, settings)
+        # Connected to the checked address; STARTTLS is asked for by hand so that its server name
+        # (SNI and the certificate's name check) is the host of the settings. aiosmtplib.send
+        # would use the address for both.
+        client = aiosmtplib.SMTP(
+            hostname=address,
+            port=settings.port,
+            start_tls=False,
+            tls_context=self._tls_context if settings.starttls else None,
+            timeout=self._timeout_seconds,
+        )
         try:
-            await aiosmtplib.send(
-                message,
-                sender=settings.sender,
-                recipients=list(settings.recipients),
-                hostname=settings.host,
-                port=settings.port,
-                username=settings.username,
-                password=settings.password,
-                start_tls=settings.starttls,
-                tls_context=self._tls_context if settings.starttls else None,
-                timeout=self._timeout_seconds,
-            )
+            async with client:
+                if settings.starttls:
+                    await client.starttls(server_hostname=settings.host)
+                if settings.username:
+                    await client.login(settings.username, settings.password or "")
+                await client.send_message(
+                    message, sender=settings.sender, recipients=list(settings.recipients)
+                )
         except aiosmtplib.SMTPRecipientsRefused as refused:
             codes = [recipient.code for recipient in refused.recipients]
             if any(400 <= code < 500 for code in codes):

@@ -54,9 +54,10 @@ LAZY_SENDERS: dict[DestinationKind, tuple[str, str]] = {
     DestinationKind.DISCORD: ("runner.delivery.discord", "DiscordSender"),
     DestinationKind.EMAIL: ("runner.delivery.email", "EmailSender"),
 }
-# The kinds whose sender posts to a URL of the destination's: they get the outbound address
-# policy (DIGESTD_DELIVERY_ALLOW_PRIVATE) and the delivery timeout, as the webhook sender does.
-URL_KINDS = frozenset({DestinationKind.SLACK, DestinationKind.DISCORD})
+# The kinds whose sender connects to a host of the destination's (a webhook URL, an SMTP host):
+# they get the outbound address policy (DIGESTD_DELIVERY_ALLOW_PRIVATE) and the delivery timeout,
+# as the webhook sender does.
+POLICED_KINDS = frozenset({DestinationKind.SLACK, DestinationKind.DISCORD, DestinationKind.EMAIL})
 NO_SENDER = "no sender for kind"
 # A receiver's Retry-After is honoured up to a day; a longer one is read as a day.
 MAX_RETRY_AFTER_SECONDS = 86_400.0
@@ -83,8 +84,8 @@ def load_senders(
 ) -> dict[DestinationKind, Sender]:
     """The sender of each kind this installation has: the webhook sender given, and each lazily
     named one whose module exists (a kind without one is delivered dead, `NO_SENDER`). The chat
-    webhook senders refuse loopback and private addresses unless `allow_private`, like the
-    webhook sender."""
+    webhook and e-mail senders refuse loopback and private addresses unless `allow_private`, like
+    the webhook sender."""
     senders: dict[DestinationKind, Sender] = {DestinationKind.WEBHOOK: webhook}
     for kind, (module_name, class_name) in LAZY_SENDERS.items():
         try:
@@ -94,7 +95,7 @@ def load_senders(
                 raise  # the module exists but one of its imports does not: a real fault
             continue
         options: dict[str, Any] = {}
-        if kind in URL_KINDS:
+        if kind in POLICED_KINDS:
             options["allow_private"] = allow_private
             if timeout_seconds is not None:
                 options["timeout_seconds"] = timeout_seconds

@@ -46,6 +46,20 @@ class MailSink:
     data_replies: list[str] = field(default_factory=list)
     host: str = "127.0.0.1"
     port: int = 0
+    # EHLOs answered: every client that connects says EHLO first, so 0 means nobody connected.
+    greetings: int = 0
+
+    async def handle_EHLO(
+        self,
+        server: SMTP,
+        session: Session,
+        envelope: Envelope,
+        hostname: str,
+        responses: list[str],
+    ) -> list[str]:
+        self.greetings += 1
+        session.host_name = hostname  # what aiosmtpd does itself when no hook answers EHLO
+        return responses
 
     async def handle_RCPT(
         self, server: SMTP, session: Session, envelope: Envelope, address: str, options: Any

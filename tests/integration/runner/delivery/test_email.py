@@ -1,7 +1,9 @@
 """EmailSender against a real SMTP server on loopback (aiosmtpd): STARTTLS on a self-signed
 certificate the client trusts, login, a multipart/alternative message with the Markdown and a
 safe HTML part, the subject on one line and a Message-ID from the delivery id; plain SMTP when
-STARTTLS is off; and the server's 4xx, 5xx and silences read as retry later or refused."""
+STARTTLS is off; and the server's 4xx, 5xx and silences read as retry later or refused. The
+server is on loopback, so every sender here allows private addresses
+(test_email_address_policy.py covers the refusals)."""
 
 from __future__ import annotations
 
@@ -75,7 +77,7 @@ def destination(sink: MailSink, **settings: str) -> Destination:
 async def test_a_digest_arrives_over_starttls_with_both_parts(
     tls_server: MailSink, certificate: SelfSigned
 ) -> None:
-    sender = EmailSender(tls_context=certificate.client_context())
+    sender = EmailSender(allow_private=True, tls_context=certificate.client_context())
     outcome = await sender.send(content(), destination(tls_server))
     assert outcome == Delivered(status=250, parts=1)
     [mail] = tls_server.received
@@ -100,7 +102,7 @@ async def test_a_digest_arrives_over_starttls_with_both_parts(
 async def test_a_title_cannot_add_a_header_and_a_resend_keeps_its_message_id(
     tls_server: MailSink, certificate: SelfSigned
 ) -> None:
-    sender = EmailSender(tls_context=certificate.client_context())
+    sender = EmailSender(allow_private=True, tls_context=certificate.client_context())
     hostile = content("digest\r\nBcc: eve@evil.example\r\n\r\nbody", "dlv 7/<x>")
     for _ in range(2):
         assert isinstance(await sender.send(hostile, destination(tls_server)), Delivered)
@@ -115,18 +117,20 @@ async def test_a_title_cannot_add_a_header_and_a_resend_keeps_its_message_id(
 
 async def test_plain_smtp_when_starttls_is_off() -> None:
     with smtp_server(None) as sink:
-        outcome = await EmailSender().send(
+        outcome = await EmailSender(allow_private=True).send(
             content(), destination(sink, starttls="false", username="")
         )
     assert outcome == Delivered(status=250, parts=1)
     assert [mail.over_tls for mail in sink.received] == [False]
     # A login is never sent in the clear.
-    refused = await EmailSender().send(content(), destination(sink, starttls="false"))
+    refused = await EmailSender(allow_private=True).send(
+        content(), destination(sink, starttls="false")
+    )
     assert refused == Rejected("email destination logs in without starttls")
 
 
 async def test_smtp_replies_map_to_outcomes(tls_server: MailSink, certificate: SelfSigned) -> None:
-    sender = EmailSender(tls_context=certificate.client_context())
+    sender = EmailSender(allow_private=True, tls_context=certificate.client_context())
     tls_server.data_replies.append("451 4.3.0 Try again later")
     assert await sender.send(content(), destination(tls_server)) == RetryLater(
         "smtp server deferred (451)"
@@ -153,10 +157,10 @@ async def test_smtp_replies_map_to_outcomes(tls_server: MailSink, certificate: S
 
 async def test_an_untrusted_certificate_or_no_server_never_sends(tls_server: MailSink) -> None:
     # The system's trust store does not know the test's self-signed certificate.
-    untrusted = await EmailSender().send(content(), destination(tls_server))
+    untrusted = await EmailSender(allow_private=True).send(content(), destination(tls_server))
     assert untrusted == Rejected("smtp server's tls certificate is not trusted")
     with smtp_server(None) as plain:
-        no_starttls = await EmailSender().send(content(), destination(plain))
+        no_starttls = await EmailSender(allow_private=True).send(content(), destination(plain))
     assert no_starttls == Rejected("smtp server lacks starttls, login or utf-8 addresses")
     nobody = Destination(
         3,
@@ -164,9 +168,9 @@ async def test_an_untrusted_certificate_or_no_server_never_sends(tls_server: Mai
         DestinationKind.EMAIL,
         {**destination(tls_server).settings, "port": str(free_port())},
     )
-    assert await EmailSender(timeout_seconds=3).send(content(), nobody) == RetryLater(
-        "smtp connection failed"
-    )
+    assert await EmailSender(allow_private=True, timeout_seconds=3).send(
+        content(), nobody
+    ) == RetryLater("smtp connection failed")
     assert tls_server.received == [] and plain.received == []
 
 
@@ -178,6 +182,8 @@ async def test_bad_settings_are_refused_before_connecting(tls_server: MailSink) 
         ({"host": ""}, "host"),
         ({"port": "smtp"}, "port"),
     ]:
-        outcome = await EmailSender().send(content(), destination(tls_server, **settings))
+        outcome = await EmailSender(allow_private=True).send(
+            content(), destination(tls_server, **settings)
+        )
         assert isinstance(outcome, Rejected) and reason in outcome.reason
     assert tls_server.received == []

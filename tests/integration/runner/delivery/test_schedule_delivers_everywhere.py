@@ -82,7 +82,7 @@ def _loop(pool: asyncpg.Pool) -> DeliveryLoop:
     senders: dict[DestinationKind, Sender] = {
         DestinationKind.SLACK: SlackSender(allow_private=True, timeout_seconds=5),
         DestinationKind.DISCORD: DiscordSender(allow_private=True, timeout_seconds=5),
-        DestinationKind.EMAIL: EmailSender(timeout_seconds=5),
+        DestinationKind.EMAIL: EmailSender(allow_private=True, timeout_seconds=5),
     }
     return DeliveryLoop(
         pool,
