@@ -87,6 +87,13 @@ _ASSIGNED_SECRET = re.compile(
     r"|token|auth[_\-]?token|access[_\-]?token|password|passwd|pwd|bearer)"
     r"""(?:\s*[:=]\s*|\s+)["']?([A-Za-z0-9_\-./+=~]{16,})"""
 )
+# A PEM private key block (RSA, EC, OPENSSH, PKCS#8 and encrypted ones), up to its END line or,
+# when the message was cut, the end of the text; its base64 lines are the secret.
+_PEM_PRIVATE_KEY = re.compile(
+    r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----(.*?)(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----|\Z)",
+    re.S,
+)
+_BASE64_RUN = re.compile(r"[A-Za-z0-9+/=]{8,}")
 _MIN_SECRET_ENTROPY = 3.0  # bits per character; English words and paths fall below
 _IPV4 = re.compile(r"(?<![\w.\-])(?:\d{1,3}\.){3}\d{1,3}(?![\w\-]|\.\d)")
 _IPV6 = re.compile(r"(?<![\w:.])[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?![\w:])")
@@ -145,6 +152,12 @@ def _email_spans(text: str) -> Iterator[Span]:
 
 
 def _token_spans(text: str) -> Iterator[Span]:
+    # Line by line: a placeholder stands for one value without line breaks, which restores
+    # verbatim inside a JSON string too (a whole block would need escaping there).
+    if "PRIVATE KEY-----" in text:
+        for block in _PEM_PRIVATE_KEY.finditer(text):
+            for run in _BASE64_RUN.finditer(text, block.start(1), block.end(1)):
+                yield run.start(), run.end(), TOKEN
     for match in _TOKENS.finditer(text):
         yield match.start(), match.end(), TOKEN
     for match in _ASSIGNED_SECRET.finditer(text):

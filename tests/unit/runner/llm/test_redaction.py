@@ -187,3 +187,22 @@ def test_auto_redacts_for_every_endpoint_off_loopback(base_url: str | None, loop
     assert LLMConfig(base_url=base_url, redact="auto").redacts is not loopback
     with pytest.raises(ValueError, match="redact"):
         LLMConfig(base_url=base_url, redact="sometimes")  # type: ignore[arg-type]
+
+
+# A made-up key's shape: the base64 lines of a PEM block, not a real key.
+PEM_LINES = ["MIIEowIBAAKCAQEAv3Qn8yZ0fJk2pX7wR4cLm9sT1uV6bN0dE5gH8iJ2kL4mO7pQ", "r9sU1vW3xY5z"]
+PEM = "-----BEGIN RSA PRIVATE KEY-----\n" + "\n".join(PEM_LINES) + "\n-----END RSA PRIVATE KEY-----"
+
+
+def test_a_pasted_private_key_is_hidden_line_by_line_and_restored_exactly() -> None:
+    text = f"here is the deploy key, don't share:\n{PEM}\nthanks"
+    assert kinds(text) == [("token", line) for line in PEM_LINES]
+    session = RedactionSession()
+    seen = session.redact(text)
+    assert PEM_LINES[0] not in seen and "BEGIN RSA PRIVATE KEY" in seen
+    assert session.restore(seen) == text
+    # A key cut off by the message's end is still hidden.
+    cut = "-----BEGIN OPENSSH PRIVATE KEY-----\n" + PEM_LINES[0]
+    assert kinds(cut) == [("token", PEM_LINES[0])]
+    # A public key or a certificate is not a secret.
+    assert kinds(PEM.replace("PRIVATE KEY", "PUBLIC KEY")) == []
