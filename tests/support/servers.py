@@ -1,12 +1,12 @@
-"""A live HTTP server inside the test's own event loop: an ASGI app served by uvicorn on a free
-loopback port."""
+"""A live HTTP server inside the test's own event loop (an ASGI app served by uvicorn on a free
+loopback port), and a DNS resolver stub that points a name at any address."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import uvicorn
 
@@ -36,3 +36,15 @@ async def running_server(app: object) -> AsyncIterator[str]:
     finally:
         server.should_exit = True
         await task
+
+
+def resolving_to(address: str) -> tuple[list[str], Callable[[str, int], Awaitable[list[str]]]]:
+    """A DNS resolver (runner.documents.fetch.Resolver) answering `address` for every name, and
+    the names it was asked: points a destination at an address the outbound policy judges."""
+    asked: list[str] = []
+
+    async def resolve(host: str, port: int) -> list[str]:
+        asked.append(host)
+        return [address]
+
+    return asked, resolve

@@ -25,22 +25,11 @@ from runner.delivery.outbox import DeliveryConfig, DeliveryLoop, load_senders
 from runner.delivery.slack import SlackSender
 from runner.delivery.store import DestinationSpec, create_destination
 from runner.delivery.webhook import WebhookSender
-from runner.documents.fetch import Resolver
 from tests.support.chat_webhooks import discord_webhook, slack_webhook
+from tests.support.servers import resolving_to
 
 SLACK_URL = "https://hooks.slack.example/services/T000/B000/xoxb-secret-token"
 DISCORD_URL = "https://discord.example/api/webhooks/1234/discord-secret-token"
-
-
-def _resolving_to(address: str) -> tuple[list[str], Resolver]:
-    """A resolver answering `address` for every name, and the names it was asked."""
-    asked: list[str] = []
-
-    async def resolve(host: str, port: int) -> list[str]:
-        asked.append(host)
-        return [address]
-
-    return asked, resolve
 
 
 def _content() -> DeliveryContent:
@@ -63,7 +52,7 @@ class _RecordingClient:
 async def test_a_chat_webhook_resolving_to_a_forbidden_address_is_refused_unsent(
     address: str, kind: DestinationKind
 ) -> None:
-    asked, resolve = _resolving_to(address)
+    asked, resolve = resolving_to(address)
     recording = _RecordingClient()
     async with recording.client:
         sender: Sender
@@ -82,7 +71,7 @@ async def test_a_chat_webhook_resolving_to_a_forbidden_address_is_refused_unsent
 
 async def test_metadata_and_link_local_are_refused_even_when_private_is_allowed() -> None:
     for address in ("169.254.169.254", "fe80::1", "fd00:ec2::254"):
-        _, resolve = _resolving_to(address)
+        _, resolve = resolving_to(address)
         sender = SlackSender(allow_private=True, resolver=resolve)
         outcome = await sender.send(
             _content(), Destination(1, "team", DestinationKind.SLACK, secrets={"url": SLACK_URL})

@@ -27,7 +27,7 @@ from runner.delivery.email import EmailSender
 from runner.delivery.outbox import DeliveryConfig, DeliveryLoop, load_senders
 from runner.delivery.store import DestinationSpec, create_destination
 from runner.delivery.webhook import WebhookSender
-from runner.documents.fetch import Resolver
+from tests.support.servers import resolving_to
 from tests.support.smtp import (
     PASSWORD,
     USERNAME,
@@ -39,17 +39,6 @@ from tests.support.smtp import (
 
 REFUSED = Rejected("the smtp host address is not allowed")
 MAIL_HOST = "mail.team.example"
-
-
-def _resolving_to(address: str) -> tuple[list[str], Resolver]:
-    """A resolver answering `address` for every name, and the names it was asked."""
-    asked: list[str] = []
-
-    async def resolve(host: str, port: int) -> list[str]:
-        asked.append(host)
-        return [address]
-
-    return asked, resolve
 
 
 def _content() -> DeliveryContent:
@@ -84,7 +73,7 @@ def tls_server(certificate: SelfSigned) -> Iterator[MailSink]:
 async def test_an_smtp_host_resolving_to_a_forbidden_address_is_refused_unconnected(
     address: str, tls_server: MailSink, certificate: SelfSigned
 ) -> None:
-    asked, resolve = _resolving_to(address)
+    asked, resolve = resolving_to(address)
     sender = EmailSender(tls_context=certificate.client_context(), resolver=resolve)
     outcome = await sender.send(_content(), _destination(MAIL_HOST, tls_server.port))
     # A connection tried would end Delivered or RetryLater ("smtp connection failed"), never this.
@@ -98,7 +87,7 @@ async def test_metadata_and_link_local_are_refused_even_when_private_is_allowed(
     tls_server: MailSink, certificate: SelfSigned
 ) -> None:
     for address in ("169.254.169.254", "fe80::1", "fd00:ec2::254"):
-        _, resolve = _resolving_to(address)
+        _, resolve = resolving_to(address)
         sender = EmailSender(
             tls_context=certificate.client_context(), allow_private=True, resolver=resolve
         )
@@ -131,7 +120,7 @@ async def test_starttls_checks_the_certificate_against_the_host_name_not_the_add
 ) -> None:
     # The certificate names localhost and 127.0.0.1. Both hosts below resolve (by the stub) to
     # 127.0.0.1, where the server is: had the address been checked, both would be delivered.
-    _, resolve = _resolving_to("127.0.0.1")
+    _, resolve = resolving_to("127.0.0.1")
     sender = EmailSender(
         tls_context=certificate.client_context(), allow_private=True, resolver=resolve
     )
