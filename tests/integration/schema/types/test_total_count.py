@@ -12,6 +12,8 @@ from typing import Any
 
 import asyncpg
 
+from runner.catchup.store import ensure_person
+from runner.delivery.store import DestinationSpec, create_destination
 from runner.importers.ingest import import_path
 from schema.types.ids import CHANNEL, global_id
 from tests.support.database import Msg, add_channel
@@ -67,6 +69,17 @@ def _day(rows: list[tuple[str, str, str, str | None]], start: Any) -> list[Msg]:
 
 async def _lists(db: asyncpg.Pool, database_url: str) -> dict[str, str]:
     """The data every list shows; the channels' global ids by name."""
+    async with db.acquire() as connection:
+        # Subscribed before the digests run: each digest job's end queues its deliveries.
+        for name, kind, events in (
+            ("hook", "webhook", ("digest.ready", "job.succeeded")),
+            ("team-slack", "slack", ()),
+        ):
+            secrets = {"url": f"https://hooks.example.org/{name}", "signing_secret": "s" * 32}
+            spec = DestinationSpec(name, kind, {}, secrets, events)
+            await create_destination(connection, spec)
+        for person in ("alice", "bob"):
+            await ensure_person(connection, person)
     report = await import_path(db, shared_data("chat/gitter/manual_docker.txt"), channel="docker")
     docker = next(iter(report.channels.values()))
     assert (await digest_once(db, database_url, docker, chunk_tokens=1500)).digest_id
@@ -122,6 +135,12 @@ def _cases(ids: dict[str, str]) -> list[tuple[str, str | None, dict[str, Any] | 
         ("openQuestions", "OpenQuestionFilter", {"channelId": team}),
         ("actionItems", "ActionItemFilter", {"status": "DONE"}),
         ("decisions", "DecisionFilter", {"channelId": team, "status": "IN_FORCE"}),
+        ("people", "PersonFilter", None),
+        ("people", "PersonFilter", {"nameContains": "ali"}),
+        ("destinations", "DestinationFilter", None),
+        ("destinations", "DestinationFilter", {"kind": "SLACK"}),
+        ("deliveries", "DeliveryFilter", None),
+        ("deliveries", "DeliveryFilter", {"state": "PENDING"}),
     ]
 
 
@@ -153,6 +172,14 @@ async def test_total_count_is_the_number_of_nodes_paged_through_on_every_connect
         seen.setdefault(field, []).append(nodes)
     # Lists that hold something, and filters that leave part of it out.
     assert all(counts[0] > 0 for field, counts in seen.items() if field != "actionItems")
-    for field in ("messages", "conversations", "knowledgeItems", "entities", "trackedItems"):
+    for field in (
+        "messages",
+        "conversations",
+        "knowledgeItems",
+        "entities",
+        "trackedItems",
+        "people",
+        "destinations",
+    ):
         assert min(seen[field][1:]) < seen[field][0], (field, seen[field])
     assert seen["messages"][0] > 1000 and seen["actionItems"] == [1]
