@@ -23,6 +23,7 @@ from runner.delivery.contract import (
 from runner.delivery.outbox import (
     LAZY_SENDERS,
     MAX_RETRY_AFTER_SECONDS,
+    DeliveryConfig,
     load_senders,
     retry_delay,
 )
@@ -33,6 +34,7 @@ from runner.delivery.webhook import (
     signature,
     verify_signature,
 )
+from server.settings import Settings
 
 BODY = b'{"event":"digest.ready"}'
 
@@ -124,3 +126,15 @@ def test_the_registry_has_the_webhook_sender_and_each_other_kind_whose_module_ex
         assert (kind in senders) == (importlib.util.find_spec(module) is not None)
         if kind in senders:
             assert type(senders[kind]).__name__ == class_name
+
+
+def test_the_default_retries_outlast_a_receiver_down_for_an_hour() -> None:
+    """The shortest the defaults keep a delivery alive: every backoff at its jittered minimum."""
+    config = DeliveryConfig(worker_id="w")
+    settings = Settings()
+    assert config.max_attempts == settings.digestd_delivery_max_attempts
+    shortest = sum(
+        min(config.retry_max_seconds, config.retry_base_seconds * 2 ** (attempts - 1)) / 2
+        for attempts in range(1, config.max_attempts)
+    )
+    assert shortest > 3600
