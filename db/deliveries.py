@@ -7,8 +7,9 @@ What makes delivery safe is here. A destination's secrets sit in their own table
 rows of a job are inserted by `enqueue_job_deliveries`, which the caller runs in the job's
 ending transaction, so a digest is stored with its deliveries or not at all. `claim_deliveries`
 takes only the oldest unfinished row of each destination (creation order per destination), FOR
-UPDATE SKIP LOCKED, under a lease that a dead worker's row runs out of. The SQL is in
-db/queries.sql.
+UPDATE SKIP LOCKED, under a lease that a dead worker's row runs out of. Whatever queues a row
+due now also NOTIFYs `DELIVERIES_CHANNEL` (delivered at commit), so the delivery loops send it
+at once instead of at their next poll. The SQL is in db/queries.sql.
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ from db.models import (
     as_rows,
 )
 from db.queries import QUERIES
+
+# LISTENed to by the delivery loops (runner/delivery/outbox.py): no payload, "look for due rows".
+DELIVERIES_CHANNEL = "digestd_deliveries"
 
 
 class DeliveryState(StrEnum):
@@ -97,7 +101,14 @@ async def enqueue_job_deliveries(connection: asyncpg.Connection, job_id: int) ->
     """The outbox rows of job `job_id`, which just ended: run it in the transaction that ended
     the job (and stored its digest). How many rows were queued."""
     queued: int = await connection.fetchval(QUERIES["enqueue_job_deliveries"], job_id)
+    if queued:
+        await notify_deliveries(connection)
     return queued
+
+
+async def notify_deliveries(connection: asyncpg.Connection) -> None:
+    """Wake the delivery loops (at commit, when inside a transaction)."""
+    await connection.execute(QUERIES["notify_deliveries"])
 
 
 async def claim_deliveries(
@@ -159,6 +170,7 @@ async def enqueue_catch_up_delivery(
     record = await connection.fetchrow(
         QUERIES["enqueue_catch_up_delivery"], destination_id, dict(content)
     )
+    await notify_deliveries(connection)
     return as_row(DeliveryListing, record)
 
 
@@ -167,6 +179,8 @@ async def retry_dead_delivery(
 ) -> DeliveryListing | None:
     """Queue a dead delivery again (same delivery id, attempts from zero); None unless dead."""
     record = await connection.fetchrow(QUERIES["retry_dead_delivery"], delivery_id)
+    if record is not None:
+        await notify_deliveries(connection)
     return as_row_or_none(DeliveryListing, record)
 
 

@@ -1474,6 +1474,10 @@ WITH job AS (
 )
 SELECT count(*) FROM inserted;
 
+-- name: notify_deliveries
+-- Wake the delivery loops waiting on LISTEN digestd_deliveries: an outbox row is due now.
+SELECT pg_notify('digestd_deliveries', '');
+
 -- name: claim_deliveries
 -- Claim up to $2 due deliveries for worker $1 with a lease of $3 seconds. Only the oldest
 -- unfinished row of each destination may be claimed (a destination gets its deliveries in

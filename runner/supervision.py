@@ -70,12 +70,20 @@ async def wait_any(
 
 
 class JobListener:
-    """LISTEN digestd_jobs on a dedicated connection that is re-opened when it is lost. While it
-    is down the worker polls, so a lost notification only costs latency."""
+    """LISTEN `channel` (digestd_jobs for the job loop, digestd_deliveries for the delivery loop)
+    on a dedicated connection that is re-opened when it is lost; a notification sets `wake`.
+    While it is down the loop polls, so a lost notification only costs latency."""
 
-    def __init__(self, database_url: str, wake: asyncio.Event, poll_seconds: float) -> None:
+    def __init__(
+        self,
+        database_url: str,
+        wake: asyncio.Event,
+        poll_seconds: float,
+        channel: str = JOBS_CHANNEL,
+    ) -> None:
         self._url = database_url
         self._wake = wake
+        self._channel = channel
         self._poll_seconds = poll_seconds
         self._connection: asyncpg.Connection | None = None
         self._retry_at = 0.0
@@ -94,7 +102,7 @@ class JobListener:
         connection: asyncpg.Connection | None = None
         try:
             connection = await connect(self._url, timeout=5.0)
-            await connection.add_listener(JOBS_CHANNEL, lambda *_: self._wake.set())
+            await connection.add_listener(self._channel, lambda *_: self._wake.set())
             # Losing the connection wakes the worker, which reconnects at once instead of
             # after a whole poll interval.
             connection.add_termination_listener(lambda *_: self._wake.set())

@@ -454,6 +454,7 @@ class Runtime:
                 retry_max_seconds=s.digestd_delivery_retry_max_seconds,
                 retention_days=s.digestd_delivery_retention_days,
             ),
+            self.database_url,
         )
 
     def runner(self, workers: int) -> RunnerSupervisor:

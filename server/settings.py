@@ -125,7 +125,8 @@ class Settings(BaseSettings):
         default=2.0,
         gt=0,
         le=3600,
-        description="How often each worker process looks for due deliveries.",
+        description="How often each worker process looks for due deliveries besides being woken "
+        "(LISTEN/NOTIFY) when one is queued.",
     )
     digestd_delivery_lease_seconds: float = Field(
         default=120.0,

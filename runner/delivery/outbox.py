@@ -9,6 +9,10 @@ sends the same content again with the same delivery id. The guarantee is at-leas
 an id: a receiver drops a repeat by `delivery_id` (a crash between the receiver's answer and
 our commit is the only way it sees one).
 
+The loop wakes on LISTEN digestd_deliveries (whatever queues a row due now NOTIFYs it, see
+db/deliveries.py) and polls every `poll_seconds` as well, so a lost notification, or a retry
+coming due, costs latency only.
+
 Outcomes: Delivered → delivered; RetryLater → pending again after the larger of the receiver's
 Retry-After and a jittered exponential backoff; Rejected, or the attempt cap → dead (visible in
 the API and metrics; `retryDelivery` queues a dead row again). The content is rendered by the
@@ -30,6 +34,7 @@ import asyncpg
 from db import deliveries as delivery_queries
 from db import digests as digest_queries
 from db import jobs as job_queries
+from db.deliveries import DELIVERIES_CHANNEL
 from db.models import Delivery, DeliveryTarget
 from runner.delivery.contract import (
     Delivered,
@@ -44,7 +49,7 @@ from runner.delivery.contract import (
 )
 from runner.exports.markdown import render_digest
 from runner.metrics import DELIVERY_ATTEMPTS
-from runner.supervision import Backoff, describe_error, wait_any
+from runner.supervision import Backoff, JobListener, describe_error, wait_any
 
 logger = logging.getLogger(__name__)
 
@@ -201,28 +206,49 @@ def destination_of(target: DeliveryTarget) -> Destination:
 @dataclass
 class DeliveryLoop:
     """Claims and delivers due outbox rows until stopped. Like the job loop, no error ends it:
-    a database that is down costs a retry after a capped backoff."""
+    a database that is down costs a retry after a capped backoff. With `database_url` it also
+    LISTENs for new rows (its own connection, re-opened when lost); without, it only polls."""
 
     pool: asyncpg.Pool
     senders: Mapping[DestinationKind, Sender]
     config: DeliveryConfig
+    database_url: str | None = None
     _backoff: Backoff = field(default_factory=lambda: Backoff(0.5, 30.0))
+    _wake: asyncio.Event = field(default_factory=asyncio.Event)
 
     async def run(self, stop: asyncio.Event) -> None:
-        while not stop.is_set():
-            try:
-                handled = await self.deliver_due()
-            except Exception as error:  # noqa: BLE001 - a database outage costs a retry
-                delay = self._backoff.next_delay()
-                logger.warning(
-                    "delivery loop failed (%s); retrying in %.1fs", describe_error(error), delay
-                )
-                await wait_any((stop,), delay)
-                continue
-            self._backoff.reset()
-            if handled < self.config.batch:
-                await self._prune()
-                await wait_any((stop,), self.config.poll_seconds)
+        poll = self.config.poll_seconds
+        listener = (
+            JobListener(self.database_url, self._wake, poll, DELIVERIES_CHANNEL)
+            if self.database_url is not None
+            else None
+        )
+        try:
+            while not stop.is_set():
+                # Cleared before the claim: a NOTIFY that lands while the claim runs must still
+                # wake the wait below.
+                self._wake.clear()
+                if listener is not None:
+                    await listener.ensure()
+                try:
+                    handled = await self.deliver_due()
+                except Exception as error:  # noqa: BLE001 - a database outage costs a retry
+                    delay = self._backoff.next_delay()
+                    logger.warning(
+                        "delivery loop failed (%s); retrying in %.1fs",
+                        describe_error(error),
+                        delay,
+                    )
+                    await wait_any((stop,), delay)
+                    continue
+                self._backoff.reset()
+                if handled < self.config.batch:
+                    await self._prune()
+                    limit = listener.wait_limit(poll) if listener is not None else poll
+                    await wait_any((self._wake, stop), limit)
+        finally:
+            if listener is not None:
+                await listener.close()
 
     async def _prune(self) -> None:
         """Delete old delivered rows (a few at a time, when there is nothing to send)."""

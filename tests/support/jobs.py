@@ -45,10 +45,15 @@ async def mark_job_events(connection: asyncpg.Connection) -> None:
 
 
 async def sessions_listening_for_jobs(connection: asyncpg.Connection) -> int:
-    """How many sessions of this server LISTEN for new jobs: a worker's listener connection runs
+    """How many sessions of this server LISTEN for new jobs."""
+    return await sessions_listening(connection, JOBS_CHANNEL)
+
+
+async def sessions_listening(connection: asyncpg.Connection, channel: str) -> int:
+    """How many sessions of this server LISTEN on `channel`: a loop's listener connection runs
     nothing but its LISTEN, which pg_stat_activity shows as its last statement."""
     count = await connection.fetchval(
-        "SELECT count(*) FROM pg_stat_activity WHERE query = $1", f'LISTEN "{JOBS_CHANNEL}"'
+        "SELECT count(*) FROM pg_stat_activity WHERE query = $1", f'LISTEN "{channel}"'
     )
     return int(count)
 

@@ -15,7 +15,7 @@ from prometheus_client import REGISTRY
 
 from db import deliveries as delivery_queries
 from db import jobs
-from db.deliveries import delivery_state_counts
+from db.deliveries import DELIVERIES_CHANNEL, delivery_state_counts
 from db.models import DeliveryListing
 from runner.delivery.contract import DestinationKind, Sender
 from runner.delivery.outbox import NO_SENDER, DeliveryConfig, DeliveryLoop
@@ -27,7 +27,7 @@ from server.metrics import DELIVERIES
 from server.runtime import Runtime
 from server.settings import Settings
 from tests.support.database import add_channel, messages
-from tests.support.jobs import expire_lease
+from tests.support.jobs import expire_lease, sessions_listening
 from tests.support.receiver import Answer, Receiver, serving
 from tests.support.servers import free_port
 from tests.support.worker import trigger, wait_for
@@ -325,3 +325,44 @@ async def test_two_workers_draining_at_once_send_each_delivery_once_in_order(
         rows = await _deliveries(db)
     assert [(r.state, r.attempts) for r in rows] == [("delivered", 1)] * 3
     assert [r.delivery_id for r in receiver.received] == [str(r.delivery_id) for r in rows]
+
+
+async def test_a_queued_delivery_wakes_the_loop_long_before_its_next_poll(
+    db: asyncpg.Pool, settings: Settings
+) -> None:
+    """The running loop LISTENs: a digest stored while it waits out a 60 s poll is sent at once
+    (the test gives up after 20 s, so only the notification can have woken it)."""
+    receiver = Receiver(SECRET)
+    runtime = Runtime(
+        settings.model_copy(
+            update={"digestd_delivery_poll_seconds": 60.0, "digestd_delivery_allow_private": True}
+        )
+    )
+    await runtime.open()
+    stop = asyncio.Event()
+    try:
+        async with serving(receiver) as port, db.acquire() as connection:
+            await _destination(db, port)
+            await _scheduled_channel(db, "ops", "hook")
+            listening_before = await sessions_listening(connection, DELIVERIES_CHANNEL)
+            running = asyncio.create_task(runtime.new_delivery_loop().run(stop))
+
+            async def listening() -> bool:
+                now = await sessions_listening(connection, DELIVERIES_CHANNEL)
+                return now > listening_before
+
+            await wait_for(listening, 10, "the delivery loop to LISTEN")
+            # Its first pass found nothing; its next poll is a minute away.
+            await _fire_and_run(db, settings)
+
+            async def delivered() -> bool:
+                return [d.state for d in await _deliveries(db)] == ["delivered"]
+
+            await wait_for(delivered, 20, "the delivery to be sent")
+            stop.set()
+            await asyncio.wait_for(running, 10)
+    finally:
+        stop.set()
+        await runtime.close()
+    (got,) = receiver.received
+    assert got.event == "digest.ready" and got.signature_valid
