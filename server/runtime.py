@@ -453,6 +453,7 @@ class Runtime:
                 retry_base_seconds=s.digestd_delivery_retry_base_seconds,
                 retry_max_seconds=s.digestd_delivery_retry_max_seconds,
                 retention_days=s.digestd_delivery_retention_days,
+                public_url=s.digestd_public_url or "",
             ),
             self.database_url,
         )

@@ -154,6 +154,12 @@ class Settings(BaseSettings):
         ge=1,
         description="Delivered deliveries older than this are deleted by the workers (dead ones are kept until retried).",
     )
+    digestd_public_url: str | None = Field(
+        default=None,
+        description="The URL readers reach this server at (`https://digestd.example`, with its path "
+        "prefix if any): deliveries then link to the console's page of their digest, job or "
+        "catch-up. Unset = no link.",
+    )
     digestd_schedules_per_channel: int = Field(
         default=20, ge=1, description="Schedules one channel may have at most."
     )
@@ -415,6 +421,16 @@ class Settings(BaseSettings):
                     f"{name[:80]!r} is not a host name like digest.example or *.example.com"
                 )
         return spec
+
+    @field_validator("digestd_public_url")
+    @classmethod
+    def _public_url_is_http(cls, url: str | None) -> str | None:
+        """An http(s) URL with a host (a link a chat or a mail client will open), without its
+        trailing slash; empty is unset."""
+        url = (url or "").strip()
+        if url and not re.fullmatch(r"https?://[^\s/?#]+(/[^\s?#]*)?", url):
+            raise ValueError(f"{url[:80]!r} is not a URL like https://digestd.example")
+        return url.rstrip("/") or None
 
     @field_validator("digestd_cors_origins")
     @classmethod

@@ -23,6 +23,7 @@ from runner.delivery.contract import (
     Rejected,
     RetryLater,
 )
+from runner.delivery.links import LINK_TEXT
 from runner.delivery.markup import discord_units
 from runner.delivery.replies import (
     common_outcome,
@@ -43,7 +44,9 @@ SERVICE = "discord"
 
 
 def discord_parts(content: DeliveryContent, limit: int = DISCORD_CONTENT_CHARS) -> list[str]:
-    return split_units(discord_units(content.markdown, content.link), limit) or ["(empty digest)"]
+    return split_units(
+        discord_units(content.markdown, content.link, LINK_TEXT[content.event]), limit
+    ) or ["(empty digest)"]
 
 
 def discord_payload(text: str) -> dict[str, object]:

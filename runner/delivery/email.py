@@ -34,7 +34,8 @@ from runner.delivery.contract import (
     RetryLater,
     SendOutcome,
 )
-from runner.delivery.markup import html_body
+from runner.delivery.links import LINK_TEXT
+from runner.delivery.markup import html_body, safe_link
 from runner.delivery.webhook_post import address_policy
 from runner.documents.errors import FetchError
 from runner.documents.fetch import FetchPolicy, Resolver, resolve_checked
@@ -115,8 +116,14 @@ def build_message(content: DeliveryContent, settings: SmtpSettings) -> EmailMess
     message["To"] = ", ".join(settings.recipients)
     message["Date"] = formatdate(usegmt=True)
     message["Message-ID"] = message_id(content.delivery_id, settings.sender)
-    message.set_content(content.markdown or subject_of(content.title))
-    rendered = content.html or html_body(content.markdown, subject_of(content.title), content.link)
+    label = LINK_TEXT[content.event]
+    text = content.markdown or subject_of(content.title)
+    if target := safe_link(content.link):
+        text = f"{text.rstrip()}\n\n{label}: {target}\n"
+    message.set_content(text)
+    rendered = content.html or html_body(
+        content.markdown, subject_of(content.title), content.link, label
+    )
     message.add_alternative(rendered, subtype="html")
     return message
 

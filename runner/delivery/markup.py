@@ -100,6 +100,10 @@ def parse_markdown(markdown: str) -> list[Line]:
     return [parse_line(line) for line in markdown.splitlines()]
 
 
+# The words of a delivery's link when its sender is given none (runner/delivery/links.py).
+READ_DIGEST = "Read the full digest"
+
+
 def safe_link(url: str | None) -> str | None:
     """An http(s) URL with the characters that could end a Slack `<url|text>`, a Discord
     `[text](url)` or an HTML attribute percent-encoded; None for anything else."""
@@ -130,7 +134,7 @@ def _slack_spans(spans: tuple[Span, ...]) -> str:
     )
 
 
-def slack_units(markdown: str, link: str | None = None) -> list[str]:
+def slack_units(markdown: str, link: str | None = None, label: str = READ_DIGEST) -> list[str]:
     """The Markdown as Slack mrkdwn: headings bold lines, bullets `•`, footnotes `[n] ...`."""
     units: list[str] = []
     for line in parse_markdown(markdown):
@@ -148,7 +152,7 @@ def slack_units(markdown: str, link: str | None = None) -> list[str]:
             rendered = body
         units.append(rendered)
     if target := safe_link(link):
-        units += ["", f"<{target.replace('|', '%7C')}|Read the full digest>"]
+        units += ["", f"<{target.replace('|', '%7C')}|{slack_text(label)}>"]
     return units
 
 
@@ -181,7 +185,7 @@ def _discord_spans(spans: tuple[Span, ...]) -> str:
     )
 
 
-def discord_units(markdown: str, link: str | None = None) -> list[str]:
+def discord_units(markdown: str, link: str | None = None, label: str = READ_DIGEST) -> list[str]:
     """The Markdown as Discord Markdown: headings `#` to `###`, bullets, footnotes `[n] ...`."""
     units: list[str] = []
     for line in parse_markdown(markdown):
@@ -199,7 +203,8 @@ def discord_units(markdown: str, link: str | None = None) -> list[str]:
             rendered = _discord_spans(line.spans)
         units.append(rendered)
     if target := safe_link(link):
-        units += ["", f"[Read the full digest]({target.replace('(', '%28').replace(')', '%29')})"]
+        target = target.replace("(", "%28").replace(")", "%29")
+        units += ["", f"[{discord_text(label)}]({target})"]
     return units
 
 
@@ -215,7 +220,7 @@ def _html_spans(spans: tuple[Span, ...]) -> str:
     )
 
 
-def html_body(markdown: str, title: str, link: str | None = None) -> str:
+def html_body(markdown: str, title: str, link: str | None = None, label: str = READ_DIGEST) -> str:
     """A whole HTML document for an e-mail: headings, lists, paragraphs and a footnote list
     whose entries the markers link to. Every text is escaped; the only tags are these."""
     parts = [
@@ -253,6 +258,6 @@ def html_body(markdown: str, title: str, link: str | None = None) -> str:
             parts.append(f"<p>{body}</p>")
     close_list()
     if target := safe_link(link):
-        parts.append(f'<p><a href="{html.escape(target)}">Read the full digest</a></p>')
+        parts.append(f'<p><a href="{html.escape(target)}">{html.escape(label)}</a></p>')
     parts.append("</body></html>")
     return "\n".join(parts)

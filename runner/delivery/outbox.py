@@ -47,6 +47,8 @@ from runner.delivery.contract import (
     Sender,
     SendOutcome,
 )
+from runner.delivery.links import ConsoleLinks, delivery_link
+from runner.delivery.markup import safe_link
 from runner.exports.markdown import render_digest
 from runner.metrics import DELIVERY_ATTEMPTS
 from runner.supervision import Backoff, JobListener, describe_error, wait_any
@@ -84,6 +86,12 @@ class DeliveryConfig:
     retry_base_seconds: float = 10.0
     retry_max_seconds: float = 3600.0
     retention_days: int = 30
+    # The server's public URL (DIGESTD_PUBLIC_URL): deliveries link to its console; "" for none.
+    public_url: str = ""
+
+    @property
+    def links(self) -> ConsoleLinks | None:
+        return ConsoleLinks(self.public_url) if self.public_url else None
 
 
 def load_senders(
@@ -174,22 +182,31 @@ def _iso(value: Any) -> str | None:
     return None if value is None else str(value.isoformat())
 
 
-def delivery_content(delivery: Delivery, stored: Mapping[str, Any]) -> DeliveryContent:
-    """The contract's content of `delivery` from what its first attempt stored."""
+def delivery_content(
+    delivery: Delivery, stored: Mapping[str, Any], links: ConsoleLinks | None = None
+) -> DeliveryContent:
+    """The contract's content of `delivery` from what its first attempt stored, with the console
+    link of what it announces when the public URL is known (`link` in the JSON too, else null)."""
     delivery_id = str(delivery.delivery_id)
+    event = DeliveryEvent(delivery.event)
+    stored_payload = dict(stored["payload"])
+    link = safe_link(
+        delivery_link(links, event, delivery.digest_id, delivery.job_id, stored_payload)
+    )
     payload = {
-        **dict(stored["payload"]),
+        **stored_payload,
         "delivery_id": delivery_id,
         "event": delivery.event,
+        "link": link,
     }
     return DeliveryContent(
         delivery_id=delivery_id,
-        event=DeliveryEvent(delivery.event),
+        event=event,
         title=str(stored["title"]),
         markdown=str(stored["markdown"]),
         payload=payload,
         html=stored.get("html"),
-        link=stored.get("link"),
+        link=link,
     )
 
 
@@ -308,7 +325,7 @@ class DeliveryLoop:
             if stored is None:
                 stored = await render_content(connection, delivery)
                 await delivery_queries.set_delivery_content(connection, delivery.id, stored)
-        content = delivery_content(delivery, stored)
+        content = delivery_content(delivery, stored, self.config.links)
         try:
             outcome: SendOutcome = await sender.send(content, destination_of(target))
         except Exception as error:  # noqa: BLE001 - a sender's fault is a retry, its text unsaid

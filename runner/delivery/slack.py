@@ -24,6 +24,7 @@ from runner.delivery.contract import (
     Rejected,
     RetryLater,
 )
+from runner.delivery.links import LINK_TEXT
 from runner.delivery.markup import slack_units
 from runner.delivery.replies import (
     common_outcome,
@@ -40,7 +41,9 @@ SERVICE = "slack"
 
 
 def slack_parts(content: DeliveryContent, limit: int = SLACK_PART_CHARS) -> list[str]:
-    return split_units(slack_units(content.markdown, content.link), limit) or ["(empty digest)"]
+    return split_units(
+        slack_units(content.markdown, content.link, LINK_TEXT[content.event]), limit
+    ) or ["(empty digest)"]
 
 
 def slack_outcome(reply: Reply) -> RetryLater | Rejected | None:

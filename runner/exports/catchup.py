@@ -10,13 +10,13 @@ rendered from (runner/exports/html.py, json_export.py), footnoted alike."""
 
 from __future__ import annotations
 
-import base64
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from runner.catchup.ranking import EntryKind
 from runner.catchup.sections import CatchUp, ChannelSection, Citation, Entry
+from runner.core.global_ids import global_id
 from runner.core.markdown_text import escape_inline as md
 from runner.exports.model import ExportDocument, Footnote, Quote, Section, Sentence
 from runner.grounding.footnotes import footnote_line
@@ -121,11 +121,6 @@ def catch_up_markdown(catch_up: CatchUp) -> str:
     return "\n\n".join(blocks) + "\n"
 
 
-def _global_id(type_name: str, row_id: int) -> str:
-    """schema.types.ids.global_id's spelling, without the runner importing the schema layer."""
-    return base64.b64encode(f"{type_name}:{row_id}".encode()).decode("ascii")
-
-
 def _iso(moment: datetime | None) -> str | None:
     return moment.astimezone(UTC).isoformat() if moment else None
 
@@ -183,7 +178,7 @@ def catch_up_document(catch_up: CatchUp) -> ExportDocument:
                         "kind": entry.kind.name,
                         "text": entry.text,
                         "at": _iso(entry.at),
-                        "itemId": _global_id("TrackedItem", entry.item_id)
+                        "itemId": global_id("TrackedItem", entry.item_id)
                         if entry.item_id is not None
                         else None,
                         "status": entry.status.upper() if entry.status else None,
@@ -195,7 +190,7 @@ def catch_up_document(catch_up: CatchUp) -> ExportDocument:
                 sections.append(Section(kind.name, heading, tuple(told), bullets=True, level=3))
         channels.append(
             {
-                "channelId": _global_id("Channel", section.channel.channel_id),
+                "channelId": global_id("Channel", section.channel.channel_id),
                 "channelName": section.channel.name,
                 "serverName": section.channel.server_name,
                 "since": _iso(section.channel.since),
@@ -230,7 +225,7 @@ def catch_up_document(catch_up: CatchUp) -> ExportDocument:
     )
     return ExportDocument(
         kind="catchup",
-        id=_global_id("Person", catch_up.person_id) if catch_up.person_id is not None else "",
+        id=global_id("Person", catch_up.person_id) if catch_up.person_id is not None else "",
         row_id=catch_up.person_id or 0,
         title=f"Catch-up for {catch_up.person}",
         created_at=catch_up.generated_at,

@@ -10,7 +10,6 @@ prints: the digest's rendered by runner.exports.markdown, the report's stored wi
 
 from __future__ import annotations
 
-import base64
 import re
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
@@ -26,6 +25,7 @@ from db.models import (
 )
 from db.models import Report as ReportRow
 from runner.catchup import store as catchups
+from runner.core.global_ids import global_id
 from runner.digests.periods import stored_heading
 from runner.exports import html, json_export
 from runner.exports.catchup import catch_up_document, catch_up_markdown
@@ -116,11 +116,6 @@ async def _markdown(connection: asyncpg.Connection, kind: ExportKind, row_id: in
     if await digest_queries.digest_by_id(connection, row_id) is None:
         return None
     return await render_digest(connection, row_id)
-
-
-def _global_id(type_name: str, row_id: int) -> str:
-    """schema.types.ids.global_id's spelling, without the runner importing the schema layer."""
-    return base64.b64encode(f"{type_name}:{row_id}".encode()).decode("ascii")
 
 
 def _iso(moment: datetime | None) -> str | None:
@@ -284,7 +279,7 @@ async def load_digest(connection: asyncpg.Connection, digest_id: int) -> ExportD
     footnotes = tuple(replace(note, channel=channel) for note in footnotes)
     return ExportDocument(
         kind="digest",
-        id=_global_id(DIGEST_TYPE, digest.id),
+        id=global_id(DIGEST_TYPE, digest.id),
         row_id=digest.id,
         title=digest.title,
         created_at=digest.created_at,
@@ -364,7 +359,7 @@ def report_document(row: ReportRow) -> ExportDocument:
     )
     return ExportDocument(
         kind="report",
-        id=_global_id(REPORT_TYPE, row.id),
+        id=global_id(REPORT_TYPE, row.id),
         row_id=row.id,
         title=row.title,
         created_at=row.created_at,

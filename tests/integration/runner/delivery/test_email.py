@@ -92,7 +92,8 @@ async def test_a_digest_arrives_over_starttls_with_both_parts(
     html = message.get_body(("html",))
     assert plain is not None and html is not None
     # SMTP carries CRLF line ends; the text is the digest's Markdown, line for line.
-    assert plain.get_content().replace("\r\n", "\n").rstrip("\n") == long_digest(5)
+    text = plain.get_content().replace("\r\n", "\n").rstrip("\n")
+    assert text == long_digest(5).rstrip() + "\n\nRead the full digest: https://digestd.example/d/7"
     body = html.get_content()
     assert "<h1>ops-team &lt;!channel&gt; digest</h1>" in body
     assert "<li>Item 3: rotate the &lt;@U00003&gt; key &amp; tell *everyone* @here" in body

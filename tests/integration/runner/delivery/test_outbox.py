@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from urllib.parse import quote
 
 import asyncpg
 import pytest
@@ -23,6 +24,7 @@ from runner.delivery.store import DestinationSpec, create_destination
 from runner.delivery.webhook import WebhookSender
 from runner.schedules import store as schedules
 from runner.schedules.tick import fire_due_schedules
+from schema.types.ids import DIGEST, global_id
 from server.metrics import DELIVERIES
 from server.runtime import Runtime
 from server.settings import Settings
@@ -44,6 +46,7 @@ def _loop(
     pool: asyncpg.Pool,
     senders: dict[DestinationKind, Sender] | None = None,
     worker_id: str = "test-worker",
+    public_url: str = "",
 ) -> DeliveryLoop:
     return DeliveryLoop(
         pool,
@@ -54,6 +57,7 @@ def _loop(
             lease_seconds=30,
             retry_base_seconds=0.2,
             retry_max_seconds=0.4,
+            public_url=public_url,
         ),
     )
 
@@ -142,6 +146,7 @@ async def test_a_schedules_digest_is_delivered_once_signed_with_its_delivery_id(
     assert got.event == "digest.ready"
     assert got.body["digest"]["id"] == delivered.digest_id
     assert got.body["markdown"].startswith("# ops")
+    assert got.body["link"] is None  # no DIGESTD_PUBLIC_URL: no link
     async with db.acquire() as connection:
         # Sent, its content is not kept; delivered rows go after the retention period.
         assert await connection.fetchval("SELECT content IS NULL FROM deliveries")
@@ -366,3 +371,18 @@ async def test_a_queued_delivery_wakes_the_loop_long_before_its_next_poll(
         await runtime.close()
     (got,) = receiver.received
     assert got.event == "digest.ready" and got.signature_valid
+
+
+async def test_a_delivery_links_to_its_digest_in_the_console_under_the_public_url(
+    db: asyncpg.Pool, settings: Settings
+) -> None:
+    receiver = Receiver(SECRET)
+    async with serving(receiver) as port:
+        await _destination(db, port)
+        await _scheduled_channel(db, "ops", "hook")
+        await _fire_and_run(db, settings)
+        (row,) = await _drain(_loop(db, public_url="https://digestd.example/team"), db)
+    (got,) = receiver.received
+    assert row.digest_id is not None
+    digest_id = quote(global_id(DIGEST, row.digest_id), safe="")
+    assert got.body["link"] == f"https://digestd.example/team/#/digest/{digest_id}"
