@@ -5,8 +5,9 @@ Two lanes:
   process pool, which also lets chunks use the machine's other cores. The pool is created once
   per process on first use (`spawn`: children start clean, holding no socket or lock of the
   parent) and sized by DIGESTD_EXTRACT_PROCESSES (unset = min(2, CPUs); 0 = one thread instead).
-- `run_light`: shorter steps (validation, cutting the next chunk) in a thread: their inputs are
-  big to send to a process, and a thread already hands the loop the GIL every few milliseconds.
+- `run_light`: shorter steps (validation, cutting the next chunk, finding personal data in a
+  model request) in a thread: their inputs are big to send to a process, and a thread already
+  hands the loop the GIL every few milliseconds.
 
 The functions are pure and their inputs are plain data, so the results are identical wherever
 they run. `set_inline(True)` runs both lanes on the loop, as before, for benchmarks and

@@ -40,7 +40,7 @@ from runner.llm.limits import ContextOverflow, parse_context_overflow
 from runner.llm.redaction import (
     RedactionSession,
     current_session,
-    redact_request,
+    redact_request_off_loop,
     restore_completion,
 )
 from runner.metrics import LLM_CALLS, LLM_ERRORS, LLM_TOKENS, REDACTIONS, endpoint_label
@@ -304,7 +304,7 @@ class ResilientCaller:
         completion returned has the originals back (runner.llm.redaction)."""
         session = _redaction_session(self.config)
         if session is not None:
-            request = redact_request(request, session)
+            request = await redact_request_off_loop(request, session)
         secrets = self.config.secrets()
         endpoint = endpoint_label(self.config.endpoint)
         model = str(request.get("model", ""))

@@ -32,7 +32,7 @@ import httpx
 
 from runner.llm.bounds import known_server
 from runner.llm.budget import request_pieces
-from runner.llm.redaction import RedactionSession
+from runner.llm.redaction import RedactionSession, redact_texts_off_loop
 
 logger = logging.getLogger(__name__)
 
@@ -148,7 +148,7 @@ async def native_request_tokens(
         return None
     overhead, pieces = request_pieces(messages, tools)
     if redaction is not None:
-        pieces = [redaction.redact(piece) for piece in pieces]
+        pieces = await redact_texts_off_loop(pieces, redaction)
     unique = list(dict.fromkeys(pieces))
     counts: dict[str, int | None] = {}
     if not state.answered:

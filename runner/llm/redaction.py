@@ -22,7 +22,10 @@ a placeholder anywhere in a string (inside a longer quote) and in JSON's `\\u00a
 
 A `RedactionSession` holds one job's placeholders and counts; `redaction_scope` makes it the
 session of every model call in the running task and the tasks it starts
-(`runner.llm.client.ResilientCaller` reads it). Originals are never logged.
+(`runner.llm.client.ResilientCaller` reads it). The model client redacts with
+`redact_request_off_loop`: detection, the CPU-bound part, runs in a thread
+(runner.core.offload.run_light) and the placeholders are given out on the loop in request order,
+so the result is what `redact_request` gives. Originals are never logged.
 """
 
 from __future__ import annotations
@@ -34,13 +37,15 @@ import json
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import phonenumbers
 from openai.types.chat import ChatCompletion
+
+from runner.core.offload import run_light
 
 RedactMode = Literal["auto", "always", "never"]
 
@@ -284,10 +289,10 @@ class RedactionSession:
         """Distinct values hidden from the model, by kind."""
         return {kind: self.counts[kind] for kind in KINDS if self.counts[kind]}
 
-    def redact(self, text: str) -> str:
+    def redact(self, text: str, spans: list[Span] | None = None) -> str:
         """`text` with every detected value replaced by its placeholder; unchanged (the same
-        string) when nothing is found."""
-        spans = detect(text)
+        string) when nothing is found. `spans`: `detect(text)`, when already run elsewhere."""
+        spans = detect(text) if spans is None else spans
         if not spans:
             return text
         parts: list[str] = []
@@ -319,13 +324,7 @@ class RedactionSession:
 
     def redact_value(self, value: Any) -> Any:
         """Every string inside a JSON-like value redacted (keys too: they may be data)."""
-        if isinstance(value, str):
-            return self.redact(value)
-        if isinstance(value, list):
-            return [self.redact_value(item) for item in value]
-        if isinstance(value, dict):
-            return {self.redact_value(k): self.redact_value(v) for k, v in value.items()}
-        return value
+        return _map_strings(value, self.redact)
 
     def restore_value(self, value: Any) -> Any:
         """Every string inside a JSON-like value restored."""
@@ -338,22 +337,33 @@ class RedactionSession:
         return value
 
 
-def _redact_arguments(arguments: Any, session: RedactionSession) -> Any:
-    """Tool-call arguments echoed back to the model (a re-ask): a JSON string redacted value
+def _map_strings(value: Any, change: Callable[[str], str]) -> Any:
+    """`value` (JSON-like) with `change` applied to every string in it, keys too."""
+    if isinstance(value, str):
+        return change(value)
+    if isinstance(value, list):
+        return [_map_strings(item, change) for item in value]
+    if isinstance(value, dict):
+        return {_map_strings(k, change): _map_strings(v, change) for k, v in value.items()}
+    return value
+
+
+def _map_arguments(arguments: Any, change: Callable[[str], str]) -> Any:
+    """Tool-call arguments echoed back to the model (a re-ask): a JSON string changed value
     by value, so an escape sequence is never read as part of a value."""
     if not isinstance(arguments, str):
-        return session.redact_value(arguments)
+        return _map_strings(arguments, change)
     try:
         parsed = json.loads(arguments)
     except json.JSONDecodeError:
-        return session.redact(arguments)
-    return json.dumps(session.redact_value(parsed), ensure_ascii=False)
+        return change(arguments)
+    return json.dumps(_map_strings(parsed, change), ensure_ascii=False)
 
 
-def redact_request(request: dict[str, Any], session: RedactionSession) -> dict[str, Any]:
-    """A chat request with the data in its messages redacted. The system prompts (ours, the
-    same in every request) and the tool schemas are left as they are; the input is not
-    changed."""
+def _map_request(request: dict[str, Any], change: Callable[[str], str]) -> dict[str, Any]:
+    """A chat request with `change` applied to the data in its messages. The system prompts
+    (ours, the same in every request) and the tool schemas are left as they are; the input is
+    not changed."""
     messages: list[Any] = []
     for message in request.get("messages", []):
         if not isinstance(message, dict) or message.get("role") == "system":
@@ -362,21 +372,58 @@ def redact_request(request: dict[str, Any], session: RedactionSession) -> dict[s
         copied = dict(message)
         content = copied.get("content")
         if isinstance(content, str):
-            copied["content"] = session.redact(content)
+            copied["content"] = change(content)
         elif isinstance(content, list):
-            copied["content"] = session.redact_value(content)
+            copied["content"] = _map_strings(content, change)
         if isinstance(copied.get("tool_calls"), list):
             calls = []
             for call in copied["tool_calls"]:
                 call = dict(call)
                 function = dict(call.get("function") or {})
                 if "arguments" in function:
-                    function["arguments"] = _redact_arguments(function["arguments"], session)
+                    function["arguments"] = _map_arguments(function["arguments"], change)
                 call["function"] = function
                 calls.append(call)
             copied["tool_calls"] = calls
         messages.append(copied)
     return {**request, "messages": messages}
+
+
+def redact_request(request: dict[str, Any], session: RedactionSession) -> dict[str, Any]:
+    """A chat request with the data in its messages redacted (system prompts and tool schemas
+    left as they are); the input is not changed. On the calling thread: see
+    `redact_request_off_loop` for the event loop."""
+    return _map_request(request, session.redact)
+
+
+def detect_all(texts: Sequence[str]) -> list[list[Span]]:
+    """`detect` of each text: the CPU-bound part of redaction, pure, run off the event loop."""
+    return [detect(text) for text in texts]
+
+
+async def redact_texts_off_loop(texts: Sequence[str], session: RedactionSession) -> list[str]:
+    """`[session.redact(text) for text in texts]`, the detection (about 30 ms for a chunk) in a
+    thread so the loop keeps serving heartbeats and the API. The placeholders are given out
+    here, on the loop, in the order of `texts`: the result is the one `session.redact` gives."""
+    unique = list(dict.fromkeys(texts))
+    found = dict(zip(unique, await run_light(detect_all, unique), strict=True))
+    return [session.redact(text, found[text]) for text in texts]
+
+
+async def redact_request_off_loop(
+    request: dict[str, Any], session: RedactionSession
+) -> dict[str, Any]:
+    """`redact_request`, the same result, with the detection off the event loop."""
+    texts: list[str] = []
+
+    def collect(text: str) -> str:
+        texts.append(text)
+        return text
+
+    _map_request(request, collect)
+    redacted = iter(await redact_texts_off_loop(texts, session))
+    # The same walk again, in the same order: each string meets its own redaction.
+    return _map_request(request, lambda _text: next(redacted))
 
 
 def restore_completion(response: ChatCompletion, session: RedactionSession) -> None:

@@ -5,20 +5,27 @@ JSON's escaped form), and the endpoint policy of DIGESTD_REDACT."""
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
 import pytest
 
+from runner.core.chunks import chunk_messages
+from runner.llm import redaction
 from runner.llm.config import LLMConfig
+from runner.llm.fake import FakeLLM
 from runner.llm.redaction import (
     RedactionSession,
+    Span,
     detect,
     is_loopback_endpoint,
     luhn_valid,
     redact_request,
+    redact_request_off_loop,
     redaction_enabled,
     redaction_scope,
 )
+from tests.support.llm import make_extractor, make_window, scripted
 
 GITHUB_TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 SLACK_TOKEN = "xoxb-2048-1234567890-" + "AbCdEfGhIjKlMnOp"
@@ -135,10 +142,9 @@ def test_placeholders_are_restored_inside_longer_quotes_and_escaped_json() -> No
     assert session.restore_json(literal) == literal
 
 
-def test_requests_are_redacted_except_the_system_prompt() -> None:
-    session = RedactionSession()
+def _request() -> dict[str, Any]:
     echoed = json.dumps({"quote": "eve@example.com"}, ensure_ascii=False)
-    request: dict[str, Any] = {
+    return {
         "model": "m",
         "messages": [
             {"role": "system", "content": "Example: admin@example.com"},
@@ -153,6 +159,11 @@ def test_requests_are_redacted_except_the_system_prompt() -> None:
         ],
         "tools": [{"type": "function"}],
     }
+
+
+def test_requests_are_redacted_except_the_system_prompt() -> None:
+    session = RedactionSession()
+    request = _request()
     sent = redact_request(request, session)
     assert sent["messages"][0] == request["messages"][0]
     assert sent["messages"][1]["content"] == "<message>«EMAIL_1» &amp; «IP_1»</message>"
@@ -206,3 +217,58 @@ def test_a_pasted_private_key_is_hidden_line_by_line_and_restored_exactly() -> N
     assert kinds(cut) == [("token", PEM_LINES[0])]
     # A public key or a certificate is not a secret.
     assert kinds(PEM.replace("PRIVATE KEY", "PUBLIC KEY")) == []
+
+
+async def test_off_the_loop_a_request_is_redacted_exactly_as_on_it() -> None:
+    """The same placeholders, given in the same order, the same counts: only where the
+    detection runs differs."""
+    request = _request()
+    request["messages"].append(
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": f"call +1 415 555 0132, token {GITHUB_TOKEN}"},
+                {"type": "text", "text": "bob@example.org then eve@example.com again"},
+            ],
+        }
+    )
+    on_loop, off_loop = RedactionSession(), RedactionSession()
+    for _ in range(2):  # the second time, every value has its placeholder already
+        expected = redact_request(request, on_loop)
+        assert await redact_request_off_loop(request, off_loop) == expected
+    assert (
+        off_loop.redaction_counts()
+        == on_loop.redaction_counts()
+        == {
+            "email": 2,
+            "phone": 1,
+            "token": 1,
+            "ip": 1,
+        }
+    )
+    assert off_loop.restore(json.dumps(expected)) == on_loop.restore(json.dumps(expected))
+    assert request["messages"][1]["content"].startswith("<message>eve@")  # input untouched
+
+
+async def test_a_model_call_detects_personal_data_off_the_event_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Detection (about 30 ms for a chunk) runs in a thread: the loop keeps answering
+    heartbeats and the API meanwhile. The model still sees placeholders only."""
+    detected_in: dict[str, int] = {}
+
+    def recording_detect(text: str) -> list[Span]:
+        detected_in[text] = threading.get_ident()
+        return detect(text)
+
+    monkeypatch.setattr(redaction, "detect", recording_detect)
+    window = make_window(["mail eve@example.com about the outage", "call +1 415 555 0132 now"])
+    endpoint = FakeLLM(scripted())
+    extractor = make_extractor(endpoint, redact="always")
+    with redaction_scope() as session:
+        await extractor.extract_chunk(chunk_messages(list(window.messages), 4000)[0], [])
+    sent = json.dumps(endpoint.requests[0]["messages"], ensure_ascii=False)
+    assert "eve@example.com" not in sent and "«EMAIL_1»" in sent and "«PHONE_1»" in sent
+    assert session.redaction_counts() == {"email": 1, "phone": 1}
+    (user_text,) = [text for text in detected_in if "eve@example.com" in text]
+    assert detected_in[user_text] != threading.get_ident()
