@@ -115,3 +115,16 @@ async def catch_up_items(
         QUERIES["catch_up_items"], person_id, channel_ids, since, default_since, limit
     )
     return as_rows(CatchUpItem, records)
+
+
+async def catch_up_cited_messages(
+    connection: asyncpg.Connection, pairs: list[tuple[int, str]]
+) -> list[CatchUpMessage]:
+    """The messages named by (channel id, external id) `pairs`, each once; a pair naming no
+    message (deleted meanwhile) has none."""
+    records = await connection.fetch(
+        QUERIES["catch_up_cited_messages"],
+        [channel_id for channel_id, _ in pairs],
+        [external_id for _, external_id in pairs],
+    )
+    return as_rows(CatchUpMessage, records)

@@ -1393,6 +1393,13 @@ WHERE ($2::bigint[] IS NULL OR i.channel_id = ANY($2::bigint[]))
            AND i.said_at > coalesce($3::timestamptz, r.read_until, $4::timestamptz)))
 ORDER BY i.said_at DESC, i.id DESC
 LIMIT $5;
+-- name: catch_up_cited_messages
+-- The messages (at their current revision) of the pairs ($1 channel id, $2 external id): those
+-- the items of a catch-up cite, each read once.
+SELECT DISTINCT m.id, m.channel_id, m.external_id, m.author, m.ts, m.revision, m.normalized_text
+FROM unnest($1::bigint[], $2::text[]) AS k(channel_id, external_id)
+JOIN messages m ON m.channel_id = k.channel_id AND m.external_id = k.external_id;
+
 -- Deliveries (db/deliveries.py; migration 0016). Destinations and their secrets, the links of
 -- schedules to destinations, and the outbox: enqueue_job_deliveries runs in the transaction
 -- that ends a job; the workers' delivery loop claims, and records each attempt.

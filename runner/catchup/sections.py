@@ -1,7 +1,8 @@
 """A catch-up's sections, one per channel, from plain rows: which messages name the person, which
 open questions were put to them, which open action items they own, which decisions were said
-since, each entry cited by the message it rests on with a verbatim quote of it; then the
-channels ranked (runner/catchup/ranking.py).
+since, each entry cited by the messages it rests on (for an item, every message its pointers
+name, in their order) with a verbatim quote of each; then the channels ranked
+(runner/catchup/ranking.py).
 
 A question was put to the person when the message it was asked in names them or replies to a
 message of theirs, and they did not ask it. An action item is theirs when its owner is one of
@@ -44,7 +45,8 @@ class SaidMessage:
 
 @dataclass(frozen=True)
 class WeighedItem:
-    """A tracked item a catch-up weighs, with the message it was first said in (None: gone)."""
+    """A tracked item a catch-up weighs, with the message it was first said in (None: gone)
+    and every message its pointers name, in their order (`cites`; empty: only `said_in`)."""
 
     id: int
     channel_id: int
@@ -55,6 +57,7 @@ class WeighedItem:
     said_at: datetime
     said_in: SaidMessage | None
     replied_author: str | None
+    cites: tuple[SaidMessage, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -139,13 +142,19 @@ def citation(message: SaidMessage, span: tuple[int, int]) -> Citation:
 
 
 def _item_entry(item: WeighedItem, kind: EntryKind, handles: Handles) -> Entry:
-    cited: tuple[Citation, ...] = ()
-    if item.said_in is not None and item.said_in.text:
-        named = handles.mentions(item.channel_id, item.said_in.text)
-        span = quote_span(item.said_in.text, named, kind == EntryKind.QUESTION, item.text)
+    """The item's entry, citing each message its pointers name (in their order, each once)."""
+    said = item.cites or ((item.said_in,) if item.said_in is not None else ())
+    cited: list[Citation] = []
+    seen: set[int] = set()
+    for message in said:
+        if not message.text or message.row_id in seen:
+            continue
+        seen.add(message.row_id)
+        named = handles.mentions(item.channel_id, message.text)
+        span = quote_span(message.text, named, kind == EntryKind.QUESTION, item.text)
         if span[1] > span[0]:
-            cited = (citation(item.said_in, span),)
-    return Entry(kind, item.text, item.said_at, cited, item.id, item.status, item.owner)
+            cited.append(citation(message, span))
+    return Entry(kind, item.text, item.said_at, tuple(cited), item.id, item.status, item.owner)
 
 
 def _item_kind(item: WeighedItem, handles: Handles) -> EntryKind | None:

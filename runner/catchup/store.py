@@ -143,7 +143,8 @@ def _said(row: CatchUpMessage) -> SaidMessage:
     )
 
 
-def _weighed(row: CatchUpItem) -> WeighedItem:
+def _weighed(row: CatchUpItem, cited: dict[tuple[int, str], SaidMessage]) -> WeighedItem:
+    """The item as the sections weigh it; `cited`: the messages its pointers may name."""
     said = None
     if row.message_row_id is not None and row.message_text is not None:
         said = SaidMessage(
@@ -165,6 +166,11 @@ def _weighed(row: CatchUpItem) -> WeighedItem:
         row.said_at,
         said,
         row.replied_author,
+        tuple(
+            cited[(row.channel_id, external_id)]
+            for external_id in dict.fromkeys(row.message_ids)
+            if (row.channel_id, external_id) in cited
+        ),
     )
 
 
@@ -211,7 +217,15 @@ async def catch_up(
         )
         for row in await channel_queries.channels_by_ids(connection, seen)
     }
-    found = sections(handles, channels, [_said(m) for m in messages], [_weighed(i) for i in items])
+    pairs = sorted(
+        {(row.channel_id, external_id) for row in items for external_id in row.message_ids}
+    )
+    cited = {
+        (m.channel_id, m.external_id): _said(m)
+        for m in await people_queries.catch_up_cited_messages(connection, pairs)
+    }
+    weighed = [_weighed(item, cited) for item in items]
+    found = sections(handles, channels, [_said(m) for m in messages], weighed)
     return CatchUp(
         person=person.name if person else checked_name(name),
         person_id=person_id,
