@@ -1,4 +1,4 @@
-"""Workers run in the test: a job triggered and run once, its row, settings for the LLM extractor, a slow fake model, and a wait for a condition."""
+"""Workers run in the test: a job triggered and run once, queued jobs run, its row, settings for the LLM extractor, a slow fake model, and a wait for a condition."""
 
 from __future__ import annotations
 
@@ -71,6 +71,18 @@ async def run_one_job(pool: asyncpg.Pool, runtime_settings: Settings, channel_id
     finally:
         await runtime.close()
     return job_id
+
+
+async def run_queued_jobs(runtime_settings: Settings, count: int = 1) -> None:
+    """Let one worker of a fresh runtime process `count` jobs already queued (each must be)."""
+    runtime = Runtime(runtime_settings)
+    await runtime.open()
+    try:
+        worker = runtime.new_worker()
+        for _ in range(count):
+            assert await worker.run_once()
+    finally:
+        await runtime.close()
 
 
 async def job_row(pool: asyncpg.Pool, job_id: int) -> DigestJob:

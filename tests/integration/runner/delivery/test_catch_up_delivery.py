@@ -17,14 +17,13 @@ from runner.delivery.markup import ZERO_WIDTH_SPACE, discord_units, slack_units
 from runner.delivery.outbox import DeliveryConfig, DeliveryLoop
 from runner.delivery.slack import SlackSender
 from runner.importers.ingest import import_path
-from schema import build_schema
-from schema.context import ApiConfig, Context, Role
+from schema.context import Role
 from schema.types.ids import CHANNEL, global_id
 from tests.support.chat_webhooks import discord_webhook, slack_webhook
 from tests.support.database import add_channel, messages
 from tests.support.digests import digest_once
 from tests.support.paths import shared_data
-from tests.support.schema import gql
+from tests.support.schema import gql, gql_as
 from tests.support.worker import wait_for
 
 CREATE = """
@@ -45,17 +44,6 @@ SINCE = "2000-01-01T00:00:00Z"
 PING = "@alice can you review the bridge fix today @everyone <@123456789012345678>?"
 
 
-async def _admin(pool: asyncpg.Pool, query: str, **variables: Any) -> dict[str, Any]:
-    result = await build_schema().execute(
-        query,
-        variable_values=variables,
-        context_value=Context(pool=pool, role=Role.ADMIN, config=ApiConfig()),
-    )
-    assert result.errors is None, result.errors
-    assert result.data is not None
-    return result.data
-
-
 async def _alice_in_a_real_channel(pool: asyncpg.Pool, database_url: str) -> None:
     report = await import_path(
         pool, shared_data("chat/discord/komodo_cc-general_48.csv"), channel="komodo"
@@ -68,6 +56,13 @@ async def _alice_in_a_real_channel(pool: asyncpg.Pool, database_url: str) -> Non
         linked = await gql(pool, LINK, p="alice", h=handle, c=global_id(CHANNEL, channel))
         assert linked["linkHandle"]["__typename"] == "Person"
     await add_channel(pool, "ops", messages([("bob", PING)]))
+
+
+async def _destination(pool: asyncpg.Pool, name: str, kind: str, url: str) -> None:
+    """A chat webhook destination created through the API, as an admin does."""
+    spec = {"name": name, "kind": kind, "secrets": [{"key": "url", "value": url}]}
+    created = (await gql_as(Role.ADMIN, pool, CREATE, input=spec))["createDestination"]
+    assert created["__typename"] == "Destination", created
 
 
 def _loop(pool: asyncpg.Pool) -> DeliveryLoop:
@@ -113,14 +108,7 @@ async def test_alices_catch_up_reaches_a_slack_dm_once_with_its_citations(
 ) -> None:
     await _alice_in_a_real_channel(db, database_url)
     async with slack_webhook() as slack:
-        spec = {
-            "name": "alice-dm",
-            "kind": "SLACK",
-            "secrets": [{"key": "url", "value": slack.url}],
-        }
-        assert (await _admin(db, CREATE, input=spec))["createDestination"]["__typename"] == (
-            "Destination"
-        )
+        await _destination(db, "alice-dm", "SLACK", slack.url)
         unknown = (await gql(db, DELIVER, p="alice", d="nowhere"))["deliverCatchUp"]
         assert unknown["reason"] == "unknown_destination"
         queued, markdown = await _queue(db, "alice-dm")
@@ -157,14 +145,7 @@ async def test_alices_catch_up_on_discord_cannot_ping_anyone(
 ) -> None:
     await _alice_in_a_real_channel(db, database_url)
     async with discord_webhook() as discord:
-        spec = {
-            "name": "alice-discord",
-            "kind": "DISCORD",
-            "secrets": [{"key": "url", "value": discord.url}],
-        }
-        assert (await _admin(db, CREATE, input=spec))["createDestination"]["__typename"] == (
-            "Destination"
-        )
+        await _destination(db, "alice-discord", "DISCORD", discord.url)
         queued, markdown = await _queue(db, "alice-discord")
         (row,) = await _drain(_loop(db), db)
         received = list(discord.received)

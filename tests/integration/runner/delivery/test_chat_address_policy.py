@@ -11,29 +11,23 @@ import asyncpg
 import httpx
 import pytest
 
-from db import deliveries as delivery_queries
 from runner.delivery.contract import (
-    DeliveryContent,
-    DeliveryEvent,
     Destination,
     DestinationKind,
     Rejected,
     Sender,
 )
 from runner.delivery.discord import DiscordSender
-from runner.delivery.outbox import DeliveryConfig, DeliveryLoop, load_senders
+from runner.delivery.outbox import load_senders
 from runner.delivery.slack import SlackSender
-from runner.delivery.store import DestinationSpec, create_destination
+from runner.delivery.store import DestinationSpec
 from runner.delivery.webhook import WebhookSender
 from tests.support.chat_webhooks import discord_webhook, slack_webhook
+from tests.support.deliveries import digest_content, one_pass_over
 from tests.support.servers import resolving_to
 
 SLACK_URL = "https://hooks.slack.example/services/T000/B000/xoxb-secret-token"
 DISCORD_URL = "https://discord.example/api/webhooks/1234/discord-secret-token"
-
-
-def _content() -> DeliveryContent:
-    return DeliveryContent("dlv-1", DeliveryEvent.DIGEST_READY, "ops", "# ops", {})
 
 
 class _RecordingClient:
@@ -62,7 +56,9 @@ async def test_a_chat_webhook_resolving_to_a_forbidden_address_is_refused_unsent
         else:
             sender = DiscordSender(recording.client, resolver=resolve)
             url = DISCORD_URL
-        outcome = await sender.send(_content(), Destination(1, "team", kind, secrets={"url": url}))
+        outcome = await sender.send(
+            digest_content(), Destination(1, "team", kind, secrets={"url": url})
+        )
     assert outcome == Rejected(f"{kind.value} webhook address is not allowed")
     assert "secret" not in outcome.reason and "example" not in outcome.reason
     assert asked == [httpx.URL(url).host]
@@ -74,7 +70,8 @@ async def test_metadata_and_link_local_are_refused_even_when_private_is_allowed(
         _, resolve = resolving_to(address)
         sender = SlackSender(allow_private=True, resolver=resolve)
         outcome = await sender.send(
-            _content(), Destination(1, "team", DestinationKind.SLACK, secrets={"url": SLACK_URL})
+            digest_content(),
+            Destination(1, "team", DestinationKind.SLACK, secrets={"url": SLACK_URL}),
         )
         assert outcome == Rejected("slack webhook address is not allowed"), address
 
@@ -87,12 +84,12 @@ async def test_a_local_receiver_is_reached_only_when_private_addresses_are_allow
         ):
             senders = load_senders(WebhookSender())
             refused = await senders[kind].send(
-                _content(), Destination(1, "t", kind, secrets={"url": url})
+                digest_content(), Destination(1, "t", kind, secrets={"url": url})
             )
             assert refused == Rejected(f"{kind.value} webhook address is not allowed")
             allowed = load_senders(WebhookSender(), allow_private=True)
             sent = await allowed[kind].send(
-                _content(), Destination(1, "t", kind, secrets={"url": url})
+                digest_content(), Destination(1, "t", kind, secrets={"url": url})
             )
             assert not isinstance(sent, Rejected)
         assert len(slack.received) == 1 and len(discord.received) == 1
@@ -105,25 +102,10 @@ async def test_the_outbox_marks_a_slack_destination_on_a_forbidden_address_dead(
         "metadata": "https://169.254.169.254/services/T000/B000/xoxb-secret-token",
         "private": "https://10.0.0.1/services/T000/B000/xoxb-secret-token",
     }
-    async with db.acquire() as connection:
-        for name, url in urls.items():
-            created = await create_destination(
-                connection, DestinationSpec(name, "slack", {}, {"url": url})
-            )
-            await connection.execute(
-                "INSERT INTO deliveries (destination_id, event) VALUES ($1, 'job.failed')",
-                created.id,
-            )
-    loop = DeliveryLoop(
-        db, load_senders(WebhookSender()), DeliveryConfig(worker_id="policy", max_attempts=3)
+    specs = [DestinationSpec(name, "slack", {}, {"url": url}) for name, url in urls.items()]
+    assert (
+        await one_pass_over(db, specs) == [("dead", 1, "slack webhook address is not allowed")] * 2
     )
-    assert await loop.deliver_due() == 2
-    async with db.acquire() as connection:
-        ids = [r["id"] for r in await connection.fetch("SELECT id FROM deliveries ORDER BY id")]
-        rows = await delivery_queries.deliveries_by_ids(connection, ids)
-    assert [(row.state, row.attempts, row.last_error) for row in rows] == [
-        ("dead", 1, "slack webhook address is not allowed")
-    ] * 2
 
 
 async def test_no_chat_webhook_url_reaches_the_logs(caplog: pytest.LogCaptureFixture) -> None:
@@ -134,7 +116,9 @@ async def test_no_chat_webhook_url_reaches_the_logs(caplog: pytest.LogCaptureFix
             (DestinationKind.DISCORD, discord.url),
         ):
             sender = load_senders(WebhookSender(), allow_private=True)[kind]
-            sent = await sender.send(_content(), Destination(1, "t", kind, secrets={"url": url}))
+            sent = await sender.send(
+                digest_content(), Destination(1, "t", kind, secrets={"url": url})
+            )
             assert not isinstance(sent, Rejected)
         tokens = (slack.token, discord.token)
     assert len(slack.received) == 1 and len(discord.received) == 1

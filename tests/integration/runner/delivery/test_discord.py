@@ -12,8 +12,6 @@ import pytest
 
 from runner.delivery.contract import (
     Delivered,
-    DeliveryContent,
-    DeliveryEvent,
     Destination,
     DestinationKind,
     Rejected,
@@ -28,17 +26,8 @@ from tests.support.chat_webhooks import (
     discord_webhook,
     long_digest,
 )
+from tests.support.deliveries import digest_content
 from tests.support.servers import free_port
-
-
-def content(markdown: str) -> DeliveryContent:
-    return DeliveryContent(
-        delivery_id="dlv-2",
-        event=DeliveryEvent.DIGEST_READY,
-        title="ops-team digest",
-        markdown=markdown,
-        payload={},
-    )
 
 
 def destination(url: str) -> Destination:
@@ -48,7 +37,7 @@ def destination(url: str) -> Destination:
 async def test_a_long_digest_arrives_in_order_in_messages_that_fit_and_ping_nobody() -> None:
     async with discord_webhook() as discord:
         outcome = await DiscordSender(allow_private=True).send(
-            content(long_digest()), destination(discord.url)
+            digest_content(long_digest()), destination(discord.url)
         )
     assert isinstance(outcome, Delivered) and outcome.status == 200
     assert outcome.parts == len(discord.contents) > 4
@@ -109,7 +98,7 @@ async def test_each_discord_answer_is_read_as_discord_means_it(
     async with discord_webhook() as discord:
         discord.scripted.append(reply)
         outcome = await DiscordSender(allow_private=True).send(
-            content("# hi"), destination(discord.url)
+            digest_content("# hi"), destination(discord.url)
         )
     assert outcome == (expected or RetryLater(f"discord server error {reply.status}"))
     assert discord.received == []
@@ -118,10 +107,12 @@ async def test_each_discord_answer_is_read_as_discord_means_it(
 async def test_the_receivers_own_checks_answer_as_discord_does() -> None:
     async with discord_webhook() as discord:
         unknown = discord.url.replace(discord.token, "deleted-token")
-        gone = await DiscordSender(allow_private=True).send(content("# hi"), destination(unknown))
+        gone = await DiscordSender(allow_private=True).send(
+            digest_content("# hi"), destination(unknown)
+        )
         # A sender that ignored the limit would get Discord's 400 for a too long message.
         too_long = await DiscordSender(allow_private=True, part_chars=2_500).send(
-            content("x " * 1_200), destination(discord.url)
+            digest_content("x " * 1_200), destination(discord.url)
         )
     assert gone == Rejected("discord refused the message (404 code 10015)")
     assert too_long == Rejected("discord refused the message (400 code 50035)")
@@ -133,7 +124,7 @@ async def test_a_rate_limit_after_the_first_message_is_retried_with_its_wait() -
         rate_limited.after = 1
         discord.scripted.append(rate_limited)
         outcome = await DiscordSender(allow_private=True).send(
-            content(long_digest()), destination(discord.url)
+            digest_content(long_digest()), destination(discord.url)
         )
     assert isinstance(outcome, RetryLater) and outcome.retry_after_seconds == 2.5
     assert re.fullmatch(r"part 2 of \d+: discord rate limited", outcome.reason)
@@ -143,10 +134,11 @@ async def test_a_rate_limit_after_the_first_message_is_retried_with_its_wait() -
 async def test_no_answer_retries_later_and_no_reason_holds_the_url() -> None:
     secret = f"http://127.0.0.1:{free_port()}/api/webhooks/1/very-secret-token"
     outcome = await DiscordSender(allow_private=True, timeout_seconds=2).send(
-        content("# hi"), destination(secret)
+        digest_content("# hi"), destination(secret)
     )
     assert outcome == RetryLater("discord webhook unreachable")
     refused = await DiscordSender(allow_private=True).send(
-        content("# hi"), destination("http://discord.example/api/webhooks/1/very-secret-token")
+        digest_content("# hi"),
+        destination("http://discord.example/api/webhooks/1/very-secret-token"),
     )
     assert refused == Rejected("discord webhook url must be https")

@@ -7,15 +7,9 @@ server is on loopback, so every sender here allows private addresses
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
-
 from runner.delivery.contract import (
     Delivered,
     DeliveryContent,
-    DeliveryEvent,
     Destination,
     DestinationKind,
     Rejected,
@@ -23,37 +17,20 @@ from runner.delivery.contract import (
 )
 from runner.delivery.email import EmailSender
 from tests.support.chat_webhooks import long_digest
+from tests.support.deliveries import digest_content
 from tests.support.servers import free_port
 from tests.support.smtp import (
     PASSWORD,
     USERNAME,
     MailSink,
     SelfSigned,
-    self_signed_certificate,
     smtp_server,
 )
 
 
-@pytest.fixture
-def certificate(tmp_path: Path) -> SelfSigned:
-    return self_signed_certificate(tmp_path)
-
-
-@pytest.fixture
-def tls_server(certificate: SelfSigned) -> Iterator[MailSink]:
-    with smtp_server(certificate) as sink:
-        yield sink
-
-
 def content(title: str = "ops-team digest", delivery_id: str = "dlv-42") -> DeliveryContent:
-    return DeliveryContent(
-        delivery_id=delivery_id,
-        event=DeliveryEvent.DIGEST_READY,
-        title=title,
-        markdown=long_digest(5),
-        payload={},
-        link="https://digestd.example/d/7",
-    )
+    link = "https://digestd.example/d/7"
+    return digest_content(long_digest(5), delivery_id=delivery_id, title=title, link=link)
 
 
 def destination(sink: MailSink, **settings: str) -> Destination:

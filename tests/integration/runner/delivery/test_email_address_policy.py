@@ -7,42 +7,33 @@ against the host name of the settings, and the outbox records a refused delivery
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
-from pathlib import Path
 
 import asyncpg
 import pytest
 
-from db import deliveries as delivery_queries
 from runner.delivery.contract import (
     Delivered,
-    DeliveryContent,
-    DeliveryEvent,
     Destination,
     DestinationKind,
     Rejected,
     RetryLater,
 )
 from runner.delivery.email import EmailSender
-from runner.delivery.outbox import DeliveryConfig, DeliveryLoop, load_senders
-from runner.delivery.store import DestinationSpec, create_destination
+from runner.delivery.outbox import load_senders
+from runner.delivery.store import DestinationSpec
 from runner.delivery.webhook import WebhookSender
+from tests.support.deliveries import digest_content, one_pass_over
 from tests.support.servers import resolving_to
 from tests.support.smtp import (
     PASSWORD,
     USERNAME,
     MailSink,
     SelfSigned,
-    self_signed_certificate,
     smtp_server,
 )
 
 REFUSED = Rejected("the smtp host address is not allowed")
 MAIL_HOST = "mail.team.example"
-
-
-def _content() -> DeliveryContent:
-    return DeliveryContent("dlv-9", DeliveryEvent.DIGEST_READY, "ops", "# ops", {})
 
 
 def _destination(host: str, port: int, *, tls: bool = True) -> Destination:
@@ -58,24 +49,13 @@ def _destination(host: str, port: int, *, tls: bool = True) -> Destination:
     return Destination(5, "inbox", DestinationKind.EMAIL, settings=settings, secrets=secrets)
 
 
-@pytest.fixture
-def certificate(tmp_path: Path) -> SelfSigned:
-    return self_signed_certificate(tmp_path)
-
-
-@pytest.fixture
-def tls_server(certificate: SelfSigned) -> Iterator[MailSink]:
-    with smtp_server(certificate) as sink:
-        yield sink
-
-
 @pytest.mark.parametrize("address", ["169.254.169.254", "10.0.0.1", "127.0.0.1", "fe80::1"])
 async def test_an_smtp_host_resolving_to_a_forbidden_address_is_refused_unconnected(
     address: str, tls_server: MailSink, certificate: SelfSigned
 ) -> None:
     asked, resolve = resolving_to(address)
     sender = EmailSender(tls_context=certificate.client_context(), resolver=resolve)
-    outcome = await sender.send(_content(), _destination(MAIL_HOST, tls_server.port))
+    outcome = await sender.send(digest_content(), _destination(MAIL_HOST, tls_server.port))
     # A connection tried would end Delivered or RetryLater ("smtp connection failed"), never this.
     assert outcome == REFUSED
     assert asked == [MAIL_HOST]
@@ -91,11 +71,11 @@ async def test_metadata_and_link_local_are_refused_even_when_private_is_allowed(
         sender = EmailSender(
             tls_context=certificate.client_context(), allow_private=True, resolver=resolve
         )
-        outcome = await sender.send(_content(), _destination(MAIL_HOST, tls_server.port))
+        outcome = await sender.send(digest_content(), _destination(MAIL_HOST, tls_server.port))
         assert outcome == REFUSED, address
     # A literal address in the settings is checked the same way, with no lookup.
     literal = await EmailSender(allow_private=True).send(
-        _content(), _destination("169.254.169.254", tls_server.port)
+        digest_content(), _destination("169.254.169.254", tls_server.port)
     )
     assert literal == REFUSED
     assert tls_server.greetings == 0
@@ -105,12 +85,12 @@ async def test_a_loopback_relay_is_reached_only_when_private_addresses_are_allow
     with smtp_server(None) as relay:
         destination = _destination(relay.host, relay.port, tls=False)
         refused = await load_senders(WebhookSender())[DestinationKind.EMAIL].send(
-            _content(), destination
+            digest_content(), destination
         )
         assert refused == REFUSED
         assert relay.greetings == 0
         allowed = load_senders(WebhookSender(), allow_private=True, timeout_seconds=5)
-        sent = await allowed[DestinationKind.EMAIL].send(_content(), destination)
+        sent = await allowed[DestinationKind.EMAIL].send(digest_content(), destination)
     assert sent == Delivered(status=250, parts=1)
     assert len(relay.received) == 1
 
@@ -124,9 +104,9 @@ async def test_starttls_checks_the_certificate_against_the_host_name_not_the_add
     sender = EmailSender(
         tls_context=certificate.client_context(), allow_private=True, resolver=resolve
     )
-    named = await sender.send(_content(), _destination("localhost", tls_server.port))
+    named = await sender.send(digest_content(), _destination("localhost", tls_server.port))
     assert named == Delivered(status=250, parts=1)
-    other = await sender.send(_content(), _destination(MAIL_HOST, tls_server.port))
+    other = await sender.send(digest_content(), _destination(MAIL_HOST, tls_server.port))
     assert other == Rejected("smtp server's tls certificate is not trusted")
     assert len(tls_server.received) == 1
 
@@ -138,7 +118,7 @@ async def test_an_smtp_host_that_does_not_resolve_is_tried_again_later(
         raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
 
     sender = EmailSender(allow_private=True, resolver=unknown)
-    outcome = await sender.send(_content(), _destination(MAIL_HOST, tls_server.port))
+    outcome = await sender.send(digest_content(), _destination(MAIL_HOST, tls_server.port))
     assert outcome == RetryLater("the smtp host does not resolve")
     assert tls_server.greetings == 0
 
@@ -151,22 +131,10 @@ async def test_the_outbox_marks_an_email_destination_on_a_forbidden_address_dead
         "sender": "digests@digestd.example",
         "recipients": "ann@team.example",
     }
-    async with db.acquire() as connection:
-        for name, host in (("metadata", "169.254.169.254"), ("private", "10.0.0.1")):
-            created = await create_destination(
-                connection, DestinationSpec(name, "email", {**settings, "host": host}, {})
-            )
-            await connection.execute(
-                "INSERT INTO deliveries (destination_id, event) VALUES ($1, 'job.failed')",
-                created.id,
-            )
-    loop = DeliveryLoop(
-        db, load_senders(WebhookSender()), DeliveryConfig(worker_id="policy", max_attempts=3)
+    specs = [
+        DestinationSpec(name, "email", {**settings, "host": host}, {})
+        for name, host in (("metadata", "169.254.169.254"), ("private", "10.0.0.1"))
+    ]
+    assert (
+        await one_pass_over(db, specs) == [("dead", 1, "the smtp host address is not allowed")] * 2
     )
-    assert await loop.deliver_due() == 2
-    async with db.acquire() as connection:
-        ids = [r["id"] for r in await connection.fetch("SELECT id FROM deliveries ORDER BY id")]
-        rows = await delivery_queries.deliveries_by_ids(connection, ids)
-    assert [(row.state, row.attempts, row.last_error) for row in rows] == [
-        ("dead", 1, "the smtp host address is not allowed")
-    ] * 2

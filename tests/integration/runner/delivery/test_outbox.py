@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from urllib.parse import quote
 
 import asyncpg
@@ -32,7 +34,7 @@ from tests.support.database import add_channel, messages
 from tests.support.jobs import expire_lease, sessions_listening
 from tests.support.receiver import Answer, Receiver, serving
 from tests.support.servers import free_port
-from tests.support.worker import trigger, wait_for
+from tests.support.worker import run_queued_jobs, trigger, wait_for
 
 SECRET = "whsec-test-signing-key-0123456789"
 URL_TOKEN = "tok-4f9a2c-private-path"
@@ -99,14 +101,20 @@ async def _fire_and_run(pool: asyncpg.Pool, settings: Settings) -> None:
     """Fire the due schedules and run every job they queued."""
     async with pool.acquire() as connection:
         fired = await fire_due_schedules(connection, max_attempts=3)
-    runtime = Runtime(settings)
-    await runtime.open()
-    try:
-        worker = runtime.new_worker()
-        for _ in fired:
-            assert await worker.run_once()
-    finally:
-        await runtime.close()
+    await run_queued_jobs(settings, len(fired))
+
+
+@asynccontextmanager
+async def _a_digest_queued_for(
+    pool: asyncpg.Pool, settings: Settings, receiver: Receiver
+) -> AsyncIterator[int]:
+    """`receiver` served (its port yielded) behind destination "hook", and one digest of a
+    schedule delivering to it stored, its delivery queued."""
+    async with serving(receiver) as port:
+        await _destination(pool, port)
+        await _scheduled_channel(pool, "ops", "hook")
+        await _fire_and_run(pool, settings)
+        yield port
 
 
 async def _deliveries(pool: asyncpg.Pool) -> list[DeliveryListing]:
@@ -132,10 +140,7 @@ async def test_a_schedules_digest_is_delivered_once_signed_with_its_delivery_id(
     db: asyncpg.Pool, settings: Settings
 ) -> None:
     receiver = Receiver(SECRET)
-    async with serving(receiver) as port:
-        await _destination(db, port)
-        await _scheduled_channel(db, "ops", "hook")
-        await _fire_and_run(db, settings)
+    async with _a_digest_queued_for(db, settings, receiver):
         (queued,) = await _deliveries(db)
         assert (queued.event, queued.state, queued.attempts) == ("digest.ready", "pending", 0)
         (delivered,) = await _drain(_loop(db), db)
@@ -193,10 +198,7 @@ async def _wait_due(pool: asyncpg.Pool) -> None:
 
 async def test_a_429_retry_after_is_honoured(db: asyncpg.Pool, settings: Settings) -> None:
     receiver = Receiver(SECRET, answers=[Answer(429, retry_after="2")])
-    async with serving(receiver) as port:
-        await _destination(db, port)
-        await _scheduled_channel(db, "ops", "hook")
-        await _fire_and_run(db, settings)
+    async with _a_digest_queued_for(db, settings, receiver):
         (row,) = await _drain(_loop(db), db)
     assert row.state == "delivered" and row.attempts == 2
     first, second = receiver.received
@@ -211,10 +213,7 @@ async def test_a_refusal_is_dead_at_once_and_no_secret_reaches_the_logs(
     caplog.set_level(logging.DEBUG)
     dead_attempts = {"kind": "webhook", "outcome": "dead"}
     attempts_before = REGISTRY.get_sample_value("digestd_delivery_attempts_total", dead_attempts)
-    async with serving(receiver) as port:
-        await _destination(db, port)
-        await _scheduled_channel(db, "ops", "hook")
-        await _fire_and_run(db, settings)
+    async with _a_digest_queued_for(db, settings, receiver):
         (row,) = await _drain(_loop(db), db)
     assert (row.state, row.attempts, row.last_error) == ("dead", 1, "HTTP 404")
     assert len(receiver.received) == 1
@@ -234,10 +233,7 @@ async def test_a_refusal_is_dead_at_once_and_no_secret_reaches_the_logs(
 
 async def test_retries_end_dead_at_the_attempt_cap(db: asyncpg.Pool, settings: Settings) -> None:
     receiver = Receiver(SECRET, answers=[Answer(500)] * 10)
-    async with serving(receiver) as port:
-        await _destination(db, port)
-        await _scheduled_channel(db, "ops", "hook")
-        await _fire_and_run(db, settings)
+    async with _a_digest_queued_for(db, settings, receiver):
         (row,) = await _drain(_loop(db), db)
     assert (row.state, row.attempts) == ("dead", 4)
     assert row.last_error == "HTTP 500 (after 4 attempts)"
@@ -265,12 +261,7 @@ async def test_job_events_reach_the_destinations_subscribed_to_them(
         await _destination(db, port, "unsubscribed")
         channel_id = await add_channel(db, "ops", messages([("ann", "Deploy at noon.")]))
         job_id = await trigger(db, channel_id)
-        runtime = Runtime(settings)
-        await runtime.open()
-        try:
-            assert await runtime.new_worker().run_once()
-        finally:
-            await runtime.close()
+        await run_queued_jobs(settings)
         (row,) = await _drain(_loop(db), db)
     assert (row.event, row.job_id, row.state) == ("job.succeeded", job_id, "delivered")
     (got,) = receiver.received
@@ -282,10 +273,7 @@ async def test_the_lease_of_a_dead_worker_runs_out_and_another_worker_delivers(
 ) -> None:
     """A claim whose worker vanished (no record of its attempt) is retaken after its lease."""
     receiver = Receiver(SECRET)
-    async with serving(receiver) as port:
-        await _destination(db, port)
-        await _scheduled_channel(db, "ops", "hook")
-        await _fire_and_run(db, settings)
+    async with _a_digest_queued_for(db, settings, receiver):
         async with db.acquire() as connection:
             (claimed,) = await delivery_queries.claim_deliveries(connection, "vanished", 10, 0.5)
             assert await delivery_queries.claim_deliveries(connection, "other", 10, 30) == []
@@ -377,10 +365,7 @@ async def test_a_delivery_links_to_its_digest_in_the_console_under_the_public_ur
     db: asyncpg.Pool, settings: Settings
 ) -> None:
     receiver = Receiver(SECRET)
-    async with serving(receiver) as port:
-        await _destination(db, port)
-        await _scheduled_channel(db, "ops", "hook")
-        await _fire_and_run(db, settings)
+    async with _a_digest_queued_for(db, settings, receiver):
         (row,) = await _drain(_loop(db, public_url="https://digestd.example/team"), db)
     (got,) = receiver.received
     assert row.digest_id is not None

@@ -21,18 +21,17 @@ from runner.delivery.outbox import DeliveryConfig, DeliveryLoop
 from runner.delivery.slack import SlackSender
 from runner.exports.markdown import render_digest
 from runner.schedules.tick import fire_due_schedules
-from schema import build_schema
-from schema.context import ApiConfig, Context, Role
+from schema.context import Role
 from schema.types.ids import CHANNEL, decode_global_id, global_id
-from server.runtime import Runtime
 from server.settings import Settings
 from tests.support.chat_webhooks import discord_webhook, slack_webhook
 from tests.support.database import Msg, add_channel
 from tests.support.offline import parse_discord_csv
 from tests.support.paths import shared_data
+from tests.support.schema import gql_as
 from tests.support.servers import free_port
 from tests.support.smtp import smtp_server
-from tests.support.worker import wait_for
+from tests.support.worker import run_queued_jobs, wait_for
 
 CREATE = """
 mutation($input: CreateDestinationInput!) {
@@ -56,17 +55,6 @@ DELIVERIES = """
 }"""
 SENDER = "digest-bot@example.org"
 RECIPIENT = "team@example.org"
-
-
-async def _api(pool: asyncpg.Pool, query: str, **variables: Any) -> dict[str, Any]:
-    result = await build_schema().execute(
-        query,
-        variable_values=variables,
-        context_value=Context(pool=pool, role=Role.ADMIN, config=ApiConfig()),
-    )
-    assert result.errors is None, result.errors
-    assert result.data is not None
-    return result.data
 
 
 def _destination(name: str, kind: str, settings: dict[str, str], url: str = "") -> dict[str, Any]:
@@ -99,7 +87,7 @@ def _loop(pool: asyncpg.Pool) -> DeliveryLoop:
 
 async def _listed(pool: asyncpg.Pool) -> dict[str, dict[str, Any]]:
     """The deliveries the API lists, by destination name."""
-    edges = (await _api(pool, DELIVERIES))["deliveries"]["edges"]
+    edges = (await gql_as(Role.ADMIN, pool, DELIVERIES))["deliveries"]["edges"]
     return {edge["node"]["destination"]["name"]: edge["node"] for edge in edges}
 
 
@@ -131,12 +119,12 @@ async def test_a_daily_schedule_reaches_slack_discord_and_email_once_after_an_ou
             _destination("discord-team", "DISCORD", {}, discord.url),
             _destination("mail-team", "EMAIL", mail),
         ):
-            created = (await _api(db, CREATE, input=spec))["createDestination"]
+            created = (await gql_as(Role.ADMIN, db, CREATE, input=spec))["createDestination"]
             assert created["__typename"] == "Destination", created
         names = ["slack-team", "discord-team", "mail-team"]
-        made = (await _api(db, SCHEDULE, channel=global_id(CHANNEL, channel_id), to=names))[
-            "createSchedule"
-        ]
+        made = (
+            await gql_as(Role.ADMIN, db, SCHEDULE, channel=global_id(CHANNEL, channel_id), to=names)
+        )["createSchedule"]
         assert made["__typename"] == "Schedule", made
         assert sorted(d["name"] for d in made["deliverTo"]) == sorted(names)
 
@@ -145,12 +133,7 @@ async def test_a_daily_schedule_reaches_slack_discord_and_email_once_after_an_ou
             await connection.execute("UPDATE schedules SET next_run_at = now() - interval '1 s'")
             assert len(await fire_due_schedules(connection, max_attempts=3)) == 1
             assert await fire_due_schedules(connection, max_attempts=3) == []
-        runtime = Runtime(settings)
-        await runtime.open()
-        try:
-            assert await runtime.new_worker().run_once()
-        finally:
-            await runtime.close()
+        await run_queued_jobs(settings)
         queued = await _listed(db)
         assert sorted(queued) == sorted(names)
         assert {(row["event"], row["state"]) for row in queued.values()} == {

@@ -10,8 +10,6 @@ import pytest
 
 from runner.delivery.contract import (
     Delivered,
-    DeliveryContent,
-    DeliveryEvent,
     Destination,
     DestinationKind,
     Rejected,
@@ -20,18 +18,8 @@ from runner.delivery.contract import (
 )
 from runner.delivery.slack import SLACK_PART_CHARS, SlackSender
 from tests.support.chat_webhooks import long_digest, slack_webhook
+from tests.support.deliveries import digest_content
 from tests.support.servers import free_port
-
-
-def content(markdown: str, link: str | None = None) -> DeliveryContent:
-    return DeliveryContent(
-        delivery_id="dlv-1",
-        event=DeliveryEvent.DIGEST_READY,
-        title="ops-team digest",
-        markdown=markdown,
-        payload={},
-        link=link,
-    )
 
 
 def destination(url: str) -> Destination:
@@ -42,7 +30,7 @@ async def test_a_long_digest_arrives_in_order_in_parts_that_fit() -> None:
     markdown = long_digest()
     async with slack_webhook() as slack:
         outcome = await SlackSender(allow_private=True).send(
-            content(markdown, "https://digestd.example/d/7"), destination(slack.url)
+            digest_content(markdown, link="https://digestd.example/d/7"), destination(slack.url)
         )
     assert isinstance(outcome, Delivered) and outcome.status == 200
     assert outcome.parts == len(slack.texts) > 2
@@ -88,7 +76,7 @@ async def test_each_slack_answer_is_read_as_slack_means_it(
     async with slack_webhook() as slack:
         slack.fail_next(status, body, headers)
         outcome = await SlackSender(allow_private=True).send(
-            content("# hi"), destination(slack.url)
+            digest_content("# hi"), destination(slack.url)
         )
     assert outcome == expected
     assert slack.received == []
@@ -97,7 +85,9 @@ async def test_each_slack_answer_is_read_as_slack_means_it(
 async def test_an_unknown_webhook_is_refused_without_naming_it() -> None:
     async with slack_webhook() as slack:
         wrong = slack.url.replace(slack.token, "revoked-token")
-        outcome = await SlackSender(allow_private=True).send(content("# hi"), destination(wrong))
+        outcome = await SlackSender(allow_private=True).send(
+            digest_content("# hi"), destination(wrong)
+        )
     assert outcome == Rejected("slack refused the message (404 no_service)")
 
 
@@ -106,9 +96,9 @@ async def test_a_failure_after_the_first_part_is_retried_with_its_wait() -> None
         async with httpx.AsyncClient() as client:
             sender = SlackSender(client, allow_private=True, part_chars=300)
             slack.fail_next(410, "channel_is_archived", after=1)
-            archived = await sender.send(content(long_digest(6)), destination(slack.url))
+            archived = await sender.send(digest_content(long_digest(6)), destination(slack.url))
             slack.fail_next(429, "rate_limited", {"Retry-After": "7"}, after=2)
-            limited = await sender.send(content(long_digest(6)), destination(slack.url))
+            limited = await sender.send(digest_content(long_digest(6)), destination(slack.url))
     # Part 1 was delivered, so even a refusal is retried: the outbox sends every part again.
     assert isinstance(archived, RetryLater) and archived.retry_after_seconds is None
     assert archived.reason.startswith("part 2 of ")
@@ -121,13 +111,15 @@ async def test_a_failure_after_the_first_part_is_retried_with_its_wait() -> None
 async def test_no_answer_retries_later_and_no_reason_holds_the_url() -> None:
     secret_url = f"http://127.0.0.1:{free_port()}/services/T000/B000/xoxb-very-secret"
     outcome = await SlackSender(allow_private=True, timeout_seconds=2).send(
-        content("# hi"), destination(secret_url)
+        digest_content("# hi"), destination(secret_url)
     )
     assert outcome == RetryLater("slack webhook unreachable")
     for url, reason in [
         ("http://hooks.slack.example/services/T/B/secret", "slack webhook url must be https"),
         ("", "slack destination has no webhook url"),
     ]:
-        refused = await SlackSender(allow_private=True).send(content("# hi"), destination(url))
+        refused = await SlackSender(allow_private=True).send(
+            digest_content("# hi"), destination(url)
+        )
         assert refused == Rejected(reason)
         assert "secret" not in refused.reason
