@@ -150,6 +150,7 @@ def llm_config(settings: Settings) -> LLMConfig:
         max_retries=settings.digest_llm_max_retries,
         schema_bounds=settings.digest_llm_schema_bounds,
         redact=settings.digestd_redact,
+        redact_phone_region=settings.digestd_redact_phone_region,
         map_context_tokens=settings.digest_map_context_tokens,
         map_output_tokens=settings.digest_map_output_tokens,
         reduce_context_tokens=settings.digest_reduce_context_tokens,

@@ -247,6 +247,12 @@ class Settings(BaseSettings):
         "is not on loopback (`localhost`, `127.0.0.1`, `::1`), `always` for every endpoint, "
         "`never` for none. Each job's stats count the values hidden, by kind.",
     )
+    digestd_redact_phone_region: str = Field(
+        default="US",
+        description="The region (ISO 3166 code: `US`, `GB`, `DE`, ...) whose national phone "
+        "numbers, written without a country code, redaction recognizes; numbers with one "
+        "(`+44 20 7946 0958`) are found whatever the region.",
+    )
     # Model limits (cl100k_base tokens). Unset: the built-in table for known models, else what
     # the endpoint reports (/v1/models, /props, a context-length 400), else assumed (warned).
     digest_map_context_tokens: int | None = Field(
@@ -421,6 +427,17 @@ class Settings(BaseSettings):
                     f"{name[:80]!r} is not a host name like digest.example or *.example.com"
                 )
         return spec
+
+    @field_validator("digestd_redact_phone_region")
+    @classmethod
+    def _phone_region_is_known(cls, region: str) -> str:
+        """A region libphonenumber has metadata for, in upper case."""
+        import phonenumbers  # loaded only when the setting is given
+
+        region = region.strip().upper()
+        if region not in phonenumbers.SUPPORTED_REGIONS:
+            raise ValueError(f"{region[:10]!r} is not a region code like US, GB or DE")
+        return region
 
     @field_validator("digestd_public_url")
     @classmethod

@@ -260,6 +260,9 @@ def _redaction_session(config: LLMConfig) -> RedactionSession | None:
     if not config.redacts:
         return None
     session = current_session() or RedactionSession()
+    # Every endpoint of a process has the same region (one setting); the job's session is
+    # created before any endpoint is known, so the first call gives it.
+    session.phone_region = config.redact_phone_region
     if session.on_new is None:
         session.on_new = _count_redaction
     return session

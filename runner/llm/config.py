@@ -11,7 +11,12 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from runner.llm.bounds import SchemaBounds
-from runner.llm.redaction import RedactMode, redaction_enabled
+from runner.llm.redaction import (
+    DEFAULT_PHONE_REGION,
+    RedactMode,
+    is_phone_region,
+    redaction_enabled,
+)
 
 # Extra headers whose values are credentials (a proxy's own key): masked like the API key.
 SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key", "api-key"})
@@ -57,6 +62,8 @@ class LLMConfig:
     # Personal data and secrets replaced by placeholders in what the model is sent
     # (runner.llm.redaction): `auto` for every endpoint not on loopback, `always`, `never`.
     redact: RedactMode = "auto"
+    # The region national phone numbers are read in when redacting (DIGESTD_REDACT_PHONE_REGION).
+    redact_phone_region: str = DEFAULT_PHONE_REGION
 
     # Token budgets: model name -> {context_window, max_output_tokens,
     # budgeting_mode}; effective budget = (input budget - overhead) x (1 - safety margin).
@@ -101,6 +108,8 @@ class LLMConfig:
             raise ValueError("schema_bounds must be auto, send or omit")
         if self.redact not in ("auto", "always", "never"):
             raise ValueError("redact must be auto, always or never")
+        if not is_phone_region(self.redact_phone_region):
+            raise ValueError("redact_phone_region must be a region libphonenumber knows (US, GB)")
         for name in (
             "map_context_tokens",
             "map_output_tokens",

@@ -3,7 +3,8 @@ it answers: e-mail addresses, phone numbers, API keys and tokens, IP addresses a
 become stable placeholders (`«EMAIL_1»`), the same value the same placeholder within one job.
 
 Detectors: phone numbers by `phonenumbers` (Google's libphonenumber metadata, shipped in the
-package: `PhoneNumberMatcher` with `Leniency.VALID`, national numbers read as North American);
+package: `PhoneNumberMatcher` with `Leniency.VALID`, national numbers read as numbers of the
+session's region, North American unless DIGESTD_REDACT_PHONE_REGION says otherwise);
 IP addresses by a candidate pattern confirmed by the stdlib `ipaddress`; card numbers by a
 pattern, the card networks' prefixes and the Luhn check; e-mail addresses, API keys and tokens
 by patterns (the providers' documented key shapes, JWTs, and long high-entropy values after
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import ipaddress
 import json
 import math
@@ -55,9 +57,10 @@ EMAIL, PHONE, TOKEN, IP, CARD = "email", "phone", "token", "ip", "card"
 QUOTED = "quoted"
 KINDS = (EMAIL, PHONE, TOKEN, IP, CARD)
 
-# National numbers without a country code are read as North American ones (+1): international
-# ones (`+44 20 7946 0958`) are found in any region.
-PHONE_REGION = "US"
+# The region national numbers (written without a country code) are read in, by default: North
+# American (+1). International ones (`+44 20 7946 0958`) are found in any region.
+# DIGESTD_REDACT_PHONE_REGION sets it (LLMConfig.redact_phone_region).
+DEFAULT_PHONE_REGION = "US"
 
 _PLACEHOLDER = re.compile(r"«([A-Z]+)_(\d+)»")
 # In JSON text a model may write the guillemets as \u00ab / \u00bb; an escaped backslash before
@@ -206,7 +209,7 @@ def _ip_spans(text: str) -> Iterator[Span]:
         yield match.start(), match.end(), IP
 
 
-def _phone_spans(text: str) -> Iterator[Span]:
+def _phone_spans(text: str, region: str) -> Iterator[Span]:
     # The matcher is slow on text full of short numbers (timestamps, counts): it only reads the
     # runs that hold enough digits to be a phone number, with a little context either side.
     for candidate in _PHONE_CANDIDATE.finditer(text):
@@ -214,7 +217,7 @@ def _phone_spans(text: str) -> Iterator[Span]:
             continue
         start = max(0, candidate.start() - _PHONE_CONTEXT)
         piece = text[start : candidate.end() + _PHONE_CONTEXT]
-        matcher = phonenumbers.PhoneNumberMatcher(piece, PHONE_REGION, phonenumbers.Leniency.VALID)
+        matcher = phonenumbers.PhoneNumberMatcher(piece, region, phonenumbers.Leniency.VALID)
         for match in matcher:
             begin, end = start + match.start, start + match.end
             # Glued to a name, a path or a version (`bits.3265636944`, `thread-4175611950/`)
@@ -232,21 +235,28 @@ def _placeholder_spans(text: str) -> Iterator[Span]:
 
 
 # In priority order: where spans overlap, the earlier detector wins (a token's digits are not
-# a phone number, an e-mail's host is not an IP address).
+# a phone number, an e-mail's host is not an IP address); phone numbers come last.
 _DETECTORS: tuple[Callable[[str], Iterator[Span]], ...] = (
     _placeholder_spans,
     _token_spans,
     _email_spans,
     _card_spans,
     _ip_spans,
-    _phone_spans,
 )
 
 
-def detect(text: str) -> list[Span]:
-    """The spans of `text` to redact, in order and not overlapping."""
+def is_phone_region(region: str) -> bool:
+    """Whether libphonenumber knows `region` (an ISO 3166 two-letter code, upper case)."""
+    return region in phonenumbers.SUPPORTED_REGIONS
+
+
+def detect(text: str, phone_region: str = DEFAULT_PHONE_REGION) -> list[Span]:
+    """The spans of `text` to redact, in order and not overlapping; national phone numbers read
+    as numbers of `phone_region`."""
     taken: list[Span] = []
-    for detector in _DETECTORS:
+    phones: Callable[[str], Iterator[Span]] = functools.partial(_phone_spans, region=phone_region)
+    detectors = (*_DETECTORS, phones)
+    for detector in detectors:
         for start, end, kind in detector(text):
             value = text[start:end]
             if start >= end or (kind != QUOTED and _UNSAFE.search(value)):
@@ -263,6 +273,7 @@ class RedactionSession:
     were hidden. `stats`, when given (the job's), gets the counts as `redactions`."""
 
     stats: dict[str, Any] | None = None
+    phone_region: str = DEFAULT_PHONE_REGION
     _by_value: dict[tuple[str, str], str] = field(default_factory=dict)
     _by_placeholder: dict[str, str] = field(default_factory=dict)
     counts: Counter[str] = field(default_factory=Counter)
@@ -292,7 +303,7 @@ class RedactionSession:
     def redact(self, text: str, spans: list[Span] | None = None) -> str:
         """`text` with every detected value replaced by its placeholder; unchanged (the same
         string) when nothing is found. `spans`: `detect(text)`, when already run elsewhere."""
-        spans = detect(text) if spans is None else spans
+        spans = detect(text, self.phone_region) if spans is None else spans
         if not spans:
             return text
         parts: list[str] = []
@@ -396,9 +407,9 @@ def redact_request(request: dict[str, Any], session: RedactionSession) -> dict[s
     return _map_request(request, session.redact)
 
 
-def detect_all(texts: Sequence[str]) -> list[list[Span]]:
+def detect_all(texts: Sequence[str], phone_region: str) -> list[list[Span]]:
     """`detect` of each text: the CPU-bound part of redaction, pure, run off the event loop."""
-    return [detect(text) for text in texts]
+    return [detect(text, phone_region) for text in texts]
 
 
 async def redact_texts_off_loop(texts: Sequence[str], session: RedactionSession) -> list[str]:
@@ -406,7 +417,9 @@ async def redact_texts_off_loop(texts: Sequence[str], session: RedactionSession)
     thread so the loop keeps serving heartbeats and the API. The placeholders are given out
     here, on the loop, in the order of `texts`: the result is the one `session.redact` gives."""
     unique = list(dict.fromkeys(texts))
-    found = dict(zip(unique, await run_light(detect_all, unique), strict=True))
+    found = dict(
+        zip(unique, await run_light(detect_all, unique, session.phone_region), strict=True)
+    )
     return [session.redact(text, found[text]) for text in texts]
 
 

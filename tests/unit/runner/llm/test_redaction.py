@@ -9,6 +9,7 @@ import threading
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from runner.core.chunks import chunk_messages
 from runner.llm import redaction
@@ -25,6 +26,7 @@ from runner.llm.redaction import (
     redaction_enabled,
     redaction_scope,
 )
+from server.settings import Settings
 from tests.support.llm import make_extractor, make_window, scripted
 
 GITHUB_TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
@@ -257,9 +259,9 @@ async def test_a_model_call_detects_personal_data_off_the_event_loop(
     heartbeats and the API meanwhile. The model still sees placeholders only."""
     detected_in: dict[str, int] = {}
 
-    def recording_detect(text: str) -> list[Span]:
+    def recording_detect(text: str, phone_region: str = "US") -> list[Span]:
         detected_in[text] = threading.get_ident()
-        return detect(text)
+        return detect(text, phone_region)
 
     monkeypatch.setattr(redaction, "detect", recording_detect)
     window = make_window(["mail eve@example.com about the outage", "call +1 415 555 0132 now"])
@@ -272,3 +274,32 @@ async def test_a_model_call_detects_personal_data_off_the_event_loop(
     assert session.redaction_counts() == {"email": 1, "phone": 1}
     (user_text,) = [text for text in detected_in if "eve@example.com" in text]
     assert detected_in[user_text] != threading.get_ident()
+
+
+def test_national_phone_numbers_are_read_in_the_sessions_region() -> None:
+    text = "Ring the London office on 020 7946 0958, or +1 415 555 0132."
+    assert kinds(text) == [("phone", "+1 415 555 0132")]  # US by default
+    british = RedactionSession(phone_region="GB")
+    assert british.redact(text) == "Ring the London office on «PHONE_1», or «PHONE_2»."
+    assert detect(text, "GB") == detect(text, "gb".upper())
+
+
+async def test_the_phone_region_setting_reaches_what_the_model_is_sent() -> None:
+    window = make_window(["Ring the London office on 020 7946 0958 about the outage"])
+    endpoint = FakeLLM(scripted())
+    settings = Settings(digestd_redact_phone_region="gb", digestd_redact="always")
+    assert settings.digestd_redact_phone_region == "GB"
+    extractor = make_extractor(endpoint, redact=settings.digestd_redact, redact_phone_region="GB")
+    with redaction_scope() as session:
+        await extractor.extract_chunk(chunk_messages(list(window.messages), 4000)[0], [])
+    sent = json.dumps(endpoint.requests[0]["messages"], ensure_ascii=False)
+    assert "7946 0958" not in sent and "«PHONE_1»" in sent
+    assert session.redaction_counts() == {"phone": 1}
+
+
+@pytest.mark.parametrize("region", ["XX", "USA", ""])
+def test_an_unknown_phone_region_is_refused(region: str) -> None:
+    with pytest.raises(ValidationError):
+        Settings(digestd_redact_phone_region=region)
+    with pytest.raises(ValueError, match="redact_phone_region"):
+        LLMConfig(base_url="http://llm.test/v1", redact_phone_region=region)
