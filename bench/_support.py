@@ -1,6 +1,6 @@
-"""Shared by bench/ingest.py, bench/pipeline.py and bench/keyset.py: the import path fix, JSON
-line output, the benchmark database (embedded by default), repeat statistics, machine details
-and a deterministic generator of realistic-ish chat messages.
+"""Shared by the bench/ scripts: JSON line output, the benchmark database (embedded by default, or
+a database of its own on a given server), repeat statistics, machine details and a deterministic
+generator of realistic-ish chat messages.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import random
 import statistics
 import tempfile
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -65,6 +65,25 @@ def bench_database(url: str | None) -> Iterator[tuple[str, Path | None]]:
                 import pgserver
 
                 pgserver.get_server(Path(home) / "pgdata").cleanup()
+
+
+@contextlib.asynccontextmanager
+async def own_database(server_url: str, name: str) -> AsyncIterator[str]:
+    """The URL of a new database `name` on the server of `server_url`, dropped afterwards even
+    when the benchmark fails (WITH (FORCE): a worker process left behind cannot keep it)."""
+    from urllib.parse import urlsplit
+
+    from db.engine import connect
+
+    admin = await connect(server_url)
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+        try:
+            yield urlsplit(server_url)._replace(path=f"/{name}").geturl()
+        finally:
+            await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await admin.close()
 
 
 def machine_details() -> dict[str, Any]:

@@ -24,6 +24,7 @@ SCRIPTS = (
     "keyset",
     "api",
     "job_queue",
+    "workers",
     "event_loop",
     "coverage",
     "scale",
