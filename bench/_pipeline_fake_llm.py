@@ -1,5 +1,5 @@
 """The fake model of bench/pipeline.py and bench/coverage.py: the scripted model of
-tests/support/llm.py (`grounded_summary` for map calls, `merged_digest` for reduce calls)
+tests/support/llm.py (`grounded_summary` for map calls, each chunk of a packed one, `merged_digest` for reduce calls)
 answering with the usage a provider would report. The fake endpoint of runner/llm/fake.py serves
 it, in-process (bench/pipeline.py's instant run) or, run as a script, in a process of its own
 answering after a fixed delay (`main`):
@@ -27,7 +27,7 @@ sys.path.insert(0, str(_BENCH.parent))
 
 from runner.llm.budget import count_request_tokens
 from runner.llm.fake import FakeLLM, delayed, tool_of
-from tests.support.llm import grounded_summary, merged_digest, usage_completion
+from tests.support.llm import grounded_summary, merged_digest, packed, usage_completion
 
 
 class ScriptedModel:
@@ -41,7 +41,12 @@ class ScriptedModel:
     def respond(self, body: dict[str, Any]) -> dict[str, Any]:
         tool = tool_of(body)
         assert tool is not None  # every request of the pipeline forces its tool
-        arguments = grounded_summary(body) if tool == "emit_chunk_summary" else merged_digest(body)
+        if tool == "emit_chunk_summary":
+            arguments = grounded_summary(body)
+        elif tool == "emit_chunk_summaries":
+            arguments = packed(grounded_summary)(body)
+        else:
+            arguments = merged_digest(body)
         prefix = json.dumps([body["messages"][0], body["tools"]], sort_keys=True)
         cached = self._seen_prefixes.get(prefix, 0)
         if prefix not in self._seen_prefixes:
