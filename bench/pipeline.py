@@ -1,6 +1,6 @@
 """Pipeline benchmark: digest one generated channel with the LLM extractor, (a) against an
 in-process instant fake model (runner/llm/fake.py through httpx's ASGI transport) and (b) against a fake OpenAI-compatible
-server in its own process that answers after 200 ms, at concurrency 8.
+server in its own process that answers after 200 ms per chunk summary, at concurrency 8.
 
     /tmp/venv/bin/python bench/pipeline.py [--quick] [--messages 100000] [--delay 0.2]
                                            [--concurrency 8] [--repeats 3]
@@ -22,7 +22,8 @@ Figures per run: wall time, LLM calls (map and reduce), the job's own stats (run
 - `overhead_share` = (wall - model_busy) / wall: the share of wall time in which no request
   was with the model, so the runner alone was on the critical path (target <= 5%);
 - `ideal_seconds`: a zero-cost runner with the same calls: ceil(calls/concurrency) x delay per
-  dependent stage (map, then each reduce level); `slack_share` = 1 - ideal / wall, stricter:
+  dependent stage (map, then each reduce level), a map request's delay being the server's delay per
+  chunk summary x the chunks a request carries (the server answers a packed request that much later); `slack_share` = 1 - ideal / wall, stricter:
   it also charges HTTP, the server's own parsing and any slot left idle.
 For (a) the fake's own time is measured and subtracted: `runner_seconds` is the pipeline's own
 CPU time for the whole digest (chunking, prompts, client, validation, reduce).
@@ -224,7 +225,13 @@ async def run_server(
     busy = union_seconds([(a, b) for a, b, _ in intervals], lo, hi)
     wall = figures["wall_seconds"]
     per_stage = stages(intervals)
-    ideal = sum(math.ceil(calls / concurrency) * delay for calls in per_stage if calls)
+    # The server takes `delay` per chunk summary: a map request carries up to `per_request`.
+    map_delay = delay * figures["chunks_per_request"]
+    ideal = sum(
+        math.ceil(calls / concurrency) * (map_delay if stage == 0 else delay)
+        for stage, calls in enumerate(per_stage)
+        if calls
+    )
     latencies = sorted(b - a for a, b, _ in intervals)
     figures.update(
         map_calls=per_stage[0],
