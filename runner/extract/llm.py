@@ -342,7 +342,9 @@ class LLMExtractor:
             "max_known_items": self.config.max_known_items,
             "postprocess": _MAP_POSTPROCESS_VERSION,
         }
-        if self.chunks_per_request() > 1:  # a chunk may be answered by the packed request
+        # A chunk may be answered by a packed request (the setting, not what the budget allows
+        # now: a limit learned mid-job must not change the keys of the chunks already cached).
+        if self.config.chunks_per_request > 1:
             material["pack"] = {
                 "prompt": self.pack_prompt.sha256,
                 "tool": hashlib.sha256(

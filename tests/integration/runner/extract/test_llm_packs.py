@@ -9,6 +9,7 @@ from typing import Any
 
 from runner.core.chunks import iter_chunks
 from runner.digests.pipeline import run_pipeline
+from runner.llm import limits
 from runner.llm.budget import count_request_tokens
 from runner.llm.fake import Answer, FakeLLM, completion, error, tool_of
 from runner.llm.pack import PACK_TOOL
@@ -198,3 +199,37 @@ async def test_packing_keeps_each_chunks_output_room() -> None:
     finally:
         await roomy.aclose()
         await tight.aclose()
+
+
+async def test_a_pack_refused_as_over_the_context_is_sent_chunk_by_chunk() -> None:
+    """The endpoint says its context is smaller than the table's: the refused pack's chunks are
+    sent alone, and the context it taught leaves no room for packs afterwards."""
+    window = make_window(TEXTS[:6])
+    respond = scripted()
+
+    def small_context(body: dict[str, Any]) -> Answer:
+        if tool_of(body) == PACK_TOOL:
+            return error(
+                400,
+                body={
+                    "error": {
+                        "message": "This model's maximum context length is 16000 tokens. "
+                        "However, you requested 20000 tokens.",
+                        "type": "invalid_request_error",
+                        "code": "context_length_exceeded",
+                    }
+                },
+            )
+        return respond(body)
+
+    fake = FakeLLM(small_context)
+    extractor = make_extractor(fake, chunks_per_request=3, concurrency=1)
+    try:
+        assert extractor.chunks_per_request() == 3
+        result = await run_pipeline(window, extractor, chunk_tokens=120, concurrency=1)
+        assert extractor.chunks_per_request() == 1
+    finally:
+        await extractor.aclose()
+        limits.forget()  # what the endpoint taught is the process's: keep it to this test
+    assert chunks_sent(fake) == [[0, 1, 2], [0], [1], [2]]
+    assert not result.failed_chunks and not result.fallback_chunks
