@@ -1,8 +1,9 @@
 """The fake model of bench/pipeline.py and bench/coverage.py: the scripted model of
-tests/support/llm.py (`grounded_summary` for map calls, `merged_digest` for reduce calls)
+tests/support/llm.py (`grounded_summary` for map calls, each chunk of a packed one, `merged_digest` for reduce calls)
 answering with the usage a provider would report. The fake endpoint of runner/llm/fake.py serves
 it, in-process (bench/pipeline.py's instant run) or, run as a script, in a process of its own
-answering after a fixed delay (`main`):
+answering after a fixed delay per chunk summary it writes (`main`: a request carrying three chunks
+waits three times as long, as a real model's time grows with the tokens it writes):
 
     python bench/_pipeline_fake_llm.py --delay 0.2     # prints its base URL on its first line
 
@@ -26,8 +27,14 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _BENCH]
 sys.path.insert(0, str(_BENCH.parent))
 
 from runner.llm.budget import count_request_tokens
-from runner.llm.fake import FakeLLM, delayed, tool_of
-from tests.support.llm import grounded_summary, merged_digest, usage_completion
+from runner.llm.fake import Answer, FakeLLM, tool_of
+from tests.support.llm import (
+    chunk_requests,
+    grounded_summary,
+    merged_digest,
+    packed,
+    usage_completion,
+)
 
 
 class ScriptedModel:
@@ -41,7 +48,12 @@ class ScriptedModel:
     def respond(self, body: dict[str, Any]) -> dict[str, Any]:
         tool = tool_of(body)
         assert tool is not None  # every request of the pipeline forces its tool
-        arguments = grounded_summary(body) if tool == "emit_chunk_summary" else merged_digest(body)
+        if tool == "emit_chunk_summary":
+            arguments = grounded_summary(body)
+        elif tool == "emit_chunk_summaries":
+            arguments = packed(grounded_summary)(body)
+        else:
+            arguments = merged_digest(body)
         prefix = json.dumps([body["messages"][0], body["tools"]], sort_keys=True)
         cached = self._seen_prefixes.get(prefix, 0)
         if prefix not in self._seen_prefixes:
@@ -50,9 +62,21 @@ class ScriptedModel:
         return usage_completion(body, tool, arguments, cached)
 
 
+def per_summary(model: ScriptedModel, delay: float) -> Any:
+    """`model` answering after `delay` seconds per chunk summary it writes (one for a reduce)."""
+
+    async def slow(body: dict[str, Any]) -> Answer:
+        summaries = len(chunk_requests(body)) if tool_of(body) == "emit_chunk_summaries" else 1
+        await asyncio.sleep(delay * max(1, summaries))
+        return model.respond(body)
+
+    return slow
+
+
 async def serve(delay: float) -> None:
-    """Serve the scripted model, each answer `delay` seconds late, until the process ends."""
-    fake = FakeLLM(delayed(ScriptedModel().respond, delay))
+    """Serve the scripted model, each answer `delay` seconds late per chunk summary, until the
+    process ends."""
+    fake = FakeLLM(per_summary(ScriptedModel(), delay))
     async with fake.serve() as base_url:
         print(base_url, flush=True)
         await asyncio.Event().wait()  # SIGTERM ends the process
@@ -60,7 +84,9 @@ async def serve(delay: float) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--delay", type=float, default=0.2, help="seconds before each answer")
+    parser.add_argument(
+        "--delay", type=float, default=0.2, help="seconds before an answer, per chunk summary"
+    )
     asyncio.run(serve(parser.parse_args().delay))
     return 0
 

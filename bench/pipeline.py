@@ -1,6 +1,6 @@
 """Pipeline benchmark: digest one generated channel with the LLM extractor, (a) against an
 in-process instant fake model (runner/llm/fake.py through httpx's ASGI transport) and (b) against a fake OpenAI-compatible
-server in its own process that answers after 200 ms, at concurrency 8.
+server in its own process that answers after 200 ms per chunk summary, at concurrency 8.
 
     /tmp/venv/bin/python bench/pipeline.py [--quick] [--messages 100000] [--delay 0.2]
                                            [--concurrency 8] [--repeats 3]
@@ -8,7 +8,9 @@ server in its own process that answers after 200 ms, at concurrency 8.
 It runs `runner.digests.pipeline.run_pipeline` on plain data (a Window, no database: the pipeline core
 takes plain data by design, and the worker adds only a few queries per job around it), with the
 production client (`build_client`) and the chunk size the worker would use
-(min(DIGESTD_CHUNK_TOKENS default, the extractor's `max_chunk_tokens()`)). The fake model is
+(min(DIGESTD_CHUNK_TOKENS default, the extractor's `max_chunk_tokens()`)), and as many consecutive
+chunks per map request as it would send (DIGESTD_CHUNKS_PER_REQUEST's default, `--chunks-per-request
+1` for one a request). The fake model is
 the scripted one of tests/support/llm.py: a grounded summary per chunk, a faithful merge
 per reduce, with usage reported like a provider (prompt tokens counted with tiktoken; the
 static prefix reported as cached after its first use).
@@ -20,7 +22,8 @@ Figures per run: wall time, LLM calls (map and reduce), the job's own stats (run
 - `overhead_share` = (wall - model_busy) / wall: the share of wall time in which no request
   was with the model, so the runner alone was on the critical path (target <= 5%);
 - `ideal_seconds`: a zero-cost runner with the same calls: ceil(calls/concurrency) x delay per
-  dependent stage (map, then each reduce level); `slack_share` = 1 - ideal / wall, stricter:
+  dependent stage (map, then each reduce level), a map request's delay being the server's delay per
+  chunk summary x the chunks a request carries (the server answers a packed request that much later); `slack_share` = 1 - ideal / wall, stricter:
   it also charges HTTP, the server's own parsing and any slot left idle.
 For (a) the fake's own time is measured and subtracted: `runner_seconds` is the pipeline's own
 CPU time for the whole digest (chunking, prompts, client, validation, reduce).
@@ -68,11 +71,19 @@ from server.settings import Settings
 BENCH_NAME = "pipeline"
 TARGET_PROMPT_PER_CONTENT = 1.15
 TARGET_OVERHEAD_SHARE = 0.05
-_CLOCKS = ("started", "finished")  # perf_counter readings: meaningless outside this process
+_CLOCKS = ("started", "finished")
+_MAP_TOOLS = (
+    "emit_chunk_summary",
+    "emit_chunk_summaries",
+)  # one chunk, several chunks  # perf_counter readings: meaningless outside this process
 
 
 def default_chunk_tokens() -> int:
     return int(Settings.model_fields["digestd_chunk_tokens"].default)
+
+
+def default_chunks_per_request() -> int:
+    return int(Settings.model_fields["digestd_chunks_per_request"].default)
 
 
 class TimedTransport(httpx.AsyncBaseTransport):
@@ -107,10 +118,10 @@ def union_seconds(intervals: list[tuple[float, float]], lo: float, hi: float) ->
 def stages(intervals: list[tuple[float, float, str]]) -> list[int]:
     """Calls per dependent stage: all map calls, then each reduce level (reduce calls that
     overlap in time belong to one level; a level starts after the previous one ended)."""
-    maps = sum(1 for _, _, tool in intervals if tool == "emit_chunk_summary")
+    maps = sum(1 for _, _, tool in intervals if tool in _MAP_TOOLS)
     levels: list[int] = []
     level_end = -math.inf
-    for start, stop, _tool in sorted(i for i in intervals if i[2] != "emit_chunk_summary"):
+    for start, stop, _tool in sorted(i for i in intervals if i[2] not in _MAP_TOOLS):
         if start >= level_end:
             levels.append(0)
         levels[-1] += 1
@@ -144,6 +155,7 @@ async def digest(
         "finished": finished,
         "wall_seconds": finished - started,
         "chunk_tokens": chunk_tokens,
+        "chunks_per_request": extractor.chunks_per_request(),
         "chunks": stats["chunks"],
         "chunks_failed": stats["chunks_failed"],
         "llm_calls": stats["llm_calls"],
@@ -160,9 +172,16 @@ async def digest(
     }
 
 
-async def run_instant(window: Window, concurrency: int, chunk_tokens: int) -> dict[str, Any]:
+async def run_instant(
+    window: Window, concurrency: int, chunk_tokens: int, per_request: int
+) -> dict[str, Any]:
     model = instant_transport()
-    config = LLMConfig(base_url="http://llm.bench/v1", api_key="bench", concurrency=concurrency)
+    config = LLMConfig(
+        base_url="http://llm.bench/v1",
+        api_key="bench",
+        concurrency=concurrency,
+        chunks_per_request=per_request,
+    )
     client = httpx.AsyncClient(transport=model)
     extractor = make_extractor(config, client)
     try:
@@ -180,9 +199,19 @@ async def run_instant(window: Window, concurrency: int, chunk_tokens: int) -> di
 
 
 async def run_server(
-    window: Window, base_url: str, concurrency: int, delay: float, chunk_tokens: int
+    window: Window,
+    base_url: str,
+    concurrency: int,
+    delay: float,
+    chunk_tokens: int,
+    per_request: int,
 ) -> dict[str, Any]:
-    config = LLMConfig(base_url=base_url, api_key="bench", concurrency=concurrency)
+    config = LLMConfig(
+        base_url=base_url,
+        api_key="bench",
+        concurrency=concurrency,
+        chunks_per_request=per_request,
+    )
     async with httpx.AsyncClient() as control:
         await control.post(base_url.replace("/v1", "/fake/reset"))
         extractor = make_extractor(config, None)  # the production HTTP client
@@ -196,7 +225,13 @@ async def run_server(
     busy = union_seconds([(a, b) for a, b, _ in intervals], lo, hi)
     wall = figures["wall_seconds"]
     per_stage = stages(intervals)
-    ideal = sum(math.ceil(calls / concurrency) * delay for calls in per_stage if calls)
+    # The server takes `delay` per chunk summary: a map request carries up to `per_request`.
+    map_delay = delay * figures["chunks_per_request"]
+    ideal = sum(
+        math.ceil(calls / concurrency) * (map_delay if stage == 0 else delay)
+        for stage, calls in enumerate(per_stage)
+        if calls
+    )
     latencies = sorted(b - a for a, b, _ in intervals)
     figures.update(
         map_calls=per_stage[0],
@@ -237,6 +272,12 @@ def main() -> int:
         default=default_chunk_tokens(),
         help="chunk budget (default: DIGESTD_CHUNK_TOKENS' default)",
     )
+    parser.add_argument(
+        "--chunks-per-request",
+        type=int,
+        default=default_chunks_per_request(),
+        help="chunks one map request carries (default: DIGESTD_CHUNKS_PER_REQUEST's default)",
+    )
     parser.add_argument("--profile", action="store_true", help="cProfile one extra instant run")
     args = parser.parse_args()
     count = args.messages or (2_000 if args.quick else 100_000)
@@ -256,6 +297,7 @@ def main() -> int:
         delay_seconds=args.delay,
         started=utc_now(),
         chunk_tokens=args.chunk_tokens,
+        chunks_per_request=args.chunks_per_request,
         database="none (run_pipeline on plain data)",
         chunks=len(chunks),
         chunking_seconds=round(chunking, 3),
@@ -266,7 +308,9 @@ def main() -> int:
     results: dict[str, list[dict[str, Any]]] = {"instant": [], "server": []}
     try:
         for run in range(repeats):
-            instant = asyncio.run(run_instant(window, args.concurrency, args.chunk_tokens))
+            instant = asyncio.run(
+                run_instant(window, args.concurrency, args.chunk_tokens, args.chunks_per_request)
+            )
             results["instant"].append(instant)
             emit(
                 BENCH_NAME,
@@ -276,7 +320,14 @@ def main() -> int:
                 **{k: v for k, v in instant.items() if k not in _CLOCKS},
             )
             served = asyncio.run(
-                run_server(window, base_url, args.concurrency, args.delay, args.chunk_tokens)
+                run_server(
+                    window,
+                    base_url,
+                    args.concurrency,
+                    args.delay,
+                    args.chunk_tokens,
+                    args.chunks_per_request,
+                )
             )
             results["server"].append(served)
             emit(
@@ -293,7 +344,9 @@ def main() -> int:
     if args.profile:
         profiler = cProfile.Profile()
         profiler.enable()
-        profiled = asyncio.run(run_instant(window, args.concurrency, args.chunk_tokens))
+        profiled = asyncio.run(
+            run_instant(window, args.concurrency, args.chunk_tokens, args.chunks_per_request)
+        )
         profiler.disable()
         emit(
             BENCH_NAME,

@@ -159,6 +159,7 @@ def llm_config(settings: Settings) -> LLMConfig:
         runtime_overhead_tokens=settings.digestd_runtime_overhead_tokens,
         token_management_enabled=settings.digestd_token_management_enabled,
         allow_content_dropping=settings.digestd_allow_content_dropping,
+        chunks_per_request=settings.digestd_chunks_per_request,
     )
 
 

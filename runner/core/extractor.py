@@ -3,7 +3,7 @@ document pipeline (usage, warnings, known items, chunk failures) live in `runner
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from runner.core.chunks import Chunk
 from runner.core.contract import ChunkSummary, Digest
@@ -25,6 +25,7 @@ __all__ = [
     "Extractor",
     "KnownItem",
     "MappedChunk",
+    "PackingExtractor",
     "PipelineWarning",
 ]
 
@@ -67,3 +68,24 @@ class Extractor(Protocol):
         window: Window,
         top_messages: list[WindowMessage],
     ) -> Digest: ...
+
+
+@runtime_checkable
+class PackingExtractor(Extractor, Protocol):
+    """An extractor that can map several consecutive chunks in one request (the LLM extractor:
+    what every request repeats is then sent once for them)."""
+
+    def chunks_per_request(self) -> int:
+        """The most chunks one request carries (1: packing is off)."""
+        ...
+
+    def pack_tokens(self) -> int:
+        """The most chunk tokens one packed request carries."""
+        ...
+
+    async def extract_chunks(
+        self, chunks: list[Chunk], known_items: list[KnownItem]
+    ) -> list[ChunkSummary | ChunkFailed]:
+        """One outcome per chunk, in order: its summary, or the ChunkFailed (ChunkTooLarge)
+        `extract_chunk` would have raised for it."""
+        ...

@@ -22,6 +22,7 @@ from runner.core.extractor import (
     Extractor,
     KnownItem,
     MappedChunk,
+    PackingExtractor,
     PipelineWarning,
 )
 from runner.core.fallback import REASON_CHARS, offline_warning
@@ -201,9 +202,12 @@ async def run_pipeline(
     CHUNKS_EXTRACTED_OFFLINE warning; with no fallback (or a failing one) it is recorded as
     failed. Neither is fatal.
 
-    Up to `concurrency` chunks are mapped at once, and the result does not depend on which
-    finishes first: chunk `i` starts once chunks `0 .. i - concurrency` have finished and is
-    given exactly their known items (at concurrency 1, those of every earlier chunk).
+    An extractor that packs (PackingExtractor, `chunks_per_request` > 1) maps consecutive
+    chunks together, up to that many and `pack_tokens` in one request; everything else stays per
+    chunk (cache, validation, fallback, progress). Up to `concurrency` requests are made at
+    once, and the result does not depend on which finishes first: request `r` starts once the
+    chunks of requests `0 .. r - concurrency` have finished and is given exactly their known
+    items (one chunk a request, at concurrency 1: those of every earlier chunk).
 
     A chunk the model's context turns out too small for (ChunkTooLarge: an endpoint's 400, or
     limits learned from it) is cut again: chunks already started finish, then mapping resumes
@@ -246,6 +250,23 @@ async def run_pipeline(
     # An extractor that ignores known items (the offline one) need not wait for earlier chunks.
     uses_known_items = extractor.uses_known_items
     semaphore = asyncio.Semaphore(concurrency)
+    packing = extractor if isinstance(extractor, PackingExtractor) else None
+    per_request = packing.chunks_per_request() if packing is not None else 1
+    pack_tokens = packing.pack_tokens() if packing is not None and per_request > 1 else 0
+    groups: list[list[Chunk]] = []  # the chunks of each map request, consecutive
+
+    def grouped(cut: list[Chunk]) -> list[list[Chunk]]:
+        """Consecutive chunks in requests of up to `per_request` and `pack_tokens`."""
+        packs: list[list[Chunk]] = []
+        size = 0
+        for chunk in cut:
+            if packs and len(packs[-1]) < per_request and size + chunk.token_count <= pack_tokens:
+                packs[-1].append(chunk)
+                size += chunk.token_count
+            else:
+                packs.append([chunk])
+                size = chunk.token_count
+        return packs
 
     def finish(index: int) -> None:
         ended[index] = True
@@ -254,14 +275,21 @@ async def run_pipeline(
             known.add(summaries[position])
             prefix_done[position].set()
 
-    async def map_one(chunk: Chunk) -> None:
+    def after(position: int) -> int:
+        """The last chunk request `position` waits for (-1: none)."""
+        earlier = position - concurrency
+        return groups[earlier][-1].index if earlier >= 0 else -1
+
+    async def map_one(position: int) -> None:
+        group = groups[position]
         try:
-            if uses_known_items and chunk.index >= concurrency:
-                await prefix_done[chunk.index - concurrency].wait()
+            if uses_known_items and after(position) >= 0:
+                await prefix_done[after(position)].wait()
             async with semaphore:
-                await map_chunk(chunk)
+                await map_group(position)
         finally:
-            finish(chunk.index)
+            for chunk in group:
+                finish(chunk.index)
 
     async def fall_back(chunk: Chunk, reason: str) -> ChunkSummary | None:
         """The chunk read by the extractor's fallback, recorded as such; None (the chunk
@@ -283,38 +311,65 @@ async def run_pipeline(
             fell_back.append(entry)
         return summary
 
-    async def map_chunk(chunk: Chunk) -> None:
-        nonlocal stop_at
-        if stop_at is not None and chunk.index >= stop_at:
+    async def map_group(position: int) -> None:
+        group = groups[position]
+        if stop_at is not None and group[0].index >= stop_at:
             return  # cut again below
-        # Yield to the event loop between chunks: CPU-bound extraction must not starve the
+        # Yield to the event loop between requests: CPU-bound extraction must not starve the
         # job's heartbeat, or its lease would expire and another worker would take it.
         await asyncio.sleep(0)
         check_cancelled()
-        given, given_hash = (
-            known.upto(chunk.index - concurrency) if uses_known_items else ([], None)
-        )
-        key = chunk_cache_key(extractor, chunk, given_hash)
-        summary = await hooks.load_chunk(key) if hooks.load_chunk else None
+        given, given_hash = known.upto(after(position)) if uses_known_items else ([], None)
+        keys = [chunk_cache_key(extractor, chunk, given_hash) for chunk in group]
+        loaded: list[ChunkSummary | None] = []
+        for key in keys:
+            loaded.append(await hooks.load_chunk(key) if hooks.load_chunk else None)
+        todo = [chunk for chunk, summary in zip(group, loaded, strict=True) if summary is None]
+        outcomes: dict[int, ChunkSummary | ChunkFailed] = {}
+        if packing is not None and len(todo) > 1:
+            results = await packing.extract_chunks(todo, given)
+            outcomes = {chunk.index: result for chunk, result in zip(todo, results, strict=True)}
+        else:
+            for chunk in todo:
+                try:
+                    outcomes[chunk.index] = await extractor.extract_chunk(chunk, given)
+                except ChunkFailed as failure:
+                    outcomes[chunk.index] = failure
+        for chunk, key, summary in zip(group, keys, loaded, strict=True):
+            await settle(position, chunk, key, summary, outcomes.get(chunk.index))
+
+    async def settle(
+        position: int,
+        chunk: Chunk,
+        key: str,
+        summary: ChunkSummary | None,
+        outcome: ChunkSummary | ChunkFailed | None,
+    ) -> None:
+        """One chunk of request `position` done: from the cache (`summary`) or the extractor's
+        `outcome`, validated, cached, counted."""
+        nonlocal stop_at
         if summary is not None:
             cached.add(chunk.index)
         else:
+            assert outcome is not None  # every chunk not from the cache was extracted
             fallback = False
             raw: ChunkSummary | None
-            try:
-                raw = await extractor.extract_chunk(chunk, given)
-            except ChunkFailed as failure:
+            if isinstance(outcome, ChunkFailed):
                 if (
-                    isinstance(failure, ChunkTooLarge)
+                    isinstance(outcome, ChunkTooLarge)
                     and recuts < _MAX_RECUTS
-                    and _smaller(chunk_tokens, failure.fit_tokens)
+                    and _smaller(chunk_tokens, outcome.fit_tokens)
                 ):
-                    too_large[chunk.index] = failure
-                    end = chunk.index + concurrency
+                    too_large[chunk.index] = outcome
+                    # Requests already started finish; those waiting for this one do not start.
+                    later = position + concurrency
+                    end = groups[later][0].index if later < len(groups) else len(chunks)
                     stop_at = end if stop_at is None else min(stop_at, end)
                     return
-                raw = await fall_back(chunk, failure.reason)
+                raw = await fall_back(chunk, outcome.reason)
                 fallback = raw is not None
+            else:
+                raw = outcome
             if raw is not None:
                 chunk_texts = {mid: texts[mid] for mid in chunk.message_ids}
                 checked = await run_light(
@@ -346,13 +401,17 @@ async def run_pipeline(
             else:
                 plan.recut(len(chunks), len(cut))
             await progress(JobPhase.MAP)
-            for chunk in cut:
-                chunk = replace(chunk, index=len(chunks))
+            if packing is not None and per_request > 1:  # a refusal may have taught less room
+                pack_tokens = packing.pack_tokens()
+            fresh = [replace(chunk, index=len(chunks) + n) for n, chunk in enumerate(cut)]
+            for chunk in fresh:
                 chunks.append(chunk)
                 summaries.append(None)
                 ended.append(False)
                 prefix_done.append(asyncio.Event())
-                tasks.append(asyncio.create_task(map_one(chunk)))
+            for group in grouped(fresh):
+                groups.append(group)
+                tasks.append(asyncio.create_task(map_one(len(groups) - 1)))
             await asyncio.gather(*tasks)
             if not too_large:
                 break
@@ -367,7 +426,11 @@ async def run_pipeline(
                 first_message = chunks[first].parts[0].message
             resume_at = window.messages.index(first_message)
             del chunks[first:], summaries[first:], ended[first:], prefix_done[first:]
-            del tasks[first:]
+            tasks.clear()  # all finished
+            while groups and groups[-1][0].index >= first:
+                groups.pop()
+            if groups:
+                groups[-1] = [chunk for chunk in groups[-1] if chunk.index < first]
             known.truncate(first)
             failed[:] = [f for f in failed if int(str(f["chunk"])) < first]
             fell_back[:] = [f for f in fell_back if int(str(f["chunk"])) < first]

@@ -1,7 +1,8 @@
 """The LLM extractor: map and reduce through forced tool calls to an OpenAI-compatible endpoint.
 
 Map: one `emit_chunk_summary` call per chunk (runner.llm.toolcall), preflighted against the map
-model's budget. Reduce: `emit_digest`, in levels when needed (runner.llm.reduce). Faults become
+model's budget, or one `emit_chunk_summaries` call for several consecutive chunks
+(`extract_chunks`, runner.llm.pack), a chunk whose part is missing or invalid then asked alone. Reduce: `emit_digest`, in levels when needed (runner.llm.reduce). Faults become
 `ChunkFailed` for a chunk, which the pipeline then has the offline extractor read instead
 (`extract_fallback`; the job ends PARTIAL), or the offline reduce for the reduce; the validator
 (runner.grounding.validate) checks everything afterwards, whatever produced it.
@@ -15,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 import random
 from collections.abc import Awaitable, Callable, Mapping
 
@@ -51,7 +53,16 @@ from runner.llm.budget import (
 )
 from runner.llm.client import ContextLimitExceeded, ResilientCaller, build_client
 from runner.llm.config import LLMConfig
+from runner.llm.pack import (
+    PACK_TOOL,
+    PackedSummaries,
+    pack_tool_schema,
+    pack_user_message,
+    read_parts,
+)
 from runner.llm.prompts import (
+    MAP_PACK_PROMPT,
+    MAP_PACK_PROMPT_VERSION,
     MAP_PROMPT,
     MAP_PROMPT_VERSION,
     REDUCE_PROMPT,
@@ -62,6 +73,8 @@ from runner.llm.redaction import RedactionSession
 from runner.llm.reduce import FallbackReduce, TreeReducer
 from runner.llm.render import map_user_message, shown_known_items, system_message
 from runner.llm.toolcall import NATIVE_FALLBACK_MESSAGE, MalformedOutput, ToolCaller
+
+logger = logging.getLogger(__name__)
 
 # Bumped when the post-processing of map output changes (it is part of the cached result).
 _MAP_POSTPROCESS_VERSION = "keys-ns-2"  # 2: known items cited by alias
@@ -191,6 +204,7 @@ class LLMExtractor:
         # own count (1.0 until one did not): how much smaller chunks must be cut.
         self.server_token_ratio = 1.0
         self.map_prompt = load_prompt(MAP_PROMPT, MAP_PROMPT_VERSION)
+        self.pack_prompt = load_prompt(MAP_PACK_PROMPT, MAP_PACK_PROMPT_VERSION)
         self.reduce_prompt = load_prompt(REDUCE_PROMPT, REDUCE_PROMPT_VERSION)
         self._note_limits()
 
@@ -200,6 +214,16 @@ class LLMExtractor:
         return self._budget(
             config.map_model,
             config.map_max_output_tokens,
+            config.map_context_tokens,
+            config.map_output_tokens,
+        )
+
+    def pack_budget(self, count: int) -> RequestBudget:
+        """The budget of a map request carrying `count` chunks: each chunk's output room."""
+        config = self.config
+        return self._budget(
+            config.map_model,
+            count * config.map_max_output_tokens,
             config.map_context_tokens,
             config.map_output_tokens,
         )
@@ -307,7 +331,7 @@ class LLMExtractor:
         """Prompt version, map model and a hash of everything else that shapes a chunk's result.
         The reduce model is left out: it does not change map output, so switching it keeps the
         chunk cache."""
-        material = {
+        material: dict[str, object] = {
             "prompt": self.map_prompt.sha256,
             "tool": hashlib.sha256(
                 json.dumps(tool_schema(CHUNK_SUMMARY_TOOL), sort_keys=True).encode()
@@ -318,6 +342,15 @@ class LLMExtractor:
             "max_known_items": self.config.max_known_items,
             "postprocess": _MAP_POSTPROCESS_VERSION,
         }
+        # A chunk may be answered by a packed request (the setting, not what the budget allows
+        # now: a limit learned mid-job must not change the keys of the chunks already cached).
+        if self.config.chunks_per_request > 1:
+            material["pack"] = {
+                "prompt": self.pack_prompt.sha256,
+                "tool": hashlib.sha256(
+                    json.dumps(pack_tool_schema(), sort_keys=True).encode()
+                ).hexdigest(),
+            }
         digest = hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
         return f"llm:{MAP_PROMPT_VERSION}:{self.config.map_model}:{digest[:16]}"
 
@@ -327,6 +360,30 @@ class LLMExtractor:
             [system_message(self.map_prompt.text)], [tool_schema(CHUNK_SUMMARY_TOOL)]
         )
         return tokens
+
+    def chunks_per_request(self) -> int:
+        """How many consecutive chunks one map request carries: the setting, fewer when the map
+        model's output limit cannot give each of them the output room one chunk has alone."""
+        count = self.config.chunks_per_request
+        alone = self.map_budget.max_output_tokens
+        while count > 1 and self.pack_budget(count).max_output_tokens < count * alone:
+            count -= 1
+        return count
+
+    def pack_tokens(self) -> int:
+        """The most chunk tokens (runner.core.chunks count) a packed map request can carry with a
+        full list of known items; the pipeline packs consecutive chunks up to this."""
+        count = self.chunks_per_request()
+        prefix, _ = count_request_tokens(
+            [system_message(self.pack_prompt.text)], [pack_tool_schema()]
+        )
+        room = (
+            int(self.pack_budget(count).input_tokens / self.server_token_ratio)
+            - prefix
+            - count * _MAP_WRAPPER_TOKENS
+            - self.config.max_known_items * _KNOWN_ITEM_TOKENS
+        )
+        return max(1, room)
 
     def max_chunk_tokens(self) -> int:
         """The largest chunk (runner.core.chunks token count) a map request can carry with a full
@@ -402,10 +459,96 @@ class LLMExtractor:
             raise ChunkFailed(str(error)) from None
         finally:
             self._note_estimates()
+        return self._mapped(chunk, summary, shown)
+
+    def _mapped(self, chunk: Chunk, summary: ChunkSummary, shown: dict[str, str]) -> ChunkSummary:
+        """A chunk's summary as the model gave it, made ready for validation: pointers against
+        the text the model saw, keys namespaced by the chunk."""
         self.usage.content_tokens += chunk.token_count
         texts = {part.message.message_id: part.message.normalized_text for part in chunk.parts}
         summary = quote_offsets_the_model_saw(summary, texts, self.tools.caller.redaction())
         return namespace_keys(summary, f"c{chunk.content_hash[:6]}.", shown)
+
+    async def _alone(
+        self, chunks: list[Chunk], known_items: list[KnownItem]
+    ) -> list[ChunkSummary | ChunkFailed]:
+        """Each chunk in a request of its own, its failure returned rather than raised."""
+        outcomes: list[ChunkSummary | ChunkFailed] = []
+        for chunk in chunks:
+            try:
+                outcomes.append(await self.extract_chunk(chunk, known_items))
+            except ChunkFailed as failure:
+                outcomes.append(failure)
+        return outcomes
+
+    async def _pack_messages(
+        self, chunks: list[Chunk], known_items: list[KnownItem], budget: RequestBudget
+    ) -> tuple[list[dict[str, object]], dict[str, str]] | None:
+        """The packed request, with fewer known items if that is what it takes to fit, and the
+        known items it shows (alias → key); None when the chunks do not fit together."""
+        limit = self.config.max_known_items
+        tools = [pack_tool_schema()]
+        while True:
+            messages = [
+                system_message(self.pack_prompt.text),
+                pack_user_message(chunks, known_items, limit),
+            ]
+            checked = await self.tools.count(budget.model, messages, tools, budget.input_tokens)
+            if checked.fits:
+                shown = shown_known_items(known_items, limit)
+                return messages, {alias: item.key for alias, item in shown.items()}
+            if limit > 0 and known_items:
+                limit //= 2
+                continue
+            return None
+
+    async def extract_chunks(
+        self, chunks: list[Chunk], known_items: list[KnownItem]
+    ) -> list[ChunkSummary | ChunkFailed]:
+        """Map consecutive chunks in one request (`emit_chunk_summaries`), each given the same
+        known items; one outcome per chunk, in order, as `extract_chunk` would have it: the
+        summary, or the ChunkFailed (ChunkTooLarge) it would raise. A chunk whose part is
+        missing or invalid is asked for alone; so is every chunk when the pack does not fit,
+        the endpoint refused it for size, or its answer was unusable twice. A call that failed
+        (after its retries, or the breaker open) fails each chunk with its reason, as it would
+        have failed each alone."""
+        if len(chunks) < 2:
+            return await self._alone(chunks, known_items)
+        budget = self.pack_budget(len(chunks))
+        built = await self._pack_messages(chunks, known_items, budget)
+        if built is None:
+            self._note_estimates()
+            return await self._alone(chunks, known_items)
+        messages, shown = built
+        try:
+            packed = await self.tools.call(
+                model=budget.model,
+                messages=messages,
+                tool_name=PACK_TOOL,
+                model_type=PackedSummaries,
+                max_output_tokens=budget.max_output_tokens,
+                input_budget=budget.input_tokens,
+                tool=pack_tool_schema(),
+            )
+        except ContextLimitExceeded as error:
+            self._learn(error, budget)
+            return await self._alone(chunks, known_items)
+        except MalformedOutput:
+            return await self._alone(chunks, known_items)
+        except LLMError as error:
+            return [ChunkFailed(str(error)) for _ in chunks]
+        finally:
+            self._note_estimates()
+        parts = read_parts(packed, chunks)
+        outcomes: list[ChunkSummary | ChunkFailed] = []
+        for chunk in chunks:
+            part = parts[chunk.index]
+            if isinstance(part, ChunkSummary):
+                outcomes.append(self._mapped(chunk, part, shown))
+            else:
+                logger.info("chunk %d of a packed map request: %s", chunk.index, part[:300])
+                outcomes.extend(await self._alone([chunk], known_items))
+        return outcomes
 
     async def extract_fallback(self, chunk: Chunk) -> ChunkSummary | None:
         """A chunk the model could not extract, read by the offline rules instead (None when

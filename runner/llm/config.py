@@ -85,6 +85,10 @@ class LLMConfig:
 
     # Extraction shape.
     max_known_items: int = 40
+    # Consecutive chunks one map request carries (DIGESTD_CHUNKS_PER_REQUEST; fewer when the map
+    # model's output limit cannot give each its own room): the prompt, tool schema and known
+    # items are sent once for them. 1 = one chunk per request.
+    chunks_per_request: int = 1
     max_reduce_levels: int = 3
 
     # Circuit breaker per endpoint (and one per fallback model: runner.llm.breaker.model_breaker).
@@ -96,6 +100,8 @@ class LLMConfig:
     def __post_init__(self) -> None:
         if self.concurrency < 1:
             raise ValueError("concurrency must be at least 1")
+        if self.chunks_per_request < 1:
+            raise ValueError("chunks_per_request must be at least 1")
         if self.max_retries < 0:
             raise ValueError("max_retries must not be negative")
         if not 0 <= self.token_safety_margin < 1:

@@ -21,6 +21,9 @@ MAP_PROMPT_VERSION = "v3"
 # v2: cited overview and highlight sentences (contract 2.0).
 REDUCE_PROMPT_VERSION = "v2"
 MAP_PROMPT = "map"
+# The map prompt of a request carrying several chunks (runner.llm.pack): map v3's rules, per chunk.
+MAP_PACK_PROMPT = "map_pack"
+MAP_PACK_PROMPT_VERSION = "v1"
 REDUCE_PROMPT = "reduce"
 DOC_SUMMARY_PROMPT = "doc_summary"  # the document summarizer (runner.documents.llm_summary)
 # A document too large for one request: its map and reduce (runner.documents.map_reduce).

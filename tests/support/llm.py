@@ -3,7 +3,8 @@ endpoint of runner/llm/fake.py behind the real `openai` client, and a tiny chat-
 
 A scripted model reads what the extractor actually sent (the chunk's `<message>` elements, the
 reduce step's `<summary>` JSON) and answers with tool calls built from it, so the whole pipeline
-runs end to end without a real model.
+runs end to end without a real model. A packed map request (`emit_chunk_summaries`, several
+`<chunk>` elements) is answered chunk by chunk by the same builder (`packed`).
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ API_KEY = "sk-test-SECRET-0123456789abcdef"
 
 _ATTR = re.compile(r"""(\w+)=(?:"([^"]*)"|'([^']*)')""")
 _MESSAGE = re.compile(r"<message ([^>]*)>(.*?)</message>", re.DOTALL)
+_CHUNK = re.compile(r'<chunk index="(\d+)"[^>]*>.*?</chunk>\n', re.DOTALL)
+_KNOWN = re.compile(r"<known_items>\n.*?</known_items>\n", re.DOTALL)
 _SUMMARY = re.compile(r"<summary [^>]*>(.*?)</summary>", re.DOTALL)
 _ATTR_ENTITIES = {"&quot;": '"', "&#10;": "\n", "&#13;": "\r", "&#9;": "\t"}
 
@@ -123,6 +126,36 @@ def chunk_messages_of(body: dict[str, Any]) -> list[SentMessage]:
         attributes = _attributes(raw_attributes)
         sent.append(SentMessage(attributes["id"], unescape(text), int(attributes.get("offset", 0))))
     return sent
+
+
+def chunk_requests(body: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
+    """Each `<chunk>` of a (packed) map request with its index, as the body of a request that
+    carried that chunk alone: the same messages, the user message holding only that chunk."""
+    user = [m for m in body["messages"] if m["role"] == "user"][0]["content"]
+    known = _KNOWN.search(user)
+    singles = []
+    for match in _CHUNK.finditer(user):
+        content = (known[0] if known else "") + match[0]
+        messages = [
+            {**m, "content": content} if m["role"] == "user" else m for m in body["messages"]
+        ]
+        singles.append((int(match[1]), {**body, "messages": messages}))
+    return singles
+
+
+def packed(
+    map_arguments: Callable[[dict[str, Any]], Any],
+) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """The arguments of `emit_chunk_summaries`: `map_arguments` of each chunk, with its index."""
+
+    def build(body: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "summaries": [
+                {"chunk": index, **map_arguments(single)} for index, single in chunk_requests(body)
+            ]
+        }
+
+    return build
 
 
 def summaries_of(body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -235,11 +268,16 @@ def scripted(
     map_arguments: Callable[[dict[str, Any]], Any] = grounded_summary,
     reduce_arguments: Callable[[dict[str, Any]], Any] = merged_digest,
 ) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    """A model that answers each forced tool call with the matching builder's arguments."""
+    """A model that answers each forced tool call with the matching builder's arguments (a
+    packed map request with `map_arguments` of each of its chunks)."""
+    builders = {
+        "emit_chunk_summary": map_arguments,
+        "emit_chunk_summaries": packed(map_arguments),
+    }
 
     def respond(body: dict[str, Any]) -> dict[str, Any]:
         tool = tool_of(body)
-        build = map_arguments if tool == "emit_chunk_summary" else reduce_arguments
+        build = builders.get(tool or "", reduce_arguments)
         return completion(tool=tool, arguments=build(body))
 
     return respond

@@ -20,7 +20,7 @@ from runner.llm.fake import FakeLLM, error
 from server.runtime import Runtime
 from server.settings import Settings
 from tests.support.database import add_channel
-from tests.support.llm import API_KEY, scripted
+from tests.support.llm import API_KEY, chunk_requests, scripted
 from tests.support.worker import (
     assert_pointers_resolve,
     job_row,
@@ -43,12 +43,14 @@ async def test_llm_extractor_from_settings_digests_a_channel(
     job = await job_row(db, job_id)
     assert job.status == "succeeded", job.error
     stats = job.stats
-    map_calls = sum(
-        1
+    map_requests = [
+        body
         for body in fake.requests
-        if body["tool_choice"]["function"]["name"] == "emit_chunk_summary"
-    )
-    assert stats["chunks"] == map_calls >= 3  # 70 messages at 400 tokens a chunk
+        if body["tool_choice"]["function"]["name"] == "emit_chunk_summaries"
+    ]
+    # 70 messages at 400 tokens a chunk, three chunks a request (DIGESTD_CHUNKS_PER_REQUEST).
+    sent = [len(chunk_requests(body)) for body in map_requests]
+    assert stats["chunks"] == sum(sent) >= 3 and set(sent[:-1]) == {3}
     assert stats["llm_calls"] == len(fake.requests) and stats["prompt_tokens"] > 0
     # The scripted model shifts every offset by 3; validation re-anchored them on the quote.
     assert await assert_pointers_resolve(db, job.digest_id) >= 1
