@@ -18,7 +18,7 @@ here, only answers without errors.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
@@ -221,6 +221,13 @@ def _resolver_of(
         # read as Strawberry's default resolver reads it, with no info to build.
         default = getattr(strawberry_field, "default_resolver", None)
         python_name = getattr(strawberry_field, "python_name", None)
+        nullable = (
+            definition.type.of_type
+            if isinstance(definition.type, GraphQLNonNull)
+            else definition.type
+        )
+        if default is getattr and isinstance(python_name, str) and is_leaf_type(nullable):
+            return _leaf_attribute(python_name, definition.type, complete)
         if default is getattr and isinstance(python_name, str):
             attribute = python_name
 
@@ -277,6 +284,34 @@ def _resolver_of(
     return resolve_field
 
 
+def _leaf_attribute(attribute: str, type_: GraphQLOutputType, complete: Complete) -> Resolve:
+    """An attribute read and completed as a leaf in one step: most fields of a page are these,
+    so the common case (a plain value) skips the calls and checks it cannot need."""
+    non_null = isinstance(type_, GraphQLNonNull)
+    leaf: GraphQLLeafType = get_named_type(type_)  # type: ignore[assignment]
+    coerce = leaf.coerce_output_value
+
+    def resolve_leaf(source: Any, request: PlanRequest, path: Path) -> Any:
+        value = getattr(source, attribute)
+        if value is None:
+            if non_null:
+                raise Stopped("null in a non-null field")
+            return None
+        if type(value) not in _PLAIN:  # an awaitable, an error, an enum: the general way
+            if _awaitable(value):
+                return _later(value, complete, request, path)
+            return complete(value, request, path)
+        coerced = coerce(value)
+        if coerced is Undefined or coerced is None:
+            raise Stopped("a leaf that does not serialize")
+        budget = request.budget
+        if budget is not None:
+            budget.spend(coerced)
+        return coerced
+
+    return resolve_leaf
+
+
 async def _later(
     value: Awaitable[Any], complete: Complete, request: PlanRequest, path: Path
 ) -> Any:
@@ -324,6 +359,14 @@ def _non_null(inner: Complete) -> Complete:
     return complete_non_null
 
 
+def _close(values: Iterable[Any]) -> None:
+    """Closes the coroutines of a run that stopped before awaiting them (no warning that they
+    were never awaited, no resolver started for nothing)."""
+    for value in values:
+        if _pending(value):
+            value.close()
+
+
 async def _checked(completed: Awaitable[Any]) -> Any:
     value = await completed
     if value is None:
@@ -339,9 +382,13 @@ def _list(item: Complete) -> Complete:
             raise Stopped("a resolver returned an error")
         if isinstance(value, str | bytes | dict) or not hasattr(value, "__iter__"):
             raise Stopped("a list field whose value is no list")
-        results = [
-            item(element, request, Path(path, index, None)) for index, element in enumerate(value)
-        ]
+        results: list[Any] = []
+        try:
+            for index, element in enumerate(value):
+                results.append(item(element, request, Path(path, index, None)))
+        except Exception:
+            _close(results)
+            raise
         pending = [index for index, result in enumerate(results) if _pending(result)]
         if not pending:
             return results
@@ -381,11 +428,15 @@ def execute_fields(
     """The response object of `fields` on `source`, or an awaitable of it."""
     result: dict[str, Any] = {}
     pending: list[str] = []
-    for key, resolve in fields:
-        value = resolve(source, request, path)  # type: ignore[arg-type]
-        result[key] = value
-        if _pending(value):
-            pending.append(key)
+    try:
+        for key, resolve in fields:
+            value = resolve(source, request, path)  # type: ignore[arg-type]
+            result[key] = value
+            if _pending(value):
+                pending.append(key)
+    except Exception:
+        _close(result.values())
+        raise
     if not pending:
         return result
     return _filled(result, pending, request)

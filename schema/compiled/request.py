@@ -43,5 +43,11 @@ class PlanRequest:
     helpers: GraphQLResolveInfoHelpers = field(default=HELPERS)
 
     @staticmethod
-    def gather(*awaitables: Awaitable[Any]) -> Awaitable[list[Any]]:
-        return asyncio.gather(*awaitables)
+    async def gather(*awaitables: Awaitable[Any]) -> list[Any]:
+        """All of them together (so DataLoader loads batch), every one settled before the first
+        failure is raised: none is left running behind a request that gave up."""
+        results = await asyncio.gather(*awaitables, return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
+        return results

@@ -44,6 +44,6 @@ async def run_plan(
         if isawaitable(data):
             data = await data
     except Exception as error:  # noqa: BLE001 - every failure is graphql-core's to report
-        logger.debug("graphql.plan_stopped reason=%s", type(error).__name__)
+        logger.debug("graphql.plan_stopped reason=%s: %s", type(error).__name__, error)
         return None
     return data  # type: ignore[no-any-return]
