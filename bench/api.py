@@ -16,8 +16,10 @@ loopback. Scenarios:
 
 Before any load the script checks that both servers return equal data. Prints one JSON line per
 measured run, then one summary line per scenario with medians, spread (min..max over repeats),
-and graphql/plain throughput ratio (target ≥ 0.5), and last the two headline ratios (`job`,
-`digests`) on one line. Before the load, the SQL statements one request of each scenario sends
+and graphql/plain throughput ratio (target ≥ 0.5), then the two headline ratios (`job`,
+`digests`) on one line, and last the conditional polling figure (not part of the ratios): `job(id)`
+polled by GET answered in full vs answered 304 to an If-None-Match of its ETag
+(server/etag.py). Before the load, the SQL statements one request of each scenario sends
 are counted on the real app's connections (bench/_api_statements.py), and printed. With `--py-spy PATH` (py-spy is not a
 dependency; install it anywhere), one extra GraphQL run per scenario is profiled and the hottest
 frames and a per-phase breakdown are printed (`--profile-dir` keeps the raw stacks).
@@ -38,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -184,6 +187,29 @@ def graphql_request(port: int, query: str, variables: dict[str, Any]) -> str:
     )
 
 
+def graphql_get(port: int, query: str, variables: dict[str, Any], etag: str | None) -> str:
+    params = urllib.parse.urlencode({"query": query, "variables": json.dumps(variables)})
+    condition = f"If-None-Match: {etag}\r\n" if etag else ""
+    return f"GET /graphql?{params} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{condition}\r\n"
+
+
+def polling_requests(port: int, job_ids: list[int], conditional: bool) -> list[str]:
+    """GETs of the `job` scenario's 100 ids, with the ETag of each answer when `conditional`
+    (nothing changes during the run, so every conditional answer is a 304)."""
+    step = max(1, len(job_ids) // 100)
+    requests: list[str] = []
+    with httpx.Client(timeout=10) as client:
+        for job_id in job_ids[::step][:100]:
+            variables = {"id": str(job_id)}
+            etag = None
+            if conditional:
+                params = {"query": JOB_QUERY, "variables": json.dumps(variables)}
+                answer = client.get(f"http://127.0.0.1:{port}/graphql", params=params)
+                etag = answer.headers["etag"]
+            requests.append(graphql_get(port, JOB_QUERY, variables, etag))
+    return requests
+
+
 def plain_request(port: int, path: str) -> str:
     return f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n"
 
@@ -231,7 +257,7 @@ def check_same_data(ports: dict[str, tuple[int, int]], job_id: int) -> dict[str,
 
 
 def run_load(
-    requests: list[str], port: int, options: Options, check_errors: bool
+    requests: list[str], port: int, options: Options, check_errors: bool, expect_status: int = 200
 ) -> dict[str, Any]:
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
         json.dump(
@@ -243,6 +269,7 @@ def run_load(
                 "warmup": options.warmup,
                 "duration": options.duration,
                 "check_graphql_errors": check_errors,
+                "expect_status": expect_status,
             },
             handle,
         )
@@ -293,6 +320,37 @@ def summarize(
         "target_ratio": TARGET_RATIO,
         "target_met": ratio >= TARGET_RATIO,
         "errors": sum(run["errors"] for server_runs in runs.values() for run in server_runs),
+    }
+
+
+def conditional_polling(port: int, job_ids: list[int], options: Options) -> dict[str, Any]:
+    """`job(id)` polled by GET, answered in full vs 304 Not Modified (If-None-Match: the ETag of
+    the previous answer), runs alternating: a separate figure, not part of the ratios."""
+    full = polling_requests(port, job_ids, conditional=False)
+    conditional = polling_requests(port, job_ids, conditional=True)
+    runs: dict[str, list[dict[str, Any]]] = {"full": [], "not_modified": []}
+    for repeat in range(options.repeats):
+        order = ("full", "not_modified") if repeat % 2 == 0 else ("not_modified", "full")
+        for kind in order:
+            requests, status = (full, 200) if kind == "full" else (conditional, 304)
+            result = run_load(requests, port, options, check_errors=True, expect_status=status)
+            runs[kind].append(result)
+            emit({"bench": "api", "conditional": kind, "repeat": repeat + 1, **result})
+
+    def median(kind: str, key: str) -> float:
+        return round(statistics.median(run[key] for run in runs[kind]), 2)
+
+    return {
+        "bench": "api",
+        "conditional_summary": "job",
+        "full_get_rps": median("full", "requests_per_s"),
+        "not_modified_rps": median("not_modified", "requests_per_s"),
+        "full_get_p50_ms": median("full", "p50_ms"),
+        "not_modified_p50_ms": median("not_modified", "p50_ms"),
+        "speedup": round(
+            median("not_modified", "requests_per_s") / median("full", "requests_per_s"), 3
+        ),
+        "errors": sum(run["errors"] for kind_runs in runs.values() for run in kind_runs),
     }
 
 
@@ -420,6 +478,7 @@ def run(options: Options, database_url: str | None) -> int:
                     "target_ratio": TARGET_RATIO,
                 }
             )
+            emit(conditional_polling(ports["graphql"][0], job_ids, options))
             if options.py_spy:
                 for server in (name for name in options.servers if name != "plain"):
                     port, pid = ports[server]

@@ -10,6 +10,7 @@ out of the figures (bench/api.py measures them):
 
 - `plain`: the baseline app of bench/api.py called through ASGI (routing, one query, JSON);
 - `graphql_app`: digestd's whole app through ASGI (middleware, admission, Strawberry, JSON);
+- `compiled`: the query's compiled plan alone (schema/compiled/), on the same context;
 - `strawberry`: `schema.execute` alone (extensions, Strawberry's resolvers, graphql-core);
 - `graphql_core`: graphql-core's `execute` alone, on the same schema, document and context;
 - `sql`: the statement alone on a pooled connection.
@@ -44,6 +45,8 @@ from bench.api import DIGESTS_QUERY, JOB_QUERY
 from db import jobs, pages
 from db.engine import embedded_database_url
 from schema import build_schema
+from schema.compiled.plan import build_plan
+from schema.compiled.run import run_plan
 from schema.context import Context
 from server.app import AppOptions, create_app
 from server.auth import Role
@@ -127,6 +130,7 @@ async def measure(
 
         async def scenario_row(scenario: str, query: str) -> dict[str, Any]:
             document = graphql.parse(query)
+            plan = build_plan(schema._schema, document, None)
 
             def variables(number: int) -> dict[str, Any]:
                 return {"id": str(job_ids[number % 100])} if scenario == "job" else {}
@@ -147,6 +151,10 @@ async def measure(
                     query, variable_values=variables(number), context_value=context()
                 )
                 assert not result.errors, result.errors
+
+            async def compiled_call(number: int) -> None:
+                data = await run_plan(plan, schema._schema, context(), variables(number))
+                assert data is not None
 
             async def core_call(number: int) -> None:
                 result = graphql.execute(
@@ -169,6 +177,7 @@ async def measure(
             layers: dict[str, Call] = {
                 "plain": plain_call,
                 "graphql_app": app_call,
+                "compiled": compiled_call,
                 "strawberry": strawberry_call,
                 "graphql_core": core_call,
                 "sql": sql_call,
@@ -185,6 +194,7 @@ async def measure(
                 "us_per_request": figures,
                 "ratio_in_process": round(figures["plain"] / figures["graphql_app"], 3),
                 "ratio_if_only_graphql_core": round(figures["plain"] / figures["graphql_core"], 3),
+                "ratio_if_only_compiled": round(figures["plain"] / figures["compiled"], 3),
             }
 
         for scenario, query in (("job", JOB_QUERY), ("digests", DIGESTS_QUERY)):

@@ -19,9 +19,10 @@ from graphql import DocumentNode, GraphQLError, get_operation_ast
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
-from strawberry.types import ExecutionResult
 from strawberry.types.graphql import OperationType
 
+from schema.compiled.plans import QueryPlans
+from schema.compiled.run import run_plan
 from schema.context import ApiConfig, Context, Role
 from schema.errors import (
     BAD_REQUEST,
@@ -32,6 +33,7 @@ from schema.errors import (
     response_too_large,
 )
 from schema.gate.request_gate import GateLimits, GraphQLRequest, Refused, admit
+from server.etag import entity_tag, none_match
 from server.graphiql import graphiql_page, is_page_request
 from server.metrics import observe_graphql
 from server.request_id import request_id_of
@@ -104,6 +106,8 @@ class GraphQLEndpoint:
         self.schema = schema
         self.config = config
         self.limits = limits
+        # Query texts answered once without errors, compiled (schema/compiled/).
+        self.plans = QueryPlans(schema._schema)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
@@ -142,22 +146,43 @@ class GraphQLEndpoint:
             return _json(
                 {"data": None, "errors": [formatted(refused.error, request_id)]}, refused.status
             )
-        context = Context(
-            pool=request.app.state.pool, role=role, config=self.config, request_id=request_id
-        )
+        # A GET of a query may be answered 304 (server/etag.py); a POST is never conditional.
+        if_none_match = request.headers.get("if-none-match") if request.method == "GET" else None
+        plan = self.plans.get(parsed.query, parsed.operation_name)
+        if plan is not None:
+            data = await run_plan(
+                plan, self.schema._schema, self._context(request, role), parsed.variables
+            )
+            if data is not None:
+                observe_graphql("query", [])
+                return self._answer(data, [], request_id, tagged=True, if_none_match=if_none_match)
+            # Anything the plan does not answer, graphql-core answers, from the start.
         result = await self.schema.execute(
             parsed.query,
             variable_values=parsed.variables,
-            context_value=context,
+            context_value=self._context(request, role),
             operation_name=parsed.operation_name,
             allowed_operation_types={OperationType.QUERY, OperationType.MUTATION},
         )
-        response = self._answer(result, request_id)
-        observe_graphql(
-            _operation_type(document, parsed.operation_name),
-            [code_of(e) for e in result.errors or []],
+        errors: list[GraphQLError] = list(result.errors or [])
+        operation_type = _operation_type(document, parsed.operation_name)
+        if operation_type == "query" and not errors:
+            if not self.plans.known(parsed.query, parsed.operation_name):
+                self.plans.learn(parsed.query, parsed.operation_name, document)
+        tagged = operation_type == "query"
+        response = self._answer(
+            result.data, errors, request_id, tagged=tagged, if_none_match=if_none_match
         )
+        observe_graphql(operation_type, [code_of(e) for e in errors])
         return response
+
+    def _context(self, request: Request, role: Role) -> Context:
+        return Context(
+            pool=request.app.state.pool,
+            role=role,
+            config=self.config,
+            request_id=request_id_of(request.scope),
+        )
 
     async def _read(self, request: Request, role: Role) -> GraphQLRequest:
         if request.method == "GET":
@@ -197,12 +222,20 @@ class GraphQLEndpoint:
             raise BadBody("the client went away before sending the whole body") from None
         return b"".join(chunks)
 
-    def _answer(self, result: ExecutionResult, request_id: str) -> Response:
-        errors: list[GraphQLError] = list(result.errors or [])
+    def _answer(
+        self,
+        data: dict[str, Any] | None,
+        errors: list[GraphQLError],
+        request_id: str,
+        *,
+        tagged: bool,
+        if_none_match: str | None,
+    ) -> Response:
+        """The JSON answer; a query's answer without errors carries its ETag (304 if it matches)."""
         too_large = next((e for e in errors if code_of(e) == RESPONSE_TOO_LARGE), None)
         if too_large is not None:
             return _json({"data": None, "errors": [formatted(too_large, request_id)]}, 200)
-        payload: dict[str, Any] = {"data": result.data}
+        payload: dict[str, Any] = {"data": data}
         if errors:
             payload["errors"] = [formatted(error, request_id) for error in errors]
         body = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
@@ -210,7 +243,12 @@ class GraphQLEndpoint:
             logger.info("graphql.response_too_large request_id=%s bytes=%d", request_id, len(body))
             error = response_too_large(self.config.max_response_bytes)
             return _json({"data": None, "errors": [formatted(error, request_id)]}, 200)
-        return Response(body, media_type="application/json")
+        if errors or not tagged:
+            return Response(body, media_type="application/json")
+        tag = entity_tag(body)
+        if none_match(if_none_match, tag):
+            return Response(status_code=304, headers={"etag": tag})
+        return Response(body, media_type="application/json", headers={"etag": tag})
 
 
 def _operation_type(document: DocumentNode, name: str | None) -> str:

@@ -3,8 +3,9 @@ a database populated as an older schema left it."""
 
 from __future__ import annotations
 
+import os
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 import asyncpg
 import httpx
@@ -14,6 +15,7 @@ from pydantic import SecretStr
 from db.engine import connect
 from server.app import AppOptions, create_app
 from server.settings import Settings
+from tests.support import plan_check
 from tests.support.schema import with_database
 from tests.support.servers import running_server
 
@@ -54,3 +56,22 @@ async def old_database(database_url: str) -> AsyncIterator[tuple[str, asyncpg.Co
     finally:
         await admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
         await admin.close()
+
+
+@pytest.fixture(autouse=True)
+def plans_checked(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """With DIGESTD_CHECK_PLANS=1, every query is also answered by its compiled plan and the two
+    answers compared (tests/support/plan_check.py); off by default, since it doubles the queries
+    a test sends (the statement counts, for one, would double)."""
+    if os.environ.get(plan_check.ENV) != "1":
+        yield
+        return
+    check = plan_check.PlanCheck()
+    check.install(monkeypatch)
+    yield
+    assert not check.mismatches, "\n".join(check.mismatches)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if os.environ.get(plan_check.ENV) == "1":
+        terminalreporter.write_line(f"compiled query plans checked: {dict(plan_check.TOTALS)}")

@@ -62,6 +62,10 @@ def test_api_bench_quick() -> None:
     assert len(summaries) == 3
     for row in summaries:
         assert API_SUMMARY_KEYS <= row.keys()
+    # Polling with If-None-Match: every answer a 304, measured apart from the ratios.
+    conditional = next(row for row in rows if row.get("conditional_summary") == "job")
+    assert conditional["errors"] == 0
+    assert conditional["full_get_rps"] > 0 and conditional["not_modified_rps"] > 0
 
 
 def test_api_layers_bench_quick() -> None:
@@ -70,9 +74,17 @@ def test_api_layers_bench_quick() -> None:
     assert [row["scenario"] for row in rows] == ["job", "digests"]
     for row in rows:
         figures = row["us_per_request"]
-        assert figures.keys() == {"plain", "graphql_app", "strawberry", "graphql_core", "sql"}
+        assert figures.keys() == {
+            "plain",
+            "graphql_app",
+            "compiled",
+            "strawberry",
+            "graphql_core",
+            "sql",
+        }
         assert all(value > 0 for value in figures.values())
         assert 0 < row["ratio_if_only_graphql_core"] and 0 < row["ratio_in_process"]
+        assert 0 < row["ratio_if_only_compiled"]
 
 
 def test_queue_bench_quick() -> None:
