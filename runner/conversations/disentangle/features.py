@@ -16,6 +16,7 @@ import math
 import re
 from bisect import bisect_left
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from runner.conversations.disentangle.message import Message
@@ -65,7 +66,8 @@ class ChannelState:
         self.seen: list[Seen] = []
         self.last_by_author: dict[str, int] = {}
         self.first_by_author: dict[str, int] = {}
-        self.talked: dict[tuple[str, str], int] = {}  # sorted author pair -> last addressing
+        # author -> {other author: the latest message where one of them named the other}
+        self.talked: dict[str, dict[str, int]] = {}
         self.document_frequency: Counter[str] = Counter()
         self.messages_read = 0
         # The conversations decided so far (from the parents chosen for earlier messages).
@@ -166,8 +168,10 @@ class ChannelState:
         self.conversation_authors[conversation].add(seen.key)
         self.conversation_words[conversation].update(seen.words)
         key = seen.key
+        talked = self.talked
         for name in seen.mentions:
-            self.talked[(key, name) if key < name else (name, key)] = index
+            talked.setdefault(key, {})[name] = index
+            talked.setdefault(name, {})[key] = index
         self.last_by_author[key] = index
         self.first_by_author.setdefault(key, index)
         self.document_frequency.update(seen.words)
@@ -313,100 +317,178 @@ def _previous_spoken(state: ChannelState, index: int) -> int | None:
     return None
 
 
-def pair_features(state: ChannelState, index: int, candidate: int) -> list[int]:
-    """Features of "message `index` answers message `candidate`" (state: read, not committed,
-    up to `index`). Written for speed: it runs for every candidate of every message."""
+def option_features(state: ChannelState, index: int, options: Sequence[int]) -> list[list[int]]:
+    """Features of "message `index` answers message `candidate`" for each candidate of
+    `options`, in order (state: read, not committed, up to `index`). Written for speed:
+    it runs for every candidate of every message (about 36 per spoken message), so what
+    depends on the message alone (its fields, its author's and addressee's latest
+    conversation, the rarity of its words) is looked up once, and what depends on the
+    candidate's conversation once per conversation, not once per candidate. Each list holds
+    the same ids in the same order whatever the speed-up: the model sums the weights in that
+    order, and another order could change a float and so a tie."""
     seen = state.seen
-    message, other = seen[index], seen[candidate]
-    key, other_key, addressed = message.key, other.key, message.addressed
-    distance = index - candidate
-    near = 1 if distance == 1 else 2 if distance <= 3 else 3 if distance <= 10 else 4
-    features = [
-        DIST[bisect_left(_DIST_BINS, distance)],
-        GAP[bisect_left(_GAP_BINS, message.ts - other.ts)],
-    ]
-    relations = []
-    is_latest = state.last_by_author.get(other_key) == candidate
-    if is_latest:
-        relations.append(CAND_LATEST)
-    if other_key == key:
-        relations.append(SAME_AUTHOR_LATEST if is_latest else SAME_AUTHOR)
-        features.append(GAP_SAME_AUTHOR[bisect_left(_GAP_BINS, message.ts - other.ts)])
-        if message.thanks:
-            features.append(THANKS_SAME_AUTHOR)
-    elif message.thanks and (other.addressed == key or key in other.mentions):
-        relations.append(THANKS_HELPER)
-    if addressed:
-        features.append(DIST_ADDRESSED[bisect_left(_DIST_BINS, distance)])
-    if addressed == other_key:
-        relations.append(ADDRESSES_CAND_LATEST if is_latest else ADDRESSES_CAND_AUTHOR)
-    elif other_key in message.mentions:
-        relations.append(MENTIONS_CAND_AUTHOR)
-    elif addressed:
-        relations.append(ADDRESSES_OTHER)
-    if other.addressed == key:
-        relations.append(CAND_ADDRESSES_AUTHOR)
-    elif key in other.mentions:
-        relations.append(CAND_MENTIONS_AUTHOR)
-    elif other.addressed and other_key != key:
-        features.append(CAND_ADDRESSES_OTHER)
-    talked = state.talked.get((key, other_key) if key < other_key else (other_key, key))
-    if talked is not None and index - talked <= WINDOW:
-        relations.append(PAIR_TALKED)
-    if other.question:
-        features.append(BOTH_QUESTION if message.question else CAND_QUESTION)
-    if state.first_by_author.get(other_key) == candidate:
-        features.append(CAND_FIRST)
-    if message.words and other.words:
-        shared = message.words & other.words
-        if shared:
-            score = sum(state.rarity(word) for word in shared)
-            relations.append(WORDS[bisect_left(_WORD_BINS, score)])
-    conversation = state.conversation_of[candidate]
-    quiet_for = index - 1 - state.conversation_last[conversation]
-    features.append(CONVERSATION_RECENT[bisect_left(_RECENT_BINS, quiet_for)])
-    if other.question and not message.question and other_key != key:
-        relations.append(ANSWERS_QUESTION)
-    if state.conversation_last[conversation] == candidate:
-        relations.append(CAND_ENDS)
-        if other.question and state.conversation_first[conversation] == candidate:
-            relations.append(CAND_ALONE_QUESTION)
-    answered = state.parent_of[candidate]
-    if answered is not None and other_key != key and seen[answered].key == key:
-        relations.append(CAND_ANSWERS_AUTHOR)
-    if message.words:
-        overlap = state.conversation_overlap(conversation, message.words)
-        if overlap >= 0:
-            relations.append(overlap)
-    own = state.last_by_author.get(key)
-    if own is not None and state.conversation_of[own] == conversation:
-        relations.append(IN_AUTHORS_LAST_CONVERSATION)
-    if own is not None and own > candidate and other_key != key:
-        relations.append(AUTHOR_SPOKE_SINCE)
-        if state.conversation_of[own] != conversation:
-            features.append(AUTHOR_SPOKE_ELSEWHERE)
-    if candidate in state.answered:
-        relations.append(CAND_ANSWERED)
+    message = seen[index]
+    key, addressed, mentions, words = (
+        message.key,
+        message.addressed,
+        message.mentions,
+        message.words,
+    )
+    ts, thanks, question = message.ts, message.thanks, message.question
+    latest_of = state.last_by_author.get
+    first_of = state.first_by_author.get
+    talked_with = state.talked.get(key, {}).get
+    conversation_of = state.conversation_of
+    parent_of = state.parent_of
+    answered_set = state.answered
+    own = latest_of(key)
+    own_conversation = -1 if own is None else conversation_of[own]
+    addressed_conversation = -1
     if addressed is not None:
-        theirs = state.last_by_author.get(addressed)
-        if theirs is not None and state.conversation_of[theirs] == conversation:
+        theirs = latest_of(addressed)
+        if theirs is not None:
+            addressed_conversation = conversation_of[theirs]
+    # The same floats as `state.rarity` per shared word: the channel does not change while
+    # one message is linked.
+    rarity = {word: state.rarity(word) for word in words}.__getitem__
+    facts = _ConversationFacts(state, index, words, addressed, own_conversation)
+    facts_of = facts.get
+    result = []
+    for candidate in options:
+        other = seen[candidate]
+        other_key = other.key
+        other_addressed = other.addressed
+        same = other_key == key
+        distance = index - candidate
+        near = 1 if distance == 1 else 2 if distance <= 3 else 3 if distance <= 10 else 4
+        gap = bisect_left(_GAP_BINS, ts - other.ts)
+        features = [DIST[bisect_left(_DIST_BINS, distance)], GAP[gap]]
+        relations = []
+        is_latest = latest_of(other_key) == candidate
+        if is_latest:
+            relations.append(CAND_LATEST)
+        if same:
+            relations.append(SAME_AUTHOR_LATEST if is_latest else SAME_AUTHOR)
+            features.append(GAP_SAME_AUTHOR[gap])
+            if thanks:
+                features.append(THANKS_SAME_AUTHOR)
+        elif thanks and (other_addressed == key or key in other.mentions):
+            relations.append(THANKS_HELPER)
+        if addressed:
+            features.append(DIST_ADDRESSED[bisect_left(_DIST_BINS, distance)])
+        if addressed == other_key:
+            relations.append(ADDRESSES_CAND_LATEST if is_latest else ADDRESSES_CAND_AUTHOR)
+        elif other_key in mentions:
+            relations.append(MENTIONS_CAND_AUTHOR)
+        elif addressed:
+            relations.append(ADDRESSES_OTHER)
+        if other_addressed == key:
+            relations.append(CAND_ADDRESSES_AUTHOR)
+        elif key in other.mentions:
+            relations.append(CAND_MENTIONS_AUTHOR)
+        elif other_addressed and not same:
+            features.append(CAND_ADDRESSES_OTHER)
+        talked = talked_with(other_key)
+        if talked is not None and index - talked <= WINDOW:
+            relations.append(PAIR_TALKED)
+        other_question = other.question
+        if other_question:
+            features.append(BOTH_QUESTION if question else CAND_QUESTION)
+        if first_of(other_key) == candidate:
+            features.append(CAND_FIRST)
+        if words and other.words and not words.isdisjoint(other.words):
+            score = sum(map(rarity, words & other.words))
+            relations.append(WORDS[bisect_left(_WORD_BINS, score)])
+        conversation = conversation_of[candidate]
+        fact = facts_of(conversation) or facts.make(conversation)
+        features.append(fact.recent)
+        if other_question and not question and not same:
+            relations.append(ANSWERS_QUESTION)
+        if fact.last == candidate:
+            relations.append(CAND_ENDS)
+            if other_question and fact.first == candidate:
+                relations.append(CAND_ALONE_QUESTION)
+        answered = parent_of[candidate]
+        if answered is not None and not same and seen[answered].key == key:
+            relations.append(CAND_ANSWERS_AUTHOR)
+        if fact.overlap >= 0:
+            relations.append(fact.overlap)
+        if fact.authors_last:
+            relations.append(IN_AUTHORS_LAST_CONVERSATION)
+        if own is not None and own > candidate and not same:
+            relations.append(AUTHOR_SPOKE_SINCE)
+            if own_conversation != conversation:
+                features.append(AUTHOR_SPOKE_ELSEWHERE)
+        if candidate in answered_set:
+            relations.append(CAND_ANSWERED)
+        if addressed_conversation == conversation:
             relations.append(IN_ADDRESSEDS_LAST_CONVERSATION)
-    if other.length > _LEN_BINS[-1]:
-        features.append(CAND_LONG)
-    elif other.length <= 2:
-        features.append(CAND_SHORT)
-    authors = state.conversation_authors[conversation]
-    if key in authors and other_key != key:
-        relations.append(AUTHOR_IN_CONVERSATION)
-    if addressed is not None and addressed in authors:
-        relations.append(ADDRESSED_IN_CONVERSATION)
-    features.append(PEOPLE[bisect_left(_SIZE_BINS, len(authors))])
-    if distance == 1 and not addressed:
-        features.append(ADJACENT_UNADDRESSED)
-    for relation in relations:
-        features.append(relation)
-        features.append(relation + near)
-    return features
+        length = other.length
+        if length > _LEN_BINS[-1]:
+            features.append(CAND_LONG)
+        elif length <= 2:
+            features.append(CAND_SHORT)
+        if not same and fact.author_in:
+            relations.append(AUTHOR_IN_CONVERSATION)
+        if fact.addressed_in:
+            relations.append(ADDRESSED_IN_CONVERSATION)
+        features.append(fact.people)
+        if distance == 1 and not addressed:
+            features.append(ADJACENT_UNADDRESSED)
+        for relation in relations:
+            features.append(relation)
+            features.append(relation + near)
+        result.append(features)
+    return result
+
+
+@dataclass(frozen=True, slots=True)
+class _Conversation:
+    """What `option_features` reads of a candidate's conversation, for the message linked."""
+
+    first: int
+    last: int
+    recent: int  # CONVERSATION_RECENT feature
+    people: int  # PEOPLE feature
+    overlap: int  # CONVERSATION_WORDS feature, -1 for none
+    authors_last: bool  # the author's latest message is in it
+    author_in: bool  # the author has spoken in it
+    addressed_in: bool  # the addressed author has spoken in it
+
+
+class _ConversationFacts(dict[int, _Conversation]):
+    """Per-conversation facts for one message, made on first use."""
+
+    def __init__(
+        self,
+        state: ChannelState,
+        index: int,
+        words: frozenset[str],
+        addressed: str | None,
+        own_conversation: int,
+    ) -> None:
+        super().__init__()
+        self.state, self.index, self.words = state, index, words
+        self.addressed, self.own_conversation = addressed, own_conversation
+        self.key = state.seen[index].key
+
+    def make(self, conversation: int) -> _Conversation:
+        state = self.state
+        last = state.conversation_last[conversation]
+        authors = state.conversation_authors[conversation]
+        words = self.words
+        fact = _Conversation(
+            state.conversation_first[conversation],
+            last,
+            CONVERSATION_RECENT[bisect_left(_RECENT_BINS, self.index - 1 - last)],
+            PEOPLE[bisect_left(_SIZE_BINS, len(authors))],
+            state.conversation_overlap(conversation, words) if words else -1,
+            self.own_conversation == conversation,
+            self.key in authors,
+            self.addressed is not None and self.addressed in authors,
+        )
+        self[conversation] = fact
+        return fact
 
 
 def candidates(state: ChannelState, index: int) -> list[int]:

@@ -12,7 +12,6 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
-from itertools import chain
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +20,7 @@ from runner.conversations.disentangle.features import (
     NAMES,
     ChannelState,
     candidates,
-    pair_features,
+    option_features,
     self_features,
 )
 from runner.conversations.disentangle.message import Message
@@ -51,9 +50,9 @@ def walk(messages: Sequence[Message], choose: Callable[[Decision], int | None]) 
         if message.reply_to is not None and 0 <= message.reply_to < index:
             parent = message.reply_to
         elif not seen.system:
-            options: list[int | None] = list(candidates(state, index))
-            features = [pair_features(state, index, c) for c in options if c is not None]
-            options.append(None)
+            found = candidates(state, index)
+            features = option_features(state, index, found)
+            options: list[int | None] = [*found, None]
             features.append(self_features(state, index))
             parent = choose(Decision(index, options, features))
         parents.append(parent)
@@ -117,10 +116,14 @@ class LinkModel:
         if self.hidden is None:
             weight = self.weights.__getitem__
             return np.array([sum(map(weight, ids)) for ids in features])
-        lengths = np.fromiter(map(len, features), dtype=np.int64, count=len(features))
-        starts = np.cumsum(lengths) - lengths
-        flat = np.fromiter(chain.from_iterable(features), dtype=np.int64, count=int(lengths.sum()))
-        summed = np.add.reduceat(self.table[flat], starts)  # every option has a feature
+        flat: list[int] = []
+        starts: list[int] = []
+        for ids in features:
+            starts.append(len(flat))
+            flat += ids
+        # One gather and one segment sum (every option has a feature), each option's weights
+        # added in its list's order, as before: the same floats, so the same ties.
+        summed = np.add.reduceat(self.table.take(flat, axis=0), starts)
         units = np.tanh(summed[:, :-1] + self.biases)
         result: np.ndarray = units @ self.outputs + summed[:, -1]
         return result

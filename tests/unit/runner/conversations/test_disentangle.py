@@ -15,7 +15,12 @@ from runner.conversations.disentangle import (
 )
 from runner.conversations.disentangle.api import components
 from runner.conversations.disentangle.baselines import lowe_links, previous_links
-from runner.conversations.disentangle.features import NAMES, ChannelState
+from runner.conversations.disentangle.features import (
+    NAMES,
+    ChannelState,
+    candidates,
+    option_features,
+)
 from runner.conversations.disentangle.model import HiddenLayer, LinkModel, default_model
 from runner.conversations.threads import ThreadedMessage, thread_messages
 
@@ -110,6 +115,32 @@ def test_a_long_silence_starts_a_new_conversation() -> None:
         say("carol", 600, "has anyone tried the new kernel on a thinkpad x230?"),
     ]
     assert link(channel)[2] is None
+
+
+def test_a_candidate_has_the_same_features_asked_alone_or_with_the_others() -> None:
+    # Per-message and per-conversation facts are looked up once for all candidates: none may
+    # leak from one candidate into another's list (the model sums each list in its order).
+    channel = [
+        *INTERLEAVED,
+        join(3.2),
+        say("alice", 3.5, "bob: thanks, the vendor driver works"),
+        say("erin", 4, "dave: disk is clean, retry the arm64 build?"),
+        say("bob", 4.2, "alice: great"),
+        say("frank", 5, "is the nightly build for arm64 green again?"),
+        say("dave", 5.5, "frank: yes, erin cleaned the runners"),
+        say("erin", 6, "thanks dave"),
+    ]
+    parents = link(channel)
+    state = ChannelState()
+    compared = 0
+    for index, message in enumerate(channel):
+        state.read(message)
+        found = candidates(state, index)
+        together = option_features(state, index, found)
+        assert together == [option_features(state, index, [c])[0] for c in found]
+        compared += len(found)
+        state.commit(parents[index])
+    assert compared > 50
 
 
 def test_explicit_parents_follow_threads_and_replies() -> None:
