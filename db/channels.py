@@ -22,6 +22,7 @@ from db.models import (
     MessageRange,
     MessageText,
     RevisionText,
+    SliceBound,
     WindowMessageRow,
     as_row_or_none,
     as_rows,
@@ -157,6 +158,48 @@ async def catch_up_after(
     """The range of messages after (ts, message_id) and before `until`: what a catch-up
     window's cap left out."""
     record = await connection.fetchrow(QUERIES["catch_up_after"], channel_id, ts, message_id, until)
+    return as_row_or_none(MessageRange, record)
+
+
+async def count_uncovered(connection: asyncpg.Connection, channel_id: int, up_to: int) -> int:
+    """How many of the channel's messages no digest covers, counted up to `up_to`."""
+    count: int = await connection.fetchval(QUERIES["count_uncovered"], channel_id, up_to)
+    return count
+
+
+async def uncovered_slice_bounds(
+    connection: asyncpg.Connection, channel_id: int, slice_messages: int
+) -> list[SliceBound]:
+    """The messages that open or close each slice of `slice_messages` uncovered messages."""
+    records = await connection.fetch(QUERIES["uncovered_slice_bounds"], channel_id, slice_messages)
+    return as_rows(SliceBound, records)
+
+
+async def slice_messages(
+    connection: asyncpg.Connection,
+    channel_id: int,
+    first: tuple[datetime, int],
+    last: tuple[datetime, int],
+    max_messages: int,
+) -> list[WindowMessageRow]:
+    """A coverage slice's window: the uncovered messages from `first` through `last` (ts, id)."""
+    records = await connection.fetch(
+        QUERIES["slice_messages"], channel_id, *first, *last, max_messages
+    )
+    return as_rows(WindowMessageRow, records)
+
+
+async def uncovered_in_slice_after(
+    connection: asyncpg.Connection,
+    channel_id: int,
+    ts: datetime,
+    message_id: int,
+    last: tuple[datetime, int],
+) -> MessageRange | None:
+    """What a capped slice window left: its uncovered messages after (ts, message_id)."""
+    record = await connection.fetchrow(
+        QUERIES["uncovered_in_slice_after"], channel_id, ts, message_id, *last
+    )
     return as_row_or_none(MessageRange, record)
 
 
