@@ -36,6 +36,9 @@ from bench._support import bench_database, emit, machine_details, utc_now, write
 TARGET_SECONDS = 600.0
 TARGET_WORKER_RSS_MB = 600.0
 CHANNEL = "bench"
+# How often a run in progress prints what is covered so far.
+PROGRESS_SECONDS = 60.0
+ACTIVE = ("queued", "running")
 
 
 def _with_database(url: str, name: str) -> str:
@@ -154,6 +157,16 @@ def _run(url: str, size: int, workers: int, cap: int | None, scratch: Path) -> d
         raise RuntimeError(f"digestd import failed: {importer.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
     import_peak_mb = round(usage.ru_maxrss / 1024, 1)
     source.unlink()
+    # Printed at once: a million-message digest runs for minutes on a busy machine.
+    emit(
+        "scale",
+        kind="import",
+        mode="end_to_end",
+        messages=size,
+        import_seconds=round(import_seconds, 2),
+        import_msgs_per_s=round(size / import_seconds),
+        import_peak_rss_mb=import_peak_mb,
+    )
 
     triggered = time.perf_counter()
     subprocess.run(_cli("digest", CHANNEL), env=environment, check=True, capture_output=True)
@@ -164,6 +177,7 @@ def _run(url: str, size: int, workers: int, cap: int | None, scratch: Path) -> d
     ]
     pool_peaks: dict[int, dict[int, float]] = {p.pid: {} for p in processes}
     worker_peaks: dict[int, float] = {}
+    reported = triggered
     try:
         while True:
             time.sleep(1.0)
@@ -178,6 +192,22 @@ def _run(url: str, size: int, workers: int, cap: int | None, scratch: Path) -> d
             active, uncovered, jobs = asyncio.run(_progress(url))
             if active == 0:
                 break
+            if time.perf_counter() - reported >= PROGRESS_SECONDS:
+                reported = time.perf_counter()
+                emit(
+                    "scale",
+                    kind="progress",
+                    mode="end_to_end",
+                    messages=size,
+                    seconds=round(reported - triggered, 1),
+                    uncovered=uncovered,
+                    jobs_done=sum(1 for job in jobs if job["status"] not in ACTIVE),
+                    jobs=len(jobs),
+                    worker_peak_rss_mb=[worker_peaks.get(p.pid, 0.0) for p in processes],
+                    pool_peak_rss_mb=[
+                        max(pool_peaks[p.pid].values(), default=0.0) for p in processes
+                    ],
+                )
         digest_seconds = time.perf_counter() - triggered
         for process in processes:
             worker_peaks[process.pid] = max(

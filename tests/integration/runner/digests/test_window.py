@@ -212,6 +212,35 @@ async def test_a_slice_that_gained_messages_leaves_only_its_own_rest(
     assert await read_ids(db, follow_up.digest_id) == ["m20"]
 
 
+async def test_a_failing_slice_retries_alone_and_the_others_keep_their_coverage(
+    db: asyncpg.Pool, database_url: str
+) -> None:
+    channel_id = await add_channel(db, "ops", messages(TEXTS[:30]))
+    batch = await digest_once(db, database_url, channel_id, max_window_messages=20)
+    first, second = await _slices(db, channel_id, batch.id)
+    outage = FailingChunks({f"m{i}" for i in range(1, 21)})  # every chunk of the first slice
+    assert await make_worker(db, database_url, outage, max_window_messages=20).run_once()
+    failed = await jobs_row(db, first.id)
+    assert failed.status == "queued" and failed.error is not None  # retried after a backoff
+    # The second slice runs meanwhile and keeps its coverage whatever the first one does.
+    assert await make_worker(db, database_url, outage, max_window_messages=20).run_once()
+    assert (await jobs_row(db, second.id)).status == "succeeded"
+    assert await uncovered(db, channel_id) == [f"m{i}" for i in range(1, 21)]
+    async with db.acquire() as connection:
+        await connection.execute("UPDATE digest_jobs SET run_after = now() WHERE id = $1", first.id)
+    assert await make_worker(db, database_url, None, max_window_messages=20).run_once()
+    retried = await jobs_row(db, first.id)
+    assert retried.status == "succeeded" and retried.attempts == 2
+    assert await uncovered(db, channel_id) == []
+
+
+async def jobs_row(db: asyncpg.Pool, job_id: int) -> DigestJob:
+    async with db.acquire() as connection:
+        row = await jobs.job_by_id(connection, job_id)
+    assert row is not None
+    return row
+
+
 async def test_a_coverage_job_queued_beside_active_slices_reads_nothing(
     db: asyncpg.Pool, database_url: str
 ) -> None:
