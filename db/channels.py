@@ -203,9 +203,17 @@ async def uncovered_in_slice_after(
     return as_row_or_none(MessageRange, record)
 
 
+# How long a store may wait for the channel's lock. Coverage slices of one channel store one
+# after the other, and one 100,000-message store can hold the lock for minutes on a busy
+# machine: under the pool's per-statement timeout (30 s) the waiting slice failed its attempt
+# and lost its whole map. The wait stays bounded: the holder's own statements each time out.
+CHANNEL_LOCK_WAIT_SECONDS = 900.0
+
+
 async def lock_channel(connection: asyncpg.Connection, channel_id: int) -> None:
-    """Serialize the coverage writes of one channel (inside a digest's store transaction)."""
-    await connection.execute(QUERIES["lock_channel"], channel_id)
+    """Serialize the coverage writes of one channel (inside a digest's store transaction),
+    waiting up to CHANNEL_LOCK_WAIT_SECONDS for another store of the channel to commit."""
+    await connection.execute(QUERIES["lock_channel"], channel_id, timeout=CHANNEL_LOCK_WAIT_SECONDS)
 
 
 async def cover_messages(

@@ -12,6 +12,8 @@ from tests.support.bench import run_quick
 pytestmark = pytest.mark.bench
 
 
+# Three `digestd` processes start and a PostgreSQL database is made: minutes on a busy machine.
+@pytest.mark.timeout(900)
 def test_scale_bench_end_to_end_quick() -> None:
     rows = run_quick("scale.py", timeout=900, database=True, args=("--end-to-end",))
     assert all(row["bench"] == "scale" and row["mode"] == "end_to_end" for row in rows)

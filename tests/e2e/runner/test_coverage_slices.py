@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import IO
 
 import asyncpg
+import pytest
 
 from db import jobs
 from db.models import DigestJob
@@ -48,6 +49,8 @@ async def _trigger(db: asyncpg.Pool, channel_id: int) -> tuple[DigestJob, bool]:
         )
 
 
+# Two worker processes start and digest three slices: minutes on a busy machine.
+@pytest.mark.timeout(1200)
 async def test_two_worker_processes_cover_a_sliced_backlog_exactly_once_despite_a_kill(
     db: asyncpg.Pool, database_url: str, tmp_path: Path
 ) -> None:
@@ -92,7 +95,8 @@ async def test_two_worker_processes_cover_a_sliced_backlog_exactly_once_despite_
                 alive()
                 return (await job_row(db, parent.id)).status == "succeeded"
 
-            await wait_for(split, 60, "a worker to split the backlog")
+            # Generous waits: two worker processes start slowly on a busy machine.
+            await wait_for(split, 240, "a worker to split the backlog")
             batch = await job_row(db, parent.id)
             assert batch.digest_id is None and len(batch.stats["slices"]) == expected_slices
             slices = await _slices(db, channel_id, parent.id)
@@ -115,7 +119,7 @@ async def test_two_worker_processes_cover_a_sliced_backlog_exactly_once_despite_
                 }
                 return len(held) == 2
 
-            await wait_for(two_workers_busy, 60, "both workers to hold a slice at once")
+            await wait_for(two_workers_busy, 240, "both workers to hold a slice at once")
             # Kill the first worker mid-slice: its slice's lease runs out and the other retakes it.
             victim = workers[0]
             victim.send_signal(signal.SIGKILL)
@@ -133,7 +137,7 @@ async def test_two_worker_processes_cover_a_sliced_backlog_exactly_once_despite_
                 done = await _slices(db, channel_id, parent.id)
                 return all(s.status not in ("queued", "running") for s in done)
 
-            await wait_for(all_done, 240, "the surviving worker to finish every slice")
+            await wait_for(all_done, 480, "the surviving worker to finish every slice")
         finally:
             for process in workers:
                 if process.poll() is None:
