@@ -3,6 +3,14 @@ show whether the per-message cost stays flat (linear) as the window grows.
 
     /tmp/venv/bin/python bench/scale.py [--quick] [--sizes 10000,100000] [--repeats 1]
                                         [--baseline PATH] [--profile] [--stages]
+    /tmp/venv/bin/python bench/scale.py --end-to-end [--quick] [--sizes 10000,100000,1000000]
+                                        [--workers 2] [--cap N] [--database-url URL]
+
+`--end-to-end` (bench/_end_to_end.py) measures the whole path instead: a generated channel
+written as JSONL, `digestd import`, then `digestd worker` processes until the channel's backlog
+is covered (cut into coverage slices over the window cap); import, digest and total seconds,
+msgs/s, each worker's and its CPU pool's peak RSS, exactly-once coverage, and whether the total
+is under 10 minutes and the worker under 600 MB. The rest of this text is the default mode.
 
 Each size runs in its own child process (so each has its own peak memory) with
 `runner.digests.pipeline.run_pipeline` and the `OfflineExtractor` exactly as the worker's channel job
@@ -255,6 +263,21 @@ def main() -> int:
         action="store_true",
         help="CPU seconds per step at the largest size (inline run)",
     )
+    parser.add_argument(
+        "--end-to-end",
+        action="store_true",
+        help="import a JSONL channel and digest it with `digestd worker` processes "
+        "(sizes 10000,100000,1000000; --quick: 2000 with a cap of 500)",
+    )
+    parser.add_argument("--workers", type=int, default=2, help="--end-to-end: worker processes")
+    parser.add_argument(
+        "--cap", type=int, help="--end-to-end: DIGESTD_MAX_WINDOW_MESSAGES (default: the setting's)"
+    )
+    parser.add_argument(
+        "--database-url",
+        help="--end-to-end: a server to create (and drop) each size's database on "
+        "(default: an embedded one)",
+    )
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--code-root", type=Path, default=_BENCH.parent, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -265,6 +288,19 @@ def main() -> int:
 
     sys.path.insert(0, str(_BENCH.parent))
     from bench._support import emit, machine_details, spread, utc_now
+
+    if args.end_to_end:
+        from bench import _end_to_end
+
+        default = "2000" if args.quick else "10000,100000,1000000"
+        cap = args.cap if args.cap is not None else (500 if args.quick else None)
+        return _end_to_end.main(
+            sorted(int(size) for size in (args.sizes or default).split(",")),
+            args.workers,
+            cap,
+            args.database_url,
+            args.quick,
+        )
 
     default = "1000,5000" if args.quick else "10000,100000"
     sizes = sorted(int(size) for size in (args.sizes or default).split(","))

@@ -22,6 +22,7 @@ from db.models import (
     MessageRange,
     MessageText,
     RevisionText,
+    SliceBound,
     WindowMessageRow,
     as_row_or_none,
     as_rows,
@@ -160,9 +161,59 @@ async def catch_up_after(
     return as_row_or_none(MessageRange, record)
 
 
+async def count_uncovered(connection: asyncpg.Connection, channel_id: int, up_to: int) -> int:
+    """How many of the channel's messages no digest covers, counted up to `up_to`."""
+    count: int = await connection.fetchval(QUERIES["count_uncovered"], channel_id, up_to)
+    return count
+
+
+async def uncovered_slice_bounds(
+    connection: asyncpg.Connection, channel_id: int, slice_messages: int
+) -> list[SliceBound]:
+    """The messages that open or close each slice of `slice_messages` uncovered messages."""
+    records = await connection.fetch(QUERIES["uncovered_slice_bounds"], channel_id, slice_messages)
+    return as_rows(SliceBound, records)
+
+
+async def slice_messages(
+    connection: asyncpg.Connection,
+    channel_id: int,
+    first: tuple[datetime, int],
+    last: tuple[datetime, int],
+    max_messages: int,
+) -> list[WindowMessageRow]:
+    """A coverage slice's window: the uncovered messages from `first` through `last` (ts, id)."""
+    records = await connection.fetch(
+        QUERIES["slice_messages"], channel_id, *first, *last, max_messages
+    )
+    return as_rows(WindowMessageRow, records)
+
+
+async def uncovered_in_slice_after(
+    connection: asyncpg.Connection,
+    channel_id: int,
+    ts: datetime,
+    message_id: int,
+    last: tuple[datetime, int],
+) -> MessageRange | None:
+    """What a capped slice window left: its uncovered messages after (ts, message_id)."""
+    record = await connection.fetchrow(
+        QUERIES["uncovered_in_slice_after"], channel_id, ts, message_id, *last
+    )
+    return as_row_or_none(MessageRange, record)
+
+
+# How long a store may wait for the channel's lock. Coverage slices of one channel store one
+# after the other, and one 100,000-message store can hold the lock for minutes on a busy
+# machine: under the pool's per-statement timeout (30 s) the waiting slice failed its attempt
+# and lost its whole map. The wait stays bounded: the holder's own statements each time out.
+CHANNEL_LOCK_WAIT_SECONDS = 900.0
+
+
 async def lock_channel(connection: asyncpg.Connection, channel_id: int) -> None:
-    """Serialize the coverage writes of one channel (inside a digest's store transaction)."""
-    await connection.execute(QUERIES["lock_channel"], channel_id)
+    """Serialize the coverage writes of one channel (inside a digest's store transaction),
+    waiting up to CHANNEL_LOCK_WAIT_SECONDS for another store of the channel to commit."""
+    await connection.execute(QUERIES["lock_channel"], channel_id, timeout=CHANNEL_LOCK_WAIT_SECONDS)
 
 
 async def cover_messages(

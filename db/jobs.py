@@ -85,8 +85,10 @@ async def enqueue_job(
     queued/running one that holds the same slot. Returns (job, created).
 
     The slot: a channel has one active job per window, the coverage digest (no since/until in
-    `options`) and each explicit catch-up window (`options` "since"/"until", canonical ISO
-    strings) apart; a document has one per `options["query_hash"]`.
+    `options`), each explicit catch-up window (`options` "since"/"until", canonical ISO
+    strings) and each coverage slice (`options` "slice") apart; while slices of a channel are
+    active, a coverage digest is not queued and the job that split the backlog is returned
+    instead. A document has one per `options["query_hash"]`.
 
     The partial unique index makes a duplicate impossible; when the insert yields nothing, the
     active job is read. If that job finished in between, the insert is simply tried again."""
@@ -102,6 +104,21 @@ async def enqueue_job(
             if existing is not None:
                 return as_row(DigestJob, existing), False
     raise RuntimeError(f"could not queue a {kind} digest of {subject_id}: too much contention")
+
+
+async def active_slice_batch(connection: asyncpg.Connection, channel_id: int) -> int | None:
+    """The job whose backlog the channel's active coverage slices digest, if any are active."""
+    batch: int | None = await connection.fetchval(QUERIES["active_slice_batch"], channel_id)
+    return batch
+
+
+async def slices_of_batch(
+    connection: asyncpg.Connection, channel_id: int, batch_job_id: int
+) -> list[DigestJob]:
+    """The slice jobs a coverage job split its channel's backlog into, in slice order."""
+    return as_rows(
+        DigestJob, await connection.fetch(QUERIES["slices_of_batch"], channel_id, batch_job_id)
+    )
 
 
 async def claim_next_job(

@@ -160,6 +160,8 @@ JOBS = ListSpec(
         "channel_id": "j.channel_id = {}",
         "document_id": "j.document_id = {}",
         "status": "j.status = {}",
+        # A coverage job's slices (runner/digests/split.py); the key is in the job's options.
+        "batch_id": "j.options #>> '{{slice,batch}}' = {}::bigint::text",
     },
 )
 

@@ -114,6 +114,57 @@ SELECT (SELECT count(*) FROM rest) AS message_count,
 FROM (SELECT * FROM rest ORDER BY ts, id LIMIT 1) f,
      (SELECT * FROM rest ORDER BY ts DESC, id DESC LIMIT 1) l;
 
+-- name: count_uncovered
+-- How many messages of channel $1 no digest covers, counted up to $2 (enough to know whether a
+-- coverage digest's backlog exceeds its cap without counting a million).
+SELECT count(*) FROM (
+    SELECT 1 FROM messages m
+    WHERE m.channel_id = $1 AND m.covered_revision IS DISTINCT FROM m.revision
+    LIMIT $2
+) capped;
+
+-- name: uncovered_slice_bounds
+-- The bounds of a channel's uncovered messages cut into contiguous slices of $2 in (ts, id)
+-- order: the messages at 0-based positions n that open a slice (n % $2 = 0) or close one
+-- (n % $2 = $2 - 1, or the last message), with n and the total; one index scan plus a count.
+WITH uncovered AS NOT MATERIALIZED (
+    SELECT m.ts, m.id FROM messages m
+    WHERE m.channel_id = $1 AND m.covered_revision IS DISTINCT FROM m.revision
+), total AS (
+    SELECT count(*) AS total FROM uncovered
+), numbered AS (
+    SELECT ts, id, row_number() OVER (ORDER BY ts, id) - 1 AS n FROM uncovered
+)
+SELECT numbered.ts, numbered.id, numbered.n, total.total
+FROM numbered, total
+WHERE numbered.n % $2 = 0 OR numbered.n % $2 = $2 - 1 OR numbered.n = total.total - 1
+ORDER BY numbered.n;
+
+-- name: slice_messages
+-- A coverage slice's window: channel $1's uncovered messages from ($2, $3) through ($4, $5)
+-- in (ts, id) order, both bounds included, at most $6.
+SELECT m.id, m.external_id, m.author, m.ts, m.reply_to, m.normalized_text, m.revision
+FROM messages m
+WHERE m.channel_id = $1 AND m.covered_revision IS DISTINCT FROM m.revision
+  AND (m.ts, m.id) >= ($2::timestamptz, $3::bigint)
+  AND (m.ts, m.id) <= ($4::timestamptz, $5::bigint)
+ORDER BY m.ts, m.id
+LIMIT $6;
+
+-- name: uncovered_in_slice_after
+-- What a capped slice left: like uncovered_after, bounded by the slice's last message ($4, $5).
+WITH rest AS NOT MATERIALIZED (
+    SELECT m.external_id, m.ts, m.id FROM messages m
+    WHERE m.channel_id = $1 AND m.covered_revision IS DISTINCT FROM m.revision
+      AND (m.ts, m.id) > ($2::timestamptz, $3::bigint)
+      AND (m.ts, m.id) <= ($4::timestamptz, $5::bigint)
+)
+SELECT (SELECT count(*) FROM rest) AS message_count,
+       f.external_id AS first_message_id, f.ts AS first_at,
+       l.external_id AS last_message_id, l.ts AS last_at
+FROM (SELECT * FROM rest ORDER BY ts, id LIMIT 1) f,
+     (SELECT * FROM rest ORDER BY ts DESC, id DESC LIMIT 1) l;
+
 -- name: catch_up_messages
 -- An explicit (catch-up) window: the channel's messages with $2 <= ts < $3 (either bound may
 -- be NULL), current revisions, in conversation order, at most $4.
@@ -178,21 +229,52 @@ FROM digest_messages dm JOIN messages m ON m.id = dm.message_id
 WHERE dm.digest_id = ANY($1::bigint[]) AND m.revision > 1 AND m.revision <> dm.revision;
 
 -- name: insert_channel_job
--- Queue a channel digest unless one for the same window (coverage, or one since/until catch-up
--- window) is queued or running (the partial unique index of 0003 decides).
+-- Queue a channel digest unless one for the same window (coverage, one since/until catch-up
+-- window, or one coverage slice) is queued or running (the partial unique index of 0018
+-- decides). A coverage digest ($2 without since/until/slice) is not queued while slices of the
+-- channel are active: they are digesting its backlog (active_channel_job returns their batch).
 INSERT INTO digest_jobs (kind, channel_id, options, max_attempts)
-VALUES ('channel', $1, $2, $3)
-ON CONFLICT (channel_id, (coalesce(options ->> 'since', '') || '/' || coalesce(options ->> 'until', '')))
+SELECT 'channel', $1, $2, $3
+WHERE $2::jsonb ?| array['since', 'until', 'slice']
+   OR NOT EXISTS (
+       SELECT 1 FROM digest_jobs s
+       WHERE s.channel_id = $1 AND s.kind = 'channel' AND s.status IN ('queued', 'running')
+         AND s.options ? 'slice')
+ON CONFLICT (channel_id, (coalesce(options ->> 'since', '') || '/' || coalesce(options ->> 'until', '')
+                          || '/' || coalesce(options ->> 'slice', '')))
     WHERE status IN ('queued', 'running') AND kind = 'channel'
 DO NOTHING
 RETURNING *;
 
 -- name: active_channel_job
--- The queued or running digest job of a channel for the window of options $2, if any.
+-- The queued or running digest job of a channel for the window of options $2, if any; for a
+-- coverage digest held back by active slices, the job that split the backlog into them.
 SELECT * FROM digest_jobs
 WHERE channel_id = $1 AND kind = 'channel' AND status IN ('queued', 'running')
   AND coalesce(options ->> 'since', '') = coalesce($2::jsonb ->> 'since', '')
-  AND coalesce(options ->> 'until', '') = coalesce($2::jsonb ->> 'until', '');
+  AND coalesce(options ->> 'until', '') = coalesce($2::jsonb ->> 'until', '')
+  AND coalesce(options ->> 'slice', '') = coalesce($2::jsonb ->> 'slice', '')
+UNION ALL
+(SELECT b.* FROM digest_jobs b
+ WHERE NOT ($2::jsonb ?| array['since', 'until', 'slice'])
+   AND b.id = (SELECT (s.options #>> '{slice,batch}')::bigint FROM digest_jobs s
+               WHERE s.channel_id = $1 AND s.kind = 'channel'
+                 AND s.status IN ('queued', 'running') AND s.options ? 'slice'
+               ORDER BY s.id LIMIT 1))
+LIMIT 1;
+
+-- name: active_slice_batch
+-- The batch (the job that split the backlog) of a channel's active coverage slices, if any.
+SELECT (options #>> '{slice,batch}')::bigint AS batch FROM digest_jobs
+WHERE channel_id = $1 AND kind = 'channel' AND status IN ('queued', 'running')
+  AND options ? 'slice'
+ORDER BY id LIMIT 1;
+
+-- name: slices_of_batch
+-- The slice jobs a coverage job split its backlog into, in slice order.
+SELECT * FROM digest_jobs
+WHERE channel_id = $1 AND kind = 'channel' AND options #>> '{slice,batch}' = $2::bigint::text
+ORDER BY (options #>> '{slice,index}')::integer;
 
 -- name: notify_jobs
 -- Wake workers waiting on LISTEN digestd_jobs.

@@ -315,7 +315,7 @@ class Settings(BaseSettings):
     digestd_max_window_messages: int = Field(
         default=100_000,
         ge=100,
-        description="Messages one digest covers at most (the rest wait); also the messages a report reads per channel (the newest in its range, with a `window_cap` warning counting the rest).",
+        description="Messages one digest reads at most: a coverage digest over a larger backlog cuts it into coverage slice jobs of at most this many, which workers digest at once (a catch-up reads this many and reports the rest as `window_cap`); also the messages a report reads per channel (the newest in its range, with a `window_cap` warning counting the rest).",
     )
 
     # Validation.

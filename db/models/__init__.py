@@ -35,6 +35,7 @@ from db.models.channels import (
     MessageText,
     RevisionText,
     Server,
+    SliceBound,
     WindowMessageRow,
 )
 from db.models.conversations import (
@@ -166,6 +167,7 @@ __all__ = [
     "MessageText",
     "MessageId",
     "MessageRange",
+    "SliceBound",
     "MessageRevision",
     "OpenQuestion",
     "Report",

@@ -111,6 +111,16 @@ class MessageRange(SQLModel):
     last_at: datetime
 
 
+class SliceBound(SQLModel):
+    """A message that opens or closes a coverage slice (`uncovered_slice_bounds`): its 0-based
+    position `n` among the channel's uncovered messages, and how many there are."""
+
+    ts: datetime
+    id: int
+    n: int
+    total: int
+
+
 class RevisionText(SQLModel):
     """The text of one revision of a message (`revision_texts`)."""
 

@@ -52,13 +52,42 @@ class JobOptions(BaseModel):
         return self.model_dump(mode="json", exclude_none=True)
 
 
+class CoverageSlice(JobOptions):
+    """One slice of a channel's backlog (runner/digests/split.py): the coverage job that split
+    it (`batch`), its place among the slices (1-based `index` of `count`) and its contiguous
+    bounds, the first and last uncovered message in (ts, id) order, both included, with how
+    many uncovered messages lay between them when it was cut. Written once by the split: the
+    whole object is part of the slice job's active slot (migration 0018)."""
+
+    batch: int
+    index: int
+    count: int
+    first_at: OptionalTime
+    first_id: int
+    last_at: OptionalTime
+    last_id: int
+    messages: int
+
+    @property
+    def first(self) -> tuple[datetime, int]:
+        assert self.first_at is not None
+        return (self.first_at, self.first_id)
+
+    @property
+    def last(self) -> tuple[datetime, int]:
+        assert self.last_at is not None
+        return (self.last_at, self.last_id)
+
+
 class ChannelDigestOptions(JobOptions):
     """A channel digest: a chunk budget (None: the worker's), and a catch-up window
-    [since, until) when either bound is given (none: the channel's uncovered messages)."""
+    [since, until) when either bound is given (none: the channel's uncovered messages), or one
+    slice of a backlog larger than the window cap (`slice`)."""
 
     chunk_tokens: int | None = None
     since: OptionalTime = None
     until: OptionalTime = None
+    slice: CoverageSlice | None = None
 
     @property
     def catch_up(self) -> bool:
@@ -116,6 +145,7 @@ class ReportOptions(JobOptions):
 
 __all__ = [
     "ChannelDigestOptions",
+    "CoverageSlice",
     "DocumentDigestOptions",
     "JobOptions",
     "OptionalTime",

@@ -66,10 +66,13 @@ class StoredWindow:
 
 @dataclass(frozen=True)
 class WindowSpec:
-    """A job's window: coverage (no bounds) or a catch-up [since, until) over message ts."""
+    """A job's window: coverage (no bounds) or a catch-up [since, until) over message ts; a
+    coverage slice reads only the uncovered messages from `slice_bounds`' first (ts, id)
+    through its last."""
 
     since: datetime | None = None
     until: datetime | None = None
+    slice_bounds: tuple[tuple[datetime, int], tuple[datetime, int]] | None = None
 
     @property
     def catch_up(self) -> bool:

@@ -5,6 +5,8 @@ The steps:
    an empty one ends the job SUCCEEDED with "no new messages" and no extraction;
 2. a catch-up window whose messages, revisions and extraction settings a stored digest already
    read completely is served from that digest;
+   A coverage job whose backlog exceeds the cap splits it into slice jobs instead and ends
+   (runner/digests/split.py); a slice job's window is its slice;
 3. otherwise thread the window's messages not threaded yet into conversations
    (runner/conversations/store.py, written with the digest) and order the window conversation by
    conversation so chunks hold threads; the pipeline maps the chunks (each result cached by its
@@ -38,6 +40,7 @@ from runner.core.progress import JobPhase
 from runner.core.window import StoredWindow, Window, WindowSpec
 from runner.digests.periods import tell_periods
 from runner.digests.pipeline import PipelineHooks, run_pipeline
+from runner.digests.split import split_backlog, threaded_context_only
 from runner.digests.stats import job_stats
 from runner.digests.store import load_window, store_digest
 from runner.digests.window import window_key
@@ -75,7 +78,16 @@ class ChannelJobRunner:
         if channel is None:
             raise ValueError(f"channel {job.channel_id} no longer exists")
         options = ChannelDigestOptions.parse(job.options)
-        spec = WindowSpec(options.since, options.until)
+        if not options.catch_up and options.slice is None:
+            # A backlog over the cap becomes slices other workers take (runner/digests/split.py).
+            async with context.pool.acquire() as connection:
+                split = await split_backlog(
+                    connection, job, context.worker_id, options, self.max_window_messages, stats
+                )
+            if split is not None:
+                return Stored(split.status)
+        bounds = None if options.slice is None else (options.slice.first, options.slice.last)
+        spec = WindowSpec(options.since, options.until, bounds)
         window, stored = await self._load_window(context.pool, channel, spec)
         stats["messages"] = stored.message_count
         if not window.messages:
@@ -95,6 +107,8 @@ class ChannelJobRunner:
                 return served
         async with context.pool.acquire() as connection:
             thread_input = await read_threading_input(connection, channel.id, window, stored)
+            if options.slice is not None:
+                thread_input = threaded_context_only(thread_input, stored)
             # The channel's open items, so the map step links to them instead of repeating
             # them (an extractor that takes no known items is not given them).
             tracked = (

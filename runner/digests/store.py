@@ -72,6 +72,10 @@ async def load_window(
         rows = await channel_queries.catch_up_messages(
             connection, channel.id, spec.since, spec.until, max_messages
         )
+    elif spec.slice_bounds is not None:
+        rows = await channel_queries.slice_messages(
+            connection, channel.id, *spec.slice_bounds, max_messages
+        )
     else:
         rows = await channel_queries.window_messages(connection, channel.id, max_messages)
     left_out: list[dict[str, Any]] = []
@@ -79,6 +83,12 @@ async def load_window(
         last = (channel.id, rows[-1].ts, rows[-1].id)
         if spec.catch_up:
             rest = await channel_queries.catch_up_after(connection, *last, spec.until)
+        elif spec.slice_bounds is not None:
+            # A slice's cap leaves only its own messages (backfilled into its bounds since the
+            # split): the later slices are other jobs' windows, not left out.
+            rest = await channel_queries.uncovered_in_slice_after(
+                connection, *last, spec.slice_bounds[1]
+            )
         else:
             rest = await channel_queries.uncovered_after(connection, *last)
         if rest is not None and rest.message_count:

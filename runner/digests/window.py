@@ -1,8 +1,9 @@
 """Which messages a channel digest reads, and which of them it leaves out.
 
 A coverage digest reads the channel's messages that no successful digest covers at their current
-revision, in (ts, id) order, at most `max_messages`; a catch-up digest reads exactly the
-messages with since <= ts < until and changes no coverage. What a digest read but does not
+revision, in (ts, id) order, at most `max_messages` (a larger backlog is cut into coverage slices
+first, runner/digests/split.py, and a slice reads only its own bounds); a catch-up digest reads
+exactly the messages with since <= ts < until and changes no coverage. What a digest read but does not
 cover (failed chunks, messages edited while it ran) and what the cap left for the next digest
 are reported as ranges with a reason (`Digest.messageCoverage.leftOut`). The rules are here, as
 plain data; reading the window from the database is runner/digests/store.py's `load_window`.

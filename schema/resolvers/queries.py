@@ -112,6 +112,10 @@ class DigestJobFilter:
     channel_id: strawberry.ID | None = None
     document_id: strawberry.ID | None = None
     status: JobStatus | None = None
+    batch_id: strawberry.ID | None = strawberry.field(
+        default=None,
+        description="The slices a coverage job cut its channel's backlog into (a DigestJob id).",
+    )
 
 
 async def conversation_list(
@@ -325,6 +329,7 @@ class Query(
             "channel_id": parse_optional_id(filter.channel_id, CHANNEL),
             "document_id": parse_optional_id(filter.document_id, DOCUMENT),
             "status": filter.status.value if filter.status else None,
+            "batch_id": parse_optional_id(filter.batch_id, DIGEST_JOB),
         }
         args = PageArgs(first, after, last, before, default_size=20)
         return await connection_of(info, pages.JOBS, filters, args, DigestJob.from_row)

@@ -12,13 +12,22 @@ from strawberry.scalars import JSON
 from strawberry.types import Info
 
 from db import jobs, models
-from runner.core.job_options import DocumentDigestOptions
+from runner.core.job_options import ChannelDigestOptions, DocumentDigestOptions
 from runner.core.progress import eta_seconds
 from schema.context import Context
 from schema.types.channel import Channel
 from schema.types.document import DocumentDigest
 from schema.types.enums import JobPhase, JobStatus
-from schema.types.ids import CHANNEL, DIGEST, DOCUMENT, DOCUMENT_DIGEST, REPORT, optional_global_id
+from schema.types.ids import (
+    CHANNEL,
+    DIGEST,
+    DIGEST_JOB,
+    DOCUMENT,
+    DOCUMENT_DIGEST,
+    REPORT,
+    global_id,
+    optional_global_id,
+)
 from schema.types.report import Report
 from schema.types.shared import Flag
 
@@ -106,6 +115,38 @@ class JobStats:
         return cls(**{key: value for key, value in stats.items() if key in known})
 
 
+@strawberry.type(
+    description="One slice of a channel backlog larger than DIGESTD_MAX_WINDOW_MESSAGES: a "
+    "coverage digest of the uncovered messages from the first through the last (in time order, "
+    "both included), one of `count` slices that workers digest at once."
+)
+class CoverageSlice:
+    batch_id: strawberry.ID = strawberry.field(
+        description="The coverage job that cut the backlog; "
+        "digestJobs(filter: {batchId}) lists its slices."
+    )
+    index: int = strawberry.field(description="1-based, in time order.")
+    count: int
+    first_at: datetime
+    last_at: datetime
+    message_count: int = strawberry.field(description="Uncovered messages in it when it was cut.")
+
+    @classmethod
+    def of(cls, options: dict[str, Any] | None) -> CoverageSlice | None:
+        piece = ChannelDigestOptions.parse(options).slice
+        if piece is None:
+            return None
+        assert piece.first_at is not None and piece.last_at is not None
+        return cls(
+            batch_id=global_id(DIGEST_JOB, piece.batch),
+            index=piece.index,
+            count=piece.count,
+            first_at=piece.first_at,
+            last_at=piece.last_at,
+            message_count=piece.messages,
+        )
+
+
 @strawberry.type
 class DigestJob(relay.Node):
     id: relay.NodeID[int]
@@ -135,7 +176,11 @@ class DigestJob(relay.Node):
     )
     options: JSON = strawberry.field(
         description='What was asked: e.g. {"chunk_tokens": 1500}; a catch-up window stores '
-        '{"since": iso, "until": iso}.'
+        '{"since": iso, "until": iso}; a coverage slice {"slice": {...}} (see coverageSlice).'
+    )
+    coverage_slice: CoverageSlice | None = strawberry.field(
+        description="Channel jobs cut from a backlog larger than DIGESTD_MAX_WINDOW_MESSAGES: "
+        "which slice of it this job digests."
     )
     created_at: datetime
     started_at: datetime | None = strawberry.field(
@@ -177,6 +222,9 @@ class DigestJob(relay.Node):
             ),
             report_id=optional_global_id(REPORT, row.report_id),
             options=cast(JSON, row.options or {}),
+            coverage_slice=(
+                CoverageSlice.of(row.options) if row.kind == jobs.JobKind.CHANNEL else None
+            ),
             created_at=row.created_at,
             started_at=row.started_at,
             finished_at=row.finished_at,

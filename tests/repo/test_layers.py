@@ -137,6 +137,7 @@ DOES_IO = {
     "runner/metrics.py": "reads the LLM circuit breakers' state for /metrics",
     "runner/jobs/base.py": "finishing a job is a database write",
     "runner/jobs/outcomes.py": "names the job status each outcome records (an annotation only)",
+    "runner/digests/split.py": "queues a backlog's coverage slices and ends the job that cut them",
     "runner/llm/": "the OpenAI-compatible client and the steps that call it",
     "runner/llm/fake.py": "the fake OpenAI-compatible endpoint: serves on a loopback port",
     "runner/extract/llm.py": "the LLM extractor (openai)",

@@ -10,12 +10,22 @@ from itertools import pairwise
 import asyncpg
 
 from db import jobs
+from db.models import DigestJob
 from runner.core.chunks import Chunk
 from runner.core.contract import ChunkSummary
 from runner.core.extractor import KnownItem
 from runner.extract.offline import OfflineExtractor
+from schema.types.ids import DIGEST_JOB, global_id
 from tests.support.database import BASE_TIME, Msg, add_channel, messages
-from tests.support.digests import TEXTS, FailingChunks, digest_once, read_ids, uncovered
+from tests.support.digests import (
+    TEXTS,
+    FailingChunks,
+    digest_once,
+    make_worker,
+    read_ids,
+    uncovered,
+)
+from tests.support.schema import gql
 
 
 async def test_failed_chunk_messages_are_digested_by_the_next_trigger(
@@ -128,21 +138,138 @@ async def test_a_catch_up_trigger_neither_waits_for_nor_replaces_the_coverage_jo
     assert same.id == catch_up.id and repeat.id == coverage.id
 
 
-async def test_window_cap_leaves_the_rest_for_the_next_digest(
+async def _slices(db: asyncpg.Pool, channel_id: int, batch: int) -> list[DigestJob]:
+    async with db.acquire() as connection:
+        return await jobs.slices_of_batch(connection, channel_id, batch)
+
+
+async def test_a_backlog_over_the_cap_is_split_into_slices_each_covering_its_own(
+    db: asyncpg.Pool, database_url: str
+) -> None:
+    channel_id = await add_channel(db, "ops", messages(TEXTS[:30]))
+    batch = await digest_once(db, database_url, channel_id, max_window_messages=20)
+    assert batch.status == "succeeded" and batch.digest_id is None
+    assert batch.result_message is not None and "split into 2 slices" in batch.result_message
+    first, second = await _slices(db, channel_id, batch.id)
+    assert batch.stats["slices"] == [first.id, second.id]
+    assert first.options["slice"]["messages"] == 20 and second.options["slice"]["messages"] == 10
+    async with db.acquire() as connection:
+        # While the slices are queued, triggering again is the batch, not a new digest.
+        again, created = await jobs.enqueue_job(
+            connection, jobs.JobKind.CHANNEL, channel_id, {}, max_attempts=3
+        )
+        assert again.id == batch.id and not created
+    # The API lists a batch's slices through the jobs connection, each saying which it is.
+    listed = await gql(
+        db,
+        """query($b: ID!) { digestJobs(filter: {batchId: $b}) { totalCount nodes {
+             id coverageSlice { batchId index count messageCount firstAt lastAt } } } }""",
+        b=global_id(DIGEST_JOB, batch.id),
+    )
+    page = listed["digestJobs"]
+    assert page["totalCount"] == 2
+    pieces = sorted((node["coverageSlice"] for node in page["nodes"]), key=lambda p: p["index"])
+    assert [(p["index"], p["count"], p["messageCount"]) for p in pieces] == [(1, 2, 20), (2, 2, 10)]
+    assert {p["batchId"] for p in pieces} == {global_id(DIGEST_JOB, batch.id)}
+    for _ in range(2):
+        worker = make_worker(db, database_url, None, max_window_messages=20)
+        assert await worker.run_once()
+    done = await _slices(db, channel_id, batch.id)
+    assert [job.status for job in done] == ["succeeded", "succeeded"]
+    assert await read_ids(db, done[0].digest_id) == [f"m{i}" for i in range(1, 21)]
+    assert await read_ids(db, done[1].digest_id) == [f"m{i}" for i in range(21, 31)]
+    assert await uncovered(db, channel_id) == []
+    async with db.acquire() as connection:
+        left_out = await connection.fetch(
+            "SELECT left_out FROM digests WHERE channel_id = $1", channel_id
+        )
+    assert [row["left_out"] for row in left_out] == [[], []]
+    after = await digest_once(db, database_url, channel_id, max_window_messages=20)
+    assert after.id != batch.id and after.result_message == "no new messages"
+
+
+async def test_a_slice_that_gained_messages_leaves_only_its_own_rest(
     db: asyncpg.Pool, database_url: str
 ) -> None:
     items = messages(TEXTS[:30])
     channel_id = await add_channel(db, "ops", items)
-    first = await digest_once(db, database_url, channel_id, max_window_messages=20)
+    batch = await digest_once(db, database_url, channel_id, max_window_messages=20)
+    # A backfill inside the first slice's bounds after the split: 21 uncovered messages there.
+    late = Msg("late", "bob", items[4].ts + timedelta(seconds=30), "A late note on the release.")
+    await add_channel(db, "ops", [late])
+    first, second = await _slices(db, channel_id, batch.id)
+    job = await digest_once_claimed(db, database_url)
+    assert job.id == first.id
     async with db.acquire() as connection:
-        row = await connection.fetchrow(
-            "SELECT left_out FROM digests WHERE id = $1", first.digest_id
-        )
+        row = await connection.fetchrow("SELECT left_out FROM digests WHERE id = $1", job.digest_id)
     [capped] = row["left_out"]
-    assert capped["reason"] == "window_cap" and capped["message_count"] == 10
-    assert (capped["first_message_id"], capped["last_message_id"]) == ("m21", "m30")
-    second = await digest_once(db, database_url, channel_id, max_window_messages=20)
-    assert await read_ids(db, second.digest_id) == [f"m{i}" for i in range(21, 31)]
+    # The cap left m20, the slice's own last message; the second slice is not "left out".
+    assert (capped["reason"], capped["message_count"]) == ("window_cap", 1)
+    assert (capped["first_message_id"], capped["last_message_id"]) == ("m20", "m20")
+    assert (await digest_once_claimed(db, database_url)).id == second.id
+    assert await uncovered(db, channel_id) == ["m20"]
+    follow_up = await digest_once(db, database_url, channel_id, max_window_messages=20)
+    assert await read_ids(db, follow_up.digest_id) == ["m20"]
+
+
+async def test_a_failing_slice_retries_alone_and_the_others_keep_their_coverage(
+    db: asyncpg.Pool, database_url: str
+) -> None:
+    channel_id = await add_channel(db, "ops", messages(TEXTS[:30]))
+    batch = await digest_once(db, database_url, channel_id, max_window_messages=20)
+    first, second = await _slices(db, channel_id, batch.id)
+    outage = FailingChunks({f"m{i}" for i in range(1, 21)})  # every chunk of the first slice
+    assert await make_worker(db, database_url, outage, max_window_messages=20).run_once()
+    failed = await jobs_row(db, first.id)
+    assert failed.status == "queued" and failed.error is not None  # retried after a backoff
+    # The second slice runs meanwhile and keeps its coverage whatever the first one does.
+    assert await make_worker(db, database_url, outage, max_window_messages=20).run_once()
+    assert (await jobs_row(db, second.id)).status == "succeeded"
+    assert await uncovered(db, channel_id) == [f"m{i}" for i in range(1, 21)]
+    async with db.acquire() as connection:
+        await connection.execute("UPDATE digest_jobs SET run_after = now() WHERE id = $1", first.id)
+    assert await make_worker(db, database_url, None, max_window_messages=20).run_once()
+    retried = await jobs_row(db, first.id)
+    assert retried.status == "succeeded" and retried.attempts == 2
+    assert await uncovered(db, channel_id) == []
+
+
+async def jobs_row(db: asyncpg.Pool, job_id: int) -> DigestJob:
+    async with db.acquire() as connection:
+        row = await jobs.job_by_id(connection, job_id)
+    assert row is not None
+    return row
+
+
+async def test_a_coverage_job_queued_beside_active_slices_reads_nothing(
+    db: asyncpg.Pool, database_url: str
+) -> None:
+    channel_id = await add_channel(db, "ops", messages(TEXTS[:30]))
+    batch = await digest_once(db, database_url, channel_id, max_window_messages=20)
+    async with db.acquire() as connection:
+        # As if its insert had raced the split's commit (the trigger itself holds it back).
+        stray = await connection.fetchval(
+            "INSERT INTO digest_jobs (kind, channel_id, options, max_attempts, run_after)"
+            " VALUES ('channel', $1, '{}', 3, now() - interval '1 hour') RETURNING id",
+            channel_id,
+        )
+    job = await digest_once_claimed(db, database_url)
+    assert job.id == stray and job.digest_id is None
+    assert job.result_message == f"the backlog is being digested by the slices of job {batch.id}"
+    assert len(await uncovered(db, channel_id)) == 30
+
+
+async def digest_once_claimed(db: asyncpg.Pool, database_url: str) -> DigestJob:
+    """Let one worker (cap 20) run the next due job; that job's row after."""
+    async with db.acquire() as connection:
+        due = await connection.fetchval(
+            "SELECT id FROM digest_jobs WHERE status = 'queued' ORDER BY run_after, id LIMIT 1"
+        )
+    assert await make_worker(db, database_url, None, max_window_messages=20).run_once()
+    async with db.acquire() as connection:
+        row = await jobs.job_by_id(connection, due)
+    assert row is not None
+    return row
 
 
 class EditsMidDigest(OfflineExtractor):
