@@ -18,7 +18,10 @@ Each repeat measures, on the same file and database:
   on one connection, so the same statements as the importer's and no Python parsing at all;
   `db_direct_copy` into a new channel, `db_staging_upsert` with the direct path switched off.
   `import_path / db_direct_copy` and `import_path_staging / db_staging_upsert` say how close
-  the importer comes to the database's own rate (target >= 0.8).
+  the importer comes to the database's own rate (target >= 0.8). The importer's runs also
+  print `write_seconds` (its batches' writes, first statement to commit: about the database
+  peer's seconds when parsing does not starve the writes) and `parser_waited_seconds` (the
+  parser waiting for the write in flight: the database is then the bottleneck).
 - `orm_per_row`: SQLModel AsyncSession, one INSERT per message (add + flush each row), commit
   every 1,000 rows; on a subset (`--orm-messages`, default 20,000) because it is slow. It parses
   with the same importer and normalizes like the real path, so only the write path differs.
@@ -36,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import cProfile
 import functools
 import os
@@ -45,6 +49,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -55,6 +60,7 @@ _BENCH = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _BENCH]
 sys.path.insert(0, str(_BENCH.parent))
 
+import db.ingest
 from bench._support import (
     REPO,
     bench_database,
@@ -67,7 +73,7 @@ from bench._support import (
     write_jsonl,
 )
 from db.engine import connect, create_pool
-from db.ingest import BATCH_SIZE, write_batch
+from db.ingest import BATCH_SIZE, MessageIngestor, write_batch
 from db.migrate import migrate
 from runner.grounding.normalize import normalize_text
 from runner.importers.detect import iter_records
@@ -112,7 +118,20 @@ async def drop_channel(url: str, name: str) -> int:
             "WHERE c.name = $1 AND c.server_id IS NULL",
             name,
         )
-        await connection.execute("DELETE FROM channels WHERE name = $1 AND server_id IS NULL", name)
+        # Without the foreign keys' ON DELETE actions: each deleted message would otherwise
+        # look for rows pointing at it in every referencing column, `messages.parent_id`
+        # included, which has no index (a scan of `messages` per row: hours at 200,000). The
+        # bench's channels are never digested, so nothing points at their messages.
+        async with connection.transaction():
+            await connection.execute("SET LOCAL session_replication_role = replica")
+            await connection.execute(
+                "DELETE FROM messages WHERE channel_id IN "
+                "(SELECT id FROM channels WHERE name = $1 AND server_id IS NULL)",
+                name,
+            )
+            await connection.execute(
+                "DELETE FROM channels WHERE name = $1 AND server_id IS NULL", name
+            )
         # Keep the table's statistics and visibility map like a steady-state database's.
         await connection.execute("VACUUM ANALYZE messages")
         return int(count or 0)
@@ -154,17 +173,52 @@ def run_cli_import(path: Path, channel: str, url: str, home: Path | None) -> dic
     return {"wall_seconds": wall, "import_seconds": float(match[1])}
 
 
+@contextlib.contextmanager
+def timed_writes() -> Iterator[dict[str, float]]:
+    """Time, during the block, every batch write of db.ingest (`write`: from its first
+    statement to its commit, as this process sees it) and every wait of the parser for the
+    write in flight (`waited`). A batch written in about the time the database's own path
+    takes for it means parsing does not starve the writes (their round trips advance only
+    when the parse loop yields); a long `waited` means the database is the bottleneck."""
+    totals = {"write": 0.0, "waited": 0.0, "batches": 0.0}
+    write_batch, wait = db.ingest.write_batch, MessageIngestor._wait_in_flight
+
+    async def timed_write(*args: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return await write_batch(*args)
+        finally:
+            totals["write"] += time.perf_counter() - started
+            totals["batches"] += 1
+
+    async def timed_wait(self: MessageIngestor) -> None:
+        started = time.perf_counter()
+        try:
+            await wait(self)
+        finally:
+            totals["waited"] += time.perf_counter() - started
+
+    db.ingest.write_batch = timed_write  # type: ignore[assignment]
+    MessageIngestor._wait_in_flight = timed_wait  # type: ignore[method-assign]
+    try:
+        yield totals
+    finally:
+        db.ingest.write_batch = write_batch  # type: ignore[assignment]
+        MessageIngestor._wait_in_flight = wait  # type: ignore[method-assign]
+
+
 async def run_import_path(path: Path, channel: str, url: str, profile: bool) -> dict[str, Any]:
     pool = await create_pool(url, max_size=2)
     profiler = cProfile.Profile() if profile else None
     try:
-        started = time.perf_counter()
-        if profiler:
-            profiler.enable()
-        report = await import_path(pool, path, channel=channel)
-        if profiler:
-            profiler.disable()
-        seconds = time.perf_counter() - started
+        with timed_writes() as writes:
+            started = time.perf_counter()
+            if profiler:
+                profiler.enable()
+            report = await import_path(pool, path, channel=channel)
+            if profiler:
+                profiler.disable()
+            seconds = time.perf_counter() - started
     finally:
         await pool.close()
     result: dict[str, Any] = {
@@ -172,6 +226,9 @@ async def run_import_path(path: Path, channel: str, url: str, profile: bool) -> 
         "accepted": report.accepted,
         "inserted": report.inserted,
         "rejected": report.rejected,
+        "batches": int(writes["batches"]),
+        "write_seconds": round(writes["write"], 3),
+        "parser_waited_seconds": round(writes["waited"], 3),
     }
     if profiler:
         result["profile"] = top_functions(profiler)
@@ -429,6 +486,7 @@ def main() -> int:
                 inproc["seconds"],
                 stored=stored,
                 inserted=inproc["inserted"],
+                **{k: inproc[k] for k in ("batches", "write_seconds", "parser_waited_seconds")},
             )
             name = f"{tag}-staging"
             asyncio.run(seed_channel(url, name))
@@ -440,6 +498,7 @@ def main() -> int:
                 staged["seconds"],
                 stored=stored,
                 inserted=staged["inserted"],
+                **{k: staged[k] for k in ("batches", "write_seconds", "parser_waited_seconds")},
             )
             for peer, direct in (("db_direct_copy", True), ("db_staging_upsert", False)):
                 name = f"{tag}-{peer}"
@@ -447,7 +506,8 @@ def main() -> int:
                 rows = database_rows(everything, channel_id)
                 seconds = asyncio.run(run_database_path(url, rows, channel_id, direct=direct))
                 stored = asyncio.run(drop_channel(url, name))
-                record(peer, len(rows), seconds, stored=stored, batch_size=BATCH_SIZE)
+                batches = -(-len(rows) // BATCH_SIZE)
+                record(peer, len(rows), seconds, stored=stored, batches=batches)
                 del rows
             peers: list[tuple[str, Any]] = [("asyncpg_per_row", None)]
             if orm_missing is None:
