@@ -221,8 +221,8 @@ async def write_batch(
     channel_ids = {row[1] for row in rows}
     unknown = [channel_id for channel_id in channel_ids if channel_id not in direct]
     go_direct = all(direct.get(channel_id, True) for channel_id in channel_ids)
-    await connection.execute(_opening(channel_ids, staging=not go_direct))
     try:
+        await connection.execute(_opening(channel_ids, staging=not go_direct))
         if unknown:
             non_empty = set(await connection.fetchval(_NON_EMPTY, sorted(unknown)))
             direct.update((channel_id, channel_id not in non_empty) for channel_id in unknown)
