@@ -1,6 +1,6 @@
-"""Ingest benchmark: a generated JSONL channel through `digestd import` (COPY into a staging
-table, then one upsert per batch) vs a per-row ORM insert (SQLModel/SQLAlchemy) of the same
-messages into the same `messages` table.
+"""Ingest benchmark: a generated JSONL channel through `digestd import` vs the database's own
+write path fed from memory, and vs a per-row ORM insert (SQLModel/SQLAlchemy) of the same messages
+into the same `messages` table.
 
     /tmp/venv/bin/python bench/ingest.py [--quick] [--messages 200000] [--orm-messages 20000]
                                          [--repeats 3] [--database-url URL] [--profile]
@@ -9,7 +9,19 @@ Each repeat measures, on the same file and database:
 - `cli`: `digestd import FILE` as a subprocess, the path a user runs. `wall` counts the whole
   process (interpreter start, imports, joining the database); `import` is the rate the CLI
   itself reports (parse, normalize, COPY, upsert; without the process start).
-- `import_path`: runner.importers.ingest.import_path in this process (the same code without the CLI).
+- `import_path`: runner.importers.ingest.import_path in this process (the same code without the
+  CLI), into a new channel: a channel's first import, written by direct COPY into `messages`.
+- `import_path_staging`: the same into a channel that already holds one (other) message, so every
+  batch goes through the staging table and the upsert (the path of any later import).
+- `db_direct_copy` and `db_staging_upsert`: the database's own path, fed from memory: the same
+  rows already parsed and normalized (tuples), written batch after batch by db.ingest.write_batch
+  on one connection, so the same statements as the importer's and no Python parsing at all;
+  `db_direct_copy` into a new channel, `db_staging_upsert` with the direct path switched off.
+  `import_path / db_direct_copy` and `import_path_staging / db_staging_upsert` say how close
+  the importer comes to the database's own rate (target >= 0.8). The importer's runs also
+  print `write_seconds` (its batches' writes, first statement to commit: about the database
+  peer's seconds when parsing does not starve the writes) and `parser_waited_seconds` (the
+  parser waiting for the write in flight: the database is then the bottleneck).
 - `orm_per_row`: SQLModel AsyncSession, one INSERT per message (add + flush each row), commit
   every 1,000 rows; on a subset (`--orm-messages`, default 20,000) because it is slow. It parses
   with the same importer and normalizes like the real path, so only the write path differs.
@@ -17,7 +29,8 @@ Each repeat measures, on the same file and database:
   into multi-row INSERTs): a stronger ORM peer, printed for context.
 Every measured run imports into a fresh channel, so each is 100% new rows (the upsert's insert
 path); the channel is deleted afterwards. The ratio is `cli import rate / orm_per_row rate`
-(rates are messages/s, so the subset does not bias it). Without --database-url the database is
+(rates are messages/s, so the subset does not bias it); `import_path_ratio` is the
+same for the in-process import (target >= 30). Without --database-url the database is
 an embedded PostgreSQL in a temporary directory. The ORM needs greenlet (`sqlalchemy[asyncio]`);
 without it the ORM rows say `skipped` and a raw per-row asyncpg INSERT peer still runs.
 """
@@ -26,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import cProfile
 import functools
 import os
@@ -35,6 +49,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -45,6 +60,7 @@ _BENCH = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _BENCH]
 sys.path.insert(0, str(_BENCH.parent))
 
+import db.ingest
 from bench._support import (
     REPO,
     bench_database,
@@ -57,6 +73,7 @@ from bench._support import (
     write_jsonl,
 )
 from db.engine import connect, create_pool
+from db.ingest import BATCH_SIZE, MessageIngestor, write_batch
 from db.migrate import migrate
 from runner.grounding.normalize import normalize_text
 from runner.importers.detect import iter_records
@@ -67,6 +84,7 @@ BENCH_NAME = "ingest"
 ORM_COMMIT_EVERY = 1000
 TARGET_RATE = 100_000
 TARGET_RATIO = 30.0
+TARGET_OF_DATABASE = 0.8
 _CLI_RATE = re.compile(r"accepted.*?;\s*([\d.]+)s \(([\d,]+) msg/s\)")
 
 
@@ -100,7 +118,20 @@ async def drop_channel(url: str, name: str) -> int:
             "WHERE c.name = $1 AND c.server_id IS NULL",
             name,
         )
-        await connection.execute("DELETE FROM channels WHERE name = $1 AND server_id IS NULL", name)
+        # Without the foreign keys' ON DELETE actions: each deleted message would otherwise
+        # look for rows pointing at it in every referencing column, `messages.parent_id`
+        # included, which has no index (a scan of `messages` per row: hours at 200,000). The
+        # bench's channels are never digested, so nothing points at their messages.
+        async with connection.transaction():
+            await connection.execute("SET LOCAL session_replication_role = replica")
+            await connection.execute(
+                "DELETE FROM messages WHERE channel_id IN "
+                "(SELECT id FROM channels WHERE name = $1 AND server_id IS NULL)",
+                name,
+            )
+            await connection.execute(
+                "DELETE FROM channels WHERE name = $1 AND server_id IS NULL", name
+            )
         # Keep the table's statistics and visibility map like a steady-state database's.
         await connection.execute("VACUUM ANALYZE messages")
         return int(count or 0)
@@ -142,17 +173,52 @@ def run_cli_import(path: Path, channel: str, url: str, home: Path | None) -> dic
     return {"wall_seconds": wall, "import_seconds": float(match[1])}
 
 
+@contextlib.contextmanager
+def timed_writes() -> Iterator[dict[str, float]]:
+    """Time, during the block, every batch write of db.ingest (`write`: from its first
+    statement to its commit, as this process sees it) and every wait of the parser for the
+    write in flight (`waited`). A batch written in about the time the database's own path
+    takes for it means parsing does not starve the writes (their round trips advance only
+    when the parse loop yields); a long `waited` means the database is the bottleneck."""
+    totals = {"write": 0.0, "waited": 0.0, "batches": 0.0}
+    write_batch, wait = db.ingest.write_batch, MessageIngestor._wait_in_flight
+
+    async def timed_write(*args: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return await write_batch(*args)
+        finally:
+            totals["write"] += time.perf_counter() - started
+            totals["batches"] += 1
+
+    async def timed_wait(self: MessageIngestor) -> None:
+        started = time.perf_counter()
+        try:
+            await wait(self)
+        finally:
+            totals["waited"] += time.perf_counter() - started
+
+    db.ingest.write_batch = timed_write  # type: ignore[assignment]
+    MessageIngestor._wait_in_flight = timed_wait  # type: ignore[method-assign]
+    try:
+        yield totals
+    finally:
+        db.ingest.write_batch = write_batch  # type: ignore[assignment]
+        MessageIngestor._wait_in_flight = wait  # type: ignore[method-assign]
+
+
 async def run_import_path(path: Path, channel: str, url: str, profile: bool) -> dict[str, Any]:
     pool = await create_pool(url, max_size=2)
     profiler = cProfile.Profile() if profile else None
     try:
-        started = time.perf_counter()
-        if profiler:
-            profiler.enable()
-        report = await import_path(pool, path, channel=channel)
-        if profiler:
-            profiler.disable()
-        seconds = time.perf_counter() - started
+        with timed_writes() as writes:
+            started = time.perf_counter()
+            if profiler:
+                profiler.enable()
+            report = await import_path(pool, path, channel=channel)
+            if profiler:
+                profiler.disable()
+            seconds = time.perf_counter() - started
     finally:
         await pool.close()
     result: dict[str, Any] = {
@@ -160,10 +226,64 @@ async def run_import_path(path: Path, channel: str, url: str, profile: bool) -> 
         "accepted": report.accepted,
         "inserted": report.inserted,
         "rejected": report.rejected,
+        "batches": int(writes["batches"]),
+        "write_seconds": round(writes["write"], 3),
+        "parser_waited_seconds": round(writes["waited"], 3),
     }
     if profiler:
         result["profile"] = top_functions(profiler)
     return result
+
+
+async def seed_channel(url: str, name: str) -> int:
+    """A channel holding one message whose id the file does not use: not a first import."""
+    channel_id = await create_channel(url, name)
+    connection = await connect(url)
+    try:
+        await connection.execute(
+            "INSERT INTO messages (channel_id, external_id, author, ts, raw_text, "
+            "normalized_text) VALUES ($1, 'seed', 'seed', now(), 'seed', 'seed')",
+            channel_id,
+        )
+    finally:
+        await connection.close()
+    return channel_id
+
+
+def database_rows(messages: list[ParsedMessage], channel_id: int) -> list[tuple[Any, ...]]:
+    """The rows db.ingest.MessageIngestor builds for these messages (seq within the batch,
+    channel, ..., normalized text, attachments), built before the clock starts."""
+    return [
+        (
+            index % BATCH_SIZE,
+            channel_id,
+            m.external_id,
+            m.author,
+            m.ts,
+            m.reply_to,
+            m.text,
+            normalize_text(m.text),
+            m.attachments,
+        )
+        for index, m in enumerate(messages)
+    ]
+
+
+async def run_database_path(
+    url: str, rows: list[tuple[Any, ...]], channel_id: int, *, direct: bool
+) -> float:
+    """Seconds to write `rows` batch after batch through db.ingest.write_batch: the database's
+    own path, without parsing (one connection, one batch at a time, as the importer's writer)."""
+    pool = await create_pool(url, max_size=1)
+    modes: dict[int, bool] = {} if direct else {channel_id: False}
+    try:
+        async with pool.acquire() as connection:
+            started = time.perf_counter()
+            for start in range(0, len(rows), BATCH_SIZE):
+                await write_batch(connection, rows[start : start + BATCH_SIZE], modes)
+            return time.perf_counter() - started
+    finally:
+        await pool.close()
 
 
 # --- ORM peers -------------------------------------------------------------------------------
@@ -326,6 +446,7 @@ def main() -> int:
             **machine_details(),
         )
         subset = parsed_messages(path, orm_total)
+        everything = parsed_messages(path, total)
         orm_missing = orm_available()
         rates: dict[str, list[float]] = {}
         extra: dict[str, list[float]] = {"cli_wall": []}
@@ -365,7 +486,29 @@ def main() -> int:
                 inproc["seconds"],
                 stored=stored,
                 inserted=inproc["inserted"],
+                **{k: inproc[k] for k in ("batches", "write_seconds", "parser_waited_seconds")},
             )
+            name = f"{tag}-staging"
+            asyncio.run(seed_channel(url, name))
+            staged = asyncio.run(run_import_path(path, name, url, False))
+            stored = asyncio.run(drop_channel(url, name)) - 1  # without the seed message
+            record(
+                "import_path_staging",
+                staged["accepted"],
+                staged["seconds"],
+                stored=stored,
+                inserted=staged["inserted"],
+                **{k: staged[k] for k in ("batches", "write_seconds", "parser_waited_seconds")},
+            )
+            for peer, direct in (("db_direct_copy", True), ("db_staging_upsert", False)):
+                name = f"{tag}-{peer}"
+                channel_id = asyncio.run(create_channel(url, name))
+                rows = database_rows(everything, channel_id)
+                seconds = asyncio.run(run_database_path(url, rows, channel_id, direct=direct))
+                stored = asyncio.run(drop_channel(url, name))
+                batches = -(-len(rows) // BATCH_SIZE)
+                record(peer, len(rows), seconds, stored=stored, batches=batches)
+                del rows
             peers: list[tuple[str, Any]] = [("asyncpg_per_row", None)]
             if orm_missing is None:
                 peers = [("orm_per_row", True), ("orm_batched", False), *peers]
@@ -407,7 +550,16 @@ def main() -> int:
             if peer in rates:
                 # Best against best: each peer's least-disturbed run of the same session.
                 summary[f"ratio_vs_{peer}"] = round(best / max(rates[peer]), 1)
+        # The importer against the database's own path for the same rows, best against best.
+        for importer, database in (
+            ("import_path", "db_direct_copy"),
+            ("import_path_staging", "db_staging_upsert"),
+        ):
+            share = max(rates[importer]) / max(rates[database])
+            summary[f"{importer}_of_{database}"] = round(share, 3)
+            summary[f"{importer}_of_{database}_met"] = share >= TARGET_OF_DATABASE
         baseline = "orm_per_row" if "orm_per_row" in rates else "asyncpg_per_row"
+        summary["import_path_ratio"] = round(max(rates["import_path"]) / max(rates[baseline]), 1)
         summary["baseline"] = baseline
         summary["ratio"] = summary[f"ratio_vs_{baseline}"]
         summary["target_rate_met"] = best >= TARGET_RATE

@@ -225,12 +225,23 @@ def redact_url(url: str) -> str:
     return f"{scheme}://{user}:***@{host}" if ":" in credentials else url
 
 
+def _jsonb_encode(value: Any) -> bytes:
+    return b"\x01" + json.dumps(value).encode()  # jsonb's binary format: version 1, the text
+
+
+def _jsonb_decode(data: bytes) -> Any:
+    return json.loads(data[1:])
+
+
 async def _init_connection(connection: asyncpg.Connection) -> None:
-    # JSON columns arrive as Python objects and go out from them, everywhere.
-    for type_name in ("json", "jsonb"):
-        await connection.set_type_codec(
-            type_name, encoder=json.dumps, decoder=json.loads, schema="pg_catalog"
-        )
+    # JSON columns arrive as Python objects and go out from them, everywhere. jsonb in its binary
+    # format, so a binary COPY (an import's batch into `messages`, db/ingest.py) can carry it.
+    await connection.set_type_codec(
+        "json", encoder=json.dumps, decoder=json.loads, schema="pg_catalog"
+    )
+    await connection.set_type_codec(
+        "jsonb", encoder=_jsonb_encode, decoder=_jsonb_decode, schema="pg_catalog", format="binary"
+    )
 
 
 # How long one connection attempt of a pool may take. asyncpg's default is 60 s: a connection

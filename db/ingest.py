@@ -1,14 +1,15 @@
 """Bulk message ingest: COPY a batch into a temporary staging table, then one upsert into
-`messages` keyed on (channel, external id). Re-importing the same export changes nothing; an
-edited message updates its row, keeping its previous text as an immutable revision. Memory holds at most two batches, whatever the input size:
-while one batch is written, the caller parses the next (see `MessageIngestor`).
+`messages` keyed on (channel, external id); or, while a channel had no messages when this import
+began writing to it, COPY straight into `messages`. Re-importing the same export changes nothing;
+an edited message updates its row, keeping its previous text as an immutable revision. Memory
+holds at most two batches, whatever the input size: while one batch is written, the caller parses
+the next (see `MessageIngestor`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
@@ -24,13 +25,17 @@ logger = logging.getLogger(__name__)
 
 BATCH_SIZE = 5000
 # While a batch is being written, `add` yields to the event loop every this many rows so the
-# write (network round trips, done by asyncio) progresses while the caller keeps parsing.
-_YIELD_EVERY = 256
+# write progresses while the caller keeps parsing: each of its round trips, and each time the
+# COPY's data fills the socket's buffer (asyncio pauses writing at 64 KB: a 5,000-row batch is
+# ~1 MB, a dozen pauses), waits for the next yield. Every 32 rows rather than 256 halved the
+# parser's waits for the write in flight (bench/ingest.py `parser_waited_seconds`, 100,000
+# messages, 3 runs each); a yield costs 5-10 us, 2-3% of parsing 32 rows.
+_YIELD_EVERY = 32
 
 _STAGING_DDL = """
 CREATE TEMP TABLE IF NOT EXISTS message_staging (
     seq bigint, channel_id bigint, external_id text, author text, ts timestamptz,
-    reply_to text, raw_text text, normalized_text text, attachments text
+    reply_to text, raw_text text, normalized_text text, attachments jsonb
 ) ON COMMIT DELETE ROWS
 """
 
@@ -58,8 +63,7 @@ _STAGING_COLUMNS = (
 _MERGE = """
 INSERT INTO messages AS m (channel_id, external_id, author, ts, reply_to, raw_text,
                            normalized_text, attachments)
-SELECT channel_id, external_id, author, ts, reply_to, raw_text, normalized_text,
-       attachments::jsonb
+SELECT channel_id, external_id, author, ts, reply_to, raw_text, normalized_text, attachments
 FROM (SELECT DISTINCT ON (channel_id, external_id) *
       FROM message_staging
       ORDER BY channel_id, external_id, seq DESC) AS latest
@@ -75,11 +79,16 @@ RETURNING (xmax = 0) AS inserted
 """
 # Imports into one channel, and a digest's coverage update (runner/digests/store.py, the same key:
 # queries.sql lock_channel_messages), are serialized: both lock many message rows, in different
-# orders, and could otherwise deadlock. Held to commit; one round trip per batch.
-_LOCK_CHANNELS = """
-SELECT pg_advisory_xact_lock(1835165555, (channel_id % 2147483647)::integer)
-FROM (SELECT DISTINCT channel_id FROM message_staging ORDER BY channel_id) AS channels
+# orders, and could otherwise deadlock. Held to commit. Taken first, in the batch's opening round
+# trip with BEGIN (`_opening`), so the direct path's emptiness check below holds until commit.
+_LOCK_KEY = 1835165555
+# The channels among $1 that hold a message: a channel that holds none (read under its lock) can
+# take its first batch by direct COPY, since no row of the batch can conflict.
+_NON_EMPTY = """
+SELECT coalesce(array_agg(c), '{}') FROM unnest($1::bigint[]) AS c
+WHERE EXISTS (SELECT 1 FROM messages WHERE channel_id = c)
 """
+_DIRECT_COLUMNS = _STAGING_COLUMNS[1:]
 # Counted in the server: one row back per batch instead of one per message.
 _MERGE_COUNTED = f"""
 WITH merged AS ({_MERGE.strip()})
@@ -151,13 +160,16 @@ def _is_gone(connection: asyncpg.Connection) -> bool:
         return True
 
 
-async def _copy_batch(connection: asyncpg.Connection, rows: list[tuple[Any, ...]]) -> None:
+async def _copy_batch(
+    connection: asyncpg.Connection,
+    rows: list[tuple[Any, ...]],
+    table: str = "message_staging",
+    columns: tuple[str, ...] = _STAGING_COLUMNS,
+) -> None:
     seconds = _copy_timeout(rows)
     try:
         async with asyncio.timeout(seconds):
-            await connection.copy_records_to_table(
-                "message_staging", records=rows, columns=_STAGING_COLUMNS
-            )
+            await connection.copy_records_to_table(table, records=rows, columns=columns)
     except TimeoutError:
         # Whatever waits on this connection next (the transaction's rollback, the pool's
         # reset) would wait on the same silent socket: close it without a word to the server.
@@ -168,6 +180,81 @@ async def _copy_batch(connection: asyncpg.Connection, rows: list[tuple[Any, ...]
         )
         connection.terminate()
         raise
+
+
+def _opening(channel_ids: Iterable[int], *, staging: bool) -> str:
+    """BEGIN, the staging table when the batch goes through it, and the channels' import locks
+    (in channel order, like every writer, so two never wait on each other), as one simple
+    query: one round trip. Only integers are formatted in."""
+    locks = ", ".join(
+        f"pg_advisory_xact_lock({_LOCK_KEY}, {int(channel_id) % 2147483647})"
+        for channel_id in sorted(set(channel_ids))
+    )
+    return f"BEGIN; {_STAGING_DDL.strip() + ';' if staging else ''} SELECT {locks}"
+
+
+def latest_rows(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """The batch as `messages` rows, as the upsert would leave them: the last occurrence of a
+    (channel, external id) only, in the export's order (`seq`), without `seq`."""
+    last = {(row[1], row[2]): row for row in rows}
+    if len(last) == len(rows):
+        return [row[1:] for row in rows]
+    return [row[1:] for row in rows if last[(row[1], row[2])] is row]
+
+
+@dataclass
+class BatchCounts:
+    inserted: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    direct: bool = False  # written by direct COPY into messages
+
+
+async def write_batch(
+    connection: asyncpg.Connection, rows: list[tuple[Any, ...]], direct: dict[int, bool]
+) -> BatchCounts:
+    """Store one batch in one transaction of its own (rolled back whole on any failure).
+
+    `direct` says, per channel id, whether this import may COPY straight into `messages`: True
+    while the channel had no messages when the import's first batch for it took its lock and
+    no conflict appeared since, False for the staging upsert; a channel not in it yet is looked
+    up (under its lock) and recorded. A batch goes direct only when all its channels may. If a
+    direct COPY meets a row already there (the same id in an earlier batch of the file, or
+    another import of the channel committed meanwhile), the batch is rolled back and written
+    again through staging, and its channels stay on staging for the rest of the import."""
+    channel_ids = {row[1] for row in rows}
+    unknown = [channel_id for channel_id in channel_ids if channel_id not in direct]
+    go_direct = all(direct.get(channel_id, True) for channel_id in channel_ids)
+    try:
+        await connection.execute(_opening(channel_ids, staging=not go_direct))
+        if unknown:
+            non_empty = set(await connection.fetchval(_NON_EMPTY, sorted(unknown)))
+            direct.update((channel_id, channel_id not in non_empty) for channel_id in unknown)
+            if go_direct and non_empty:
+                go_direct = False
+                await connection.execute(_STAGING_DDL)
+        if go_direct:
+            latest = latest_rows(rows)
+            try:
+                await _copy_batch(connection, latest, "messages", _DIRECT_COLUMNS)
+            except asyncpg.UniqueViolationError:
+                await connection.execute("ROLLBACK")
+                direct.update((channel_id, False) for channel_id in channel_ids)
+                return await write_batch(connection, rows, direct)
+            await connection.execute("COMMIT")
+            return BatchCounts(inserted=len(latest), direct=True)
+        await _copy_batch(connection, rows)
+        result = await connection.fetchrow(_MERGE_COUNTED)
+        await connection.execute("COMMIT")
+    except BaseException:
+        if not _is_gone(connection) and connection.is_in_transaction():
+            with contextlib.suppress(Exception):
+                await connection.execute("ROLLBACK")
+        raise
+    assert result is not None
+    inserted, written = int(result["inserted"]), int(result["written"])
+    distinct = len({(row[1], row[2]) for row in rows})
+    return BatchCounts(inserted=inserted, updated=written - inserted, unchanged=distinct - written)
 
 
 class IncomingMessage(Protocol):
@@ -203,6 +290,7 @@ class IngestCounts:
     updated: int = 0
     unchanged: int = 0
     channel_ids: dict[str, int] = field(default_factory=dict)
+    direct_batches: int = 0  # batches written by direct COPY (a channel's first import)
 
 
 async def resolve_channel(connection: asyncpg.Connection, key: ChannelKey) -> Channel:
@@ -242,6 +330,8 @@ class MessageIngestor:
         self._rows: list[tuple[Any, ...]] = []
         self._channel_ids: dict[ChannelKey, int] = {}
         self._in_flight: asyncio.Task[None] | None = None
+        # Per channel id: may this import COPY straight into messages (see `write_batch`).
+        self._direct: dict[int, bool] = {}
         self.counts = IngestCounts()
 
     async def channel_id(self, key: ChannelKey) -> int:
@@ -257,7 +347,6 @@ class MessageIngestor:
         channel_id = self._channel_ids.get(key)
         if channel_id is None:
             channel_id = await self.channel_id(key)
-        attachments = message.attachments
         rows = self._rows
         rows.append(
             (
@@ -269,7 +358,7 @@ class MessageIngestor:
                 message.reply_to,
                 message.text,
                 self._normalize(message.text),
-                json.dumps(attachments, ensure_ascii=False) if attachments else "[]",
+                message.attachments,  # jsonb, encoded by the connection's codec
             )
         )
         self.counts.received += 1
@@ -305,18 +394,9 @@ class MessageIngestor:
             await task
 
     async def _write(self, rows: list[tuple[Any, ...]]) -> None:
-        async with (
-            self._pool.acquire() as connection,
-            _interrupted_when_lost(connection),
-            connection.transaction(),
-        ):
-            await connection.execute(_STAGING_DDL)
-            await _copy_batch(connection, rows)
-            await connection.execute(_LOCK_CHANNELS)
-            result = await connection.fetchrow(_MERGE_COUNTED)
-        assert result is not None
-        inserted, written = int(result["inserted"]), int(result["written"])
-        self.counts.inserted += inserted
-        self.counts.updated += written - inserted
-        distinct = len({(row[1], row[2]) for row in rows})
-        self.counts.unchanged += distinct - written
+        async with self._pool.acquire() as connection, _interrupted_when_lost(connection):
+            result = await write_batch(connection, rows, self._direct)
+        self.counts.inserted += result.inserted
+        self.counts.updated += result.updated
+        self.counts.unchanged += result.unchanged
+        self.counts.direct_batches += result.direct

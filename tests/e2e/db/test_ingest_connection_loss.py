@@ -84,8 +84,8 @@ async def kill_the_copy(
     once_stored: int = 0,
     signum: signal.Signals = signal.SIGKILL,
 ) -> int:
-    """SIGKILL (or `signum`) the backend receiving a COPY into the staging table as soon as one
-    is at work and at least `once_stored` messages are committed; returns its pid. After a
+    """SIGKILL (or `signum`) the backend receiving a batch's COPY (into the staging table, or
+    straight into `messages` on a channel's first import) as soon as one is at work and at least `once_stored` messages are committed; returns its pid. After a
     SIGKILL the postmaster restarts every backend (a crash)."""
     loop = asyncio.get_running_loop()
     admin = await asyncpg.connect(url)
@@ -95,7 +95,7 @@ async def kill_the_copy(
             pid = await admin.fetchval(
                 """SELECT pid FROM pg_stat_activity
                    WHERE pid <> pg_backend_pid() AND state = 'active'
-                     AND query ILIKE 'COPY%message_staging%'
+                     AND query ILIKE 'COPY %messag%'
                      AND (SELECT count(*) FROM messages) >= $1 LIMIT 1""",
                 once_stored,
             )

@@ -233,12 +233,13 @@ async def test_a_database_that_goes_away_mid_import_gives_one_line_and_exit_1(
     try:
         deadline = time.monotonic() + TIMEOUT
         while not killed and process.poll() is None and time.monotonic() < deadline:
-            # The import's writer: the connection that stages a batch once one is full.
+            # The import's writer: the connection that writes a batch once one is full (a
+            # first import COPYs straight into messages, later ones go through staging).
             killed = await admin.fetchval(
                 """SELECT count(*) FILTER (WHERE pg_terminate_backend(pid))
                    FROM pg_stat_activity
-                   WHERE pid <> pg_backend_pid() AND query ILIKE '%message_staging%'
-                     AND state = 'active'"""
+                   WHERE pid <> pg_backend_pid() AND state = 'active'
+                     AND (query ILIKE '%message_staging%' OR query ILIKE 'COPY "messages"%')"""
             )
             await asyncio.sleep(0.01)
     finally:

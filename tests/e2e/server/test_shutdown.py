@@ -268,11 +268,12 @@ async def test_an_import_whose_database_crashes_ends_in_bounded_time_and_stops_p
 
 
 async def _kill_the_writer(admin: asyncpg.Connection) -> int:
-    """SIGKILL the backend staging an import batch, if one is at work; returns its pid or 0."""
+    """SIGKILL the backend writing an import batch (staging it, or on a channel's first import
+    COPYing it straight into messages), if one is at work; returns its pid or 0."""
     pid = await admin.fetchval(
         """SELECT pid FROM pg_stat_activity
            WHERE pid <> pg_backend_pid() AND state = 'active'
-             AND query ILIKE '%message_staging%' LIMIT 1"""
+             AND (query ILIKE '%message_staging%' OR query ILIKE 'COPY "messages"%') LIMIT 1"""
     )
     if pid:
         os.kill(int(pid), signal.SIGKILL)
