@@ -47,6 +47,7 @@ from runner.llm import limits
 from runner.llm.breaker import CircuitBreaker, config_breaker
 from runner.llm.budget import (
     LimitSource,
+    Preflight,
     RequestBudget,
     count_request_tokens,
     endpoint_budget,
@@ -398,36 +399,56 @@ class LLMExtractor:
         )
         return max(1, room)
 
+    async def _fit_known_items(
+        self,
+        known_items: list[KnownItem],
+        budget: RequestBudget,
+        tools: list[dict[str, object]],
+        build: Callable[[int], list[dict[str, object]]],
+    ) -> tuple[list[dict[str, object]], dict[str, str] | None, Preflight]:
+        """The request `build` makes for a limit of known items, with the limit halved until it
+        fits (down to none), counted as the tool call's preflight counts it (by the server's own
+        tokenizer when it has one); with the known items it shows (alias → key), or None when
+        it does not fit even without any, and the last count."""
+        limit = self.config.max_known_items
+        while True:
+            messages = build(limit)
+            checked = await self.tools.count(budget.model, messages, tools, budget.input_tokens)
+            if checked.fits:
+                shown = shown_known_items(known_items, limit)
+                return messages, {alias: item.key for alias, item in shown.items()}, checked
+            if limit > 0 and known_items:
+                limit //= 2
+                continue
+            return messages, None, checked
+
     async def _map_messages(
         self, chunk: Chunk, known_items: list[KnownItem], budget: RequestBudget
     ) -> tuple[list[dict[str, object]], dict[str, str]]:
         """The map request, with fewer known items if that is what it takes to fit, and the
-        known items it shows (alias → key). Counted as the tool call's preflight counts it: by
-        the server's own tokenizer when it has one."""
-        limit = self.config.max_known_items
+        known items it shows (alias → key)."""
         tools = [tool_schema(CHUNK_SUMMARY_TOOL)]
-        while True:
-            messages = [
+        messages, shown, checked = await self._fit_known_items(
+            known_items,
+            budget,
+            tools,
+            lambda limit: [
                 system_message(self.map_prompt.text),
                 map_user_message(chunk, known_items, limit),
-            ]
-            checked = await self.tools.count(budget.model, messages, tools, budget.input_tokens)
-            if checked.fits:
-                shown = shown_known_items(known_items, limit)
-                return messages, {alias: item.key for alias, item in shown.items()}
-            if limit > 0 and known_items:
-                limit //= 2
-                continue
-            if self.tools.native_counted:
-                ours, _ = count_request_tokens(messages, tools)
-                if ours and checked.tokens > ours:
-                    self.server_token_ratio = max(self.server_token_ratio, checked.tokens / ours)
-            raise ChunkTooLarge(
-                f"chunk {chunk.index} needs {checked.tokens} prompt tokens, over the budget of "
-                f"{budget.input_tokens} for {budget.model}; chunk at most "
-                f"{self.max_chunk_tokens()} tokens",
-                self.max_chunk_tokens(),
-            )
+            ],
+        )
+        if shown is not None:
+            return messages, shown
+        if self.tools.native_counted:
+            ours, _ = count_request_tokens(messages, tools)
+            if ours and checked.tokens > ours:
+                self.server_token_ratio = max(self.server_token_ratio, checked.tokens / ours)
+        raise ChunkTooLarge(
+            f"chunk {chunk.index} needs {checked.tokens} prompt tokens, over the budget of "
+            f"{budget.input_tokens} for {budget.model}; chunk at most "
+            f"{self.max_chunk_tokens()} tokens",
+            self.max_chunk_tokens(),
+        )
 
     async def extract_chunk(self, chunk: Chunk, known_items: list[KnownItem]) -> ChunkSummary:
         """Map one chunk; raises ChunkFailed with a reason (never containing the API key), or
@@ -486,21 +507,16 @@ class LLMExtractor:
     ) -> tuple[list[dict[str, object]], dict[str, str]] | None:
         """The packed request, with fewer known items if that is what it takes to fit, and the
         known items it shows (alias → key); None when the chunks do not fit together."""
-        limit = self.config.max_known_items
-        tools = [pack_tool_schema()]
-        while True:
-            messages = [
+        messages, shown, _ = await self._fit_known_items(
+            known_items,
+            budget,
+            [pack_tool_schema()],
+            lambda limit: [
                 system_message(self.pack_prompt.text),
                 pack_user_message(chunks, known_items, limit),
-            ]
-            checked = await self.tools.count(budget.model, messages, tools, budget.input_tokens)
-            if checked.fits:
-                shown = shown_known_items(known_items, limit)
-                return messages, {alias: item.key for alias, item in shown.items()}
-            if limit > 0 and known_items:
-                limit //= 2
-                continue
-            return None
+            ],
+        )
+        return None if shown is None else (messages, shown)
 
     async def extract_chunks(
         self, chunks: list[Chunk], known_items: list[KnownItem]
