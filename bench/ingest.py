@@ -250,22 +250,25 @@ async def seed_channel(url: str, name: str) -> int:
     return channel_id
 
 
+def message_columns(m: ParsedMessage) -> tuple[Any, ...]:
+    """A message's values for the columns every peer inserts after `channel_id`: external id,
+    author, ts, reply_to, raw text, normalized text, attachments."""
+    return (
+        m.external_id,
+        m.author,
+        m.ts,
+        m.reply_to,
+        m.text,
+        normalize_text(m.text),
+        m.attachments,
+    )
+
+
 def database_rows(messages: list[ParsedMessage], channel_id: int) -> list[tuple[Any, ...]]:
     """The rows db.ingest.MessageIngestor builds for these messages (seq within the batch,
-    channel, ..., normalized text, attachments), built before the clock starts."""
+    channel, then `message_columns`), built before the clock starts."""
     return [
-        (
-            index % BATCH_SIZE,
-            channel_id,
-            m.external_id,
-            m.author,
-            m.ts,
-            m.reply_to,
-            m.text,
-            normalize_text(m.text),
-            m.attachments,
-        )
-        for index, m in enumerate(messages)
+        (index % BATCH_SIZE, channel_id, *message_columns(m)) for index, m in enumerate(messages)
     ]
 
 
@@ -383,17 +386,7 @@ async def run_asyncpg_per_row(url: str, channel_id: int, messages: list[ParsedMe
         for start in range(0, len(messages), ORM_COMMIT_EVERY):
             async with connection.transaction():
                 for m in messages[start : start + ORM_COMMIT_EVERY]:
-                    await connection.execute(
-                        sql,
-                        channel_id,
-                        m.external_id,
-                        m.author,
-                        m.ts,
-                        m.reply_to,
-                        m.text,
-                        normalize_text(m.text),
-                        m.attachments,
-                    )
+                    await connection.execute(sql, channel_id, *message_columns(m))
         return time.perf_counter() - started
     finally:
         await connection.close()
