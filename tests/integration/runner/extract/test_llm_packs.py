@@ -8,7 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 from runner.core.chunks import iter_chunks
-from runner.digests.pipeline import run_pipeline
+from runner.core.window import Window
+from runner.digests.pipeline import PipelineResult, run_pipeline
+from runner.extract.llm import LLMExtractor
 from runner.llm import limits
 from runner.llm.budget import count_request_tokens
 from runner.llm.fake import Answer, FakeLLM, completion, error, tool_of
@@ -30,6 +32,18 @@ TEXTS = [
 ]
 
 
+async def run_packed(
+    window: Window, fake: FakeLLM, chunks_per_request: int
+) -> tuple[PipelineResult, LLMExtractor]:
+    """The pipeline over `window` in chunks of 120 tokens, one request at a time, with up to
+    `chunks_per_request` chunks a map request to `fake`; the extractor is closed after."""
+    extractor = make_extractor(fake, chunks_per_request=chunks_per_request, concurrency=1)
+    try:
+        return await run_pipeline(window, extractor, chunk_tokens=120, concurrency=1), extractor
+    finally:
+        await extractor.aclose()
+
+
 def chunks_sent(fake: FakeLLM) -> list[list[int]]:
     """The chunk indexes of each map request, in the order they were sent."""
     sent = []
@@ -46,11 +60,7 @@ async def test_two_chunks_in_one_request_each_get_a_grounded_summary() -> None:
     window = make_window(TEXTS[:8])
     texts = {m.message_id: m.normalized_text for m in window.messages}
     fake = FakeLLM(scripted())
-    extractor = make_extractor(fake, chunks_per_request=2, concurrency=1)
-    try:
-        result = await run_pipeline(window, extractor, chunk_tokens=120, concurrency=1)
-    finally:
-        await extractor.aclose()
+    result, extractor = await run_packed(window, fake, 2)
     sent = chunks_sent(fake)
     assert result.chunk_count == 4 and sent == [[0, 1], [2, 3]]
     assert not result.failed_chunks and not result.fallback_chunks and not result.map_rejections
@@ -100,11 +110,7 @@ async def test_an_invalid_part_is_asked_for_alone_and_the_others_kept() -> None:
         return completion(tool=tool, arguments=merged_digest(body))
 
     fake = FakeLLM(second_part_broken)
-    extractor = make_extractor(fake, chunks_per_request=3, concurrency=1)
-    try:
-        result = await run_pipeline(window, extractor, chunk_tokens=120, concurrency=1)
-    finally:
-        await extractor.aclose()
+    result, _ = await run_packed(window, fake, 3)
     sent = chunks_sent(fake)
     assert result.chunk_count == 6
     # Each pack's second chunk was sent again on its own, right after its pack.
@@ -125,11 +131,7 @@ async def test_a_missing_part_is_asked_for_alone() -> None:
         return scripted()(body)
 
     fake = FakeLLM(drops_the_last)
-    extractor = make_extractor(fake, chunks_per_request=2, concurrency=1)
-    try:
-        result = await run_pipeline(window, extractor, chunk_tokens=120, concurrency=1)
-    finally:
-        await extractor.aclose()
+    result, _ = await run_packed(window, fake, 2)
     assert chunks_sent(fake) == [[0, 1], [1], [2]]
     assert result.chunk_count == 3 and not result.failed_chunks and not result.fallback_chunks
 
@@ -143,11 +145,7 @@ async def test_a_pack_the_endpoint_fails_is_read_offline_chunk_by_chunk() -> Non
         return error(400, "bad request")
 
     fake = FakeLLM(maps_fail)
-    extractor = make_extractor(fake, chunks_per_request=3, concurrency=1)
-    try:
-        result = await run_pipeline(window, extractor, chunk_tokens=120, concurrency=1)
-    finally:
-        await extractor.aclose()
+    result, _ = await run_packed(window, fake, 3)
     # One failed request for the pack, no request per chunk: each was read offline instead.
     assert chunks_sent(fake) == [[0, 1, 2]]
     assert [f["chunk"] for f in result.fallback_chunks] == [0, 1, 2]
