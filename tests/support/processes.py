@@ -14,6 +14,7 @@ from pathlib import Path
 import asyncpg
 import psutil
 
+from tests.support.llm import API_KEY
 from tests.support.paths import REPO_ROOT
 from tests.support.worker import wait_for
 
@@ -30,6 +31,26 @@ def cli_environment(**settings: str) -> dict[str, str]:
     }
     environment.update(settings)
     return environment
+
+
+def llm_worker_environment(
+    database_url: str, home: Path, base_url: str, **settings: str
+) -> dict[str, str]:
+    """The environment of a `digestd worker` child on the LLM extractor at `base_url`, one
+    request at a time, with leases, heartbeats and polls short enough that a killed worker's
+    job is retaken within seconds; plus `settings` (env names)."""
+    return cli_environment(
+        DATABASE_URL=database_url,
+        DIGESTD_HOME=str(home),
+        DIGEST_EXTRACTOR="llm",
+        DIGEST_LLM_BASE_URL=base_url,
+        DIGEST_LLM_API_KEY=API_KEY,
+        DIGEST_LLM_CONCURRENCY="1",
+        DIGESTD_LEASE_SECONDS="2",
+        DIGESTD_HEARTBEAT_SECONDS="0.3",
+        DIGESTD_POLL_SECONDS="0.2",
+        **settings,
+    )
 
 
 def start_cli(args: list[str], environment: dict[str, str], log: Path) -> subprocess.Popen[bytes]:

@@ -4,12 +4,8 @@ re-trigger returns the job that split the backlog, and every message is covered 
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
-from typing import IO
 
 import asyncpg
 import pytest
@@ -18,23 +14,12 @@ from db import jobs
 from db.models import DigestJob
 from runner.importers.ingest import import_path
 from runner.llm.fake import FakeLLM
-from tests.support.llm import API_KEY
-from tests.support.paths import REPO_ROOT, shared_data
+from tests.support.paths import shared_data
+from tests.support.processes import llm_worker_environment, start_cli
 from tests.support.worker import job_row, slow_model, wait_for
 
 # Small enough that a real 1,500-line IRC log makes three slices.
 CAP = 500
-
-
-def _start_worker(environment: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    output: IO[bytes] = log.open("wb")
-    return subprocess.Popen(
-        [sys.executable, "-m", "server.cli", "worker"],
-        cwd=REPO_ROOT,
-        env=environment,
-        stdout=subprocess.DEVNULL,
-        stderr=output,
-    )
 
 
 async def _slices(db: asyncpg.Pool, channel_id: int, batch: int) -> list[DigestJob]:
@@ -67,23 +52,16 @@ async def test_two_worker_processes_cover_a_sliced_backlog_exactly_once_despite_
     assert total > 2 * CAP
     expected_slices = -(-total // CAP)
     async with FakeLLM(slow_model(0.15)).serve() as base_url:
-        environment = {
-            **os.environ,
-            "DATABASE_URL": database_url,
-            "DIGESTD_HOME": str(tmp_path / "home"),
-            "DIGEST_EXTRACTOR": "llm",
-            "DIGEST_LLM_BASE_URL": base_url,
-            "DIGEST_LLM_API_KEY": API_KEY,
-            "DIGEST_LLM_CONCURRENCY": "1",
-            "DIGESTD_CHUNK_TOKENS": "1500",
-            "DIGESTD_MAX_WINDOW_MESSAGES": str(CAP),
-            "DIGESTD_LEASE_SECONDS": "2",
-            "DIGESTD_HEARTBEAT_SECONDS": "0.3",
-            "DIGESTD_POLL_SECONDS": "0.2",
-        }
+        environment = llm_worker_environment(
+            database_url,
+            tmp_path / "home",
+            base_url,
+            DIGESTD_CHUNK_TOKENS="1500",
+            DIGESTD_MAX_WINDOW_MESSAGES=str(CAP),
+        )
         parent, created = await _trigger(db, channel_id)
         assert created
-        workers = [_start_worker(environment, tmp_path / f"worker-{n}.log") for n in (1, 2)]
+        workers = [start_cli(["worker"], environment, tmp_path / f"worker-{n}.log") for n in (1, 2)]
         try:
 
             def alive() -> None:

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import asyncpg
@@ -14,8 +11,7 @@ from runner.llm.fake import FakeLLM
 from server.runtime import Runtime
 from server.settings import Settings
 from tests.support.database import add_channel
-from tests.support.llm import API_KEY
-from tests.support.paths import REPO_ROOT
+from tests.support.processes import llm_worker_environment, start_cli
 from tests.support.worker import (
     assert_pointers_resolve,
     job_row,
@@ -33,30 +29,15 @@ async def test_killed_worker_process_job_is_finished_by_another_from_the_chunk_c
     channel_id = await add_channel(db, "team-platform", sample_messages())
     async with FakeLLM(slow_model(0.4)).serve() as base_url:
         job_id = await trigger(db, channel_id)
-        environment = {
-            **os.environ,
-            "DATABASE_URL": database_url,
-            "DIGESTD_HOME": str(tmp_path / "home"),
-            "DIGEST_EXTRACTOR": "llm",
-            "DIGEST_LLM_BASE_URL": base_url,
-            "DIGEST_LLM_API_KEY": API_KEY,
-            "DIGEST_LLM_CONCURRENCY": "1",
-            "DIGESTD_CHUNK_TOKENS": "400",
-            "DIGESTD_LEASE_SECONDS": "2",
-            "DIGESTD_HEARTBEAT_SECONDS": "0.3",
-            "DIGESTD_POLL_SECONDS": "0.2",
-        }
-        process = subprocess.Popen(
-            [sys.executable, "-m", "server.cli", "worker"],
-            cwd=REPO_ROOT,
-            env=environment,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
+        environment = llm_worker_environment(
+            database_url, tmp_path / "home", base_url, DIGESTD_CHUNK_TOKENS="400"
         )
+        log = tmp_path / "worker.log"
+        process = start_cli(["worker"], environment, log)
         try:
 
             async def two_chunks_cached() -> bool:
-                assert process.poll() is None, process.stderr.read().decode()[-2000:]  # type: ignore[union-attr]
+                assert process.poll() is None, log.read_text()[-2000:]
                 async with db.acquire() as connection:
                     return int(await connection.fetchval("SELECT count(*) FROM chunk_results")) >= 2
 
@@ -64,7 +45,6 @@ async def test_killed_worker_process_job_is_finished_by_another_from_the_chunk_c
         finally:
             process.send_signal(signal.SIGKILL)
             process.wait()
-            process.stderr.close()  # type: ignore[union-attr]
         killed = await job_row(db, job_id)
         assert killed.status == "running" and killed.attempts == 1
 
