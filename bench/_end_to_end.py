@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -31,7 +30,14 @@ from urllib.parse import urlsplit
 
 import asyncpg
 
-from bench._support import bench_database, emit, machine_details, utc_now, write_jsonl
+from bench._support import (
+    bench_database,
+    emit,
+    machine_details,
+    stop_processes,
+    utc_now,
+    write_jsonl,
+)
 
 TARGET_SECONDS = 600.0
 TARGET_WORKER_RSS_MB = 600.0
@@ -214,15 +220,7 @@ def _run(url: str, size: int, workers: int, cap: int | None, scratch: Path) -> d
                 worker_peaks.get(process.pid, 0.0), _vm_hwm_mb(process.pid)
             )
     finally:
-        for process in processes:
-            if process.poll() is None:
-                process.send_signal(signal.SIGTERM)
-        for process in processes:
-            try:
-                process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        stop_processes(processes, 60)
         for log in logs:
             log.close()
     read_twice = asyncio.run(_read_twice(url))

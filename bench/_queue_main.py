@@ -6,7 +6,6 @@ import argparse
 import asyncio
 import json
 import os
-import signal
 import statistics
 import subprocess
 import sys
@@ -21,6 +20,7 @@ from typing import Any
 
 import asyncpg
 
+from bench._support import stop_processes
 from db import jobs as job_queries
 from db.engine import connect, create_pool, embedded_database_url
 from db.migrate import migrate
@@ -118,14 +118,7 @@ async def worker_processes(
         await asyncio.sleep(0.5)
         yield session
     finally:
-        for process in processes:
-            if process.poll() is None:
-                process.send_signal(signal.SIGTERM)
-        for process in processes:
-            try:
-                await asyncio.to_thread(process.wait, 30)
-            except subprocess.TimeoutExpired:
-                process.kill()
+        await asyncio.to_thread(stop_processes, processes, 30)
 
 
 def read_records(session: WorkerSession) -> tuple[Counter[int], Counter[int]]:

@@ -1,6 +1,6 @@
 """Shared by the bench/ scripts: JSON line output, the benchmark database (embedded by default, or
 a database of its own on a given server), repeat statistics, machine details and a deterministic
-generator of realistic-ish chat messages.
+generator of realistic-ish chat messages, and the stop of worker processes.
 """
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ import os
 import platform
 import pstats
 import random
+import signal
 import statistics
+import subprocess
 import tempfile
 import warnings
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -28,6 +30,20 @@ REPO = BENCH.parent
 def emit(bench: str, **fields: Any) -> None:
     """One JSON line on stdout, flushed at once so a slow run shows progress."""
     print(json.dumps({"bench": bench, **fields}, default=str), flush=True)
+
+
+def stop_processes(processes: Sequence[subprocess.Popen[Any]], timeout: float) -> None:
+    """SIGTERM to each process still running, then wait for each, killing one that is not gone
+    within `timeout` seconds (all are signalled first, so they stop side by side)."""
+    for process in processes:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+    for process in processes:
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 def spread(samples: Sequence[float], *, higher_is_better: bool = False) -> dict[str, Any]:
