@@ -457,6 +457,17 @@ def main() -> int:
                 **more,
             )
 
+        def record_import(peer: str, result: dict[str, Any], stored: int) -> None:
+            """A run_import_path result, with the rows the channel held once it was done."""
+            record(
+                peer,
+                result["accepted"],
+                result["seconds"],
+                stored=stored,
+                inserted=result["inserted"],
+                **{k: result[k] for k in ("batches", "write_seconds", "parser_waited_seconds")},
+            )
+
         for run in range(repeats):
             tag = f"bench-ingest-{os.getpid()}-{run}"
             if not args.skip_cli:
@@ -473,26 +484,12 @@ def main() -> int:
                 extra["cli_wall"].append(total / cli["wall_seconds"])
             inproc = asyncio.run(run_import_path(path, f"{tag}-inproc", url, False))
             stored = asyncio.run(drop_channel(url, f"{tag}-inproc"))
-            record(
-                "import_path",
-                inproc["accepted"],
-                inproc["seconds"],
-                stored=stored,
-                inserted=inproc["inserted"],
-                **{k: inproc[k] for k in ("batches", "write_seconds", "parser_waited_seconds")},
-            )
+            record_import("import_path", inproc, stored)
             name = f"{tag}-staging"
             asyncio.run(seed_channel(url, name))
             staged = asyncio.run(run_import_path(path, name, url, False))
             stored = asyncio.run(drop_channel(url, name)) - 1  # without the seed message
-            record(
-                "import_path_staging",
-                staged["accepted"],
-                staged["seconds"],
-                stored=stored,
-                inserted=staged["inserted"],
-                **{k: staged[k] for k in ("batches", "write_seconds", "parser_waited_seconds")},
-            )
+            record_import("import_path_staging", staged, stored)
             for peer, direct in (("db_direct_copy", True), ("db_staging_upsert", False)):
                 name = f"{tag}-{peer}"
                 channel_id = asyncio.run(create_channel(url, name))
