@@ -34,23 +34,25 @@ def cli_environment(**settings: str) -> dict[str, str]:
 
 
 def llm_worker_environment(
-    database_url: str, home: Path, base_url: str, **settings: str
+    database_url: str | None, home: Path, base_url: str, **settings: str
 ) -> dict[str, str]:
-    """The environment of a `digestd worker` child on the LLM extractor at `base_url`, one
-    request at a time, with leases, heartbeats and polls short enough that a killed worker's
-    job is retaken within seconds; plus `settings` (env names)."""
-    return cli_environment(
-        DATABASE_URL=database_url,
-        DIGESTD_HOME=str(home),
-        DIGEST_EXTRACTOR="llm",
-        DIGEST_LLM_BASE_URL=base_url,
-        DIGEST_LLM_API_KEY=API_KEY,
-        DIGEST_LLM_CONCURRENCY="1",
-        DIGESTD_LEASE_SECONDS="2",
-        DIGESTD_HEARTBEAT_SECONDS="0.3",
-        DIGESTD_POLL_SECONDS="0.2",
-        **settings,
-    )
+    """The environment of a `digestd` child on the LLM extractor at `base_url`, one request at
+    a time, with leases, heartbeats and polls short enough that a killed worker's job is retaken
+    within seconds; `settings` (env names) add to these or replace them. Without `database_url`
+    the child uses the embedded server of its DIGESTD_HOME."""
+    defaults = {
+        "DIGESTD_HOME": str(home),
+        "DIGEST_EXTRACTOR": "llm",
+        "DIGEST_LLM_BASE_URL": base_url,
+        "DIGEST_LLM_API_KEY": API_KEY,
+        "DIGEST_LLM_CONCURRENCY": "1",
+        "DIGESTD_LEASE_SECONDS": "2",
+        "DIGESTD_HEARTBEAT_SECONDS": "0.3",
+        "DIGESTD_POLL_SECONDS": "0.2",
+    }
+    if database_url is not None:
+        defaults["DATABASE_URL"] = database_url
+    return cli_environment(**(defaults | settings))
 
 
 def start_cli(args: list[str], environment: dict[str, str], log: Path) -> subprocess.Popen[bytes]:

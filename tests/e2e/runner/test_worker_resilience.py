@@ -26,10 +26,10 @@ from server.runtime import Runtime
 from server.settings import Settings
 from tests.support.database import add_channel, own_embedded_server
 from tests.support.jobs import expire_lease, sessions_listening_for_jobs
-from tests.support.llm import API_KEY
 from tests.support.processes import (
     cli_environment,
     kill_a_backend,
+    llm_worker_environment,
     start_cli,
     wait_database_back,
     wait_exit,
@@ -176,19 +176,14 @@ async def test_a_lost_lease_counts_as_an_attempt_and_ends_failed_at_the_maximum(
     channel_id = await add_channel(crash_pool, "team-platform", sample_messages())
     async with FakeLLM(slow_model(0.4)).serve() as base_url:
         job_id = await trigger(crash_pool, channel_id, max_attempts=2)
-        environment = cli_environment(
-            DATABASE_URL=crash_server,
-            DIGESTD_HOME=str(tmp_path / "home"),
-            DIGEST_EXTRACTOR="llm",
-            DIGEST_LLM_BASE_URL=base_url,
-            DIGEST_LLM_API_KEY=API_KEY,
-            DIGEST_LLM_CONCURRENCY="1",
+        environment = llm_worker_environment(
+            crash_server,
+            tmp_path / "home",
+            base_url,
             DIGESTD_CHUNK_TOKENS="400",
             # Long enough that a heartbeat late on a loaded machine never loses it: the lease
             # of a killed worker is run out by the test (expire_lease), not by the clock.
             DIGESTD_LEASE_SECONDS="60",
-            DIGESTD_HEARTBEAT_SECONDS="0.3",
-            DIGESTD_POLL_SECONDS="0.2",
         )
         for attempt in (1, 2):
             process = start_cli(["worker"], environment, tmp_path / f"worker{attempt}.log")

@@ -20,10 +20,10 @@ from db import jobs
 from db.engine import create_pool
 from runner.llm.fake import FakeLLM
 from tests.support.database import add_channel
-from tests.support.llm import API_KEY
 from tests.support.processes import (
     cli_environment,
     embedded_url,
+    llm_worker_environment,
     postmaster_running,
     start_cli,
     wait_embedded,
@@ -34,18 +34,14 @@ from tests.support.worker import job_row, sample_messages, slow_model, wait_for
 
 
 def llm_environment(home: Path, base_url: str) -> dict[str, str]:
-    return cli_environment(
-        DIGESTD_HOME=str(home),
-        DIGEST_EXTRACTOR="llm",
-        DIGEST_LLM_BASE_URL=base_url,
-        DIGEST_LLM_API_KEY=API_KEY,
-        DIGEST_LLM_CONCURRENCY="1",
+    return llm_worker_environment(
+        None,
+        home,
+        base_url,
         DIGEST_LLM_MAX_RETRIES="0",
         DIGESTD_CHUNK_TOKENS="400",
         # A lease far longer than the test waits: the job can only move on if it is released.
         DIGESTD_LEASE_SECONDS="120",
-        DIGESTD_HEARTBEAT_SECONDS="0.3",
-        DIGESTD_POLL_SECONDS="0.2",
         DIGESTD_SHUTDOWN_GRACE_SECONDS="3",
     )
 
