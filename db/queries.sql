@@ -413,8 +413,26 @@ SELECT failed.* FROM failed
 CROSS JOIN LATERAL pg_notify('digestd_job_events', failed.id::text) AS notified;
 
 -- name: cancel_job
--- Cancel a job: a queued one at once, a running one at its next check (cancel_requested).
-WITH cancelled AS (
+-- Cancel a job: a queued one at once, a running one at its next check (cancel_requested). A job
+-- that split its channel's backlog into coverage slices stands for them: the slices still queued
+-- or running are cancelled with it (the batch itself has ended, so it stays as it was). Each
+-- changed job is announced on digestd_job_events, as every job change is.
+WITH target AS (
+    SELECT id, channel_id FROM digest_jobs WHERE id = $1
+),
+slices AS (
+    UPDATE digest_jobs
+    SET cancel_requested = true,
+        status = CASE WHEN status = 'queued' THEN 'cancelled' ELSE status END,
+        finished_at = CASE WHEN status = 'queued' THEN now() ELSE finished_at END,
+        updated_at = now()
+    FROM target
+    WHERE digest_jobs.channel_id = target.channel_id AND digest_jobs.kind = 'channel'
+      AND digest_jobs.status IN ('queued', 'running') AND digest_jobs.options ? 'slice'
+      AND digest_jobs.options #>> '{slice,batch}' = target.id::text
+    RETURNING digest_jobs.id
+),
+cancelled AS (
     UPDATE digest_jobs
     SET cancel_requested = status IN ('queued', 'running'),
         status = CASE WHEN status = 'queued' THEN 'cancelled' ELSE status END,
@@ -422,9 +440,12 @@ WITH cancelled AS (
         updated_at = now()
     WHERE id = $1
     RETURNING *
+),
+announced AS (
+    SELECT pg_notify('digestd_job_events', changed.id::text)
+    FROM (SELECT id FROM cancelled UNION ALL SELECT id FROM slices) AS changed
 )
-SELECT cancelled.* FROM cancelled
-CROSS JOIN LATERAL pg_notify('digestd_job_events', cancelled.id::text) AS notified;
+SELECT cancelled.* FROM cancelled, (SELECT count(*) FROM announced) AS notified;
 
 -- name: job_by_id
 -- One job.

@@ -10,7 +10,8 @@ Any worker claims any slice; a slice job reads and covers only the uncovered mes
 bounds, so no message is covered twice and every message uncovered at the split is in exactly
 one slice. A slice that fails is retried on its own (its attempts, its backoff); the others
 commit their coverage whatever it does, and what a failed slice leaves uncovered is read by the
-next coverage digest.
+next coverage digest. Cancelling the job that split the backlog cancels its slices still queued
+or running (db/queries.sql's cancel_job).
 
 While slices of a channel are active, a coverage digest is not queued (triggering returns the
 job that split the backlog: db/queries.sql's insert_channel_job) and one already queued ends at

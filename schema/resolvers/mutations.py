@@ -209,7 +209,11 @@ class Mutation(
 
     @strawberry.mutation(
         permission_classes=[IsWriter],
-        description="Cancel a job: a queued one at once, a running one at its next checkpoint.",
+        description=(
+            "Cancel a job: a queued one at once, a running one at its next checkpoint. On a job "
+            "that split its channel's backlog into coverage slices, the slices still queued or "
+            "running are cancelled (the job itself has ended and stays as it was)."
+        ),
     )
     async def cancel_job(self, info: Info[Context, None], id: IdArgument) -> CancelJobResult:
         job_id = parse_id_or_error(id, DIGEST_JOB)

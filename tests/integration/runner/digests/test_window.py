@@ -188,6 +188,43 @@ async def test_a_backlog_over_the_cap_is_split_into_slices_each_covering_its_own
     assert after.id != batch.id and after.result_message == "no new messages"
 
 
+async def test_cancelling_the_job_that_split_the_backlog_cancels_its_slices(
+    db: asyncpg.Pool, database_url: str
+) -> None:
+    channel_id = await add_channel(db, "ops", messages(TEXTS[:30]))
+    batch = await digest_once(db, database_url, channel_id, max_window_messages=20)
+    first, second = await _slices(db, channel_id, batch.id)
+    async with db.acquire() as connection:
+        # The first slice is running on some worker; the second is still queued.
+        await connection.execute(
+            "UPDATE digest_jobs SET status = 'running', worker_id = 'w-elsewhere',"
+            " lease_expires_at = now() + interval '1 hour' WHERE id = $1",
+            first.id,
+        )
+    answer = await gql(
+        db,
+        """mutation($id: ID!) { cancelJob(id: $id) { ... on DigestJob { id status } } }""",
+        id=global_id(DIGEST_JOB, batch.id),
+    )
+    assert answer["cancelJob"] == {"id": global_id(DIGEST_JOB, batch.id), "status": "SUCCEEDED"}
+    running, queued = await _slices(db, channel_id, batch.id)
+    assert (running.status, running.cancel_requested) == ("running", True)
+    assert (queued.status, queued.cancel_requested) == ("cancelled", True)
+    assert queued.finished_at is not None
+    # Nothing is left for a worker, and nothing was covered.
+    assert not await make_worker(db, database_url, None, max_window_messages=20).run_once()
+    assert len(await uncovered(db, channel_id)) == 30
+    # Another job of the channel is not touched by the batch's cancel.
+    async with db.acquire() as connection:
+        other = await add_channel(db, "dev", messages(TEXTS[:30]))
+        other_batch = await digest_once(db, database_url, other, max_window_messages=20)
+        await jobs.cancel_job(connection, batch.id)
+        assert [job.status for job in await _slices(db, other, other_batch.id)] == [
+            "queued",
+            "queued",
+        ]
+
+
 async def test_a_slice_that_gained_messages_leaves_only_its_own_rest(
     db: asyncpg.Pool, database_url: str
 ) -> None:
