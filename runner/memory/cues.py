@@ -11,16 +11,22 @@ A state change is read from the clause that holds its word, the way people write
   done:"), or after "I"/"we" ("I've pushed the fix", "just merged it"). Not when the clause is
   asked ("done, and then?" reports the step, "has it been done?" asks), hypothetical or
   subordinate ("when I'm done", "if that's done", "should have done it"), about experience
-  ("done this a year ago", "has always done that", "I have done several installs"), about
+  ("done this a year ago", "has always done that", "I have done several installs", "i had
+  done that manually"), not finished ("almost done"), a belief ("I thought it was fixed"), about
   someone else ("you haven't done", "they fixed nautilus", "nicely done"), an anecdote ("I had
-  a similar issue, ... solved when I ..."), about the speaker ("I'm done for today"), a merge
+  a similar issue, ... solved when I ..."), about the speaker ("I'm done for today", "so i'm
+  done": giving up), put up for confirmation ("..., right?"), a merge
   of two things ("merged into"), a program's progress line ("Reading package lists...
   Done"), or followed by what is still to do ("about to do 3").
 - the asker's question closed (`closes_question`): "nvm", "never mind", "found it", "figured
-  it out", "solved it", "that fixed it", "works now", under the same conditions.
+  it out", "solved it", "that fixed it", "it's fixed", "fixed the samba problem", "got my
+  resolution sorted", "works now", "solved" or "[solved]" alone, under the same conditions,
+  except that what follows may say how ("fixed that using umount -l") and the one who fixed it
+  may be "you" ("you fixed it, bro"); not "found that <a finding>".
 - a decision ended (`retracts`, `reverts`, `switches`): a retraction opening the message
   ("scratch that", "wait, forget that", "never mind"), a report that it was reverted or rolled
-  back, or a committed switch ("we're switching to X instead of Y", "let's go with X").
+  back (not a story's step, "... and then reverted"), or a committed switch ("we're switching
+  to X instead of Y", "let's go with X", "we reverted back to X").
 """
 
 from __future__ import annotations
@@ -69,13 +75,14 @@ NEGATION = re.compile(r"\b(?:not|no|never|n't|don'?t|won'?t)\b", re.IGNORECASE)
 # Clause boundaries: sentence and clause punctuation followed by a space or the end, a line
 # break, an ellipsis, or a conjunction that starts a new clause.
 _CLAUSE_END = re.compile(
-    r"[.!?;:,\u2026]+(?=\s|$)|\n|\.{3,}|\s(?:but|then|so|because|and then)\s", re.IGNORECASE
+    r"[.!?;:,\u2026]+(?=\s|$)|\n|\.{3,}|\s[-\u2013\u2014]+\s|\s(?:but|then|so|because|and then)\s",
+    re.IGNORECASE,
 )
 # Words that make a clause hypothetical, subordinate or an instruction rather than a report.
 _IRREALIS = re.compile(
     r"\b(?:if|when|whenever|once|until|till|unless|after|before|while|since|by|hope|hopefully|"
     r"maybe|perhaps|might|may|could|would|should|can|will|shall|gonna|going to|want|wants|"
-    r"need|needs|try|trying|how|what|why|where|whether)\b",
+    r"need|needs|try|trying|how|what|why|where|whether|thought|assumed|supposed)\b",
     re.IGNORECASE,
 )
 # Someone other than the speaker (or the task itself) as the subject.
@@ -102,6 +109,23 @@ _NOT_A_REPORT_AFTER = re.compile(
     r"a few|any|anything|something|everything|nothing)\b",
     re.IGNORECASE,
 )
+# Just before the word: the past perfect of a story ("i had done that manually"), a task not
+# yet finished ("almost done"), or the speaker's own state ("so i'm done": giving up, leaving).
+_NOT_NOW_BEFORE = re.compile(
+    r"(?:\bhad\s+(?:\w+\s+)?|\b(?:almost|nearly|not quite|half|halfway|partly|partially|"
+    r"mostly)\s+|\b(?:i'?m|i am|am)\s+(?:all\s+)?)$",
+    re.IGNORECASE,
+)
+# A message ending in a tag question ("..., right?") asks for its statement to be confirmed.
+_TAG_QUESTION = re.compile(
+    r"(?:,|\s)\s*(?:right|correct|no|yes|ok|okay|isn'?t it|is it|eh)\s*\?+\W*$", re.IGNORECASE
+)
+# A program's progress line: the ellipsis right after its step ("lists... Done"); one standing
+# apart is a pause in what a person writes ("tnx ... it's fixed :)").
+_PROGRESS_BEFORE = re.compile(r"\S(?:\.{3,}|\u2026)\s*$")
+# How a closed question was closed ("fixed that using umount -l", "solved my issue with help
+# from ..."): what follows a closure word is its means, not an activity.
+_MEANS_AFTER = re.compile(r"^\W*(?:using|with|by|via|through|thanks)\b", re.IGNORECASE)
 # What is still to do after it: the task is not finished.
 _UNFINISHED = re.compile(
     r"\b(?:about to|still (?:have|need|got) to|not (?:yet|finished)|left to do|remaining)\b",
@@ -131,12 +155,16 @@ def _content(words: str) -> list[str]:
     return [w for w in re.findall(r"[\w'-]+", words.casefold()) if w not in _FILLER]
 
 
-def _reads_as_report(text: str, match: re.Match[str], *, strict_size: bool) -> bool:
+def _reads_as_report(
+    text: str, match: re.Match[str], *, strict_size: bool, closing_question: bool = False
+) -> bool:
     """Whether the clause holding `match` reports it as a fact of now (see the module's
-    docstring): not asked, hypothetical, experience, someone else's, or unfinished."""
-    if _negated_before(text, match.start()):
+    docstring): not asked, hypothetical, experience, someone else's, or unfinished. With
+    `closing_question` (the asker's own question closed), what follows may say how ("fixed
+    that using umount -l") and "you" may be who fixed it ("you fixed it, bro")."""
+    if _negated_before(text, match.start()) or _TAG_QUESTION.search(text):
         return False
-    if text[: match.start()].rstrip().endswith(("...", "\u2026")):
+    if _PROGRESS_BEFORE.search(text[: match.start()]):
         return False  # "Reading package lists... Done": a program's progress line
     lead = LEADING_ADDRESS.match(text)
     begin = lead.end() if lead and lead.end() <= match.start() else 0
@@ -145,11 +173,15 @@ def _reads_as_report(text: str, match: re.Match[str], *, strict_size: bool) -> b
     before, after = text[left : match.start()], text[match.end() : right]
     if "?" in closing or (right == len(text) and text.rstrip().endswith("?") and not closing):
         return False
-    if _IRREALIS.search(before) or _OTHER_SUBJECT.search(before):
+    if _IRREALIS.search(before) or _NOT_NOW_BEFORE.search(before):
+        return False
+    others = {w.casefold() for w in _OTHER_SUBJECT.findall(before)}
+    if others and not (closing_question and others <= {"you", "u"} and _FIXED.match(match[0])):
         return False
     if strict_size and _PRAISE.search(before):
         return False  # "nicely done", "well done": praise of someone else's work
-    if _EXPERIENCE.search(before + after) or _NOT_A_REPORT_AFTER.search(after):
+    means = closing_question and _MEANS_AFTER.match(after)
+    if _EXPERIENCE.search(before + after) or (not means and _NOT_A_REPORT_AFTER.search(after)):
         return False
     if _ANECDOTE.search(text):
         return False
@@ -176,19 +208,38 @@ def completion(text: str, *, short: bool = True) -> re.Match[str] | None:
 _SOLVED = re.compile(
     r"(?<![\w./$-])(?:never ?mind|nvm)(?![\w/-])(?!\.\w)"
     r"|\b(?:figured (?:it|that|this|them)? ?out|found (?:it|that|them)\b"
-    r"|(?:solved|sorted|fixed|resolved) (?:it|that|this|them|everything|the problem|my problem|"
-    r"the issue|my issue)\b|(?:problem|issue) (?:solved|fixed|resolved)\b"
-    r"|got it (?:working|to work|going)|works now|working now|it works\b|works fine now)",
+    r"|(?:solved|sorted|fixed|resolved) (?:it|that|this|them|everything)\b"
+    r"|(?:solved|sorted|fixed|resolved) (?:the|my|this|that|our) (?:[\w-]+ ){0,2}(?:problem|issue)s?\b"
+    r"|(?:problem|issue) (?:solved|fixed|resolved)\b"
+    r"|(?:it|that|this|everything)(?:'s| is|s) (?:now |all )?(?:fixed|solved|sorted|resolved)\b"
+    r"|got (?:it|that|this|them|my [\w-]+|the [\w-]+) (?:working|to work|going|sorted|fixed|solved)"
+    r"|works now|working now|it works\b|works fine now)",
     re.IGNORECASE,
 )
+# A closure someone else may have made for the asker ("you fixed it"); finding or figuring out
+# is the asker's own ("glad you figured it out" is about the other person's problem).
+_FIXED = re.compile(r"(?:solved|sorted|fixed|resolved)\b", re.IGNORECASE)
+# The word alone opening the message: "solved ($(patsubst ...))", "[solved]", "fixed!".
+_SOLVED_ALONE = re.compile(r"\W*(?:solved|fixed|resolved|sorted)\b(?!\s*[\w?])", re.IGNORECASE)
+# "found that" opening a clause of its own ("i have found that the webcam works with ..."):
+# a finding told, not the thing looked for found.
+_FOUND_THAT_CLAUSE = re.compile(r"^found (?:that|this)$", re.IGNORECASE)
 
 
 def closes_question(text: str) -> re.Match[str] | None:
     """What in the asker's message says their question is solved or withdrawn ("nvm", "found
-    it", "that fixed it", "works now"), in a clause that reports it (not "hopefully I get
-    this solved", "still haven't figured it out", "who has solved it")."""
+    it", "that fixed it", "works now", "solved" alone), in a clause that reports it (not
+    "hopefully I get this solved", "still haven't figured it out", "who has solved it")."""
+    spoken = without_address(text)
+    alone = _SOLVED_ALONE.match(spoken)
+    if alone is not None and not is_question(text):
+        return _SOLVED_ALONE.match(text, len(text) - len(spoken))  # the same words, in `text`
     for found in _SOLVED.finditer(text):
-        if _reads_as_report(text, found, strict_size=False):
+        if _FOUND_THAT_CLAUSE.match(found[0]):
+            _, right, _ = _clause(text, found.start(), found.end())
+            if len(_content(text[found.end() : right])) >= 2:
+                continue
+        if _reads_as_report(text, found, strict_size=False, closing_question=True):
             return found
     return None
 
@@ -208,8 +259,12 @@ _REVERTED = re.compile(
     r"undone)\b",
     re.IGNORECASE,
 )
+_REVERTED_TO = re.compile(r"\s+(?:it\s+|that\s+|this\s+)?(?:back\s+)?to\b", re.IGNORECASE)
+# Where the object of a revert ends: "reverted back and than it works" names nothing.
+_OBJECT_END = re.compile(r"\b(?:and|but|than|then|so|because|since|to|now)\b", re.IGNORECASE)
+_THEN_BEFORE = re.compile(r"\bthen\s+$", re.IGNORECASE)
 _SWITCH = re.compile(
-    r"\b(?:switch(?:ing|ed)? (?:over |back )?to|mov(?:e|ing|ed) (?:over |back )?to|"
+    r"\b(?:switch(?:ing|ed)? (?:over |back )?to|revert(?:ed|ing)? (?:back )?to|mov(?:e|ing|ed) (?:over |back )?to|"
     r"go(?:ing)? with|instead of|rather than|replac(?:e|ing|ed))\b",
     re.IGNORECASE,
 )
@@ -230,14 +285,20 @@ def retracts(text: str) -> re.Match[str] | None:
 def reverts(text: str) -> tuple[re.Match[str], str] | None:
     """A report that something was reverted or rolled back, and the words naming what ("the
     abi breakage was reverted": "the abi breakage"; "so I reverted back": nothing but the
-    speaker)."""
+    speaker). Not a step of a story ("... and then reverted"), nor going back to something
+    ("reverted back to Xubuntu", "had to revert to the 304 ones"): that is a switch, and it
+    ends a decision only as one (`switches`)."""
     for found in _REVERTED.finditer(text):
+        if _REVERTED_TO.match(text, found.end()) or _THEN_BEFORE.search(text[: found.start()]):
+            continue
         if not _reads_as_report(text, found, strict_size=False):
             continue
-        left, _, _ = _clause(text, found.start(), found.end())
-        named = " ".join(
-            w for w in _content(text[left : found.start()]) if w not in {"so", "then", "back"}
-        )
+        # What it names stands before ("the abi breakage was reverted") or after ("i undid the
+        # obvious things") the word.
+        left, right, _ = _clause(text, found.start(), found.end())
+        after = _OBJECT_END.split(text[found.end() : right], maxsplit=1)[0]
+        words = _content(text[left : found.start()]) + _content(after)
+        named = " ".join(w for w in words if w not in {"so", "then", "back"})
         return found, named
     return None
 

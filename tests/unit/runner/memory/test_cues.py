@@ -24,6 +24,8 @@ from runner.memory.cues import closes_question, completion, retracts, reverts, s
         "just merged it",
         "the migration is finished",
         "fixed that too, thanks",
+        "the backups too - done - yes",
+        "ok ... done",
     ],
 )
 def test_a_clause_reporting_the_task_finished_is_a_completion(text: str) -> None:
@@ -53,6 +55,14 @@ def test_a_clause_reporting_the_task_finished_is_a_completion(text: str) -> None
         "I have just done 1 & 2, about to do 3",
         "not merged yet",
         "I just finished watching the dvd",
+        "i had done that manually :D",
+        "I had already pushed it last night",
+        "almost done",
+        "nearly finished, one more table",
+        "I thought the cron job was fixed",
+        "I asked twice and got no answer, so i'm done",
+        "and I'm done there..... sorry",
+        "it's merged upstream now, right?",
     ],
 )
 def test_false_friends_of_done_are_no_completion(text: str) -> None:
@@ -80,6 +90,16 @@ def test_a_long_statement_naming_the_task_is_a_completion_only_when_length_is_al
         "Rolling back to 1.12.5 stable fixed everything!",
         "alright it works now",
         "problem solved",
+        "okay, fixed that using fsck -y",
+        "I solved my issue with help from the #debian folks",
+        "I think I solved my original problem by switching to pulse",
+        "solved (needed a trailing slash)",
+        "[solved]",
+        "rex: [solved]",
+        "thanks ... it's fixed now :)",
+        "you fixed it, thanks a lot",
+        "ok got my wifi sorted finally",
+        "i fixed the samba mount problem, it was the uid option",
     ],
 )
 def test_the_asker_closes_their_question(text: str) -> None:
@@ -97,6 +117,12 @@ def test_the_asker_closes_their_question(text: str) -> None:
         "did that fix it?",
         "you never know who has gone through the same thing and solved it",
         "i had a similar issue, problem solved when i uninstalled zeroconf",
+        "nice, you found it",
+        "he fixed it on his laptop, not mine",
+        "i have found that the card works with the old driver, where do I get it?",
+        "I found it as Systemmonitor in the menu, right?",
+        "fixed in the next release",
+        "solved what?",
     ],
 )
 def test_false_friends_of_a_closed_question(text: str) -> None:
@@ -133,6 +159,25 @@ def test_a_revert_is_reported_with_what_it_names() -> None:
     assert named is not None and "breakage" in named[1]
     assert reverts("will that be reverted on reboot?") is None
     assert reverts("if it breaks we could roll back") is None
+    undid = reverts("i undid the obvious things")
+    assert undid is not None and undid[1] == "obvious things"  # named: not just the latest
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "tried the new theme for a day and then reverted",
+        "so I reverted back to xfce",
+        "had to revert to the 304 driver",
+        "we rolled back to 1.12",
+    ],
+)
+def test_a_story_or_going_back_to_something_is_no_revert(text: str) -> None:
+    assert reverts(text) is None
+
+
+def test_going_back_to_something_is_a_switch() -> None:
+    assert switches("we reverted back to the old runner") is not None
 
 
 @pytest.mark.parametrize(

@@ -328,3 +328,22 @@ def test_reverted_ends_the_latest_decision_or_the_one_it_names() -> None:
     assert _changes([POSTGRES], [message("r2", "eve", 2, named_else)]) == []
     asked = "will the Postgres 16 cluster be reverted?"
     assert _changes([POSTGRES], [message("r3", "eve", 3, asked)]) == []
+
+
+def test_a_revert_naming_something_else_or_told_as_a_story_ends_nothing() -> None:
+    for said in (
+        "i undid the obvious things",  # names what it undid: not the decision
+        "tried the new theme for a day and then reverted",  # a story
+        "so I had to revert to the 304 driver",  # going back to something: a switch
+    ):
+        assert _changes([POSTGRES], [message("r4", "eve", 1, said)]) == [], said
+    back = "we reverted back to Postgres 15 for the new cluster"
+    (change,) = _changes([POSTGRES], [message("r5", "dee", 2, back)])
+    assert change.to_status == "superseded"  # a switch naming the decision
+
+
+def test_the_asker_saying_it_is_fixed_in_other_words_drops_the_question() -> None:
+    for said in ("thanks ... it's fixed now :)", "fixed it using the exclude flag", "[solved]"):
+        (change,) = _changes([QUESTION], [message("f1", "ann", 1, said)])
+        assert (change.item, change.to_status) == (1, "dropped"), said
+    assert _changes([QUESTION], [message("f2", "ann", 2, "backup cache fixed, right?")]) == []
