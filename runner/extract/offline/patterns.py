@@ -76,7 +76,9 @@ _SELF_COMMIT_START = re.compile(
 _NOT_A_COMMITMENT = re.compile(
     r"(?i)^(?:be\b(?!\s+(?:doing|working|handling|taking|writing|updating|fixing))|see\b|think\b"
     r"|know\b|guess\b|never\b|just\b|probably\b|admit\b|say\b|tell you\b|bet\b|assume\b|have to"
-    r" wait|wait\b|leave it\b|pass\b|miss\b|let you know\b|explain\b|ask\b|try\b(?! to)"
+    r" wait|wait\b|leave it\b|pass\b|miss\b|let you know\b|explain\b"
+    # "I'll ask in #kde" defers the question; "I'll ask him to check this" takes a task on.
+    r"|ask\b(?!\s+(?:him|her|them|the \w+|my \w+|our \w+)\s+to\b)|try\b(?! to)"
     r"|need\b|want\b|be back\b)"
 )
 # Taking up advice without restating it: "I'll try that now", "ok will do", "gonna try that",

@@ -52,6 +52,9 @@ def test_real_tasks_keep_their_actor() -> None:
     asked = patterns.action("@Ana can you please merge the docs PR before the cut?", "bob", PEOPLE)
     assert asked is not None and asked.owner == "Ana Souza"
     assert patterns.action("Did you restart the exporter?", "bob", PEOPLE) is None  # a question
+    passed_on = patterns.action("Thanks, I will ask him to check the repo scope", "bob", PEOPLE)
+    assert passed_on is not None and passed_on.owner == "bob"
+    assert patterns.action("I'll ask in the kde channel then", "bob", PEOPLE) is None
 
 
 def test_taking_up_advice_names_little_of_its_own() -> None:
