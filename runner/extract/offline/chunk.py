@@ -187,14 +187,76 @@ class _ChunkReader:
 
     def _actions(self, view: PartView, position: int) -> None:
         mid = view.message_id
+        claimed = False
         for sentence in view.sentences:
             claim = patterns.action(sentence.text, view.author, self.participants)
             if claim is None:
                 continue
+            claimed = True
             item = ActionItem(text=claim.text, owner=_owner(claim.owner), message_ids=[mid])
             self.found.actions.append(_Ranked(item, claim.strength, position))
         if patterns.commitment_only(view.prose):
             self._taken_request(view, position)
+        elif not claimed and patterns.takes_advice(view.prose, self.participants):
+            self._taken_advice(view, position)
+
+    def _advice_to(self, message: WindowMessage) -> WindowMessage | None:
+        """The suggestion `message` takes up: the message it replies to; else, among the few
+        messages before it by others that address its author or nobody (only the person it
+        addresses, when it addresses one), the latest that suggests something, else the latest
+        addressed to its author. A message that neither suggests nor speaks to the author is
+        not advice ("the mirror is slow today" ... "I'll try it now")."""
+        if message.reply_to in self.index:
+            target = self.messages[self.index[message.reply_to]]
+            return target if target.author != message.author else None
+        start = self.index[message.message_id]
+        to = patterns.addressed_to(message.normalized_text, self.participants)
+        earlier: list[tuple[WindowMessage, str | None]] = [
+            (m, patterns.addressed_to(m.normalized_text, self.participants))
+            for m in reversed(self.messages[max(0, start - _PROPOSAL_HORIZON) : start])
+            if m.author != message.author and (to is None or m.author == to)
+        ]
+        earlier = [(m, named) for m, named in earlier if named in (None, message.author)]
+        for m, named in earlier:
+            if (named == message.author or to is not None) and self._suggests(m):
+                return m
+        for m, _named in earlier:
+            if self._suggests(m):
+                return m
+        return next((m for m, named in earlier if named == message.author), None)
+
+    def _suggests(self, message: WindowMessage) -> bool:
+        return any(
+            patterns.is_suggestion(s.text, self.participants)
+            for s in view_message(message).sentences
+        )
+
+    def _taken_advice(self, view: PartView, position: int) -> None:
+        """ "I'll try that now" / "ok will do": an action item of the author whose task is the
+        suggestion taken up, citing the suggestion and the acceptance."""
+        message = view.message
+        advice = self._advice_to(message)
+        if advice is None:
+            return
+        for ranked in self.found.actions:
+            action = ranked.item
+            if advice.message_id in action.message_ids:
+                if len(action.message_ids) < 20:
+                    action.message_ids.append(message.message_id)
+                action.owner = action.owner or _owner(message.author)
+                return
+        sentences = [s.text for s in view_message(advice).sentences if not is_social(s.text)]
+        suggested = [s for s in sentences if patterns.is_suggestion(s, self.participants)]
+        chosen = max(suggested or sentences, key=lambda s: len(content_words(s)), default="")
+        claim = patterns.clean_claim(patterns.suggested_task(chosen, self.participants))
+        if len(content_words(claim)) < 2:
+            return
+        item = ActionItem(
+            text=claim,
+            owner=_owner(message.author),
+            message_ids=[advice.message_id, message.message_id],
+        )
+        self.found.actions.append(_Ranked(item, 2, position))
 
     def _taken_request(self, view: PartView, position: int) -> None:
         """ "On it" / "I'll take it": the task is the request it answers."""

@@ -85,6 +85,15 @@ class ItemContext:
     messages: Sequence[WindowMessage]
     participants: Participants
     share: Mapping[str, float]  # author -> share of the messages
+    # message index -> whether it takes up advice: read by the message and by the few before it
+    takes_advice: dict[int, bool] = field(default_factory=dict, compare=False, repr=False)
+
+    def takes_up_advice(self, index: int) -> bool:
+        known = self.takes_advice.get(index)
+        if known is None:
+            text = self.messages[index].normalized_text
+            known = self.takes_advice[index] = patterns.takes_advice(text, self.participants)
+        return known
 
 
 def context_of(messages: Sequence[WindowMessage]) -> ItemContext:
@@ -143,6 +152,14 @@ def message_features(context: ItemContext, index: int) -> dict[str, float]:
     thanks = [m for m in later if m.author == message.author and _THANKS.search(m.normalized_text)]
     answered = asks and find_answer(messages, index, participants, text) is not None
     conversation_authors = {m.author for m in messages[start:end]}
+    suggests = any(patterns.is_suggestion(s, participants) for s in sentences)
+    taken_up = suggests and any(
+        messages[later].author != message.author
+        and context.takes_up_advice(later)
+        and patterns.addressed_to(messages[later].normalized_text, participants)
+        in (None, message.author)
+        for later in range(index + 1, min(len(messages), index + 1 + _HORIZON))
+    )
     features = {
         "rule_decision": decision / 3,
         "rule_proposal": _cue(proposal),
@@ -152,11 +169,18 @@ def message_features(context: ItemContext, index: int) -> dict[str, float]:
             any(c.owner and c.owner != message.author for c in actions)
         ),
         "rule_commitment_only": _cue(patterns.commitment_only(text)),
+        # Advice and its uptake ("try switching to X" ... "ok will do"): an action item of the
+        # person advised, whatever the channel's register.
+        "suggestion": _cue(suggests),
+        "advice_taken_after": _cue(taken_up),
+        "takes_advice": _cue(context.takes_up_advice(index)),
         "rule_question": _cue(asks),
         "question_strength": max(0.0, min(question, 13)) / 13 if asks else 0.0,
         "second_person_question": _cue(asks and patterns.is_second_person(text)),
         "answered": _cue(answered),
         "unanswered_question": _cue(asks and not answered),
+        # The asker saying later that the answers did not help, or asking again: still open.
+        "asker_unresolved": _cue(asks and patterns.asker_unresolved(messages, index)),
         "ends_with_question_mark": _cue(text.rstrip().endswith("?")),
         "has_question_mark": _cue("?" in text),
         "problem": _cue(patterns.is_problem(text)),
@@ -308,7 +332,7 @@ def _best_threshold(probabilities: np.ndarray, labels: np.ndarray) -> float:
 # The messages the rules already make an item of, per kind: what a filter judges.
 CANDIDATE_FEATURES = {
     "decisions": ("rule_decision", "rule_proposal"),
-    "action_items": ("rule_action", "rule_commitment_only"),
+    "action_items": ("rule_action", "rule_commitment_only", "advice_taken_after"),
     "open_questions": ("rule_question",),
 }
 

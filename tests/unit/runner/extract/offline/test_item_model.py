@@ -58,6 +58,18 @@ def test_an_answered_question_and_an_agreed_proposal() -> None:
     assert agreement["short"] == 1.0
 
 
+def test_advice_taken_up_and_an_asker_still_stuck() -> None:
+    asked, advice, taken, stuck = features_of(
+        ("ana", "how do I stop the exporter from crashing on start?"),
+        ("bob", "ana: try running it with the --no-cache flag"),
+        ("ana", "bob: ok will do"),
+        ("ana", "bob: still crashing, same error"),
+    )
+    assert advice["suggestion"] == 1.0 and advice["advice_taken_after"] == 1.0
+    assert taken["takes_advice"] == 1.0 and asked["advice_taken_after"] == 0.0
+    assert asked["asker_unresolved"] == 1.0 and stuck["asker_unresolved"] == 0.0
+
+
 def toy_examples() -> list[Example]:
     """Decisions are the messages with a proposal that someone agreed to."""
     examples = []

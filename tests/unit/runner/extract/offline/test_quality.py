@@ -52,6 +52,79 @@ def test_real_tasks_keep_their_actor() -> None:
     asked = patterns.action("@Ana can you please merge the docs PR before the cut?", "bob", PEOPLE)
     assert asked is not None and asked.owner == "Ana Souza"
     assert patterns.action("Did you restart the exporter?", "bob", PEOPLE) is None  # a question
+    passed_on = patterns.action("Thanks, I will ask him to check the repo scope", "bob", PEOPLE)
+    assert passed_on is not None and passed_on.owner == "bob"
+    assert patterns.action("I'll ask in the kde channel then", "bob", PEOPLE) is None
+
+
+def test_taking_up_advice_names_little_of_its_own() -> None:
+    for text in (
+        "ok will do, and any idea about the other player?",
+        "I'll try it now. Thank you",
+        "rae: gonna try that",
+        "I don't believe so, but I'll double check",
+        "sure, I'll give it a try",
+    ):
+        assert patterns.takes_advice(text, PEOPLE), text
+    for text in (
+        "I'll try again later, thanks!",
+        "let me see",  # a momentary step, not a commitment
+        "I will check the whole migration plan with the staging team tomorrow",  # its own task
+        "we could try the other mirror",
+    ):
+        assert not patterns.takes_advice(text, PEOPLE), text
+
+
+def test_suggestions_and_their_task() -> None:
+    assert patterns.is_suggestion("have you tried running it with --no-cache?", PEOPLE)
+    assert patterns.is_suggestion("try switching the backend to xine", PEOPLE)
+    assert not patterns.is_suggestion("do you use vim or nano?", PEOPLE)
+    assert not patterns.is_suggestion("the build finished an hour ago", PEOPLE)
+    assert (
+        patterns.suggested_task("have you tried running it with --no-cache", PEOPLE)
+        == "try running it with --no-cache"
+    )
+    assert patterns.suggested_task("you could pin the image to 16.2", PEOPLE) == (
+        "pin the image to 16.2"
+    )
+
+
+async def test_advice_taken_up_is_the_advised_persons_action_item() -> None:
+    window = _window(
+        ("rae", "my video player stutters on every file since the upgrade"),
+        ("sol", "rae: try switching the player backend to xine, you can always go back"),
+        ("tim", "the mirror is slow today"),
+        ("rae", "sol: ok will do, thanks"),
+    )
+    actions = (await run_offline(window)).digest.action_items
+    assert len(actions) == 1
+    [taken] = actions
+    assert taken.owner == "rae" and taken.message_ids[:2] == ["x1", "x3"]
+    assert "xine" in taken.text
+
+
+async def test_an_acceptance_with_nothing_suggested_is_no_action_item() -> None:
+    window = _window(
+        ("rae", "the mirror is slow today"),
+        ("sol", "I'll try it now"),
+    )
+    assert (await run_offline(window)).digest.action_items == []
+
+
+def test_the_asker_saying_the_answer_did_not_help_keeps_a_question_open() -> None:
+    stuck = _window(
+        ("uma", "how do I get the wifi card to connect on the new kernel?"),
+        ("vic", "uma: reinstall the firmware package"),
+        ("uma", "vic: done, still not connecting"),
+    ).messages
+    assert patterns.asker_unresolved(stuck, 0)
+    thanked = _window(
+        ("uma", "how do I get the wifi card to connect on the new kernel?"),
+        ("vic", "uma: reinstall the firmware package"),
+        ("uma", "vic: thanks, that fixed it"),
+        ("uma", "the other laptop is still slow though"),
+    ).messages
+    assert not patterns.asker_unresolved(thanked, 0)
 
 
 # --- decisions: agreement reached in chat ----------------------------------------------------
