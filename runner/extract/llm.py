@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import importlib.util
 import json
 import logging
 import random
@@ -100,9 +101,21 @@ def _offline_extractor() -> Extractor | None:
 
 
 def _offline_reduce() -> FallbackReduce | None:
-    """The offline extractor's reduce, used when the LLM reduce fails (None if unavailable)."""
-    offline = _offline_extractor()
-    return None if offline is None else offline.synthesize_digest
+    """The offline extractor's reduce, used when the LLM reduce fails (None if unavailable).
+    It is imported only when a reduce does fail: loading the offline rules (numpy, the link
+    model) would otherwise hold up every reduce."""
+    if importlib.util.find_spec("runner.extract.offline") is None:
+        return None
+
+    async def reduce(
+        chunks: list[MappedChunk], window: Window, top_messages: list[WindowMessage]
+    ) -> Digest:
+        offline = _offline_extractor()
+        if offline is None:
+            raise LLMError("the offline extractor is not available")
+        return await offline.synthesize_digest(chunks, window, top_messages)
+
+    return reduce
 
 
 def namespace_keys(
