@@ -25,12 +25,18 @@ from runner.core.extractor import (
     MappedChunk,
     PackingExtractor,
     PipelineWarning,
+    WindowWordsExtractor,
 )
 from runner.core.fallback import REASON_CHARS, offline_warning
 from runner.core.offload import run_light
 from runner.core.progress import ChunkPlanProgress, JobPhase
 from runner.core.window import Window, WindowMessage
-from runner.grounding.validate import Rejection, ValidationResult, validate_output
+from runner.grounding.validate import (
+    Rejection,
+    ValidationResult,
+    validate_output,
+    words_of_window,
+)
 
 # Re-cuts of one job at most, and the smallest chunk worth cutting to: a model whose context
 # cannot hold more fails its chunks with the reason instead.
@@ -173,6 +179,12 @@ def _hash_items(previous: str, items: Sequence[KnownItem]) -> str:
     return hashlib.sha256(f"{previous}\n{lines}".encode()).hexdigest()
 
 
+def _drop(task: asyncio.Task[set[str]] | None) -> None:
+    """Stop waiting for `task` (its thread finishes on its own)."""
+    if task is not None and not task.done():
+        task.cancel()
+
+
 def _next_chunks(pieces: Iterator[Chunk], count: int) -> list[Chunk]:
     """The next `count` chunks of a cut (fewer at its end; none once it is done)."""
     return list(itertools.islice(pieces, count))
@@ -263,6 +275,7 @@ async def run_pipeline(
     tasks: list[asyncio.Task[None]] = []
     cutting = False  # the current cut is not finished: its total is not known yet
     mapped_while_cutting: list[int] = []  # chunks done before then, counted once it is
+    words: asyncio.Task[set[str]] | None = None  # the window's words (words_of_window)
 
     def start_request(group: list[Chunk]) -> None:
         groups.append(group)
@@ -432,6 +445,14 @@ async def run_pipeline(
                 plan.mapped(index)
             mapped_while_cutting.clear()
             await progress(JobPhase.MAP)
+            if words is None:
+                # The digest's title and keywords are checked against every message's words:
+                # found while the map waits on the model, not after the reduce.
+                words = asyncio.create_task(
+                    run_light(words_of_window, texts.values(), window.channel_name)
+                )
+                if isinstance(extractor, WindowWordsExtractor):
+                    extractor.use_window_words(window, words)
             await asyncio.gather(*tasks)
             if not too_large:
                 break
@@ -464,27 +485,37 @@ async def run_pipeline(
         # A checkpoint (cancelled, or the worker shutting down): chunks in flight finish and are
         # cached; the others stop at their own check. The caller bounds the wait.
         await asyncio.gather(*tasks, return_exceptions=True)
+        _drop(words)
         raise
     except BaseException:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        _drop(words)
         raise
-    check_cancelled()
-    # The reduce step learns what each chunk covered from the chunk itself (cached ones too).
-    mapped = [
-        MappedChunk(summary, tuple(chunk.message_ids))
-        for chunk, summary in zip(chunks, summaries, strict=True)
-        if summary is not None
-    ]
-    await progress(JobPhase.REDUCE)
-    top = top_messages(window, [m.summary for m in mapped])
-    digest = await extractor.synthesize_digest(mapped, window, top)
-    check_cancelled()
-    await progress(JobPhase.VALIDATE)
-    validation = await run_light(
-        validate_output, digest, texts, min_overlap=min_overlap, channel_name=window.channel_name
-    )
+    try:
+        check_cancelled()
+        # The reduce step learns what each chunk covered from the chunk itself (cached ones too).
+        mapped = [
+            MappedChunk(summary, tuple(chunk.message_ids))
+            for chunk, summary in zip(chunks, summaries, strict=True)
+            if summary is not None
+        ]
+        await progress(JobPhase.REDUCE)
+        top = top_messages(window, [m.summary for m in mapped])
+        digest = await extractor.synthesize_digest(mapped, window, top)
+        check_cancelled()
+        await progress(JobPhase.VALIDATE)
+        validation = await run_light(
+            validate_output,
+            digest,
+            texts,
+            min_overlap=min_overlap,
+            channel_name=window.channel_name,
+            window_words=await words if words is not None else None,
+        )
+    finally:
+        _drop(words)
     fell_back.sort(key=lambda f: int(str(f["chunk"])))
     warning = fallback_warning(fell_back)
     return PipelineResult(

@@ -249,6 +249,8 @@ class LLMExtractor:
         self.map_prompt = load_prompt(MAP_PROMPT, MAP_PROMPT_VERSION)
         self.pack_prompt = load_prompt(MAP_PACK_PROMPT, MAP_PACK_PROMPT_VERSION)
         self.reduce_prompt = load_prompt(REDUCE_PROMPT, REDUCE_PROMPT_VERSION)
+        # The window's words, when the pipeline found them for the window being reduced.
+        self._window_words: tuple[Window, asyncio.Future[set[str]]] | None = None
         self._note_limits()
 
     @property
@@ -620,6 +622,11 @@ class LLMExtractor:
         summary = await offline.extract_chunk(chunk, [])
         return namespace_keys(summary, f"o{chunk.content_hash[:6]}.")
 
+    def use_window_words(self, window: Window, words: asyncio.Future[set[str]]) -> None:
+        """The window's words (`words_of_window`), for the reduce of `window` to check partial
+        digests against (runner.core.extractor.WindowWordsExtractor)."""
+        self._window_words = (window, words)
+
     async def synthesize_digest(
         self, chunks: list[MappedChunk], window: Window, top_messages: list[WindowMessage]
     ) -> Digest:
@@ -638,6 +645,11 @@ class LLMExtractor:
                 fallback=_offline_reduce(),
                 # A refusal for size re-plans the reduce with the context it revealed.
                 raise_overflow=attempt < _REDUCE_ATTEMPTS - 1,
+                window_words=(
+                    self._window_words[1]
+                    if self._window_words is not None and self._window_words[0] is window
+                    else None
+                ),
             )
             try:
                 return await reducer.reduce(chunks, top_messages)
