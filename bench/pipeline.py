@@ -35,6 +35,7 @@ import argparse
 import asyncio
 import cProfile
 import math
+import os
 import subprocess
 import sys
 import time
@@ -115,6 +116,35 @@ def union_seconds(intervals: list[tuple[float, float]], lo: float, hi: float) ->
     return total
 
 
+def idle_spans(intervals: list[tuple[float, float, str]], lo: float, hi: float) -> dict[str, float]:
+    """Where the time with no request at the model went, seconds: before the first request
+    arrived (`before_map`: cutting, the first prompts), in gaps while the map ran
+    (`during_map`), from the last map answer to the first reduce request (`map_to_reduce`:
+    the last chunks' validation, the reduce's planning), in gaps between reduce calls
+    (`during_reduce`) and after the last answer (`after_reduce`: the digest's validation)."""
+    spans = dict.fromkeys(
+        ("before_map", "during_map", "map_to_reduce", "during_reduce", "after_reduce"), 0.0
+    )
+    maps = [(a, b) for a, b, tool in intervals if tool in _MAP_TOOLS]
+    reduces = [(a, b) for a, b, tool in intervals if tool not in _MAP_TOOLS]
+    map_end = max((b for _, b in maps), default=lo)
+    covered = lo
+    for start, stop, _tool in sorted(intervals):
+        if start > covered:
+            gap_end = min(start, hi)
+            if covered == lo:
+                spans["before_map"] += gap_end - covered
+            elif covered < map_end:
+                spans["during_map"] += gap_end - covered
+            elif reduces and start <= min(a for a, _ in reduces):
+                spans["map_to_reduce"] += gap_end - covered
+            else:
+                spans["during_reduce"] += gap_end - covered
+        covered = max(covered, stop)
+    spans["after_reduce"] = max(0.0, hi - covered)
+    return {name: round(seconds, 3) for name, seconds in spans.items()}
+
+
 def stages(intervals: list[tuple[float, float, str]]) -> list[int]:
     """Calls per dependent stage: all map calls, then each reduce level (reduce calls that
     overlap in time belong to one level; a level starts after the previous one ended)."""
@@ -142,11 +172,13 @@ async def digest(
 ) -> dict[str, Any]:
     # As the worker does: the configured size, capped by what a map request can carry.
     chunk_tokens = min(chunk_tokens, extractor.max_chunk_tokens())
+    cpu_started = time.process_time()  # every thread of this process: the runner's CPU
     started = time.perf_counter()
     result = await run_pipeline(
         window, extractor, chunk_tokens=chunk_tokens, concurrency=concurrency
     )
     finished = time.perf_counter()
+    cpu_seconds = time.process_time() - cpu_started
     stats = job_stats(result, extractor, len(window.messages))
     usage = extractor.usage
     content = stats["content_tokens"]
@@ -154,6 +186,8 @@ async def digest(
         "started": started,
         "finished": finished,
         "wall_seconds": finished - started,
+        "cpu_seconds": round(cpu_seconds, 3),
+        "load_average": [round(load, 2) for load in os.getloadavg()],
         "chunk_tokens": chunk_tokens,
         "chunks_per_request": extractor.chunks_per_request(),
         "chunks": stats["chunks"],
@@ -239,6 +273,7 @@ async def run_server(
         model_busy_seconds=round(busy, 3),
         overhead_seconds=round(wall - busy, 3),
         overhead_share=round((wall - busy) / wall, 4),
+        overhead_spans=idle_spans(intervals, lo, hi),
         ideal_seconds=round(ideal, 3),
         slack_share=round(1 - ideal / wall, 4),
         server_latency_p50_ms=round(1000 * latencies[len(latencies) // 2], 1),
@@ -278,6 +313,12 @@ def main() -> int:
         default=default_chunks_per_request(),
         help="chunks one map request carries (default: DIGESTD_CHUNKS_PER_REQUEST's default)",
     )
+    parser.add_argument(
+        "--mode",
+        choices=("both", "instant", "server"),
+        default="both",
+        help="which runs to make (both: (a) and (b), alternating)",
+    )
     parser.add_argument("--profile", action="store_true", help="cProfile one extra instant run")
     args = parser.parse_args()
     count = args.messages or (2_000 if args.quick else 100_000)
@@ -308,17 +349,22 @@ def main() -> int:
     results: dict[str, list[dict[str, Any]]] = {"instant": [], "server": []}
     try:
         for run in range(repeats):
-            instant = asyncio.run(
-                run_instant(window, args.concurrency, args.chunk_tokens, args.chunks_per_request)
-            )
-            results["instant"].append(instant)
-            emit(
-                BENCH_NAME,
-                kind="run",
-                mode="instant",
-                run=run,
-                **{k: v for k, v in instant.items() if k not in _CLOCKS},
-            )
+            if args.mode != "server":
+                instant = asyncio.run(
+                    run_instant(
+                        window, args.concurrency, args.chunk_tokens, args.chunks_per_request
+                    )
+                )
+                results["instant"].append(instant)
+                emit(
+                    BENCH_NAME,
+                    kind="run",
+                    mode="instant",
+                    run=run,
+                    **{k: v for k, v in instant.items() if k not in _CLOCKS},
+                )
+            if args.mode == "instant":
+                continue
             served = asyncio.run(
                 run_server(
                     window,
@@ -357,30 +403,37 @@ def main() -> int:
             top_by_own_time=top_functions(profiler, limit=25),
         )
 
-    instant, served = results["instant"], results["server"]
-    best_served = min(served, key=lambda r: r["wall_seconds"])
-    ratio = served[0]["prompt_per_content"]
-    emit(
-        BENCH_NAME,
-        kind="summary",
-        messages=count,
-        llm_calls=served[0]["llm_calls"],
-        chunks=served[0]["chunks"],
-        instant_wall_seconds=spread([r["wall_seconds"] for r in instant]),
-        instant_runner_seconds=spread([r["runner_seconds"] for r in instant]),
-        server_wall_seconds=spread([r["wall_seconds"] for r in served]),
-        server_ideal_seconds=best_served["ideal_seconds"],
-        # Same run, same calls: how much of the 200 ms-server wall time the runner adds.
-        wall_ratio_server_vs_ideal=round(
-            best_served["wall_seconds"] / best_served["ideal_seconds"], 3
-        ),
-        overhead_share=spread([r["overhead_share"] for r in served]),
-        slack_share=spread([r["slack_share"] for r in served]),
-        prompt_per_content=ratio,
-        uncached_prompt_per_content=served[0]["uncached_prompt_per_content"],
-        target_prompt_per_content_met=ratio is not None and ratio <= TARGET_PROMPT_PER_CONTENT,
-        target_overhead_met=min(r["overhead_share"] for r in served) <= TARGET_OVERHEAD_SHARE,
-    )
+    instant_runs, server_runs = results["instant"], results["server"]
+    summary: dict[str, Any] = {"messages": count}
+    if instant_runs:
+        summary.update(
+            llm_calls=instant_runs[0]["llm_calls"],
+            chunks=instant_runs[0]["chunks"],
+            instant_wall_seconds=spread([r["wall_seconds"] for r in instant_runs]),
+            instant_runner_seconds=spread([r["runner_seconds"] for r in instant_runs]),
+        )
+    if server_runs:
+        best_served = min(server_runs, key=lambda r: r["wall_seconds"])
+        ratio = server_runs[0]["prompt_per_content"]
+        summary.update(
+            llm_calls=server_runs[0]["llm_calls"],
+            chunks=server_runs[0]["chunks"],
+            server_wall_seconds=spread([r["wall_seconds"] for r in server_runs]),
+            server_cpu_seconds=spread([r["cpu_seconds"] for r in server_runs]),
+            server_ideal_seconds=best_served["ideal_seconds"],
+            # Same run, same calls: how much of the 200 ms-server wall time the runner adds.
+            wall_ratio_server_vs_ideal=round(
+                best_served["wall_seconds"] / best_served["ideal_seconds"], 3
+            ),
+            overhead_share=spread([r["overhead_share"] for r in server_runs]),
+            slack_share=spread([r["slack_share"] for r in server_runs]),
+            prompt_per_content=ratio,
+            uncached_prompt_per_content=server_runs[0]["uncached_prompt_per_content"],
+            target_prompt_per_content_met=ratio is not None and ratio <= TARGET_PROMPT_PER_CONTENT,
+            target_overhead_met=min(r["overhead_share"] for r in server_runs)
+            <= TARGET_OVERHEAD_SHARE,
+        )
+    emit(BENCH_NAME, kind="summary", **summary)
     return 0
 
 

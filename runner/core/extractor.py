@@ -3,6 +3,7 @@ document pipeline (usage, warnings, known items, chunk failures) live in `runner
 
 from __future__ import annotations
 
+import asyncio
 from typing import Protocol, runtime_checkable
 
 from runner.core.chunks import Chunk
@@ -27,6 +28,7 @@ __all__ = [
     "MappedChunk",
     "PackingExtractor",
     "PipelineWarning",
+    "WindowWordsExtractor",
 ]
 
 
@@ -88,4 +90,16 @@ class PackingExtractor(Extractor, Protocol):
     ) -> list[ChunkSummary | ChunkFailed]:
         """One outcome per chunk, in order: its summary, or the ChunkFailed (ChunkTooLarge)
         `extract_chunk` would have raised for it."""
+        ...
+
+
+@runtime_checkable
+class WindowWordsExtractor(Extractor, Protocol):
+    """An extractor whose reduce checks partial digests against the whole window (the LLM
+    extractor's tree reduce): the pipeline hands it the window's words, which it finds while the
+    map waits on the model, so they are not found again after the map."""
+
+    def use_window_words(self, window: Window, words: asyncio.Future[set[str]]) -> None:
+        """`words`: `runner.grounding.validate.words_of_window` of `window`'s texts and channel
+        name, to await when needed; for `window` only."""
         ...

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import itertools
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
 from runner.core.cancel import Cancelled
@@ -24,12 +25,18 @@ from runner.core.extractor import (
     MappedChunk,
     PackingExtractor,
     PipelineWarning,
+    WindowWordsExtractor,
 )
 from runner.core.fallback import REASON_CHARS, offline_warning
 from runner.core.offload import run_light
 from runner.core.progress import ChunkPlanProgress, JobPhase
 from runner.core.window import Window, WindowMessage
-from runner.grounding.validate import Rejection, ValidationResult, validate_output
+from runner.grounding.validate import (
+    Rejection,
+    ValidationResult,
+    validate_output,
+    words_of_window,
+)
 
 # Re-cuts of one job at most, and the smallest chunk worth cutting to: a model whose context
 # cannot hold more fails its chunks with the reason instead.
@@ -43,7 +50,7 @@ class PipelineHooks:
 
     load_chunk: Callable[[str], Awaitable[ChunkSummary | None]] | None = None
     save_chunk: Callable[[str, ChunkSummary], Awaitable[None]] | None = None
-    # (phase, chunks done, chunk total): the total is the plan's, fixed before the map starts.
+    # (phase, chunks done, chunk total): the total is the whole plan's, known from the first report.
     on_progress: Callable[[JobPhase, int, int], Awaitable[None]] | None = None
     is_cancelled: Callable[[], bool] | None = None
 
@@ -172,6 +179,17 @@ def _hash_items(previous: str, items: Sequence[KnownItem]) -> str:
     return hashlib.sha256(f"{previous}\n{lines}".encode()).hexdigest()
 
 
+def _drop(task: asyncio.Task[set[str]] | None) -> None:
+    """Stop waiting for `task` (its thread finishes on its own)."""
+    if task is not None and not task.done():
+        task.cancel()
+
+
+def _next_chunks(pieces: Iterator[Chunk], count: int) -> list[Chunk]:
+    """The next `count` chunks of a cut (fewer at its end; none once it is done)."""
+    return list(itertools.islice(pieces, count))
+
+
 def _smaller(current: int, fit: int) -> bool:
     """Whether cutting again can help: the next size is below the current one and not tiny."""
     following = fit if fit < current else current * 3 // 4
@@ -245,7 +263,7 @@ async def run_pipeline(
     ended: list[bool] = []
     prefix_done: list[asyncio.Event] = []  # [j] set once chunks 0 .. j have all finished
     too_large: dict[int, ChunkTooLarge] = {}
-    stop_at: int | None = None  # chunks from here on wait for a re-cut
+    stop_at: int | None = None  # requests from here on wait for a re-cut
     recuts = 0
     # An extractor that ignores known items (the offline one) need not wait for earlier chunks.
     uses_known_items = extractor.uses_known_items
@@ -254,19 +272,14 @@ async def run_pipeline(
     per_request = packing.chunks_per_request() if packing is not None else 1
     pack_tokens = packing.pack_tokens() if packing is not None and per_request > 1 else 0
     groups: list[list[Chunk]] = []  # the chunks of each map request, consecutive
+    tasks: list[asyncio.Task[None]] = []
+    cutting = False  # the current cut is not finished: its total is not known yet
+    mapped_while_cutting: list[int] = []  # chunks done before then, counted once it is
+    words: asyncio.Task[set[str]] | None = None  # the window's words (words_of_window)
 
-    def grouped(cut: list[Chunk]) -> list[list[Chunk]]:
-        """Consecutive chunks in requests of up to `per_request` and `pack_tokens`."""
-        packs: list[list[Chunk]] = []
-        size = 0
-        for chunk in cut:
-            if packs and len(packs[-1]) < per_request and size + chunk.token_count <= pack_tokens:
-                packs[-1].append(chunk)
-                size += chunk.token_count
-            else:
-                packs.append([chunk])
-                size = chunk.token_count
-        return packs
+    def start_request(group: list[Chunk]) -> None:
+        groups.append(group)
+        tasks.append(asyncio.create_task(map_one(len(groups) - 1)))
 
     def finish(index: int) -> None:
         ended[index] = True
@@ -313,7 +326,7 @@ async def run_pipeline(
 
     async def map_group(position: int) -> None:
         group = groups[position]
-        if stop_at is not None and group[0].index >= stop_at:
+        if stop_at is not None and position >= stop_at:
             return  # cut again below
         # Yield to the event loop between requests: CPU-bound extraction must not starve the
         # job's heartbeat, or its lease would expire and another worker would take it.
@@ -361,10 +374,10 @@ async def run_pipeline(
                     and _smaller(chunk_tokens, outcome.fit_tokens)
                 ):
                     too_large[chunk.index] = outcome
-                    # Requests already started finish; those waiting for this one do not start.
+                    # Requests already started finish; those waiting for this one do not start
+                    # (some may not be made yet: the cut goes on meanwhile).
                     later = position + concurrency
-                    end = groups[later][0].index if later < len(groups) else len(chunks)
-                    stop_at = end if stop_at is None else min(stop_at, end)
+                    stop_at = later if stop_at is None else min(stop_at, later)
                     return
                 raw = await fall_back(chunk, outcome.reason)
                 fallback = raw is not None
@@ -381,37 +394,65 @@ async def run_pipeline(
                 if hooks.save_chunk and not fallback:
                     await hooks.save_chunk(key, summary)
         summaries[chunk.index] = summary
-        assert plan is not None  # made before any chunk is mapped
+        if cutting:
+            mapped_while_cutting.append(chunk.index)
+            return
+        assert plan is not None  # made when the first cut ended
         plan.mapped(chunk.index)
         await progress(JobPhase.MAP)
 
-    # The whole plan is cut before the map starts, so the chunk total a person sees is known
-    # from the map's first report and never grows (cutting counts every message's tokens:
-    # seconds for 100,000 messages, in a thread, off the event loop).
-    tasks: list[asyncio.Task[None]] = []
+    # Requests start on the first chunks while the rest are still being cut (cutting counts
+    # every message's tokens: seconds for 100,000 messages, in a thread, off the event loop).
+    # The progress reports wait for the whole cut, so the first carries the plan's total, which
+    # never grows.
     resume_at = 0  # the first message to cut
     try:
         while True:
             check_cancelled()
-            cut: list[Chunk] = await run_light(
-                list, iter_chunks(window.messages[resume_at:], chunk_tokens)
-            )
-            if plan is None:
-                plan = ChunkPlanProgress(len(cut))
-            else:
-                plan.recut(len(chunks), len(cut))
-            await progress(JobPhase.MAP)
             if packing is not None and per_request > 1:  # a refusal may have taught less room
                 pack_tokens = packing.pack_tokens()
-            fresh = [replace(chunk, index=len(chunks) + n) for n, chunk in enumerate(cut)]
-            for chunk in fresh:
-                chunks.append(chunk)
-                summaries.append(None)
-                ended.append(False)
-                prefix_done.append(asyncio.Event())
-            for group in grouped(fresh):
-                groups.append(group)
-                tasks.append(asyncio.create_task(map_one(len(groups) - 1)))
+            kept = len(chunks)
+            cutting = True
+            pieces = iter_chunks(window.messages[resume_at:], chunk_tokens)
+            pack: list[Chunk] = []
+            pack_size = 0
+            while batch := await run_light(_next_chunks, pieces, per_request):
+                check_cancelled()
+                for piece in batch:
+                    chunk = replace(piece, index=len(chunks))
+                    chunks.append(chunk)
+                    summaries.append(None)
+                    ended.append(False)
+                    prefix_done.append(asyncio.Event())
+                    # Consecutive chunks, up to `per_request` and `pack_tokens` a request; a
+                    # request starts as soon as no further chunk can join it.
+                    if pack and pack_size + chunk.token_count > pack_tokens:
+                        start_request(pack)
+                        pack, pack_size = [], 0
+                    pack.append(chunk)
+                    pack_size += chunk.token_count
+                    if len(pack) >= per_request:
+                        start_request(pack)
+                        pack, pack_size = [], 0
+            if pack:
+                start_request(pack)
+            cutting = False
+            if plan is None:
+                plan = ChunkPlanProgress(len(chunks) - kept)
+            else:
+                plan.recut(kept, len(chunks) - kept)
+            for index in mapped_while_cutting:
+                plan.mapped(index)
+            mapped_while_cutting.clear()
+            await progress(JobPhase.MAP)
+            if words is None:
+                # The digest's title and keywords are checked against every message's words:
+                # found while the map waits on the model, not after the reduce.
+                words = asyncio.create_task(
+                    run_light(words_of_window, texts.values(), window.channel_name)
+                )
+                if isinstance(extractor, WindowWordsExtractor):
+                    extractor.use_window_words(window, words)
             await asyncio.gather(*tasks)
             if not too_large:
                 break
@@ -444,27 +485,37 @@ async def run_pipeline(
         # A checkpoint (cancelled, or the worker shutting down): chunks in flight finish and are
         # cached; the others stop at their own check. The caller bounds the wait.
         await asyncio.gather(*tasks, return_exceptions=True)
+        _drop(words)
         raise
     except BaseException:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        _drop(words)
         raise
-    check_cancelled()
-    # The reduce step learns what each chunk covered from the chunk itself (cached ones too).
-    mapped = [
-        MappedChunk(summary, tuple(chunk.message_ids))
-        for chunk, summary in zip(chunks, summaries, strict=True)
-        if summary is not None
-    ]
-    await progress(JobPhase.REDUCE)
-    top = top_messages(window, [m.summary for m in mapped])
-    digest = await extractor.synthesize_digest(mapped, window, top)
-    check_cancelled()
-    await progress(JobPhase.VALIDATE)
-    validation = await run_light(
-        validate_output, digest, texts, min_overlap=min_overlap, channel_name=window.channel_name
-    )
+    try:
+        check_cancelled()
+        # The reduce step learns what each chunk covered from the chunk itself (cached ones too).
+        mapped = [
+            MappedChunk(summary, tuple(chunk.message_ids))
+            for chunk, summary in zip(chunks, summaries, strict=True)
+            if summary is not None
+        ]
+        await progress(JobPhase.REDUCE)
+        top = top_messages(window, [m.summary for m in mapped])
+        digest = await extractor.synthesize_digest(mapped, window, top)
+        check_cancelled()
+        await progress(JobPhase.VALIDATE)
+        validation = await run_light(
+            validate_output,
+            digest,
+            texts,
+            min_overlap=min_overlap,
+            channel_name=window.channel_name,
+            window_words=await words if words is not None else None,
+        )
+    finally:
+        _drop(words)
     fell_back.sort(key=lambda f: int(str(f["chunk"])))
     warning = fallback_warning(fell_back)
     return PipelineResult(

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import importlib.util
 import json
 import logging
 import random
@@ -70,7 +71,7 @@ from runner.llm.prompts import (
     REDUCE_PROMPT_VERSION,
     load_prompt,
 )
-from runner.llm.redaction import RedactionSession
+from runner.llm.redaction import RedactionSession, redact_texts_off_loop
 from runner.llm.reduce import FallbackReduce, TreeReducer
 from runner.llm.render import map_user_message, shown_known_items, system_message
 from runner.llm.toolcall import NATIVE_FALLBACK_MESSAGE, MalformedOutput, ToolCaller
@@ -100,9 +101,21 @@ def _offline_extractor() -> Extractor | None:
 
 
 def _offline_reduce() -> FallbackReduce | None:
-    """The offline extractor's reduce, used when the LLM reduce fails (None if unavailable)."""
-    offline = _offline_extractor()
-    return None if offline is None else offline.synthesize_digest
+    """The offline extractor's reduce, used when the LLM reduce fails (None if unavailable).
+    It is imported only when a reduce does fail: loading the offline rules (numpy, the link
+    model) would otherwise hold up every reduce."""
+    if importlib.util.find_spec("runner.extract.offline") is None:
+        return None
+
+    async def reduce(
+        chunks: list[MappedChunk], window: Window, top_messages: list[WindowMessage]
+    ) -> Digest:
+        offline = _offline_extractor()
+        if offline is None:
+            raise LLMError("the offline extractor is not available")
+        return await offline.synthesize_digest(chunks, window, top_messages)
+
+    return reduce
 
 
 def namespace_keys(
@@ -135,13 +148,41 @@ def namespace_keys(
     )
 
 
-def quote_offsets_the_model_saw(
+def _unquoted_texts(summary: ChunkSummary, texts: Mapping[str, str]) -> list[str]:
+    """The texts `quote_offsets_the_model_saw` reads, in the order it reads them."""
+    pointers = [artifact.pointer for artifact in summary.artifacts] + [
+        item.content_pointer for item in summary.knowledge_items if item.content_pointer
+    ]
+    return [
+        texts[pointer.message_id]
+        for pointer in pointers
+        if not pointer.quote and pointer.message_id in texts
+    ]
+
+
+async def quote_offsets_off_loop(
     summary: ChunkSummary, texts: Mapping[str, str], redaction: RedactionSession | None
+) -> ChunkSummary:
+    """`quote_offsets_the_model_saw`, the same result, with the detection of personal data in
+    the texts it reads off the event loop (runner.llm.redaction.redact_texts_off_loop)."""
+    if redaction is None:
+        return summary
+    read = _unquoted_texts(summary, texts)
+    redacted = dict(zip(read, await redact_texts_off_loop(read, redaction), strict=True))
+    return quote_offsets_the_model_saw(summary, texts, redaction, redacted)
+
+
+def quote_offsets_the_model_saw(
+    summary: ChunkSummary,
+    texts: Mapping[str, str],
+    redaction: RedactionSession | None,
+    redacted: Mapping[str, str] | None = None,
 ) -> ChunkSummary:
     """A pointer without a quote counts its offsets in the text the model saw. When that text
     had placeholders (runner.llm.redaction), offsets past one are shifted against the real
     text; the pointer is given the quote it meant instead (read in the redacted text, restored),
-    so validation re-anchors it by that quote rather than slicing the wrong characters."""
+    so validation re-anchors it by that quote rather than slicing the wrong characters.
+    `redacted`: text → its redaction, when already made (`quote_offsets_off_loop`)."""
     if redaction is None:
         return summary
 
@@ -149,7 +190,8 @@ def quote_offsets_the_model_saw(
         text = texts.get(pointer.message_id)
         if pointer.quote or text is None:
             return pointer
-        seen = redaction.redact(text)
+        known = redacted.get(text) if redacted is not None else None
+        seen = redaction.redact(text) if known is None else known
         if seen == text or not 0 <= pointer.char_start < pointer.char_end <= len(seen):
             return pointer
         quote = redaction.restore(seen[pointer.char_start : pointer.char_end])
@@ -207,6 +249,8 @@ class LLMExtractor:
         self.map_prompt = load_prompt(MAP_PROMPT, MAP_PROMPT_VERSION)
         self.pack_prompt = load_prompt(MAP_PACK_PROMPT, MAP_PACK_PROMPT_VERSION)
         self.reduce_prompt = load_prompt(REDUCE_PROMPT, REDUCE_PROMPT_VERSION)
+        # The window's words, when the pipeline found them for the window being reduced.
+        self._window_words: tuple[Window, asyncio.Future[set[str]]] | None = None
         self._note_limits()
 
     @property
@@ -480,14 +524,16 @@ class LLMExtractor:
             raise ChunkFailed(str(error)) from None
         finally:
             self._note_estimates()
-        return self._mapped(chunk, summary, shown)
+        return await self._mapped(chunk, summary, shown)
 
-    def _mapped(self, chunk: Chunk, summary: ChunkSummary, shown: dict[str, str]) -> ChunkSummary:
+    async def _mapped(
+        self, chunk: Chunk, summary: ChunkSummary, shown: dict[str, str]
+    ) -> ChunkSummary:
         """A chunk's summary as the model gave it, made ready for validation: pointers against
         the text the model saw, keys namespaced by the chunk."""
         self.usage.content_tokens += chunk.token_count
         texts = {part.message.message_id: part.message.normalized_text for part in chunk.parts}
-        summary = quote_offsets_the_model_saw(summary, texts, self.tools.caller.redaction())
+        summary = await quote_offsets_off_loop(summary, texts, self.tools.caller.redaction())
         return namespace_keys(summary, f"c{chunk.content_hash[:6]}.", shown)
 
     async def _alone(
@@ -560,7 +606,7 @@ class LLMExtractor:
         for chunk in chunks:
             part = parts[chunk.index]
             if isinstance(part, ChunkSummary):
-                outcomes.append(self._mapped(chunk, part, shown))
+                outcomes.append(await self._mapped(chunk, part, shown))
             else:
                 logger.info("chunk %d of a packed map request: %s", chunk.index, part[:300])
                 outcomes.extend(await self._alone([chunk], known_items))
@@ -575,6 +621,11 @@ class LLMExtractor:
             return None
         summary = await offline.extract_chunk(chunk, [])
         return namespace_keys(summary, f"o{chunk.content_hash[:6]}.")
+
+    def use_window_words(self, window: Window, words: asyncio.Future[set[str]]) -> None:
+        """The window's words (`words_of_window`), for the reduce of `window` to check partial
+        digests against (runner.core.extractor.WindowWordsExtractor)."""
+        self._window_words = (window, words)
 
     async def synthesize_digest(
         self, chunks: list[MappedChunk], window: Window, top_messages: list[WindowMessage]
@@ -594,6 +645,11 @@ class LLMExtractor:
                 fallback=_offline_reduce(),
                 # A refusal for size re-plans the reduce with the context it revealed.
                 raise_overflow=attempt < _REDUCE_ATTEMPTS - 1,
+                window_words=(
+                    self._window_words[1]
+                    if self._window_words is not None and self._window_words[0] is window
+                    else None
+                ),
             )
             try:
                 return await reducer.reduce(chunks, top_messages)

@@ -24,6 +24,7 @@ is returned as valid.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -252,6 +253,7 @@ def _check_digest_prose(
     digest: Digest,
     update: dict[str, Any],
     channel_name: str,
+    window_words: set[str],
     rejections: list[Rejection],
 ) -> tuple[dict[str, list[list[Anchor]]], CitationAudit]:
     """Overview and highlight sentences, title and search keywords (see the module docstring);
@@ -264,8 +266,6 @@ def _check_digest_prose(
             checker, field_name, sentences, rejections, audit
         )
     audit.cited_overview = sum(1 for cited in anchors["overview"] if cited)
-    # The channel's name may title its digest; every other word comes from the messages.
-    window_words = token_set([channel_name, *checker.texts.values()])
     keywords: list[str] = []
     for keyword in digest.search_keywords:
         try:
@@ -295,15 +295,24 @@ def _fallback_title(topics: list[Topic], channel_name: str) -> str:
     return (subject or channel_name or "digest")[:120]
 
 
+def words_of_window(texts: Iterable[str], channel_name: str = "") -> set[str]:
+    """The words a digest's title and search keywords may be made of: the channel's name may
+    title its digest; every other word comes from the messages."""
+    return token_set([channel_name, *texts])
+
+
 def validate_output(
     output: Output,
     texts: dict[str, str],
     *,
     min_overlap: float = DEFAULT_MIN_OVERLAP,
     channel_name: str = "",
+    window_words: set[str] | None = None,
 ) -> ValidationResult[Output]:
     """Validate a map or reduce output against the window (`texts`: id → normalized text;
-    `channel_name` may occur in a digest's title and keywords)."""
+    `channel_name` may occur in a digest's title and keywords). `window_words`: what
+    `words_of_window(texts.values(), channel_name)` gives, when the caller has it already (a
+    digest's title and keywords are checked against it; it costs a pass over every message)."""
     checker = _Checker(texts=texts, min_overlap=min_overlap)
     update: dict[str, Any] = {}
     item_flags: dict[str, list[list[str]]] = {}
@@ -340,7 +349,11 @@ def validate_output(
     anchors: dict[str, list[list[Anchor]]] = {}
     audit = CitationAudit()
     if isinstance(output, Digest):
-        anchors, audit = _check_digest_prose(checker, output, update, channel_name, rejections)
+        if window_words is None:
+            window_words = words_of_window(texts.values(), channel_name)
+        anchors, audit = _check_digest_prose(
+            checker, output, update, channel_name, window_words, rejections
+        )
     validated = output.model_copy(update=update)
     return ValidationResult(
         validated, item_flags, pointer_matches, rejections, output_flags, anchors, audit

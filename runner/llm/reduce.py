@@ -21,11 +21,12 @@ from dataclasses import dataclass
 
 from runner.core.contract import DIGEST_TOOL, ChunkSummary, Digest, SignalLevel, tool_schema
 from runner.core.merge import SIGNAL_RANK, merge_outputs
+from runner.core.offload import run_light
 from runner.core.tokens import count_tokens
 from runner.core.vocabulary import MappedChunk
 from runner.core.window import Window, WindowMessage
 from runner.errors import LLMError
-from runner.grounding.validate import validate_output
+from runner.grounding.validate import validate_output, words_of_window
 from runner.llm.budget import RequestBudget, count_request_tokens
 from runner.llm.client import ContextLimitExceeded
 from runner.llm.render import (
@@ -95,6 +96,7 @@ class TreeReducer:
         fallback: FallbackReduce | None = None,
         raise_overflow: bool = False,
         preamble: str = "",
+        window_words: asyncio.Future[set[str]] | None = None,
     ) -> None:
         self.tools = tools
         self.budget = budget
@@ -114,6 +116,18 @@ class TreeReducer:
         self.preamble = preamble
         self.texts = {m.message_id: m.normalized_text for m in window.messages}
         self.notes: list[str] = []
+        # The window's words, which every partial digest's title and keywords are checked
+        # against (`words_of_window`): the caller's when it found them already (the pipeline
+        # does while the map runs), else found once, in a thread, while the first partial
+        # merges are at the model.
+        self._words: asyncio.Future[set[str]] | None = window_words
+
+    def _window_words(self) -> asyncio.Future[set[str]]:
+        if self._words is None:
+            self._words = asyncio.create_task(
+                run_light(words_of_window, self.texts.values(), self.window.channel_name)
+            )
+        return self._words
 
     def _messages(
         self, inputs: list[ReduceInput], top: str, *, partial: bool
@@ -202,12 +216,15 @@ class TreeReducer:
             if dropped:
                 self.warn("CONTENT_DROPPED", f"{label}: {dropped} items beyond the digest limits")
             return ReduceInput(merged, first, last)
-        # Check the partial digest now, so nothing invented travels up the tree.
-        checked = validate_output(
+        # Check the partial digest now, so nothing invented travels up the tree (off the event
+        # loop: it reads the whole window).
+        checked = await run_light(
+            validate_output,
             partial,
             self.texts,
             min_overlap=self.min_overlap,
             channel_name=self.window.channel_name,
+            window_words=await self._window_words(),
         )
         if checked.rejections:
             logger.info("partial merge of %s: %d items rejected", label, len(checked.rejections))
@@ -264,6 +281,7 @@ class TreeReducer:
                 self.warn(
                     "CONTENT_TRUNCATED", f"{len(inputs)} summaries reduced in levels (tree reduce)"
                 )
+            self._window_words()
             merged = await asyncio.gather(
                 *(self._merge_group(group, level) for group in groups if len(group) > 1)
             )

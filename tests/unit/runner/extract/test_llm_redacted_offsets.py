@@ -12,7 +12,7 @@ from runner.core.contract import (
     KnowledgeItem,
     SignalQuality,
 )
-from runner.extract.llm import quote_offsets_the_model_saw
+from runner.extract.llm import quote_offsets_off_loop, quote_offsets_the_model_saw
 from runner.grounding.pointers import resolve_pointer
 from runner.llm.redaction import RedactionSession
 
@@ -65,3 +65,22 @@ def test_without_redaction_or_with_a_quote_pointers_are_left_alone() -> None:
     quoted = plain.model_copy(update={"quote": COMMAND})
     kept = quote_offsets_the_model_saw(summary_pointing_at(quoted), {"7": TEXT}, RedactionSession())
     assert kept.artifacts[0].pointer == quoted
+
+
+async def test_off_the_loop_the_quotes_and_placeholders_are_the_same() -> None:
+    other = "call +1 415 555 0100 or ops@billing.example.com, then: sudo systemctl restart nginx"
+    texts = {"7": TEXT, "8": other}
+    shown = RedactionSession()
+    shown.redact(TEXT)  # the request gave out a placeholder first
+    start = shown.redact(other).index(COMMAND)  # offsets in the text the model saw
+    pointer = ContentPointer(message_id="8", char_start=start, char_end=start + len(COMMAND))
+    summary = summary_pointing_at(pointer)
+    on_loop, off_loop = RedactionSession(), RedactionSession()
+    on_loop.redact(TEXT)
+    off_loop.redact(TEXT)
+    expected = quote_offsets_the_model_saw(summary, texts, on_loop)
+    assert expected != summary  # the offsets were moved past a placeholder
+    assert await quote_offsets_off_loop(summary, texts, off_loop) == expected
+    assert off_loop.redaction_counts() == on_loop.redaction_counts()
+    assert off_loop.redact(other) == on_loop.redact(other)
+    assert await quote_offsets_off_loop(summary, texts, None) is summary

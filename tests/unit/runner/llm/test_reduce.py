@@ -3,10 +3,12 @@ the lowest-signal ones, and deterministic merges when a reduce call fails."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from runner.core.contract import ChunkSummary, Digest
 from runner.core.merge import merge_outputs
+from runner.grounding.validate import words_of_window
 from runner.llm.budget import count_request_tokens
 from runner.llm.fake import FakeLLM, completion, error, tool_of
 from runner.llm.reduce import TreeReducer
@@ -194,3 +196,29 @@ async def test_a_reduce_model_too_small_for_its_prompt_falls_back_without_callin
     assert endpoint.requests == []
     assert "cannot hold the reduce prompt" in warnings[0].message
     assert len(digest.knowledge_items) == 3
+
+
+async def test_the_window_words_are_found_once_for_every_partial_merge(monkeypatch: Any) -> None:
+    """Each partial digest's title and keywords are checked against the window's words: found
+    once for all of them, or not at all when the pipeline handed them over."""
+    found: list[int] = []
+
+    def counted(texts: Any, channel_name: str = "") -> set[str]:
+        found.append(1)
+        return words_of_window(texts, channel_name)
+
+    monkeypatch.setattr("runner.llm.reduce.words_of_window", counted)
+    summaries = [summary(i, padding=20) for i in range(30)]
+    endpoint = FakeLLM(faithful)
+    extractor, _ = reducer_for(endpoint, context=7000)
+    alone = await extractor.synthesize_digest(mapped(summaries), WINDOW, [])
+    partials = sum("partial merge" in r["messages"][1]["content"] for r in endpoint.requests)
+    assert partials >= 2 and found == [1]
+
+    found.clear()
+    extractor, _ = reducer_for(FakeLLM(faithful), context=7000)
+    words = asyncio.get_running_loop().create_future()
+    words.set_result(words_of_window((m.normalized_text for m in WINDOW.messages), "general"))
+    extractor.use_window_words(WINDOW, words)
+    assert await extractor.synthesize_digest(mapped(summaries), WINDOW, []) == alone
+    assert found == []
