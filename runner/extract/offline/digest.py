@@ -444,6 +444,13 @@ class _Worth:
         return self.rank(firm)
 
 
+def _addressed(writer: ProseWriter, message_id: str) -> bool:
+    message = writer.by_id.get(message_id)
+    return (
+        message is not None and writer.participants.addressee(message.normalized_text) is not None
+    )
+
+
 def _others_sentence(
     writer: ProseWriter, told: Sequence[object], rest: Sequence[RankedConversation]
 ) -> CitedSentence | None:
@@ -459,6 +466,9 @@ def _others_sentence(
         # Named by a whole question: a title cut mid-sentence reads as noise in a list.
         and r.topic.title.rstrip().endswith("?")
         and len(set(content_words(r.topic.title))) >= 5
+        # A title put to someone ("ducasse, ... should i be able to use a hotkey?") is a
+        # follow-up inside a conversation, not what it is about.
+        and not _addressed(writer, r.topic.message_ids[0])
     ][:2]
     if not named:
         return None

@@ -168,9 +168,13 @@ def names_its_subject(question: str) -> bool:
 
 
 def worth_quoting(snippet: str | None) -> bool:
-    """A verbatim snippet worth a highlight: several lines, or one line of `SNIPPET_CHARS`."""
+    """A verbatim snippet worth a highlight: several lines, or one line of `SNIPPET_CHARS`
+    that is not an error it printed ("./setup.run: Permission denied" is a symptom, not
+    something to reuse)."""
     text = (snippet or "").strip()
-    return "\n" in text or len(text) >= SNIPPET_CHARS
+    if "\n" in text:
+        return True
+    return len(text) >= SNIPPET_CHARS and not _PROBLEM.search(text)
 
 
 # One person's own plan or choice ("I just decided to clone disk by disk", "I'm going to

@@ -251,6 +251,7 @@ def test_a_told_question_names_its_subject(question: str, told: bool) -> None:
         ("docker inspect <container_id>", False),
         ("sudo mount /dev/sdb1 /home/jacob/usbdrive -o uid=1000,gid=1000", True),
         ("[Service]\nRestart=always", True),
+        ("./et-linux-2.56-2.x86.run: Permission denied", False),
     ],
 )
 def test_a_highlighted_snippet_is_more_than_a_short_command(snippet: str, told: bool) -> None:
