@@ -37,7 +37,7 @@ MIN_OVERLAP = 0.5
 
 
 def read_window(paths: list[Path], channel: str) -> Window:
-    """The files' messages, oldest first, each id once."""
+    """The files' messages, oldest first (ties in file order), each id once."""
     messages: dict[str, WindowMessage] = {}
     for path in paths:
         for record in iter_records(path):
@@ -50,7 +50,8 @@ def read_window(paths: list[Path], channel: str) -> Window:
                 normalized_text=normalize_text(record.text),
                 reply_to=record.reply_to,
             )
-    ordered = sorted(messages.values(), key=lambda m: (m.ts, m.message_id))
+    # Time order, ties in file order: what the product reads (ORDER BY ts, then the import's id).
+    ordered = sorted(messages.values(), key=lambda m: m.ts)
     return Window(channel_name=channel, messages=tuple(ordered))
 
 

@@ -1,5 +1,6 @@
-"""A conversation told as an exchange: the message its title quotes and the first answer in it,
-the pair an overview (and each period of a multi-day window) tells in a sentence or two."""
+"""A conversation told as an exchange: the message that says what it is about (its title's, or
+the problem a follow-up title follows) and the first answer in it, the pair an overview (and
+each period of a multi-day window) tells in a sentence or two."""
 
 from __future__ import annotations
 
