@@ -37,8 +37,13 @@ from runner.core.merge import (
 from runner.core.vocabulary import MappedChunk
 from runner.core.window import Window, WindowMessage
 from runner.extract.offline.chunk import add_links
-from runner.extract.offline.exchanges import exchange
-from runner.extract.offline.importance import informative_opening, is_noise
+from runner.extract.offline.exchanges import exchange, opening_of
+from runner.extract.offline.importance import (
+    informative_opening,
+    is_noise,
+    names_its_subject,
+    personal_plan,
+)
 from runner.extract.offline.item_model import (
     ItemContext,
     ItemModel,
@@ -343,20 +348,20 @@ def _by_day(
 ) -> tuple[list[CitedSentence], list[RankedConversation], int]:
     """Dated sentences (each day's most important conversation worth telling, outside
     `skip`), the conversations they tell, and how many days had one."""
-    best: dict[str, RankedConversation] = {}
+    best: dict[str, tuple[RankedConversation, WindowMessage]] = {}
     for conversation in ranked:  # most important first: the first seen of a day is its best
         if id(conversation) in skip or not conversation.importance.worth_telling:
             continue
-        opening = merger.by_id.get(conversation.topic.message_ids[0])
+        opening = opening_of(merger, conversation)
         if opening is None or not informative_opening(opening.normalized_text):
             continue
-        best.setdefault(opening.ts.date().isoformat(), conversation)
-    days = sorted(best, key=lambda d: -best[d].importance.score)[:MAX_DAYS]
+        best.setdefault(opening.ts.date().isoformat(), (conversation, opening))
+    days = sorted(best, key=lambda d: -best[d][0].importance.score)[:MAX_DAYS]
     sentences: list[CitedSentence] = []
     told: list[RankedConversation] = []
     for day in sorted(days):
-        conversation = best[day]
-        sentence = writer.dated(day, merger.by_id[conversation.topic.message_ids[0]])
+        conversation, opening = best[day]
+        sentence = writer.dated(day, opening)
         if sentence is not None:
             sentences.append(sentence)
             told.append(conversation)
@@ -404,10 +409,26 @@ class _Worth:
         kept = []
         for action in actions:
             source = self.merger.by_id.get(action.message_ids[0])
-            marked = source is not None and ACTION_MARKER.search(source.normalized_text)
+            marked = (
+                source is not None
+                and ACTION_MARKER.search(source.normalized_text) is not None
+                and not self.abbreviated_address(source.normalized_text)
+            )
             if marked or told_keys is None or self.by_key.get(action.message_ids[0]) in told_keys:
                 kept.append(action)
         return self.rank(kept)
+
+    def abbreviated_address(self, text: str) -> bool:
+        """ "action: if i turn off compiz..." to actionparsnip: IRC users address a nick by its
+        first letters, so a leading "word:" that begins a participant's name is no marker."""
+        word = text.lstrip(" @").split(":", 1)[0].casefold()
+        if len(word) < 4 or " " in word or ":" not in text:
+            return False
+        return any(key != word and key.startswith(word) for key in self.merger.participants.by_key)
+
+    def questions(self, questions: Sequence[OpenQuestion]) -> list[OpenQuestion]:
+        """Open questions that say what they are about (`importance.names_its_subject`)."""
+        return self.rank([q for q in questions if names_its_subject(q.text)])
 
     def decisions(self, decisions: Sequence[Decision]) -> list[Decision]:
         firm = []
@@ -417,9 +438,17 @@ class _Worth:
                 source is not None
                 and firm_decision(decision.text)
                 and firm_decision(source.normalized_text)
+                and not personal_plan(decision.text)
             ):
                 firm.append(decision)
         return self.rank(firm)
+
+
+def _addressed(writer: ProseWriter, message_id: str) -> bool:
+    message = writer.by_id.get(message_id)
+    return (
+        message is not None and writer.participants.addressee(message.normalized_text) is not None
+    )
 
 
 def _others_sentence(
@@ -431,12 +460,15 @@ def _others_sentence(
     named = [
         r
         for r in rest
-        if r.importance.worth_telling
+        if r.importance.earned
         and not NOT_PROSE.search(r.topic.title)
         and informative_opening(r.topic.title)
         # Named by a whole question: a title cut mid-sentence reads as noise in a list.
         and r.topic.title.rstrip().endswith("?")
         and len(set(content_words(r.topic.title))) >= 5
+        # A title put to someone ("ducasse, ... should i be able to use a hotkey?") is a
+        # follow-up inside a conversation, not what it is about.
+        and not _addressed(writer, r.topic.message_ids[0])
     ][:2]
     if not named:
         return None
@@ -520,7 +552,7 @@ def build_digest(
         "knowledge items": len(knowledge),
     }
     told_decisions = worth.decisions(decisions)
-    told_questions = worth.rank(questions)
+    told_questions = worth.questions(questions)
     qa = sum(1 for k in knowledge if k.kind.value in ("troubleshooting", "howto", "fact"))
     signal = _signal(counts, bool(topics), ranked, len(told_decisions), qa)
     central = [

@@ -153,6 +153,52 @@ def informative_opening(text: str) -> bool:
     )
 
 
+# A question told on its own (an overview's or a highlight's "Left open") names its subject in
+# this many distinct content words at least; shorter ones lean on a context the reader lacks.
+SUBJECT_WORDS = 4
+# A snippet worth a highlight is a block, or a line of this length: a short one-line command
+# ("ps -aux", "docker inspect <container_id>") is something a reader types, not reads.
+SNIPPET_CHARS = 40
+
+
+def names_its_subject(question: str) -> bool:
+    """A question a reader can place without its conversation ("why is the bind9 cache only
+    hit under screen?"), not one leaning on it ("I must do it on every host?")."""
+    return len(set(content_words(question))) >= SUBJECT_WORDS
+
+
+def worth_quoting(snippet: str | None) -> bool:
+    """A verbatim snippet worth a highlight: several lines, or one line of `SNIPPET_CHARS`
+    that is not an error it printed ("./setup.run: Permission denied" is a symptom, not
+    something to reuse)."""
+    text = (snippet or "").strip()
+    if "\n" in text:
+        return True
+    return len(text) >= SNIPPET_CHARS and not _PROBLEM.search(text)
+
+
+# One person's own plan or choice ("I just decided to clone disk by disk", "I'm going to
+# reinstall"): what they will do, not what the channel settled.
+_PERSONAL_PLAN = re.compile(
+    r"(?i)^\W*(?:\S+[:,]\s+)?(?:(?:however|so|ok(?:ay)?|well|now|anyway|but|and)[\s,]+)?"
+    r"(?:as\s+we\s+speak[\s,]+)?(?:i|i'm|im|i've|i'll)\s+(?:just\s+|now\s+|have\s+|had\s+"
+    r"|finally\s+)?(?:decided|chose|chosen|going\s+to|gonna|will|want|plan\w*|think\s+i'?ll)\b"
+)
+# A reply that opens by echoing a few words back as a question ("slow wifi? i use the same
+# one, works fine") asks for more, it does not answer.
+_ECHO_QUESTION = re.compile(r"^\W*(?:\S+\s+){0,2}\S+\?(?:\s|$)")
+
+
+def personal_plan(text: str) -> bool:
+    """The writer's own plan or choice, not the group's decision."""
+    return bool(_PERSONAL_PLAN.match(squash(text)))
+
+
+def echo_question(text: str) -> bool:
+    """A reply opening with a question of at most three words: a clarification, no answer."""
+    return bool(_ECHO_QUESTION.match(squash(without_urls(text))))
+
+
 def is_bot(author: str, text: str) -> bool:
     return bool(_BOT_AUTHOR.search(author.strip()) or _BOT_LINE.match(squash(text)))
 

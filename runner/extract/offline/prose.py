@@ -23,6 +23,7 @@ from runner.core.contract import (
     Topic,
 )
 from runner.core.window import WindowMessage
+from runner.extract.offline.importance import worth_quoting
 from runner.extract.offline.overview import Central, excerpt
 from runner.extract.offline.text import squash, truncate_words, view_message
 from runner.extract.offline.threads import Participants, strip_address
@@ -177,7 +178,11 @@ class ProseWriter:
             *(self.action(a) for a in owned[:2]),
             *(self.question(q) for q in questions[:1]),
         ]
-        verbatim = [k for k in knowledge if k.content_pointer is not None]
+        verbatim = [
+            k
+            for k in knowledge
+            if k.content_pointer is not None and worth_quoting(k.content_pointer.quote)
+        ]
         if verbatim:
             item = verbatim[0]
             assert item.content_pointer is not None

@@ -9,7 +9,14 @@ import pytest
 from runner.core.contract import SignalLevel
 from runner.core.window import Window, WindowMessage
 from runner.extract.offline.digest import _signal
-from runner.extract.offline.importance import importance, is_noise
+from runner.extract.offline.importance import (
+    echo_question,
+    importance,
+    is_noise,
+    names_its_subject,
+    personal_plan,
+    worth_quoting,
+)
 from runner.extract.offline.topics import ranked_conversations
 from runner.grounding.normalize import normalize_text
 from tests.support.offline import run_offline
@@ -203,3 +210,89 @@ def test_a_told_decision_is_the_groups_not_an_intention(text: str, firm: bool) -
     from runner.extract.offline.patterns import firm_decision
 
     assert firm_decision(text) is firm
+
+
+FOLLOW_UP = [
+    ("sam", "I am installing Ubuntu off a USB disk and the download step is stuck at 97 percent"),
+    ("tom", "sam: those last few percent depend on your internet speed, the mirror is fine"),
+    ("sam", "tom: approx how much is it downloading at the last 3%? it's been 30 minutes"),
+    ("tom", "sam: a few hundred megabytes, you may skip it and update after the reboot"),
+    ("sam", "tom: skipped it and the install finished, thanks"),
+]
+
+
+async def test_a_follow_up_put_to_a_helper_is_told_by_the_problem_it_follows() -> None:
+    # The title is the opener's first question with a question mark (the follow-up to tom);
+    # the overview quotes what the conversation is about: the problem stated first.
+    window = Window(channel_name="help", messages=tuple(_conversation("usb", FOLLOW_UP, 0)))
+    digest = (await run_offline(window)).digest
+    asked = [s for s in digest.overview if s.sentence.startswith("sam ")]
+    assert asked and asked[0].message_ids == ["usb0"], [s.sentence for s in digest.overview]
+    assert not any("usb2" in s.message_ids for s in digest.overview)
+
+
+@pytest.mark.parametrize(
+    ("question", "told"),
+    [
+        ("I must do it on every host?", False),
+        ("is it the same?", False),
+        ("why is the bind9 cache only hit when I run screen?", True),
+        ("how to check what wifi drivers are loaded to my system?", True),
+    ],
+)
+def test_a_told_question_names_its_subject(question: str, told: bool) -> None:
+    assert names_its_subject(question) is told
+
+
+@pytest.mark.parametrize(
+    ("snippet", "told"),
+    [
+        ("ps -aux", False),
+        ("docker inspect <container_id>", False),
+        ("sudo mount /dev/sdb1 /home/jacob/usbdrive -o uid=1000,gid=1000", True),
+        ("[Service]\nRestart=always", True),
+        ("./et-linux-2.56-2.x86.run: Permission denied", False),
+    ],
+)
+def test_a_highlighted_snippet_is_more_than_a_short_command(snippet: str, told: bool) -> None:
+    assert worth_quoting(snippet) is told
+
+
+@pytest.mark.parametrize(
+    ("text", "plan"),
+    [
+        ("wilee-nilee: however as we speak i just decided to clone disk by disk", True),
+        ("I'm going to reinstall the whole thing tonight", True),
+        ("we decided to pin postgres to 16 until the benchmark is done", False),
+        ("#agreed ship 2.1 on friday", False),
+        ("ubuntu no longer uses mir or upstart going forward.", False),
+    ],
+)
+def test_one_persons_plan_is_no_told_decision(text: str, plan: bool) -> None:
+    assert personal_plan(text) is plan
+
+
+@pytest.mark.parametrize(
+    ("reply", "echo"),
+    [
+        ("slow wifi? i use the same wifi, works fine for me", True),
+        ("what? no", True),
+        ("Maybe pulseaudio is crashing? Have you tried killall pulseaudio in a terminal", False),
+        ("kernels have a minor version that uname does not show", False),
+    ],
+)
+def test_a_reply_echoing_a_question_back_is_no_answer(reply: str, echo: bool) -> None:
+    assert echo_question(reply) is echo
+
+
+async def test_a_nick_cut_short_is_no_action_marker() -> None:
+    # "action:" addresses actionparsnip (IRC users type a nick's first letters); the side
+    # chat is not told, so its rule-found "action" is no highlight.
+    side = [
+        ("actionparsnip", "ageeb: is the shadow shown on all desktops or only the first one?"),
+        ("ageeb", "action: if i turn off compiz shadow goes away"),
+    ]
+    messages = [*_conversation("wifi", RESOLVED, 0), *_conversation("side", side, 30)]
+    digest = (await run_offline(Window(channel_name="help", messages=tuple(messages)))).digest
+    assert any("compiz" in a.text for a in digest.action_items)
+    assert not any("compiz" in s.sentence for s in digest.highlights)
