@@ -9,15 +9,26 @@ default DIGESTD_MAX_WINDOW_MESSAGES unless `--cap`) are started; `digest_seconds
 trigger until the channel has no active job and its backlog is covered. A backlog over the cap is
 cut into coverage slices that the workers take at once (runner/digests/split.py).
 
+CPU: `digest_cpu_seconds` adds the workers' CPU time (their own, their CPU-pool processes' and
+any child they reaped: /proc/PID/stat, sampled every second and read once more before they stop)
+and the CPU time of the PostgreSQL processes serving this size's database (the backends and
+background workers whose title names it), so old and new code compare on a shared machine where
+wall time also counts the neighbours' work; `digest_cpu_us_per_message` divides it by the
+channel's messages.
+
 Memory: each worker's peak RSS is its VmHWM (/proc/PID/status) read just before it is stopped;
 its CPU-pool processes (children) are sampled every second and their largest VmHWM kept. The
 import's peak is its ru_maxrss from wait4. Correctness, checked after every run: no message
-left uncovered, none read by two digests (`exactly_once`).
+left uncovered, none read by two digests (`exactly_once`). `output_sha256`: a hash of what the
+digests wrote (digests, their items, coverage, conversations, parents, entities, memory; each row
+as JSON without its timestamps), equal for equal output when one worker takes the slices in
+order (with several, which slice stores first changes ids and the memory's history).
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import subprocess
 import sys
@@ -45,6 +56,32 @@ CHANNEL = "bench"
 # How often a run in progress prints what is covered so far.
 PROGRESS_SECONDS = 60.0
 ACTIVE = ("queued", "running")
+_TICKS = os.sysconf("SC_CLK_TCK")
+# What a digest writes, hashed for `output_sha256`; each row as JSON without the columns that
+# hold the clock (created_at and the like), so equal output hashes equal.
+OUTPUT_TABLES = (
+    "digests",
+    "topics",
+    "decisions",
+    "action_items",
+    "open_questions",
+    "links",
+    "artifacts",
+    "knowledge_items",
+    "digest_messages",
+    "messages",
+    "conversations",
+    "entities",
+    "entity_mentions",
+    "entity_item_refs",
+    "topic_profiles",
+    "topic_profile_digests",
+    "topic_profile_items",
+    "channel_items",
+    "channel_item_mentions",
+    "channel_item_events",
+)
+CLOCK_COLUMNS = ("created_at", "updated_at", "last_used_at", "revised_at")
 
 
 def _with_database(url: str, name: str) -> str:
@@ -58,6 +95,48 @@ def _vm_hwm_mb(pid: int) -> float:
             if line.startswith("VmHWM:"):
                 return round(int(line.split()[1]) / 1024, 1)
     return 0.0
+
+
+def _cpu_seconds(pid: int, *, reaped: bool = False) -> float | None:
+    """A live process's CPU time (user + system), with its reaped children's when `reaped`;
+    None once it is gone."""
+    with suppress(OSError, IndexError, ValueError):
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        ticks = int(fields[11]) + int(fields[12])
+        if reaped:
+            ticks += int(fields[13]) + int(fields[14])
+        return ticks / _TICKS
+    return None
+
+
+def _postgres_processes(database: str) -> list[int]:
+    """The PostgreSQL processes whose title names `database`: its backends (and autovacuum's)."""
+    needle = database.encode()
+    found: list[int] = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with suppress(OSError):
+                title = (entry / "cmdline").read_bytes()
+                if title.startswith(b"postgres") and needle in title:
+                    found.append(int(entry.name))
+    return found
+
+
+class _CpuMeter:
+    """The last CPU time seen of each process sampled, summed: a process that ends between two
+    samples loses at most its last second."""
+
+    def __init__(self) -> None:
+        self.seen: dict[int, float] = {}
+
+    def sample(self, pid: int, *, reaped: bool = False) -> None:
+        seconds = _cpu_seconds(pid, reaped=reaped)
+        if seconds is not None:
+            self.seen[pid] = max(self.seen.get(pid, 0.0), seconds)
+
+    def total(self, since: dict[int, float] | None = None) -> float:
+        since = since or {}
+        return sum(seconds - since.get(pid, 0.0) for pid, seconds in self.seen.items())
 
 
 def _children(pid: int) -> list[int]:
@@ -89,14 +168,25 @@ def _cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "server.cli", *args]
 
 
-async def _progress(url: str) -> tuple[int, int, list[dict[str, Any]]]:
-    """(active channel jobs, uncovered messages, every channel job's id/status/worker/options)."""
+async def _active_jobs(url: str) -> int:
+    """Channel jobs queued or running: polled every second, so it reads only the job table (a
+    count of uncovered messages would scan the channel each second, CPU the digest then pays)."""
     connection = await asyncpg.connect(url)
     try:
-        active = await connection.fetchval(
-            "SELECT count(*) FROM digest_jobs WHERE kind = 'channel'"
-            " AND status IN ('queued', 'running')"
+        return int(
+            await connection.fetchval(
+                "SELECT count(*) FROM digest_jobs WHERE kind = 'channel'"
+                " AND status IN ('queued', 'running')"
+            )
         )
+    finally:
+        await connection.close()
+
+
+async def _progress(url: str) -> tuple[int, list[dict[str, Any]]]:
+    """(uncovered messages, every channel job's id/status/worker/options)."""
+    connection = await asyncpg.connect(url)
+    try:
         uncovered = await connection.fetchval(
             "SELECT count(*) FROM messages WHERE covered_revision IS DISTINCT FROM revision"
         )
@@ -104,7 +194,29 @@ async def _progress(url: str) -> tuple[int, int, list[dict[str, Any]]]:
             "SELECT id, status, worker_id, options ? 'slice' AS slice FROM digest_jobs"
             " WHERE kind = 'channel' ORDER BY id"
         )
-        return int(active), int(uncovered), [dict(row) for row in jobs]
+        return int(uncovered), [dict(row) for row in jobs]
+    finally:
+        await connection.close()
+
+
+async def _output_sha256(url: str) -> tuple[str, dict[str, str]]:
+    """A hash of everything the digests wrote, and one per table (to find what differs)."""
+    connection = await asyncpg.connect(url)
+    try:
+        per_table: dict[str, str] = {}
+        whole = hashlib.sha256()
+        for table in OUTPUT_TABLES:
+            clock = " - ".join(f"'{column}'" for column in CLOCK_COLUMNS)
+            rows = await connection.fetch(
+                f"SELECT (to_jsonb(t) - {clock})::text AS row FROM {table} t ORDER BY 1"
+            )
+            digest = hashlib.sha256()
+            for row in rows:
+                digest.update(row["row"].encode())
+                digest.update(b"\n")
+            per_table[table] = digest.hexdigest()[:12]
+            whole.update(f"{table}:{digest.hexdigest()}\n".encode())
+        return whole.hexdigest()[:16], per_table
     finally:
         await connection.close()
 
@@ -183,6 +295,26 @@ def _run(url: str, size: int, workers: int, cap: int | None, scratch: Path) -> d
     ]
     pool_peaks: dict[int, dict[int, float]] = {p.pid: {} for p in processes}
     worker_peaks: dict[int, float] = {}
+    database = urlsplit(url).path.lstrip("/")
+    worker_cpu, postgres_cpu = _CpuMeter(), _CpuMeter()
+    # The backends already running (none but autovacuum's, usually) count from here.
+    for pid in _postgres_processes(database):
+        postgres_cpu.sample(pid)
+    postgres_before = dict(postgres_cpu.seen)
+
+    def sample() -> None:
+        for process in processes:
+            worker_peaks[process.pid] = max(
+                worker_peaks.get(process.pid, 0.0), _vm_hwm_mb(process.pid)
+            )
+            worker_cpu.sample(process.pid, reaped=True)
+            for child in _children(process.pid):
+                worker_cpu.sample(child)
+                known = pool_peaks[process.pid]
+                known[child] = max(known.get(child, 0.0), _vm_hwm_mb(child))
+        for pid in _postgres_processes(database):
+            postgres_cpu.sample(pid)
+
     reported = triggered
     try:
         while True:
@@ -190,16 +322,12 @@ def _run(url: str, size: int, workers: int, cap: int | None, scratch: Path) -> d
             for process in processes:
                 if process.poll() is not None:
                     raise RuntimeError(f"worker {process.pid} exited with {process.returncode}")
-                worker_peaks[process.pid] = _vm_hwm_mb(process.pid)
-                for child in _children(process.pid):
-                    peak = _vm_hwm_mb(child)
-                    known = pool_peaks[process.pid]
-                    known[child] = max(known.get(child, 0.0), peak)
-            active, uncovered, jobs = asyncio.run(_progress(url))
-            if active == 0:
+            sample()
+            if asyncio.run(_active_jobs(url)) == 0:
                 break
             if time.perf_counter() - reported >= PROGRESS_SECONDS:
                 reported = time.perf_counter()
+                uncovered, jobs = asyncio.run(_progress(url))
                 emit(
                     "scale",
                     kind="progress",
@@ -215,14 +343,14 @@ def _run(url: str, size: int, workers: int, cap: int | None, scratch: Path) -> d
                     ],
                 )
         digest_seconds = time.perf_counter() - triggered
-        for process in processes:
-            worker_peaks[process.pid] = max(
-                worker_peaks.get(process.pid, 0.0), _vm_hwm_mb(process.pid)
-            )
+        sample()
     finally:
         stop_processes(processes, 60)
         for log in logs:
             log.close()
+    uncovered, jobs = asyncio.run(_progress(url))
+    output_sha256, per_table = asyncio.run(_output_sha256(url))
+    digest_cpu = worker_cpu.total() + postgres_cpu.total(postgres_before)
     read_twice = asyncio.run(_read_twice(url))
     slices = [job for job in jobs if job["slice"]]
     by_worker: dict[str, int] = {}
@@ -241,6 +369,10 @@ def _run(url: str, size: int, workers: int, cap: int | None, scratch: Path) -> d
         "import_peak_rss_mb": import_peak_mb,
         "digest_seconds": round(digest_seconds, 2),
         "digest_msgs_per_s": round(size / digest_seconds),
+        "digest_cpu_seconds": round(digest_cpu, 1),
+        "digest_worker_cpu_seconds": round(worker_cpu.total(), 1),
+        "digest_postgres_cpu_seconds": round(postgres_cpu.total(postgres_before), 1),
+        "digest_cpu_us_per_message": round(1e6 * digest_cpu / size),
         "total_seconds": round(total_seconds, 2),
         "msgs_per_s": round(size / total_seconds),
         "jobs": len(jobs),
@@ -253,6 +385,8 @@ def _run(url: str, size: int, workers: int, cap: int | None, scratch: Path) -> d
         "exactly_once": uncovered == 0 and read_twice == 0,
         "under_10_min": total_seconds < TARGET_SECONDS,
         "under_600_mb": max(worker_rss) < TARGET_WORKER_RSS_MB,
+        "output_sha256": output_sha256,
+        "output_sha256_by_table": per_table,
     }
 
 

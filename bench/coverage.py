@@ -173,6 +173,7 @@ async def run_coverage(pool: asyncpg.Pool, channel: ChannelWithServer, kind: str
             channel_id=channel.id,
             extractor=extractor.name,
             window=stored,
+            read=window.by_id(),
             uncovered=result.failed_message_ids,
             **_store_args(result),
         )

@@ -64,6 +64,15 @@ async def messages_by_ids(connection: asyncpg.Connection, ids: list[int]) -> lis
     return as_rows(Message, await connection.fetch(QUERIES["messages_by_ids"], ids))
 
 
+async def message_states(
+    connection: asyncpg.Connection, ids: list[int]
+) -> dict[int, tuple[int, int | None]]:
+    """Messages row → (current revision, conversation). Read straight from the records, not
+    into a model per row: a window has up to tens of thousands."""
+    records = await connection.fetch(QUERIES["message_states"], ids)
+    return {record[0]: (record[1], record[2]) for record in records}
+
+
 async def message_fields_by_ids(
     connection: asyncpg.Connection, ids: list[int]
 ) -> list[MessageFields]:

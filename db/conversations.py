@@ -1,12 +1,13 @@
 """Conversations in Postgres: the context a digest threads its messages against, and the
 write of what it threaded (in the digest's store transaction, runner/digests/store.py).
 
-The SQL is in db/queries.sql (`messages_before`, `insert_conversation`, `thread_messages`, ...).
+The SQL is in db/queries.sql (`messages_before`, `insert_conversations`, `thread_messages`, ...).
 """
 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 import asyncpg
 
@@ -45,35 +46,15 @@ async def conversations_by_ids(
     )
 
 
-async def insert_conversation(
-    connection: asyncpg.Connection,
-    channel_id: int,
-    root_message_id: int,
-    title: str,
-    title_pointer: tuple[int, int, int, int] | None,  # (messages row, revision, start, end)
-    participants: list[str],
-    message_count: int,
-    answered: bool,
-    first_ts: datetime,
-    last_ts: datetime,
-) -> int:
-    message, revision, start, end = title_pointer or (None, None, None, None)
-    conversation_id = await connection.fetchval(
-        QUERIES["insert_conversation"],
-        channel_id,
-        root_message_id,
-        title,
-        message,
-        revision,
-        start,
-        end,
-        participants,
-        message_count,
-        answered,
-        first_ts,
-        last_ts,
-    )
-    return int(conversation_id)
+async def insert_conversations(
+    connection: asyncpg.Connection, channel_id: int, rows: list[dict[str, Any]]
+) -> list[int]:
+    """New conversations in one statement (rows as `insert_conversations` reads them: each with
+    its `position`, timestamps as ISO strings); their ids in position order."""
+    if not rows:
+        return []
+    records = await connection.fetch(QUERIES["insert_conversations"], channel_id, rows)
+    return [int(record["id"]) for record in records]
 
 
 async def extend_conversation(

@@ -87,6 +87,11 @@ SELECT id, raw_text AS text FROM messages WHERE id = ANY($1::bigint[]);
 -- The current normalized texts of messages by internal id.
 SELECT id, normalized_text AS text FROM messages WHERE id = ANY($1::bigint[]);
 
+-- name: message_states
+-- The revision and conversation of messages by internal id, without their texts: what the
+-- store step's channel memory needs of a window it already holds.
+SELECT id, revision, conversation_id FROM messages WHERE id = ANY($1::bigint[]);
+
 -- name: messages_by_external_ids
 -- Messages of one channel by external id.
 SELECT * FROM messages WHERE channel_id = $1 AND external_id = ANY($2::text[]);
@@ -893,14 +898,28 @@ SELECT id, conversation_id FROM messages WHERE id = ANY($1::bigint[]);
 -- Conversations by id, with their state (the Conversation node's loader).
 SELECT * FROM conversation_states WHERE id = ANY($1::bigint[]);
 
--- name: insert_conversation
--- A new conversation; its id (the existing one if its first message already opens one).
-INSERT INTO conversations (channel_id, root_message_id, title, title_message_id, title_revision,
-                           title_char_start, title_char_end, participants, message_count,
-                           answered, first_ts, last_ts)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
-ON CONFLICT ON CONSTRAINT conversations_root DO UPDATE SET updated_at = now()
-RETURNING id;
+-- name: insert_conversations
+-- New conversations of one channel ($1), rows as JSON ($2, each with its `position`), in one
+-- statement instead of a round trip each; their ids in position order (the existing one where a
+-- first message already opens one). Identities are drawn in position order, as a row-by-row
+-- insert would draw them.
+WITH new AS (
+    SELECT * FROM jsonb_to_recordset($2::jsonb) AS r(
+        position integer, root_message_id bigint, title text, title_message_id bigint,
+        title_revision integer, title_char_start integer, title_char_end integer,
+        participants text[], message_count integer, answered boolean, first_ts timestamptz,
+        last_ts timestamptz)
+), inserted AS (
+    INSERT INTO conversations (channel_id, root_message_id, title, title_message_id,
+                               title_revision, title_char_start, title_char_end, participants,
+                               message_count, answered, first_ts, last_ts)
+    SELECT $1, root_message_id, title, title_message_id, title_revision, title_char_start,
+           title_char_end, participants, message_count, answered, first_ts, last_ts
+    FROM new ORDER BY position
+    ON CONFLICT ON CONSTRAINT conversations_root DO UPDATE SET updated_at = now()
+    RETURNING id, root_message_id
+)
+SELECT inserted.id FROM new JOIN inserted USING (root_message_id) ORDER BY new.position;
 
 -- name: extend_conversation
 -- A stored conversation after new messages joined it: its new totals.

@@ -5,6 +5,7 @@ conversations in the digest's store transaction."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import asyncpg
 
@@ -86,33 +87,39 @@ async def store_threading(
     internal_ids: dict[str, int],
 ) -> None:
     """Write new conversations, extend stored ones, and record each message's parent and
-    conversation (inside the caller's transaction)."""
+    conversation (inside the caller's transaction). The new conversations go in one statement:
+    a 50,000-message window opens thousands, and a round trip each was a visible share of
+    the digest's CPU (the worker's and the server's)."""
+    new_rows: list[dict[str, Any]] = []
+    for conversation in threading.conversations:
+        if conversation.continues is None:
+            assert conversation.root_message_id is not None
+            title = conversation.title
+            new_rows.append(
+                {
+                    "position": len(new_rows),
+                    "root_message_id": internal_ids[conversation.root_message_id],
+                    "title": title.text if title else "",
+                    "title_message_id": None if title is None else internal_ids[title.message_id],
+                    "title_revision": None if title is None else title.revision,
+                    "title_char_start": None if title is None else title.char_start,
+                    "title_char_end": None if title is None else title.char_end,
+                    "participants": list(conversation.participants),
+                    "message_count": conversation.message_count,
+                    "answered": conversation.answered,
+                    "first_ts": conversation.first_ts.isoformat(),
+                    "last_ts": conversation.last_ts.isoformat(),
+                }
+            )
+    new_ids = iter(
+        await conversation_queries.insert_conversations(connection, channel_id, new_rows)
+    )
     message_ids: list[int] = []
     parent_ids: list[int | None] = []
     conversation_ids: list[int] = []
     for conversation in threading.conversations:
         if conversation.continues is None:
-            assert conversation.root_message_id is not None
-            title = conversation.title
-            conversation_id = await conversation_queries.insert_conversation(
-                connection,
-                channel_id,
-                internal_ids[conversation.root_message_id],
-                title.text if title else "",
-                None
-                if title is None
-                else (
-                    internal_ids[title.message_id],
-                    title.revision,
-                    title.char_start,
-                    title.char_end,
-                ),
-                list(conversation.participants),
-                conversation.message_count,
-                conversation.answered,
-                conversation.first_ts,
-                conversation.last_ts,
-            )
+            conversation_id = next(new_ids)
         else:
             conversation_id = conversation.continues
             await conversation_queries.extend_conversation(

@@ -202,6 +202,7 @@ class ChannelJobRunner:
                 threads=(threading, thread_input.internal_ids),
                 entities=entities,
                 periods=told.periods,
+                read=window.by_id(),
             )
         return Stored(status)
 

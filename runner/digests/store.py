@@ -15,7 +15,7 @@ verbatim and every cited id exists in the window.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 import asyncpg
@@ -299,6 +299,7 @@ async def store_digest(
     window_key: str | None = None,
     threads: tuple[Threading, dict[str, int]] | None = None,
     entities: DigestEntities | None = None,
+    read: Mapping[str, WindowMessage],
     periods: Sequence[Period] = (),
 ) -> int:
     """Write everything in one transaction; returns the digest id. Raises LostLease (and
@@ -308,7 +309,9 @@ async def store_digest(
     `threads`: the window's threading and its messages' internal ids, written in the same
     transaction (runner/conversations/store.py); `entities`: the digest's entities and topic
     profiles (runner/entities/digest.py), written after the conversations; `periods`: a
-    multi-day window told period by period (runner/digests/periods.py)."""
+    multi-day window told period by period (runner/digests/periods.py); `read`: the window's
+    messages as read, by external id (the channel memory's evidence: their texts are not read
+    from the database again)."""
     digest = validation.output
     async with connection.transaction():
         await channel_queries.lock_channel(connection, channel_id)
@@ -366,7 +369,7 @@ async def store_digest(
                 analysis=entities,
                 window=window,
             )
-        await remember_items(connection, digest_id, channel_id, digest, window)
+        await remember_items(connection, digest_id, channel_id, digest, window, read)
         left_out = await _cover(connection, digest_id, channel_id, window, set(uncovered))
         if left_out:
             await digest_queries.set_digest_left_out(connection, digest_id, left_out)

@@ -10,6 +10,7 @@ channel items either, so asking for one never rewrites what the channel's state 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from typing import Any
 
 import asyncpg
@@ -19,7 +20,7 @@ from db import channels as channel_queries
 from db.models import ChannelItem
 from runner.core.contract import Digest
 from runner.core.vocabulary import KnownItem
-from runner.core.window import StoredWindow
+from runner.core.window import StoredWindow, WindowMessage
 from runner.memory.items import OPEN_STATUS, ItemKind, ItemRef, NewItem, TrackedItem, item_key
 from runner.memory.plan import MemoryPlan, plan_items
 from runner.memory.transitions import StateChange
@@ -93,28 +94,37 @@ async def remember_items(
     channel_id: int,
     digest: Digest,
     window: StoredWindow,
+    read: Mapping[str, WindowMessage],
 ) -> MemoryPlan | None:
     """Link, create and change the channel's items for a stored digest (inside the caller's
-    transaction, after its items and conversations are written). Returns the plan applied,
-    None for a catch-up digest."""
+    transaction, after its items and conversations are written). `read`: the window's messages
+    as the digest read them, by external id. Returns the plan applied, None for a catch-up
+    digest."""
     if window.catch_up:
         return None
     tracked = await read_tracked_items(connection, channel_id)
-    rows = await channel_queries.messages_by_ids(connection, [k.message_id for k in window.keys])
-    revision_read = {key.message_id: key.revision for key in window.keys}
+    # Only the revision (was it edited since?) and the conversation (written in this
+    # transaction) come from the database: the texts are the window's, already in memory.
+    states = await channel_queries.message_states(
+        connection, [key.message_id for key in window.keys]
+    )
     # A message edited while the digest ran is no evidence: its text is not the one read.
-    messages = [
-        MemoryMessage(
-            row.external_id,
-            row.author,
-            row.ts,
-            row.normalized_text,
-            row.conversation_id,
-            row.reply_to,
+    messages: list[MemoryMessage] = []
+    for key in window.keys:
+        state = states.get(key.message_id)
+        if state is None or state[0] != key.revision:
+            continue
+        message = read[key.external_id]
+        messages.append(
+            MemoryMessage(
+                key.external_id,
+                message.author,
+                message.ts,
+                message.normalized_text,
+                state[1],
+                message.reply_to,
+            )
         )
-        for row in rows
-        if revision_read.get(row.id) == row.revision
-    ]
     # Whom each open question was put to is in the message it was asked in.
     asked = [
         row.message_ids[0]
