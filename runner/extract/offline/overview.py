@@ -10,6 +10,7 @@ notable message). All sorting breaks ties on window position: same window, same 
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter, defaultdict
 from collections.abc import Sequence
@@ -65,39 +66,58 @@ def _similarities(vectors: list[dict[str, float]]) -> dict[int, dict[int, float]
     for index, vector in enumerate(vectors):
         for term, weight in vector.items():
             postings[term].append((index, weight))
-    # Pair (i, j), i < j, keyed i * n + j: an int hashes faster than a tuple, and this loop is
-    # the hottest of the offline map. Sums run in the same order as ever (terms sorted, then
-    # postings in window order), so the weights are the same floats.
     n = len(vectors)
-    pairs: dict[int, float] = {}
-    get = pairs.get
+    # Every pair (i, j), i < j, of each term's postings, keyed i * n + j, in the order the
+    # Python loop visited them (terms sorted, then a before b in window order): `bincount` adds
+    # each key's products one by one in array order from 0.0, so every pair weight is the same
+    # float as `pairs[key] = pairs.get(key, 0.0) + wi * wj` gave (this loop was the hottest of
+    # the offline map).
+    key_parts: list[numpy.ndarray] = []
+    product_parts: list[numpy.ndarray] = []
     for term in sorted(postings):
         posting = postings[term]
-        if len(posting) < 2 or len(posting) > _MAX_POSTINGS:
+        size = len(posting)
+        if size < 2 or size > _MAX_POSTINGS:
             continue
-        for a, (i, wi) in enumerate(posting):
-            base = i * n
-            for j, wj in posting[a + 1 :]:
-                key = base + j
-                pairs[key] = get(key, 0.0) + wi * wj
-    neighbours: dict[int, list[tuple[float, int]]] = defaultdict(list)
-    for key, weight in pairs.items():
-        if weight >= _MIN_SIMILARITY:
-            i, j = divmod(key, n)
-            neighbours[i].append((weight, j))
-            neighbours[j].append((weight, i))
+        upper, lower = _pair_indices(size)
+        indices = numpy.fromiter((i for i, _ in posting), dtype=numpy.int64, count=size)
+        weights = numpy.fromiter((w for _, w in posting), dtype=numpy.float64, count=size)
+        key_parts.append(indices[upper] * n + indices[lower])
+        product_parts.append(weights[upper] * weights[lower])
+    graph: dict[int, dict[int, float]] = defaultdict(dict)
+    if not key_parts:
+        return graph
+    keys = numpy.concatenate(key_parts)
+    unique_keys, slots = numpy.unique(keys, return_inverse=True)
+    sums = numpy.bincount(slots, weights=numpy.concatenate(product_parts))
+    strong = sums >= _MIN_SIMILARITY
+    firsts, seconds = numpy.divmod(unique_keys[strong], n)
+    pair_weights = sums[strong]
     # Each message keeps its `_NEIGHBOURS` most similar ones: the graph stays sparse (linear in
     # the window) and big windows rank in seconds. Most similar first, ties by index (a total
-    # order, so the pairs need no sorting): two stable sorts on C key functions rather than one
-    # through a Python key (a million calls in a 1,500-node reduce).
-    graph: dict[int, dict[int, float]] = defaultdict(dict)
-    for i in sorted(neighbours):
-        ranked = sorted(neighbours[i], key=_INDEX)
-        ranked.sort(key=_WEIGHT, reverse=True)
-        for weight, j in ranked[:_NEIGHBOURS]:
-            graph[i][j] = weight
-            graph[j][i] = weight
+    # order): every pair seen from both ends, ordered by node, then weight descending, then the
+    # neighbour's index.
+    nodes = numpy.concatenate([firsts, seconds])
+    others = numpy.concatenate([seconds, firsts])
+    both = numpy.concatenate([pair_weights, pair_weights])
+    order = numpy.lexsort((others, -both, nodes))
+    nodes, others, both = nodes[order], others[order], both[order]
+    starts = numpy.searchsorted(nodes, nodes, side="left")
+    keep = numpy.arange(len(nodes)) - starts < _NEIGHBOURS
+    for i, j, weight in zip(
+        nodes[keep].tolist(), others[keep].tolist(), both[keep].tolist(), strict=True
+    ):
+        graph[i][j] = weight
+        graph[j][i] = weight
     return graph
+
+
+@functools.lru_cache(maxsize=_MAX_POSTINGS + 1)
+def _pair_indices(size: int) -> tuple[numpy.ndarray, numpy.ndarray]:
+    """Positions (a, b), a < b, of a posting of `size` entries, a first then b: the order
+    of the nested loop `for a ...: for b in range(a + 1, size)`."""
+    upper, lower = numpy.triu_indices(size, 1)
+    return upper, lower
 
 
 def _pagerank(graph: dict[int, dict[int, float]], prior: list[float]) -> list[float]:

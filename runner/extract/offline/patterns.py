@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 from runner.extract.offline.text import (
+    FoldedPattern,
     capitalize_first,
     content_words,
     squash,
@@ -38,7 +39,7 @@ INFO_MARKER = re.compile(r"(?i)(?:\[(?:info|fyi|note)\]|#info\b|^\W{0,3}(?:fyi|n
 TIP_MARKER = re.compile(
     r"(?i)^\W{0,3}(?:tip|pro ?tip|hint|heads up|gotcha|lesson learned|til|reminder)\s*[:\-—]\s*"
 )
-_DECISION_STRONG = re.compile(
+_DECISION_STRONG = FoldedPattern(
     r"(?i)\b(?:(?:we|we've|we have|team|everyone|all)\s+(?:\w+\s+)?(?:decided|agreed|settled)"
     r"|decided to|(?:the|our|final) decision (?:is|was)|^(?:the )?consensus (?:is|was)|settled on"
     r"|agreed (?:to|on|that|upon)|(?:let's|let us|we'll|we will|we're|we are|we're going to)"
@@ -57,11 +58,11 @@ _PROPOSAL = re.compile(
     r"|what if we|we could|i should|the plan is to|stop using)"
     r"(?!\w)"  # not \b: "proposal:" ends on a colon
 )
-_NEGATED_DECISION = re.compile(
+_NEGATED_DECISION = FoldedPattern(
     r"(?i)\b(?:haven't|have not|hasn't|has not|didn't|did not|not yet|yet to|still need to|"
     r"can't|cannot|couldn't|not)\s+(?:\w+\s+)?(?:decided|decide|agreed|agree|settled|settle)"
 )
-_HEDGE = re.compile(r"(?i)\b(?:maybe|perhaps|might|probably|possibly|not sure|i guess|unless)\b")
+_HEDGE = FoldedPattern(r"(?i)\b(?:maybe|perhaps|might|probably|possibly|not sure|i guess|unless)\b")
 _SELF_COMMIT = re.compile(
     r"(?i)(?:^|[,;.!]\s*|\b(?:and|so|ok|okay|sure|yes|yep)[,!]?\s+)"
     r"(?P<lead>i'll|i will|i'm going to|i am going to|i'm gonna|i can take|i'm on it|i am on it"
@@ -114,16 +115,16 @@ _SECOND_PERSON = re.compile(
     r"(?i)^(?:(?:are|did|have|do|can|could|would|were|will|is) you|you mean|what do you mean"
     r"|(?:why|what|how) (?:do|did|are|would|were) you (?!\w+ (?:a|an|the) )|you\b)"
 )
-_NON_ANSWER = re.compile(
+_NON_ANSWER = FoldedPattern(
     r"(?i)\b(?:not sure|no idea|don't know|dont know|dunno|no clue|i'm not|idk|don't understand"
     r"|what do you mean)\b"
 )
-_PROBLEM = re.compile(
+_PROBLEM = FoldedPattern(
     r"(?i)\b(?:error|errors|fail|fails|failed|failing|failure|broken|crash|crashes|crashed|"
     r"doesn't work|does not work|not working|won't|can't|cannot|unable|issue|problem|bug|"
     r"exception|timeout|timed out|times out|flaky|missing|refused|denied|stuck|hangs|leak)\b"
 )
-_ADVICE = re.compile(
+_ADVICE = FoldedPattern(
     r"(?i)^(?:always|never|avoid|prefer|make sure|don't forget|do not forget|remember to"
     r"|be careful)\b|\b(?:you should|you'll want to|i(?:'d)? recommend|we recommend|is recommended"
     r"|best practice|it's better to|rule of thumb)\b"
@@ -173,14 +174,16 @@ def decision(sentence: str, participants: Participants) -> Claim | None:
     return None
 
 
-FIRST_PERSON = re.compile(r"(?i)\b(?:i|i'll|i'm|i've|i'd|me|my)\b")
-_SIGNED_OFF = re.compile(r"(?i)\bsigned off\b(?!\s+on\b)")
+FIRST_PERSON = FoldedPattern(r"(?i)\b(?:i|i'll|i'm|i've|i'd|me|my)\b")
+_SIGNED_OFF = FoldedPattern(r"(?i)\bsigned off\b(?!\s+on\b)")
 _CONDITIONAL = re.compile(r"(?i)^\W*(?:if|when|once|unless|whether)\b")
-_POLICY = re.compile(
+_POLICY = FoldedPattern(
     r"(?i)\b(?:going forward|from now on|the plan is|(?:the|our|final) decision (?:is|was)"
     r"|consensus (?:is|was)|(?:is|are) approved|signed off)\b"
 )
-_GROUP = re.compile(r"(?i)\b(?:we|we'll|we're|we've|let's|let us|us|our|team|everyone|all of us)\b")
+_GROUP = FoldedPattern(
+    r"(?i)\b(?:we|we'll|we're|we've|let's|let us|us|our|team|everyone|all of us)\b"
+)
 
 
 def firm_decision(text: str) -> bool:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from runner.core.window import WindowMessage
-from runner.extract.offline.text import content_words, squash, without_urls
+from runner.extract.offline.text import FoldedPattern, content_words, squash, without_urls
 from runner.grounding.addressing import LEADING_ADDRESS
 
 ADDRESS_HORIZON = 40
@@ -45,7 +45,7 @@ _AGREEMENT = re.compile(
     r"👍|✅|💯|🙌|👌)(?!\w)",
     re.IGNORECASE,
 )
-_STRONG_AGREEMENT = re.compile(
+_STRONG_AGREEMENT = FoldedPattern(
     r"\b(?:agreed|agree|sounds good|sgtm|lgtm|works for me|makes sense|ship it|"
     r"let'?s do (?:it|that)|go for it|fine by me|that (?:would|will|should) work|that works"
     r"|merged|approved)\b|\+1|👍|✅",
@@ -55,12 +55,12 @@ _STRONG_AGREEMENT = re.compile(
 _BARE_ASSENT = re.compile(
     r"(?i)^\W*(?:ok(?:ay)?|k|sure|yes|yep|yup|yeah|agreed|deal|fine|right|will do)\W*$"
 )
-_RESOLVED = re.compile(
+_RESOLVED = FoldedPattern(
     r"\b(?:thanks|thank you|thx|ty|solved|fixed|works now|that worked|got it|never ?mind|"
     r"nvm|figured it out|sorted)\b",
     re.IGNORECASE,
 )
-_SOCIAL = re.compile(
+_SOCIAL = FoldedPattern(
     r"\b(?:lunch|coffee|breakfast|dinner|beer|beers|drinks|pizza|weekend|vacation|holiday|"
     r"birthday|movie|football|soccer|game night|how are you|how's it going|hows it going|"
     r"what's up|whats up|good morning|good night|gm|gn|anyone here|anybody here|anyone around|"
