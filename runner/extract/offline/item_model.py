@@ -87,13 +87,18 @@ class ItemContext:
     share: Mapping[str, float]  # author -> share of the messages
 
 
-def context_of(messages: Sequence[WindowMessage]) -> ItemContext:
+def context_of(
+    messages: Sequence[WindowMessage], participants: Participants | None = None
+) -> ItemContext:
+    """`participants`: `Participants.of(messages)` when the caller has it already."""
     counts: dict[str, int] = {}
     for message in messages:
         counts[message.author] = counts.get(message.author, 0) + 1
     total = max(1, len(messages))
     return ItemContext(
-        messages, Participants.of(messages), {a: n / total for a, n in counts.items()}
+        messages,
+        participants if participants is not None else Participants.of(messages),
+        {a: n / total for a, n in counts.items()},
     )
 
 

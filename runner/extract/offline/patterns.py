@@ -9,8 +9,11 @@ The patterns come from how teams write in chat and meetings: meeting-bot markers
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from runner.extract.offline.text import (
     FoldedPattern,
@@ -135,6 +138,26 @@ _EMOTICON_TAIL = re.compile(
 )
 
 
+_Rule = TypeVar("_Rule", bound=Callable[..., "Claim | None"])
+
+
+def _per_participants(rule: _Rule) -> _Rule:
+    """`rule(sentence, ..., participants)` answered once per sentence and participants: its
+    answer is kept in `participants.rules` (a chunk's rules and its item model ask alike)."""
+
+    @functools.wraps(rule)
+    def cached(*args: Any) -> Claim | None:
+        memo = args[-1].rules
+        key = (rule, *args[:-1])
+        if key in memo:
+            return memo[key]  # type: ignore[no-any-return]
+        answer: Claim | None = rule(*args)
+        memo[key] = answer
+        return answer
+
+    return cached  # type: ignore[return-value]
+
+
 @dataclass(frozen=True)
 class Claim:
     """What a sentence says, ready for a contract item."""
@@ -160,6 +183,7 @@ def _without(text: str, marker: re.Match[str]) -> str:
     return text[: marker.start()] + " " + text[marker.end() :]
 
 
+@_per_participants
 def decision(sentence: str, participants: Participants) -> Claim | None:
     """A decision stated outright: a marker or decision phrasing, not a question or a hedge."""
     text = strip_address(squash(sentence), participants)
@@ -206,6 +230,7 @@ def firm_decision(text: str) -> bool:
     return bool(_POLICY.search(flat)) and not FIRST_PERSON.search(flat)
 
 
+@_per_participants
 def proposal(sentence: str, participants: Participants) -> Claim | None:
     """A proposal ("let's ...", "we should ..."): a decision once someone else agrees."""
     text = strip_address(squash(sentence), participants)
@@ -240,6 +265,7 @@ def _owner_name(name: str, participants: Participants) -> str:
     return participants.lookup(name.lstrip("@")) or name.lstrip("@")
 
 
+@_per_participants
 def action(sentence: str, author: str, participants: Participants) -> Claim | None:
     """An action item: a marker, a commitment of the author, a request to or assignment of
     someone. The claim text is the task; `owner` who does it (when known)."""
@@ -308,6 +334,7 @@ def commitment_only(text: str) -> bool:
     return bool(_COMMIT_ONLY.match(squash(text)))
 
 
+@_per_participants
 def question(sentence: str, participants: Participants) -> Claim | None:
     """A question worth a reader's attention: ends in "?" (or opens with an interrogative, as
     IRC users rarely type "?"), has at least three content words, and is not small talk."""

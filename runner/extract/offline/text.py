@@ -191,6 +191,12 @@ def _strip_span(text: str, start: int, end: int) -> tuple[int, int]:
 
 def view_part(part: ChunkPart) -> PartView:
     """Analyse one chunk part (see the module docstring)."""
+    if part.start == 0 and part.end == len(part.message.normalized_text):
+        return view_message(part.message)  # the common case, shared with the rules that view it
+    return _view_part(part)
+
+
+def _view_part(part: ChunkPart) -> PartView:
     full = part.message.normalized_text
     text = part.text
     base = part.start
@@ -277,9 +283,13 @@ def _split_sentences(full: str, start: int, end: int) -> list[Span]:
     return spans
 
 
+# Cached: the map views each message of a chunk for its rules, then again for the item model's
+# features (and the answer rules view the messages they quote); a view is a pure function of
+# its message and is never changed once made. Bounded: the repeats come within a chunk.
+@lru_cache(maxsize=2048)
 def view_message(message: WindowMessage) -> PartView:
     """The whole message as one part (the digest step looks at messages, not chunk parts)."""
-    return view_part(ChunkPart(message=message, start=0, end=len(message.normalized_text)))
+    return _view_part(ChunkPart(message=message, start=0, end=len(message.normalized_text)))
 
 
 # The rules squash a sentence and drop its URLs again for every pattern they try on it (about

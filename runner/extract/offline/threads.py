@@ -90,6 +90,10 @@ class Participants:
     # `strip_address` of texts already seen: the rules strip each sentence's addressee once per
     # pattern they try on it. Depends on `by_key` only, so it lives (and dies) with it.
     stripped: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+    # The sentence rules' answers (`patterns.decision`, `action`, ...), which depend on the
+    # sentence and `by_key` only: the map asks them of each sentence for its items and again
+    # for the item model's features.
+    rules: dict[tuple[object, ...], object] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def of(cls, messages: Sequence[WindowMessage]) -> Participants:
