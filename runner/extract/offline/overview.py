@@ -10,7 +10,6 @@ notable message). All sorting breaks ties on window position: same window, same 
 
 from __future__ import annotations
 
-import functools
 import math
 from collections import Counter, defaultdict
 from collections.abc import Sequence
@@ -62,34 +61,40 @@ def _vectors(views: Sequence[PartView]) -> list[dict[str, float]]:
 
 
 def _similarities(vectors: list[dict[str, float]]) -> dict[int, dict[int, float]]:
-    postings: dict[str, list[tuple[int, float]]] = defaultdict(list)
-    for index, vector in enumerate(vectors):
-        for term, weight in vector.items():
-            postings[term].append((index, weight))
     n = len(vectors)
-    # Every pair (i, j), i < j, of each term's postings, keyed i * n + j, in the order the
-    # Python loop visited them (terms sorted, then a before b in window order): `bincount` adds
-    # each key's products one by one in array order from 0.0, so every pair weight is the same
-    # float as `pairs[key] = pairs.get(key, 0.0) + wi * wj` gave (this loop was the hottest of
-    # the offline map).
-    key_parts: list[numpy.ndarray] = []
-    product_parts: list[numpy.ndarray] = []
-    for term in sorted(postings):
-        posting = postings[term]
-        size = len(posting)
-        if size < 2 or size > _MAX_POSTINGS:
-            continue
-        upper, lower = _pair_indices(size)
-        indices = numpy.fromiter((i for i, _ in posting), dtype=numpy.int64, count=size)
-        weights = numpy.fromiter((w for _, w in posting), dtype=numpy.float64, count=size)
-        key_parts.append(indices[upper] * n + indices[lower])
-        product_parts.append(weights[upper] * weights[lower])
     graph: dict[int, dict[int, float]] = defaultdict(dict)
-    if not key_parts:
+    # Every term occurrence as (term, message index, weight), grouped by term in sorted order
+    # (a stable sort keeps each term's occurrences in window order): each term's postings.
+    terms: list[str] = []
+    indices: list[int] = []
+    weights: list[float] = []
+    for index, vector in enumerate(vectors):
+        terms.extend(vector)
+        indices.extend([index] * len(vector))
+        weights.extend(vector.values())
+    vocabulary = {term: rank for rank, term in enumerate(sorted(set(terms)))}
+    term_ids = numpy.fromiter(map(vocabulary.__getitem__, terms), numpy.int64, len(terms))
+    order = numpy.argsort(term_ids, kind="stable")
+    term_ids = term_ids[order]
+    posting_sizes = numpy.bincount(term_ids, minlength=len(vocabulary))[term_ids]
+    used = (posting_sizes >= 2) & (posting_sizes <= _MAX_POSTINGS)
+    term_ids, posting_sizes = term_ids[used], posting_sizes[used]
+    message = numpy.array(indices, dtype=numpy.int64)[order][used]
+    weight = numpy.array(weights, dtype=numpy.float64)[order][used]
+    if not len(term_ids):
         return graph
-    keys = numpy.concatenate(key_parts)
-    unique_keys, slots = numpy.unique(keys, return_inverse=True)
-    sums = numpy.bincount(slots, weights=numpy.concatenate(product_parts))
+    # Every pair (a, b), a before b, of each term's postings, keyed i * n + j, in the order the
+    # Python loop visited them (terms sorted, then a, then b): `bincount` adds each key's
+    # products one by one in array order from 0.0, so every pair weight is the same float as
+    # `pairs[key] = pairs.get(key, 0.0) + wi * wj` gave (that loop was the hottest of the map).
+    positions = numpy.arange(len(term_ids))
+    first_of_term = numpy.r_[True, term_ids[1:] != term_ids[:-1]]
+    term_start = numpy.maximum.accumulate(numpy.where(first_of_term, positions, 0))
+    later = term_start + posting_sizes - 1 - positions  # postings after a in its term
+    a = numpy.repeat(positions, later)
+    b = a + 1 + numpy.arange(len(a)) - numpy.repeat(numpy.cumsum(later) - later, later)
+    unique_keys, slots = numpy.unique(message[a] * n + message[b], return_inverse=True)
+    sums = numpy.bincount(slots, weights=weight[a] * weight[b])
     strong = sums >= _MIN_SIMILARITY
     firsts, seconds = numpy.divmod(unique_keys[strong], n)
     pair_weights = sums[strong]
@@ -104,20 +109,12 @@ def _similarities(vectors: list[dict[str, float]]) -> dict[int, dict[int, float]
     nodes, others, both = nodes[order], others[order], both[order]
     starts = numpy.searchsorted(nodes, nodes, side="left")
     keep = numpy.arange(len(nodes)) - starts < _NEIGHBOURS
-    for i, j, weight in zip(
+    for i, j, similarity in zip(
         nodes[keep].tolist(), others[keep].tolist(), both[keep].tolist(), strict=True
     ):
-        graph[i][j] = weight
-        graph[j][i] = weight
+        graph[i][j] = similarity
+        graph[j][i] = similarity
     return graph
-
-
-@functools.lru_cache(maxsize=_MAX_POSTINGS + 1)
-def _pair_indices(size: int) -> tuple[numpy.ndarray, numpy.ndarray]:
-    """Positions (a, b), a < b, of a posting of `size` entries, a first then b: the order
-    of the nested loop `for a ...: for b in range(a + 1, size)`."""
-    upper, lower = numpy.triu_indices(size, 1)
-    return upper, lower
 
 
 def _pagerank(graph: dict[int, dict[int, float]], prior: list[float]) -> list[float]:
