@@ -36,7 +36,17 @@ STOPWORDS = frozenset(
 
 def content_tokens(text: str) -> list[str]:
     """The claim-comparison tokens of `text`, in order."""
-    return [token for token in words(text, WORD) if len(token) > 1 and token not in STOPWORDS]
+    return list(_content_tokens(text))
+
+
+# Cached: the offline map asks for the words of one sentence or message from several rules
+# (substance, noise, questions, the item model's features, validation of what it cited), and
+# folding and splitting it is the costly part. A tuple, so no caller can change a cached answer.
+@functools.lru_cache(maxsize=8192)
+def _content_tokens(text: str) -> tuple[str, ...]:
+    return tuple(
+        [token for token in words(text, WORD) if len(token) > 1 and token not in STOPWORDS]
+    )
 
 
 _ASCII_LETTER = re.compile(r"[A-Za-z]")
@@ -53,14 +63,14 @@ def token_set(sources: Iterable[str]) -> set[str]:
     """Every content token of `sources`: compute once, check many claims (`share_in`)."""
     tokens: set[str] = set()
     for source in sources:
-        tokens.update(content_tokens(source))
+        tokens.update(_content_tokens(source))
     return tokens
 
 
 def share_in(claim: str, source_tokens: set[str]) -> float | None:
     """Fraction of the claim's distinct content tokens in `source_tokens`; None when the claim
     has no content token to check."""
-    claim_tokens = set(content_tokens(claim))
+    claim_tokens = set(_content_tokens(claim))
     if not claim_tokens:
         return None
     return len(claim_tokens & source_tokens) / len(claim_tokens)

@@ -476,7 +476,7 @@ def _apply_model(reader: _ChunkReader, model: ItemModel) -> None:
     gated = {kind: model.gated(kind) for kind in ("decisions", "action_items", "open_questions")}
     if not any(gated.values()):
         return
-    context = context_of(reader.messages)
+    context = context_of(reader.messages, reader.participants)
     features = [message_features(context, i) for i in range(len(reader.messages))]
     proposer = _Proposer(reader)
     found = reader.found

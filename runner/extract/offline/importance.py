@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from runner.core.window import WindowMessage
 from runner.extract.offline.artifacts import command_like
 from runner.extract.offline.patterns import DECISION_MARKER, firm_decision
-from runner.extract.offline.text import content_words, squash, without_urls
+from runner.extract.offline.text import FoldedPattern, content_words, squash, without_urls
 
 # Greetings, meals, leaving, thanks, laughter, bot and join/part lines: a message that is only
 # this is noise. Checked on the whole message (anchored), so "thanks, that fixed my X config"
@@ -43,12 +43,12 @@ _NOISE_ONLY = re.compile(
     r")(?:[\s,!.?]+(?:all|everyone|guys|folks|people|man|dude|again|so\s+much|a\s+lot|lol|"
     r"haha|:\)|:d|!+|\w{2,20}))?\W*$"
 )
-_LEAVING = re.compile(
+_LEAVING = FoldedPattern(
     r"(?i)\b(?:(?:i\s+)?(?:have|had|got|gotta)\s+to\s+go|gotta\s+go|going\s+(?:to\s+)?(?:bed|sleep|"
     r"home)|off\s+to\s+(?:bed|sleep|work|lunch|dinner)|be\s+right\s+back|brb|bbl|afk|good\s*night"
     r"|see\s+(?:you|ya)\s+(?:all|later|tomorrow)|bye\s+(?:all|everyone))\b"
 )
-_FOOD = re.compile(
+_FOOD = FoldedPattern(
     r"(?i)\b(?:dinner|lunch|breakfast|supper|meal|eat(?:ing)?|ate|food|pizza|sandwich|micr?owave"
     r"|coffee|tea|beer|snack|hungry|cook(?:ing)?)\b"
 )
@@ -57,7 +57,7 @@ _BOT_LINE = re.compile(
     r"(?i)^\W*(?:\*{1,3}\s*\S+\s+(?:has\s+)?(?:joined|left|quit|parted)\b|\S+\s+(?:has\s+)?(?:joined"
     r"|left|quit)\s+(?:the\s+)?(?:channel|room|#)|(?:join|part|quit|mode|topic)\s*[:\-])"
 )
-_BOT_AUTHOR = re.compile(
+_BOT_AUTHOR = FoldedPattern(
     r"(?i)(?:bot|\[bot\]|ubottu|ubotu|chanserv|nickserv|github|travis|jenkins)$"
 )
 _QUESTION_OPENING = re.compile(
@@ -65,17 +65,17 @@ _QUESTION_OPENING = re.compile(
     r"|would|will|has|have|was|were)\s+(?:i|you|we|it|there|anyone|anybody|someone|somebody|this"
     r"|that|these|my|the|any)\b|anyone\b|anybody\b|any idea)"
 )
-_PROBLEM = re.compile(
+_PROBLEM = FoldedPattern(
     r"(?i)\b(?:error|errors|fail\w*|broken|crash\w*|doesn'?t work|does not work|not working|won'?t"
     r"|can'?t|cannot|unable|issue|problem|bug|exception|timeout|timed out|refused|denied|stuck"
     r"|hangs?|freez\w*|missing|wrong|segfault|traceback|warning)\b"
 )
-_RESOLVED = re.compile(
+_RESOLVED = FoldedPattern(
     r"(?i)\b(?:solved|fixed|works now|working now|that worked|it worked|works!|got it working|"
     r"figured it out|sorted|did the trick|that did it|that was it|problem solved|success)\b"
 )
-_THANKS = re.compile(r"(?i)\b(?:thanks|thank you|thx|ty|cheers)\b")
-_ANNOUNCEMENT = re.compile(
+_THANKS = FoldedPattern(r"(?i)\b(?:thanks|thank you|thx|ty|cheers)\b")
+_ANNOUNCEMENT = FoldedPattern(
     r"(?i)\b(?:released|release of|(?:is|are) (?:now )?out\b|now available|announc\w*|launched"
     r"|just landed|pushed (?:a |the )?fix|fixed in|has been merged|(?:is|was) merged|deprecat\w*|new version|changelog"
     r"|release notes|security (?:update|advisory)|psa|heads up|we(?:'ve| have) (?:shipped|moved"

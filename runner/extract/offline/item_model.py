@@ -33,7 +33,7 @@ import numpy as np
 
 from runner.core.window import WindowMessage
 from runner.extract.offline import patterns
-from runner.extract.offline.text import content_words, squash, view_message
+from runner.extract.offline.text import FoldedPattern, content_words, squash, view_message
 from runner.extract.offline.threads import (
     Participants,
     find_answer,
@@ -54,20 +54,20 @@ LEARNING_RATE = 0.5
 L2 = 0.01
 _HORIZON = 6  # later messages read for replies, agreement and thanks
 
-_FUTURE = re.compile(
+_FUTURE = FoldedPattern(
     r"(?i)\b(?:will|shall|i'll|we'll|you'll|he'll|she'll|they'll|gonna|going to)\b"
 )
-_OBLIGATION = re.compile(r"(?i)\b(?:should|must|need to|needs to|have to|has to|ought)\b")
-_POSSIBILITY = re.compile(r"(?i)\b(?:can|could|would|may|might)\b")
-_WE = re.compile(r"(?i)\b(?:we|we'll|we're|we've|let's|us|our|team)\b")
-_YOU = re.compile(r"(?i)\b(?:you|you're|you'll|your|u)\b")
-_PAST = re.compile(r"(?i)\b(?:\w{3,}ed|did|was|were|had|went|got|made)\b")
-_SETTLE = re.compile(
+_OBLIGATION = FoldedPattern(r"(?i)\b(?:should|must|need to|needs to|have to|has to|ought)\b")
+_POSSIBILITY = FoldedPattern(r"(?i)\b(?:can|could|would|may|might)\b")
+_WE = FoldedPattern(r"(?i)\b(?:we|we'll|we're|we've|let's|us|our|team)\b")
+_YOU = FoldedPattern(r"(?i)\b(?:you|you're|you'll|your|u)\b")
+_PAST = FoldedPattern(r"(?i)\b(?:\w{3,}ed|did|was|were|had|went|got|made)\b")
+_SETTLE = FoldedPattern(
     r"(?i)\b(?:agree|agreed|decided|decision|consensus|settled|plan|policy|approved|going forward"
     r"|from now on|instead|switch|switching|go with|stick with)\b"
 )
-_THANKS = re.compile(r"(?i)\b(?:thanks|thank you|thx|ty|cheers|worked|works now|solved|fixed)\b")
-_NEGATION = re.compile(r"(?i)\b(?:not|no|never|don't|doesn't|didn't|can't|cannot|won't)\b")
+_THANKS = FoldedPattern(r"(?i)\b(?:thanks|thank you|thx|ty|cheers|worked|works now|solved|fixed)\b")
+_NEGATION = FoldedPattern(r"(?i)\b(?:not|no|never|don't|doesn't|didn't|can't|cannot|won't)\b")
 _CODE = re.compile(r"`|\$ |--\w|/\w+/")
 _URL = re.compile(r"https?://|www\.")
 
@@ -96,13 +96,18 @@ class ItemContext:
         return known
 
 
-def context_of(messages: Sequence[WindowMessage]) -> ItemContext:
+def context_of(
+    messages: Sequence[WindowMessage], participants: Participants | None = None
+) -> ItemContext:
+    """`participants`: `Participants.of(messages)` when the caller has it already."""
     counts: dict[str, int] = {}
     for message in messages:
         counts[message.author] = counts.get(message.author, 0) + 1
     total = max(1, len(messages))
     return ItemContext(
-        messages, Participants.of(messages), {a: n / total for a, n in counts.items()}
+        messages,
+        participants if participants is not None else Participants.of(messages),
+        {a: n / total for a, n in counts.items()},
     )
 
 

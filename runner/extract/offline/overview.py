@@ -61,42 +61,59 @@ def _vectors(views: Sequence[PartView]) -> list[dict[str, float]]:
 
 
 def _similarities(vectors: list[dict[str, float]]) -> dict[int, dict[int, float]]:
-    postings: dict[str, list[tuple[int, float]]] = defaultdict(list)
-    for index, vector in enumerate(vectors):
-        for term, weight in vector.items():
-            postings[term].append((index, weight))
-    # Pair (i, j), i < j, keyed i * n + j: an int hashes faster than a tuple, and this loop is
-    # the hottest of the offline map. Sums run in the same order as ever (terms sorted, then
-    # postings in window order), so the weights are the same floats.
     n = len(vectors)
-    pairs: dict[int, float] = {}
-    get = pairs.get
-    for term in sorted(postings):
-        posting = postings[term]
-        if len(posting) < 2 or len(posting) > _MAX_POSTINGS:
-            continue
-        for a, (i, wi) in enumerate(posting):
-            base = i * n
-            for j, wj in posting[a + 1 :]:
-                key = base + j
-                pairs[key] = get(key, 0.0) + wi * wj
-    neighbours: dict[int, list[tuple[float, int]]] = defaultdict(list)
-    for key, weight in pairs.items():
-        if weight >= _MIN_SIMILARITY:
-            i, j = divmod(key, n)
-            neighbours[i].append((weight, j))
-            neighbours[j].append((weight, i))
+    graph: dict[int, dict[int, float]] = defaultdict(dict)
+    # Every term occurrence as (term, message index, weight), grouped by term in sorted order
+    # (a stable sort keeps each term's occurrences in window order): each term's postings.
+    terms: list[str] = []
+    indices: list[int] = []
+    weights: list[float] = []
+    for index, vector in enumerate(vectors):
+        terms.extend(vector)
+        indices.extend([index] * len(vector))
+        weights.extend(vector.values())
+    vocabulary = {term: rank for rank, term in enumerate(sorted(set(terms)))}
+    term_ids = numpy.fromiter(map(vocabulary.__getitem__, terms), numpy.int64, len(terms))
+    order = numpy.argsort(term_ids, kind="stable")
+    term_ids = term_ids[order]
+    posting_sizes = numpy.bincount(term_ids, minlength=len(vocabulary))[term_ids]
+    used = (posting_sizes >= 2) & (posting_sizes <= _MAX_POSTINGS)
+    term_ids, posting_sizes = term_ids[used], posting_sizes[used]
+    message = numpy.array(indices, dtype=numpy.int64)[order][used]
+    weight = numpy.array(weights, dtype=numpy.float64)[order][used]
+    if not len(term_ids):
+        return graph
+    # Every pair (a, b), a before b, of each term's postings, keyed i * n + j, in the order the
+    # Python loop visited them (terms sorted, then a, then b): `bincount` adds each key's
+    # products one by one in array order from 0.0, so every pair weight is the same float as
+    # `pairs[key] = pairs.get(key, 0.0) + wi * wj` gave (that loop was the hottest of the map).
+    positions = numpy.arange(len(term_ids))
+    first_of_term = numpy.r_[True, term_ids[1:] != term_ids[:-1]]
+    term_start = numpy.maximum.accumulate(numpy.where(first_of_term, positions, 0))
+    later = term_start + posting_sizes - 1 - positions  # postings after a in its term
+    a = numpy.repeat(positions, later)
+    b = a + 1 + numpy.arange(len(a)) - numpy.repeat(numpy.cumsum(later) - later, later)
+    unique_keys, slots = numpy.unique(message[a] * n + message[b], return_inverse=True)
+    sums = numpy.bincount(slots, weights=weight[a] * weight[b])
+    strong = sums >= _MIN_SIMILARITY
+    firsts, seconds = numpy.divmod(unique_keys[strong], n)
+    pair_weights = sums[strong]
     # Each message keeps its `_NEIGHBOURS` most similar ones: the graph stays sparse (linear in
     # the window) and big windows rank in seconds. Most similar first, ties by index (a total
-    # order, so the pairs need no sorting): two stable sorts on C key functions rather than one
-    # through a Python key (a million calls in a 1,500-node reduce).
-    graph: dict[int, dict[int, float]] = defaultdict(dict)
-    for i in sorted(neighbours):
-        ranked = sorted(neighbours[i], key=_INDEX)
-        ranked.sort(key=_WEIGHT, reverse=True)
-        for weight, j in ranked[:_NEIGHBOURS]:
-            graph[i][j] = weight
-            graph[j][i] = weight
+    # order): every pair seen from both ends, ordered by node, then weight descending, then the
+    # neighbour's index.
+    nodes = numpy.concatenate([firsts, seconds])
+    others = numpy.concatenate([seconds, firsts])
+    both = numpy.concatenate([pair_weights, pair_weights])
+    order = numpy.lexsort((others, -both, nodes))
+    nodes, others, both = nodes[order], others[order], both[order]
+    starts = numpy.searchsorted(nodes, nodes, side="left")
+    keep = numpy.arange(len(nodes)) - starts < _NEIGHBOURS
+    for i, j, similarity in zip(
+        nodes[keep].tolist(), others[keep].tolist(), both[keep].tolist(), strict=True
+    ):
+        graph[i][j] = similarity
+        graph[j][i] = similarity
     return graph
 
 

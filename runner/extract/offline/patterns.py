@@ -9,12 +9,15 @@ The patterns come from how teams write in chat and meetings: meeting-bot markers
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from runner.core.window import WindowMessage
 from runner.extract.offline.text import (
+    FoldedPattern,
     capitalize_first,
     content_words,
     squash,
@@ -40,7 +43,7 @@ INFO_MARKER = re.compile(r"(?i)(?:\[(?:info|fyi|note)\]|#info\b|^\W{0,3}(?:fyi|n
 TIP_MARKER = re.compile(
     r"(?i)^\W{0,3}(?:tip|pro ?tip|hint|heads up|gotcha|lesson learned|til|reminder)\s*[:\-—]\s*"
 )
-_DECISION_STRONG = re.compile(
+_DECISION_STRONG = FoldedPattern(
     r"(?i)\b(?:(?:we|we've|we have|team|everyone|all)\s+(?:\w+\s+)?(?:decided|agreed|settled)"
     r"|decided to|(?:the|our|final) decision (?:is|was)|^(?:the )?consensus (?:is|was)|settled on"
     r"|agreed (?:to|on|that|upon)|(?:let's|let us|we'll|we will|we're|we are|we're going to)"
@@ -59,11 +62,11 @@ _PROPOSAL = re.compile(
     r"|what if we|we could|i should|the plan is to|stop using)"
     r"(?!\w)"  # not \b: "proposal:" ends on a colon
 )
-_NEGATED_DECISION = re.compile(
+_NEGATED_DECISION = FoldedPattern(
     r"(?i)\b(?:haven't|have not|hasn't|has not|didn't|did not|not yet|yet to|still need to|"
     r"can't|cannot|couldn't|not)\s+(?:\w+\s+)?(?:decided|decide|agreed|agree|settled|settle)"
 )
-_HEDGE = re.compile(r"(?i)\b(?:maybe|perhaps|might|probably|possibly|not sure|i guess|unless)\b")
+_HEDGE = FoldedPattern(r"(?i)\b(?:maybe|perhaps|might|probably|possibly|not sure|i guess|unless)\b")
 _SELF_COMMIT = re.compile(
     r"(?i)(?:^|[,;.!]\s*|\b(?:and|so|ok|okay|sure|yes|yep)[,!]?\s+)"
     r"(?P<lead>i'll|i will|i'm going to|i am going to|i'm gonna|i can take|i'm on it|i am on it"
@@ -131,16 +134,16 @@ _SECOND_PERSON = re.compile(
     r"(?i)^(?:(?:are|did|have|do|can|could|would|were|will|is) you|you mean|what do you mean"
     r"|(?:why|what|how) (?:do|did|are|would|were) you (?!\w+ (?:a|an|the) )|you\b)"
 )
-_NON_ANSWER = re.compile(
+_NON_ANSWER = FoldedPattern(
     r"(?i)\b(?:not sure|no idea|don't know|dont know|dunno|no clue|i'm not|idk|don't understand"
     r"|what do you mean)\b"
 )
-_PROBLEM = re.compile(
+_PROBLEM = FoldedPattern(
     r"(?i)\b(?:error|errors|fail|fails|failed|failing|failure|broken|crash|crashes|crashed|"
     r"doesn't work|does not work|not working|won't|can't|cannot|unable|issue|problem|bug|"
     r"exception|timeout|timed out|times out|flaky|missing|refused|denied|stuck|hangs|leak)\b"
 )
-_ADVICE = re.compile(
+_ADVICE = FoldedPattern(
     r"(?i)^(?:always|never|avoid|prefer|make sure|don't forget|do not forget|remember to"
     r"|be careful)\b|\b(?:you should|you'll want to|i(?:'d)? recommend|we recommend|is recommended"
     r"|best practice|it's better to|rule of thumb)\b"
@@ -149,6 +152,26 @@ _LEADING_FILLER = re.compile(r"(?i)^(?:(?:ok(?:ay)?|so|alright|right|and|yeah|ye
 _EMOTICON_TAIL = re.compile(
     r"(?:\s*(?::\)|:\(|:D|;\)|:P|xD|\^\^|[\U0001F300-\U0001FAFF☀-➿]))+\s*$"
 )
+
+
+_Rule = TypeVar("_Rule", bound=Callable[..., "Claim | None"])
+
+
+def _per_participants(rule: _Rule) -> _Rule:
+    """`rule(sentence, ..., participants)` answered once per sentence and participants: its
+    answer is kept in `participants.rules` (a chunk's rules and its item model ask alike)."""
+
+    @functools.wraps(rule)
+    def cached(*args: Any) -> Claim | None:
+        memo = args[-1].rules
+        key = (rule, *args[:-1])
+        if key in memo:
+            return memo[key]  # type: ignore[no-any-return]
+        answer: Claim | None = rule(*args)
+        memo[key] = answer
+        return answer
+
+    return cached  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)
@@ -176,6 +199,7 @@ def _without(text: str, marker: re.Match[str]) -> str:
     return text[: marker.start()] + " " + text[marker.end() :]
 
 
+@_per_participants
 def decision(sentence: str, participants: Participants) -> Claim | None:
     """A decision stated outright: a marker or decision phrasing, not a question or a hedge."""
     text = strip_address(squash(sentence), participants)
@@ -190,14 +214,16 @@ def decision(sentence: str, participants: Participants) -> Claim | None:
     return None
 
 
-FIRST_PERSON = re.compile(r"(?i)\b(?:i|i'll|i'm|i've|i'd|me|my)\b")
-_SIGNED_OFF = re.compile(r"(?i)\bsigned off\b(?!\s+on\b)")
+FIRST_PERSON = FoldedPattern(r"(?i)\b(?:i|i'll|i'm|i've|i'd|me|my)\b")
+_SIGNED_OFF = FoldedPattern(r"(?i)\bsigned off\b(?!\s+on\b)")
 _CONDITIONAL = re.compile(r"(?i)^\W*(?:if|when|once|unless|whether)\b")
-_POLICY = re.compile(
+_POLICY = FoldedPattern(
     r"(?i)\b(?:going forward|from now on|the plan is|(?:the|our|final) decision (?:is|was)"
     r"|consensus (?:is|was)|(?:is|are) approved|signed off)\b"
 )
-_GROUP = re.compile(r"(?i)\b(?:we|we'll|we're|we've|let's|let us|us|our|team|everyone|all of us)\b")
+_GROUP = FoldedPattern(
+    r"(?i)\b(?:we|we'll|we're|we've|let's|let us|us|our|team|everyone|all of us)\b"
+)
 
 
 def firm_decision(text: str) -> bool:
@@ -220,6 +246,7 @@ def firm_decision(text: str) -> bool:
     return bool(_POLICY.search(flat)) and not FIRST_PERSON.search(flat)
 
 
+@_per_participants
 def proposal(sentence: str, participants: Participants) -> Claim | None:
     """A proposal ("let's ...", "we should ..."): a decision once someone else agrees."""
     text = strip_address(squash(sentence), participants)
@@ -254,6 +281,7 @@ def _owner_name(name: str, participants: Participants) -> str:
     return participants.lookup(name.lstrip("@")) or name.lstrip("@")
 
 
+@_per_participants
 def action(sentence: str, author: str, participants: Participants) -> Claim | None:
     """An action item: a marker, a commitment of the author, a request to or assignment of
     someone. The claim text is the task; `owner` who does it (when known)."""
@@ -397,6 +425,7 @@ def commitment_only(text: str) -> bool:
     return bool(_COMMIT_ONLY.match(squash(text)))
 
 
+@_per_participants
 def question(sentence: str, participants: Participants) -> Claim | None:
     """A question worth a reader's attention: ends in "?" (or opens with an interrogative, as
     IRC users rarely type "?"), has at least three content words, and is not small talk."""

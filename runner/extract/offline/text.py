@@ -27,6 +27,49 @@ _SPACES = re.compile(r"\s+")
 _WORD_CHAR = re.compile(r"\w")
 
 
+# A case-insensitive search tries both cases of every letter at every position; the same
+# pattern without the flag, searched in the lower-cased text, finds the same matches about three
+# times faster. That is exact when ASCII letters are the only cased characters of the text (and
+# the pattern's letters are all lower case): other characters have case equivalents of their own
+# (the Kelvin sign is a "k", the long s an "s", "İ" lowers to two characters).
+_ASCII = {code: None for code in range(128)}
+
+
+@lru_cache(maxsize=4096)
+def _lowered_exactly(text: str) -> str | None:
+    """`text` lower-cased when a case-sensitive search of it is exactly a case-insensitive search
+    of `text` (see above), else None. Cached: a message meets a dozen such patterns in a row."""
+    if not text.isascii():
+        rest = text.translate(_ASCII)
+        if rest.lower() != rest or rest.upper() != rest:
+            return None
+    return text.lower()
+
+
+class FoldedPattern:
+    """A case-insensitive pattern whose only use is whether it occurs in a text: searched in the
+    lower-cased text without the flag where that is exact (`_lowered_exactly`), else as is."""
+
+    __slots__ = ("pattern", "_lower")
+
+    def __init__(self, source: str, flags: int = re.IGNORECASE) -> None:
+        self.pattern = re.compile(source, flags)
+        plain = source.removeprefix("(?i)")
+        letters = re.sub(r"\\.|\(\?P<\w+>", "", plain)
+        if not flags & re.IGNORECASE and not source.startswith("(?i)"):
+            raise ValueError("a FoldedPattern is case-insensitive")
+        if letters != letters.lower() or re.search(r"\(\?[a-zA-Z]", letters):
+            raise ValueError(f"upper-case letters or inline flags in {source!r}")
+        self._lower = re.compile(plain, flags & ~re.IGNORECASE)
+
+    def search(self, text: str) -> bool:
+        """Whether the pattern occurs in `text` (as `bool(pattern.search(text))`)."""
+        lowered = _lowered_exactly(text)
+        if lowered is None:
+            return self.pattern.search(text) is not None
+        return self._lower.search(lowered) is not None
+
+
 def _urls(text: str) -> Iterator[re.Match[str]]:
     """`_URL`'s matches; a text without "://" has none, and the case-insensitive scheme
     alternatives are slow to try at every character of every message."""
@@ -148,6 +191,12 @@ def _strip_span(text: str, start: int, end: int) -> tuple[int, int]:
 
 def view_part(part: ChunkPart) -> PartView:
     """Analyse one chunk part (see the module docstring)."""
+    if part.start == 0 and part.end == len(part.message.normalized_text):
+        return view_message(part.message)  # the common case, shared with the rules that view it
+    return _view_part(part)
+
+
+def _view_part(part: ChunkPart) -> PartView:
     full = part.message.normalized_text
     text = part.text
     base = part.start
@@ -234,9 +283,13 @@ def _split_sentences(full: str, start: int, end: int) -> list[Span]:
     return spans
 
 
+# Cached: the map views each message of a chunk for its rules, then again for the item model's
+# features (and the answer rules view the messages they quote); a view is a pure function of
+# its message and is never changed once made. Bounded: the repeats come within a chunk.
+@lru_cache(maxsize=2048)
 def view_message(message: WindowMessage) -> PartView:
     """The whole message as one part (the digest step looks at messages, not chunk parts)."""
-    return view_part(ChunkPart(message=message, start=0, end=len(message.normalized_text)))
+    return _view_part(ChunkPart(message=message, start=0, end=len(message.normalized_text)))
 
 
 # The rules squash a sentence and drop its URLs again for every pattern they try on it (about

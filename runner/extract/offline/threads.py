@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from runner.core.window import WindowMessage
-from runner.extract.offline.text import content_words, squash, without_urls
+from runner.extract.offline.text import FoldedPattern, content_words, squash, without_urls
 from runner.grounding.addressing import LEADING_ADDRESS
 
 ADDRESS_HORIZON = 40
@@ -45,7 +45,7 @@ _AGREEMENT = re.compile(
     r"👍|✅|💯|🙌|👌)(?!\w)",
     re.IGNORECASE,
 )
-_STRONG_AGREEMENT = re.compile(
+_STRONG_AGREEMENT = FoldedPattern(
     r"\b(?:agreed|agree|sounds good|sgtm|lgtm|works for me|makes sense|ship it|"
     r"let'?s do (?:it|that)|go for it|fine by me|that (?:would|will|should) work|that works"
     r"|merged|approved)\b|\+1|👍|✅",
@@ -55,12 +55,12 @@ _STRONG_AGREEMENT = re.compile(
 _BARE_ASSENT = re.compile(
     r"(?i)^\W*(?:ok(?:ay)?|k|sure|yes|yep|yup|yeah|agreed|deal|fine|right|will do)\W*$"
 )
-_RESOLVED = re.compile(
+_RESOLVED = FoldedPattern(
     r"\b(?:thanks|thank you|thx|ty|solved|fixed|works now|that worked|got it|never ?mind|"
     r"nvm|figured it out|sorted)\b",
     re.IGNORECASE,
 )
-_SOCIAL = re.compile(
+_SOCIAL = FoldedPattern(
     r"\b(?:lunch|coffee|breakfast|dinner|beer|beers|drinks|pizza|weekend|vacation|holiday|"
     r"birthday|movie|football|soccer|game night|how are you|how's it going|hows it going|"
     r"what's up|whats up|good morning|good night|gm|gn|anyone here|anybody here|anyone around|"
@@ -90,6 +90,10 @@ class Participants:
     # `strip_address` of texts already seen: the rules strip each sentence's addressee once per
     # pattern they try on it. Depends on `by_key` only, so it lives (and dies) with it.
     stripped: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+    # The sentence rules' answers (`patterns.decision`, `action`, ...), which depend on the
+    # sentence and `by_key` only: the map asks them of each sentence for its items and again
+    # for the item model's features.
+    rules: dict[tuple[object, ...], object] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def of(cls, messages: Sequence[WindowMessage]) -> Participants:
