@@ -26,6 +26,12 @@ frames and a per-phase breakdown are printed (`--profile-dir` keeps the raw stac
 
 The database is an embedded PostgreSQL in a temporary directory unless `--database-url` names a
 disposable one (the script adds a server, channels, jobs and digests to it).
+
+Every load run also reports the server process's CPU µs per request (user + system from /proc,
+warm-up included) and the load average, since requests per second on a shared machine move with
+its neighbours. With `--callgrind N [--scenario NAME ...]` there are no load runs: both servers
+run under valgrind's callgrind and the instructions each runs per request are counted over N
+requests (bench/_api_instructions.py).
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
 import socket
 import statistics
@@ -328,7 +335,8 @@ def summarize(
     scenario: str, runs: dict[str, list[dict[str, Any]]], options: Options
 ) -> dict[str, Any]:
     def median(server: str, key: str) -> float:
-        return round(statistics.median(run[key] for run in runs[server]), 2)
+        # A run that answered nothing has no CPU figure: NaN rather than a missing key.
+        return round(statistics.median(run.get(key, math.nan) for run in runs[server]), 2)
 
     def spread(server: str) -> list[float]:
         values = [run["requests_per_s"] for run in runs[server]]
