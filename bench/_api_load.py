@@ -4,7 +4,8 @@
 
 SPEC holds host, port, connections, warmup and duration (seconds), and `requests`: complete
 HTTP/1.1 requests (text) that each connection cycles through. Prints one JSON line: requests
-completed in the measured window, requests/s, latency p50/p90/p99/max in ms, and errors.
+completed in the measured window, requests/s, latency p50/p90/p99/max in ms, every request
+answered (warm-up and tail included), and errors.
 
 It speaks HTTP/1.1 keep-alive over raw asyncio streams instead of httpx: on a 2-core machine an
 httpx client spends more CPU per request than the server under test, and the comparison would
@@ -27,6 +28,8 @@ from pathlib import Path
 @dataclass
 class Tally:
     latencies: list[float] = field(default_factory=list)
+    # Every request answered, warm-up and tail included (what the server's CPU time covers).
+    answered: int = 0
     errors: int = 0
     first_error: str | None = None
 
@@ -71,6 +74,7 @@ async def _connection(
                 raise RuntimeError("response without Content-Length")
             body = await reader.readexactly(length)
             finished = time.perf_counter()
+            tally.answered += 1
             # Only requests wholly inside the window count, so warm-up and the tail are out.
             if started < measure_from or finished > measure_until:
                 continue
@@ -129,6 +133,7 @@ async def run(spec: LoadSpec) -> dict[str, object]:
         "p99_ms": round(percentile(latencies, 0.99) * 1000, 2),
         "max_ms": round(latencies[-1] * 1000, 2) if latencies else None,
         "mean_ms": round(statistics.fmean(latencies) * 1000, 2) if latencies else None,
+        "answered": tally.answered,
         "errors": tally.errors,
         "first_error": tally.first_error,
     }

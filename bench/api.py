@@ -26,6 +26,12 @@ frames and a per-phase breakdown are printed (`--profile-dir` keeps the raw stac
 
 The database is an embedded PostgreSQL in a temporary directory unless `--database-url` names a
 disposable one (the script adds a server, channels, jobs and digests to it).
+
+Every load run also reports the server process's CPU µs per request (user + system from /proc,
+warm-up included) and the load average, since requests per second on a shared machine move with
+its neighbours. With `--callgrind N [--scenario NAME ...]` there are no load runs: both servers
+run under valgrind's callgrind and the instructions each runs per request are counted over N
+requests (bench/_api_instructions.py).
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
 import socket
 import statistics
@@ -56,6 +63,7 @@ REPO = BENCH.parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != BENCH]
 sys.path.insert(0, str(REPO))
 
+from bench._api_instructions import callgrind_prefix, instructions_per_request
 from bench._api_profile import profile_summary
 from bench._api_seed import seed
 from bench._api_statements import statement_counter
@@ -97,6 +105,9 @@ class Options:
     digests: int
     py_spy: str | None
     profile_dir: Path | None = None
+    # Requests counted per scenario and server under callgrind (0: no count, load runs instead).
+    callgrind: int = 0
+    scenarios: tuple[str, ...] = SCENARIOS
 
     @property
     def servers(self) -> tuple[str, ...]:
@@ -127,9 +138,11 @@ def wait_healthy(port: int, process: subprocess.Popen[bytes], timeout: float = 6
 
 
 @contextmanager
-def servers(url: str, home: Path, names: tuple[str, ...]) -> Iterator[dict[str, tuple[int, int]]]:
+def servers(
+    url: str, home: Path, names: tuple[str, ...], prefix: list[str] | None = None
+) -> Iterator[dict[str, tuple[int, int]]]:
     """The servers named, as {name: (port, pid)}: "graphql" is `digestd serve --no-runner`,
-    "plain" the baseline."""
+    "plain" the baseline; `prefix` (with `{name}` in it replaced) runs them under a tool."""
     env = {
         **os.environ,
         "DATABASE_URL": url,
@@ -156,15 +169,20 @@ def servers(url: str, home: Path, names: tuple[str, ...]) -> Iterator[dict[str, 
             }[name]
             # Their logs (the app's access log) go to a file: the same work, a readable output.
             log = (home / f"{name}.log").open("ab")
+            tool = [part.replace("{name}", name) for part in prefix or []]
             started[name] = (
                 port,
                 subprocess.Popen(
-                    [*command, "--port", str(port)], cwd=REPO, env=env, stdout=log, stderr=log
+                    [*tool, *command, "--port", str(port)],
+                    cwd=REPO,
+                    env=env,
+                    stdout=log,
+                    stderr=log,
                 ),
             )
             log.close()
         for port, process in started.values():
-            wait_healthy(port, process)
+            wait_healthy(port, process, timeout=600 if prefix else 60)
         yield {name: (port, process.pid) for name, (port, process) in started.items()}
     finally:
         for _, process in started.values():
@@ -256,9 +274,24 @@ def check_same_data(ports: dict[str, tuple[int, int]], job_id: int) -> dict[str,
 # --- load runs -----------------------------------------------------------------------------
 
 
+def cpu_seconds(pid: int) -> tuple[float, float]:
+    """User and system CPU time of process `pid` so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
+
+
 def run_load(
-    requests: list[str], port: int, options: Options, check_errors: bool, expect_status: int = 200
+    requests: list[str],
+    port: int,
+    options: Options,
+    check_errors: bool,
+    expect_status: int = 200,
+    pid: int | None = None,
 ) -> dict[str, Any]:
+    """One load run; with the server's `pid`, also the server's CPU µs per request answered
+    (a figure that moves less with the machine's load than requests per second do)."""
+    cpu_before = cpu_seconds(pid) if pid is not None else (0.0, 0.0)
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
         json.dump(
             {
@@ -283,7 +316,15 @@ def run_load(
         )
     finally:
         os.unlink(handle.name)
-    return json.loads(completed.stdout.strip().splitlines()[-1])
+    result: dict[str, Any] = json.loads(completed.stdout.strip().splitlines()[-1])
+    if pid is not None and result["answered"]:
+        user, system = (
+            (after - before) / result["answered"] * 1e6
+            for after, before in zip(cpu_seconds(pid), cpu_before, strict=True)
+        )
+        result["server_cpu_us_per_request"] = round(user + system, 1)
+        result["server_system_us_per_request"] = round(system, 1)
+    return result
 
 
 def emit(row: dict[str, Any]) -> None:
@@ -294,13 +335,18 @@ def summarize(
     scenario: str, runs: dict[str, list[dict[str, Any]]], options: Options
 ) -> dict[str, Any]:
     def median(server: str, key: str) -> float:
-        return round(statistics.median(run[key] for run in runs[server]), 2)
+        # A run that answered nothing has no CPU figure: NaN rather than a missing key.
+        return round(statistics.median(run.get(key, math.nan) for run in runs[server]), 2)
 
     def spread(server: str) -> list[float]:
         values = [run["requests_per_s"] for run in runs[server]]
         return [min(values), max(values)]
 
+    loads = [run["load_average"] for server_runs in runs.values() for run in server_runs]
     ratio = median("graphql", "requests_per_s") / median("plain", "requests_per_s")
+    cpu_ratio = median("plain", "server_cpu_us_per_request") / median(
+        "graphql", "server_cpu_us_per_request"
+    )
     return {
         "bench": "api",
         "summary": True,
@@ -317,8 +363,12 @@ def summarize(
         "plain_p50_ms": median("plain", "p50_ms"),
         "plain_p99_ms": median("plain", "p99_ms"),
         "ratio": round(ratio, 3),
+        "graphql_cpu_us_per_request": median("graphql", "server_cpu_us_per_request"),
+        "plain_cpu_us_per_request": median("plain", "server_cpu_us_per_request"),
+        "cpu_ratio": round(cpu_ratio, 3),
         "target_ratio": TARGET_RATIO,
         "target_met": ratio >= TARGET_RATIO,
+        "load_average": [min(loads), max(loads)],
         "errors": sum(run["errors"] for server_runs in runs.values() for run in server_runs),
     }
 
@@ -421,6 +471,42 @@ async def count_statements(url: str, home: Path, job_id: int) -> dict[str, int]:
         }
 
 
+def count_instructions(
+    url: str, home: Path, job_ids: list[int], options: Options
+) -> dict[str, dict[str, float]]:
+    """Instructions per request of each scenario on each server, under callgrind."""
+    out = home / "callgrind-{name}.out"
+    counts: dict[str, dict[str, float]] = {}
+    with servers(url, home, options.servers, prefix=callgrind_prefix(out)) as ports:
+        same = check_same_data(ports, job_ids[len(job_ids) // 2])
+        if not all(same.values()):
+            raise RuntimeError(f"the servers answer different data: {same}")
+        for scenario in options.scenarios:
+            counts[scenario] = {}
+            for server in options.servers:
+                port, pid = ports[server]
+                requests = scenario_requests(scenario, server, port, job_ids)
+                counts[scenario][server] = instructions_per_request(
+                    port,
+                    pid,
+                    requests,
+                    options.callgrind,
+                    warmup=200,
+                    out_file=home / f"callgrind-{server}.out",
+                    name=scenario,
+                )
+            counts[scenario]["ratio"] = counts[scenario]["plain"] / counts[scenario]["graphql"]
+            emit(
+                {
+                    "bench": "api",
+                    "instructions_per_request": scenario,
+                    "requests": options.callgrind,
+                    **{k: round(v, 3) for k, v in counts[scenario].items()},
+                }
+            )
+    return counts
+
+
 def run(options: Options, database_url: str | None) -> int:
     with tempfile.TemporaryDirectory(prefix="digestd-bench-api-") as directory:
         home = Path(directory)
@@ -438,6 +524,9 @@ def run(options: Options, database_url: str | None) -> int:
         )
         statements = asyncio.run(count_statements(url, home, job_ids[0]))
         emit({"bench": "api", "statements_per_request": statements})
+        if options.callgrind:
+            count_instructions(url, home, job_ids, options)
+            return 0
         with servers(url, home, options.servers) as ports:
             same = check_same_data(ports, job_ids[len(job_ids) // 2])
             emit({"bench": "api", "check": "same_data", **same})
@@ -453,7 +542,14 @@ def run(options: Options, database_url: str | None) -> int:
                     for server in order:
                         port = ports[server][0]
                         requests = scenario_requests(scenario, server, port, job_ids)
-                        result = run_load(requests, port, options, check_errors=server != "plain")
+                        result = run_load(
+                            requests,
+                            port,
+                            options,
+                            check_errors=server != "plain",
+                            pid=ports[server][1],
+                        )
+                        result["load_average"] = round(os.getloadavg()[0], 2)
                         runs[scenario][server].append(result)
                         emit(
                             {
@@ -500,6 +596,19 @@ def main() -> int:
     parser.add_argument("--digests", type=int, help="digests (and jobs) seeded (default 1000)")
     parser.add_argument("--py-spy", help="path of py-spy: profile the GraphQL server afterwards")
     parser.add_argument("--profile-dir", help="keep py-spy's raw profiles (collapsed stacks) here")
+    parser.add_argument(
+        "--callgrind",
+        type=int,
+        default=0,
+        metavar="N",
+        help="instead of load runs: instructions per request over N requests (valgrind)",
+    )
+    parser.add_argument(
+        "--scenario",
+        action="append",
+        choices=SCENARIOS,
+        help="with --callgrind: count this scenario only (repeatable; default all)",
+    )
     args = parser.parse_args()
     options = Options(
         quick=args.quick,
@@ -510,6 +619,8 @@ def main() -> int:
         digests=args.digests or (200 if args.quick else 1000),
         py_spy=args.py_spy,
         profile_dir=Path(args.profile_dir) if args.profile_dir else None,
+        callgrind=args.callgrind,
+        scenarios=tuple(args.scenario or SCENARIOS),
     )
     return run(options, args.database_url)
 

@@ -51,6 +51,7 @@ from graphql.execution.values import get_argument_values
 from graphql.pyutils import Path, Undefined
 
 from schema.compiled.request import PlanRequest, Stopped
+from schema.compiled.strawberry_call import DirectCall, direct_call
 
 # Completes a resolved value: the response value, or an awaitable of it.
 Complete = Callable[[Any, PlanRequest, Path], Any]
@@ -184,7 +185,8 @@ class _Builder:
         if definition is None:
             raise Unsupported(f"no field {parent.name}.{name}")
         complete = self.completion(definition.type, nodes)
-        return _resolver_of(parent, key, definition, nodes, complete)
+        call = direct_call(self.schema, definition)
+        return _resolver_of(parent, key, definition, nodes, complete, call)
 
     def completion(self, type_: GraphQLOutputType, nodes: list[FieldNode]) -> Complete:
         if isinstance(type_, GraphQLNonNull):
@@ -207,6 +209,7 @@ def _resolver_of(
     definition: GraphQLField,
     nodes: list[FieldNode],
     complete: Complete,
+    call: DirectCall | None = None,
 ) -> Resolve:
     resolve = definition.resolve
     if resolve is None:
@@ -276,7 +279,10 @@ def _resolver_of(
         arguments = (
             get_argument_values(definition, node, request.variables) if has_arguments else {}
         )
-        value = resolve(source, info, **arguments)
+        # Strawberry's resolver without its wrapper when the field allows (see direct_call).
+        value = (
+            resolve(source, info, **arguments) if call is None else call(source, info, arguments)
+        )
         if _awaitable(value):
             return _later(value, complete, request, field_path)
         return complete(value, request, field_path)

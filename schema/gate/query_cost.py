@@ -12,9 +12,10 @@ are known, so `first: $n` counts as its value.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections import OrderedDict
+from collections.abc import Hashable, Mapping
 from functools import lru_cache
-from typing import Any
+from typing import Any, Final
 
 from graphql import (
     FieldNode,
@@ -33,6 +34,8 @@ from graphql import (
     get_named_type,
     value_from_ast_untyped,
 )
+
+from schema.types.input_values import variables_in
 
 MAX_QUERY_COST = 20_000
 # Rows assumed for a list that has no `first` (the items of one digest, a document's digests).
@@ -110,6 +113,8 @@ class _Estimator:
         # A fragment costs the same wherever it is spread: remembered, so a fragment spread
         # twice in a fragment spread twice in ... is counted in linear time.
         self.fragment_costs: dict[str, int] = {}
+        # The variables the estimate read (which depends on the text alone, not on the values).
+        self.read: set[str] = set()
 
     def selection_set(
         self,
@@ -202,7 +207,9 @@ class _Estimator:
             if argument.name.value != name:
                 continue
             if isinstance(argument.value, VariableNode):
+                self.read.add(argument.value.name.value)
                 return self.variables.get(argument.value.name.value)
+            self.read |= variables_in(argument.value)
             return value_from_ast_untyped(argument.value, dict(self.variables))
         return None
 
@@ -221,3 +228,68 @@ def query_cost(
         schema, fragments, variables, weights if weights is not None else field_weights()
     )
     return estimator.selection_set(root, selections, frozenset())
+
+
+# Distinct texts whose costs are remembered, and values of their variables per text.
+COST_CACHE_SIZE: Final = 256
+COSTS_PER_TEXT: Final = 16
+# Values of the variables a cost may be remembered by: hashable, and compared with their type
+# (True == 1 in Python, but `first: true` is not `first: 1` to the estimate).
+_KEY_TYPES = frozenset({int, float, str, bool, type(None)})
+
+
+class QueryCosts:
+    """Costs remembered per query text. An estimate depends on the text (with the schema and
+    the weights) and on the values of the variables it read, a page's `first: $n`, nothing
+    else: so a text asked again with the same values of those (a poll's `job(id: $id)` reads
+    none) costs what it cost the first time, and is not walked again."""
+
+    def __init__(self, size: int = COST_CACHE_SIZE) -> None:
+        self.size = size
+        self._known: OrderedDict[Hashable, tuple[tuple[str, ...], dict[Hashable, int]]] = (
+            OrderedDict()
+        )
+
+    def cost(
+        self,
+        key: Hashable,
+        schema: GraphQLSchema,
+        root: GraphQLObjectType,
+        selections: SelectionSetNode,
+        fragments: dict[str, FragmentDefinitionNode],
+        variables: Mapping[str, Any],
+        weights: Mapping[tuple[str, str], int],
+    ) -> int:
+        """query_cost() of the operation, from memory when `key` (which must name the text,
+        the operation, the schema and the weights) was estimated with the same values."""
+        known = self._known.get(key)
+        if known is not None:
+            names, costs = known
+            values = _values_of(variables, names)
+            if values is not None and values in costs:
+                self._known.move_to_end(key)
+                return costs[values]
+        estimator = _Estimator(schema, fragments, variables, weights)
+        cost = estimator.selection_set(root, selections, frozenset())
+        names = tuple(sorted(estimator.read))
+        values = _values_of(variables, names)
+        if values is not None:
+            entry = self._known.get(key)
+            if entry is None or entry[0] != names:
+                entry = (names, {})
+                self._known[key] = entry
+            self._known.move_to_end(key)
+            if len(entry[1]) >= COSTS_PER_TEXT:
+                entry[1].pop(next(iter(entry[1])))
+            entry[1][values] = cost
+            while len(self._known) > self.size:
+                self._known.popitem(last=False)
+        return cost
+
+
+def _values_of(variables: Mapping[str, Any], names: tuple[str, ...]) -> Hashable | None:
+    """The values of `names` as a key (each with its type), or None if one cannot be a key."""
+    values = tuple(variables.get(name) for name in names)
+    if any(type(value) not in _KEY_TYPES for value in values):
+        return None
+    return tuple((type(value), value) for value in values)

@@ -32,6 +32,7 @@ from graphql import (
     InlineFragmentNode,
     ListValueNode,
     Node,
+    OperationDefinitionNode,
     OperationType,
     SelectionSetNode,
     VariableNode,
@@ -56,8 +57,8 @@ from schema.errors import (
 from schema.gate.query_cost import (
     DEFAULT_MAX_MESSAGE_CHARS,
     MAX_QUERY_COST,
+    QueryCosts,
     field_weights,
-    query_cost,
 )
 from schema.types.input_values import InputProblem, check_literal, check_variables, variables_in
 
@@ -161,11 +162,8 @@ def admit(
             )
         if not role.may_write:
             raise _refuse(WRITER_MESSAGE, FORBIDDEN)
-    fragments = {
-        d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)
-    }
-    roots = list(_root_fields(operation.selection_set, fragments, frozenset()))
-    ingests = [f for f in roots if f.name.value in INGEST_FIELDS]
+    shape = _shape_of(request.query, request.operation_name)
+    fragments, ingests = shape.fragments, shape.ingests
     is_ingest = operation.operation is OperationType.MUTATION and bool(ingests)
     cap = limits.max_ingest_body_bytes if is_ingest else limits.max_body_bytes
     if request.body_bytes > cap:
@@ -184,16 +182,23 @@ def admit(
         )
     try:
         check_variables(request.variables, repaired=survey.repaired_variables)
-        for argument, where, repaired in survey.arguments:
-            check_literal(argument, where, check_text=not repaired)
     except InputProblem as problem:
         raise _refuse(str(problem), BAD_USER_INPUT, at=problem.where) from None
+    literal = survey.literal_problem
+    if literal is not None:
+        raise _refuse(str(literal), BAD_USER_INPUT, at=literal.where)
     root_type = schema.get_root_type(operation.operation)
     if root_type is not None:
         try:
             weights = field_weights(limits.max_message_chars)
-            cost = query_cost(
-                schema, root_type, operation.selection_set, fragments, request.variables, weights
+            cost = _COSTS.cost(
+                (schema, request.query, request.operation_name, limits.max_message_chars),
+                schema,
+                root_type,
+                operation.selection_set,
+                fragments,
+                request.variables,
+                weights,
             )
         except RecursionError:
             raise _refuse("the query is nested too deeply", VALIDATION) from None
@@ -207,6 +212,33 @@ def admit(
                 maxCost=limits.max_query_cost,
             )
     return document
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """What the gate reads of one operation of a text, the same for every request of it: the
+    document's fragments and the operation's ingest fields (through fragments)."""
+
+    fragments: dict[str, FragmentDefinitionNode]
+    ingests: tuple[FieldNode, ...]
+
+
+@lru_cache(maxsize=256)
+def _shape_of(query: str, operation_name: str | None) -> _Shape:
+    """The shape of `query`'s operation (remembered like the parse; only asked once the
+    operation is known to exist and the document is known not too deep)."""
+    document = parse_document(query)
+    operation = get_operation_ast(document, operation_name)
+    assert isinstance(operation, OperationDefinitionNode)
+    fragments = {
+        d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)
+    }
+    roots = _root_fields(operation.selection_set, fragments, frozenset())
+    return _Shape(fragments, tuple(f for f in roots if f.name.value in INGEST_FIELDS))
+
+
+# Costs by text and the values of the variables they read (schema/gate/query_cost.py).
+_COSTS = QueryCosts()
 
 
 def _root_fields(
@@ -241,13 +273,15 @@ def _message_count(ingest: FieldNode, variables: Mapping[str, Any]) -> int:
 
 
 class _Survey(Visitor):
-    """One pass over the document: the first empty selection set, and every argument to check."""
+    """One pass over the document: the first empty selection set, and every argument to check
+    (and, once checked, the first problem in the values written in the document itself)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.empty_selection: GraphQLError | None = None
         self.arguments: list[tuple[ArgumentNode, str, bool]] = []
         self.repaired_variables: set[str] = set()
+        self.literal_problem: InputProblem | None = None
 
     def enter_selection_set(self, node: SelectionSetNode, key: Any, parent: Any, *_: Any) -> Any:
         if node.selections:
@@ -275,6 +309,12 @@ class _Survey(Visitor):
 def _survey(document: DocumentNode) -> _Survey:
     survey = _Survey()
     visit(document, survey)
+    # The literals are part of the text: checked once, like the walk that found them.
+    try:
+        for argument, where, repaired in survey.arguments:
+            check_literal(argument, where, check_text=not repaired)
+    except InputProblem as problem:
+        survey.literal_problem = problem
     return survey
 
 
