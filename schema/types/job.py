@@ -147,6 +147,28 @@ class CoverageSlice:
         )
 
 
+# A job's stats, warnings, query and coverage slice parse the row's JSON columns, so they are
+# built only when a query asks for them: a poller reading status and progress pays for none.
+def _job_stats(root: DigestJob) -> JobStats:
+    return JobStats.from_json(root.row.stats or {})
+
+
+def _job_warnings(root: DigestJob) -> list[Flag]:
+    return Flag.many(root.row.warnings or [])
+
+
+def _job_query(root: DigestJob) -> str | None:
+    if root.row.kind != jobs.JobKind.DOCUMENT:
+        return None
+    return DocumentDigestOptions.parse(root.row.options).query
+
+
+def _job_coverage_slice(root: DigestJob) -> CoverageSlice | None:
+    if root.row.kind != jobs.JobKind.CHANNEL:
+        return None
+    return CoverageSlice.of(root.row.options)
+
+
 @strawberry.type
 class DigestJob(relay.Node):
     id: relay.NodeID[int]
@@ -163,14 +185,16 @@ class DigestJob(relay.Node):
     error: str | None
     result_message: str | None = strawberry.field(description='E.g. "no new messages".')
     cancel_requested: bool
-    stats: JobStats
-    warnings: list[Flag]
+    stats: JobStats = strawberry.field(resolver=_job_stats)
+    warnings: list[Flag] = strawberry.field(resolver=_job_warnings)
     digest_id: strawberry.ID | None
     document_id: strawberry.ID | None = strawberry.field(description="Document jobs: the document.")
     document_digest_id: strawberry.ID | None = strawberry.field(
         description="Document jobs: the digest produced or served from the cache."
     )
-    query: str | None = strawberry.field(description="Document jobs: the query digested for.")
+    query: str | None = strawberry.field(
+        resolver=_job_query, description="Document jobs: the query digested for."
+    )
     report_id: strawberry.ID | None = strawberry.field(
         description="Report jobs: the report written or served from the cache."
     )
@@ -179,8 +203,9 @@ class DigestJob(relay.Node):
         '{"since": iso, "until": iso}; a coverage slice {"slice": {...}} (see coverageSlice).'
     )
     coverage_slice: CoverageSlice | None = strawberry.field(
+        resolver=_job_coverage_slice,
         description="Channel jobs cut from a backlog larger than DIGESTD_MAX_WINDOW_MESSAGES: "
-        "which slice of it this job digests."
+        "which slice of it this job digests.",
     )
     created_at: datetime
     started_at: datetime | None = strawberry.field(
@@ -210,21 +235,11 @@ class DigestJob(relay.Node):
             error=row.error,
             result_message=row.result_message,
             cancel_requested=row.cancel_requested,
-            stats=JobStats.from_json(row.stats or {}),
-            warnings=Flag.many(row.warnings or []),
             digest_id=optional_global_id(DIGEST, row.digest_id),
             document_id=optional_global_id(DOCUMENT, row.document_id),
             document_digest_id=optional_global_id(DOCUMENT_DIGEST, row.document_digest_id),
-            query=(
-                DocumentDigestOptions.parse(row.options).query
-                if row.kind == jobs.JobKind.DOCUMENT
-                else None
-            ),
             report_id=optional_global_id(REPORT, row.report_id),
             options=cast(JSON, row.options or {}),
-            coverage_slice=(
-                CoverageSlice.of(row.options) if row.kind == jobs.JobKind.CHANNEL else None
-            ),
             created_at=row.created_at,
             started_at=row.started_at,
             finished_at=row.finished_at,
