@@ -471,6 +471,20 @@ async def test_get_runs_queries_only_and_serves_graphiql(api: httpx.AsyncClient)
     )
 
 
+async def test_a_method_graphql_is_not_served_over_gets_the_api_error_body(
+    api: httpx.AsyncClient,
+) -> None:
+    for method in ("PUT", "DELETE", "PATCH"):
+        refused = await api.request(
+            method, "/graphql", json={"query": "{ __typename }"}, headers=WRITER
+        )
+        assert refused.status_code == 405, (method, refused.text)
+        error = only_error(refused)
+        assert error["extensions"] == {"code": "BAD_REQUEST"}, error
+        assert method in error["message"] and "GET" in error["message"], error
+        assert {"GET", "POST"} <= {m.strip() for m in refused.headers["allow"].split(",")}
+
+
 async def test_message_fields_are_repaired_not_refused(api: httpx.AsyncClient) -> None:
     """A NUL or a lone surrogate in a message is repaired like an imported record's; the same in
     the channel name (stored as is) is refused."""
