@@ -582,3 +582,20 @@ async def test_only_a_json_media_type_is_read_as_a_graphql_body(
             read = await http.post("/graphql", content=body, headers={"content-type": content_type})
             assert read.status_code == 200, (content_type, read.text)
             assert read.json()["data"]["ingestMessages"]["accepted"] == 1
+
+
+async def test_fragments_spread_twice_down_a_chain_are_refused_at_once(
+    api: httpx.AsyncClient,
+) -> None:
+    """Fragments each spreading the next one twice: with thirty, 2 KB of query that names 2**30
+    fields, and walking every path through them held the event loop for good. Each fragment is
+    walked once: twenty-four (16 million paths, half a minute of CPU before) are refused as too
+    complex in a blink. The server runs in this process, so its CPU time is counted here."""
+    chain = " ".join(f"fragment F{i} on Query {{ ...F{i + 1} ...F{i + 1} }}" for i in range(24))
+    query = f"query {{ ...F0 }} {chain} fragment F24 on Query {{ __typename }}"
+    started = time.process_time()
+    refused = await post(api, query, headers=READER)
+    spent = time.process_time() - started
+    error = only_error(refused)
+    assert error["extensions"]["code"] == "TOO_COMPLEX", error
+    assert spent < 2, f"{spent:.1f} s of CPU to refuse it"
