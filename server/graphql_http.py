@@ -203,7 +203,11 @@ class GraphQLEndpoint:
     async def _read(self, request: Request, role: Role) -> GraphQLRequest:
         if request.method == "GET":
             params = request.query_params
-            variables = decode_json(params["variables"]) if params.get("variables") else None
+            try:
+                variables = decode_json(params["variables"]) if params.get("variables") else None
+            except BadBody as problem:  # a GET has no body: say which parameter is wrong
+                where = "the `variables` parameter of the URL"
+                raise BadBody(str(problem).replace("the request body", where, 1)) from None
             data = {
                 "query": params.get("query"),
                 "variables": variables,

@@ -469,6 +469,10 @@ async def test_get_runs_queries_only_and_serves_graphiql(api: httpx.AsyncClient)
         bad_variables.status_code == 400
         and only_error(bad_variables)["extensions"]["code"] == "BAD_REQUEST"
     )
+    # A GET has no body: the message names the parameter that is not JSON.
+    assert only_error(bad_variables)["message"].startswith(
+        "the `variables` parameter of the URL is not JSON"
+    ), bad_variables.text
 
 
 async def test_a_method_graphql_is_not_served_over_gets_the_api_error_body(
