@@ -86,9 +86,11 @@ class KeysetCursor:
         return base64.urlsafe_b64encode(payload.encode()).decode().rstrip("=")
 
     @classmethod
-    def decode(cls, token: str, list_name: str) -> KeysetCursor:
-        """The cursor in `token`, checked as strictly as an id: a row id outside bigint or a time
-        that is not an aware instant would otherwise fail inside the query."""
+    def decode(cls, token: str, list_name: str, *, by_count: bool = False) -> KeysetCursor:
+        """The cursor in `token`, checked as strictly as an id: a row id outside bigint, a time
+        that is not an aware instant, or a sort key of the other kind than the list's (a count
+        where it sorts by time, `by_count` False, or a time where it sorts by count) would
+        otherwise fail inside the query."""
         try:
             if len(token) > MAX_CURSOR_CHARS or not token.isascii():
                 raise ValueError("not a cursor")
@@ -96,25 +98,26 @@ class KeysetCursor:
             name, sort_value, row_id = json.loads(base64.urlsafe_b64decode(padded))
             if type(row_id) is not int or not 0 <= row_id <= MAX_ROW_ID:
                 raise ValueError("row id out of range")
-            if not isinstance(name, str):
+            if not isinstance(name, str) or not name.isidentifier():
                 raise ValueError("not a cursor")
-            if type(sort_value) is int:
-                if not -MAX_ROW_ID <= sort_value <= MAX_ROW_ID:
-                    raise ValueError("count out of range")
-                cursor = cls(name, sort_value, row_id)
-            else:
-                if not isinstance(sort_value, str):
-                    raise ValueError("not a cursor")
-                when = datetime.fromisoformat(sort_value)
-                if when.tzinfo is None:
-                    raise ValueError("naive time")
-                when.astimezone(UTC)
-                cursor = cls(name, when, row_id)
         except (ValueError, TypeError, OverflowError, RecursionError, binascii.Error):
             raise InvalidCursor("the cursor is not one this API produced") from None
-        if cursor.list_name != list_name:
-            raise InvalidCursor(f"the cursor belongs to {cursor.list_name}, not {list_name}")
-        return cursor
+        if name != list_name:
+            raise InvalidCursor(f"the cursor belongs to {name}, not {list_name}")
+        try:
+            if by_count:
+                if type(sort_value) is not int or not -MAX_ROW_ID <= sort_value <= MAX_ROW_ID:
+                    raise ValueError("not a count")
+                return cls(name, sort_value, row_id)
+            if not isinstance(sort_value, str):
+                raise ValueError("not a time")
+            when = datetime.fromisoformat(sort_value)
+            if when.tzinfo is None:
+                raise ValueError("naive time")
+            when.astimezone(UTC)
+            return cls(name, when, row_id)
+        except (ValueError, TypeError, OverflowError):
+            raise InvalidCursor("the cursor is not one this API produced") from None
 
 
 ListRow = TypeVar("ListRow", bound=SQLModel)
@@ -131,6 +134,7 @@ class ListSpec(Generic[ListRow]):
     id_column: str
     descending: bool
     filters: dict[str, str]  # filter name → SQL fragment with a single `{}` for its parameter
+    sort_by_count: bool = False  # the sort column is a count (bigint), not a time
 
 
 DIGESTS = ListSpec(
@@ -351,6 +355,7 @@ ENTITIES = ListSpec(
     sort_column="e.mention_count",
     id_column="e.id",
     descending=True,
+    sort_by_count=True,
     filters={
         "channel_id": "e.channel_id = {}",
         "key_contains": "strpos(e.key, {}) > 0",
@@ -494,8 +499,9 @@ async def fetch_page(
         name = "last" if last is not None else "first"
         raise InvalidPageSize(f"{name} must be between 1 and {MAX_PAGE_SIZE}, got {size}")
     filters = _checked(spec, filters)
-    after_key = KeysetCursor.decode(after, spec.name) if after else None
-    before_key = KeysetCursor.decode(before, spec.name) if before else None
+    by_count = spec.sort_by_count
+    after_key = KeysetCursor.decode(after, spec.name, by_count=by_count) if after else None
+    before_key = KeysetCursor.decode(before, spec.name, by_count=by_count) if before else None
     from_end = last is not None
     sql, params = build_page_query(
         spec, filters, after_key, size, before=before_key, from_end=from_end

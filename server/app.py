@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import asyncpg
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
@@ -28,7 +29,7 @@ from db.migrate import database_version
 from runner.core import offload
 from runner.supervision import RunnerSupervisor
 from schema import build_schema
-from schema.errors import REQUEST_TOO_LARGE
+from schema.errors import BAD_REQUEST, REQUEST_TOO_LARGE
 from schema.gate.request_gate import GateLimits
 from server.access_log import AccessLogMiddleware, route_paths
 from server.auth import TokenAuthMiddleware, parse_tokens
@@ -48,6 +49,25 @@ from server.settings import Settings
 logger = logging.getLogger(__name__)
 
 MAX_REQUEST_BYTES = 32 * 1024 * 1024
+
+
+async def method_not_allowed(request: Request, exc: Exception) -> Response:
+    """A method a route does not serve (a PUT, or a preflight with CORS unset): 405 with the
+    API's error body and the route's `Allow` header, so a client reads why as from any refusal."""
+    assert isinstance(exc, HTTPException)
+    allowed = (exc.headers or {}).get("Allow", "")
+    return JSONResponse(
+        {
+            "errors": [
+                {
+                    "message": f"{request.method} is not served at {request.url.path}: use {allowed}",
+                    "extensions": {"code": BAD_REQUEST},
+                }
+            ]
+        },
+        status_code=405,
+        headers=exc.headers,
+    )
 
 
 class BodySizeLimitMiddleware:
@@ -258,5 +278,6 @@ def create_app(settings: Settings, options: AppOptions | None = None) -> Starlet
             Middleware(BodySizeLimitMiddleware),
             Middleware(TokenAuthMiddleware, tokens=tokens),
         ],
+        exception_handlers={405: method_not_allowed},
         lifespan=lifespan,
     )

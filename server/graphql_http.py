@@ -66,6 +66,22 @@ def _no_constant(name: str) -> Any:
     raise BadBody(f"the request body is not strict JSON: {name} is not a JSON value")
 
 
+def is_json_media_type(content_type: str) -> bool:
+    """Whether a Content-Type names JSON: its type and subtype are `application/json` (in any
+    case) and a charset, if given, is UTF-8. Not a substring test: `text/plain;
+    a=application/json` is a type a page on any origin may send without a CORS preflight, so
+    taking it for JSON would let such a page run mutations on a server without tokens."""
+    essence, _, parameters = content_type.partition(";")
+    if essence.strip().lower() != "application/json":
+        return False
+    for parameter in parameters.split(";"):
+        name, _, value = parameter.partition("=")
+        if name.strip().lower() == "charset":
+            if value.strip().strip('"').lower() not in ("utf-8", "utf8"):
+                return False
+    return True
+
+
 def decode_json(body: bytes | str) -> Any:
     """Strict JSON, bounded: refusing is a BadBody, never a crash of the decoder."""
     try:
@@ -187,7 +203,11 @@ class GraphQLEndpoint:
     async def _read(self, request: Request, role: Role) -> GraphQLRequest:
         if request.method == "GET":
             params = request.query_params
-            variables = decode_json(params["variables"]) if params.get("variables") else None
+            try:
+                variables = decode_json(params["variables"]) if params.get("variables") else None
+            except BadBody as problem:  # a GET has no body: say which parameter is wrong
+                where = "the `variables` parameter of the URL"
+                raise BadBody(str(problem).replace("the request body", where, 1)) from None
             data = {
                 "query": params.get("query"),
                 "variables": variables,
@@ -196,9 +216,9 @@ class GraphQLEndpoint:
             return graphql_request(data, len(request.url.query), "GET")
         if request.method != "POST":
             raise BadBody("GraphQL is served over GET and POST only", status=405)
-        if "application/json" not in request.headers.get("content-type", ""):
+        if not is_json_media_type(request.headers.get("content-type", "")):
             raise BadBody(
-                "the request body must be JSON (Content-Type: application/json)", status=415
+                "the request body must be UTF-8 JSON (Content-Type: application/json)", status=415
             )
         body = await self._body(request, role)
         return graphql_request(decode_json(body), len(body), "POST")

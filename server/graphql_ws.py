@@ -67,6 +67,14 @@ MAX_SUBSCRIPTIONS = 20
 CONNECTION_INIT_SECONDS = 5
 # WebSocket close code for a message over the size limit (RFC 6455: "message too big").
 MESSAGE_TOO_BIG = 1009
+# The protocol's close code for a subprotocol the server does not speak, and why, in the 123
+# bytes a close reason may hold: a client of the legacy protocol (subscriptions-transport-ws,
+# whose subprotocol is also named "graphql-ws") learns what to use instead.
+SUBPROTOCOL_NOT_ACCEPTABLE = 4406
+SUBPROTOCOL_REFUSAL = (
+    "Subprotocol not acceptable: only graphql-transport-ws is served,"
+    " not the legacy graphql-ws of subscriptions-transport-ws"
+)
 
 
 @dataclass
@@ -111,6 +119,11 @@ class SubscriptionQuota:
 
 class BoundedSocket(ASGIWebSocketAdapter):
     """Strawberry's adapter, reading text messages of bounded size as strict JSON."""
+
+    async def close(self, code: int, reason: str) -> None:
+        if code == SUBPROTOCOL_NOT_ACCEPTABLE:
+            reason = SUBPROTOCOL_REFUSAL
+        await super().close(code, reason)
 
     async def iter_json(
         self, *, ignore_parsing_errors: bool = False
@@ -267,6 +280,16 @@ class SubscriptionEndpoint(GraphQL[SocketContext, None]):
             await Response(status_code=404)(scope, receive, send)
             return
         await super().__call__(scope, receive, send)
+
+    async def create_websocket_response(
+        self, request: WebSocket, subprotocol: str | None
+    ) -> WebSocket:
+        """Accept the handshake; with no subprotocol served among those offered, with the first
+        offered one, so the close that follows (4406 and why) reaches a browser: a browser that
+        offered subprotocols fails a handshake answering none, and its page learns nothing."""
+        offered: list[str] = request.scope.get("subprotocols") or []
+        await request.accept(subprotocol=subprotocol or next(iter(offered), None))
+        return request
 
     async def get_context(
         self, request: Request | WebSocket, response: Response | WebSocket

@@ -13,7 +13,7 @@ validation rule trips on it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -233,7 +233,7 @@ def _shape_of(query: str, operation_name: str | None) -> _Shape:
     fragments = {
         d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)
     }
-    roots = _root_fields(operation.selection_set, fragments, frozenset())
+    roots = _root_fields(operation.selection_set, fragments)
     return _Shape(fragments, tuple(f for f in roots if f.name.value in INGEST_FIELDS))
 
 
@@ -242,18 +242,26 @@ _COSTS = QueryCosts()
 
 
 def _root_fields(
-    selections: SelectionSetNode, fragments: dict[str, FragmentDefinitionNode], seen: frozenset[str]
-) -> Iterator[FieldNode]:
-    """The operation's top-level fields, through fragments."""
-    for selection in selections.selections:
-        if isinstance(selection, FieldNode):
-            yield selection
-        elif isinstance(selection, InlineFragmentNode):
-            yield from _root_fields(selection.selection_set, fragments, seen)
-        elif isinstance(selection, FragmentSpreadNode):
-            name = selection.name.value
-            if name in fragments and name not in seen:
-                yield from _root_fields(fragments[name].selection_set, fragments, seen | {name})
+    selections: SelectionSetNode, fragments: dict[str, FragmentDefinitionNode]
+) -> list[FieldNode]:
+    """The operation's top-level fields, through fragments, each fragment walked once: a field
+    reached through two spreads of one fragment is one field of the answer, and walking every
+    path would take 2**30 steps for thirty fragments each spreading the next one twice."""
+    fields: list[FieldNode] = []
+    walked: set[str] = set()
+    pending = [selections]
+    while pending:
+        for selection in pending.pop().selections:
+            if isinstance(selection, FieldNode):
+                fields.append(selection)
+            elif isinstance(selection, InlineFragmentNode):
+                pending.append(selection.selection_set)
+            elif isinstance(selection, FragmentSpreadNode):
+                name = selection.name.value
+                if name in fragments and name not in walked:
+                    walked.add(name)
+                    pending.append(fragments[name].selection_set)
+    return fields
 
 
 def _message_count(ingest: FieldNode, variables: Mapping[str, Any]) -> int:

@@ -90,6 +90,13 @@ async def test_first_is_capped_and_cursors_are_checked(db: asyncpg.Pool) -> None
         other = KeysetCursor("messages", BASE_TIME, 1).encode()
         with pytest.raises(InvalidCursor, match="belongs to messages"):
             await pages.fetch_page(connection, pages.DIGESTS, {}, first=5, after=other)
+        # The sort key must be of the list's kind: a time for digests, a count for entities.
+        counted = KeysetCursor("digests", 3, 1).encode()
+        with pytest.raises(InvalidCursor, match="not one this API produced"):
+            await pages.fetch_page(connection, pages.DIGESTS, {}, first=5, after=counted)
+        timed = KeysetCursor("entities", BASE_TIME, 1).encode()
+        with pytest.raises(InvalidCursor, match="not one this API produced"):
+            await pages.fetch_page(connection, pages.ENTITIES, {}, last=5, before=timed)
 
 
 async def test_knowledge_search_and_filters_build_bound_sql(db: asyncpg.Pool) -> None:

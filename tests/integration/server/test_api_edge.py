@@ -20,6 +20,8 @@ import pytest
 from schema import DigestSchema
 from schema.gate import request_gate
 from server import graphql_http
+from server.app import AppOptions, create_app
+from server.settings import Settings
 from tests.support.api import INGEST, LEAKS, READER, WRITER, post, post_raw
 from tests.support.servers import running_server
 
@@ -467,6 +469,24 @@ async def test_get_runs_queries_only_and_serves_graphiql(api: httpx.AsyncClient)
         bad_variables.status_code == 400
         and only_error(bad_variables)["extensions"]["code"] == "BAD_REQUEST"
     )
+    # A GET has no body: the message names the parameter that is not JSON.
+    assert only_error(bad_variables)["message"].startswith(
+        "the `variables` parameter of the URL is not JSON"
+    ), bad_variables.text
+
+
+async def test_a_method_graphql_is_not_served_over_gets_the_api_error_body(
+    api: httpx.AsyncClient,
+) -> None:
+    for method in ("PUT", "DELETE", "PATCH"):
+        refused = await api.request(
+            method, "/graphql", json={"query": "{ __typename }"}, headers=WRITER
+        )
+        assert refused.status_code == 405, (method, refused.text)
+        error = only_error(refused)
+        assert error["extensions"] == {"code": "BAD_REQUEST"}, error
+        assert method in error["message"] and "GET" in error["message"], error
+        assert {"GET", "POST"} <= {m.strip() for m in refused.headers["allow"].split(",")}
 
 
 async def test_message_fields_are_repaired_not_refused(api: httpx.AsyncClient) -> None:
@@ -528,3 +548,58 @@ async def test_an_exception_outside_graphql_is_a_generic_500(
     }
     logged = [r for r in caplog.records if request_id in r.getMessage()]
     assert logged and logged[0].levelno == logging.ERROR and logged[0].exc_info is not None
+
+
+async def test_only_a_json_media_type_is_read_as_a_graphql_body(
+    db: asyncpg.Pool, settings: Settings
+) -> None:
+    """A page on any origin may POST without a CORS preflight if its Content-Type is text/plain,
+    form data or multipart, whatever parameters follow: on a server without tokens, a body taken
+    for JSON because `application/json` appears somewhere in the header would run the page's
+    mutation. The media type is compared as a media type: its essence, in any case, and a
+    charset that is UTF-8."""
+    planted = {
+        "c": {"name": "planted"},
+        "m": [{"id": "x1", "author": "page", "ts": "2025-03-10T11:30:00Z", "text": "hi"}],
+    }
+    body = json.dumps({"query": INGEST, "variables": planted})
+    app = create_app(settings, AppOptions(run_workers=0))  # no tokens: the local caller may write
+    async with running_server(app) as base_url, httpx.AsyncClient(base_url=base_url) as http:
+        for content_type in (
+            "text/plain; a=application/json",
+            "text/plain;application/json",
+            "application/x-www-form-urlencoded; x=application/json",
+            "multipart/form-data; boundary=application/json",
+            "application/json-seq",
+            "application/json; charset=latin1",
+        ):
+            refused = await http.post(
+                "/graphql",
+                content=body,
+                headers={"content-type": content_type, "origin": "https://page.example"},
+            )
+            assert refused.status_code == 415, (content_type, refused.text)
+            assert only_error(refused)["extensions"] == {"code": "BAD_REQUEST"}
+        async with db.acquire() as connection:
+            assert await connection.fetchval("SELECT count(*) FROM channels") == 0
+        for content_type in ("Application/JSON", 'application/json; Charset="UTF-8"'):
+            read = await http.post("/graphql", content=body, headers={"content-type": content_type})
+            assert read.status_code == 200, (content_type, read.text)
+            assert read.json()["data"]["ingestMessages"]["accepted"] == 1
+
+
+async def test_fragments_spread_twice_down_a_chain_are_refused_at_once(
+    api: httpx.AsyncClient,
+) -> None:
+    """Fragments each spreading the next one twice: with thirty, 2 KB of query that names 2**30
+    fields, and walking every path through them held the event loop for good. Each fragment is
+    walked once: twenty-four (16 million paths, half a minute of CPU before) are refused as too
+    complex in a blink. The server runs in this process, so its CPU time is counted here."""
+    chain = " ".join(f"fragment F{i} on Query {{ ...F{i + 1} ...F{i + 1} }}" for i in range(24))
+    query = f"query {{ ...F0 }} {chain} fragment F24 on Query {{ __typename }}"
+    started = time.process_time()
+    refused = await post(api, query, headers=READER)
+    spent = time.process_time() - started
+    error = only_error(refused)
+    assert error["extensions"]["code"] == "TOO_COMPLEX", error
+    assert spent < 2, f"{spent:.1f} s of CPU to refuse it"

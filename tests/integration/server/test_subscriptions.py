@@ -13,7 +13,8 @@ import httpx
 import pytest
 from pydantic import SecretStr
 from websockets.asyncio.client import connect
-from websockets.exceptions import InvalidStatus
+from websockets.exceptions import ConnectionClosed, InvalidStatus
+from websockets.typing import Subprotocol
 
 from server.app import AppOptions, create_app
 from server.job_events import JobEventHub
@@ -317,3 +318,29 @@ async def test_the_server_stops_with_subscriptions_open(
     assert await closed_with(ws) in (1001, 1012)
     assert asyncio.get_running_loop().time() - started < 20
     await wait_for(lambda: _listening_are(db, []))
+
+
+async def test_a_client_of_another_protocol_is_told_which_one_to_use(
+    db: asyncpg.Pool, settings: Settings
+) -> None:
+    """The legacy protocol (subscriptions-transport-ws, subprotocol "graphql-ws") is not served.
+    Its client is told so: the handshake echoes the subprotocol it offered (a browser fails a
+    handshake that answers none, and its page sees only 1006), then the connection is closed with
+    4406 and a reason naming graphql-transport-ws. A client offering none is told the same."""
+    app = create_app(settings, AppOptions(run_workers=0))
+    async with running_server(app) as base_url:
+        legacy, other = Subprotocol("graphql-ws"), Subprotocol("subscriptions-transport-ws")
+        for offered in ([legacy], [other, legacy], None):
+            async with connect(ws_url(base_url), subprotocols=offered) as ws:
+                assert ws.subprotocol == (offered[0] if offered else None), offered
+                with pytest.raises(ConnectionClosed) as closed:  # at once, or at the init
+                    await ws.send(json.dumps({"type": "connection_init", "payload": {}}))
+                    await receive(ws, 15)
+            received = closed.value.rcvd
+            assert received is not None and received.code == 4406, offered
+            assert "graphql-transport-ws" in received.reason, received.reason
+        # Offered beside the legacy one, graphql-transport-ws is chosen.
+        async with connect(ws_url(base_url), subprotocols=[legacy, PROTOCOL]) as ws:
+            assert ws.subprotocol == PROTOCOL
+            await ws.send(json.dumps({"type": "connection_init", "payload": {}}))
+            assert await receive(ws) == {"type": "connection_ack"}

@@ -388,7 +388,23 @@ async def test_messages_page_backward_as_forward_reversed(
 async def test_paging_arguments_are_checked(client: httpx.AsyncClient, db: asyncpg.Pool) -> None:
     channel = gid("Channel", await add_channel(db, "c", messages([("a", "x")])))
     other_list = pages.KeysetCursor("digests", datetime.now(UTC), 1).encode()
+    # A cursor of the right list whose sort key is of the other kind: a count where the list
+    # sorts by time, a time where it sorts by count (entities, by mentions).
+    counted_messages = pages.KeysetCursor("messages", 5, 1).encode()
+    timed_entities = pages.KeysetCursor("entities", datetime.now(UTC), 1).encode()
     cases = [
+        (
+            "query($c: ID!, $a: String) { messages(filter: {channelId: $c}, after: $a) { nodes { id } } }",
+            {"c": channel, "a": counted_messages},
+            "BAD_CURSOR",
+            "not one this API produced",
+        ),
+        (
+            "query($b: String) { entities(last: 2, before: $b) { nodes { id } } }",
+            {"b": timed_entities},
+            "BAD_CURSOR",
+            "not one this API produced",
+        ),
         ("{ digests(first: 5, last: 5) { nodes { id } } }", {}, "PAGE_SIZE", "not both"),
         (
             "{ digests(last: 0) { nodes { id } } }",
