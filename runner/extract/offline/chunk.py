@@ -238,13 +238,8 @@ class _ChunkReader:
         advice = self._advice_to(message)
         if advice is None:
             return
-        for ranked in self.found.actions:
-            action = ranked.item
-            if advice.message_id in action.message_ids:
-                if len(action.message_ids) < 20:
-                    action.message_ids.append(message.message_id)
-                action.owner = action.owner or _owner(message.author)
-                return
+        if self._joined_action(advice, message):
+            return
         sentences = [s.text for s in view_message(advice).sentences if not is_social(s.text)]
         suggested = [s for s in sentences if patterns.is_suggestion(s, self.participants)]
         chosen = max(suggested or sentences, key=lambda s: len(content_words(s)), default="")
@@ -257,6 +252,18 @@ class _ChunkReader:
             message_ids=[advice.message_id, message.message_id],
         )
         self.found.actions.append(_Ranked(item, 2, position))
+
+    def _joined_action(self, source: WindowMessage, taker: WindowMessage) -> bool:
+        """When an action item already cites `source`, `taker` joins it (cited, and its owner
+        unless it has one): True; else False."""
+        for ranked in self.found.actions:
+            action = ranked.item
+            if source.message_id in action.message_ids:
+                if len(action.message_ids) < 20:
+                    action.message_ids.append(taker.message_id)
+                action.owner = action.owner or _owner(taker.author)
+                return True
+        return False
 
     def _taken_request(self, view: PartView, position: int) -> None:
         """ "On it" / "I'll take it": the task is the request it answers."""
@@ -271,13 +278,8 @@ class _ChunkReader:
                     break
         if request is None:
             return
-        for ranked in self.found.actions:
-            action = ranked.item
-            if request.message_id in action.message_ids:
-                if len(action.message_ids) < 20:
-                    action.message_ids.append(message.message_id)
-                action.owner = action.owner or _owner(message.author)
-                return
+        if self._joined_action(request, message):
+            return
         sentences = [s.text for s in view_message(request).sentences]
         asking = [s for s in sentences if s.endswith("?")] or [
             s for s in sentences if "need" in s.casefold()
