@@ -3,9 +3,8 @@ counts of each, and the period's own sentences, each cited and validated."""
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, timedelta
-
 import gc
+from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
