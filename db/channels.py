@@ -238,3 +238,28 @@ async def cover_messages(
     await connection.execute(QUERIES["lock_channel_messages"], channel_id)
     records = await connection.fetch(QUERIES["cover_messages"], digest_id, message_ids, revisions)
     return as_rows(MessageId, records)
+
+
+async def thread_and_cover_messages(
+    connection: asyncpg.Connection,
+    channel_id: int,
+    digest_id: int,
+    message_ids: list[int],
+    parent_ids: list[int | None],
+    conversation_ids: list[int | None],
+    revisions: list[int | None],
+) -> list[MessageId]:
+    """`thread_messages` and `cover_messages` in one statement, so each message row is rewritten
+    once: a message with a conversation is threaded (unless already threaded), one with a
+    revision covered where it is still at that revision. Returns the ids to cover that were
+    edited since. Takes the channel's message lock first, like `cover_messages`."""
+    await connection.execute(QUERIES["lock_channel_messages"], channel_id)
+    records = await connection.fetch(
+        QUERIES["thread_and_cover_messages"],
+        digest_id,
+        message_ids,
+        parent_ids,
+        conversation_ids,
+        revisions,
+    )
+    return as_rows(MessageId, records)

@@ -479,6 +479,34 @@ WITH covered AS (
 SELECT w.message_id AS id FROM unnest($2::bigint[]) AS w(message_id)
 WHERE NOT EXISTS (SELECT 1 FROM covered c WHERE c.id = w.message_id);
 
+-- name: thread_and_cover_messages
+-- `thread_messages` and `cover_messages` in one pass over the rows (each message row rewritten
+-- once, not twice): arrays of equal length, one entry per message. A message with a
+-- conversation ($4 not null) is threaded unless a digest already threaded it; one with a
+-- revision ($5 not null) is covered by digest $1 only where it is still at that revision.
+-- Returns the ids to cover that were NOT covered (edited meanwhile).
+WITH w AS (
+    SELECT * FROM unnest($2::bigint[], $3::bigint[], $4::bigint[], $5::integer[])
+        AS w(id, parent_id, conversation_id, revision)
+), changed AS (
+    UPDATE messages m
+    SET parent_id = CASE WHEN w.conversation_id IS NOT NULL AND m.conversation_id IS NULL
+                         THEN w.parent_id ELSE m.parent_id END,
+        conversation_id = coalesce(m.conversation_id, w.conversation_id),
+        covered_revision = CASE WHEN m.revision = w.revision
+                                THEN w.revision ELSE m.covered_revision END,
+        covered_by_digest_id = CASE WHEN m.revision = w.revision
+                                    THEN $1 ELSE m.covered_by_digest_id END
+    FROM w
+    WHERE m.id = w.id
+      AND ((w.conversation_id IS NOT NULL AND m.conversation_id IS NULL)
+           OR m.revision = w.revision)
+    RETURNING m.id, m.revision = w.revision AS covered
+)
+SELECT w.id FROM w
+WHERE w.revision IS NOT NULL
+  AND NOT EXISTS (SELECT 1 FROM changed c WHERE c.id = w.id AND c.covered);
+
 -- name: insert_digest_messages
 -- Record which messages at which revisions a digest read.
 INSERT INTO digest_messages (digest_id, message_id, revision)

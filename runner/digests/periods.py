@@ -22,7 +22,7 @@ from runner.core.window import Window
 from runner.extract.offline.exchanges import Reading, exchange
 from runner.extract.offline.importance import informative_opening
 from runner.extract.offline.prose import ProseWriter
-from runner.extract.offline.topics import ranked_conversations
+from runner.extract.offline.topics import ranked_for
 from runner.grounding.citations import Anchor
 from runner.grounding.validate import Rejection, validate_sentences
 
@@ -146,7 +146,7 @@ def tell_periods(window: Window, min_overlap: float) -> ToldPeriods:
     writer = ProseWriter(reading.by_id, reading.participants)
     drafts: dict[date, list[CitedSentence]] = {start: [] for start in message_counts}
     told: Counter[date] = Counter()
-    for conversation in ranked_conversations(messages) or ():  # most important first
+    for conversation in ranked_for(window) or ():  # most important first
         if not conversation.importance.worth_telling:
             continue
         pair = exchange(reading, conversation)

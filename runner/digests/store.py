@@ -24,7 +24,7 @@ from db import channels as channel_queries
 from db import digests as digest_queries
 from db.jobs import JobStatus
 from db.models import ChannelColumns, WindowMessageRow
-from runner.conversations.store import store_threading
+from runner.conversations.store import store_threading, store_threading_and_cover
 from runner.conversations.threads import Threading
 from runner.core.contract import CitedSentence, Digest
 from runner.core.window import MessageKey, StoredWindow, Window, WindowMessage, WindowSpec
@@ -358,9 +358,26 @@ async def store_digest(
             [key.message_id for key in window.keys],
             [key.revision for key in window.keys],
         )
+        failed = set(uncovered)
+        reasons: dict[int, str] = {
+            key.message_id: REASON_CHUNK_FAILED for key in window.keys if key.external_id in failed
+        }
+        # A catch-up digest covers nothing; any other covers what it read, but for failed chunks.
+        wanted = (
+            None
+            if window.catch_up
+            else [key for key in window.keys if key.message_id not in reasons]
+        )
+        missed: list[int] | None = None
         if threads is not None:
             threading, internal_ids = threads
-            await store_threading(connection, channel_id, threading, internal_ids)
+            if wanted is None:
+                await store_threading(connection, channel_id, threading, internal_ids)
+            else:
+                # Threading and coverage write the same rows: one statement rewrites each once.
+                missed = await store_threading_and_cover(
+                    connection, channel_id, threading, internal_ids, digest_id, wanted
+                )
         if entities is not None:
             await store_entities(
                 connection,
@@ -370,7 +387,7 @@ async def store_digest(
                 window=window,
             )
         await remember_items(connection, digest_id, channel_id, digest, window, read)
-        left_out = await _cover(connection, digest_id, channel_id, window, set(uncovered))
+        left_out = await _cover(connection, digest_id, channel_id, window, reasons, wanted, missed)
         if left_out:
             await digest_queries.set_digest_left_out(connection, digest_id, left_out)
         end = Finished(status, digest_id=digest_id, warnings=warnings)
@@ -383,22 +400,24 @@ async def _cover(
     digest_id: int,
     channel_id: int,
     window: StoredWindow,
-    uncovered: set[str],
+    reasons: dict[int, str],
+    wanted: list[MessageKey] | None,
+    missed: list[int] | None,
 ) -> list[dict[str, Any]]:
-    """Mark the covered messages; returns every left-out range of the digest (read but not
-    covered, and what the window cap left), for `Digest.messageCoverage`."""
-    reasons: dict[int, str] = {
-        key.message_id: REASON_CHUNK_FAILED for key in window.keys if key.external_id in uncovered
-    }
-    if not window.catch_up:
-        wanted = [key for key in window.keys if key.message_id not in reasons]
-        missed = await channel_queries.cover_messages(
-            connection,
-            channel_id,
-            digest_id,
-            [key.message_id for key in wanted],
-            [key.revision for key in wanted],
-        )
-        for message in missed:
-            reasons[message.id] = REASON_EDITED
+    """Mark the `wanted` messages covered (unless the threading already did: `missed` is then
+    those it could not cover); returns every left-out range of the digest (read but not
+    covered, and what the window cap left), for `Digest.messageCoverage`. `reasons` holds the
+    failed chunks' messages and gains the edited ones."""
+    if wanted is not None:
+        if missed is None:
+            rows = await channel_queries.cover_messages(
+                connection,
+                channel_id,
+                digest_id,
+                [key.message_id for key in wanted],
+                [key.revision for key in wanted],
+            )
+            missed = [row.id for row in rows]
+        for message_id in missed:
+            reasons[message_id] = REASON_EDITED
     return left_out_ranges(window.keys, reasons) + list(window.left_out)

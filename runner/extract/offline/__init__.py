@@ -38,6 +38,7 @@ from runner.core.window import Window, WindowMessage
 from runner.extract.offline.chunk import summarize_chunk
 from runner.extract.offline.digest import build_digest
 from runner.extract.offline.item_model import ItemModel, default_model
+from runner.extract.offline.topics import RankedConversation, ranked_for, remember_ranked
 
 # Bump whenever a rule changes what is extracted: it is part of the chunk cache key.
 OFFLINE_VERSION = "3"
@@ -93,4 +94,17 @@ class OfflineExtractor:
         window: Window,
         top_messages: Sequence[WindowMessage],
     ) -> Digest:
-        return await run_cpu(build_digest, chunks, window, list(top_messages), self.model)
+        digest, ranked = await run_cpu(_digest, chunks, window, list(top_messages), self.model)
+        # The ranking comes back with the digest: the window's periods rank it too.
+        remember_ranked(window, ranked)
+        return digest
+
+
+def _digest(
+    chunks: list[MappedChunk],
+    window: Window,
+    top_messages: list[WindowMessage],
+    model: ItemModel,
+) -> tuple[Digest, list[RankedConversation] | None]:
+    """`build_digest` in the CPU pool, with the window's conversation ranking it used."""
+    return build_digest(chunks, window, top_messages, model), ranked_for(window)

@@ -63,7 +63,7 @@ from runner.extract.offline.patterns import ACTION_MARKER, DECISION_MARKER, firm
 from runner.extract.offline.prose import NOT_PROSE, ProseWriter, window_keywords
 from runner.extract.offline.text import content_words, squash, truncate_words, view_message
 from runner.extract.offline.threads import Participants, find_answer
-from runner.extract.offline.topics import RankedConversation, ranked_conversations, topics_for
+from runner.extract.offline.topics import RankedConversation, ranked_for, topics_for
 from runner.grounding.claim_support import token_set
 
 Item = TypeVar("Item", Decision, ActionItem, OpenQuestion, Link, Artifact, KnowledgeItem)
@@ -536,7 +536,7 @@ def build_digest(
     # of the window even if no chunk saw it twice.
     # A threaded window's topics are its conversations (each a real exchange, titled by what
     # was asked); key phrases are the topics of a window that was not threaded.
-    ranked = ranked_conversations(messages)
+    ranked = ranked_for(window)
     threaded = ranked is not None
     worth = _Worth(merger, ranked)
     if ranked is not None:

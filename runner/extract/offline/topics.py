@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
+import weakref
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,7 +20,7 @@ from typing import NamedTuple
 
 from runner.conversations.threads import ThreadedMessage, conversation_title
 from runner.core.contract import Topic
-from runner.core.window import WindowMessage
+from runner.core.window import Window, WindowMessage
 from runner.extract.offline.artifacts import command_like
 from runner.extract.offline.importance import Importance, helpers, importance
 from runner.extract.offline.text import PartView, content_words, truncate_words, without_urls
@@ -341,6 +343,33 @@ def ranked_conversations(messages: Sequence[WindowMessage]) -> list[RankedConver
             )
         )
     return [item for *_, item in sorted(ranked, key=lambda r: r[:3])]
+
+
+# A window's ranking by window object, while the window lives: the digest's reduce and its
+# periods both rank the same window, and the ranking is most of the periods' CPU. Keyed by
+# identity (a Window and its messages are frozen), dropped when the window is collected.
+_RANKED: dict[int, list[RankedConversation] | None] = {}
+_RANKED_LOCK = threading.Lock()
+
+
+def remember_ranked(window: Window, ranked: list[RankedConversation] | None) -> None:
+    """Keep `ranked` as `window`'s ranking (computed elsewhere, e.g. in the CPU pool)."""
+    key = id(window)
+    with _RANKED_LOCK:
+        if key in _RANKED:
+            return
+        _RANKED[key] = ranked
+    weakref.finalize(window, _RANKED.pop, key, None)
+
+
+def ranked_for(window: Window) -> list[RankedConversation] | None:
+    """`ranked_conversations(window.messages)`, computed once per window object."""
+    with _RANKED_LOCK:
+        if id(window) in _RANKED:
+            return _RANKED[id(window)]
+    ranked = ranked_conversations(window.messages)
+    remember_ranked(window, ranked)
+    return ranked
 
 
 def conversation_topics(messages: Sequence[WindowMessage], limit: int) -> list[Topic] | None:

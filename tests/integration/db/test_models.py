@@ -150,6 +150,7 @@ QUERY_MODELS: dict[str, type[BaseModel]] = {
     "revision_texts": models.RevisionText,
     "edited_messages_of_digests": models.EditedMessage,
     "cover_messages": models.MessageId,
+    "thread_and_cover_messages": models.MessageId,
     "insert_channel_job": models.DigestJob,
     "active_channel_job": models.DigestJob,
     "insert_document_job": models.DigestJob,

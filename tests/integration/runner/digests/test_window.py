@@ -336,6 +336,12 @@ async def test_a_message_edited_during_the_digest_stays_uncovered(
     assert await uncovered(db, channel_id) == ["m5"]
     async with db.acquire() as connection:
         row = await connection.fetchrow("SELECT left_out FROM digests WHERE id = $1", job.digest_id)
+        # Not covered, but threaded all the same, like every message the digest read.
+        unthreaded = await connection.fetchval(
+            "SELECT count(*) FROM messages WHERE channel_id = $1 AND conversation_id IS NULL",
+            channel_id,
+        )
+    assert unthreaded == 0
     assert row["left_out"] == [
         {
             "first_message_id": "m5",

@@ -3,6 +3,7 @@ counts of each, and the period's own sentences, each cited and validated."""
 
 from __future__ import annotations
 
+import gc
 from datetime import UTC, date, datetime, timedelta
 
 import pytest
@@ -18,6 +19,7 @@ from runner.digests.periods import (
     stored_heading,
     tell_periods,
 )
+from runner.extract.offline.topics import ranked_conversations, ranked_for, remember_ranked
 from runner.grounding.validate import validate_sentences
 from tests.support.digests import DAY_EXCHANGES
 
@@ -67,6 +69,30 @@ def test_each_day_is_told_with_its_counts_and_cited_sentences() -> None:
                 cited = by_id[anchor.message_id]
                 assert cited.ts.date() == period.start
                 assert 0 <= anchor.char_start < anchor.char_end <= len(cited.normalized_text)
+
+
+def test_periods_tell_the_ranking_the_digest_already_made_of_the_window() -> None:
+    window = _window(3)
+    # A ranking remembered for this window object (as the digest's reduce leaves it) is the
+    # one the periods tell; an equal window that is another object is ranked afresh.
+    remember_ranked(window, [])
+    assert all(p.sentences == [] for p in tell_periods(window, 0.5).periods)
+    fresh = _window(3)
+    assert all(p.sentences for p in tell_periods(fresh, 0.5).periods)
+    assert ranked_for(fresh) is ranked_for(fresh)
+    assert ranked_for(fresh) == ranked_conversations(fresh.messages)
+
+
+def test_a_remembered_ranking_goes_with_its_window() -> None:
+    from runner.extract.offline import topics
+
+    window = _window(2)
+    ranked_for(window)
+    key = id(window)
+    assert key in topics._RANKED
+    del window
+    gc.collect()
+    assert key not in topics._RANKED
 
 
 def test_a_period_sentence_is_validated_like_the_overview() -> None:
