@@ -244,12 +244,19 @@ class _ChunkReader:
         suggested = [s for s in sentences if patterns.is_suggestion(s, self.participants)]
         chosen = max(suggested or sentences, key=lambda s: len(content_words(s)), default="")
         claim = patterns.clean_claim(patterns.suggested_task(chosen, self.participants))
+        self._add_taken_action(claim, advice, message, position)
+
+    def _add_taken_action(
+        self, claim: str, source: WindowMessage, taker: WindowMessage, position: int
+    ) -> None:
+        """`taker`'s action item whose task is `claim`, taken from `source` (both cited), when
+        the claim keeps two content words."""
         if len(content_words(claim)) < 2:
             return
         item = ActionItem(
             text=claim,
-            owner=_owner(message.author),
-            message_ids=[advice.message_id, message.message_id],
+            owner=_owner(taker.author),
+            message_ids=[source.message_id, taker.message_id],
         )
         self.found.actions.append(_Ranked(item, 2, position))
 
@@ -287,14 +294,7 @@ class _ChunkReader:
         if not asking:
             return
         claim = patterns.clean_claim(patterns.strip_request(asking[0]))
-        if len(content_words(claim)) < 2:
-            return
-        item = ActionItem(
-            text=claim,
-            owner=_owner(message.author),
-            message_ids=[request.message_id, message.message_id],
-        )
-        self.found.actions.append(_Ranked(item, 2, position))
+        self._add_taken_action(claim, request, message, position)
 
     def _question(self, view: PartView, position: int) -> None:
         """The strongest question of a part; answered in the chunk → Q&A knowledge."""
